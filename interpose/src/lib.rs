@@ -1,0 +1,20 @@
+//! `libmheta_interpose.so`: the PMPI interposition layer (the paper's
+//! MPI-Jack). Loaded with `LD_PRELOAD` (or by `mheta run`) into any MPI
+//! program, it defines the `MPI_*` entry points, times each call around the
+//! matching `PMPI_*` call, and records one instrumented iteration, marked by
+//! `MPI_Pcontrol` levels (see [`mheta_trace::pcontrol`]): the compute gaps,
+//! stage markers, and every message's kind, peer and size. The trace of each
+//! rank is written (format: [`mheta_trace`]) as soon as that iteration ends.
+//!
+//! Every wrapper comes from the one table in [`wrappers`]; recording state
+//! lives in [`recorder`]. Outside the instrumented iteration a wrapper costs
+//! one relaxed atomic load before calling `PMPI_*`.
+//!
+//! Environment: `MHETA_TRACE_DIR` (default `./mheta-trace`),
+//! `MHETA_INSTRUMENT_ITER` (index from 0 of the iteration to record,
+//! default 1: the first iteration warms caches and is skipped).
+
+pub mod recorder;
+mod wrappers;
+
+pub use wrappers::*;

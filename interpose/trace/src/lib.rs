@@ -1,0 +1,427 @@
+//! The mheta trace format: what `libmheta_interpose.so` records of one
+//! instrumented iteration, one file per rank, plus the application's
+//! declaration (`app.json`) that says how its work and messages scale with a
+//! GEN_BLOCK distribution. This crate owns both formats and the
+//! `MPI_Pcontrol` levels that mark iterations and stages; it is MPI-free so
+//! that the analysis side (`mheta-runtime`) reads traces without linking MPI.
+//!
+//! A trace directory holds `rank-00000.mtrace` .. `rank-{P-1}.mtrace`
+//! (an 8-byte magic, a little-endian `u32` version, then bincode) and
+//! `app.json`.
+
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+pub mod pcontrol;
+
+/// First bytes of every rank trace file.
+pub const MAGIC: [u8; 8] = *b"MHETATRC";
+/// Version of the rank trace encoding; bump on any change to [`RankTrace`].
+pub const TRACE_VERSION: u32 = 1;
+/// Version of the `app.json` declaration.
+pub const APP_VERSION: u32 = 1;
+/// Name of the application declaration inside a trace directory.
+pub const APP_FILE: &str = "app.json";
+
+/// The MPI functions the recorder knows. Names follow the MPI standard.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    Send,
+    Isend,
+    Recv,
+    Irecv,
+    Wait,
+    Waitall,
+    Sendrecv,
+    Mprobe,
+    Mrecv,
+    Allreduce,
+}
+
+/// One message endpoint as seen by the recording rank. Ranks are
+/// `MPI_COMM_WORLD` ranks; `bytes` is `count * MPI_Type_size(datatype)`.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Msg {
+    pub peer: i32,
+    pub tag: i32,
+    pub bytes: u64,
+}
+
+/// A non-blocking request that completed inside a `Wait*` call.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Completion {
+    /// Id given to the request when it was posted (see [`What::Isend`]).
+    pub req: u32,
+    /// For receives: the matched message (source and size from the status).
+    pub recv: Option<Msg>,
+}
+
+/// What happened during one interval of the instrumented iteration.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub enum What {
+    /// `MPI_Pcontrol(STAGE_BEGIN)`: computation and I/O until `StageEnd`.
+    StageBegin,
+    StageEnd,
+    /// Blocking send.
+    Send(Msg),
+    /// Non-blocking send posted, completed later by a `Complete` with `req`.
+    Isend { msg: Msg, req: u32 },
+    /// Blocking receive; `peer` is the actual source from the status.
+    Recv(Msg),
+    /// Non-blocking receive posted; the matched source is in the completion.
+    Irecv { req: u32 },
+    /// `MPI_Sendrecv`: a send and a receive that proceed together.
+    Sendrecv { send: Msg, recv: Msg },
+    /// `MPI_Wait*` completing these requests.
+    Complete(Vec<Completion>),
+    /// `MPI_Mprobe`: blocks until `msg` has arrived.
+    Probe(Msg),
+    /// `MPI_Mrecv` of a message matched by the preceding probe.
+    MatchedRecv { bytes: u64 },
+    /// A collective over `comm_size` ranks with `bytes` per rank.
+    Collective { bytes: u64, comm_size: u32 },
+}
+
+/// One recorded call (or marker): times are ns from the iteration's start.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Event {
+    pub op: Option<Op>,
+    pub t0_ns: u64,
+    pub t1_ns: u64,
+    pub what: What,
+}
+
+/// Everything one rank recorded of the instrumented iteration.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct RankTrace {
+    pub rank: u32,
+    pub world_size: u32,
+    pub pid: u32,
+    pub host: String,
+    /// Index (from 0) of the iteration that was instrumented.
+    pub iteration: u64,
+    /// From the iteration-begin marker to the iteration-end marker.
+    pub duration_ns: u64,
+    pub events: Vec<Event>,
+}
+
+/// How a message's size changes when the distribution changes.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum MsgScaling {
+    /// Halo rows: the size does not depend on the distribution.
+    #[default]
+    Constant,
+    /// Allgather of a block: proportional to the sender's rows.
+    SenderRows,
+}
+
+/// Who talks to whom when a rank owns no rows.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Topology {
+    /// Messages go to the nearest rank above/below that owns rows; ranks
+    /// with no rows take part in collectives only.
+    #[default]
+    Neighbour1d,
+    /// Point-to-point partners are fixed whatever the distribution.
+    Fixed,
+}
+
+/// A distributed array of the application.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ArrayDecl {
+    pub name: String,
+    pub bytes_per_row: u64,
+    pub read_only: bool,
+}
+
+/// The application's declaration, written by rank 0 as `app.json`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct AppDecl {
+    pub version: u32,
+    pub app: String,
+    /// Rows distributed by GEN_BLOCK.
+    pub rows: u64,
+    /// The distribution in force during the instrumented iteration.
+    pub dist: Vec<u64>,
+    #[serde(default)]
+    pub arrays: Vec<ArrayDecl>,
+    #[serde(default)]
+    pub msg_scaling: MsgScaling,
+    #[serde(default)]
+    pub topology: Topology,
+}
+
+/// Errors reading or writing traces. Each names the file at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: not an mheta trace (bad magic); was it written by libmheta_interpose?")]
+    BadMagic { path: PathBuf },
+    #[error("{path}: trace version {found}, this mheta reads version {expected}; re-record the trace")]
+    Version {
+        path: PathBuf,
+        found: u32,
+        expected: u32,
+    },
+    #[error("{path}: corrupt trace: {detail}")]
+    Corrupt { path: PathBuf, detail: String },
+    #[error("{dir}: no trace directory; record one with `mheta run --trace-dir {dir} -- mpirun ...`")]
+    NoDir { dir: PathBuf },
+    #[error("{dir}: no rank traces (rank-*.mtrace) found; did the program call the iteration markers?")]
+    Empty { dir: PathBuf },
+    #[error("{dir}: trace of rank {rank} is missing ({expected} ranks expected)")]
+    MissingRank {
+        dir: PathBuf,
+        rank: u32,
+        expected: u32,
+    },
+    #[error("{path}: {detail}")]
+    Invalid { path: PathBuf, detail: String },
+}
+
+/// File name of rank `rank`'s trace inside a trace directory.
+pub fn rank_file(dir: &Path, rank: u32) -> PathBuf {
+    dir.join(format!("rank-{rank:05}.mtrace"))
+}
+
+/// Encode a rank trace to bytes (magic, version, bincode body).
+pub fn encode(trace: &RankTrace) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 + trace.events.len() * 48);
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&TRACE_VERSION.to_le_bytes());
+    // Serialising plain owned data into a Vec cannot fail.
+    bincode::serialize_into(&mut out, trace).expect("bincode into Vec");
+    out
+}
+
+/// Decode a rank trace; `path` only names the source in errors.
+pub fn decode(bytes: &[u8], path: &Path) -> Result<RankTrace, TraceError> {
+    if bytes.len() < 12 || bytes[..8] != MAGIC {
+        return Err(TraceError::BadMagic { path: path.into() });
+    }
+    let found = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+    if found != TRACE_VERSION {
+        return Err(TraceError::Version {
+            path: path.into(),
+            found,
+            expected: TRACE_VERSION,
+        });
+    }
+    let trace: RankTrace = bincode::deserialize(&bytes[12..]).map_err(|e| TraceError::Corrupt {
+        path: path.into(),
+        detail: e.to_string(),
+    })?;
+    validate(&trace, path)?;
+    Ok(trace)
+}
+
+fn validate(t: &RankTrace, path: &Path) -> Result<(), TraceError> {
+    let bad = |detail: String| TraceError::Invalid {
+        path: path.into(),
+        detail,
+    };
+    if t.world_size == 0 || t.rank >= t.world_size {
+        return Err(bad(format!(
+            "rank {} outside world of size {}",
+            t.rank, t.world_size
+        )));
+    }
+    let mut last = 0;
+    for (i, e) in t.events.iter().enumerate() {
+        if e.t1_ns < e.t0_ns || e.t0_ns < last || e.t1_ns > t.duration_ns {
+            return Err(bad(format!("event {i} has times out of order")));
+        }
+        last = e.t1_ns;
+    }
+    Ok(())
+}
+
+/// Write `bytes` to `path` atomically: a temporary file in the same
+/// directory, then a rename, so a reader never sees half a file.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), TraceError> {
+    let io = |source| TraceError::Io {
+        path: path.into(),
+        source,
+    };
+    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
+    let mut f = std::fs::File::create(&tmp).map_err(io)?;
+    f.write_all(bytes).map_err(io)?;
+    f.sync_data().map_err(io)?;
+    drop(f);
+    std::fs::rename(&tmp, path).map_err(io)
+}
+
+/// Write one rank's trace into `dir`.
+pub fn write_rank(dir: &Path, trace: &RankTrace) -> Result<PathBuf, TraceError> {
+    let path = rank_file(dir, trace.rank);
+    write_atomic(&path, &encode(trace))?;
+    Ok(path)
+}
+
+/// Read one rank trace file.
+pub fn read_rank(path: &Path) -> Result<RankTrace, TraceError> {
+    let bytes = std::fs::read(path).map_err(|source| TraceError::Io {
+        path: path.into(),
+        source,
+    })?;
+    decode(&bytes, path)
+}
+
+/// Read every rank of a trace directory, checking that all ranks are there.
+pub fn read_dir(dir: &Path) -> Result<Vec<RankTrace>, TraceError> {
+    if !dir.is_dir() {
+        return Err(TraceError::NoDir { dir: dir.into() });
+    }
+    let first = rank_file(dir, 0);
+    if !first.exists() {
+        return Err(TraceError::Empty { dir: dir.into() });
+    }
+    let t0 = read_rank(&first)?;
+    let p = t0.world_size;
+    let mut out = vec![t0];
+    for r in 1..p {
+        let path = rank_file(dir, r);
+        if !path.exists() {
+            return Err(TraceError::MissingRank {
+                dir: dir.into(),
+                rank: r,
+                expected: p,
+            });
+        }
+        let t = read_rank(&path)?;
+        if t.rank != r || t.world_size != p {
+            return Err(TraceError::Invalid {
+                path,
+                detail: format!(
+                    "claims rank {} of {}, expected rank {r} of {p}; traces from different runs are mixed",
+                    t.rank, t.world_size
+                ),
+            });
+        }
+        out.push(t);
+    }
+    Ok(out)
+}
+
+/// Write the application declaration into `dir`.
+pub fn write_app(dir: &Path, app: &AppDecl) -> Result<(), TraceError> {
+    let mut json = serde_json::to_string_pretty(app).expect("AppDecl serialises");
+    json.push('\n');
+    write_atomic(&dir.join(APP_FILE), json.as_bytes())
+}
+
+/// Read and check the application declaration of a trace directory.
+pub fn read_app(dir: &Path) -> Result<AppDecl, TraceError> {
+    let path = dir.join(APP_FILE);
+    if !dir.is_dir() {
+        return Err(TraceError::NoDir { dir: dir.into() });
+    }
+    let text = std::fs::read_to_string(&path).map_err(|source| TraceError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    let app: AppDecl = serde_json::from_str(&text).map_err(|e| TraceError::Corrupt {
+        path: path.clone(),
+        detail: e.to_string(),
+    })?;
+    if app.version != APP_VERSION {
+        return Err(TraceError::Version {
+            path,
+            found: app.version,
+            expected: APP_VERSION,
+        });
+    }
+    let sum: u64 = app.dist.iter().sum();
+    if sum != app.rows {
+        return Err(TraceError::Invalid {
+            path,
+            detail: format!("dist sums to {sum}, but rows = {}", app.rows),
+        });
+    }
+    Ok(app)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> RankTrace {
+        RankTrace {
+            rank: 1,
+            world_size: 2,
+            pid: 42,
+            host: "h".into(),
+            iteration: 1,
+            duration_ns: 100,
+            events: vec![
+                Event {
+                    op: None,
+                    t0_ns: 5,
+                    t1_ns: 5,
+                    what: What::StageBegin,
+                },
+                Event {
+                    op: Some(Op::Send),
+                    t0_ns: 10,
+                    t1_ns: 20,
+                    what: What::Send(Msg {
+                        peer: 0,
+                        tag: 3,
+                        bytes: 800,
+                    }),
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn round_trip() {
+        let t = sample();
+        let b = encode(&t);
+        assert_eq!(&b[..8], b"MHETATRC");
+        assert_eq!(decode(&b, Path::new("x")).unwrap(), t);
+    }
+
+    #[test]
+    fn wrong_version_is_named() {
+        let mut b = encode(&sample());
+        b[8] = 99;
+        let e = decode(&b, Path::new("r.mtrace")).unwrap_err().to_string();
+        assert!(e.contains("r.mtrace") && e.contains("version 99"), "{e}");
+    }
+
+    #[test]
+    fn truncated_is_corrupt() {
+        let b = encode(&sample());
+        let e = decode(&b[..b.len() - 3], Path::new("r")).unwrap_err();
+        assert!(matches!(e, TraceError::Corrupt { .. }), "{e}");
+    }
+
+    #[test]
+    fn out_of_order_events_rejected() {
+        let mut t = sample();
+        t.events[1].t1_ns = 1;
+        let e = decode(&encode(&t), Path::new("r")).unwrap_err();
+        assert!(matches!(e, TraceError::Invalid { .. }), "{e}");
+    }
+
+    #[test]
+    fn read_dir_names_missing_rank() {
+        let dir = std::env::temp_dir().join(format!("mheta-trace-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut t = sample();
+        t.rank = 0;
+        t.world_size = 3;
+        write_rank(&dir, &t).unwrap();
+        let e = read_dir(&dir).unwrap_err().to_string();
+        assert!(e.contains("rank 1 is missing"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

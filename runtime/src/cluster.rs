@@ -1,0 +1,164 @@
+//! Cluster specs: the emulated heterogeneous cluster an app runs on
+//! (`--cluster NAME|FILE`). A spec is TOML with one `[[rank]]` table per
+//! MPI rank, in rank order:
+//!
+//! ```toml
+//! [[rank]]
+//! cpu_power = 1.0      # relative CPU power, 1.0 = one core of this machine
+//! mem_limit_mb = 512   # optional: memory for local arrays (unlimited if absent)
+//! io_factor = 1.0      # optional: disk slowdown (1.0 if absent)
+//! ```
+//!
+//! Built-in names: `uniform` (every rank at power 1.0, any rank count) and
+//! the files shipped in the repository's `clusters/` folder by file stem.
+
+use serde::Deserialize;
+use std::path::Path;
+
+/// One rank of a cluster spec.
+#[derive(Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RankSpec {
+    pub cpu_power: f64,
+    #[serde(default)]
+    pub mem_limit_mb: Option<f64>,
+    #[serde(default = "one")]
+    pub io_factor: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// A whole cluster spec.
+#[derive(Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterSpec {
+    pub rank: Vec<RankSpec>,
+}
+
+/// A cluster spec that could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error("--cluster {name}: no such file and not a built-in name (built-ins: uniform, {builtins})")]
+    Unknown { name: String, builtins: String },
+    #[error("{path}: {detail}")]
+    Invalid { path: String, detail: String },
+    #[error("{path}: describes {found} ranks but the job has {expected}")]
+    Ranks {
+        path: String,
+        found: usize,
+        expected: usize,
+    },
+}
+
+/// Specs shipped with mheta, by name.
+const BUILTINS: &[(&str, &str)] = &[
+    ("het2", include_str!("../../clusters/het2.toml")),
+    ("het4", include_str!("../../clusters/het4.toml")),
+];
+
+impl ClusterSpec {
+    /// Every rank at power 1.0.
+    pub fn uniform(ranks: usize) -> Self {
+        ClusterSpec {
+            rank: vec![
+                RankSpec {
+                    cpu_power: 1.0,
+                    mem_limit_mb: None,
+                    io_factor: 1.0,
+                };
+                ranks
+            ],
+        }
+    }
+
+    /// Parse TOML text; `path` names the source in errors.
+    pub fn parse(text: &str, path: &str) -> Result<Self, ClusterError> {
+        let spec: ClusterSpec = toml::from_str(text).map_err(|e| ClusterError::Invalid {
+            path: path.into(),
+            detail: e.to_string().replace('\n', " "),
+        })?;
+        for (i, r) in spec.rank.iter().enumerate() {
+            let bad = |detail: String| ClusterError::Invalid {
+                path: path.into(),
+                detail: format!("rank {i}: {detail}"),
+            };
+            if !(r.cpu_power.is_finite() && r.cpu_power > 0.0) {
+                return Err(bad(format!("cpu_power = {} must be > 0", r.cpu_power)));
+            }
+            if !(r.io_factor.is_finite() && r.io_factor > 0.0) {
+                return Err(bad(format!("io_factor = {} must be > 0", r.io_factor)));
+            }
+            if let Some(m) = r.mem_limit_mb
+                && !(m.is_finite() && m > 0.0)
+            {
+                return Err(bad(format!("mem_limit_mb = {m} must be > 0")));
+            }
+        }
+        if spec.rank.is_empty() {
+            return Err(ClusterError::Invalid {
+                path: path.into(),
+                detail: "no [[rank]] tables".into(),
+            });
+        }
+        Ok(spec)
+    }
+
+    /// Resolve `--cluster NAME|FILE` for a job of `ranks` ranks.
+    pub fn resolve(name: &str, ranks: usize) -> Result<Self, ClusterError> {
+        let spec = if name == "uniform" {
+            return Ok(Self::uniform(ranks));
+        } else if Path::new(name).is_file() {
+            let text = std::fs::read_to_string(name).map_err(|e| ClusterError::Invalid {
+                path: name.into(),
+                detail: e.to_string(),
+            })?;
+            Self::parse(&text, name)?
+        } else if let Some((_, text)) = BUILTINS.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            Self::parse(text, name)?
+        } else {
+            return Err(ClusterError::Unknown {
+                name: name.into(),
+                builtins: BUILTINS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
+            });
+        };
+        if spec.rank.len() != ranks {
+            return Err(ClusterError::Ranks {
+                path: name.into(),
+                found: spec.rank.len(),
+                expected: ranks,
+            });
+        }
+        Ok(spec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_defaults() {
+        let s = ClusterSpec::parse("[[rank]]\ncpu_power = 1.0\n[[rank]]\ncpu_power = 0.5\nmem_limit_mb = 64\n", "x").unwrap();
+        assert_eq!(s.rank.len(), 2);
+        assert_eq!(s.rank[1].cpu_power, 0.5);
+        assert_eq!(s.rank[1].mem_limit_mb, Some(64.0));
+        assert_eq!(s.rank[0].io_factor, 1.0);
+    }
+
+    #[test]
+    fn rejects_bad_values_naming_rank() {
+        let e = ClusterSpec::parse("[[rank]]\ncpu_power = 0\n", "c.toml").unwrap_err().to_string();
+        assert!(e.contains("c.toml") && e.contains("rank 0"), "{e}");
+        let e = ClusterSpec::parse("[[rank]]\ncpu = 1\n", "c.toml").unwrap_err().to_string();
+        assert!(e.contains("c.toml"), "{e}");
+    }
+
+    #[test]
+    fn builtin_and_rank_count() {
+        assert_eq!(ClusterSpec::resolve("het2", 2).unwrap().rank[1].cpu_power, 0.5);
+        assert!(matches!(ClusterSpec::resolve("het2", 4), Err(ClusterError::Ranks { .. })));
+        assert!(matches!(ClusterSpec::resolve("nope", 2), Err(ClusterError::Unknown { .. })));
+    }
+}

@@ -1,0 +1,145 @@
+//! GEN_BLOCK distributions: `s_0..s_{P-1}` rows per rank, each >= 0,
+//! summing to N; rank i owns rows `[sum_{j<i} s_j, sum_{j<=i} s_j)`.
+
+use std::fmt;
+
+/// Why a distribution was rejected.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum DistError {
+    #[error("--dist {text:?}: {detail}")]
+    Parse { text: String, detail: String },
+    #[error("--dist has {found} entries but there are {expected} ranks")]
+    Length { found: usize, expected: usize },
+    #[error("--dist sums to {found} rows but N = {expected}")]
+    Sum { found: u64, expected: u64 },
+}
+
+/// A GEN_BLOCK distribution.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Dist(pub Vec<u64>);
+
+impl Dist {
+    /// Parse `s0,s1,...` and check it against `ranks` and `rows`.
+    pub fn parse(text: &str, ranks: usize, rows: u64) -> Result<Dist, DistError> {
+        let mut v = Vec::new();
+        for part in text.split(',') {
+            let p = part.trim();
+            let x = p.parse::<u64>().map_err(|_| DistError::Parse {
+                text: text.into(),
+                detail: format!("{p:?} is not a non-negative row count"),
+            })?;
+            v.push(x);
+        }
+        let d = Dist(v);
+        d.check(ranks, rows)?;
+        Ok(d)
+    }
+
+    /// Check length and sum.
+    pub fn check(&self, ranks: usize, rows: u64) -> Result<(), DistError> {
+        if self.0.len() != ranks {
+            return Err(DistError::Length {
+                found: self.0.len(),
+                expected: ranks,
+            });
+        }
+        let sum = self.total();
+        if sum != rows {
+            return Err(DistError::Sum {
+                found: sum,
+                expected: rows,
+            });
+        }
+        Ok(())
+    }
+
+    /// Equal blocks; the first `rows % ranks` ranks get one more row.
+    pub fn block(ranks: usize, rows: u64) -> Dist {
+        let p = ranks as u64;
+        Dist((0..p).map(|i| rows / p + u64::from(i < rows % p)).collect())
+    }
+
+    /// Rows proportional to `weights` (largest-remainder rounding).
+    pub fn proportional(weights: &[f64], rows: u64) -> Dist {
+        let total: f64 = weights.iter().map(|w| w.max(0.0)).sum();
+        if total <= 0.0 {
+            return Dist::block(weights.len(), rows);
+        }
+        let exact: Vec<f64> = weights
+            .iter()
+            .map(|w| w.max(0.0) / total * rows as f64)
+            .collect();
+        let mut s: Vec<u64> = exact.iter().map(|x| x.floor() as u64).collect();
+        let mut left = rows - s.iter().sum::<u64>();
+        let mut order: Vec<usize> = (0..s.len()).collect();
+        order.sort_by(|&a, &b| {
+            let ra = exact[a] - exact[a].floor();
+            let rb = exact[b] - exact[b].floor();
+            rb.total_cmp(&ra).then(a.cmp(&b))
+        });
+        for &i in order.iter().cycle() {
+            if left == 0 {
+                break;
+            }
+            s[i] += 1;
+            left -= 1;
+        }
+        Dist(s)
+    }
+
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    pub fn ranks(&self) -> usize {
+        self.0.len()
+    }
+
+    /// First global row of each rank.
+    pub fn offsets(&self) -> Vec<u64> {
+        let mut acc = 0;
+        self.0
+            .iter()
+            .map(|&s| {
+                let o = acc;
+                acc += s;
+                o
+            })
+            .collect()
+    }
+}
+
+impl fmt::Display for Dist {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> = self.0.iter().map(|x| x.to_string()).collect();
+        f.write_str(&parts.join(","))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_checks_length_and_sum() {
+        assert_eq!(Dist::parse("3,0,7", 3, 10).unwrap().0, vec![3, 0, 7]);
+        assert_eq!(
+            Dist::parse("3,7", 3, 10),
+            Err(DistError::Length { found: 2, expected: 3 })
+        );
+        assert_eq!(
+            Dist::parse("3,0,6", 3, 10),
+            Err(DistError::Sum { found: 9, expected: 10 })
+        );
+        assert!(matches!(Dist::parse("3,-1,8", 3, 10), Err(DistError::Parse { .. })));
+    }
+
+    #[test]
+    fn block_and_proportional() {
+        assert_eq!(Dist::block(3, 10).0, vec![4, 3, 3]);
+        assert_eq!(Dist::proportional(&[2.0, 1.0], 1200).0, vec![800, 400]);
+        let d = Dist::proportional(&[1.0, 1.0, 1.0], 10);
+        assert_eq!(d.total(), 10);
+        assert_eq!(d.offsets(), vec![0, d.0[0], d.0[0] + d.0[1]]);
+    }
+}

@@ -1,0 +1,13 @@
+//! mheta's analysis side, free of MPI: the MHETA execution model
+//! ([`model`]: trace + profile + distribution -> predicted time), GEN_BLOCK
+//! distributions ([`dist`]), the distribution searches ([`search`]: GBS and
+//! baselines), and emulated cluster specs ([`cluster`]). The `mheta` CLI
+//! and the in-run controller (`mheta-live`) both use these plain functions.
+
+pub mod cluster;
+pub mod dist;
+pub mod model;
+pub mod search;
+
+pub use dist::Dist;
+pub use model::{Model, ModelError, Prediction};

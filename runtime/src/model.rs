@@ -1,0 +1,453 @@
+//! The MHETA execution model (seed 003, section 4.2): predicts the time of
+//! one iteration under any GEN_BLOCK distribution from one instrumented
+//! iteration ([`mheta_trace`]) and the cluster profile ([`mheta_profile`]).
+//!
+//! Each rank's recorded iteration becomes a [`Program`]: compute gaps
+//! (scaled by W'/W inside stages) and its communication steps. The model
+//! replays all programs together, in time order, with the profile's costs:
+//! a message posted at sender time `t` arrives at `t + o_s + L + b*G`
+//! (MHETA eq. 3), the sender pays `o_s`, and the receiver waits until the
+//! arrival then pays `o_r` (eq. 5). Reductions synchronise all ranks. For two
+//! ranks and one exchange this is exactly eqs. 3-5; for P ranks it is the
+//! replay the paper defers to the dissertation.
+
+use crate::dist::Dist;
+use mheta_profile::ClusterProfile;
+use mheta_trace::{AppDecl, MsgScaling, RankTrace, Topology, What};
+use std::collections::{HashMap, VecDeque};
+
+/// A model input that cannot be used.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ModelError {
+    #[error("trace has {trace} ranks but the profile measured {profile}; run `mheta bench --np {trace}`")]
+    RankMismatch { trace: usize, profile: usize },
+    #[error("app.json declares {decl} ranks in its dist but the trace has {trace}")]
+    DeclMismatch { decl: usize, trace: usize },
+    #[error("rank {rank} had no rows in the instrumented iteration, so its per-row cost is unknown; instrument with every rank owning rows")]
+    NoRowsInTrace { rank: usize },
+    #[error("the recorded messages do not match up (rank {rank} waits forever at step {step}); traces from different runs?")]
+    Deadlock { rank: usize, step: usize },
+    #[error(transparent)]
+    Dist(#[from] crate::dist::DistError),
+}
+
+/// A message endpoint in a program.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Peer {
+    pub rank: usize,
+    pub tag: i32,
+    pub bytes: f64,
+}
+
+/// One step of a rank's iteration.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// Computation (and, later, I/O): `scaled` gaps lie inside a stage and
+    /// scale with the rank's rows (MHETA: T_phi' = T_phi * W'/W).
+    Compute { s: f64, scaled: bool },
+    /// Blocking or non-blocking send: costs `o_s`, the message is on its way.
+    Send(Peer),
+    /// Blocking receive.
+    Recv(Peer),
+    /// Completion of non-blocking receives (the sends need nothing).
+    WaitRecvs(Vec<Peer>),
+    /// A matched probe: wait for the message, the receive comes later.
+    Probe(Peer),
+    /// The receive of a probed message: costs `o_r`.
+    MatchedRecv,
+    /// A reduction over all ranks of `bytes` per rank.
+    Reduce { bytes: f64 },
+}
+
+/// A rank's instrumented iteration as model input.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Program {
+    pub steps: Vec<Step>,
+    /// Sum of the scaled compute, seconds.
+    pub scaled_s: f64,
+    /// Sum of the unscaled compute, seconds.
+    pub unscaled_s: f64,
+    /// Measured iteration time of this rank, seconds.
+    pub measured_s: f64,
+}
+
+impl Program {
+    /// Turn a rank trace into steps: gaps between calls are compute;
+    /// time inside calls is dropped (the model recomputes it). When the
+    /// trace has stage markers only gaps inside stages scale; without them
+    /// every gap scales.
+    pub fn from_trace(t: &RankTrace) -> Program {
+        let has_stages = t.events.iter().any(|e| matches!(e.what, What::StageBegin));
+        let mut steps = Vec::new();
+        let (mut scaled_s, mut unscaled_s) = (0.0, 0.0);
+        let mut in_stage = false;
+        let mut last = 0u64;
+        let mut irecv_open: HashMap<u32, ()> = HashMap::new();
+        let mut gap = |steps: &mut Vec<Step>, from: u64, to: u64, in_stage: bool| {
+            if to > from {
+                let s = (to - from) as f64 * 1e-9;
+                let scaled = in_stage || !has_stages;
+                if scaled {
+                    scaled_s += s;
+                } else {
+                    unscaled_s += s;
+                }
+                match steps.last_mut() {
+                    Some(Step::Compute { s: prev, scaled: sc }) if *sc == scaled => *prev += s,
+                    _ => steps.push(Step::Compute { s, scaled }),
+                }
+            }
+        };
+        let peer = |m: &mheta_trace::Msg| Peer {
+            rank: m.peer.max(0) as usize,
+            tag: m.tag,
+            bytes: m.bytes as f64,
+        };
+        for e in &t.events {
+            gap(&mut steps, last, e.t0_ns, in_stage);
+            last = e.t1_ns;
+            match &e.what {
+                What::StageBegin => in_stage = true,
+                What::StageEnd => in_stage = false,
+                What::Send(m) | What::Isend { msg: m, .. } if m.peer >= 0 => steps.push(Step::Send(peer(m))),
+                What::Recv(m) if m.peer >= 0 => steps.push(Step::Recv(peer(m))),
+                What::Irecv { req } => {
+                    irecv_open.insert(*req, ());
+                }
+                // MPI_Sendrecv: the send is posted, then the receive waits
+                // (both nodes send before blocking, as eq. 5 assumes).
+                What::Sendrecv { send, recv } => {
+                    if send.peer >= 0 {
+                        steps.push(Step::Send(peer(send)));
+                    }
+                    if recv.peer >= 0 {
+                        steps.push(Step::Recv(peer(recv)));
+                    }
+                }
+                What::Complete(done) => {
+                    let recvs: Vec<Peer> = done
+                        .iter()
+                        .filter(|c| irecv_open.remove(&c.req).is_some())
+                        .filter_map(|c| c.recv.as_ref().filter(|m| m.peer >= 0).map(peer))
+                        .collect();
+                    if !recvs.is_empty() {
+                        steps.push(Step::WaitRecvs(recvs));
+                    }
+                }
+                What::Probe(m) if m.peer >= 0 => steps.push(Step::Probe(peer(m))),
+                What::MatchedRecv { .. } => steps.push(Step::MatchedRecv),
+                What::Collective { bytes, .. } => steps.push(Step::Reduce {
+                    bytes: *bytes as f64,
+                }),
+                _ => {}
+            }
+        }
+        gap(&mut steps, last, t.duration_ns, in_stage);
+        Program {
+            steps,
+            scaled_s,
+            unscaled_s,
+            measured_s: t.duration_ns as f64 * 1e-9,
+        }
+    }
+}
+
+/// Per-rank result of one predicted iteration.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct RankTime {
+    /// Finish time of the rank's iteration.
+    pub total_s: f64,
+    /// Computation (and I/O) T_tau.
+    pub compute_s: f64,
+    /// Send and receive overheads.
+    pub overhead_s: f64,
+    /// Time blocked waiting for messages or for a reduction.
+    pub wait_s: f64,
+}
+
+/// A predicted iteration.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Prediction {
+    /// Iteration time: the last rank to finish.
+    pub per_iteration_s: f64,
+    pub ranks: Vec<RankTime>,
+}
+
+/// Costs of point-to-point messages, from the profile, as flat arrays.
+#[derive(Clone, Debug)]
+struct Net {
+    p: usize,
+    o_send: Vec<f64>,
+    o_recv: Vec<f64>,
+    latency: Vec<f64>,
+    per_byte: Vec<f64>,
+    /// Mean costs, for reductions.
+    mean: [f64; 4],
+}
+
+impl Net {
+    fn from_profile(prof: &ClusterProfile) -> Net {
+        let p = prof.np as usize;
+        let mut net = Net {
+            p,
+            o_send: vec![0.0; p * p],
+            o_recv: vec![0.0; p * p],
+            latency: vec![0.0; p * p],
+            per_byte: vec![0.0; p * p],
+            mean: [0.0; 4],
+        };
+        for c in &prof.pairs {
+            let k = c.src as usize * p + c.dst as usize;
+            net.o_send[k] = c.o_send_s;
+            net.o_recv[k] = c.o_recv_s;
+            net.latency[k] = c.latency_s;
+            net.per_byte[k] = c.per_byte_s;
+        }
+        let n = prof.pairs.len().max(1) as f64;
+        for c in &prof.pairs {
+            net.mean[0] += c.o_send_s / n;
+            net.mean[1] += c.o_recv_s / n;
+            net.mean[2] += c.latency_s / n;
+            net.mean[3] += c.per_byte_s / n;
+        }
+        net
+    }
+
+    fn k(&self, src: usize, dst: usize) -> usize {
+        src * self.p + dst
+    }
+
+    /// Cost of a reduction of `bytes` over `p` ranks: recursive doubling,
+    /// ceil(log2 p) rounds of one exchange each.
+    fn reduce(&self, bytes: f64) -> f64 {
+        let rounds = (self.p as f64).log2().ceil();
+        let [os, or, l, g] = self.mean;
+        rounds * (os + l + bytes * g + or)
+    }
+}
+
+/// The model of one application on one cluster: programs, declaration,
+/// network costs. Cheap to evaluate many times.
+#[derive(Clone, Debug)]
+pub struct Model {
+    pub programs: Vec<Program>,
+    pub app: AppDecl,
+    net: Net,
+}
+
+impl Model {
+    /// Build from traces (rank order), the app declaration and a profile.
+    pub fn new(traces: &[RankTrace], app: AppDecl, prof: &ClusterProfile) -> Result<Model, ModelError> {
+        let p = traces.len();
+        if prof.np as usize != p {
+            return Err(ModelError::RankMismatch {
+                trace: p,
+                profile: prof.np as usize,
+            });
+        }
+        if app.dist.len() != p {
+            return Err(ModelError::DeclMismatch {
+                decl: app.dist.len(),
+                trace: p,
+            });
+        }
+        if let Some(rank) = app.dist.iter().position(|&s| s == 0) {
+            return Err(ModelError::NoRowsInTrace { rank });
+        }
+        Ok(Model {
+            programs: traces.iter().map(Program::from_trace).collect(),
+            app,
+            net: Net::from_profile(prof),
+        })
+    }
+
+    pub fn ranks(&self) -> usize {
+        self.programs.len()
+    }
+
+    pub fn rows(&self) -> u64 {
+        self.app.rows
+    }
+
+    /// Seconds per row of scaled work of each rank, as measured.
+    pub fn per_row_s(&self) -> Vec<f64> {
+        self.programs
+            .iter()
+            .zip(&self.app.dist)
+            .map(|(p, &w)| p.scaled_s / w as f64)
+            .collect()
+    }
+
+    /// Where rank `from`'s message to recorded peer `to` goes under `d`:
+    /// the nearest rank in that direction that owns rows (1-D neighbour
+    /// topology), or `to` itself (fixed topology).
+    fn route(&self, d: &Dist, from: usize, to: usize) -> Option<usize> {
+        match self.app.topology {
+            Topology::Fixed => Some(to),
+            Topology::Neighbour1d => {
+                if to > from {
+                    (from + 1..self.ranks()).find(|&j| d.0[j] > 0)
+                } else if to < from {
+                    (0..from).rev().find(|&j| d.0[j] > 0)
+                } else {
+                    Some(to)
+                }
+            }
+        }
+    }
+
+    fn msg_bytes(&self, d: &Dist, sender: usize, bytes: f64) -> f64 {
+        match self.app.msg_scaling {
+            MsgScaling::Constant => bytes,
+            MsgScaling::SenderRows => bytes * d.0[sender] as f64 / self.app.dist[sender] as f64,
+        }
+    }
+
+    /// Predict one iteration under `d` (rows per rank).
+    pub fn predict(&self, d: &Dist) -> Result<Prediction, ModelError> {
+        d.check(self.ranks(), self.rows())?;
+        let p = self.ranks();
+        let net = &self.net;
+        let factor: Vec<f64> = (0..p).map(|i| d.0[i] as f64 / self.app.dist[i] as f64).collect();
+        let active = |i: usize| d.0[i] > 0 || self.app.topology == Topology::Fixed;
+        let mut clock = vec![0.0f64; p];
+        let mut out = vec![
+            RankTime {
+                total_s: 0.0,
+                compute_s: 0.0,
+                overhead_s: 0.0,
+                wait_s: 0.0
+            };
+            p
+        ];
+        let mut pc = vec![0usize; p];
+        // Arrival times of messages in flight, per (src, dst, tag), FIFO.
+        let mut inflight: HashMap<(usize, usize, i32), VecDeque<f64>> = HashMap::new();
+        // Ranks blocked at a reduction, with their entry time.
+        let mut at_reduce: Vec<Option<f64>> = vec![None; p];
+        loop {
+            let mut progress = false;
+            for i in 0..p {
+                let prog = &self.programs[i].steps;
+                while pc[i] < prog.len() {
+                    let step = &prog[pc[i]];
+                    // A message of rank i to recorded peer `to`, rerouted.
+                    let send = |to: &Peer, clock: &mut [f64], out: &mut [RankTime], inflight: &mut HashMap<_, VecDeque<f64>>| {
+                        if !active(i) {
+                            return;
+                        }
+                        if let Some(j) = self.route(d, i, to.rank) {
+                            let k = net.k(i, j);
+                            let b = self.msg_bytes(d, i, to.bytes);
+                            // MHETA eq. 3: arrival = T_tau(i) + O_send + T_{i->j}(q).
+                            let arrive = clock[i] + net.o_send[k] + net.latency[k] + b * net.per_byte[k];
+                            clock[i] += net.o_send[k];
+                            out[i].overhead_s += net.o_send[k];
+                            inflight.entry((i, j, to.tag)).or_default().push_back(arrive);
+                        }
+                    };
+                    // The recorded source of a receive, rerouted; None = no message.
+                    let source = |from: &Peer| -> Option<usize> {
+                        if !active(i) {
+                            return None;
+                        }
+                        self.route(d, i, from.rank)
+                    };
+                    let ready = |from: &Peer, inflight: &HashMap<_, VecDeque<f64>>| match source(from) {
+                        None => true,
+                        Some(j) => inflight.get(&(j, i, from.tag)).is_some_and(|q| !q.is_empty()),
+                    };
+                    // MHETA eqs. 3 and 5: wait for the arrival, then pay O_recv.
+                    let receive = |from: &Peer, pay: bool, clock: &mut [f64], out: &mut [RankTime], inflight: &mut HashMap<_, VecDeque<f64>>| {
+                        if let Some(j) = source(from) {
+                            let arrive = inflight
+                                .get_mut(&(j, i, from.tag))
+                                .and_then(|q| q.pop_front())
+                                .unwrap_or(clock[i]);
+                            let wait = (arrive - clock[i]).max(0.0);
+                            clock[i] += wait;
+                            out[i].wait_s += wait;
+                            if pay {
+                                let o = net.o_recv[net.k(j, i)];
+                                clock[i] += o;
+                                out[i].overhead_s += o;
+                            }
+                        }
+                    };
+                    match step {
+                        Step::Compute { s, scaled } => {
+                            let t = if *scaled { s * factor[i] } else { *s };
+                            clock[i] += t;
+                            out[i].compute_s += t;
+                        }
+                        Step::Send(to) => send(to, &mut clock, &mut out, &mut inflight),
+                        Step::Recv(from) => {
+                            if !ready(from, &inflight) {
+                                break;
+                            }
+                            receive(from, true, &mut clock, &mut out, &mut inflight);
+                        }
+                        Step::WaitRecvs(froms) => {
+                            if !froms.iter().all(|f| ready(f, &inflight)) {
+                                break;
+                            }
+                            for f in froms {
+                                receive(f, true, &mut clock, &mut out, &mut inflight);
+                            }
+                        }
+                        Step::Probe(from) => {
+                            if !ready(from, &inflight) {
+                                break;
+                            }
+                            receive(from, false, &mut clock, &mut out, &mut inflight);
+                        }
+                        Step::MatchedRecv => {
+                            if active(i) {
+                                let o = net.mean[1];
+                                clock[i] += o;
+                                out[i].overhead_s += o;
+                            }
+                        }
+                        Step::Reduce { bytes } => {
+                            if at_reduce[i].is_none() {
+                                at_reduce[i] = Some(clock[i]);
+                            }
+                            if at_reduce.iter().any(|x| x.is_none()) {
+                                break;
+                            }
+                            // Everyone is here: all leave together.
+                            let entry = at_reduce.iter().flatten().fold(0.0f64, |a, &b| a.max(b));
+                            let done = entry + net.reduce(*bytes);
+                            for j in 0..p {
+                                let e = at_reduce[j].take().unwrap_or(entry);
+                                out[j].wait_s += entry - e;
+                                out[j].overhead_s += done - entry;
+                                clock[j] = done;
+                                if j != i {
+                                    pc[j] += 1;
+                                }
+                            }
+                        }
+                    }
+                    pc[i] += 1;
+                    progress = true;
+                }
+            }
+            if pc.iter().zip(&self.programs).all(|(&c, pr)| c >= pr.steps.len()) {
+                break;
+            }
+            if !progress {
+                let rank = (0..p).find(|&i| pc[i] < self.programs[i].steps.len()).unwrap_or(0);
+                return Err(ModelError::Deadlock { rank, step: pc[rank] });
+            }
+        }
+        for i in 0..p {
+            out[i].total_s = clock[i];
+        }
+        let per_iteration_s = clock.iter().fold(0.0f64, |a, &b| a.max(b));
+        Ok(Prediction {
+            per_iteration_s,
+            ranks: out,
+        })
+    }
+}

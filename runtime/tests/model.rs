@@ -1,0 +1,145 @@
+//! The model and the searches on synthetic traces whose answers are known
+//! by hand (MHETA eqs. 3 and 5).
+
+use mheta_profile::{ClusterProfile, PairCost};
+use mheta_runtime::search;
+use mheta_runtime::{Dist, Model, ModelError};
+use mheta_trace::{AppDecl, Event, Msg, Op, RankTrace, Topology, What};
+
+const OS: f64 = 1e-6;
+const OR: f64 = 2e-6;
+const L: f64 = 5e-6;
+const G: f64 = 1e-9;
+
+fn profile(p: u32) -> ClusterProfile {
+    let mut prof = ClusterProfile::new(p, vec![String::new(); p as usize], "synthetic");
+    for s in 0..p {
+        for d in 0..p {
+            if s != d {
+                prof.pairs.push(PairCost {
+                    src: s,
+                    dst: d,
+                    latency_s: L,
+                    per_byte_s: G,
+                    o_send_s: OS,
+                    o_recv_s: OR,
+                    rtt_small_s: 2.0 * (OS + L + OR),
+                    bandwidth_bps: 1.0 / G,
+                });
+            }
+        }
+    }
+    prof
+}
+
+fn ev(t0: u64, t1: u64, op: Option<Op>, what: What) -> Event {
+    Event { op, t0_ns: t0, t1_ns: t1, what }
+}
+
+/// A 1-D Jacobi-like iteration: exchange with neighbours, a stage of
+/// `compute_ns`, then a reduction of 8 bytes.
+fn jacobi_trace(rank: u32, p: u32, compute_ns: u64, halo: u64) -> RankTrace {
+    let mut events = Vec::new();
+    let mut t = 1000;
+    for peer in [rank as i32 - 1, rank as i32 + 1] {
+        if peer >= 0 && peer < p as i32 {
+            let m = Msg { peer, tag: 7, bytes: halo };
+            events.push(ev(t, t + 500, Some(Op::Sendrecv), What::Sendrecv { send: m, recv: m }));
+            t += 500;
+        }
+    }
+    events.push(ev(t, t, None, What::StageBegin));
+    t += compute_ns;
+    events.push(ev(t, t, None, What::StageEnd));
+    events.push(ev(t, t + 100, Some(Op::Allreduce), What::Collective { bytes: 8, comm_size: p }));
+    t += 100;
+    RankTrace { rank, world_size: p, pid: 1, host: String::new(), iteration: 1, duration_ns: t + 1000, events }
+}
+
+fn app(dist: Vec<u64>) -> AppDecl {
+    AppDecl {
+        version: 1,
+        app: "test".into(),
+        rows: dist.iter().sum(),
+        dist,
+        arrays: vec![],
+        msg_scaling: Default::default(),
+        topology: Topology::Neighbour1d,
+    }
+}
+
+#[test]
+fn two_ranks_match_eqs_3_and_5() {
+    // Rank 1 computes twice as long per row (CPU power 0.5).
+    let traces = [jacobi_trace(0, 2, 1_000_000, 8000), jacobi_trace(1, 2, 2_000_000, 8000)];
+    let m = Model::new(&traces, app(vec![100, 100]), &profile(2)).unwrap();
+    let pr = m.predict(&Dist(vec![100, 100])).unwrap();
+    // Before the exchange both ranks computed 1 us of unscaled glue; both
+    // send (o_s), the message arrives 1us + o_s + L + 8000 G later: eq. 3
+    // gives no wait since both sent at the same time; then o_r (eq. 5).
+    let arrive = 1e-6 + OS + L + 8000.0 * G;
+    let after_exchange = arrive + OR;
+    let reduce = OS + L + 8.0 * G + OR;
+    let end1 = after_exchange + 2e-3;
+    let want = end1 + reduce + 1e-6;
+    assert!((pr.per_iteration_s - want).abs() < 1e-12, "{} vs {want}", pr.per_iteration_s);
+    // Rank 0 waits L + b*G for the halo (eq. 3) and 1 ms for rank 1 at the
+    // reduction.
+    let want_wait = (L + 8000.0 * G) + 1e-3;
+    assert!((pr.ranks[0].wait_s - want_wait).abs() < 1e-12, "{:?}", pr.ranks[0]);
+
+    // W'/W scaling: 150/50 rows gives rank 0 1.5 ms and rank 1 1 ms.
+    let pr = m.predict(&Dist(vec![150, 50])).unwrap();
+    let want = after_exchange + 1.5e-3 + reduce + 1e-6;
+    assert!((pr.per_iteration_s - want).abs() < 1e-12, "{} vs {want}", pr.per_iteration_s);
+}
+
+#[test]
+fn zero_rows_reroutes_neighbours() {
+    let traces: Vec<_> = (0..3).map(|r| jacobi_trace(r, 3, 1_000_000, 800)).collect();
+    let m = Model::new(&traces, app(vec![10, 10, 10]), &profile(3)).unwrap();
+    // Rank 1 gets nothing: ranks 0 and 2 exchange directly and rank 1 only
+    // joins the reduction, so no deadlock and ranks 0/2 carry 1.5 ms each.
+    let pr = m.predict(&Dist(vec![15, 0, 15])).unwrap();
+    assert!(pr.ranks[1].compute_s < 3e-6, "{:?}", pr.ranks[1]);
+    assert!((pr.ranks[0].compute_s - (1.5e-3 + 2e-6)).abs() < 1e-9, "{:?}", pr.ranks[0]);
+    assert!((pr.ranks[1].overhead_s - (pr.ranks[0].overhead_s - OS - OR)).abs() < 1e-15);
+}
+
+#[test]
+fn bad_distributions_rejected() {
+    let traces = [jacobi_trace(0, 2, 1000, 8), jacobi_trace(1, 2, 1000, 8)];
+    let m = Model::new(&traces, app(vec![5, 5]), &profile(2)).unwrap();
+    assert!(matches!(m.predict(&Dist(vec![5, 4])), Err(ModelError::Dist(_))));
+    assert!(matches!(m.predict(&Dist(vec![10])), Err(ModelError::Dist(_))));
+    assert!(matches!(Model::new(&traces, app(vec![5, 5]), &profile(3)), Err(ModelError::RankMismatch { .. })));
+    assert!(matches!(Model::new(&traces, app(vec![10, 0]), &profile(2)), Err(ModelError::NoRowsInTrace { rank: 1 })));
+}
+
+#[test]
+fn gbs_finds_speed_proportional_split_and_beats_block() {
+    let traces = [jacobi_trace(0, 2, 6_000_000, 8000), jacobi_trace(1, 2, 12_000_000, 8000)];
+    let m = Model::new(&traces, app(vec![600, 600]), &profile(2)).unwrap();
+    let g = search::gbs(&m).unwrap();
+    assert!((g.dist[0] as i64 - 800).abs() <= 2, "{:?}", g.dist);
+    let b = search::block(&m).unwrap();
+    assert!(g.predicted_s < 0.7 * b.predicted_s, "{} vs {}", g.predicted_s, b.predicted_s);
+    let bal = search::balanced(&m).unwrap();
+    assert_eq!(bal.dist, vec![800, 400]);
+}
+
+#[test]
+fn gbs_agrees_with_exhaustive_on_small_cases() {
+    for (c0, c1, c2) in [(1u64, 2u64, 3u64), (5, 1, 1), (2, 2, 7)] {
+        let traces = [
+            jacobi_trace(0, 3, c0 * 3_000_000, 80),
+            jacobi_trace(1, 3, c1 * 3_000_000, 80),
+            jacobi_trace(2, 3, c2 * 3_000_000, 80),
+        ];
+        let m = Model::new(&traces, app(vec![20, 20, 20]), &profile(3)).unwrap();
+        let g = search::gbs(&m).unwrap();
+        let e = search::exhaustive(&m, 1_000_000).unwrap();
+        assert!(g.predicted_s <= e.predicted_s * 1.0001, "{:?} vs {:?}", g, e);
+        assert!(g.evaluations < e.evaluations, "{} vs {}", g.evaluations, e.evaluations);
+    }
+}
