@@ -12,9 +12,17 @@
 //!
 //! Environment: `MHETA_TRACE_DIR` (default `./mheta-trace`),
 //! `MHETA_INSTRUMENT_ITER` (index from 0 of the iteration to record,
-//! default 1: the first iteration warms caches and is skipped).
+//! default [`mheta_trace::DEFAULT_INSTRUMENT_ITER`]: the first iterations
+//! warm caches and clocks and are skipped).
 
 pub mod recorder;
 mod wrappers;
 
 pub use wrappers::*;
+
+/// Present so that a program can tell (with `dlsym`) that the interposer is
+/// loaded; returns the trace format version it writes.
+#[unsafe(no_mangle)]
+pub extern "C" fn mheta_interpose_version() -> u32 {
+    mheta_trace::TRACE_VERSION
+}

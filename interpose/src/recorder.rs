@@ -64,10 +64,13 @@ pub fn init() {
         .unwrap_or_else(|| PathBuf::from("mheta-trace"));
     let target_iter = match std::env::var("MHETA_INSTRUMENT_ITER") {
         Ok(v) => v.trim().parse().unwrap_or_else(|_| {
-            eprintln!("mheta[{rank}]: MHETA_INSTRUMENT_ITER={v:?} is not a number; recording iteration 1");
-            1
+            eprintln!(
+                "mheta[{rank}]: MHETA_INSTRUMENT_ITER={v:?} is not a number; recording iteration {}",
+                mheta_trace::DEFAULT_INSTRUMENT_ITER
+            );
+            mheta_trace::DEFAULT_INSTRUMENT_ITER
         }),
-        Err(_) => 1,
+        Err(_) => mheta_trace::DEFAULT_INSTRUMENT_ITER,
     };
     *lock() = Some(State {
         rank: rank as u32,

@@ -21,6 +21,10 @@ pub const MAGIC: [u8; 8] = *b"MHETATRC";
 pub const TRACE_VERSION: u32 = 1;
 /// Version of the `app.json` declaration.
 pub const APP_VERSION: u32 = 1;
+/// Iteration (from 0) recorded unless `MHETA_INSTRUMENT_ITER` says
+/// otherwise: the first iterations run slow while caches, TLBs and clocks
+/// warm up, so three are skipped.
+pub const DEFAULT_INSTRUMENT_ITER: u64 = 3;
 /// Name of the application declaration inside a trace directory.
 pub const APP_FILE: &str = "app.json";
 

@@ -1,1 +1,306 @@
-fn main(){}
+//! `mheta`: the command line of the mheta system.
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+use mheta_profile::ClusterProfile;
+use mheta_runtime::search;
+use mheta_runtime::{Dist, Model};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// mheta: find and apply the best GEN_BLOCK row distribution for iterative
+/// MPI codes on heterogeneous or shared clusters, with the MHETA execution
+/// model.
+///
+/// A session: `mheta bench` measures the cluster once; `mheta run -- mpirun
+/// ...` records one instrumented iteration of your program; `mheta predict`
+/// and `mheta search` evaluate distributions from the two.
+#[derive(Parser, Debug)]
+#[command(name = "mheta", version, about, long_about)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Measure the cluster: run mheta-microbench on N ranks under mpirun and
+    /// write the cluster profile (JSON).
+    Bench {
+        /// Ranks to measure (at least 2).
+        #[arg(long)]
+        np: u32,
+        /// Fewer sizes and repetitions.
+        #[arg(long)]
+        quick: bool,
+        /// Where to write the profile.
+        #[arg(short = 'o', long = "output", value_name = "PROFILE.json")]
+        output: PathBuf,
+    },
+    /// Run an MPI launcher with the interposer loaded, recording one
+    /// instrumented iteration into the trace directory.
+    ///
+    /// Example: mheta run --trace-dir tr -- mpirun -np 4 ./jacobi --n 2048
+    Run {
+        /// Where each rank writes its trace (created if missing; old
+        /// rank traces in it are removed first).
+        #[arg(long, default_value = "mheta-trace")]
+        trace_dir: PathBuf,
+        /// Index (from 0) of the iteration to record.
+        #[arg(long, default_value_t = mheta_trace::DEFAULT_INSTRUMENT_ITER)]
+        iteration: u64,
+        /// The launcher and its arguments, after `--`.
+        #[arg(last = true, value_name = "LAUNCHER ARGS")]
+        launcher: Vec<OsString>,
+    },
+    /// Predict the time of a distribution with the MHETA model.
+    Predict {
+        /// Cluster profile from `mheta bench`.
+        #[arg(long)]
+        profile: PathBuf,
+        /// Trace directory from `mheta run`.
+        #[arg(long)]
+        trace: PathBuf,
+        /// Rows per rank, s0,s1,... (sums to the app's rows).
+        #[arg(long)]
+        dist: String,
+        /// Iterations in the run (total_s = iters * per_iteration_s).
+        #[arg(long, default_value_t = 1)]
+        iters: u64,
+        /// One JSON object on stdout instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Search distributions with the model and print the best.
+    Search {
+        /// Cluster profile from `mheta bench`.
+        #[arg(long)]
+        profile: PathBuf,
+        /// Trace directory from `mheta run`.
+        #[arg(long)]
+        trace: PathBuf,
+        /// gbs (generalized binary search), block, balanced (by measured
+        /// speed), or exhaustive (small cases only).
+        #[arg(long, default_value = "gbs", value_parser = ["gbs", "block", "balanced", "exhaustive"])]
+        strategy: String,
+        /// One JSON object on stdout instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn load_model(profile: &Path, trace: &Path) -> Result<Model> {
+    let traces = mheta_trace::read_dir(trace)?;
+    let app = mheta_trace::read_app(trace)?;
+    let prof = ClusterProfile::load(profile)?;
+    Ok(Model::new(&traces, app, &prof)?)
+}
+
+fn exe_dir() -> Result<PathBuf> {
+    let exe = std::env::current_exe().context("cannot locate the mheta executable")?;
+    Ok(exe.parent().map(Path::to_path_buf).unwrap_or_default())
+}
+
+/// The interposer library: $MHETA_INTERPOSE_LIB, or next to this binary.
+fn interposer() -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os("MHETA_INTERPOSE_LIB") {
+        let p = PathBuf::from(p);
+        if !p.is_file() {
+            bail!("MHETA_INTERPOSE_LIB={}: no such file", p.display());
+        }
+        return Ok(p);
+    }
+    let dir = exe_dir()?;
+    for cand in [dir.join("libmheta_interpose.so"), dir.join("../lib/libmheta_interpose.so")] {
+        if cand.is_file() {
+            return Ok(cand.canonicalize().unwrap_or(cand));
+        }
+    }
+    bail!(
+        "libmheta_interpose.so not found next to {}; build it with `cargo build --release -p mheta-interpose` or set MHETA_INTERPOSE_LIB",
+        dir.display()
+    )
+}
+
+fn is_open_mpi_launcher(prog: &OsString) -> bool {
+    let name = Path::new(prog).file_name().and_then(|n| n.to_str()).unwrap_or("");
+    matches!(name, "mpirun" | "mpiexec" | "orterun" | "mpirun.openmpi" | "mpiexec.openmpi")
+}
+
+fn is_root() -> bool {
+    std::env::var("USER").map(|u| u == "root").unwrap_or(false) || std::env::var("HOME").map(|h| h == "/root").unwrap_or(false)
+}
+
+fn check_writable(path: &Path) -> Result<()> {
+    let probe = path.with_extension(format!("probe.{}", std::process::id()));
+    std::fs::write(&probe, b"").with_context(|| format!("-o {}: cannot write there", path.display()))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
+fn status_code(st: std::process::ExitStatus) -> i32 {
+    st.code().unwrap_or(1)
+}
+
+fn bench(np: u32, quick: bool, output: &Path) -> Result<i32> {
+    if np < 2 {
+        bail!("--np {np}: the microbenchmarks measure pairs of ranks and need at least 2");
+    }
+    check_writable(output)?;
+    let exe = exe_dir()?.join("mheta-microbench");
+    if !exe.is_file() {
+        bail!("{} not found; build it with `cargo build --release -p mheta-microbench`", exe.display());
+    }
+    let launcher = std::env::var_os("MHETA_MPIRUN").unwrap_or_else(|| "mpirun".into());
+    let mut cmd = Command::new(&launcher);
+    cmd.arg("-np").arg(np.to_string());
+    if is_open_mpi_launcher(&launcher) {
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        if np as usize > cores {
+            cmd.arg("--oversubscribe");
+        }
+        if is_root() {
+            cmd.arg("--allow-run-as-root");
+        }
+    }
+    cmd.arg(&exe);
+    if quick {
+        cmd.arg("--quick");
+    }
+    cmd.arg("-o").arg(output);
+    let st = cmd.status().with_context(|| format!("cannot start {}", launcher.to_string_lossy()))?;
+    Ok(status_code(st))
+}
+
+fn run(trace_dir: &Path, iteration: u64, launcher: &[OsString]) -> Result<i32> {
+    let Some((prog, rest)) = launcher.split_first() else {
+        bail!("no launcher given: use `mheta run [--trace-dir DIR] -- mpirun -np N ./app ARGS`");
+    };
+    let lib = interposer()?;
+    std::fs::create_dir_all(trace_dir).with_context(|| format!("--trace-dir {}: cannot create", trace_dir.display()))?;
+    let dir = trace_dir.canonicalize().unwrap_or_else(|_| trace_dir.to_path_buf());
+    // Old rank traces would mix with this run's.
+    if let Ok(rd) = std::fs::read_dir(&dir) {
+        for e in rd.flatten() {
+            let n = e.file_name();
+            let n = n.to_string_lossy();
+            if (n.starts_with("rank-") && n.ends_with(".mtrace")) || n == mheta_trace::APP_FILE {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+    let preload = match std::env::var_os("LD_PRELOAD") {
+        Some(old) if !old.is_empty() => {
+            let mut s = lib.clone().into_os_string();
+            s.push(":");
+            s.push(old);
+            s
+        }
+        _ => lib.clone().into_os_string(),
+    };
+    let mut cmd = Command::new(prog);
+    cmd.env("MHETA_TRACE_DIR", &dir).env("MHETA_INSTRUMENT_ITER", iteration.to_string());
+    if is_open_mpi_launcher(prog) {
+        // Forward to every rank (also on other hosts) without preloading
+        // into mpirun itself.
+        let mut x = OsString::from("LD_PRELOAD=");
+        x.push(&preload);
+        cmd.arg("-x").arg(x);
+        for v in ["MHETA_TRACE_DIR", "MHETA_INSTRUMENT_ITER"] {
+            cmd.arg("-x").arg(v);
+        }
+        if std::env::var_os("MHETA_PROFILE").is_some() {
+            cmd.arg("-x").arg("MHETA_PROFILE");
+        }
+    } else {
+        cmd.env("LD_PRELOAD", &preload);
+    }
+    cmd.args(rest);
+    let st = cmd.status().with_context(|| format!("cannot start {}", prog.to_string_lossy()))?;
+    Ok(status_code(st))
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let r = (|| -> Result<i32> {
+        match cli.cmd {
+            Cmd::Bench { np, quick, output } => bench(np, quick, &output),
+            Cmd::Run {
+                trace_dir,
+                iteration,
+                launcher,
+            } => run(&trace_dir, iteration, &launcher),
+            Cmd::Predict {
+                profile,
+                trace,
+                dist,
+                iters,
+                json,
+            } => {
+                let m = load_model(&profile, &trace)?;
+                let d = Dist::parse(&dist, m.ranks(), m.rows())?;
+                let p = m.predict(&d)?;
+                let total_s = p.per_iteration_s * iters as f64;
+                if json {
+                    let v = serde_json::json!({
+                        "dist": d.0,
+                        "iters": iters,
+                        "per_iteration_s": p.per_iteration_s,
+                        "total_s": total_s,
+                        "ranks": p.ranks,
+                    });
+                    println!("{v}");
+                } else {
+                    println!("{:>5} {:>10} {:>12} {:>12} {:>12} {:>12}", "rank", "rows", "compute ms", "overhead ms", "wait ms", "finish ms");
+                    for (i, r) in p.ranks.iter().enumerate() {
+                        println!(
+                            "{:>5} {:>10} {:>12.3} {:>12.3} {:>12.3} {:>12.3}",
+                            i,
+                            d.0[i],
+                            r.compute_s * 1e3,
+                            r.overhead_s * 1e3,
+                            r.wait_s * 1e3,
+                            r.total_s * 1e3
+                        );
+                    }
+                    println!("per iteration: {:.6} s   total ({iters} iterations): {:.6} s", p.per_iteration_s, total_s);
+                }
+                Ok(0)
+            }
+            Cmd::Search {
+                profile,
+                trace,
+                strategy,
+                json,
+            } => {
+                let m = load_model(&profile, &trace)?;
+                let f = match strategy.as_str() {
+                    "block" => search::block(&m)?,
+                    "balanced" => search::balanced(&m)?,
+                    "exhaustive" => search::exhaustive(&m, 5_000_000).map_err(anyhow::Error::msg)?,
+                    _ => search::gbs(&m)?,
+                };
+                let block = search::block(&m)?;
+                if json {
+                    println!("{}", serde_json::to_string(&f)?);
+                } else {
+                    println!("strategy:       {}", f.strategy);
+                    println!("dist:           {}", Dist(f.dist.clone()));
+                    println!("predicted:      {:.6} s per iteration", f.predicted_s);
+                    println!("block:          {:.6} s per iteration ({})", block.predicted_s, Dist(block.dist.clone()));
+                    println!("speedup:        {:.3}x over block (predicted)", block.predicted_s / f.predicted_s);
+                    println!("evaluations:    {} full model, {} bisection steps", f.evaluations, f.bisection_steps);
+                }
+                Ok(0)
+            }
+        }
+    })();
+    match r {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("mheta: error: {e:#}");
+            std::process::exit(2);
+        }
+    }
+}

@@ -1,0 +1,41 @@
+//! The Rust face of mheta's `MPI_Pcontrol` markers (levels in
+//! [`mheta_trace::pcontrol`]). Without the interposer they are no-ops.
+
+use mheta_trace::pcontrol;
+
+fn pcontrol(level: i32) {
+    // SAFETY: MPI_Pcontrol takes a level and ignores further arguments
+    // here; MPI is initialised by the caller.
+    unsafe {
+        mpi::ffi::MPI_Pcontrol(level);
+    }
+}
+
+/// An iteration of the main loop begins.
+pub fn iteration_begin() {
+    pcontrol(pcontrol::ITER_BEGIN);
+}
+
+/// The current iteration ends (its trace is on disk when this returns, if
+/// it was the instrumented one).
+pub fn iteration_end() {
+    pcontrol(pcontrol::ITER_END);
+}
+
+/// A stage of computation and I/O begins.
+pub fn stage_begin() {
+    pcontrol(pcontrol::STAGE_BEGIN);
+}
+
+/// The current stage ends.
+pub fn stage_end() {
+    pcontrol(pcontrol::STAGE_END);
+}
+
+/// Run `f` as one stage.
+pub fn stage<R>(f: impl FnOnce() -> R) -> R {
+    stage_begin();
+    let r = f();
+    stage_end();
+    r
+}
