@@ -30,8 +30,8 @@ pub struct Common {
     /// interposer (`mheta run`) and a cluster profile.
     #[arg(long)]
     pub auto: bool,
-    /// With --auto: redistribute after this iteration (default: right after
-    /// the instrumented one).
+    /// With --auto: redistribute after this many iterations (default: right
+    /// after the instrumented ones).
     #[arg(long, value_name = "ITER")]
     pub auto_at: Option<u64>,
     /// Cluster profile from `mheta bench` (default: $MHETA_PROFILE).
@@ -65,10 +65,14 @@ impl Setup {
             bail!("--iters must be at least 1");
         }
         let auto = if c.auto {
-            let inst = mheta_live::instrumented_iteration();
-            let at = c.auto_at.unwrap_or(inst + 1);
-            if at <= inst {
-                bail!("--auto-at {at} must come after the instrumented iteration {inst}");
+            let inst = mheta_live::instrumented_iterations();
+            let at = c.auto_at.unwrap_or(inst.end);
+            if at < inst.end {
+                bail!(
+                    "--auto-at {at} must come after the instrumented iterations {}..{}",
+                    inst.start,
+                    inst.end
+                );
             }
             if at >= c.iters {
                 bail!("--auto needs more iterations: it redistributes after iteration {at} but --iters is {}", c.iters);
@@ -196,7 +200,7 @@ impl Timer {
 /// What `--auto` did, for the report.
 #[derive(serde::Serialize, Debug, Clone)]
 pub struct AutoReport {
-    pub instrumented_iteration: u64,
+    pub instrumented_iterations: std::ops::Range<u64>,
     pub redistributed_after: u64,
     pub from_dist: Vec<u64>,
     pub chosen_dist: Vec<u64>,

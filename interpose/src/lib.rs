@@ -11,9 +11,11 @@
 //! one relaxed atomic load before calling `PMPI_*`.
 //!
 //! Environment: `MHETA_TRACE_DIR` (default `./mheta-trace`),
-//! `MHETA_INSTRUMENT_ITER` (index from 0 of the iteration to record,
+//! `MHETA_INSTRUMENT_ITER` (index from 0 of the first iteration to record,
 //! default [`mheta_trace::DEFAULT_INSTRUMENT_ITER`]: the first iterations
-//! warm caches and clocks and are skipped).
+//! warm caches and clocks and are skipped) and `MHETA_INSTRUMENT_COUNT`
+//! (consecutive iterations recorded, default
+//! [`mheta_trace::DEFAULT_INSTRUMENT_COUNT`]; the model takes medians).
 
 pub mod recorder;
 mod wrappers;

@@ -4,7 +4,7 @@
 //! the instrumented iteration runs do they take the state lock and append an
 //! [`Event`].
 
-use mheta_trace::{Event, Msg, Op, RankTrace, What, pcontrol};
+use mheta_trace::{Event, Iteration, Msg, Op, RankTrace, What, pcontrol};
 use mpi_sys::{MPI_Comm, MPI_Datatype, MPI_Request, MPI_Status};
 use std::collections::HashMap;
 use std::os::raw::c_int;
@@ -21,7 +21,11 @@ struct State {
     size: u32,
     trace_dir: PathBuf,
     target_iter: u64,
+    count: u64,
     iters_seen: u64,
+    /// Index of the iteration being recorded.
+    current: u64,
+    done: Vec<Iteration>,
     enabled: bool,
     written: bool,
     base: Instant,
@@ -62,22 +66,29 @@ pub fn init() {
     let trace_dir = std::env::var_os("MHETA_TRACE_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("mheta-trace"));
-    let target_iter = match std::env::var("MHETA_INSTRUMENT_ITER") {
-        Ok(v) => v.trim().parse().unwrap_or_else(|_| {
-            eprintln!(
-                "mheta[{rank}]: MHETA_INSTRUMENT_ITER={v:?} is not a number; recording iteration {}",
-                mheta_trace::DEFAULT_INSTRUMENT_ITER
-            );
-            mheta_trace::DEFAULT_INSTRUMENT_ITER
-        }),
-        Err(_) => mheta_trace::DEFAULT_INSTRUMENT_ITER,
+    let env_u64 = |name: &str, default: u64, min: u64| match std::env::var(name) {
+        Ok(v) => match v.trim().parse::<u64>() {
+            Ok(x) if x >= min => x,
+            _ => {
+                if rank == 0 {
+                    eprintln!("mheta: {name}={v:?} is not a number >= {min}; using {default}");
+                }
+                default
+            }
+        },
+        Err(_) => default,
     };
+    let target_iter = env_u64("MHETA_INSTRUMENT_ITER", mheta_trace::DEFAULT_INSTRUMENT_ITER, 0);
+    let count = env_u64("MHETA_INSTRUMENT_COUNT", mheta_trace::DEFAULT_INSTRUMENT_COUNT, 1);
     *lock() = Some(State {
         rank: rank as u32,
         size: size as u32,
         trace_dir,
         target_iter,
+        count,
         iters_seen: 0,
+        current: 0,
+        done: Vec::new(),
         enabled: true,
         written: false,
         base: Instant::now(),
@@ -102,8 +113,10 @@ pub fn finalize() {
             );
         } else {
             eprintln!(
-                "mheta: the program marked {} iterations but iteration {} was to be recorded; nothing written",
-                s.iters_seen, s.target_iter
+                "mheta: the program marked {} iterations but iterations {}..{} were to be recorded; nothing written",
+                s.iters_seen,
+                s.target_iter,
+                s.target_iter + s.count
             );
         }
     }
@@ -123,12 +136,14 @@ pub fn pcontrol(level: c_int) {
             s.iters_seen = 0;
             s.written = false;
             s.events.clear();
+            s.done.clear();
             ACTIVE.store(false, Ordering::Relaxed);
         }
         pcontrol::ITER_BEGIN => {
             let i = s.iters_seen;
             s.iters_seen += 1;
-            if i == s.target_iter && s.enabled && !s.written {
+            if i >= s.target_iter && i < s.target_iter + s.count && s.enabled && !s.written {
+                s.current = i;
                 s.events.clear();
                 s.reqs.clear();
                 s.base = Instant::now();
@@ -138,8 +153,16 @@ pub fn pcontrol(level: c_int) {
         pcontrol::ITER_END => {
             if ACTIVE.swap(false, Ordering::Relaxed) {
                 let duration_ns = s.base.elapsed().as_nanos() as u64;
-                s.written = true;
-                write_trace(s, duration_ns);
+                let events = std::mem::take(&mut s.events);
+                s.done.push(Iteration {
+                    index: s.current,
+                    duration_ns,
+                    events,
+                });
+                if s.current + 1 == s.target_iter + s.count {
+                    s.written = true;
+                    write_trace(s);
+                }
             }
         }
         pcontrol::STAGE_BEGIN | pcontrol::STAGE_END if recording() => {
@@ -160,15 +183,13 @@ pub fn pcontrol(level: c_int) {
     }
 }
 
-fn write_trace(s: &mut State, duration_ns: u64) {
+fn write_trace(s: &mut State) {
     let trace = RankTrace {
         rank: s.rank,
         world_size: s.size,
         pid: std::process::id(),
         host: hostname(),
-        iteration: s.target_iter,
-        duration_ns,
-        events: std::mem::take(&mut s.events),
+        iterations: std::mem::take(&mut s.done),
     };
     let result = std::fs::create_dir_all(&s.trace_dir)
         .map_err(|e| format!("{}: {e}", s.trace_dir.display()))

@@ -13,7 +13,7 @@
 
 use crate::dist::Dist;
 use mheta_profile::ClusterProfile;
-use mheta_trace::{AppDecl, MsgScaling, RankTrace, Topology, What};
+use mheta_trace::{AppDecl, Event, MsgScaling, RankTrace, Topology, What};
 use std::collections::{HashMap, VecDeque};
 
 /// A model input that cannot be used.
@@ -72,12 +72,58 @@ pub struct Program {
 }
 
 impl Program {
-    /// Turn a rank trace into steps: gaps between calls are compute;
-    /// time inside calls is dropped (the model recomputes it). When the
-    /// trace has stage markers only gaps inside stages scale; without them
-    /// every gap scales.
+    /// A rank's program from its recorded iterations. With several
+    /// iterations of the same shape (same steps in the same order), each
+    /// compute gap is the median over the iterations, so one disturbed
+    /// iteration does not skew the prediction; otherwise the iteration of
+    /// median duration is used.
     pub fn from_trace(t: &RankTrace) -> Program {
-        let has_stages = t.events.iter().any(|e| matches!(e.what, What::StageBegin));
+        let progs: Vec<Program> = t
+            .iterations
+            .iter()
+            .map(|it| Program::from_events(&it.events, it.duration_ns))
+            .collect();
+        let mut durations: Vec<f64> = progs.iter().map(|p| p.measured_s).collect();
+        let measured_s = median(&mut durations);
+        let same_shape = progs.windows(2).all(|w| same_shape(&w[0].steps, &w[1].steps));
+        if progs.len() == 1 || !same_shape {
+            let mut by_time: Vec<&Program> = progs.iter().collect();
+            by_time.sort_by(|a, b| a.measured_s.total_cmp(&b.measured_s));
+            return by_time[by_time.len() / 2].clone();
+        }
+        let mut steps = progs[0].steps.clone();
+        let (mut scaled_s, mut unscaled_s) = (0.0, 0.0);
+        for (k, step) in steps.iter_mut().enumerate() {
+            if let Step::Compute { s, scaled } = step {
+                let mut v: Vec<f64> = progs
+                    .iter()
+                    .map(|p| match p.steps[k] {
+                        Step::Compute { s, .. } => s,
+                        _ => 0.0,
+                    })
+                    .collect();
+                *s = median(&mut v);
+                if *scaled {
+                    scaled_s += *s;
+                } else {
+                    unscaled_s += *s;
+                }
+            }
+        }
+        Program {
+            steps,
+            scaled_s,
+            unscaled_s,
+            measured_s,
+        }
+    }
+
+    /// Turn one recorded iteration into steps: gaps between calls are
+    /// compute; time inside calls is dropped (the model recomputes it). When
+    /// the iteration has stage markers only gaps inside stages scale;
+    /// without them every gap scales.
+    pub fn from_events(events: &[Event], duration_ns: u64) -> Program {
+        let has_stages = events.iter().any(|e| matches!(e.what, What::StageBegin));
         let mut steps = Vec::new();
         let (mut scaled_s, mut unscaled_s) = (0.0, 0.0);
         let mut in_stage = false;
@@ -103,7 +149,7 @@ impl Program {
             tag: m.tag,
             bytes: m.bytes as f64,
         };
-        for e in &t.events {
+        for e in events {
             gap(&mut steps, last, e.t0_ns, in_stage);
             last = e.t1_ns;
             match &e.what {
@@ -142,14 +188,32 @@ impl Program {
                 _ => {}
             }
         }
-        gap(&mut steps, last, t.duration_ns, in_stage);
+        gap(&mut steps, last, duration_ns, in_stage);
         Program {
             steps,
             scaled_s,
             unscaled_s,
-            measured_s: t.duration_ns as f64 * 1e-9,
+            measured_s: duration_ns as f64 * 1e-9,
         }
     }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 { v[m] } else { 0.5 * (v[m - 1] + v[m]) }
+}
+
+/// Same steps in the same order, compute durations aside.
+fn same_shape(a: &[Step], b: &[Step]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| match (x, y) {
+            (Step::Compute { scaled: p, .. }, Step::Compute { scaled: q, .. }) => p == q,
+            _ => x == y,
+        })
 }
 
 /// Per-rank result of one predicted iteration.

@@ -4,7 +4,7 @@
 use mheta_profile::{ClusterProfile, PairCost};
 use mheta_runtime::search;
 use mheta_runtime::{Dist, Model, ModelError};
-use mheta_trace::{AppDecl, Event, Msg, Op, RankTrace, Topology, What};
+use mheta_trace::{AppDecl, Event, Iteration, Msg, Op, RankTrace, Topology, What};
 
 const OS: f64 = 1e-6;
 const OR: f64 = 2e-6;
@@ -53,7 +53,13 @@ fn jacobi_trace(rank: u32, p: u32, compute_ns: u64, halo: u64) -> RankTrace {
     events.push(ev(t, t, None, What::StageEnd));
     events.push(ev(t, t + 100, Some(Op::Allreduce), What::Collective { bytes: 8, comm_size: p }));
     t += 100;
-    RankTrace { rank, world_size: p, pid: 1, host: String::new(), iteration: 1, duration_ns: t + 1000, events }
+    RankTrace {
+        rank,
+        world_size: p,
+        pid: 1,
+        host: String::new(),
+        iterations: vec![Iteration { index: 3, duration_ns: t + 1000, events }],
+    }
 }
 
 fn app(dist: Vec<u64>) -> AppDecl {
@@ -142,4 +148,21 @@ fn gbs_agrees_with_exhaustive_on_small_cases() {
         assert!(g.predicted_s <= e.predicted_s * 1.0001, "{:?} vs {:?}", g, e);
         assert!(g.evaluations < e.evaluations, "{} vs {}", g.evaluations, e.evaluations);
     }
+}
+
+#[test]
+fn several_iterations_give_median_compute() {
+    // Three recorded iterations of rank 1: 2, 9 (disturbed) and 2.2 ms of
+    // stage compute. The median, 2.2 ms, is what the model uses.
+    let mut t1 = jacobi_trace(1, 2, 2_000_000, 8000);
+    for c in [9_000_000u64, 2_200_000] {
+        let mut it = jacobi_trace(1, 2, c, 8000).iterations.remove(0);
+        it.index = t1.iterations.len() as u64 + 3;
+        t1.iterations.push(it);
+    }
+    let traces = [jacobi_trace(0, 2, 1_000_000, 8000), t1];
+    let m = Model::new(&traces, app(vec![100, 100]), &profile(2)).unwrap();
+    assert!((m.programs[1].scaled_s - 2.2e-3).abs() < 1e-12, "{}", m.programs[1].scaled_s);
+    let pr = m.predict(&Dist(vec![100, 100])).unwrap();
+    assert!((pr.ranks[1].compute_s - (2.2e-3 + 2e-6)).abs() < 1e-9, "{:?}", pr.ranks[1]);
 }

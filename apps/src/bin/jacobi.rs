@@ -104,6 +104,35 @@ impl Block {
         diff
     }
 
+    /// Move the rows to distribution `new` (from `old`), reusing this
+    /// block's buffers: u's rows go into the old unew buffer, which becomes
+    /// u; the old u buffer becomes unew. Collective over `world`.
+    fn redistribute(mut self, world: &SimpleCommunicator, old: &Dist, new: &Dist) -> Block {
+        let me = world.rank() as usize;
+        let (n, w) = (self.n, self.width());
+        let rows = new.0[me] as usize;
+        let mut u = std::mem::take(&mut self.unew);
+        u.resize((rows + 2) * w, 0.0);
+        mheta_live::redistribute_into(world, old, new, w, &self.u[w..(self.rows + 1) * w], &mut u[w..(rows + 1) * w]);
+        let h2f = mheta_live::redistribute(world, old, new, n, &self.h2f);
+        let mut unew = std::mem::take(&mut self.u);
+        unew.resize((rows + 2) * w, 0.0);
+        // Ghost rows: zero (global boundary) until an exchange fills them.
+        // Boundary columns are never written, so they are still zero.
+        for buf in [&mut u, &mut unew] {
+            buf[..w].fill(0.0);
+            buf[(rows + 1) * w..].fill(0.0);
+        }
+        Block {
+            n,
+            rows,
+            first: new.offsets()[me] as usize,
+            u,
+            unew,
+            h2f,
+        }
+    }
+
     /// One sweep of u into unew; returns the squared change.
     fn sweep(&mut self) -> f64 {
         let w = self.width();
@@ -187,7 +216,7 @@ fn run(world: &SimpleCommunicator) -> Result<()> {
     let iters = args.common.iters;
     let emu = s.emulator();
     let mut dist = s.dist.clone();
-    s.declare(&AppDecl {
+    let decl = AppDecl {
         version: APP_VERSION,
         app: "jacobi".into(),
         rows: args.n,
@@ -206,7 +235,8 @@ fn run(world: &SimpleCommunicator) -> Result<()> {
         ],
         msg_scaling: MsgScaling::Constant,
         topology: Topology::Neighbour1d,
-    });
+    };
+    s.declare(&decl);
 
     let me = s.rank;
     let offs = dist.offsets();
@@ -241,31 +271,18 @@ fn run(world: &SimpleCommunicator) -> Result<()> {
         if let Some((at, profile)) = &s.auto
             && it + 1 == *at
         {
-            let inst = mheta_live::instrumented_iteration();
+            let inst = mheta_live::instrumented_iterations();
             let t0 = Instant::now();
-            let app = mheta_trace::read_app(&mheta_live::trace_dir()).ok().unwrap_or_else(|| AppDecl {
-                version: APP_VERSION,
-                app: "jacobi".into(),
-                rows: args.n,
-                dist: s.dist.0.clone(),
-                arrays: vec![],
-                msg_scaling: MsgScaling::Constant,
-                topology: Topology::Neighbour1d,
-            });
-            let plan = mheta_live::plan_in_run(world, &app, &mheta_live::trace_dir(), profile)?;
+            let plan = mheta_live::plan_in_run(world, &decl, &mheta_live::trace_dir(), profile)?;
             let plan_s = t0.elapsed().as_secs_f64();
             let t1 = Instant::now();
-            let w = n + 2;
-            let interior = b.u[w..(b.rows + 1) * w].to_vec();
-            let moved = mheta_live::redistribute(world, &dist, &plan.dist, w, &interior);
-            let new_first = plan.dist.offsets()[me] as usize;
-            let mut nbk = Block::new(n, new_first, plan.dist.0[me] as usize);
-            nbk.u[w..(nbk.rows + 1) * w].copy_from_slice(&moved);
-            b = nbk;
+            // Both distributed arrays move: u (with its boundary columns)
+            // and the read-only right-hand side.
+            b = b.redistribute(world, &dist, &plan.dist);
             let redistribute_s = t1.elapsed().as_secs_f64();
             if let Some(f) = &plan.found {
                 auto_report = Some(AutoReport {
-                    instrumented_iteration: inst,
+                    instrumented_iterations: inst,
                     redistributed_after: it,
                     from_dist: dist.0.clone(),
                     chosen_dist: f.dist.clone(),
@@ -310,12 +327,21 @@ fn run(world: &SimpleCommunicator) -> Result<()> {
     world.all_reduce_into(&sum, &mut gsum, SystemOperation::sum());
 
     if me == 0 {
-        let inst = mheta_live::instrumented_iteration();
+        // Medians leave out iteration 0 (warm-up), the instrumented
+        // iterations (perturbed by recording), the redistribution and the
+        // first iteration after it.
+        let inst: Vec<u64> = if mheta_live::interposer_loaded() {
+            mheta_live::instrumented_iterations().collect()
+        } else {
+            vec![]
+        };
         if let Some(a) = auto_report.as_mut() {
-            a.measured_from_s = timer.median(1, a.redistributed_after + 1, &[inst, a.redistributed_after]);
+            let mut skip = inst.clone();
+            skip.push(a.redistributed_after);
+            a.measured_from_s = timer.median(1, a.redistributed_after + 1, &skip);
             a.measured_chosen_s = timer.median(a.redistributed_after + 2, iters, &[]);
         }
-        let skip = if mheta_live::interposer_loaded() { vec![inst] } else { vec![] };
+        let skip = inst;
         let report = serde_json::json!({
             "app": "jacobi",
             "np": s.np,

@@ -25,6 +25,9 @@ pub const APP_VERSION: u32 = 1;
 /// otherwise: the first iterations run slow while caches, TLBs and clocks
 /// warm up, so three are skipped.
 pub const DEFAULT_INSTRUMENT_ITER: u64 = 3;
+/// Consecutive iterations recorded unless `MHETA_INSTRUMENT_COUNT` says
+/// otherwise.
+pub const DEFAULT_INSTRUMENT_COUNT: u64 = 3;
 /// Name of the application declaration inside a trace directory.
 pub const APP_FILE: &str = "app.json";
 
@@ -96,18 +99,26 @@ pub struct Event {
     pub what: What,
 }
 
-/// Everything one rank recorded of the instrumented iteration.
+/// One instrumented iteration of one rank.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Iteration {
+    /// Index (from 0) of the iteration in the run.
+    pub index: u64,
+    /// From the iteration-begin marker to the iteration-end marker.
+    pub duration_ns: u64,
+    pub events: Vec<Event>,
+}
+
+/// Everything one rank recorded: its instrumented iterations (consecutive;
+/// by default [`DEFAULT_INSTRUMENT_COUNT`] of them, so that the model can
+/// take medians instead of trusting one noisy iteration).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct RankTrace {
     pub rank: u32,
     pub world_size: u32,
     pub pid: u32,
     pub host: String,
-    /// Index (from 0) of the iteration that was instrumented.
-    pub iteration: u64,
-    /// From the iteration-begin marker to the iteration-end marker.
-    pub duration_ns: u64,
-    pub events: Vec<Event>,
+    pub iterations: Vec<Iteration>,
 }
 
 /// How a message's size changes when the distribution changes.
@@ -197,7 +208,8 @@ pub fn rank_file(dir: &Path, rank: u32) -> PathBuf {
 
 /// Encode a rank trace to bytes (magic, version, bincode body).
 pub fn encode(trace: &RankTrace) -> Vec<u8> {
-    let mut out = Vec::with_capacity(64 + trace.events.len() * 48);
+    let events: usize = trace.iterations.iter().map(|i| i.events.len()).sum();
+    let mut out = Vec::with_capacity(64 + events * 48);
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&TRACE_VERSION.to_le_bytes());
     // Serialising plain owned data into a Vec cannot fail.
@@ -237,12 +249,17 @@ fn validate(t: &RankTrace, path: &Path) -> Result<(), TraceError> {
             t.rank, t.world_size
         )));
     }
-    let mut last = 0;
-    for (i, e) in t.events.iter().enumerate() {
-        if e.t1_ns < e.t0_ns || e.t0_ns < last || e.t1_ns > t.duration_ns {
-            return Err(bad(format!("event {i} has times out of order")));
+    if t.iterations.is_empty() {
+        return Err(bad("no iterations recorded".into()));
+    }
+    for it in &t.iterations {
+        let mut last = 0;
+        for (i, e) in it.events.iter().enumerate() {
+            if e.t1_ns < e.t0_ns || e.t0_ns < last || e.t1_ns > it.duration_ns {
+                return Err(bad(format!("iteration {}: event {i} has times out of order", it.index)));
+            }
+            last = e.t1_ns;
         }
-        last = e.t1_ns;
     }
     Ok(())
 }
@@ -362,9 +379,10 @@ mod tests {
             world_size: 2,
             pid: 42,
             host: "h".into(),
-            iteration: 1,
-            duration_ns: 100,
-            events: vec![
+            iterations: vec![Iteration {
+                index: 1,
+                duration_ns: 100,
+                events: vec![
                 Event {
                     op: None,
                     t0_ns: 5,
@@ -381,7 +399,8 @@ mod tests {
                         bytes: 800,
                     }),
                 },
-            ],
+                ],
+            }],
         }
     }
 
@@ -411,7 +430,7 @@ mod tests {
     #[test]
     fn out_of_order_events_rejected() {
         let mut t = sample();
-        t.events[1].t1_ns = 1;
+        t.iterations[0].events[1].t1_ns = 1;
         let e = decode(&encode(&t), Path::new("r")).unwrap_err();
         assert!(matches!(e, TraceError::Invalid { .. }), "{e}");
     }

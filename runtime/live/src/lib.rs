@@ -52,12 +52,19 @@ pub fn trace_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("mheta-trace"))
 }
 
-/// Index of the iteration the interposer records (`MHETA_INSTRUMENT_ITER`).
-pub fn instrumented_iteration() -> u64 {
-    std::env::var("MHETA_INSTRUMENT_ITER")
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(mheta_trace::DEFAULT_INSTRUMENT_ITER)
+/// The iterations the interposer records: `first..first + count`
+/// (`MHETA_INSTRUMENT_ITER`, `MHETA_INSTRUMENT_COUNT`).
+pub fn instrumented_iterations() -> std::ops::Range<u64> {
+    let get = |name: &str, default: u64, min: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|&x| x >= min)
+            .unwrap_or(default)
+    };
+    let first = get("MHETA_INSTRUMENT_ITER", mheta_trace::DEFAULT_INSTRUMENT_ITER, 0);
+    let count = get("MHETA_INSTRUMENT_COUNT", mheta_trace::DEFAULT_INSTRUMENT_COUNT, 1);
+    first..first + count
 }
 
 /// Every rank's trace, on every rank. A rank whose own trace is missing or
@@ -205,11 +212,20 @@ fn overlap(a: (u64, u64), b: (u64, u64)) -> Option<(u64, u64)> {
 /// Collective over `world`.
 pub fn redistribute(world: &SimpleCommunicator, old: &Dist, new: &Dist, row_len: usize, local: &[f64]) -> Vec<f64> {
     let me = world.rank() as usize;
+    let mut out = vec![0.0f64; new.0[me] as usize * row_len];
+    redistribute_into(world, old, new, row_len, local, &mut out);
+    out
+}
+
+/// [`redistribute`] into `out`, which holds exactly this rank's new rows
+/// (reuse of an existing buffer spares the page faults of a fresh one).
+pub fn redistribute_into(world: &SimpleCommunicator, old: &Dist, new: &Dist, row_len: usize, local: &[f64], out: &mut [f64]) {
+    let me = world.rank() as usize;
     let p = world.size() as usize;
     let mine_old = range(old, me);
     let mine_new = range(new, me);
     assert_eq!(local.len() as u64, (mine_old.1 - mine_old.0) * row_len as u64, "local rows do not match the old distribution");
-    let mut out = vec![0.0f64; ((mine_new.1 - mine_new.0) as usize) * row_len];
+    assert_eq!(out.len() as u64, (mine_new.1 - mine_new.0) * row_len as u64, "output does not match the new distribution");
     let slice = |rows: (u64, u64), base: u64| ((rows.0 - base) as usize * row_len)..((rows.1 - base) as usize * row_len);
     mpi::request::scope(|scope| {
         let mut sends = Vec::new();
@@ -220,7 +236,7 @@ pub fn redistribute(world: &SimpleCommunicator, old: &Dist, new: &Dist, row_len:
             }
         }
         let mut recvs = Vec::new();
-        let mut rest: &mut [f64] = &mut out;
+        let mut rest: &mut [f64] = out;
         for j in 0..p {
             if let Some(ov) = overlap(range(old, j), mine_new) {
                 let (head, tail) = std::mem::take(&mut rest).split_at_mut((ov.1 - ov.0) as usize * row_len);
@@ -239,5 +255,4 @@ pub fn redistribute(world: &SimpleCommunicator, old: &Dist, new: &Dist, row_len:
             s.wait();
         }
     });
-    out
 }

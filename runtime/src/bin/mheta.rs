@@ -47,12 +47,25 @@ enum Cmd {
         /// rank traces in it are removed first).
         #[arg(long, default_value = "mheta-trace")]
         trace_dir: PathBuf,
-        /// Index (from 0) of the iteration to record.
+        /// Index (from 0) of the first iteration to record.
         #[arg(long, default_value_t = mheta_trace::DEFAULT_INSTRUMENT_ITER)]
         iteration: u64,
+        /// Consecutive iterations to record (the model takes medians).
+        #[arg(long, default_value_t = mheta_trace::DEFAULT_INSTRUMENT_COUNT, value_parser = clap::value_parser!(u64).range(1..))]
+        count: u64,
         /// The launcher and its arguments, after `--`.
         #[arg(last = true, value_name = "LAUNCHER ARGS")]
         launcher: Vec<OsString>,
+    },
+    /// Print a recorded trace directory: per rank, the instrumented
+    /// iteration's compute, stages and messages.
+    Show {
+        /// Trace directory from `mheta run`.
+        #[arg(long)]
+        trace: PathBuf,
+        /// The traces as JSON (one object: app declaration and ranks).
+        #[arg(long)]
+        json: bool,
     },
     /// Predict the time of a distribution with the MHETA model.
     Predict {
@@ -173,7 +186,7 @@ fn bench(np: u32, quick: bool, output: &Path) -> Result<i32> {
     Ok(status_code(st))
 }
 
-fn run(trace_dir: &Path, iteration: u64, launcher: &[OsString]) -> Result<i32> {
+fn run(trace_dir: &Path, iteration: u64, count: u64, launcher: &[OsString]) -> Result<i32> {
     let Some((prog, rest)) = launcher.split_first() else {
         bail!("no launcher given: use `mheta run [--trace-dir DIR] -- mpirun -np N ./app ARGS`");
     };
@@ -200,14 +213,16 @@ fn run(trace_dir: &Path, iteration: u64, launcher: &[OsString]) -> Result<i32> {
         _ => lib.clone().into_os_string(),
     };
     let mut cmd = Command::new(prog);
-    cmd.env("MHETA_TRACE_DIR", &dir).env("MHETA_INSTRUMENT_ITER", iteration.to_string());
+    cmd.env("MHETA_TRACE_DIR", &dir)
+        .env("MHETA_INSTRUMENT_ITER", iteration.to_string())
+        .env("MHETA_INSTRUMENT_COUNT", count.to_string());
     if is_open_mpi_launcher(prog) {
         // Forward to every rank (also on other hosts) without preloading
         // into mpirun itself.
         let mut x = OsString::from("LD_PRELOAD=");
         x.push(&preload);
         cmd.arg("-x").arg(x);
-        for v in ["MHETA_TRACE_DIR", "MHETA_INSTRUMENT_ITER"] {
+        for v in ["MHETA_TRACE_DIR", "MHETA_INSTRUMENT_ITER", "MHETA_INSTRUMENT_COUNT"] {
             cmd.arg("-x").arg(v);
         }
         if std::env::var_os("MHETA_PROFILE").is_some() {
@@ -229,8 +244,41 @@ fn main() {
             Cmd::Run {
                 trace_dir,
                 iteration,
+                count,
                 launcher,
-            } => run(&trace_dir, iteration, &launcher),
+            } => run(&trace_dir, iteration, count, &launcher),
+            Cmd::Show { trace, json } => {
+                let traces = mheta_trace::read_dir(&trace)?;
+                let app = mheta_trace::read_app(&trace).ok();
+                if json {
+                    println!("{}", serde_json::json!({ "app": app, "ranks": traces }));
+                } else {
+                    if let Some(a) = &app {
+                        println!("app {} rows {} dist {}", a.app, a.rows, Dist(a.dist.clone()));
+                    }
+                    for t in &traces {
+                        let p = mheta_runtime::model::Program::from_trace(t);
+                        println!(
+                            "rank {} ({} pid {}): {} iterations, median {:.3} ms: {:.3} ms scaled compute, {:.3} ms unscaled",
+                            t.rank,
+                            t.host,
+                            t.pid,
+                            t.iterations.len(),
+                            p.measured_s * 1e3,
+                            p.scaled_s * 1e3,
+                            p.unscaled_s * 1e3,
+                        );
+                        for it in &t.iterations {
+                            println!("  iteration {}: {:.3} ms, {} events", it.index, it.duration_ns as f64 / 1e6, it.events.len());
+                            for e in &it.events {
+                                let op = e.op.map(|o| format!("{o:?}")).unwrap_or_else(|| "marker".into());
+                                println!("  {:>12.3} us {:>10.3} us  {op:<10} {:?}", e.t0_ns as f64 / 1e3, (e.t1_ns - e.t0_ns) as f64 / 1e3, e.what);
+                            }
+                        }
+                    }
+                }
+                Ok(0)
+            }
             Cmd::Predict {
                 profile,
                 trace,
