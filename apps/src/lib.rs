@@ -75,17 +75,26 @@ impl Setup {
                 );
             }
             if at >= c.iters {
-                bail!("--auto needs more iterations: it redistributes after iteration {at} but --iters is {}", c.iters);
+                bail!(
+                    "--auto needs more iterations: it redistributes after iteration {at} but --iters is {}",
+                    c.iters
+                );
             }
             if !mheta_live::interposer_loaded() {
-                bail!("--auto needs the interposer to record an iteration: run under `mheta run -- mpirun ...`");
+                bail!(
+                    "--auto needs the interposer to record an iteration: run under `mheta run -- mpirun ...`"
+                );
             }
             let profile = c
                 .profile
                 .clone()
                 .context("--auto needs a cluster profile: pass --profile FILE (from `mheta bench`) or set MHETA_PROFILE")?;
             if !profile.is_file() {
-                bail!("--profile {}: no such file; create it with `mheta bench --np {np} -o {}`", profile.display(), profile.display());
+                bail!(
+                    "--profile {}: no such file; create it with `mheta bench --np {np} -o {}`",
+                    profile.display(),
+                    profile.display()
+                );
             }
             Some((at, profile))
         } else {
@@ -109,7 +118,11 @@ impl Setup {
                 .map_err(|e| e.to_string())
                 .and_then(|_| mheta_trace::write_app(&dir, app).map_err(|e| e.to_string()));
             if let Err(e) = r {
-                eprintln!("{}: cannot write {}: {e}", app.app, dir.join(mheta_trace::APP_FILE).display());
+                eprintln!(
+                    "{}: cannot write {}: {e}",
+                    app.app,
+                    dir.join(mheta_trace::APP_FILE).display()
+                );
             }
         }
     }
@@ -126,7 +139,9 @@ impl Setup {
         }
         for (i, r) in self.cluster.rank.iter().enumerate() {
             if r.mem_limit_mb.is_some() || r.io_factor != 1.0 {
-                eprintln!("{app}: warning: rank {i}: mem_limit_mb/io_factor are not emulated by {app} yet (in-core only); CPU power is");
+                eprintln!(
+                    "{app}: warning: rank {i}: mem_limit_mb/io_factor are not emulated by {app} yet (in-core only); CPU power is"
+                );
             }
         }
     }
@@ -193,7 +208,11 @@ impl Timer {
         }
         v.sort_by(f64::total_cmp);
         let m = v.len() / 2;
-        Some(if v.len() % 2 == 1 { v[m] } else { 0.5 * (v[m - 1] + v[m]) })
+        Some(if v.len() % 2 == 1 {
+            v[m]
+        } else {
+            0.5 * (v[m - 1] + v[m])
+        })
     }
 }
 

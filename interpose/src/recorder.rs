@@ -78,8 +78,16 @@ pub fn init() {
         },
         Err(_) => default,
     };
-    let target_iter = env_u64("MHETA_INSTRUMENT_ITER", mheta_trace::DEFAULT_INSTRUMENT_ITER, 0);
-    let count = env_u64("MHETA_INSTRUMENT_COUNT", mheta_trace::DEFAULT_INSTRUMENT_COUNT, 1);
+    let target_iter = env_u64(
+        "MHETA_INSTRUMENT_ITER",
+        mheta_trace::DEFAULT_INSTRUMENT_ITER,
+        0,
+    );
+    let count = env_u64(
+        "MHETA_INSTRUMENT_COUNT",
+        mheta_trace::DEFAULT_INSTRUMENT_COUNT,
+        1,
+    );
     *lock() = Some(State {
         rank: rank as u32,
         size: size as u32,
@@ -150,19 +158,17 @@ pub fn pcontrol(level: c_int) {
                 ACTIVE.store(true, Ordering::Relaxed);
             }
         }
-        pcontrol::ITER_END => {
-            if ACTIVE.swap(false, Ordering::Relaxed) {
-                let duration_ns = s.base.elapsed().as_nanos() as u64;
-                let events = std::mem::take(&mut s.events);
-                s.done.push(Iteration {
-                    index: s.current,
-                    duration_ns,
-                    events,
-                });
-                if s.current + 1 == s.target_iter + s.count {
-                    s.written = true;
-                    write_trace(s);
-                }
+        pcontrol::ITER_END if ACTIVE.swap(false, Ordering::Relaxed) => {
+            let duration_ns = s.base.elapsed().as_nanos() as u64;
+            let events = std::mem::take(&mut s.events);
+            s.done.push(Iteration {
+                index: s.current,
+                duration_ns,
+                events,
+            });
+            if s.current + 1 == s.target_iter + s.count {
+                s.written = true;
+                write_trace(s);
             }
         }
         pcontrol::STAGE_BEGIN | pcontrol::STAGE_END if recording() => {
@@ -196,7 +202,10 @@ fn write_trace(s: &mut State) {
         .and_then(|_| mheta_trace::write_rank(&s.trace_dir, &trace).map_err(|e| e.to_string()));
     if let Err(e) = result {
         // Reported once: a trace is written at most once per run.
-        eprintln!("mheta[{}]: cannot write trace: {e}; the program continues", s.rank);
+        eprintln!(
+            "mheta[{}]: cannot write trace: {e}; the program continues",
+            s.rank
+        );
     }
 }
 
@@ -231,7 +240,8 @@ pub fn post_request(req: MPI_Request, recv_comm: Option<MPI_Comm>) -> u32 {
     let Some(s) = g.as_mut() else { return 0 };
     let id = s.next_req;
     s.next_req += 1;
-    s.reqs.insert(req.0 as usize, (id, recv_comm.map(|c| c.0 as usize)));
+    s.reqs
+        .insert(req.0 as usize, (id, recv_comm.map(|c| c.0 as usize)));
     id
 }
 
@@ -253,12 +263,19 @@ pub fn bytes(count: c_int, dt: MPI_Datatype) -> u64 {
 }
 
 /// Bytes actually received, from a completed receive's status.
-pub fn status_bytes(st: *const MPI_Status) -> u64 {
+///
+/// # Safety
+/// `st` points at a status filled by a completed receive.
+pub unsafe fn status_bytes(st: *const MPI_Status) -> u64 {
     let mut count: c_int = 0;
     // SAFETY: st points at a status filled by a completed receive; counting
     // in MPI_UINT8_T gives bytes whatever the receive's datatype.
     let rc = unsafe { mpi_sys::PMPI_Get_count(st, mpi_sys::RSMPI_UINT8_T, &mut count) };
-    if rc != 0 || count < 0 { 0 } else { count as u64 }
+    if rc != 0 || count < 0 {
+        0
+    } else {
+        count as u64
+    }
 }
 
 /// Translate a rank of `comm` into its `MPI_COMM_WORLD` rank.
@@ -293,10 +310,14 @@ pub fn msg(comm: MPI_Comm, peer: c_int, tag: c_int, bytes: u64) -> Msg {
 }
 
 /// The matched message described by a completed receive's status.
-pub fn msg_from_status(comm: MPI_Comm, st: *const MPI_Status) -> Msg {
+///
+/// # Safety
+/// `st` points at a status filled by a completed receive on `comm`.
+pub unsafe fn msg_from_status(comm: MPI_Comm, st: *const MPI_Status) -> Msg {
     // SAFETY: st points at a status filled by a completed receive.
     let (src, tag) = unsafe { ((*st).MPI_SOURCE, (*st).MPI_TAG) };
-    msg(comm, src, tag, status_bytes(st))
+    // SAFETY: as above.
+    msg(comm, src, tag, unsafe { status_bytes(st) })
 }
 
 /// `comm`'s size.

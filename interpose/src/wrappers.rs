@@ -91,7 +91,8 @@ wrappers! {
             let mut own = blank_status();
             let status = own_status(status, &mut own);
         }
-        post: What::Recv(msg_from_status(comm, status)),
+        // SAFETY: the receive completed and filled `status`.
+        post: What::Recv(unsafe { msg_from_status(comm, status) }),
     }
     MPI_Irecv => PMPI_Irecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype,
                             source: c_int, tag: c_int, comm: MPI_Comm,
@@ -111,7 +112,8 @@ wrappers! {
         }
         post: What::Sendrecv {
             send: msg(comm, dest, sendtag, bytes(sendcount, sendtype)),
-            recv: msg_from_status(comm, status),
+            // SAFETY: the receive half completed and filled `status`.
+            recv: unsafe { msg_from_status(comm, status) },
         },
     }
     MPI_Wait => PMPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) as Wait {
@@ -123,7 +125,8 @@ wrappers! {
         }
         post: What::Complete(
             taken
-                .map(|(req, comm)| Completion { req, recv: comm.map(|c| msg_from_status(c, status)) })
+                // SAFETY: the request completed and filled `status`.
+                .map(|(req, comm)| Completion { req, recv: comm.map(|c| unsafe { msg_from_status(c, status) }) })
                 .into_iter()
                 .collect(),
         ),
@@ -147,7 +150,7 @@ wrappers! {
                     t.map(|(req, comm)| Completion {
                         req,
                         // SAFETY: status i of the `count` statuses just filled.
-                        recv: comm.map(|c| msg_from_status(c, unsafe { array_of_statuses.add(i) })),
+                        recv: comm.map(|c| unsafe { msg_from_status(c, array_of_statuses.add(i)) }),
                     })
                 })
                 .collect(),
@@ -159,7 +162,8 @@ wrappers! {
             let mut own = blank_status();
             let status = own_status(status, &mut own);
         }
-        post: What::Probe(msg_from_status(comm, status)),
+        // SAFETY: the probe matched a message and filled `status`.
+        post: What::Probe(unsafe { msg_from_status(comm, status) }),
     }
     MPI_Mrecv => PMPI_Mrecv(buf: *mut c_void, count: c_int, type_: MPI_Datatype,
                             message: *mut MPI_Message, status: *mut MPI_Status) as Mrecv {
@@ -167,7 +171,8 @@ wrappers! {
             let mut own = blank_status();
             let status = own_status(status, &mut own);
         }
-        post: What::MatchedRecv { bytes: status_bytes(status) },
+        // SAFETY: the matched receive completed and filled `status`.
+        post: What::MatchedRecv { bytes: unsafe { status_bytes(status) } },
     }
     MPI_Allreduce => PMPI_Allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int,
                                     datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) as Allreduce {

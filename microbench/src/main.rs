@@ -63,14 +63,22 @@ impl Plan {
     }
 
     fn reps(&self, size: usize) -> usize {
-        if size <= 65536 { self.reps_small } else { self.reps_large }
+        if size <= 65536 {
+            self.reps_small
+        } else {
+            self.reps_large
+        }
     }
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     let m = v.len() / 2;
-    if v.len() % 2 == 1 { v[m] } else { 0.5 * (v[m - 1] + v[m]) }
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        0.5 * (v[m - 1] + v[m])
+    }
 }
 
 fn spin(d: Duration) {
@@ -128,7 +136,7 @@ fn measure_pair(world: &SimpleCommunicator, plan: &Plan, a: i32, b: i32) -> Opti
     // Receive overhead: b posts the receive after the message has arrived.
     let mut or = Vec::new();
     let delay = Duration::from_secs_f64((4.0 * rtt8).max(20e-6));
-    let mut delay_sync = vec![0.0f64; 1];
+    let mut delay_sync = [0.0f64; 1];
     if me == a {
         delay_sync[0] = delay.as_secs_f64();
         pb.send_with_tag(&delay_sync[..], TAG);
@@ -195,13 +203,18 @@ fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>
     // Check the output path before measuring anything; all ranks agree.
     let mut ok = [1u8];
     if me == 0 {
-        let probe = args.output.with_extension(format!("probe.{}", std::process::id()));
+        let probe = args
+            .output
+            .with_extension(format!("probe.{}", std::process::id()));
         match std::fs::write(&probe, b"") {
             Ok(()) => {
                 let _ = std::fs::remove_file(&probe);
             }
             Err(e) => {
-                eprintln!("mheta-microbench: error: -o {}: cannot write there: {e}", args.output.display());
+                eprintln!(
+                    "mheta-microbench: error: -o {}: cannot write there: {e}",
+                    args.output.display()
+                );
                 ok[0] = 0;
             }
         }
@@ -219,7 +232,10 @@ fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>
     world.all_gather_into(&mine[..], &mut hosts_flat[..]);
     let hosts: Vec<String> = hosts_flat
         .chunks(256)
-        .map(|c| String::from_utf8_lossy(&c[..c.iter().position(|&x| x == 0).unwrap_or(256)]).into_owned())
+        .map(|c| {
+            String::from_utf8_lossy(&c[..c.iter().position(|&x| x == 0).unwrap_or(256)])
+                .into_owned()
+        })
         .collect();
     let mut profile = ClusterProfile::new(
         p as u32,
@@ -233,18 +249,31 @@ fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>
                 continue;
             }
             world.barrier();
-            let cost = if me == a || me == b { measure_pair(world, &plan, a, b) } else { None };
+            let cost = if me == a || me == b {
+                measure_pair(world, &plan, a, b)
+            } else {
+                None
+            };
             // Collect at rank 0: a sends its result.
             let mut v = [0.0f64; 6];
             if let Some(c) = &cost {
-                v = [c.latency_s, c.per_byte_s, c.o_send_s, c.o_recv_s, c.rtt_small_s, c.bandwidth_bps];
+                v = [
+                    c.latency_s,
+                    c.per_byte_s,
+                    c.o_send_s,
+                    c.o_recv_s,
+                    c.rtt_small_s,
+                    c.bandwidth_bps,
+                ];
                 if a != 0 {
                     world.process_at_rank(0).send_with_tag(&v[..], TAG);
                 }
             }
             if me == 0 {
                 if a != 0 {
-                    world.process_at_rank(a).receive_into_with_tag(&mut v[..], TAG);
+                    world
+                        .process_at_rank(a)
+                        .receive_into_with_tag(&mut v[..], TAG);
                 }
                 profile.pairs.push(PairCost {
                     src: a as u32,
@@ -263,13 +292,24 @@ fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>
     if me != 0 {
         return Ok(None);
     }
-    eprintln!("mheta-microbench: measured {} pairs in {:.1} s", profile.pairs.len(), t0.elapsed().as_secs_f64());
+    eprintln!(
+        "mheta-microbench: measured {} pairs in {:.1} s",
+        profile.pairs.len(),
+        t0.elapsed().as_secs_f64()
+    );
     Ok(Some(profile))
 }
 
 fn print_table(p: &ClusterProfile) {
-    println!("# mheta-microbench: {} ranks on {}", p.np, p.hosts.join(","));
-    println!("# {:>4} {:>4} {:>12} {:>12} {:>12} {:>12} {:>14}", "src", "dst", "o_s (us)", "o_r (us)", "L (us)", "RTT8 (us)", "BW (MB/s)");
+    println!(
+        "# mheta-microbench: {} ranks on {}",
+        p.np,
+        p.hosts.join(",")
+    );
+    println!(
+        "# {:>4} {:>4} {:>12} {:>12} {:>12} {:>12} {:>14}",
+        "src", "dst", "o_s (us)", "o_r (us)", "L (us)", "RTT8 (us)", "BW (MB/s)"
+    );
     for c in &p.pairs {
         println!(
             "  {:>4} {:>4} {:>12.3} {:>12.3} {:>12.3} {:>12.3} {:>14.1}",
@@ -306,7 +346,9 @@ fn main() {
         };
         match run(&world, &args).and_then(|p| {
             if let Some(p) = p {
-                p.validate().map_err(anyhow::Error::msg).context("measured profile failed its own checks")?;
+                p.validate()
+                    .map_err(anyhow::Error::msg)
+                    .context("measured profile failed its own checks")?;
                 print_table(&p);
                 p.save(&args.output)?;
                 eprintln!("mheta-microbench: wrote {}", args.output.display());

@@ -40,7 +40,9 @@ pub struct ClusterSpec {
 /// A cluster spec that could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
-    #[error("--cluster {name}: no such file and not a built-in name (built-ins: uniform, {builtins})")]
+    #[error(
+        "--cluster {name}: no such file and not a built-in name (built-ins: uniform, {builtins})"
+    )]
     Unknown { name: String, builtins: String },
     #[error("{path}: {detail}")]
     Invalid { path: String, detail: String },
@@ -115,12 +117,17 @@ impl ClusterSpec {
                 detail: e.to_string(),
             })?;
             Self::parse(&text, name)?
-        } else if let Some((_, text)) = BUILTINS.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
+        } else if let Some((_, text)) = BUILTINS.iter().find(|(n, _)| n.eq_ignore_ascii_case(name))
+        {
             Self::parse(text, name)?
         } else {
             return Err(ClusterError::Unknown {
                 name: name.into(),
-                builtins: BUILTINS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
+                builtins: BUILTINS
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", "),
             });
         };
         if spec.rank.len() != ranks {
@@ -140,7 +147,11 @@ mod tests {
 
     #[test]
     fn parses_and_defaults() {
-        let s = ClusterSpec::parse("[[rank]]\ncpu_power = 1.0\n[[rank]]\ncpu_power = 0.5\nmem_limit_mb = 64\n", "x").unwrap();
+        let s = ClusterSpec::parse(
+            "[[rank]]\ncpu_power = 1.0\n[[rank]]\ncpu_power = 0.5\nmem_limit_mb = 64\n",
+            "x",
+        )
+        .unwrap();
         assert_eq!(s.rank.len(), 2);
         assert_eq!(s.rank[1].cpu_power, 0.5);
         assert_eq!(s.rank[1].mem_limit_mb, Some(64.0));
@@ -149,16 +160,29 @@ mod tests {
 
     #[test]
     fn rejects_bad_values_naming_rank() {
-        let e = ClusterSpec::parse("[[rank]]\ncpu_power = 0\n", "c.toml").unwrap_err().to_string();
+        let e = ClusterSpec::parse("[[rank]]\ncpu_power = 0\n", "c.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("c.toml") && e.contains("rank 0"), "{e}");
-        let e = ClusterSpec::parse("[[rank]]\ncpu = 1\n", "c.toml").unwrap_err().to_string();
+        let e = ClusterSpec::parse("[[rank]]\ncpu = 1\n", "c.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("c.toml"), "{e}");
     }
 
     #[test]
     fn builtin_and_rank_count() {
-        assert_eq!(ClusterSpec::resolve("het2", 2).unwrap().rank[1].cpu_power, 0.5);
-        assert!(matches!(ClusterSpec::resolve("het2", 4), Err(ClusterError::Ranks { .. })));
-        assert!(matches!(ClusterSpec::resolve("nope", 2), Err(ClusterError::Unknown { .. })));
+        assert_eq!(
+            ClusterSpec::resolve("het2", 2).unwrap().rank[1].cpu_power,
+            0.5
+        );
+        assert!(matches!(
+            ClusterSpec::resolve("het2", 4),
+            Err(ClusterError::Ranks { .. })
+        ));
+        assert!(matches!(
+            ClusterSpec::resolve("nope", 2),
+            Err(ClusterError::Unknown { .. })
+        ));
     }
 }

@@ -125,13 +125,22 @@ mod tests {
         assert_eq!(Dist::parse("3,0,7", 3, 10).unwrap().0, vec![3, 0, 7]);
         assert_eq!(
             Dist::parse("3,7", 3, 10),
-            Err(DistError::Length { found: 2, expected: 3 })
+            Err(DistError::Length {
+                found: 2,
+                expected: 3
+            })
         );
         assert_eq!(
             Dist::parse("3,0,6", 3, 10),
-            Err(DistError::Sum { found: 9, expected: 10 })
+            Err(DistError::Sum {
+                found: 9,
+                expected: 10
+            })
         );
-        assert!(matches!(Dist::parse("3,-1,8", 3, 10), Err(DistError::Parse { .. })));
+        assert!(matches!(
+            Dist::parse("3,-1,8", 3, 10),
+            Err(DistError::Parse { .. })
+        ));
     }
 
     #[test]

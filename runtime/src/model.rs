@@ -19,13 +19,19 @@ use std::collections::{HashMap, VecDeque};
 /// A model input that cannot be used.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum ModelError {
-    #[error("trace has {trace} ranks but the profile measured {profile}; run `mheta bench --np {trace}`")]
+    #[error(
+        "trace has {trace} ranks but the profile measured {profile}; run `mheta bench --np {trace}`"
+    )]
     RankMismatch { trace: usize, profile: usize },
     #[error("app.json declares {decl} ranks in its dist but the trace has {trace}")]
     DeclMismatch { decl: usize, trace: usize },
-    #[error("rank {rank} had no rows in the instrumented iteration, so its per-row cost is unknown; instrument with every rank owning rows")]
+    #[error(
+        "rank {rank} had no rows in the instrumented iteration, so its per-row cost is unknown; instrument with every rank owning rows"
+    )]
     NoRowsInTrace { rank: usize },
-    #[error("the recorded messages do not match up (rank {rank} waits forever at step {step}); traces from different runs?")]
+    #[error(
+        "the recorded messages do not match up (rank {rank} waits forever at step {step}); traces from different runs?"
+    )]
     Deadlock { rank: usize, step: usize },
     #[error(transparent)]
     Dist(#[from] crate::dist::DistError),
@@ -85,7 +91,9 @@ impl Program {
             .collect();
         let mut durations: Vec<f64> = progs.iter().map(|p| p.measured_s).collect();
         let measured_s = median(&mut durations);
-        let same_shape = progs.windows(2).all(|w| same_shape(&w[0].steps, &w[1].steps));
+        let same_shape = progs
+            .windows(2)
+            .all(|w| same_shape(&w[0].steps, &w[1].steps));
         if progs.len() == 1 || !same_shape {
             let mut by_time: Vec<&Program> = progs.iter().collect();
             by_time.sort_by(|a, b| a.measured_s.total_cmp(&b.measured_s));
@@ -139,7 +147,10 @@ impl Program {
                     unscaled_s += s;
                 }
                 match steps.last_mut() {
-                    Some(Step::Compute { s: prev, scaled: sc }) if *sc == scaled => *prev += s,
+                    Some(Step::Compute {
+                        s: prev,
+                        scaled: sc,
+                    }) if *sc == scaled => *prev += s,
                     _ => steps.push(Step::Compute { s, scaled }),
                 }
             }
@@ -155,7 +166,9 @@ impl Program {
             match &e.what {
                 What::StageBegin => in_stage = true,
                 What::StageEnd => in_stage = false,
-                What::Send(m) | What::Isend { msg: m, .. } if m.peer >= 0 => steps.push(Step::Send(peer(m))),
+                What::Send(m) | What::Isend { msg: m, .. } if m.peer >= 0 => {
+                    steps.push(Step::Send(peer(m)))
+                }
                 What::Recv(m) if m.peer >= 0 => steps.push(Step::Recv(peer(m))),
                 What::Irecv { req } => {
                     irecv_open.insert(*req, ());
@@ -204,7 +217,11 @@ fn median(v: &mut [f64]) -> f64 {
     }
     v.sort_by(f64::total_cmp);
     let m = v.len() / 2;
-    if v.len() % 2 == 1 { v[m] } else { 0.5 * (v[m - 1] + v[m]) }
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        0.5 * (v[m - 1] + v[m])
+    }
 }
 
 /// Same steps in the same order, compute durations aside.
@@ -301,7 +318,11 @@ pub struct Model {
 
 impl Model {
     /// Build from traces (rank order), the app declaration and a profile.
-    pub fn new(traces: &[RankTrace], app: AppDecl, prof: &ClusterProfile) -> Result<Model, ModelError> {
+    pub fn new(
+        traces: &[RankTrace],
+        app: AppDecl,
+        prof: &ClusterProfile,
+    ) -> Result<Model, ModelError> {
         let p = traces.len();
         if prof.np as usize != p {
             return Err(ModelError::RankMismatch {
@@ -372,7 +393,9 @@ impl Model {
         d.check(self.ranks(), self.rows())?;
         let p = self.ranks();
         let net = &self.net;
-        let factor: Vec<f64> = (0..p).map(|i| d.0[i] as f64 / self.app.dist[i] as f64).collect();
+        let factor: Vec<f64> = (0..p)
+            .map(|i| d.0[i] as f64 / self.app.dist[i] as f64)
+            .collect();
         let active = |i: usize| d.0[i] > 0 || self.app.topology == Topology::Fixed;
         let mut clock = vec![0.0f64; p];
         let mut out = vec![
@@ -396,20 +419,28 @@ impl Model {
                 while pc[i] < prog.len() {
                     let step = &prog[pc[i]];
                     // A message of rank i to recorded peer `to`, rerouted.
-                    let send = |to: &Peer, clock: &mut [f64], out: &mut [RankTime], inflight: &mut HashMap<_, VecDeque<f64>>| {
-                        if !active(i) {
-                            return;
-                        }
-                        if let Some(j) = self.route(d, i, to.rank) {
-                            let k = net.k(i, j);
-                            let b = self.msg_bytes(d, i, to.bytes);
-                            // MHETA eq. 3: arrival = T_tau(i) + O_send + T_{i->j}(q).
-                            let arrive = clock[i] + net.o_send[k] + net.latency[k] + b * net.per_byte[k];
-                            clock[i] += net.o_send[k];
-                            out[i].overhead_s += net.o_send[k];
-                            inflight.entry((i, j, to.tag)).or_default().push_back(arrive);
-                        }
-                    };
+                    let send =
+                        |to: &Peer,
+                         clock: &mut [f64],
+                         out: &mut [RankTime],
+                         inflight: &mut HashMap<_, VecDeque<f64>>| {
+                            if !active(i) {
+                                return;
+                            }
+                            if let Some(j) = self.route(d, i, to.rank) {
+                                let k = net.k(i, j);
+                                let b = self.msg_bytes(d, i, to.bytes);
+                                // MHETA eq. 3: arrival = T_tau(i) + O_send + T_{i->j}(q).
+                                let arrive =
+                                    clock[i] + net.o_send[k] + net.latency[k] + b * net.per_byte[k];
+                                clock[i] += net.o_send[k];
+                                out[i].overhead_s += net.o_send[k];
+                                inflight
+                                    .entry((i, j, to.tag))
+                                    .or_default()
+                                    .push_back(arrive);
+                            }
+                        };
                     // The recorded source of a receive, rerouted; None = no message.
                     let source = |from: &Peer| -> Option<usize> {
                         if !active(i) {
@@ -417,27 +448,35 @@ impl Model {
                         }
                         self.route(d, i, from.rank)
                     };
-                    let ready = |from: &Peer, inflight: &HashMap<_, VecDeque<f64>>| match source(from) {
-                        None => true,
-                        Some(j) => inflight.get(&(j, i, from.tag)).is_some_and(|q| !q.is_empty()),
-                    };
+                    let ready =
+                        |from: &Peer, inflight: &HashMap<_, VecDeque<f64>>| match source(from) {
+                            None => true,
+                            Some(j) => inflight
+                                .get(&(j, i, from.tag))
+                                .is_some_and(|q| !q.is_empty()),
+                        };
                     // MHETA eqs. 3 and 5: wait for the arrival, then pay O_recv.
-                    let receive = |from: &Peer, pay: bool, clock: &mut [f64], out: &mut [RankTime], inflight: &mut HashMap<_, VecDeque<f64>>| {
-                        if let Some(j) = source(from) {
-                            let arrive = inflight
-                                .get_mut(&(j, i, from.tag))
-                                .and_then(|q| q.pop_front())
-                                .unwrap_or(clock[i]);
-                            let wait = (arrive - clock[i]).max(0.0);
-                            clock[i] += wait;
-                            out[i].wait_s += wait;
-                            if pay {
-                                let o = net.o_recv[net.k(j, i)];
-                                clock[i] += o;
-                                out[i].overhead_s += o;
+                    let receive =
+                        |from: &Peer,
+                         pay: bool,
+                         clock: &mut [f64],
+                         out: &mut [RankTime],
+                         inflight: &mut HashMap<_, VecDeque<f64>>| {
+                            if let Some(j) = source(from) {
+                                let arrive = inflight
+                                    .get_mut(&(j, i, from.tag))
+                                    .and_then(|q| q.pop_front())
+                                    .unwrap_or(clock[i]);
+                                let wait = (arrive - clock[i]).max(0.0);
+                                clock[i] += wait;
+                                out[i].wait_s += wait;
+                                if pay {
+                                    let o = net.o_recv[net.k(j, i)];
+                                    clock[i] += o;
+                                    out[i].overhead_s += o;
+                                }
                             }
-                        }
-                    };
+                        };
                     match step {
                         Step::Compute { s, scaled } => {
                             let t = if *scaled { s * factor[i] } else { *s };
@@ -497,12 +536,21 @@ impl Model {
                     progress = true;
                 }
             }
-            if pc.iter().zip(&self.programs).all(|(&c, pr)| c >= pr.steps.len()) {
+            if pc
+                .iter()
+                .zip(&self.programs)
+                .all(|(&c, pr)| c >= pr.steps.len())
+            {
                 break;
             }
             if !progress {
-                let rank = (0..p).find(|&i| pc[i] < self.programs[i].steps.len()).unwrap_or(0);
-                return Err(ModelError::Deadlock { rank, step: pc[rank] });
+                let rank = (0..p)
+                    .find(|&i| pc[i] < self.programs[i].steps.len())
+                    .unwrap_or(0);
+                return Err(ModelError::Deadlock {
+                    rank,
+                    step: pc[rank],
+                });
             }
         }
         for i in 0..p {

@@ -25,7 +25,13 @@ pub struct Found {
     pub bisection_steps: u64,
 }
 
-fn found(strategy: &str, m: &Model, d: Dist, evaluations: u64, bisection_steps: u64) -> Result<Found, ModelError> {
+fn found(
+    strategy: &str,
+    m: &Model,
+    d: Dist,
+    evaluations: u64,
+    bisection_steps: u64,
+) -> Result<Found, ModelError> {
     let predicted_s = m.predict(&d)?.per_iteration_s;
     Ok(Found {
         strategy: strategy.into(),
@@ -131,7 +137,9 @@ pub fn refine(m: &Model, mut d: Dist) -> Result<(Dist, u64), ModelError> {
             t.0[j] += k;
             let pr = m.predict(&t)?;
             evals += 1;
-            let bar = best.as_ref().map_or(cur.per_iteration_s, |b| b.1.per_iteration_s);
+            let bar = best
+                .as_ref()
+                .map_or(cur.per_iteration_s, |b| b.1.per_iteration_s);
             if pr.per_iteration_s < bar * (1.0 - 1e-9) {
                 best = Some((t, pr));
             }
@@ -174,7 +182,10 @@ pub fn exhaustive(m: &Model, limit: u64) -> Result<Found, String> {
     ) -> Result<(), String> {
         if i + 1 == cur.len() {
             cur[i] = left;
-            let t = m.predict(&Dist(cur.clone())).map_err(|e| e.to_string())?.per_iteration_s;
+            let t = m
+                .predict(&Dist(cur.clone()))
+                .map_err(|e| e.to_string())?
+                .per_iteration_s;
             *evals += 1;
             if best.as_ref().is_none_or(|b| t < b.0) {
                 *best = Some((t, cur.clone()));

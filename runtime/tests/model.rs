@@ -1,6 +1,8 @@
 //! The model and the searches on synthetic traces whose answers are known
 //! by hand (MHETA eqs. 3 and 5).
 
+#![allow(clippy::unwrap_used)] // tests fail loudly on purpose
+
 use mheta_profile::{ClusterProfile, PairCost};
 use mheta_runtime::search;
 use mheta_runtime::{Dist, Model, ModelError};
@@ -33,7 +35,12 @@ fn profile(p: u32) -> ClusterProfile {
 }
 
 fn ev(t0: u64, t1: u64, op: Option<Op>, what: What) -> Event {
-    Event { op, t0_ns: t0, t1_ns: t1, what }
+    Event {
+        op,
+        t0_ns: t0,
+        t1_ns: t1,
+        what,
+    }
 }
 
 /// A 1-D Jacobi-like iteration: exchange with neighbours, a stage of
@@ -43,22 +50,43 @@ fn jacobi_trace(rank: u32, p: u32, compute_ns: u64, halo: u64) -> RankTrace {
     let mut t = 1000;
     for peer in [rank as i32 - 1, rank as i32 + 1] {
         if peer >= 0 && peer < p as i32 {
-            let m = Msg { peer, tag: 7, bytes: halo };
-            events.push(ev(t, t + 500, Some(Op::Sendrecv), What::Sendrecv { send: m, recv: m }));
+            let m = Msg {
+                peer,
+                tag: 7,
+                bytes: halo,
+            };
+            events.push(ev(
+                t,
+                t + 500,
+                Some(Op::Sendrecv),
+                What::Sendrecv { send: m, recv: m },
+            ));
             t += 500;
         }
     }
     events.push(ev(t, t, None, What::StageBegin));
     t += compute_ns;
     events.push(ev(t, t, None, What::StageEnd));
-    events.push(ev(t, t + 100, Some(Op::Allreduce), What::Collective { bytes: 8, comm_size: p }));
+    events.push(ev(
+        t,
+        t + 100,
+        Some(Op::Allreduce),
+        What::Collective {
+            bytes: 8,
+            comm_size: p,
+        },
+    ));
     t += 100;
     RankTrace {
         rank,
         world_size: p,
         pid: 1,
         host: String::new(),
-        iterations: vec![Iteration { index: 3, duration_ns: t + 1000, events }],
+        iterations: vec![Iteration {
+            index: 3,
+            duration_ns: t + 1000,
+            events,
+        }],
     }
 }
 
@@ -77,7 +105,10 @@ fn app(dist: Vec<u64>) -> AppDecl {
 #[test]
 fn two_ranks_match_eqs_3_and_5() {
     // Rank 1 computes twice as long per row (CPU power 0.5).
-    let traces = [jacobi_trace(0, 2, 1_000_000, 8000), jacobi_trace(1, 2, 2_000_000, 8000)];
+    let traces = [
+        jacobi_trace(0, 2, 1_000_000, 8000),
+        jacobi_trace(1, 2, 2_000_000, 8000),
+    ];
     let m = Model::new(&traces, app(vec![100, 100]), &profile(2)).unwrap();
     let pr = m.predict(&Dist(vec![100, 100])).unwrap();
     // Before the exchange both ranks computed 1 us of unscaled glue; both
@@ -88,16 +119,28 @@ fn two_ranks_match_eqs_3_and_5() {
     let reduce = OS + L + 8.0 * G + OR;
     let end1 = after_exchange + 2e-3;
     let want = end1 + reduce + 1e-6;
-    assert!((pr.per_iteration_s - want).abs() < 1e-12, "{} vs {want}", pr.per_iteration_s);
+    assert!(
+        (pr.per_iteration_s - want).abs() < 1e-12,
+        "{} vs {want}",
+        pr.per_iteration_s
+    );
     // Rank 0 waits L + b*G for the halo (eq. 3) and 1 ms for rank 1 at the
     // reduction.
     let want_wait = (L + 8000.0 * G) + 1e-3;
-    assert!((pr.ranks[0].wait_s - want_wait).abs() < 1e-12, "{:?}", pr.ranks[0]);
+    assert!(
+        (pr.ranks[0].wait_s - want_wait).abs() < 1e-12,
+        "{:?}",
+        pr.ranks[0]
+    );
 
     // W'/W scaling: 150/50 rows gives rank 0 1.5 ms and rank 1 1 ms.
     let pr = m.predict(&Dist(vec![150, 50])).unwrap();
     let want = after_exchange + 1.5e-3 + reduce + 1e-6;
-    assert!((pr.per_iteration_s - want).abs() < 1e-12, "{} vs {want}", pr.per_iteration_s);
+    assert!(
+        (pr.per_iteration_s - want).abs() < 1e-12,
+        "{} vs {want}",
+        pr.per_iteration_s
+    );
 }
 
 #[test]
@@ -108,7 +151,11 @@ fn zero_rows_reroutes_neighbours() {
     // joins the reduction, so no deadlock and ranks 0/2 carry 1.5 ms each.
     let pr = m.predict(&Dist(vec![15, 0, 15])).unwrap();
     assert!(pr.ranks[1].compute_s < 3e-6, "{:?}", pr.ranks[1]);
-    assert!((pr.ranks[0].compute_s - (1.5e-3 + 2e-6)).abs() < 1e-9, "{:?}", pr.ranks[0]);
+    assert!(
+        (pr.ranks[0].compute_s - (1.5e-3 + 2e-6)).abs() < 1e-9,
+        "{:?}",
+        pr.ranks[0]
+    );
     assert!((pr.ranks[1].overhead_s - (pr.ranks[0].overhead_s - OS - OR)).abs() < 1e-15);
 }
 
@@ -116,20 +163,40 @@ fn zero_rows_reroutes_neighbours() {
 fn bad_distributions_rejected() {
     let traces = [jacobi_trace(0, 2, 1000, 8), jacobi_trace(1, 2, 1000, 8)];
     let m = Model::new(&traces, app(vec![5, 5]), &profile(2)).unwrap();
-    assert!(matches!(m.predict(&Dist(vec![5, 4])), Err(ModelError::Dist(_))));
-    assert!(matches!(m.predict(&Dist(vec![10])), Err(ModelError::Dist(_))));
-    assert!(matches!(Model::new(&traces, app(vec![5, 5]), &profile(3)), Err(ModelError::RankMismatch { .. })));
-    assert!(matches!(Model::new(&traces, app(vec![10, 0]), &profile(2)), Err(ModelError::NoRowsInTrace { rank: 1 })));
+    assert!(matches!(
+        m.predict(&Dist(vec![5, 4])),
+        Err(ModelError::Dist(_))
+    ));
+    assert!(matches!(
+        m.predict(&Dist(vec![10])),
+        Err(ModelError::Dist(_))
+    ));
+    assert!(matches!(
+        Model::new(&traces, app(vec![5, 5]), &profile(3)),
+        Err(ModelError::RankMismatch { .. })
+    ));
+    assert!(matches!(
+        Model::new(&traces, app(vec![10, 0]), &profile(2)),
+        Err(ModelError::NoRowsInTrace { rank: 1 })
+    ));
 }
 
 #[test]
 fn gbs_finds_speed_proportional_split_and_beats_block() {
-    let traces = [jacobi_trace(0, 2, 6_000_000, 8000), jacobi_trace(1, 2, 12_000_000, 8000)];
+    let traces = [
+        jacobi_trace(0, 2, 6_000_000, 8000),
+        jacobi_trace(1, 2, 12_000_000, 8000),
+    ];
     let m = Model::new(&traces, app(vec![600, 600]), &profile(2)).unwrap();
     let g = search::gbs(&m).unwrap();
     assert!((g.dist[0] as i64 - 800).abs() <= 2, "{:?}", g.dist);
     let b = search::block(&m).unwrap();
-    assert!(g.predicted_s < 0.7 * b.predicted_s, "{} vs {}", g.predicted_s, b.predicted_s);
+    assert!(
+        g.predicted_s < 0.7 * b.predicted_s,
+        "{} vs {}",
+        g.predicted_s,
+        b.predicted_s
+    );
     let bal = search::balanced(&m).unwrap();
     assert_eq!(bal.dist, vec![800, 400]);
 }
@@ -145,8 +212,18 @@ fn gbs_agrees_with_exhaustive_on_small_cases() {
         let m = Model::new(&traces, app(vec![20, 20, 20]), &profile(3)).unwrap();
         let g = search::gbs(&m).unwrap();
         let e = search::exhaustive(&m, 1_000_000).unwrap();
-        assert!(g.predicted_s <= e.predicted_s * 1.0001, "{:?} vs {:?}", g, e);
-        assert!(g.evaluations < e.evaluations, "{} vs {}", g.evaluations, e.evaluations);
+        assert!(
+            g.predicted_s <= e.predicted_s * 1.0001,
+            "{:?} vs {:?}",
+            g,
+            e
+        );
+        assert!(
+            g.evaluations < e.evaluations,
+            "{} vs {}",
+            g.evaluations,
+            e.evaluations
+        );
     }
 }
 
@@ -162,7 +239,15 @@ fn several_iterations_give_median_compute() {
     }
     let traces = [jacobi_trace(0, 2, 1_000_000, 8000), t1];
     let m = Model::new(&traces, app(vec![100, 100]), &profile(2)).unwrap();
-    assert!((m.programs[1].scaled_s - 2.2e-3).abs() < 1e-12, "{}", m.programs[1].scaled_s);
+    assert!(
+        (m.programs[1].scaled_s - 2.2e-3).abs() < 1e-12,
+        "{}",
+        m.programs[1].scaled_s
+    );
     let pr = m.predict(&Dist(vec![100, 100])).unwrap();
-    assert!((pr.ranks[1].compute_s - (2.2e-3 + 2e-6)).abs() < 1e-9, "{:?}", pr.ranks[1]);
+    assert!(
+        (pr.ranks[1].compute_s - (2.2e-3 + 2e-6)).abs() < 1e-9,
+        "{:?}",
+        pr.ranks[1]
+    );
 }

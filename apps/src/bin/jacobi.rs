@@ -113,7 +113,14 @@ impl Block {
         let rows = new.0[me] as usize;
         let mut u = std::mem::take(&mut self.unew);
         u.resize((rows + 2) * w, 0.0);
-        mheta_live::redistribute_into(world, old, new, w, &self.u[w..(self.rows + 1) * w], &mut u[w..(rows + 1) * w]);
+        mheta_live::redistribute_into(
+            world,
+            old,
+            new,
+            w,
+            &self.u[w..(self.rows + 1) * w],
+            &mut u[w..(rows + 1) * w],
+        );
         let h2f = mheta_live::redistribute(world, old, new, n, &self.h2f);
         let mut unew = std::mem::take(&mut self.u);
         unew.resize((rows + 2) * w, 0.0);
@@ -165,11 +172,20 @@ fn exchange(world: &SimpleCommunicator, b: &mut Block, up: Option<usize>, down: 
     let (top_ghost, first) = top_ghost_and_first.split_at_mut(w);
     let first: &[f64] = first;
     let (mid_and_last, bottom_ghost) = rest.split_at_mut((r - 1) * w);
-    let last: &[f64] = if r == 1 { first } else { &mid_and_last[(r - 2) * w..] };
+    let last: &[f64] = if r == 1 {
+        first
+    } else {
+        &mid_and_last[(r - 2) * w..]
+    };
     // Upward: first row to `up`, bottom ghost from `down`.
     match (up, down) {
         (Some(u), Some(d)) => {
-            p2p::send_receive_into(first, &world.process_at_rank(u as i32), bottom_ghost, &world.process_at_rank(d as i32));
+            p2p::send_receive_into(
+                first,
+                &world.process_at_rank(u as i32),
+                bottom_ghost,
+                &world.process_at_rank(d as i32),
+            );
         }
         (Some(u), None) => world.process_at_rank(u as i32).send(first),
         (None, Some(d)) => {
@@ -180,7 +196,12 @@ fn exchange(world: &SimpleCommunicator, b: &mut Block, up: Option<usize>, down: 
     // Downward: last row to `down`, top ghost from `up`.
     match (up, down) {
         (Some(u), Some(d)) => {
-            p2p::send_receive_into(last, &world.process_at_rank(d as i32), top_ghost, &world.process_at_rank(u as i32));
+            p2p::send_receive_into(
+                last,
+                &world.process_at_rank(d as i32),
+                top_ghost,
+                &world.process_at_rank(u as i32),
+            );
         }
         (None, Some(d)) => world.process_at_rank(d as i32).send(last),
         (Some(u), None) => {

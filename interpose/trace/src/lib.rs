@@ -73,21 +73,34 @@ pub enum What {
     /// Blocking send.
     Send(Msg),
     /// Non-blocking send posted, completed later by a `Complete` with `req`.
-    Isend { msg: Msg, req: u32 },
+    Isend {
+        msg: Msg,
+        req: u32,
+    },
     /// Blocking receive; `peer` is the actual source from the status.
     Recv(Msg),
     /// Non-blocking receive posted; the matched source is in the completion.
-    Irecv { req: u32 },
+    Irecv {
+        req: u32,
+    },
     /// `MPI_Sendrecv`: a send and a receive that proceed together.
-    Sendrecv { send: Msg, recv: Msg },
+    Sendrecv {
+        send: Msg,
+        recv: Msg,
+    },
     /// `MPI_Wait*` completing these requests.
     Complete(Vec<Completion>),
     /// `MPI_Mprobe`: blocks until `msg` has arrived.
     Probe(Msg),
     /// `MPI_Mrecv` of a message matched by the preceding probe.
-    MatchedRecv { bytes: u64 },
+    MatchedRecv {
+        bytes: u64,
+    },
     /// A collective over `comm_size` ranks with `bytes` per rank.
-    Collective { bytes: u64, comm_size: u32 },
+    Collective {
+        bytes: u64,
+        comm_size: u32,
+    },
 }
 
 /// One recorded call (or marker): times are ns from the iteration's start.
@@ -179,7 +192,9 @@ pub enum TraceError {
     },
     #[error("{path}: not an mheta trace (bad magic); was it written by libmheta_interpose?")]
     BadMagic { path: PathBuf },
-    #[error("{path}: trace version {found}, this mheta reads version {expected}; re-record the trace")]
+    #[error(
+        "{path}: trace version {found}, this mheta reads version {expected}; re-record the trace"
+    )]
     Version {
         path: PathBuf,
         found: u32,
@@ -187,9 +202,13 @@ pub enum TraceError {
     },
     #[error("{path}: corrupt trace: {detail}")]
     Corrupt { path: PathBuf, detail: String },
-    #[error("{dir}: no trace directory; record one with `mheta run --trace-dir {dir} -- mpirun ...`")]
+    #[error(
+        "{dir}: no trace directory; record one with `mheta run --trace-dir {dir} -- mpirun ...`"
+    )]
     NoDir { dir: PathBuf },
-    #[error("{dir}: no rank traces (rank-*.mtrace) found; did the program call the iteration markers?")]
+    #[error(
+        "{dir}: no rank traces (rank-*.mtrace) found; did the program call the iteration markers?"
+    )]
     Empty { dir: PathBuf },
     #[error("{dir}: trace of rank {rank} is missing ({expected} ranks expected)")]
     MissingRank {
@@ -256,7 +275,10 @@ fn validate(t: &RankTrace, path: &Path) -> Result<(), TraceError> {
         let mut last = 0;
         for (i, e) in it.events.iter().enumerate() {
             if e.t1_ns < e.t0_ns || e.t0_ns < last || e.t1_ns > it.duration_ns {
-                return Err(bad(format!("iteration {}: event {i} has times out of order", it.index)));
+                return Err(bad(format!(
+                    "iteration {}: event {i} has times out of order",
+                    it.index
+                )));
             }
             last = e.t1_ns;
         }
@@ -383,22 +405,22 @@ mod tests {
                 index: 1,
                 duration_ns: 100,
                 events: vec![
-                Event {
-                    op: None,
-                    t0_ns: 5,
-                    t1_ns: 5,
-                    what: What::StageBegin,
-                },
-                Event {
-                    op: Some(Op::Send),
-                    t0_ns: 10,
-                    t1_ns: 20,
-                    what: What::Send(Msg {
-                        peer: 0,
-                        tag: 3,
-                        bytes: 800,
-                    }),
-                },
+                    Event {
+                        op: None,
+                        t0_ns: 5,
+                        t1_ns: 5,
+                        what: What::StageBegin,
+                    },
+                    Event {
+                        op: Some(Op::Send),
+                        t0_ns: 10,
+                        t1_ns: 20,
+                        what: What::Send(Msg {
+                            peer: 0,
+                            tag: 3,
+                            bytes: 800,
+                        }),
+                    },
                 ],
             }],
         }

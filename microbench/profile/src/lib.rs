@@ -59,7 +59,9 @@ pub enum ProfileError {
     },
     #[error("{path}: not a valid cluster profile: {detail}")]
     Corrupt { path: PathBuf, detail: String },
-    #[error("{path}: profile version {found}, this mheta reads version {expected}; re-run `mheta bench`")]
+    #[error(
+        "{path}: profile version {found}, this mheta reads version {expected}; re-run `mheta bench`"
+    )]
     Version {
         path: PathBuf,
         found: u32,
@@ -97,7 +99,8 @@ impl ClusterProfile {
             path: path.into(),
             detail,
         };
-        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| corrupt(e.to_string()))?;
+        let v: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| corrupt(e.to_string()))?;
         if v.get("format").and_then(|f| f.as_str()) != Some(FORMAT) {
             return Err(corrupt(format!("missing \"format\": \"{FORMAT}\"")));
         }
@@ -130,7 +133,9 @@ impl ClusterProfile {
         for c in &self.pairs {
             let (s, d) = (c.src as usize, c.dst as usize);
             if s >= n || d >= n || s == d {
-                return Err(format!("pair {s}->{d} is not an ordered pair of distinct ranks below np={n}"));
+                return Err(format!(
+                    "pair {s}->{d} is not an ordered pair of distinct ranks below np={n}"
+                ));
             }
             if std::mem::replace(&mut seen[s * n + d], true) {
                 return Err(format!("pair {s}->{d} appears twice"));
@@ -142,7 +147,9 @@ impl ClusterProfile {
                 ("o_recv_s", c.o_recv_s),
             ] {
                 if !x.is_finite() || x < 0.0 {
-                    return Err(format!("pair {s}->{d}: {name} = {x} is not a finite non-negative time"));
+                    return Err(format!(
+                        "pair {s}->{d}: {name} = {x} is not a finite non-negative time"
+                    ));
                 }
             }
         }
@@ -208,13 +215,18 @@ mod tests {
     #[test]
     fn round_trip() {
         let p = two();
-        assert_eq!(ClusterProfile::parse(&p.to_json(), Path::new("p")).unwrap(), p);
+        assert_eq!(
+            ClusterProfile::parse(&p.to_json(), Path::new("p")).unwrap(),
+            p
+        );
     }
 
     #[test]
     fn wrong_version_named() {
         let s = two().to_json().replace("\"version\": 1", "\"version\": 7");
-        let e = ClusterProfile::parse(&s, Path::new("prof.json")).unwrap_err().to_string();
+        let e = ClusterProfile::parse(&s, Path::new("prof.json"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("prof.json") && e.contains("version 7"), "{e}");
     }
 
@@ -222,7 +234,9 @@ mod tests {
     fn missing_pair_named() {
         let mut p = two();
         p.pairs.pop();
-        let e = ClusterProfile::parse(&p.to_json(), Path::new("p")).unwrap_err().to_string();
+        let e = ClusterProfile::parse(&p.to_json(), Path::new("p"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("pair 1->0 is missing"), "{e}");
     }
 

@@ -23,7 +23,11 @@ const REDIST_TAG: i32 = 0x6d68; // "mh"
 #[derive(Debug, thiserror::Error)]
 pub enum LiveError {
     #[error("rank {rank} has no trace of the instrumented iteration in {dir}: {why}")]
-    NoTrace { rank: usize, dir: PathBuf, why: String },
+    NoTrace {
+        rank: usize,
+        dir: PathBuf,
+        why: String,
+    },
     #[error("{0}")]
     Plan(String),
 }
@@ -36,7 +40,10 @@ pub fn interposer_loaded() -> bool {
 
 unsafe extern "C" {
     #[link_name = "dlsym"]
-    fn dlsym(handle: *mut std::ffi::c_void, symbol: *const std::ffi::c_char) -> *mut std::ffi::c_void;
+    fn dlsym(
+        handle: *mut std::ffi::c_void,
+        symbol: *const std::ffi::c_char,
+    ) -> *mut std::ffi::c_void;
 }
 
 unsafe fn libc_dlsym(name: *const std::ffi::c_char) -> *mut std::ffi::c_void {
@@ -62,8 +69,16 @@ pub fn instrumented_iterations() -> std::ops::Range<u64> {
             .filter(|&x| x >= min)
             .unwrap_or(default)
     };
-    let first = get("MHETA_INSTRUMENT_ITER", mheta_trace::DEFAULT_INSTRUMENT_ITER, 0);
-    let count = get("MHETA_INSTRUMENT_COUNT", mheta_trace::DEFAULT_INSTRUMENT_COUNT, 1);
+    let first = get(
+        "MHETA_INSTRUMENT_ITER",
+        mheta_trace::DEFAULT_INSTRUMENT_ITER,
+        0,
+    );
+    let count = get(
+        "MHETA_INSTRUMENT_COUNT",
+        mheta_trace::DEFAULT_INSTRUMENT_COUNT,
+        1,
+    );
     first..first + count
 }
 
@@ -176,7 +191,9 @@ pub fn plan_in_run(
     msg.resize(len as usize, 0);
     root.broadcast_into(&mut msg[..]);
     if msg.first() != Some(&1) {
-        return Err(LiveError::Plan(String::from_utf8_lossy(&msg[1..]).into_owned()));
+        return Err(LiveError::Plan(
+            String::from_utf8_lossy(&msg[1..]).into_owned(),
+        ));
     }
     let dist = Dist(
         msg[1..]
@@ -185,7 +202,10 @@ pub fn plan_in_run(
             .collect(),
     );
     if dist.ranks() != p || dist.total() != app.rows {
-        return Err(LiveError::Plan(format!("planner returned {dist}, not a distribution of {} rows over {p} ranks", app.rows)));
+        return Err(LiveError::Plan(format!(
+            "planner returned {dist}, not a distribution of {} rows over {p} ranks",
+            app.rows
+        )));
     }
     Ok(Plan {
         dist,
@@ -210,7 +230,13 @@ fn overlap(a: (u64, u64), b: (u64, u64)) -> Option<(u64, u64)> {
 /// holds its new rows. Each rank sends every overlap of its old block with
 /// another rank's new block, non-blocking, and keeps its own overlap.
 /// Collective over `world`.
-pub fn redistribute(world: &SimpleCommunicator, old: &Dist, new: &Dist, row_len: usize, local: &[f64]) -> Vec<f64> {
+pub fn redistribute(
+    world: &SimpleCommunicator,
+    old: &Dist,
+    new: &Dist,
+    row_len: usize,
+    local: &[f64],
+) -> Vec<f64> {
     let me = world.rank() as usize;
     let mut out = vec![0.0f64; new.0[me] as usize * row_len];
     redistribute_into(world, old, new, row_len, local, &mut out);
@@ -219,32 +245,58 @@ pub fn redistribute(world: &SimpleCommunicator, old: &Dist, new: &Dist, row_len:
 
 /// [`redistribute`] into `out`, which holds exactly this rank's new rows
 /// (reuse of an existing buffer spares the page faults of a fresh one).
-pub fn redistribute_into(world: &SimpleCommunicator, old: &Dist, new: &Dist, row_len: usize, local: &[f64], out: &mut [f64]) {
+pub fn redistribute_into(
+    world: &SimpleCommunicator,
+    old: &Dist,
+    new: &Dist,
+    row_len: usize,
+    local: &[f64],
+    out: &mut [f64],
+) {
     let me = world.rank() as usize;
     let p = world.size() as usize;
     let mine_old = range(old, me);
     let mine_new = range(new, me);
-    assert_eq!(local.len() as u64, (mine_old.1 - mine_old.0) * row_len as u64, "local rows do not match the old distribution");
-    assert_eq!(out.len() as u64, (mine_new.1 - mine_new.0) * row_len as u64, "output does not match the new distribution");
-    let slice = |rows: (u64, u64), base: u64| ((rows.0 - base) as usize * row_len)..((rows.1 - base) as usize * row_len);
+    assert_eq!(
+        local.len() as u64,
+        (mine_old.1 - mine_old.0) * row_len as u64,
+        "local rows do not match the old distribution"
+    );
+    assert_eq!(
+        out.len() as u64,
+        (mine_new.1 - mine_new.0) * row_len as u64,
+        "output does not match the new distribution"
+    );
+    let slice = |rows: (u64, u64), base: u64| {
+        ((rows.0 - base) as usize * row_len)..((rows.1 - base) as usize * row_len)
+    };
     mpi::request::scope(|scope| {
         let mut sends = Vec::new();
         for j in (0..p).filter(|&j| j != me) {
             if let Some(ov) = overlap(mine_old, range(new, j)) {
                 let buf = &local[slice(ov, mine_old.0)];
-                sends.push(world.process_at_rank(j as i32).immediate_send_with_tag(scope, buf, REDIST_TAG));
+                sends.push(
+                    world
+                        .process_at_rank(j as i32)
+                        .immediate_send_with_tag(scope, buf, REDIST_TAG),
+                );
             }
         }
         let mut recvs = Vec::new();
         let mut rest: &mut [f64] = out;
         for j in 0..p {
             if let Some(ov) = overlap(range(old, j), mine_new) {
-                let (head, tail) = std::mem::take(&mut rest).split_at_mut((ov.1 - ov.0) as usize * row_len);
+                let (head, tail) =
+                    std::mem::take(&mut rest).split_at_mut((ov.1 - ov.0) as usize * row_len);
                 rest = tail;
                 if j == me {
                     head.copy_from_slice(&local[slice(ov, mine_old.0)]);
                 } else {
-                    recvs.push(world.process_at_rank(j as i32).immediate_receive_into_with_tag(scope, head, REDIST_TAG));
+                    recvs.push(
+                        world
+                            .process_at_rank(j as i32)
+                            .immediate_receive_into_with_tag(scope, head, REDIST_TAG),
+                    );
                 }
             }
         }

@@ -125,7 +125,10 @@ fn interposer() -> Result<PathBuf> {
         return Ok(p);
     }
     let dir = exe_dir()?;
-    for cand in [dir.join("libmheta_interpose.so"), dir.join("../lib/libmheta_interpose.so")] {
+    for cand in [
+        dir.join("libmheta_interpose.so"),
+        dir.join("../lib/libmheta_interpose.so"),
+    ] {
         if cand.is_file() {
             return Ok(cand.canonicalize().unwrap_or(cand));
         }
@@ -137,17 +140,25 @@ fn interposer() -> Result<PathBuf> {
 }
 
 fn is_open_mpi_launcher(prog: &OsString) -> bool {
-    let name = Path::new(prog).file_name().and_then(|n| n.to_str()).unwrap_or("");
-    matches!(name, "mpirun" | "mpiexec" | "orterun" | "mpirun.openmpi" | "mpiexec.openmpi")
+    let name = Path::new(prog)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("");
+    matches!(
+        name,
+        "mpirun" | "mpiexec" | "orterun" | "mpirun.openmpi" | "mpiexec.openmpi"
+    )
 }
 
 fn is_root() -> bool {
-    std::env::var("USER").map(|u| u == "root").unwrap_or(false) || std::env::var("HOME").map(|h| h == "/root").unwrap_or(false)
+    std::env::var("USER").map(|u| u == "root").unwrap_or(false)
+        || std::env::var("HOME").map(|h| h == "/root").unwrap_or(false)
 }
 
 fn check_writable(path: &Path) -> Result<()> {
     let probe = path.with_extension(format!("probe.{}", std::process::id()));
-    std::fs::write(&probe, b"").with_context(|| format!("-o {}: cannot write there", path.display()))?;
+    std::fs::write(&probe, b"")
+        .with_context(|| format!("-o {}: cannot write there", path.display()))?;
     let _ = std::fs::remove_file(&probe);
     Ok(())
 }
@@ -163,13 +174,18 @@ fn bench(np: u32, quick: bool, output: &Path) -> Result<i32> {
     check_writable(output)?;
     let exe = exe_dir()?.join("mheta-microbench");
     if !exe.is_file() {
-        bail!("{} not found; build it with `cargo build --release -p mheta-microbench`", exe.display());
+        bail!(
+            "{} not found; build it with `cargo build --release -p mheta-microbench`",
+            exe.display()
+        );
     }
     let launcher = std::env::var_os("MHETA_MPIRUN").unwrap_or_else(|| "mpirun".into());
     let mut cmd = Command::new(&launcher);
     cmd.arg("-np").arg(np.to_string());
     if is_open_mpi_launcher(&launcher) {
-        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
         if np as usize > cores {
             cmd.arg("--oversubscribe");
         }
@@ -182,7 +198,9 @@ fn bench(np: u32, quick: bool, output: &Path) -> Result<i32> {
         cmd.arg("--quick");
     }
     cmd.arg("-o").arg(output);
-    let st = cmd.status().with_context(|| format!("cannot start {}", launcher.to_string_lossy()))?;
+    let st = cmd
+        .status()
+        .with_context(|| format!("cannot start {}", launcher.to_string_lossy()))?;
     Ok(status_code(st))
 }
 
@@ -191,8 +209,11 @@ fn run(trace_dir: &Path, iteration: u64, count: u64, launcher: &[OsString]) -> R
         bail!("no launcher given: use `mheta run [--trace-dir DIR] -- mpirun -np N ./app ARGS`");
     };
     let lib = interposer()?;
-    std::fs::create_dir_all(trace_dir).with_context(|| format!("--trace-dir {}: cannot create", trace_dir.display()))?;
-    let dir = trace_dir.canonicalize().unwrap_or_else(|_| trace_dir.to_path_buf());
+    std::fs::create_dir_all(trace_dir)
+        .with_context(|| format!("--trace-dir {}: cannot create", trace_dir.display()))?;
+    let dir = trace_dir
+        .canonicalize()
+        .unwrap_or_else(|_| trace_dir.to_path_buf());
     // Old rank traces would mix with this run's.
     if let Ok(rd) = std::fs::read_dir(&dir) {
         for e in rd.flatten() {
@@ -222,7 +243,11 @@ fn run(trace_dir: &Path, iteration: u64, count: u64, launcher: &[OsString]) -> R
         let mut x = OsString::from("LD_PRELOAD=");
         x.push(&preload);
         cmd.arg("-x").arg(x);
-        for v in ["MHETA_TRACE_DIR", "MHETA_INSTRUMENT_ITER", "MHETA_INSTRUMENT_COUNT"] {
+        for v in [
+            "MHETA_TRACE_DIR",
+            "MHETA_INSTRUMENT_ITER",
+            "MHETA_INSTRUMENT_COUNT",
+        ] {
             cmd.arg("-x").arg(v);
         }
         if std::env::var_os("MHETA_PROFILE").is_some() {
@@ -232,7 +257,9 @@ fn run(trace_dir: &Path, iteration: u64, count: u64, launcher: &[OsString]) -> R
         cmd.env("LD_PRELOAD", &preload);
     }
     cmd.args(rest);
-    let st = cmd.status().with_context(|| format!("cannot start {}", prog.to_string_lossy()))?;
+    let st = cmd
+        .status()
+        .with_context(|| format!("cannot start {}", prog.to_string_lossy()))?;
     Ok(status_code(st))
 }
 
@@ -254,7 +281,12 @@ fn main() {
                     println!("{}", serde_json::json!({ "app": app, "ranks": traces }));
                 } else {
                     if let Some(a) = &app {
-                        println!("app {} rows {} dist {}", a.app, a.rows, Dist(a.dist.clone()));
+                        println!(
+                            "app {} rows {} dist {}",
+                            a.app,
+                            a.rows,
+                            Dist(a.dist.clone())
+                        );
                     }
                     for t in &traces {
                         let p = mheta_runtime::model::Program::from_trace(t);
@@ -269,10 +301,22 @@ fn main() {
                             p.unscaled_s * 1e3,
                         );
                         for it in &t.iterations {
-                            println!("  iteration {}: {:.3} ms, {} events", it.index, it.duration_ns as f64 / 1e6, it.events.len());
+                            println!(
+                                "  iteration {}: {:.3} ms, {} events",
+                                it.index,
+                                it.duration_ns as f64 / 1e6,
+                                it.events.len()
+                            );
                             for e in &it.events {
-                                let op = e.op.map(|o| format!("{o:?}")).unwrap_or_else(|| "marker".into());
-                                println!("  {:>12.3} us {:>10.3} us  {op:<10} {:?}", e.t0_ns as f64 / 1e3, (e.t1_ns - e.t0_ns) as f64 / 1e3, e.what);
+                                let op =
+                                    e.op.map(|o| format!("{o:?}"))
+                                        .unwrap_or_else(|| "marker".into());
+                                println!(
+                                    "  {:>12.3} us {:>10.3} us  {op:<10} {:?}",
+                                    e.t0_ns as f64 / 1e3,
+                                    (e.t1_ns - e.t0_ns) as f64 / 1e3,
+                                    e.what
+                                );
                             }
                         }
                     }
@@ -300,7 +344,10 @@ fn main() {
                     });
                     println!("{v}");
                 } else {
-                    println!("{:>5} {:>10} {:>12} {:>12} {:>12} {:>12}", "rank", "rows", "compute ms", "overhead ms", "wait ms", "finish ms");
+                    println!(
+                        "{:>5} {:>10} {:>12} {:>12} {:>12} {:>12}",
+                        "rank", "rows", "compute ms", "overhead ms", "wait ms", "finish ms"
+                    );
                     for (i, r) in p.ranks.iter().enumerate() {
                         println!(
                             "{:>5} {:>10} {:>12.3} {:>12.3} {:>12.3} {:>12.3}",
@@ -312,7 +359,10 @@ fn main() {
                             r.total_s * 1e3
                         );
                     }
-                    println!("per iteration: {:.6} s   total ({iters} iterations): {:.6} s", p.per_iteration_s, total_s);
+                    println!(
+                        "per iteration: {:.6} s   total ({iters} iterations): {:.6} s",
+                        p.per_iteration_s, total_s
+                    );
                 }
                 Ok(0)
             }
@@ -326,7 +376,9 @@ fn main() {
                 let f = match strategy.as_str() {
                     "block" => search::block(&m)?,
                     "balanced" => search::balanced(&m)?,
-                    "exhaustive" => search::exhaustive(&m, 5_000_000).map_err(anyhow::Error::msg)?,
+                    "exhaustive" => {
+                        search::exhaustive(&m, 5_000_000).map_err(anyhow::Error::msg)?
+                    }
                     _ => search::gbs(&m)?,
                 };
                 let block = search::block(&m)?;
@@ -336,9 +388,19 @@ fn main() {
                     println!("strategy:       {}", f.strategy);
                     println!("dist:           {}", Dist(f.dist.clone()));
                     println!("predicted:      {:.6} s per iteration", f.predicted_s);
-                    println!("block:          {:.6} s per iteration ({})", block.predicted_s, Dist(block.dist.clone()));
-                    println!("speedup:        {:.3}x over block (predicted)", block.predicted_s / f.predicted_s);
-                    println!("evaluations:    {} full model, {} bisection steps", f.evaluations, f.bisection_steps);
+                    println!(
+                        "block:          {:.6} s per iteration ({})",
+                        block.predicted_s,
+                        Dist(block.dist.clone())
+                    );
+                    println!(
+                        "speedup:        {:.3}x over block (predicted)",
+                        block.predicted_s / f.predicted_s
+                    );
+                    println!(
+                        "evaluations:    {} full model, {} bisection steps",
+                        f.evaluations, f.bisection_steps
+                    );
                 }
                 Ok(0)
             }

@@ -1,0 +1,103 @@
+//! Helpers for mheta's integration tests: they run the release binaries of
+//! the workspace (built by `scripts/test.sh` before `cargo test`) under
+//! real `mpirun` jobs and check what they print and write.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The workspace root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// A release binary or library of the workspace.
+pub fn bin(name: &str) -> PathBuf {
+    let p = root().join("target/release").join(name);
+    assert!(
+        p.exists(),
+        "{} is missing: run `cargo build --release --workspace` first (scripts/test.sh does)",
+        p.display()
+    );
+    p
+}
+
+/// A fresh scratch directory for one test.
+pub fn scratch(name: &str) -> PathBuf {
+    let d = root().join("target/mheta-tests").join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// `mpirun -np N` ready for root and for more ranks than cores.
+pub fn mpirun(np: usize) -> Command {
+    let mut c = Command::new("mpirun");
+    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .args(["--oversubscribe", "-np", &np.to_string()]);
+    c
+}
+
+/// The `mheta` CLI, with the environment mpirun needs as root.
+pub fn mheta() -> Command {
+    let mut c = Command::new(bin("mheta"));
+    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    c
+}
+
+/// Run, require success, and return stdout.
+pub fn ok(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{:?} failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        cmd,
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Run, require failure, and return the whole output.
+pub fn fails(cmd: &mut Command) -> Output {
+    let out = cmd.output().unwrap();
+    assert!(
+        !out.status.success(),
+        "{:?} should have failed:\nstdout:\n{}\nstderr:\n{}",
+        cmd,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The last line of `stdout` as JSON (apps print one JSON line at exit).
+pub fn last_json(stdout: &str) -> serde_json::Value {
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_else(|| panic!("no JSON line in:\n{stdout}"));
+    serde_json::from_str(line).unwrap()
+}
+
+/// Run jacobi on `np` ranks with extra arguments; returns its report.
+pub fn jacobi(np: usize, args: &[&str]) -> serde_json::Value {
+    last_json(&ok(mpirun(np).arg(bin("jacobi")).args(args)))
+}
+
+/// Measure a quick cluster profile of `np` local ranks into `dir`.
+pub fn quick_profile(dir: &Path, np: usize) -> PathBuf {
+    let p = dir.join(format!("profile{np}.json"));
+    ok(mheta()
+        .args(["bench", "--np", &np.to_string(), "--quick", "-o"])
+        .arg(&p));
+    p
+}

@@ -1,0 +1,245 @@
+//! Bad input gets a one-line error naming the culprit and a non-zero exit.
+
+#![allow(clippy::unwrap_used)] // tests fail loudly on purpose
+
+use mheta_tests::{bin, fails, mheta, mpirun, quick_profile, scratch};
+use std::process::Output;
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The one line that starts with `prefix`; there must be exactly one.
+fn one_error_line(o: &Output, prefix: &str) -> String {
+    let err = stderr(o);
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with(prefix)).collect();
+    assert_eq!(lines.len(), 1, "expected one '{prefix}' line in:\n{err}");
+    lines[0].to_string()
+}
+
+#[test]
+fn jacobi_dist_of_wrong_length() {
+    let o = fails(
+        mpirun(2)
+            .arg(bin("jacobi"))
+            .args(["--n", "100", "--dist", "30,30,40"]),
+    );
+    let l = one_error_line(&o, "jacobi: error:");
+    assert!(
+        l.contains("--dist has 3 entries but there are 2 ranks"),
+        "{l}"
+    );
+}
+
+#[test]
+fn jacobi_dist_of_wrong_sum() {
+    let o = fails(
+        mpirun(2)
+            .arg(bin("jacobi"))
+            .args(["--n", "100", "--dist", "30,60"]),
+    );
+    let l = one_error_line(&o, "jacobi: error:");
+    assert!(l.contains("--dist sums to 90 rows but N = 100"), "{l}");
+}
+
+#[test]
+fn jacobi_dist_not_a_number() {
+    let o = fails(
+        mpirun(2)
+            .arg(bin("jacobi"))
+            .args(["--n", "100", "--dist", "50,x"]),
+    );
+    let l = one_error_line(&o, "jacobi: error:");
+    assert!(l.contains("\"x\" is not a non-negative row count"), "{l}");
+}
+
+#[test]
+fn jacobi_cluster_of_wrong_rank_count_or_unknown() {
+    let o = fails(
+        mpirun(4)
+            .arg(bin("jacobi"))
+            .args(["--n", "100", "--cluster", "het2"]),
+    );
+    let l = one_error_line(&o, "jacobi: error:");
+    assert!(
+        l.contains("het2") && l.contains("2 ranks but the job has 4"),
+        "{l}"
+    );
+    let o = fails(
+        mpirun(2)
+            .arg(bin("jacobi"))
+            .args(["--n", "100", "--cluster", "nosuch"]),
+    );
+    let l = one_error_line(&o, "jacobi: error:");
+    assert!(l.contains("nosuch") && l.contains("built-in"), "{l}");
+}
+
+#[test]
+fn jacobi_auto_without_interposer_or_profile() {
+    let o = fails(
+        mpirun(2)
+            .arg(bin("jacobi"))
+            .args(["--n", "100", "--auto"])
+            .env_remove("MHETA_PROFILE"),
+    );
+    let l = one_error_line(&o, "jacobi: error:");
+    assert!(l.contains("mheta run"), "{l}");
+}
+
+#[test]
+fn predict_with_missing_trace_directory() {
+    let dir = scratch("err-trace");
+    let profile = quick_profile(&dir, 2);
+    let o = fails(mheta().args(["predict", "--profile"]).arg(&profile).args([
+        "--trace",
+        "/nonexistent/tr",
+        "--dist",
+        "1,1",
+    ]));
+    let l = one_error_line(&o, "mheta: error:");
+    assert!(
+        l.contains("/nonexistent/tr") && l.contains("no trace directory"),
+        "{l}"
+    );
+}
+
+fn recorded_trace(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = scratch(name);
+    let profile = quick_profile(&dir, 2);
+    let trace = dir.join("trace");
+    mheta_tests::ok(
+        mheta()
+            .args(["run", "--trace-dir"])
+            .arg(&trace)
+            .args(["--", "mpirun", "-np", "2"])
+            .arg(bin("jacobi"))
+            .args(["--n", "64", "--iters", "8"]),
+    );
+    (profile, trace)
+}
+
+#[test]
+fn corrupt_and_wrong_version_profiles() {
+    let (profile, trace) = recorded_trace("err-profile");
+    let dir = profile.parent().unwrap().to_path_buf();
+    let corrupt = dir.join("corrupt.json");
+    std::fs::write(
+        &corrupt,
+        "{\"format\": \"mheta-cluster-profile\", \"version\": 1, \"np\": ",
+    )
+    .unwrap();
+    let o = fails(
+        mheta()
+            .args(["predict", "--profile"])
+            .arg(&corrupt)
+            .arg("--trace")
+            .arg(&trace)
+            .args(["--dist", "32,32"]),
+    );
+    let l = one_error_line(&o, "mheta: error:");
+    assert!(
+        l.contains("corrupt.json") && l.contains("not a valid cluster profile"),
+        "{l}"
+    );
+
+    let text = std::fs::read_to_string(&profile).unwrap();
+    let old = dir.join("old.json");
+    std::fs::write(&old, text.replace("\"version\": 1", "\"version\": 99")).unwrap();
+    let o = fails(
+        mheta()
+            .args(["predict", "--profile"])
+            .arg(&old)
+            .arg("--trace")
+            .arg(&trace)
+            .args(["--dist", "32,32"]),
+    );
+    let l = one_error_line(&o, "mheta: error:");
+    assert!(l.contains("old.json") && l.contains("version 99"), "{l}");
+
+    // Wrong length and sum through the CLI too.
+    let o = fails(
+        mheta()
+            .args(["predict", "--profile"])
+            .arg(&profile)
+            .arg("--trace")
+            .arg(&trace)
+            .args(["--dist", "32,31"]),
+    );
+    assert!(one_error_line(&o, "mheta: error:").contains("sums to 63 rows but N = 64"));
+    let o = fails(
+        mheta()
+            .args(["predict", "--profile"])
+            .arg(&profile)
+            .arg("--trace")
+            .arg(&trace)
+            .args(["--dist", "64"]),
+    );
+    assert!(one_error_line(&o, "mheta: error:").contains("1 entries but there are 2 ranks"));
+
+    // A profile of another rank count.
+    let p4 = quick_profile(&dir, 4);
+    let o = fails(
+        mheta()
+            .args(["predict", "--profile"])
+            .arg(&p4)
+            .arg("--trace")
+            .arg(&trace)
+            .args(["--dist", "32,32"]),
+    );
+    assert!(
+        one_error_line(&o, "mheta: error:")
+            .contains("trace has 2 ranks but the profile measured 4")
+    );
+}
+
+#[test]
+fn corrupt_trace_is_named() {
+    let (profile, trace) = recorded_trace("err-corrupt-trace");
+    let r1 = trace.join("rank-00001.mtrace");
+    let bytes = std::fs::read(&r1).unwrap();
+    std::fs::write(&r1, &bytes[..bytes.len() / 2]).unwrap();
+    let o = fails(
+        mheta()
+            .args(["predict", "--profile"])
+            .arg(&profile)
+            .arg("--trace")
+            .arg(&trace)
+            .args(["--dist", "32,32"]),
+    );
+    let l = one_error_line(&o, "mheta: error:");
+    assert!(
+        l.contains("rank-00001.mtrace") && l.contains("corrupt"),
+        "{l}"
+    );
+    std::fs::remove_file(&r1).unwrap();
+    let o = fails(
+        mheta()
+            .args(["predict", "--profile"])
+            .arg(&profile)
+            .arg("--trace")
+            .arg(&trace)
+            .args(["--dist", "32,32"]),
+    );
+    assert!(one_error_line(&o, "mheta: error:").contains("trace of rank 1 is missing"));
+}
+
+#[test]
+fn run_without_launcher() {
+    let o = fails(mheta().arg("run"));
+    let l = one_error_line(&o, "mheta: error:");
+    assert!(l.contains("no launcher given"), "{l}");
+}
+
+#[test]
+fn bench_rejects_bad_input_before_measuring() {
+    let o = fails(mheta().args(["bench", "--np", "1", "-o", "/tmp/x.json"]));
+    assert!(one_error_line(&o, "mheta: error:").contains("at least 2"));
+    let o = fails(mheta().args(["bench", "--np", "2", "-o", "/nonexistent/dir/p.json"]));
+    assert!(one_error_line(&o, "mheta: error:").contains("/nonexistent/dir/p.json"));
+    // A failed bench leaves an existing profile untouched.
+    let dir = scratch("err-bench");
+    let keep = dir.join("keep.json");
+    std::fs::write(&keep, "precious").unwrap();
+    fails(mheta().args(["bench", "--np", "1", "-o"]).arg(&keep));
+    assert_eq!(std::fs::read_to_string(&keep).unwrap(), "precious");
+}
