@@ -5,9 +5,9 @@
 set -euo pipefail
 
 need=()
-command -v mpicc >/dev/null 2>&1 || need+=(libopenmpi-dev)
-command -v mpirun >/dev/null 2>&1 || need+=(openmpi-bin)
-ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || ls /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 || need+=(libclang-dev)
+for pkg in libopenmpi-dev openmpi-bin libclang-dev; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+done
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ]; then

@@ -71,7 +71,9 @@ pub fn init() {
             Ok(x) if x >= min => x,
             _ => {
                 if rank == 0 {
-                    eprintln!("mheta: {name}={v:?} is not a number >= {min}; using {default}");
+                    warn(format!(
+                        "mheta: {name}={v:?} is not a number >= {min}; using {default}"
+                    ));
                 }
                 default
             }
@@ -115,17 +117,17 @@ pub fn finalize() {
         && s.rank == 0
     {
         if s.iters_seen == 0 {
-            eprintln!(
+            warn(format!(
                 "mheta: no iteration markers (MPI_Pcontrol({})) seen; nothing recorded",
                 pcontrol::ITER_BEGIN
-            );
+            ));
         } else {
-            eprintln!(
+            warn(format!(
                 "mheta: the program marked {} iterations but iterations {}..{} were to be recorded; nothing written",
                 s.iters_seen,
                 s.target_iter,
                 s.target_iter + s.count
-            );
+            ));
         }
     }
 }
@@ -202,10 +204,10 @@ fn write_trace(s: &mut State) {
         .and_then(|_| mheta_trace::write_rank(&s.trace_dir, &trace).map_err(|e| e.to_string()));
     if let Err(e) = result {
         // Reported once: a trace is written at most once per run.
-        eprintln!(
+        warn(format!(
             "mheta[{}]: cannot write trace: {e}; the program continues",
             s.rank
-        );
+        ));
     }
 }
 
@@ -326,4 +328,13 @@ pub fn comm_size(comm: MPI_Comm) -> u32 {
     // SAFETY: comm is a valid communicator of the caller.
     unsafe { mpi_sys::PMPI_Comm_size(comm, &mut n) };
     n.max(0) as u32
+}
+
+/// One line on stderr in one write, so that lines of different ranks
+/// forwarded by the launcher do not interleave.
+fn warn(msg: String) {
+    use std::io::Write;
+    let mut line = msg;
+    line.push('\n');
+    let _ = std::io::stderr().write_all(line.as_bytes());
 }
