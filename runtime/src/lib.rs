@@ -8,6 +8,7 @@ pub mod cluster;
 pub mod dist;
 pub mod model;
 pub mod search;
+pub mod synthetic;
 
 pub use dist::Dist;
 pub use model::{Model, ModelError, Prediction};

@@ -3,104 +3,10 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
-use mheta_profile::{ClusterProfile, PairCost};
 use mheta_runtime::search;
 use mheta_runtime::{Dist, Model, ModelError};
-use mheta_trace::{AppDecl, Event, Iteration, Msg, Op, RankTrace, Topology, What};
 
-const OS: f64 = 1e-6;
-const OR: f64 = 2e-6;
-const L: f64 = 5e-6;
-const G: f64 = 1e-9;
-
-fn profile(p: u32) -> ClusterProfile {
-    let mut prof = ClusterProfile::new(p, vec![String::new(); p as usize], "synthetic");
-    for s in 0..p {
-        for d in 0..p {
-            if s != d {
-                prof.pairs.push(PairCost {
-                    src: s,
-                    dst: d,
-                    latency_s: L,
-                    per_byte_s: G,
-                    o_send_s: OS,
-                    o_recv_s: OR,
-                    rtt_small_s: 2.0 * (OS + L + OR),
-                    bandwidth_bps: 1.0 / G,
-                });
-            }
-        }
-    }
-    prof
-}
-
-fn ev(t0: u64, t1: u64, op: Option<Op>, what: What) -> Event {
-    Event {
-        op,
-        t0_ns: t0,
-        t1_ns: t1,
-        what,
-    }
-}
-
-/// A 1-D Jacobi-like iteration: exchange with neighbours, a stage of
-/// `compute_ns`, then a reduction of 8 bytes.
-fn jacobi_trace(rank: u32, p: u32, compute_ns: u64, halo: u64) -> RankTrace {
-    let mut events = Vec::new();
-    let mut t = 1000;
-    for peer in [rank as i32 - 1, rank as i32 + 1] {
-        if peer >= 0 && peer < p as i32 {
-            let m = Msg {
-                peer,
-                tag: 7,
-                bytes: halo,
-            };
-            events.push(ev(
-                t,
-                t + 500,
-                Some(Op::Sendrecv),
-                What::Sendrecv { send: m, recv: m },
-            ));
-            t += 500;
-        }
-    }
-    events.push(ev(t, t, None, What::StageBegin));
-    t += compute_ns;
-    events.push(ev(t, t, None, What::StageEnd));
-    events.push(ev(
-        t,
-        t + 100,
-        Some(Op::Allreduce),
-        What::Collective {
-            bytes: 8,
-            comm_size: p,
-        },
-    ));
-    t += 100;
-    RankTrace {
-        rank,
-        world_size: p,
-        pid: 1,
-        host: String::new(),
-        iterations: vec![Iteration {
-            index: 3,
-            duration_ns: t + 1000,
-            events,
-        }],
-    }
-}
-
-fn app(dist: Vec<u64>) -> AppDecl {
-    AppDecl {
-        version: 1,
-        app: "test".into(),
-        rows: dist.iter().sum(),
-        dist,
-        arrays: vec![],
-        msg_scaling: Default::default(),
-        topology: Topology::Neighbour1d,
-    }
-}
+use mheta_runtime::synthetic::{G, L, OR, OS, app, jacobi_trace, profile};
 
 #[test]
 fn two_ranks_match_eqs_3_and_5() {
