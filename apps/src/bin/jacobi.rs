@@ -29,7 +29,7 @@ use std::time::Instant;
 
 /// 2-D Jacobi on GEN_BLOCK rows, verified against a closed-form iterate.
 #[derive(Parser, Debug)]
-#[command(name = "jacobi", version, about, long_about = None)]
+#[command(name = "jacobi", version)]
 struct Args {
     /// Interior grid is N×N; its N rows are distributed.
     #[arg(long, default_value_t = 1024)]

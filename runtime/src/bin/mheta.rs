@@ -14,7 +14,7 @@ use std::process::Command;
 /// model.
 ///
 /// A session: `mheta bench` measures the cluster once; `mheta run -- mpirun
-/// ...` records one instrumented iteration of your program; `mheta predict`
+/// ...` records a few instrumented iterations of your program; `mheta predict`
 /// and `mheta search` evaluate distributions from the two.
 #[derive(Parser, Debug)]
 #[command(name = "mheta", version, about, long_about)]
@@ -38,8 +38,8 @@ enum Cmd {
         #[arg(short = 'o', long = "output", value_name = "PROFILE.json")]
         output: PathBuf,
     },
-    /// Run an MPI launcher with the interposer loaded, recording one
-    /// instrumented iteration into the trace directory.
+    /// Run an MPI launcher with the interposer loaded, recording the
+    /// instrumented iterations into the trace directory.
     ///
     /// Example: mheta run --trace-dir tr -- mpirun -np 4 ./jacobi --n 2048
     Run {
@@ -58,7 +58,7 @@ enum Cmd {
         launcher: Vec<OsString>,
     },
     /// Print a recorded trace directory: per rank, the instrumented
-    /// iteration's compute, stages and messages.
+    /// iterations' compute, stages and messages.
     Show {
         /// Trace directory from `mheta run`.
         #[arg(long)]
