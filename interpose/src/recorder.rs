@@ -63,33 +63,14 @@ pub fn init() {
         mpi_sys::PMPI_Comm_rank(mpi_sys::RSMPI_COMM_WORLD, &mut rank);
         mpi_sys::PMPI_Comm_size(mpi_sys::RSMPI_COMM_WORLD, &mut size);
     }
-    let trace_dir = std::env::var_os("MHETA_TRACE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("mheta-trace"));
-    let env_u64 = |name: &str, default: u64, min: u64| match std::env::var(name) {
-        Ok(v) => match v.trim().parse::<u64>() {
-            Ok(x) if x >= min => x,
-            _ => {
-                if rank == 0 {
-                    warn(format!(
-                        "mheta: {name}={v:?} is not a number >= {min}; using {default}"
-                    ));
-                }
-                default
-            }
-        },
-        Err(_) => default,
-    };
-    let target_iter = env_u64(
-        "MHETA_INSTRUMENT_ITER",
-        mheta_trace::DEFAULT_INSTRUMENT_ITER,
-        0,
-    );
-    let count = env_u64(
-        "MHETA_INSTRUMENT_COUNT",
-        mheta_trace::DEFAULT_INSTRUMENT_COUNT,
-        1,
-    );
+    let trace_dir = mheta_trace::env::trace_dir();
+    let (iters, complaints) = mheta_trace::env::instrumented_iterations();
+    if rank == 0 {
+        for c in complaints {
+            warn(format!("mheta: {c}"));
+        }
+    }
+    let (target_iter, count) = (iters.start, iters.end - iters.start);
     *lock() = Some(State {
         rank: rank as u32,
         size: size as u32,

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+pub mod env;
 pub mod pcontrol;
 
 /// First bytes of every rank trace file.

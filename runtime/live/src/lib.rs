@@ -54,32 +54,13 @@ unsafe fn libc_dlsym(name: *const std::ffi::c_char) -> *mut std::ffi::c_void {
 
 /// The trace directory the interposer writes to (`MHETA_TRACE_DIR`).
 pub fn trace_dir() -> PathBuf {
-    std::env::var_os("MHETA_TRACE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("mheta-trace"))
+    mheta_trace::env::trace_dir()
 }
 
-/// The iterations the interposer records: `first..first + count`
-/// (`MHETA_INSTRUMENT_ITER`, `MHETA_INSTRUMENT_COUNT`).
+/// The iterations the interposer records (`MHETA_INSTRUMENT_ITER`,
+/// `MHETA_INSTRUMENT_COUNT`; the interposer reports bad values).
 pub fn instrumented_iterations() -> std::ops::Range<u64> {
-    let get = |name: &str, default: u64, min: u64| {
-        std::env::var(name)
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .filter(|&x| x >= min)
-            .unwrap_or(default)
-    };
-    let first = get(
-        "MHETA_INSTRUMENT_ITER",
-        mheta_trace::DEFAULT_INSTRUMENT_ITER,
-        0,
-    );
-    let count = get(
-        "MHETA_INSTRUMENT_COUNT",
-        mheta_trace::DEFAULT_INSTRUMENT_COUNT,
-        1,
-    );
-    first..first + count
+    mheta_trace::env::instrumented_iterations().0
 }
 
 /// Every rank's trace, on every rank. A rank whose own trace is missing or
