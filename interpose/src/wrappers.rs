@@ -1,66 +1,75 @@
-//! Every `MPI_*` entry point of the interposer.
+//! Every C `MPI_*` entry point of the interposer.
 //!
-//! Communication wrappers are generated from the one table at the bottom of
-//! this file by [`wrappers!`]: each entry names the MPI function, its
-//! arguments, the `PMPI_*` function it forwards to, the [`Op`] it records,
-//! an optional `pre` block (runs before the call; may substitute an ignored
-//! status so the recorder can read it) and a `post` expression that builds
-//! the recorded [`What`] from the arguments after the call. Outside the
-//! instrumented iteration a wrapper is one relaxed load and the `PMPI_*` call.
+//! The wrappers are generated from the one table below by [`wrappers!`].
+//! An entry names the MPI function, its arguments (exactly as `mpi-sys`
+//! declares the `PMPI_*` function), the `PMPI_*` function and the [`Op`];
+//! then, optionally:
+//! - `idle: { .. }` runs after a successful call even when no tool listens
+//!   (`MPI_File_open` names its file this way);
+//! - `pre: { .. }` runs before the call while a tool listens (it may swap
+//!   an ignored status for one of ours so that the tools can read it);
+//! - `call: expr` replaces the plain `PMPI_*` call (the prefetch trick);
+//! - `post: expr` builds the recorded [`What`] after a successful call.
 //!
-//! The lifecycle entry points (`Init`, `Init_thread`, `Finalize`,
-//! `Pcontrol`) are written out below the macro: they change the recorder's
-//! state rather than record a call.
+//! Each wrapper is: fast path (one relaxed load, then `PMPI_*`) or pre hook,
+//! timed `PMPI_*` call, post hook. The lifecycle entry points (`Init`,
+//! `Init_thread`, `Finalize`, `Abort`, `Pcontrol`) follow the table.
 
 #![allow(clippy::missing_safety_doc)]
 
-use crate::recorder::{
-    self, bytes, comm_size, msg, msg_from_status, now_ns, post_request, record, recording,
-    status_bytes, take_request,
+use crate::clock::now_ns;
+use crate::mpi_util::*;
+use crate::tools::recorder::{
+    self, file_id, forget_request, open_file, peek_request, post_request,
 };
+use crate::tools::{self, Call};
 use mheta_trace::{Completion, Op, What};
-use mpi_sys::{MPI_Comm, MPI_Datatype, MPI_Message, MPI_Op, MPI_Request, MPI_Status};
+use mpi_sys::{
+    MPI_Comm, MPI_Datatype, MPI_File, MPI_Info, MPI_Message, MPI_Offset, MPI_Op, MPI_Request,
+    MPI_Status,
+};
 use std::os::raw::{c_char, c_int, c_void};
 
-/// A zeroed status to stand in for `MPI_STATUS_IGNORE`.
-fn blank_status() -> MPI_Status {
-    // SAFETY: MPI_Status is a plain C struct of integers.
-    unsafe { std::mem::zeroed() }
-}
-
-/// `status`, or `own` when the caller passed `MPI_STATUS_IGNORE`.
-fn own_status(status: *mut MPI_Status, own: &mut MPI_Status) -> *mut MPI_Status {
-    // SAFETY: reading an extern static constant.
-    if status == unsafe { mpi_sys::RSMPI_STATUS_IGNORE } {
-        own
-    } else {
-        status
-    }
+macro_rules! call_or {
+    ($call:expr ; $default:expr) => {
+        $call
+    };
+    ( ; $default:expr) => {
+        $default
+    };
 }
 
 macro_rules! wrappers {
     ($(
         $name:ident => $pname:ident ( $($arg:ident : $ty:ty),* $(,)? ) as $op:ident {
+            $(idle: { $($idle:tt)* })?
             pre: { $($pre:tt)* }
+            $(call: $call:expr,)?
             post: $post:expr $(,)?
         }
     )*) => {
         $(
             #[unsafe(no_mangle)]
+            #[allow(unused_variables, unused_mut)]
             #[doc = concat!("Interposed `", stringify!($name), "`: forwards to `", stringify!($pname), "`.")]
             pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
-                if !recording() {
+                if !tools::active() {
                     // SAFETY: the caller's arguments, passed through unchanged.
-                    return unsafe { mpi_sys::$pname($($arg),*) };
+                    let rc = unsafe { mpi_sys::$pname($($arg),*) };
+                    $( if rc == 0 { $($idle)* } )?
+                    return rc;
                 }
                 $($pre)*
+                tools::pre(Op::$op);
                 let t0 = now_ns();
                 // SAFETY: the caller's arguments; a status the caller ignored
                 // is replaced by one of ours, which MPI may always write.
-                let rc = unsafe { mpi_sys::$pname($($arg),*) };
+                let rc = call_or!($($call)? ; unsafe { mpi_sys::$pname($($arg),*) });
                 let t1 = now_ns();
                 if rc == 0 {
-                    record(Op::$op, t0, t1, $post);
+                    $( $($idle)* )?
+                    let what = $post;
+                    tools::post(&Call { op: Op::$op, t0_ns: t0, t1_ns: t1, what: &what });
                 }
                 rc
             }
@@ -68,131 +77,644 @@ macro_rules! wrappers {
     };
 }
 
+/// The posted request `*request` gets an id.
+fn new_req(request: *mut MPI_Request, recv_comm: Option<MPI_Comm>) -> u32 {
+    // SAFETY: the call that filled *request succeeded.
+    post_request(unsafe { *request }, recv_comm)
+}
+
+/// Snapshot of `n` request handles before a `Wait*`/`Test*` call.
+fn handles(reqs: *const MPI_Request, n: c_int) -> Vec<MPI_Request> {
+    // SAFETY: the caller passes `n` request handles.
+    (0..n.max(0) as usize)
+        .map(|i| unsafe { *reqs.add(i) })
+        .collect()
+}
+
+/// The completion of request `h` (with its status `st`), if it was posted
+/// while recording; forgets it.
+fn completed(h: MPI_Request, st: *const MPI_Status) -> Option<Completion> {
+    let (req, comm) = peek_request(h)?;
+    forget_request(h);
+    // SAFETY: the request completed and its status was filled.
+    let recv = comm.map(|c| unsafe { msg_from_status(c, st) });
+    Some(Completion { req, recv })
+}
+
+/// Completions of the requests at `indices[0..count]` of `hs`.
+fn completed_some(
+    hs: &[MPI_Request],
+    count: c_int,
+    indices: *const c_int,
+    sts: *const MPI_Status,
+) -> What {
+    let n = if count < 0 || count == mpi_sys::MPI_UNDEFINED {
+        0
+    } else {
+        count as usize
+    };
+    What::Complete(
+        (0..n)
+            .filter_map(|k| {
+                // SAFETY: MPI filled `count` indices and statuses.
+                let i = unsafe { *indices.add(k) } as usize;
+                completed(*hs.get(i)?, unsafe { sts.add(k) })
+            })
+            .collect(),
+    )
+}
+
+fn root_of(comm: MPI_Comm, root: c_int) -> i32 {
+    world_rank(comm, root)
+}
+
+/// The MHETA prefetch trick (paper, fig. 5): while recording, a
+/// non-blocking read is performed as a blocking read, and the program gets
+/// an already completed generalized request, so its wait returns at once.
+/// The program still sees valid MPI: its buffer filled, a request handle,
+/// a status with the right count.
+mod prefetch {
+    use super::*;
+
+    struct Done {
+        status: MPI_Status,
+    }
+
+    unsafe extern "C" fn query(extra: *mut c_void, status: *mut MPI_Status) -> c_int {
+        // SAFETY: extra is the Box<Done> given to Grequest_start; status is
+        // MPI's status to fill.
+        unsafe {
+            let d = &*(extra as *const Done);
+            let bytes = status_bytes(&d.status);
+            mpi_sys::PMPI_Status_set_elements(status, mpi_sys::RSMPI_UINT8_T, bytes as c_int);
+            mpi_sys::PMPI_Status_set_cancelled(status, 0);
+            (*status).MPI_SOURCE = mpi_sys::MPI_UNDEFINED;
+            (*status).MPI_TAG = mpi_sys::MPI_UNDEFINED;
+        }
+        0
+    }
+
+    unsafe extern "C" fn free(extra: *mut c_void) -> c_int {
+        // SAFETY: extra is the Box<Done> leaked in `blocking`; freed once.
+        drop(unsafe { Box::from_raw(extra as *mut Done) });
+        0
+    }
+
+    unsafe extern "C" fn cancel(_extra: *mut c_void, _complete: c_int) -> c_int {
+        0
+    }
+
+    /// Read now; hand back a completed generalized request.
+    pub fn blocking(
+        fh: MPI_File,
+        offset: Option<MPI_Offset>,
+        buf: *mut c_void,
+        count: c_int,
+        datatype: MPI_Datatype,
+        request: *mut MPI_Request,
+    ) -> (c_int, u64) {
+        let mut d = Box::new(Done {
+            status: blank_status(),
+        });
+        // SAFETY: the caller's arguments; our own status.
+        let rc = unsafe {
+            match offset {
+                Some(off) => {
+                    mpi_sys::PMPI_File_read_at(fh, off, buf, count, datatype, &mut d.status)
+                }
+                None => mpi_sys::PMPI_File_read(fh, buf, count, datatype, &mut d.status),
+            }
+        };
+        if rc != 0 {
+            return (rc, 0);
+        }
+        // SAFETY: the read completed and filled the status.
+        let bytes = unsafe { status_bytes(&d.status) };
+        let extra = Box::into_raw(d) as *mut c_void;
+        // SAFETY: valid callbacks and out-pointer; `extra` lives until free.
+        unsafe {
+            let rc =
+                mpi_sys::PMPI_Grequest_start(Some(query), Some(free), Some(cancel), extra, request);
+            if rc != 0 {
+                drop(Box::from_raw(extra as *mut Done));
+                return (rc, 0);
+            }
+            (mpi_sys::PMPI_Grequest_complete(*request), bytes)
+        }
+    }
+}
+
 wrappers! {
+    // ---- point-to-point: sends ----
     MPI_Send => PMPI_Send(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
                           dest: c_int, tag: c_int, comm: MPI_Comm) as Send {
         pre: {}
         post: What::Send(msg(comm, dest, tag, bytes(count, datatype))),
     }
-    MPI_Isend => PMPI_Isend(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
-                            dest: c_int, tag: c_int, comm: MPI_Comm,
-                            request: *mut MPI_Request) as Isend {
+    MPI_Ssend => PMPI_Ssend(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
+                            dest: c_int, tag: c_int, comm: MPI_Comm) as Ssend {
         pre: {}
-        post: What::Isend {
-            msg: msg(comm, dest, tag, bytes(count, datatype)),
-            // SAFETY: MPI_Isend succeeded, so *request is the new handle.
-            req: post_request(unsafe { *request }, None),
-        },
+        post: What::Send(msg(comm, dest, tag, bytes(count, datatype))),
     }
+    MPI_Bsend => PMPI_Bsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
+                            dest: c_int, tag: c_int, comm: MPI_Comm) as Bsend {
+        pre: {}
+        post: What::Send(msg(comm, dest, tag, bytes(count, datatype))),
+    }
+    MPI_Rsend => PMPI_Rsend(ibuf: *const c_void, count: c_int, datatype: MPI_Datatype,
+                            dest: c_int, tag: c_int, comm: MPI_Comm) as Rsend {
+        pre: {}
+        post: What::Send(msg(comm, dest, tag, bytes(count, datatype))),
+    }
+    MPI_Isend => PMPI_Isend(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
+                            dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Isend {
+        pre: {}
+        post: What::Isend { msg: msg(comm, dest, tag, bytes(count, datatype)), req: new_req(request, None) },
+    }
+    MPI_Issend => PMPI_Issend(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
+                              dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Issend {
+        pre: {}
+        post: What::Isend { msg: msg(comm, dest, tag, bytes(count, datatype)), req: new_req(request, None) },
+    }
+    MPI_Ibsend => PMPI_Ibsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
+                              dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Ibsend {
+        pre: {}
+        post: What::Isend { msg: msg(comm, dest, tag, bytes(count, datatype)), req: new_req(request, None) },
+    }
+    MPI_Irsend => PMPI_Irsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
+                              dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Irsend {
+        pre: {}
+        post: What::Isend { msg: msg(comm, dest, tag, bytes(count, datatype)), req: new_req(request, None) },
+    }
+
+    // ---- point-to-point: receives and probes ----
     MPI_Recv => PMPI_Recv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype,
-                          source: c_int, tag: c_int, comm: MPI_Comm,
-                          status: *mut MPI_Status) as Recv {
-        pre: {
-            let mut own = blank_status();
-            let status = own_status(status, &mut own);
-        }
+                          source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) as Recv {
+        pre: { let mut own = blank_status(); let status = own_status(status, &mut own); }
         // SAFETY: the receive completed and filled `status`.
         post: What::Recv(unsafe { msg_from_status(comm, status) }),
     }
     MPI_Irecv => PMPI_Irecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype,
-                            source: c_int, tag: c_int, comm: MPI_Comm,
-                            request: *mut MPI_Request) as Irecv {
+                            source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Irecv {
         pre: {}
-        // SAFETY: MPI_Irecv succeeded, so *request is the new handle.
-        post: What::Irecv { req: post_request(unsafe { *request }, Some(comm)) },
+        post: What::Irecv { req: new_req(request, Some(comm)) },
     }
     MPI_Sendrecv => PMPI_Sendrecv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
                                   dest: c_int, sendtag: c_int,
                                   recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
                                   source: c_int, recvtag: c_int, comm: MPI_Comm,
                                   status: *mut MPI_Status) as Sendrecv {
-        pre: {
-            let mut own = blank_status();
-            let status = own_status(status, &mut own);
-        }
+        pre: { let mut own = blank_status(); let status = own_status(status, &mut own); }
         post: What::Sendrecv {
             send: msg(comm, dest, sendtag, bytes(sendcount, sendtype)),
             // SAFETY: the receive half completed and filled `status`.
             recv: unsafe { msg_from_status(comm, status) },
         },
     }
+    MPI_Sendrecv_replace => PMPI_Sendrecv_replace(buf: *mut c_void, count: c_int, datatype: MPI_Datatype,
+                                                  dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int,
+                                                  comm: MPI_Comm, status: *mut MPI_Status) as Sendrecv_replace {
+        pre: { let mut own = blank_status(); let status = own_status(status, &mut own); }
+        post: What::Sendrecv {
+            send: msg(comm, dest, sendtag, bytes(count, datatype)),
+            // SAFETY: the receive half completed and filled `status`.
+            recv: unsafe { msg_from_status(comm, status) },
+        },
+    }
+    MPI_Probe => PMPI_Probe(source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) as Probe {
+        pre: { let mut own = blank_status(); let status = own_status(status, &mut own); }
+        // SAFETY: the probe matched and filled `status`.
+        post: What::Peek(unsafe { msg_from_status(comm, status) }),
+    }
+    MPI_Iprobe => PMPI_Iprobe(source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut c_int,
+                              status: *mut MPI_Status) as Iprobe {
+        pre: { let mut own = blank_status(); let status = own_status(status, &mut own); }
+        // SAFETY: flag was set; with it, status was filled.
+        post: What::Poll(if unsafe { *flag } != 0 { Some(unsafe { msg_from_status(comm, status) }) } else { None }),
+    }
+    MPI_Mprobe => PMPI_Mprobe(source: c_int, tag: c_int, comm: MPI_Comm,
+                              message: *mut MPI_Message, status: *mut MPI_Status) as Mprobe {
+        pre: { let mut own = blank_status(); let status = own_status(status, &mut own); }
+        // SAFETY: the probe matched a message and filled `status`.
+        post: What::Probe(unsafe { msg_from_status(comm, status) }),
+    }
+    MPI_Improbe => PMPI_Improbe(source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut c_int,
+                                message: *mut MPI_Message, status: *mut MPI_Status) as Improbe {
+        pre: { let mut own = blank_status(); let status = own_status(status, &mut own); }
+        // SAFETY: flag was set; with it, status was filled.
+        post: if unsafe { *flag } != 0 { What::Probe(unsafe { msg_from_status(comm, status) }) } else { What::NoMatch },
+    }
+    MPI_Mrecv => PMPI_Mrecv(buf: *mut c_void, count: c_int, type_: MPI_Datatype,
+                            message: *mut MPI_Message, status: *mut MPI_Status) as Mrecv {
+        pre: { let mut own = blank_status(); let status = own_status(status, &mut own); }
+        // SAFETY: the matched receive completed and filled `status`.
+        post: What::MatchedRecv { bytes: unsafe { status_bytes(status) } },
+    }
+    MPI_Imrecv => PMPI_Imrecv(buf: *mut c_void, count: c_int, type_: MPI_Datatype,
+                              message: *mut MPI_Message, request: *mut MPI_Request) as Imrecv {
+        pre: {}
+        post: What::Irecv { req: new_req(request, None) },
+    }
+
+    // ---- completion ----
     MPI_Wait => PMPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) as Wait {
         pre: {
-            // SAFETY: request points at the caller's request handle.
-            let taken = take_request(unsafe { *request });
+            let hs = handles(request, 1);
             let mut own = blank_status();
             let status = own_status(status, &mut own);
         }
-        post: What::Complete(
-            taken
-                // SAFETY: the request completed and filled `status`.
-                .map(|(req, comm)| Completion { req, recv: comm.map(|c| unsafe { msg_from_status(c, status) }) })
-                .into_iter()
-                .collect(),
-        ),
+        post: What::Complete(completed(hs[0], status).into_iter().collect()),
     }
     MPI_Waitall => PMPI_Waitall(count: c_int, array_of_requests: *mut MPI_Request,
                                 array_of_statuses: *mut MPI_Status) as Waitall {
         pre: {
-            let n = count.max(0) as usize;
-            // SAFETY: the caller passes `count` request handles.
-            let taken: Vec<_> = (0..n).map(|i| take_request(unsafe { *array_of_requests.add(i) })).collect();
-            // SAFETY: reading an extern static constant.
-            let ignored = array_of_statuses == unsafe { mpi_sys::RSMPI_STATUSES_IGNORE };
-            let mut own: Vec<MPI_Status> = (0..if ignored { n } else { 0 }).map(|_| blank_status()).collect();
-            let array_of_statuses = if ignored { own.as_mut_ptr() } else { array_of_statuses };
+            let hs = handles(array_of_requests, count);
+            let mut own = Vec::new();
+            let array_of_statuses = own_statuses(array_of_statuses, hs.len(), &mut own);
         }
-        post: What::Complete(
-            taken
-                .iter()
-                .enumerate()
-                .filter_map(|(i, t)| {
-                    t.map(|(req, comm)| Completion {
-                        req,
-                        // SAFETY: status i of the `count` statuses just filled.
-                        recv: comm.map(|c| unsafe { msg_from_status(c, array_of_statuses.add(i)) }),
-                    })
-                })
-                .collect(),
-        ),
+        // SAFETY: status i of the `count` statuses just filled.
+        post: What::Complete(hs.iter().enumerate().filter_map(|(i, &h)| completed(h, unsafe { array_of_statuses.add(i) })).collect()),
     }
-    MPI_Mprobe => PMPI_Mprobe(source: c_int, tag: c_int, comm: MPI_Comm,
-                              message: *mut MPI_Message, status: *mut MPI_Status) as Mprobe {
+    MPI_Waitany => PMPI_Waitany(count: c_int, array_of_requests: *mut MPI_Request, index: *mut c_int,
+                                status: *mut MPI_Status) as Waitany {
         pre: {
+            let hs = handles(array_of_requests, count);
             let mut own = blank_status();
             let status = own_status(status, &mut own);
         }
-        // SAFETY: the probe matched a message and filled `status`.
-        post: What::Probe(unsafe { msg_from_status(comm, status) }),
+        // SAFETY: MPI set *index (MPI_UNDEFINED when nothing was active).
+        post: completed_some(&hs, 1, index, status),
     }
-    MPI_Mrecv => PMPI_Mrecv(buf: *mut c_void, count: c_int, type_: MPI_Datatype,
-                            message: *mut MPI_Message, status: *mut MPI_Status) as Mrecv {
+    MPI_Waitsome => PMPI_Waitsome(incount: c_int, array_of_requests: *mut MPI_Request, outcount: *mut c_int,
+                                  array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) as Waitsome {
         pre: {
+            let hs = handles(array_of_requests, incount);
+            let mut own = Vec::new();
+            let array_of_statuses = own_statuses(array_of_statuses, hs.len(), &mut own);
+        }
+        // SAFETY: MPI set *outcount.
+        post: completed_some(&hs, unsafe { *outcount }, array_of_indices, array_of_statuses),
+    }
+    MPI_Test => PMPI_Test(request: *mut MPI_Request, flag: *mut c_int, status: *mut MPI_Status) as Test {
+        pre: {
+            let hs = handles(request, 1);
             let mut own = blank_status();
             let status = own_status(status, &mut own);
         }
-        // SAFETY: the matched receive completed and filled `status`.
-        post: What::MatchedRecv { bytes: unsafe { status_bytes(status) } },
+        // SAFETY: MPI set *flag.
+        post: What::Complete(if unsafe { *flag } != 0 { completed(hs[0], status).into_iter().collect() } else { Vec::new() }),
+    }
+    MPI_Testall => PMPI_Testall(count: c_int, array_of_requests: *mut MPI_Request, flag: *mut c_int,
+                                array_of_statuses: *mut MPI_Status) as Testall {
+        pre: {
+            let hs = handles(array_of_requests, count);
+            let mut own = Vec::new();
+            let array_of_statuses = own_statuses(array_of_statuses, hs.len(), &mut own);
+        }
+        // SAFETY: MPI set *flag; with it, every status.
+        post: What::Complete(if unsafe { *flag } != 0 {
+            hs.iter().enumerate().filter_map(|(i, &h)| completed(h, unsafe { array_of_statuses.add(i) })).collect()
+        } else {
+            Vec::new()
+        }),
+    }
+    MPI_Testany => PMPI_Testany(count: c_int, array_of_requests: *mut MPI_Request, index: *mut c_int,
+                                flag: *mut c_int, status: *mut MPI_Status) as Testany {
+        pre: {
+            let hs = handles(array_of_requests, count);
+            let mut own = blank_status();
+            let status = own_status(status, &mut own);
+        }
+        // SAFETY: MPI set *flag and *index.
+        post: if unsafe { *flag } != 0 { completed_some(&hs, 1, index, status) } else { What::Complete(Vec::new()) },
+    }
+    MPI_Testsome => PMPI_Testsome(incount: c_int, array_of_requests: *mut MPI_Request, outcount: *mut c_int,
+                                  array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) as Testsome {
+        pre: {
+            let hs = handles(array_of_requests, incount);
+            let mut own = Vec::new();
+            let array_of_statuses = own_statuses(array_of_statuses, hs.len(), &mut own);
+        }
+        // SAFETY: MPI set *outcount.
+        post: completed_some(&hs, unsafe { *outcount }, array_of_indices, array_of_statuses),
+    }
+
+    // ---- blocking collectives ----
+    MPI_Barrier => PMPI_Barrier(comm: MPI_Comm) as Barrier {
+        pre: {}
+        post: What::Collective { bytes: 0, comm_size: comm_size(comm), root: -1 },
+    }
+    MPI_Bcast => PMPI_Bcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int,
+                            comm: MPI_Comm) as Bcast {
+        pre: {}
+        post: What::Collective { bytes: bytes(count, datatype), comm_size: comm_size(comm), root: root_of(comm, root) },
+    }
+    MPI_Reduce => PMPI_Reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype,
+                              op: MPI_Op, root: c_int, comm: MPI_Comm) as Reduce {
+        pre: {}
+        post: What::Collective { bytes: bytes(count, datatype), comm_size: comm_size(comm), root: root_of(comm, root) },
     }
     MPI_Allreduce => PMPI_Allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int,
                                     datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) as Allreduce {
         pre: {}
-        post: What::Collective { bytes: bytes(count, datatype), comm_size: comm_size(comm) },
+        post: What::Collective { bytes: bytes(count, datatype), comm_size: comm_size(comm), root: -1 },
+    }
+    MPI_Gather => PMPI_Gather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+                              recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
+                              root: c_int, comm: MPI_Comm) as Gather {
+        pre: {}
+        post: What::Collective { bytes: bytes(sendcount, sendtype), comm_size: comm_size(comm), root: root_of(comm, root) },
+    }
+    MPI_Gatherv => PMPI_Gatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+                                recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int,
+                                recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) as Gatherv {
+        pre: {}
+        post: What::Collective { bytes: bytes(sendcount, sendtype), comm_size: comm_size(comm), root: root_of(comm, root) },
+    }
+    MPI_Scatter => PMPI_Scatter(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+                                recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
+                                root: c_int, comm: MPI_Comm) as Scatter {
+        pre: {}
+        post: What::Collective { bytes: bytes(recvcount, recvtype), comm_size: comm_size(comm), root: root_of(comm, root) },
+    }
+    MPI_Scatterv => PMPI_Scatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int,
+                                  sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int,
+                                  recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) as Scatterv {
+        pre: {}
+        post: What::Collective { bytes: bytes(recvcount, recvtype), comm_size: comm_size(comm), root: root_of(comm, root) },
+    }
+    MPI_Allgather => PMPI_Allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+                                    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
+                                    comm: MPI_Comm) as Allgather {
+        pre: {}
+        post: What::Collective { bytes: bytes(sendcount, sendtype), comm_size: comm_size(comm), root: -1 },
+    }
+    MPI_Allgatherv => PMPI_Allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+                                      recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int,
+                                      recvtype: MPI_Datatype, comm: MPI_Comm) as Allgatherv {
+        pre: {}
+        post: What::Collective { bytes: bytes(sendcount, sendtype), comm_size: comm_size(comm), root: -1 },
+    }
+    MPI_Alltoall => PMPI_Alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+                                  recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
+                                  comm: MPI_Comm) as Alltoall {
+        pre: { let n = comm_size(comm); }
+        post: What::Collective { bytes: bytes(sendcount, sendtype) * n as u64, comm_size: n, root: -1 },
+    }
+    MPI_Alltoallv => PMPI_Alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int,
+                                    sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int,
+                                    rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm) as Alltoallv {
+        pre: { let n = comm_size(comm); }
+        // SAFETY: sendcounts has one entry per rank of comm.
+        post: What::Collective { bytes: unsafe { bytes_v(sendcounts, n, sendtype) }, comm_size: n, root: -1 },
+    }
+    MPI_Reduce_scatter => PMPI_Reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int,
+                                              datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) as Reduce_scatter {
+        pre: { let n = comm_size(comm); }
+        // SAFETY: recvcounts has one entry per rank of comm.
+        post: What::Collective { bytes: unsafe { bytes_v(recvcounts, n, datatype) }, comm_size: n, root: -1 },
+    }
+    MPI_Reduce_scatter_block => PMPI_Reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void,
+                                                          recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op,
+                                                          comm: MPI_Comm) as Reduce_scatter_block {
+        pre: { let n = comm_size(comm); }
+        post: What::Collective { bytes: bytes(recvcount, datatype) * n as u64, comm_size: n, root: -1 },
+    }
+
+    // ---- non-blocking collectives ----
+    MPI_Ibarrier => PMPI_Ibarrier(comm: MPI_Comm, request: *mut MPI_Request) as Ibarrier {
+        pre: {}
+        post: What::ICollective { bytes: 0, comm_size: comm_size(comm), root: -1, req: new_req(request, None) },
+    }
+    MPI_Ibcast => PMPI_Ibcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int,
+                              comm: MPI_Comm, request: *mut MPI_Request) as Ibcast {
+        pre: {}
+        post: What::ICollective { bytes: bytes(count, datatype), comm_size: comm_size(comm), root: root_of(comm, root), req: new_req(request, None) },
+    }
+    MPI_Ireduce => PMPI_Ireduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype,
+                                op: MPI_Op, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Ireduce {
+        pre: {}
+        post: What::ICollective { bytes: bytes(count, datatype), comm_size: comm_size(comm), root: root_of(comm, root), req: new_req(request, None) },
+    }
+    MPI_Iallreduce => PMPI_Iallreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int,
+                                      datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+                                      request: *mut MPI_Request) as Iallreduce {
+        pre: {}
+        post: What::ICollective { bytes: bytes(count, datatype), comm_size: comm_size(comm), root: -1, req: new_req(request, None) },
+    }
+    MPI_Igather => PMPI_Igather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+                                recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
+                                root: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Igather {
+        pre: {}
+        post: What::ICollective { bytes: bytes(sendcount, sendtype), comm_size: comm_size(comm), root: root_of(comm, root), req: new_req(request, None) },
+    }
+    MPI_Igatherv => PMPI_Igatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+                                  recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int,
+                                  recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
+                                  request: *mut MPI_Request) as Igatherv {
+        pre: {}
+        post: What::ICollective { bytes: bytes(sendcount, sendtype), comm_size: comm_size(comm), root: root_of(comm, root), req: new_req(request, None) },
+    }
+    MPI_Iscatter => PMPI_Iscatter(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+                                  recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
+                                  root: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Iscatter {
+        pre: {}
+        post: What::ICollective { bytes: bytes(recvcount, recvtype), comm_size: comm_size(comm), root: root_of(comm, root), req: new_req(request, None) },
+    }
+    MPI_Iscatterv => PMPI_Iscatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int,
+                                    sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int,
+                                    recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
+                                    request: *mut MPI_Request) as Iscatterv {
+        pre: {}
+        post: What::ICollective { bytes: bytes(recvcount, recvtype), comm_size: comm_size(comm), root: root_of(comm, root), req: new_req(request, None) },
+    }
+    MPI_Iallgather => PMPI_Iallgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+                                      recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
+                                      comm: MPI_Comm, request: *mut MPI_Request) as Iallgather {
+        pre: {}
+        post: What::ICollective { bytes: bytes(sendcount, sendtype), comm_size: comm_size(comm), root: -1, req: new_req(request, None) },
+    }
+    MPI_Iallgatherv => PMPI_Iallgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+                                        recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int,
+                                        recvtype: MPI_Datatype, comm: MPI_Comm,
+                                        request: *mut MPI_Request) as Iallgatherv {
+        pre: {}
+        post: What::ICollective { bytes: bytes(sendcount, sendtype), comm_size: comm_size(comm), root: -1, req: new_req(request, None) },
+    }
+    MPI_Ialltoall => PMPI_Ialltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+                                    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
+                                    comm: MPI_Comm, request: *mut MPI_Request) as Ialltoall {
+        pre: { let n = comm_size(comm); }
+        post: What::ICollective { bytes: bytes(sendcount, sendtype) * n as u64, comm_size: n, root: -1, req: new_req(request, None) },
+    }
+    MPI_Ialltoallv => PMPI_Ialltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int,
+                                      sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int,
+                                      rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
+                                      request: *mut MPI_Request) as Ialltoallv {
+        pre: { let n = comm_size(comm); }
+        // SAFETY: sendcounts has one entry per rank of comm.
+        post: What::ICollective { bytes: unsafe { bytes_v(sendcounts, n, sendtype) }, comm_size: n, root: -1, req: new_req(request, None) },
+    }
+    MPI_Ireduce_scatter => PMPI_Ireduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void,
+                                                recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op,
+                                                comm: MPI_Comm, request: *mut MPI_Request) as Ireduce_scatter {
+        pre: { let n = comm_size(comm); }
+        // SAFETY: recvcounts has one entry per rank of comm.
+        post: What::ICollective { bytes: unsafe { bytes_v(recvcounts, n, datatype) }, comm_size: n, root: -1, req: new_req(request, None) },
+    }
+    MPI_Ireduce_scatter_block => PMPI_Ireduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void,
+                                                            recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op,
+                                                            comm: MPI_Comm, request: *mut MPI_Request) as Ireduce_scatter_block {
+        pre: { let n = comm_size(comm); }
+        post: What::ICollective { bytes: bytes(recvcount, datatype) * n as u64, comm_size: n, root: -1, req: new_req(request, None) },
+    }
+
+    // ---- MPI-IO: a variable is named by the file it lives in ----
+    MPI_File_open => PMPI_File_open(comm: MPI_Comm, filename: *const c_char, amode: c_int, info: MPI_Info,
+                                    fh: *mut MPI_File) as File_open {
+        idle: {
+            // SAFETY: the open succeeded: filename is the caller's C string
+            // and *fh the new handle.
+            let name = unsafe { std::ffi::CStr::from_ptr(filename) }.to_string_lossy();
+            let file = open_file(unsafe { *fh }, &name);
+        }
+        pre: {}
+        post: What::FileOpen { file, name: name.into_owned() },
+    }
+    MPI_File_close => PMPI_File_close(fh: *mut MPI_File) as File_close {
+        // SAFETY: fh points at the caller's open handle.
+        pre: { let file = file_id(unsafe { *fh }); }
+        post: What::FileClose { file },
+    }
+    MPI_File_seek => PMPI_File_seek(fh: MPI_File, offset: MPI_Offset, whence: c_int) as File_seek {
+        pre: {}
+        post: What::FileSeek { file: file_id(fh) },
+    }
+    MPI_File_read => PMPI_File_read(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype,
+                                    status: *mut MPI_Status) as File_read {
+        pre: { let mut own = blank_status(); let status = own_status(status, &mut own); }
+        // SAFETY: the read completed and filled `status`.
+        post: What::FileRead { file: file_id(fh), bytes: unsafe { status_bytes(status) }, at: false, collective: false },
+    }
+    MPI_File_write => PMPI_File_write(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype,
+                                      status: *mut MPI_Status) as File_write {
+        pre: { let mut own = blank_status(); let status = own_status(status, &mut own); }
+        // SAFETY: the write completed and filled `status`.
+        post: What::FileWrite { file: file_id(fh), bytes: unsafe { status_bytes(status) }, at: false, collective: false },
+    }
+    MPI_File_read_at => PMPI_File_read_at(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: c_int,
+                                          datatype: MPI_Datatype, status: *mut MPI_Status) as File_read_at {
+        pre: { let mut own = blank_status(); let status = own_status(status, &mut own); }
+        // SAFETY: the read completed and filled `status`.
+        post: What::FileRead { file: file_id(fh), bytes: unsafe { status_bytes(status) }, at: true, collective: false },
+    }
+    MPI_File_write_at => PMPI_File_write_at(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: c_int,
+                                            datatype: MPI_Datatype, status: *mut MPI_Status) as File_write_at {
+        pre: { let mut own = blank_status(); let status = own_status(status, &mut own); }
+        // SAFETY: the write completed and filled `status`.
+        post: What::FileWrite { file: file_id(fh), bytes: unsafe { status_bytes(status) }, at: true, collective: false },
+    }
+    MPI_File_read_all => PMPI_File_read_all(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype,
+                                            status: *mut MPI_Status) as File_read_all {
+        pre: { let mut own = blank_status(); let status = own_status(status, &mut own); }
+        // SAFETY: the read completed and filled `status`.
+        post: What::FileRead { file: file_id(fh), bytes: unsafe { status_bytes(status) }, at: false, collective: true },
+    }
+    MPI_File_write_all => PMPI_File_write_all(fh: MPI_File, buf: *const c_void, count: c_int,
+                                              datatype: MPI_Datatype, status: *mut MPI_Status) as File_write_all {
+        pre: { let mut own = blank_status(); let status = own_status(status, &mut own); }
+        // SAFETY: the write completed and filled `status`.
+        post: What::FileWrite { file: file_id(fh), bytes: unsafe { status_bytes(status) }, at: false, collective: true },
+    }
+    MPI_File_read_at_all => PMPI_File_read_at_all(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: c_int,
+                                                  datatype: MPI_Datatype, status: *mut MPI_Status) as File_read_at_all {
+        pre: { let mut own = blank_status(); let status = own_status(status, &mut own); }
+        // SAFETY: the read completed and filled `status`.
+        post: What::FileRead { file: file_id(fh), bytes: unsafe { status_bytes(status) }, at: true, collective: true },
+    }
+    MPI_File_write_at_all => PMPI_File_write_at_all(fh: MPI_File, offset: MPI_Offset, buf: *const c_void,
+                                                    count: c_int, datatype: MPI_Datatype,
+                                                    status: *mut MPI_Status) as File_write_at_all {
+        pre: { let mut own = blank_status(); let status = own_status(status, &mut own); }
+        // SAFETY: the write completed and filled `status`.
+        post: What::FileWrite { file: file_id(fh), bytes: unsafe { status_bytes(status) }, at: true, collective: true },
+    }
+    MPI_File_iread => PMPI_File_iread(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype,
+                                      request: *mut MPI_Request) as File_iread {
+        pre: { let trick = recorder::recording(); let mut read_bytes = 0; }
+        call: if trick {
+            let (rc, b) = prefetch::blocking(fh, None, buf, count, datatype, request);
+            read_bytes = b;
+            rc
+        } else {
+            // SAFETY: the caller's arguments.
+            unsafe { mpi_sys::PMPI_File_iread(fh, buf, count, datatype, request) }
+        },
+        post: What::FileIread {
+            file: file_id(fh),
+            bytes: if trick { read_bytes } else { bytes(count, datatype) },
+            req: new_req(request, None),
+            blocking: trick,
+        },
+    }
+    MPI_File_iread_at => PMPI_File_iread_at(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: c_int,
+                                            datatype: MPI_Datatype, request: *mut MPI_Request) as File_iread_at {
+        pre: { let trick = recorder::recording(); let mut read_bytes = 0; }
+        call: if trick {
+            let (rc, b) = prefetch::blocking(fh, Some(offset), buf, count, datatype, request);
+            read_bytes = b;
+            rc
+        } else {
+            // SAFETY: the caller's arguments.
+            unsafe { mpi_sys::PMPI_File_iread_at(fh, offset, buf, count, datatype, request) }
+        },
+        post: What::FileIread {
+            file: file_id(fh),
+            bytes: if trick { read_bytes } else { bytes(count, datatype) },
+            req: new_req(request, None),
+            blocking: trick,
+        },
+    }
+    MPI_File_iwrite => PMPI_File_iwrite(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype,
+                                        request: *mut MPI_Request) as File_iwrite {
+        pre: {}
+        post: What::FileIwrite { file: file_id(fh), bytes: bytes(count, datatype), req: new_req(request, None) },
+    }
+    MPI_File_iwrite_at => PMPI_File_iwrite_at(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: c_int,
+                                              datatype: MPI_Datatype, request: *mut MPI_Request) as File_iwrite_at {
+        pre: {}
+        post: What::FileIwrite { file: file_id(fh), bytes: bytes(count, datatype), req: new_req(request, None) },
     }
 }
 
-/// Interposed `MPI_Init`: initialises MPI, then the recorder.
+/// After `PMPI_Init*`: register this thread first (it becomes thread 0),
+/// then start the tools and the signal handlers.
+fn start() {
+    let (mut rank, mut size) = (0, 1);
+    // SAFETY: MPI is initialised; the out-pointers are valid locals.
+    unsafe {
+        mpi_sys::PMPI_Comm_rank(mpi_sys::RSMPI_COMM_WORLD, &mut rank);
+        mpi_sys::PMPI_Comm_size(mpi_sys::RSMPI_COMM_WORLD, &mut size);
+    }
+    crate::threads::with(|_| ());
+    for t in tools::tools() {
+        t.init(rank as u32, size as u32);
+    }
+    crate::signals::install();
+}
+
+/// Interposed `MPI_Init`: initialises MPI, then the tools.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
     // SAFETY: the caller's arguments, passed through unchanged.
     let rc = unsafe { mpi_sys::PMPI_Init(argc, argv) };
     if rc == 0 {
-        recorder::init();
+        start();
     }
     rc
 }
 
-/// Interposed `MPI_Init_thread`: initialises MPI, then the recorder.
+/// Interposed `MPI_Init_thread`: initialises MPI, then the tools.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Init_thread(
     argc: *mut c_int,
@@ -203,26 +725,42 @@ pub unsafe extern "C" fn MPI_Init_thread(
     // SAFETY: the caller's arguments, passed through unchanged.
     let rc = unsafe { mpi_sys::PMPI_Init_thread(argc, argv, required, provided) };
     if rc == 0 {
-        recorder::init();
+        start();
     }
     rc
 }
 
-/// Interposed `MPI_Finalize`: reports an iteration that was never recorded.
+/// Interposed `MPI_Finalize`: the tools finish (the summary gathers its
+/// report) while MPI still works.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Finalize() -> c_int {
-    recorder::finalize();
+    for t in tools::tools() {
+        t.finalize();
+    }
     // SAFETY: plain forwarding.
     unsafe { mpi_sys::PMPI_Finalize() }
 }
 
-/// Interposed `MPI_Pcontrol`: mheta's iteration and stage markers. The
-/// standard declares it variadic; mheta's levels take no further argument,
-/// and on the C ABIs we support the level arrives in the same register
-/// either way, so the extra arguments are simply not read.
+/// Interposed `MPI_Abort`: the tools write what they can without
+/// communicating, then MPI aborts.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
+    for t in tools::tools() {
+        t.emergency(false);
+    }
+    // SAFETY: plain forwarding.
+    unsafe { mpi_sys::PMPI_Abort(comm, errorcode) }
+}
+
+/// Interposed `MPI_Pcontrol`: mheta's iteration and stage markers and the
+/// tools' levels. The standard declares it variadic; no level we know
+/// takes further arguments, and on the C ABIs we support the level arrives
+/// in the same register either way, so the extra arguments are not read.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Pcontrol(level: c_int) -> c_int {
-    recorder::pcontrol(level);
+    for t in tools::tools() {
+        t.pcontrol(level);
+    }
     // SAFETY: forwarding the level to the next profiling layer.
     unsafe { mpi_sys::PMPI_Pcontrol(level) }
 }

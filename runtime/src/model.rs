@@ -57,8 +57,11 @@ pub enum Step {
     Recv(Peer),
     /// Completion of non-blocking receives (the sends need nothing).
     WaitRecvs(Vec<Peer>),
-    /// A matched probe: wait for the message, the receive comes later.
+    /// A matched probe: wait for the message and take it; the receive
+    /// comes later.
     Probe(Peer),
+    /// A plain probe: wait for the message, leave it for a receive.
+    Peek(Peer),
     /// The receive of a probed message: costs `o_r`.
     MatchedRecv,
     /// A reduction over all ranks of `bytes` per rank.
@@ -87,7 +90,7 @@ impl Program {
         let progs: Vec<Program> = t
             .iterations
             .iter()
-            .map(|it| Program::from_events(&it.events, it.duration_ns))
+            .map(|it| Program::from_events(&it.events, it.duration_ns, t.world_size))
             .collect();
         let mut durations: Vec<f64> = progs.iter().map(|p| p.measured_s).collect();
         let measured_s = median(&mut durations);
@@ -127,10 +130,15 @@ impl Program {
     }
 
     /// Turn one recorded iteration into steps: gaps between calls are
-    /// compute; time inside calls is dropped (the model recomputes it). When
-    /// the iteration has stage markers only gaps inside stages scale;
-    /// without them every gap scales.
-    pub fn from_events(events: &[Event], duration_ns: u64) -> Program {
+    /// compute; time inside communication calls is dropped (the model
+    /// recomputes it); time inside file I/O calls counts as compute of the
+    /// stage it is in (MHETA's T_gamma = T_phi + sum T_psi; the I/O
+    /// equations 1-2 are not modelled yet). When the iteration has stage
+    /// markers only gaps inside stages scale; without them every gap
+    /// scales. Only the thread that initialised MPI (thread 0) is modelled.
+    /// Collectives over fewer than `world` ranks cost nothing here (their
+    /// members are not recorded).
+    pub fn from_events(events: &[Event], duration_ns: u64, world: u32) -> Program {
         let has_stages = events.iter().any(|e| matches!(e.what, What::StageBegin));
         let mut steps = Vec::new();
         let (mut scaled_s, mut unscaled_s) = (0.0, 0.0);
@@ -160,10 +168,17 @@ impl Program {
             tag: m.tag,
             bytes: m.bytes as f64,
         };
-        for e in events {
+        for e in events.iter().filter(|e| e.thread == 0) {
             gap(&mut steps, last, e.t0_ns, in_stage);
             last = e.t1_ns;
             match &e.what {
+                What::FileRead { .. }
+                | What::FileWrite { .. }
+                | What::FileIread { .. }
+                | What::FileIwrite { .. }
+                | What::FileOpen { .. }
+                | What::FileClose { .. }
+                | What::FileSeek { .. } => gap(&mut steps, e.t0_ns, e.t1_ns, in_stage),
                 What::StageBegin => in_stage = true,
                 What::StageEnd => in_stage = false,
                 What::Send(m) | What::Isend { msg: m, .. } if m.peer >= 0 => {
@@ -194,8 +209,16 @@ impl Program {
                     }
                 }
                 What::Probe(m) if m.peer >= 0 => steps.push(Step::Probe(peer(m))),
+                What::Peek(m) if m.peer >= 0 => steps.push(Step::Peek(peer(m))),
                 What::MatchedRecv { .. } => steps.push(Step::MatchedRecv),
-                What::Collective { bytes, .. } => steps.push(Step::Reduce {
+                // Non-blocking collectives are taken as blocking ones at
+                // their start.
+                What::Collective {
+                    bytes, comm_size, ..
+                }
+                | What::ICollective {
+                    bytes, comm_size, ..
+                } if *comm_size == world => steps.push(Step::Reduce {
                     bytes: *bytes as f64,
                 }),
                 _ => {}
@@ -503,6 +526,19 @@ impl Model {
                                 break;
                             }
                             receive(from, false, &mut clock, &mut out, &mut inflight);
+                        }
+                        Step::Peek(from) => {
+                            if !ready(from, &inflight) {
+                                break;
+                            }
+                            if let Some(j) = source(from)
+                                && let Some(&arrive) =
+                                    inflight.get(&(j, i, from.tag)).and_then(|q| q.front())
+                            {
+                                let wait = (arrive - clock[i]).max(0.0);
+                                clock[i] += wait;
+                                out[i].wait_s += wait;
+                            }
                         }
                         Step::MatchedRecv => {
                             if active(i) {

@@ -39,6 +39,7 @@ pub fn profile(p: u32) -> ClusterProfile {
 fn ev(t0: u64, t1: u64, op: Option<Op>, what: What) -> Event {
     Event {
         op,
+        thread: 0,
         t0_ns: t0,
         t1_ns: t1,
         what,
@@ -74,6 +75,7 @@ pub fn jacobi_trace(rank: u32, p: u32, compute_ns: u64, halo: u64) -> RankTrace 
         t + 100,
         Some(Op::Allreduce),
         What::Collective {
+            root: -1,
             bytes: 8,
             comm_size: p,
         },
@@ -84,6 +86,7 @@ pub fn jacobi_trace(rank: u32, p: u32, compute_ns: u64, halo: u64) -> RankTrace 
         world_size: p,
         pid: 1,
         host: String::new(),
+        files: vec![],
         iterations: vec![Iteration {
             index: 3,
             duration_ns: t + 1000,

@@ -116,7 +116,7 @@ fn c_ring_same_output_and_full_trace() {
                         .iter()
                         .any(|e| matches!(e.what, What::MatchedRecv { bytes: 40 }))
                 );
-                assert!(it.events.iter().any(|e| matches!(e.what, What::Collective { bytes: 8, comm_size } if comm_size == np as u32)));
+                assert!(it.events.iter().any(|e| matches!(e.what, What::Collective { bytes: 8, comm_size, root: -1 } if comm_size == np as u32)));
                 assert_eq!(
                     it.events
                         .iter()
@@ -182,7 +182,8 @@ fn rust_jacobi_trace_has_halos_and_reduction() {
             e.what,
             What::Collective {
                 bytes: 8,
-                comm_size: 3
+                comm_size: 3,
+                root: -1
             }
         )));
         // The stage holds the sweep: it takes most of the iteration's compute.

@@ -19,7 +19,7 @@ pub mod pcontrol;
 /// First bytes of every rank trace file.
 pub const MAGIC: [u8; 8] = *b"MHETATRC";
 /// Version of the rank trace encoding; bump on any change to [`RankTrace`].
-pub const TRACE_VERSION: u32 = 1;
+pub const TRACE_VERSION: u32 = 2;
 /// Version of the `app.json` declaration.
 pub const APP_VERSION: u32 = 1;
 /// Iteration (from 0) recorded unless `MHETA_INSTRUMENT_ITER` says
@@ -32,86 +32,8 @@ pub const DEFAULT_INSTRUMENT_COUNT: u64 = 3;
 /// Name of the application declaration inside a trace directory.
 pub const APP_FILE: &str = "app.json";
 
-/// The MPI functions the recorder knows. Names follow the MPI standard.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Op {
-    Send,
-    Isend,
-    Recv,
-    Irecv,
-    Wait,
-    Waitall,
-    Sendrecv,
-    Mprobe,
-    Mrecv,
-    Allreduce,
-}
-
-/// One message endpoint as seen by the recording rank. Ranks are
-/// `MPI_COMM_WORLD` ranks; `bytes` is `count * MPI_Type_size(datatype)`.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Msg {
-    pub peer: i32,
-    pub tag: i32,
-    pub bytes: u64,
-}
-
-/// A non-blocking request that completed inside a `Wait*` call.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Completion {
-    /// Id given to the request when it was posted (see [`What::Isend`]).
-    pub req: u32,
-    /// For receives: the matched message (source and size from the status).
-    pub recv: Option<Msg>,
-}
-
-/// What happened during one interval of the instrumented iteration.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-pub enum What {
-    /// `MPI_Pcontrol(STAGE_BEGIN)`: computation and I/O until `StageEnd`.
-    StageBegin,
-    StageEnd,
-    /// Blocking send.
-    Send(Msg),
-    /// Non-blocking send posted, completed later by a `Complete` with `req`.
-    Isend {
-        msg: Msg,
-        req: u32,
-    },
-    /// Blocking receive; `peer` is the actual source from the status.
-    Recv(Msg),
-    /// Non-blocking receive posted; the matched source is in the completion.
-    Irecv {
-        req: u32,
-    },
-    /// `MPI_Sendrecv`: a send and a receive that proceed together.
-    Sendrecv {
-        send: Msg,
-        recv: Msg,
-    },
-    /// `MPI_Wait*` completing these requests.
-    Complete(Vec<Completion>),
-    /// `MPI_Mprobe`: blocks until `msg` has arrived.
-    Probe(Msg),
-    /// `MPI_Mrecv` of a message matched by the preceding probe.
-    MatchedRecv {
-        bytes: u64,
-    },
-    /// A collective over `comm_size` ranks with `bytes` per rank.
-    Collective {
-        bytes: u64,
-        comm_size: u32,
-    },
-}
-
-/// One recorded call (or marker): times are ns from the iteration's start.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-pub struct Event {
-    pub op: Option<Op>,
-    pub t0_ns: u64,
-    pub t1_ns: u64,
-    pub what: What,
-}
+mod events;
+pub use events::{Completion, Event, Msg, OP_COUNT, Op, What};
 
 /// One instrumented iteration of one rank.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -132,6 +54,10 @@ pub struct RankTrace {
     pub world_size: u32,
     pub pid: u32,
     pub host: String,
+    /// Variables (files passed to `MPI_File_open`) by id, as used in the
+    /// file events.
+    #[serde(default)]
+    pub files: Vec<String>,
     pub iterations: Vec<Iteration>,
 }
 
@@ -402,18 +328,21 @@ mod tests {
             world_size: 2,
             pid: 42,
             host: "h".into(),
+            files: vec![],
             iterations: vec![Iteration {
                 index: 1,
                 duration_ns: 100,
                 events: vec![
                     Event {
                         op: None,
+                        thread: 0,
                         t0_ns: 5,
                         t1_ns: 5,
                         what: What::StageBegin,
                     },
                     Event {
                         op: Some(Op::Send),
+                        thread: 0,
                         t0_ns: 10,
                         t1_ns: 20,
                         what: What::Send(Msg {
@@ -441,6 +370,13 @@ mod tests {
         b[8] = 99;
         let e = decode(&b, Path::new("r.mtrace")).unwrap_err().to_string();
         assert!(e.contains("r.mtrace") && e.contains("version 99"), "{e}");
+    }
+
+    #[test]
+    fn op_names_and_order() {
+        assert_eq!(Op::Send.name(), "MPI_Send");
+        assert_eq!(Op::File_iread_at.name(), "MPI_File_iread_at");
+        assert!(Op::ALL.iter().enumerate().all(|(i, &o)| o as usize == i));
     }
 
     #[test]

@@ -1,0 +1,279 @@
+//! The mheta recorder: records the instrumented iterations (marked with
+//! `MPI_Pcontrol`, see [`mheta_trace::pcontrol`]) and writes each rank's
+//! trace as soon as the last of them ends.
+//!
+//! Events go to per-thread buffers ([`crate::threads`]); the iteration's
+//! state below is touched only by `MPI_Pcontrol`. Non-blocking requests and
+//! open files are matched through two small maps, used only while
+//! recording.
+
+use super::{Call, RECORDER, Tool, is_active, set_active};
+use crate::threads::{self, lock};
+use mheta_trace::{Event, Iteration, RankTrace, What, pcontrol};
+use mpi_sys::{MPI_Comm, MPI_File, MPI_Request};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub struct Recorder;
+pub static RECORDER_TOOL: Recorder = Recorder;
+
+struct State {
+    rank: u32,
+    size: u32,
+    trace_dir: PathBuf,
+    first: u64,
+    count: u64,
+    iters_seen: u64,
+    enabled: bool,
+    written: bool,
+    current: u64,
+    done: Vec<Iteration>,
+}
+
+static STATE: Mutex<Option<State>> = Mutex::new(None);
+/// Clock at the start of the iteration being recorded.
+static BASE_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Request handle -> (id, communicator of a receive), as pointer values.
+type ReqMap = HashMap<usize, (u32, Option<usize>)>;
+static REQS: Mutex<Option<ReqMap>> = Mutex::new(None);
+static NEXT_REQ: AtomicU64 = AtomicU64::new(1);
+/// File handle -> variable id; names of variables by id.
+type FileMap = (HashMap<usize, u32>, Vec<String>);
+static FILES: Mutex<Option<FileMap>> = Mutex::new(None);
+
+/// Is the recorder recording now?
+#[inline(always)]
+pub fn recording() -> bool {
+    is_active(RECORDER)
+}
+
+/// Give a newly posted request an id; `recv_comm` is the communicator of
+/// a receive (`None` for anything else).
+pub fn post_request(req: MPI_Request, recv_comm: Option<MPI_Comm>) -> u32 {
+    let id = NEXT_REQ.fetch_add(1, Ordering::Relaxed) as u32;
+    lock(&REQS)
+        .get_or_insert_with(HashMap::new)
+        .insert(req.0 as usize, (id, recv_comm.map(|c| c.0 as usize)));
+    id
+}
+
+/// The id of a request, if it was posted while recording.
+pub fn peek_request(req: MPI_Request) -> Option<(u32, Option<MPI_Comm>)> {
+    lock(&REQS)
+        .as_ref()
+        .and_then(|m| m.get(&(req.0 as usize)).copied())
+        .map(|(id, c)| (id, c.map(|c| MPI_Comm(c as *mut _))))
+}
+
+/// Forget a completed request.
+pub fn forget_request(req: MPI_Request) {
+    if let Some(m) = lock(&REQS).as_mut() {
+        m.remove(&(req.0 as usize));
+    }
+}
+
+/// Name a newly opened file as a variable and return its id.
+pub fn open_file(fh: MPI_File, name: &str) -> u32 {
+    let mut g = lock(&FILES);
+    let (map, names) = g.get_or_insert_with(Default::default);
+    let id = match names.iter().position(|n| n == name) {
+        Some(i) => i as u32,
+        None => {
+            names.push(name.to_string());
+            (names.len() - 1) as u32
+        }
+    };
+    map.insert(fh as usize, id);
+    id
+}
+
+/// The variable id of an open file (`u32::MAX` when opened unseen).
+pub fn file_id(fh: MPI_File) -> u32 {
+    lock(&FILES)
+        .as_ref()
+        .and_then(|(m, _)| m.get(&(fh as usize)).copied())
+        .unwrap_or(u32::MAX)
+}
+
+impl Recorder {
+    fn push(&self, op: Option<mheta_trace::Op>, t0: u64, t1: u64, what: What) {
+        let base = BASE_NS.load(Ordering::Relaxed);
+        threads::with(|slot| {
+            lock(&slot.events).push(Event {
+                op,
+                thread: slot.id,
+                t0_ns: t0.saturating_sub(base),
+                t1_ns: t1.saturating_sub(base),
+                what,
+            })
+        });
+    }
+
+    fn begin(s: &mut State) {
+        for slot in threads::all() {
+            lock(&slot.events).clear();
+        }
+        if let Some(m) = lock(&REQS).as_mut() {
+            m.clear();
+        }
+        BASE_NS.store(crate::clock::now_ns(), Ordering::Relaxed);
+        let _ = s;
+        set_active(RECORDER, true);
+    }
+
+    fn end(s: &mut State) {
+        set_active(RECORDER, false);
+        let duration_ns = crate::clock::now_ns().saturating_sub(BASE_NS.load(Ordering::Relaxed));
+        let mut events: Vec<Event> = Vec::new();
+        for slot in threads::all() {
+            events.append(&mut lock(&slot.events));
+        }
+        // Merge threads by start time (stable: a thread's own order stays).
+        events.sort_by_key(|e| e.t0_ns);
+        for e in &mut events {
+            e.t1_ns = e.t1_ns.min(duration_ns);
+            e.t0_ns = e.t0_ns.min(e.t1_ns);
+        }
+        s.done.push(Iteration {
+            index: s.current,
+            duration_ns,
+            events,
+        });
+        if s.current + 1 >= s.first + s.count {
+            s.written = true;
+            write_trace(s);
+        }
+    }
+}
+
+impl Tool for Recorder {
+    fn name(&self) -> &'static str {
+        "recorder"
+    }
+
+    fn init(&self, rank: u32, size: u32) {
+        let (iters, complaints) = mheta_trace::env::instrumented_iterations();
+        if rank == 0 {
+            for c in complaints {
+                crate::warn(format!("mheta: {c}"));
+            }
+        }
+        *lock(&STATE) = Some(State {
+            rank,
+            size,
+            trace_dir: mheta_trace::env::trace_dir(),
+            first: iters.start,
+            count: iters.end - iters.start,
+            iters_seen: 0,
+            enabled: true,
+            written: false,
+            current: 0,
+            done: Vec::new(),
+        });
+    }
+
+    fn post(&self, call: &Call) {
+        if recording() {
+            self.push(Some(call.op), call.t0_ns, call.t1_ns, call.what.clone());
+        }
+    }
+
+    fn pcontrol(&self, level: i32) {
+        let mut g = lock(&STATE);
+        let Some(s) = g.as_mut() else { return };
+        match level {
+            pcontrol::OFF => {
+                s.enabled = false;
+                set_active(RECORDER, false);
+            }
+            pcontrol::ON => s.enabled = true,
+            pcontrol::RESET => {
+                set_active(RECORDER, false);
+                s.iters_seen = 0;
+                s.written = false;
+                s.done.clear();
+            }
+            pcontrol::ITER_BEGIN => {
+                let i = s.iters_seen;
+                s.iters_seen += 1;
+                if i >= s.first && i < s.first + s.count && s.enabled && !s.written {
+                    s.current = i;
+                    Recorder::begin(s);
+                }
+            }
+            pcontrol::ITER_END if recording() => Recorder::end(s),
+            pcontrol::STAGE_BEGIN | pcontrol::STAGE_END if recording() => {
+                let t = crate::clock::now_ns();
+                let what = if level == pcontrol::STAGE_BEGIN {
+                    What::StageBegin
+                } else {
+                    What::StageEnd
+                };
+                drop(g);
+                self.push(None, t, t, what);
+            }
+            _ => {}
+        }
+    }
+
+    fn finalize(&self) {
+        set_active(RECORDER, false);
+        let g = lock(&STATE);
+        if let Some(s) = g.as_ref()
+            && !s.written
+            && s.rank == 0
+        {
+            if s.iters_seen == 0 {
+                crate::warn(format!(
+                    "mheta: no iteration markers (MPI_Pcontrol({})) seen; nothing recorded",
+                    pcontrol::ITER_BEGIN
+                ));
+            } else if s.enabled {
+                crate::warn(format!(
+                    "mheta: the program marked {} iterations but iterations {}..{} were to be recorded; nothing written",
+                    s.iters_seen,
+                    s.first,
+                    s.first + s.count
+                ));
+            }
+        }
+    }
+}
+
+fn write_trace(s: &mut State) {
+    let trace = RankTrace {
+        rank: s.rank,
+        world_size: s.size,
+        pid: std::process::id(),
+        host: hostname(),
+        files: lock(&FILES)
+            .as_ref()
+            .map(|(_, names)| names.clone())
+            .unwrap_or_default(),
+        iterations: std::mem::take(&mut s.done),
+    };
+    let result = std::fs::create_dir_all(&s.trace_dir)
+        .map_err(|e| format!("{}: {e}", s.trace_dir.display()))
+        .and_then(|_| mheta_trace::write_rank(&s.trace_dir, &trace).map_err(|e| e.to_string()));
+    if let Err(e) = result {
+        // Reported once: a trace is written at most once per run.
+        crate::warn(format!(
+            "mheta[{}]: cannot write trace: {e}; the program continues",
+            s.rank
+        ));
+    }
+}
+
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: buf is writable for its full length.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return String::new();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}

@@ -1,0 +1,192 @@
+//! What the recorder writes about each MPI call.
+
+use serde::{Deserialize, Serialize};
+
+macro_rules! ops {
+    ($($op:ident),* $(,)?) => {
+        /// The MPI functions the interposer wraps; `MPI_` + the variant name
+        /// is the C function.
+        #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[repr(u8)]
+        #[allow(non_camel_case_types)]
+        pub enum Op { $($op),* }
+
+        /// Number of [`Op`]s.
+        pub const OP_COUNT: usize = [$(Op::$op),*].len();
+
+        impl Op {
+            /// Every op, in declaration order (`Op::ALL[op as usize] == op`).
+            pub const ALL: [Op; OP_COUNT] = [$(Op::$op),*];
+
+            /// The MPI function's name, e.g. `MPI_Send`.
+            pub fn name(self) -> &'static str {
+                match self { $(Op::$op => concat!("MPI_", stringify!($op))),* }
+            }
+        }
+    };
+}
+
+ops! {
+    // point-to-point
+    Send, Ssend, Bsend, Rsend, Isend, Issend, Ibsend, Irsend,
+    Recv, Irecv, Sendrecv, Sendrecv_replace,
+    Probe, Iprobe, Mprobe, Improbe, Mrecv, Imrecv,
+    Wait, Waitall, Waitany, Waitsome, Test, Testall, Testany, Testsome,
+    // collectives
+    Barrier, Bcast, Reduce, Allreduce, Gather, Gatherv, Scatter, Scatterv,
+    Allgather, Allgatherv, Alltoall, Alltoallv, Reduce_scatter, Reduce_scatter_block,
+    Ibarrier, Ibcast, Ireduce, Iallreduce, Igather, Igatherv, Iscatter, Iscatterv,
+    Iallgather, Iallgatherv, Ialltoall, Ialltoallv, Ireduce_scatter, Ireduce_scatter_block,
+    // MPI-IO
+    File_open, File_close, File_seek,
+    File_read, File_write, File_read_at, File_write_at,
+    File_read_all, File_write_all, File_read_at_all, File_write_at_all,
+    File_iread, File_iwrite, File_iread_at, File_iwrite_at,
+}
+
+/// One message endpoint as seen by the recording rank. Ranks are
+/// `MPI_COMM_WORLD` ranks (negative: none, e.g. `MPI_PROC_NULL`); `bytes`
+/// is `count * MPI_Type_size(datatype)`.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Msg {
+    pub peer: i32,
+    pub tag: i32,
+    pub bytes: u64,
+}
+
+/// A non-blocking request that completed inside a `Wait*` or `Test*` call.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Completion {
+    /// Id given to the request when it was posted.
+    pub req: u32,
+    /// For receives: the matched message (source and size from the status).
+    pub recv: Option<Msg>,
+}
+
+/// What happened during one interval of the instrumented iteration.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub enum What {
+    /// `MPI_Pcontrol(STAGE_BEGIN)`: computation and I/O until `StageEnd`.
+    StageBegin,
+    StageEnd,
+    /// Blocking send (any mode).
+    Send(Msg),
+    /// Non-blocking send posted, completed later by a `Complete` with `req`.
+    Isend {
+        msg: Msg,
+        req: u32,
+    },
+    /// Blocking receive; `peer` is the actual source from the status.
+    Recv(Msg),
+    /// Non-blocking receive posted (also `MPI_Imrecv`); the matched source
+    /// is in the completion.
+    Irecv {
+        req: u32,
+    },
+    /// `MPI_Sendrecv(_replace)`: a send and a receive that proceed together.
+    Sendrecv {
+        send: Msg,
+        recv: Msg,
+    },
+    /// `MPI_Wait*`/`MPI_Test*`: these requests completed (none: a test that
+    /// found nothing done).
+    Complete(Vec<Completion>),
+    /// `MPI_Probe`: blocks until `msg` has arrived, does not receive it.
+    Peek(Msg),
+    /// `MPI_Iprobe`: a message was there (`Some`) or not.
+    Poll(Option<Msg>),
+    /// `MPI_Mprobe`, or `MPI_Improbe` that matched: `msg` is taken off
+    /// the queue; `MPI_Mrecv`/`MPI_Imrecv` receives it.
+    Probe(Msg),
+    /// `MPI_Improbe` that matched nothing.
+    NoMatch,
+    /// `MPI_Mrecv` of a message matched by a probe.
+    MatchedRecv {
+        bytes: u64,
+    },
+    /// A blocking collective over `comm_size` ranks with `bytes` sent by
+    /// this rank; `root` is the root rank (world) or -1.
+    Collective {
+        bytes: u64,
+        comm_size: u32,
+        root: i32,
+    },
+    /// A non-blocking collective, completed by a `Complete` with `req`.
+    ICollective {
+        bytes: u64,
+        comm_size: u32,
+        root: i32,
+        req: u32,
+    },
+    /// `MPI_File_open` of the file that names variable `file`.
+    FileOpen {
+        file: u32,
+        name: String,
+    },
+    FileClose {
+        file: u32,
+    },
+    FileSeek {
+        file: u32,
+    },
+    /// A blocking read (`at`: explicit offset; `collective`: `_all`).
+    FileRead {
+        file: u32,
+        bytes: u64,
+        at: bool,
+        collective: bool,
+    },
+    FileWrite {
+        file: u32,
+        bytes: u64,
+        at: bool,
+        collective: bool,
+    },
+    /// `MPI_File_iread(_at)`. With `blocking` the recorder performed it as
+    /// a blocking read (the prefetch trick of MHETA fig. 5): the event's
+    /// duration is the read latency, and the time until the matching
+    /// `Complete` is the overlapped computation T_A.
+    FileIread {
+        file: u32,
+        bytes: u64,
+        req: u32,
+        blocking: bool,
+    },
+    FileIwrite {
+        file: u32,
+        bytes: u64,
+        req: u32,
+    },
+}
+
+/// One recorded call (or marker): times are ns from the iteration's start.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Event {
+    pub op: Option<Op>,
+    /// Recording thread: 0 is the thread that initialised MPI, others are
+    /// numbered as they first call MPI during recording.
+    pub thread: u16,
+    pub t0_ns: u64,
+    pub t1_ns: u64,
+    pub what: What,
+}
+
+impl What {
+    /// Bytes this call moves (sent, received, read or written).
+    pub fn bytes(&self) -> u64 {
+        match self {
+            What::Send(m) | What::Recv(m) | What::Probe(m) | What::Peek(m) => m.bytes,
+            What::Isend { msg, .. } => msg.bytes,
+            What::Sendrecv { send, recv } => send.bytes + recv.bytes,
+            What::Complete(c) => c.iter().filter_map(|c| c.recv.map(|m| m.bytes)).sum(),
+            What::MatchedRecv { bytes }
+            | What::Collective { bytes, .. }
+            | What::ICollective { bytes, .. }
+            | What::FileRead { bytes, .. }
+            | What::FileWrite { bytes, .. }
+            | What::FileIread { bytes, .. }
+            | What::FileIwrite { bytes, .. } => *bytes,
+            _ => 0,
+        }
+    }
+}
