@@ -5,7 +5,7 @@
 set -euo pipefail
 
 need=()
-for pkg in libopenmpi-dev openmpi-bin libclang-dev; do
+for pkg in libopenmpi-dev openmpi-bin libclang-dev gfortran; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 command -v python3 >/dev/null 2>&1 || need+=(python3)

@@ -1,1 +1,325 @@
+//! The Fortran entry points (`use mpi` and `mpif.h`, gfortran's
+//! `mpi_send_` naming). Open MPI's Fortran bindings call `PMPI_*` directly,
+//! so a C-only interposer never sees a Fortran program. These wrappers are
+//! generated from the one table below by [`fortran!`]: each converts the
+//! Fortran handles to C ones for the tools and forwards to Open MPI's own
+//! `pmpi_*_` Fortran function, found with `dlsym(RTLD_NEXT)` on first use
+//! (so the interposer loads into C programs that lack the Fortran library).
+//!
+//! Covered: init, init_thread, finalize, abort, pcontrol, send, ssend,
+//! recv, isend, irecv, wait, waitall, sendrecv, barrier, bcast, reduce,
+//! allreduce.
 
+#![allow(clippy::missing_safety_doc)]
+
+use crate::clock::now;
+use crate::mpi_util::*;
+use crate::tools::recorder::{forget_request, peek_request, post_request};
+use crate::tools::{self, Call};
+use mheta_trace::{Completion, Op, What};
+use mpi_sys::{MPI_Comm, MPI_Datatype, MPI_Request, MPI_Status};
+use std::os::raw::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Fortran INTEGER (`MPI_Fint`).
+type Fint = c_int;
+/// Open MPI's `MPI_STATUS_SIZE`.
+const STATUS_SIZE: usize = 6;
+
+unsafe extern "C" {
+    static mpi_fortran_status_ignore_: Fint;
+    static mpi_fortran_statuses_ignore_: Fint;
+}
+
+/// The next definition of `name` (NUL-terminated) after this library.
+fn resolve(cache: &AtomicUsize, name: &str) -> usize {
+    let f = cache.load(Ordering::Relaxed);
+    if f != 0 {
+        return f;
+    }
+    // SAFETY: name is NUL-terminated; RTLD_NEXT lookups only read.
+    let p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr() as *const c_char) } as usize;
+    if p == 0 {
+        crate::warn(format!(
+            "mheta: {} not found after libmheta_interpose.so; is Open MPI's Fortran library loaded?",
+            name.trim_end_matches('\0')
+        ));
+        std::process::abort();
+    }
+    cache.store(p, Ordering::Relaxed);
+    p
+}
+
+fn comm(f: *const Fint) -> MPI_Comm {
+    // SAFETY: f points at the caller's Fortran handle.
+    unsafe { mpi_sys::PMPI_Comm_f2c(*f) }
+}
+
+fn dtype(f: *const Fint) -> MPI_Datatype {
+    // SAFETY: f points at the caller's Fortran handle.
+    unsafe { mpi_sys::PMPI_Type_f2c(*f) }
+}
+
+fn request(f: *const Fint) -> MPI_Request {
+    // SAFETY: f points at the caller's Fortran handle.
+    unsafe { mpi_sys::PMPI_Request_f2c(*f) }
+}
+
+fn int(f: *const Fint) -> c_int {
+    // SAFETY: f points at the caller's INTEGER.
+    unsafe { *f }
+}
+
+/// `status`, or `own` when the caller passed `MPI_STATUS_IGNORE`.
+fn own_fstatus(status: *mut Fint, own: &mut [Fint; STATUS_SIZE]) -> *mut Fint {
+    // Comparing with the address of Open MPI's sentinel.
+    if std::ptr::eq(status, &raw const mpi_fortran_status_ignore_) {
+        own.as_mut_ptr()
+    } else {
+        status
+    }
+}
+
+/// Statuses for `n` requests (see [`own_fstatus`]).
+fn own_fstatuses(statuses: *mut Fint, n: usize, own: &mut Vec<Fint>) -> *mut Fint {
+    // Comparing with the address of Open MPI's sentinel.
+    if std::ptr::eq(statuses, &raw const mpi_fortran_statuses_ignore_) {
+        own.resize(STATUS_SIZE * n.max(1), 0);
+        own.as_mut_ptr()
+    } else {
+        statuses
+    }
+}
+
+/// A Fortran status as a C one.
+fn c_status(f: *const Fint) -> MPI_Status {
+    let mut st = blank_status();
+    // SAFETY: f points at a filled Fortran status.
+    unsafe { mpi_sys::PMPI_Status_f2c(f, &mut st) };
+    st
+}
+
+fn recv_msg(c: MPI_Comm, f: *const Fint) -> mheta_trace::Msg {
+    let st = c_status(f);
+    // SAFETY: st is a filled status.
+    unsafe { msg_from_status(c, &st) }
+}
+
+macro_rules! fortran {
+    ($(
+        $name:ident => $real:literal ( $($arg:ident : $ty:ty),* $(,)? ) -> $ierr:ident as $op:ident {
+            pre: { $($pre:tt)* }
+            post: $post:expr $(,)?
+        }
+    )*) => {
+        $(
+            #[unsafe(no_mangle)]
+            #[allow(unused_variables)]
+            #[doc = concat!("Interposed Fortran `", stringify!($name), "`: forwards to `", $real, "`.")]
+            pub unsafe extern "C" fn $name($($arg: $ty),*) {
+                static REAL: AtomicUsize = AtomicUsize::new(0);
+                // SAFETY: the symbol is Open MPI's Fortran binding of the
+                // same signature.
+                let real: unsafe extern "C" fn($($ty),*) =
+                    unsafe { std::mem::transmute(resolve(&REAL, concat!($real, "\0"))) };
+                if !tools::active() {
+                    // SAFETY: the caller's arguments, passed through.
+                    return unsafe { real($($arg),*) };
+                }
+                $($pre)*
+                tools::pre(Op::$op);
+                let t0 = now();
+                // SAFETY: the caller's arguments; an ignored status is
+                // replaced by one of ours.
+                unsafe { real($($arg),*) };
+                let t1 = now();
+                if int($ierr) == 0 {
+                    let what = $post;
+                    tools::post(&Call { op: Op::$op, t0, t1, what: &what });
+                }
+            }
+        )*
+    };
+}
+
+fortran! {
+    mpi_send_ => "pmpi_send_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
+                              tag: *const Fint, comm_: *const Fint, ierr: *mut Fint) -> ierr as Send {
+        pre: {}
+        post: What::Send(msg(comm(comm_), int(dest), int(tag), bytes(int(count), dtype(datatype)))),
+    }
+    mpi_ssend_ => "pmpi_ssend_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
+                                tag: *const Fint, comm_: *const Fint, ierr: *mut Fint) -> ierr as Ssend {
+        pre: {}
+        post: What::Send(msg(comm(comm_), int(dest), int(tag), bytes(int(count), dtype(datatype)))),
+    }
+    mpi_recv_ => "pmpi_recv_"(buf: *mut c_void, count: *const Fint, datatype: *const Fint, source: *const Fint,
+                              tag: *const Fint, comm_: *const Fint, status: *mut Fint, ierr: *mut Fint) -> ierr as Recv {
+        pre: { let mut own = [0; STATUS_SIZE]; let status = own_fstatus(status, &mut own); }
+        post: What::Recv(recv_msg(comm(comm_), status)),
+    }
+    mpi_isend_ => "pmpi_isend_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
+                                tag: *const Fint, comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Isend {
+        pre: {}
+        post: What::Isend {
+            msg: msg(comm(comm_), int(dest), int(tag), bytes(int(count), dtype(datatype))),
+            req: post_request(request(req), None),
+        },
+    }
+    mpi_irecv_ => "pmpi_irecv_"(buf: *mut c_void, count: *const Fint, datatype: *const Fint, source: *const Fint,
+                                tag: *const Fint, comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Irecv {
+        pre: {}
+        post: What::Irecv { req: post_request(request(req), Some(comm(comm_))) },
+    }
+    mpi_wait_ => "pmpi_wait_"(req: *mut Fint, status: *mut Fint, ierr: *mut Fint) -> ierr as Wait {
+        pre: {
+            let h = request(req);
+            let mut own = [0; STATUS_SIZE];
+            let status = own_fstatus(status, &mut own);
+        }
+        post: What::Complete(
+            peek_request(h)
+                .map(|(id, c)| {
+                    forget_request(h);
+                    Completion { req: id, recv: c.map(|c| recv_msg(c, status)) }
+                })
+                .into_iter()
+                .collect(),
+        ),
+    }
+    mpi_waitall_ => "pmpi_waitall_"(count: *const Fint, reqs: *mut Fint, statuses: *mut Fint, ierr: *mut Fint) -> ierr as Waitall {
+        pre: {
+            let n = int(count).max(0) as usize;
+            // SAFETY: the caller passes `count` Fortran request handles.
+            let hs: Vec<MPI_Request> = (0..n).map(|i| request(unsafe { reqs.add(i) })).collect();
+            let mut own = Vec::new();
+            let statuses = own_fstatuses(statuses, n, &mut own);
+        }
+        post: What::Complete(
+            hs.iter()
+                .enumerate()
+                .filter_map(|(i, &h)| {
+                    let (id, c) = peek_request(h)?;
+                    forget_request(h);
+                    // SAFETY: status i of the `count` statuses just filled.
+                    Some(Completion { req: id, recv: c.map(|c| recv_msg(c, unsafe { statuses.add(i * STATUS_SIZE) })) })
+                })
+                .collect(),
+        ),
+    }
+    mpi_sendrecv_ => "pmpi_sendrecv_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
+                                      dest: *const Fint, sendtag: *const Fint, recvbuf: *mut c_void,
+                                      recvcount: *const Fint, recvtype: *const Fint, source: *const Fint,
+                                      recvtag: *const Fint, comm_: *const Fint, status: *mut Fint,
+                                      ierr: *mut Fint) -> ierr as Sendrecv {
+        pre: { let mut own = [0; STATUS_SIZE]; let status = own_fstatus(status, &mut own); }
+        post: What::Sendrecv {
+            send: msg(comm(comm_), int(dest), int(sendtag), bytes(int(sendcount), dtype(sendtype))),
+            recv: recv_msg(comm(comm_), status),
+        },
+    }
+    mpi_barrier_ => "pmpi_barrier_"(comm_: *const Fint, ierr: *mut Fint) -> ierr as Barrier {
+        pre: {}
+        post: What::Collective { bytes: 0, comm_size: comm_size(comm(comm_)), root: -1 },
+    }
+    mpi_bcast_ => "pmpi_bcast_"(buf: *mut c_void, count: *const Fint, datatype: *const Fint, root: *const Fint,
+                                comm_: *const Fint, ierr: *mut Fint) -> ierr as Bcast {
+        pre: {}
+        post: What::Collective {
+            bytes: bytes(int(count), dtype(datatype)),
+            comm_size: comm_size(comm(comm_)),
+            root: world_rank(comm(comm_), int(root)),
+        },
+    }
+    mpi_reduce_ => "pmpi_reduce_"(sendbuf: *const c_void, recvbuf: *mut c_void, count: *const Fint,
+                                  datatype: *const Fint, op: *const Fint, root: *const Fint, comm_: *const Fint,
+                                  ierr: *mut Fint) -> ierr as Reduce {
+        pre: {}
+        post: What::Collective {
+            bytes: bytes(int(count), dtype(datatype)),
+            comm_size: comm_size(comm(comm_)),
+            root: world_rank(comm(comm_), int(root)),
+        },
+    }
+    mpi_allreduce_ => "pmpi_allreduce_"(sendbuf: *const c_void, recvbuf: *mut c_void, count: *const Fint,
+                                        datatype: *const Fint, op: *const Fint, comm_: *const Fint,
+                                        ierr: *mut Fint) -> ierr as Allreduce {
+        pre: {}
+        post: What::Collective { bytes: bytes(int(count), dtype(datatype)), comm_size: comm_size(comm(comm_)), root: -1 },
+    }
+}
+
+type InitFn = unsafe extern "C" fn(*mut Fint);
+type InitThreadFn = unsafe extern "C" fn(*const Fint, *mut Fint, *mut Fint);
+type FinalizeFn = unsafe extern "C" fn(*mut Fint);
+type AbortFn = unsafe extern "C" fn(*const Fint, *const Fint, *mut Fint);
+type PcontrolFn = unsafe extern "C" fn(*const Fint);
+
+/// Interposed Fortran `MPI_INIT`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mpi_init_(ierr: *mut Fint) {
+    static REAL: AtomicUsize = AtomicUsize::new(0);
+    // SAFETY: Open MPI's Fortran MPI_INIT has this signature.
+    let real: InitFn = unsafe { std::mem::transmute(resolve(&REAL, "pmpi_init_\0")) };
+    // SAFETY: the caller's argument.
+    unsafe { real(ierr) };
+    if int(ierr) == 0 {
+        crate::wrappers::start();
+    }
+}
+
+/// Interposed Fortran `MPI_INIT_THREAD`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mpi_init_thread_(
+    required: *const Fint,
+    provided: *mut Fint,
+    ierr: *mut Fint,
+) {
+    static REAL: AtomicUsize = AtomicUsize::new(0);
+    // SAFETY: Open MPI's Fortran MPI_INIT_THREAD has this signature.
+    let real: InitThreadFn = unsafe { std::mem::transmute(resolve(&REAL, "pmpi_init_thread_\0")) };
+    // SAFETY: the caller's arguments.
+    unsafe { real(required, provided, ierr) };
+    if int(ierr) == 0 {
+        crate::wrappers::start();
+    }
+}
+
+/// Interposed Fortran `MPI_FINALIZE`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mpi_finalize_(ierr: *mut Fint) {
+    static REAL: AtomicUsize = AtomicUsize::new(0);
+    // SAFETY: Open MPI's Fortran MPI_FINALIZE has this signature.
+    let real: FinalizeFn = unsafe { std::mem::transmute(resolve(&REAL, "pmpi_finalize_\0")) };
+    for t in tools::tools() {
+        t.finalize();
+    }
+    // SAFETY: the caller's argument.
+    unsafe { real(ierr) };
+}
+
+/// Interposed Fortran `MPI_ABORT`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mpi_abort_(comm_: *const Fint, errorcode: *const Fint, ierr: *mut Fint) {
+    static REAL: AtomicUsize = AtomicUsize::new(0);
+    // SAFETY: Open MPI's Fortran MPI_ABORT has this signature.
+    let real: AbortFn = unsafe { std::mem::transmute(resolve(&REAL, "pmpi_abort_\0")) };
+    for t in tools::tools() {
+        t.emergency(false);
+    }
+    // SAFETY: the caller's arguments.
+    unsafe { real(comm_, errorcode, ierr) };
+}
+
+/// Interposed Fortran `MPI_PCONTROL(LEVEL)`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mpi_pcontrol_(level: *const Fint) {
+    static REAL: AtomicUsize = AtomicUsize::new(0);
+    // SAFETY: Open MPI's Fortran MPI_PCONTROL has this signature.
+    let real: PcontrolFn = unsafe { std::mem::transmute(resolve(&REAL, "pmpi_pcontrol_\0")) };
+    for t in tools::tools() {
+        t.pcontrol(int(level));
+    }
+    // SAFETY: the caller's argument.
+    unsafe { real(level) };
+}

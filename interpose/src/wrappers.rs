@@ -17,7 +17,7 @@
 
 #![allow(clippy::missing_safety_doc)]
 
-use crate::clock::now_ns;
+use crate::clock::now;
 use crate::mpi_util::*;
 use crate::tools::recorder::{
     self, file_id, forget_request, open_file, peek_request, post_request,
@@ -61,15 +61,15 @@ macro_rules! wrappers {
                 }
                 $($pre)*
                 tools::pre(Op::$op);
-                let t0 = now_ns();
+                let t0 = now();
                 // SAFETY: the caller's arguments; a status the caller ignored
                 // is replaced by one of ours, which MPI may always write.
                 let rc = call_or!($($call)? ; unsafe { mpi_sys::$pname($($arg),*) });
-                let t1 = now_ns();
+                let t1 = now();
                 if rc == 0 {
                     $( $($idle)* )?
                     let what = $post;
-                    tools::post(&Call { op: Op::$op, t0_ns: t0, t1_ns: t1, what: &what });
+                    tools::post(&Call { op: Op::$op, t0, t1, what: &what });
                 }
                 rc
             }
@@ -689,14 +689,15 @@ wrappers! {
 
 /// After `PMPI_Init*`: register this thread first (it becomes thread 0),
 /// then start the tools and the signal handlers.
-fn start() {
+pub(crate) fn start() {
     let (mut rank, mut size) = (0, 1);
     // SAFETY: MPI is initialised; the out-pointers are valid locals.
     unsafe {
         mpi_sys::PMPI_Comm_rank(mpi_sys::RSMPI_COMM_WORLD, &mut rank);
         mpi_sys::PMPI_Comm_size(mpi_sys::RSMPI_COMM_WORLD, &mut size);
     }
-    crate::threads::with(|_| ());
+    crate::clock::init();
+    crate::threads::register_this_thread();
     for t in tools::tools() {
         t.init(rank as u32, size as u32);
     }

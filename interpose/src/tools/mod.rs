@@ -17,9 +17,9 @@ pub mod summary;
 /// One completed MPI call as tools see it.
 pub struct Call<'a> {
     pub op: Op,
-    /// Monotonic clock at entry and exit, ns ([`crate::clock::now_ns`]).
-    pub t0_ns: u64,
-    pub t1_ns: u64,
+    /// Clock at entry and exit, in ticks ([`crate::clock::now`]).
+    pub t0: u64,
+    pub t1: u64,
     pub what: &'a What,
 }
 

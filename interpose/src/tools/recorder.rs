@@ -33,8 +33,8 @@ struct State {
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
-/// Clock at the start of the iteration being recorded.
-static BASE_NS: AtomicU64 = AtomicU64::new(0);
+/// Clock (ticks) at the start of the iteration being recorded.
+static BASE: AtomicU64 = AtomicU64::new(0);
 
 /// Request handle -> (id, communicator of a receive), as pointer values.
 type ReqMap = HashMap<usize, (u32, Option<usize>)>;
@@ -99,12 +99,13 @@ pub fn file_id(fh: MPI_File) -> u32 {
 }
 
 impl Recorder {
+    /// Times are ticks until the iteration ends, then nanoseconds.
     fn push(&self, op: Option<mheta_trace::Op>, t0: u64, t1: u64, what: What) {
-        let base = BASE_NS.load(Ordering::Relaxed);
-        threads::with(|slot| {
-            lock(&slot.events).push(Event {
+        let base = BASE.load(Ordering::Relaxed);
+        threads::with(|events, _, thread| {
+            events.push(Event {
                 op,
-                thread: slot.id,
+                thread,
                 t0_ns: t0.saturating_sub(base),
                 t1_ns: t1.saturating_sub(base),
                 what,
@@ -112,30 +113,29 @@ impl Recorder {
         });
     }
 
-    fn begin(s: &mut State) {
-        for slot in threads::all() {
-            lock(&slot.events).clear();
-        }
+    fn begin() {
+        threads::collect(|events, _| events.clear());
         if let Some(m) = lock(&REQS).as_mut() {
             m.clear();
         }
-        BASE_NS.store(crate::clock::now_ns(), Ordering::Relaxed);
-        let _ = s;
+        BASE.store(crate::clock::now(), Ordering::Relaxed);
         set_active(RECORDER, true);
     }
 
     fn end(s: &mut State) {
         set_active(RECORDER, false);
-        let duration_ns = crate::clock::now_ns().saturating_sub(BASE_NS.load(Ordering::Relaxed));
+        let ticks = crate::clock::now().saturating_sub(BASE.load(Ordering::Relaxed));
+        let scale = crate::clock::ns_per_tick();
+        let duration_ns = (ticks as f64 * scale) as u64;
         let mut events: Vec<Event> = Vec::new();
-        for slot in threads::all() {
-            events.append(&mut lock(&slot.events));
-        }
+        threads::collect(|evs, _| events.append(evs));
         // Merge threads by start time (stable: a thread's own order stays).
         events.sort_by_key(|e| e.t0_ns);
         for e in &mut events {
+            e.t0_ns = (e.t0_ns as f64 * scale) as u64;
+            e.t1_ns = ((e.t1_ns as f64 * scale) as u64).clamp(e.t0_ns, duration_ns.max(e.t0_ns));
+            e.t0_ns = e.t0_ns.min(duration_ns);
             e.t1_ns = e.t1_ns.min(duration_ns);
-            e.t0_ns = e.t0_ns.min(e.t1_ns);
         }
         s.done.push(Iteration {
             index: s.current,
@@ -177,7 +177,7 @@ impl Tool for Recorder {
 
     fn post(&self, call: &Call) {
         if recording() {
-            self.push(Some(call.op), call.t0_ns, call.t1_ns, call.what.clone());
+            self.push(Some(call.op), call.t0, call.t1, call.what.clone());
         }
     }
 
@@ -201,12 +201,12 @@ impl Tool for Recorder {
                 s.iters_seen += 1;
                 if i >= s.first && i < s.first + s.count && s.enabled && !s.written {
                     s.current = i;
-                    Recorder::begin(s);
+                    Recorder::begin();
                 }
             }
             pcontrol::ITER_END if recording() => Recorder::end(s),
             pcontrol::STAGE_BEGIN | pcontrol::STAGE_END if recording() => {
-                let t = crate::clock::now_ns();
+                let t = crate::clock::now();
                 let what = if level == pcontrol::STAGE_BEGIN {
                     What::StageBegin
                 } else {

@@ -16,7 +16,8 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-/// Counters of one MPI function.
+/// Counters of one MPI function (`time_ns` holds clock ticks while
+/// counting; reports convert).
 #[derive(Clone, Copy, Default, Debug, PartialEq)]
 pub struct OpStat {
     pub calls: u64,
@@ -61,11 +62,13 @@ fn dir() -> PathBuf {
         .unwrap_or_else(mheta_trace::env::trace_dir)
 }
 
-/// This rank's counters, summed over its threads.
+/// This rank's counters, summed over its threads, times in ns.
 fn collect() -> Stats {
     let mut total = Stats::default();
-    for slot in threads::all() {
-        total.add(&lock(&slot.stats));
+    threads::collect(|_, s| total.add(s));
+    let scale = crate::clock::ns_per_tick();
+    for s in total.0.iter_mut() {
+        s.time_ns = (s.time_ns as f64 * scale) as u64;
     }
     total
 }
@@ -108,7 +111,7 @@ fn write_file(path: &std::path::Path, text: &str) {
 
 fn write_rank_report(why: &str) {
     let rank = RANK.load(Ordering::Relaxed);
-    let wall = crate::clock::now_ns().saturating_sub(START_NS.load(Ordering::Relaxed));
+    let wall = crate::clock::mono_ns().saturating_sub(START_NS.load(Ordering::Relaxed));
     let path = dir().join(format!("summary.rank-{rank:05}.json"));
     write_file(&path, &rank_json(rank, wall, &collect(), why));
 }
@@ -196,7 +199,7 @@ impl Tool for Summary {
     fn init(&self, rank: u32, size: u32) {
         RANK.store(rank, Ordering::Relaxed);
         SIZE.store(size, Ordering::Relaxed);
-        START_NS.store(crate::clock::now_ns(), Ordering::Relaxed);
+        START_NS.store(crate::clock::mono_ns(), Ordering::Relaxed);
         let path = dir().join(format!("summary.rank-{rank:05}.json"));
         let _ = std::fs::create_dir_all(dir());
         *lock(&EMERGENCY_PATH) = CString::new(path.to_string_lossy().into_owned()).ok();
@@ -206,10 +209,10 @@ impl Tool for Summary {
     #[inline]
     fn post(&self, call: &Call) {
         if is_active(SUMMARY) {
-            let dt = call.t1_ns.saturating_sub(call.t0_ns);
+            let dt = call.t1.saturating_sub(call.t0);
             let bytes = call.what.bytes();
-            threads::with(|slot| {
-                let s = &mut lock(&slot.stats).0[call.op as usize];
+            threads::with(|_, stats, _| {
+                let s = &mut stats.0[call.op as usize];
                 s.calls += 1;
                 s.bytes += bytes;
                 s.time_ns += dt;
@@ -221,11 +224,7 @@ impl Tool for Summary {
         match level {
             mheta_trace::pcontrol::OFF => set_active(SUMMARY, false),
             mheta_trace::pcontrol::ON => set_active(SUMMARY, true),
-            mheta_trace::pcontrol::RESET => {
-                for slot in threads::all() {
-                    *lock(&slot.stats) = Stats::default();
-                }
-            }
+            mheta_trace::pcontrol::RESET => threads::collect(|_, s| *s = Stats::default()),
             3 | 4 => {
                 REPORTS.fetch_add(1, Ordering::Relaxed);
                 write_rank_report("pcontrol");
@@ -238,7 +237,7 @@ impl Tool for Summary {
         set_active(SUMMARY, false);
         let rank = RANK.load(Ordering::Relaxed);
         let p = SIZE.load(Ordering::Relaxed) as usize;
-        let wall = crate::clock::now_ns().saturating_sub(START_NS.load(Ordering::Relaxed));
+        let wall = crate::clock::mono_ns().saturating_sub(START_NS.load(Ordering::Relaxed));
         let mine = collect();
         // [wall, (calls, bytes, time) per op] as u64s, gathered at rank 0.
         let mut send: Vec<u64> = Vec::with_capacity(1 + 3 * OP_COUNT);
@@ -323,24 +322,24 @@ fn signal_report() {
         return;
     };
     let Some(path) = path.as_ref() else { return };
-    let Some(slots) = threads::try_all() else {
-        return;
-    };
     let mut total = [OpStat::default(); OP_COUNT];
-    for slot in &slots {
-        let Ok(s) = slot.stats.try_lock() else { return };
+    let complete = threads::try_collect(|s| {
         for (a, b) in total.iter_mut().zip(&s.0) {
             a.calls += b.calls;
             a.bytes += b.bytes;
             a.time_ns += b.time_ns;
         }
+    });
+    if !complete {
+        return;
     }
+    let scale = crate::clock::ns_per_tick();
     let mut buf = Buf {
         data: [0; 16384],
         len: 0,
     };
     let rank = RANK.load(Ordering::Relaxed);
-    let wall = crate::clock::now_ns().saturating_sub(START_NS.load(Ordering::Relaxed));
+    let wall = crate::clock::mono_ns().saturating_sub(START_NS.load(Ordering::Relaxed));
     let _ = write!(
         buf,
         "{{\"format\":\"mheta-summary-rank\",\"version\":1,\"rank\":{rank},\"why\":\"signal\",\"wall_ns\":{wall},\"ops\":{{"
@@ -354,7 +353,7 @@ fn signal_report() {
             Op::ALL[i].name(),
             st.calls,
             st.bytes,
-            st.time_ns
+            (st.time_ns as f64 * scale) as u64
         );
         first = false;
     }

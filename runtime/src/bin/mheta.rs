@@ -43,13 +43,17 @@ enum Cmd {
     ///
     /// Example: mheta run --trace-dir tr -- mpirun -np 4 ./jacobi --n 2048
     Run {
-        /// Where each rank writes its trace (created if missing; old
-        /// rank traces in it are removed first).
+        /// Where each rank writes its trace and the summary its report
+        /// (created if missing; old rank traces in it are removed first).
         #[arg(long, default_value = "mheta-trace")]
         trace_dir: PathBuf,
         /// Index (from 0) of the first iteration to record.
         #[arg(long, default_value_t = mheta_trace::DEFAULT_INSTRUMENT_ITER)]
         iteration: u64,
+        /// Tools to load: recorder (the trace), summary (an mpiP-like
+        /// report of calls, bytes and time per MPI function), or both.
+        #[arg(long, default_value = "recorder", value_name = "LIST")]
+        tools: String,
         /// Consecutive iterations to record (the model takes medians).
         #[arg(long, default_value_t = mheta_trace::DEFAULT_INSTRUMENT_COUNT, value_parser = clap::value_parser!(u64).range(1..))]
         count: u64,
@@ -204,7 +208,18 @@ fn bench(np: u32, quick: bool, output: &Path) -> Result<i32> {
     Ok(status_code(st))
 }
 
-fn run(trace_dir: &Path, iteration: u64, count: u64, launcher: &[OsString]) -> Result<i32> {
+fn run(
+    trace_dir: &Path,
+    iteration: u64,
+    count: u64,
+    tools: &str,
+    launcher: &[OsString],
+) -> Result<i32> {
+    for t in tools.split(',').map(str::trim) {
+        if !matches!(t, "recorder" | "summary") {
+            bail!("--tools {tools}: unknown tool {t:?}; known: recorder, summary");
+        }
+    }
     let Some((prog, rest)) = launcher.split_first() else {
         bail!("no launcher given: use `mheta run [--trace-dir DIR] -- mpirun -np N ./app ARGS`");
     };
@@ -235,6 +250,7 @@ fn run(trace_dir: &Path, iteration: u64, count: u64, launcher: &[OsString]) -> R
     };
     let mut cmd = Command::new(prog);
     cmd.env("MHETA_TRACE_DIR", &dir)
+        .env("MHETA_TOOLS", tools)
         .env("MHETA_INSTRUMENT_ITER", iteration.to_string())
         .env("MHETA_INSTRUMENT_COUNT", count.to_string());
     if is_open_mpi_launcher(prog) {
@@ -250,8 +266,10 @@ fn run(trace_dir: &Path, iteration: u64, count: u64, launcher: &[OsString]) -> R
         ] {
             cmd.arg("-x").arg(v);
         }
-        if std::env::var_os("MHETA_PROFILE").is_some() {
-            cmd.arg("-x").arg("MHETA_PROFILE");
+        for v in ["MHETA_PROFILE", "MHETA_SUMMARY_DIR"] {
+            if std::env::var_os(v).is_some() {
+                cmd.arg("-x").arg(v);
+            }
         }
     } else {
         cmd.env("LD_PRELOAD", &preload);
@@ -264,6 +282,11 @@ fn run(trace_dir: &Path, iteration: u64, count: u64, launcher: &[OsString]) -> R
 }
 
 fn main() {
+    // Die quietly on a closed pipe (`mheta show | head`), as Unix tools do.
+    // SAFETY: setting a signal disposition before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let r = (|| -> Result<i32> {
         match cli.cmd {
@@ -272,8 +295,9 @@ fn main() {
                 trace_dir,
                 iteration,
                 count,
+                tools,
                 launcher,
-            } => run(&trace_dir, iteration, count, &launcher),
+            } => run(&trace_dir, iteration, count, &tools, &launcher),
             Cmd::Show { trace, json } => {
                 let traces = mheta_trace::read_dir(&trace)?;
                 let app = mheta_trace::read_app(&trace).ok();
