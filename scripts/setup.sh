@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what mheta needs on a fresh Debian machine (idempotent):
-# Open MPI (libopenmpi-dev, openmpi-bin), libclang-dev for mpi-sys's bindgen,
-# python3 for the demo's summary. Sourced by demo.sh and test.sh.
+# Open MPI (libopenmpi-dev, openmpi-bin), libclang-dev for mpi-sys bindgen,
+# gfortran for the Fortran test, python3 for the demo summary. Sourced by
+# demo.sh and test.sh.
 set -euo pipefail
 
 need=()

@@ -14,7 +14,7 @@
 
 use crate::clock::now;
 use crate::mpi_util::*;
-use crate::tools::recorder::{forget_request, peek_request, post_request};
+use crate::tools::recorder::{post_request, take_request};
 use crate::tools::{self, Call};
 use mheta_trace::{Completion, Op, What};
 use mpi_sys::{MPI_Comm, MPI_Datatype, MPI_Request, MPI_Status};
@@ -173,34 +173,29 @@ fortran! {
     }
     mpi_wait_ => "pmpi_wait_"(req: *mut Fint, status: *mut Fint, ierr: *mut Fint) -> ierr as Wait {
         pre: {
-            let h = request(req);
+            // Taken before the call: a completed handle may be reused at once.
+            let taken = take_request(request(req));
             let mut own = [0; STATUS_SIZE];
             let status = own_fstatus(status, &mut own);
         }
         post: What::Complete(
-            peek_request(h)
-                .map(|(id, c)| {
-                    forget_request(h);
-                    Completion { req: id, recv: c.map(|c| recv_msg(c, status)) }
-                })
-                .into_iter()
-                .collect(),
+            taken.map(|(id, c)| Completion { req: id, recv: c.map(|c| recv_msg(c, status)) }).into_iter().collect(),
         ),
     }
     mpi_waitall_ => "pmpi_waitall_"(count: *const Fint, reqs: *mut Fint, statuses: *mut Fint, ierr: *mut Fint) -> ierr as Waitall {
         pre: {
             let n = int(count).max(0) as usize;
             // SAFETY: the caller passes `count` Fortran request handles.
-            let hs: Vec<MPI_Request> = (0..n).map(|i| request(unsafe { reqs.add(i) })).collect();
+            let taken: Vec<_> = (0..n).map(|i| take_request(request(unsafe { reqs.add(i) }))).collect();
             let mut own = Vec::new();
             let statuses = own_fstatuses(statuses, n, &mut own);
         }
         post: What::Complete(
-            hs.iter()
+            taken
+                .iter()
                 .enumerate()
-                .filter_map(|(i, &h)| {
-                    let (id, c) = peek_request(h)?;
-                    forget_request(h);
+                .filter_map(|(i, t)| {
+                    let (id, c) = (*t)?;
                     // SAFETY: status i of the `count` statuses just filled.
                     Some(Completion { req: id, recv: c.map(|c| recv_msg(c, unsafe { statuses.add(i * STATUS_SIZE) })) })
                 })

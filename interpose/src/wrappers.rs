@@ -20,7 +20,7 @@
 use crate::clock::now;
 use crate::mpi_util::*;
 use crate::tools::recorder::{
-    self, file_id, forget_request, open_file, peek_request, post_request,
+    self, Posted, file_id, open_file, post_request, restore_request, take_request,
 };
 use crate::tools::{self, Call};
 use mheta_trace::{Completion, Op, What};
@@ -83,45 +83,72 @@ fn new_req(request: *mut MPI_Request, recv_comm: Option<MPI_Comm>) -> u32 {
     post_request(unsafe { *request }, recv_comm)
 }
 
-/// Snapshot of `n` request handles before a `Wait*`/`Test*` call.
-fn handles(reqs: *const MPI_Request, n: c_int) -> Vec<MPI_Request> {
-    // SAFETY: the caller passes `n` request handles.
-    (0..n.max(0) as usize)
-        .map(|i| unsafe { *reqs.add(i) })
-        .collect()
+/// The requests a `Wait*`/`Test*` call is given, taken out of the
+/// recorder's map before the call (a completed request's handle may be
+/// reused by another thread at once); [`Pending::done`] reports those that
+/// completed and puts the others back.
+struct Pending {
+    hs: Vec<MPI_Request>,
+    taken: Vec<Option<Posted>>,
 }
 
-/// The completion of request `h` (with its status `st`), if it was posted
-/// while recording; forgets it.
-fn completed(h: MPI_Request, st: *const MPI_Status) -> Option<Completion> {
-    let (req, comm) = peek_request(h)?;
-    forget_request(h);
-    // SAFETY: the request completed and its status was filled.
-    let recv = comm.map(|c| unsafe { msg_from_status(c, st) });
-    Some(Completion { req, recv })
-}
+impl Pending {
+    fn take(reqs: *const MPI_Request, n: c_int) -> Pending {
+        // SAFETY: the caller passes `n` request handles.
+        let hs: Vec<MPI_Request> = (0..n.max(0) as usize)
+            .map(|i| unsafe { *reqs.add(i) })
+            .collect();
+        let taken = hs.iter().map(|&h| take_request(h)).collect();
+        Pending { hs, taken }
+    }
 
-/// Completions of the requests at `indices[0..count]` of `hs`.
-fn completed_some(
-    hs: &[MPI_Request],
-    count: c_int,
-    indices: *const c_int,
-    sts: *const MPI_Status,
-) -> What {
-    let n = if count < 0 || count == mpi_sys::MPI_UNDEFINED {
-        0
-    } else {
-        count as usize
-    };
-    What::Complete(
-        (0..n)
-            .filter_map(|k| {
-                // SAFETY: MPI filled `count` indices and statuses.
-                let i = unsafe { *indices.add(k) } as usize;
-                completed(*hs.get(i)?, unsafe { sts.add(k) })
-            })
-            .collect(),
-    )
+    fn len(&self) -> usize {
+        self.hs.len()
+    }
+
+    /// The requests at positions `which` completed, with statuses `sts[k]`
+    /// for the k-th of them; the rest are put back.
+    fn done(mut self, which: &[usize], sts: *const MPI_Status) -> What {
+        let mut out = Vec::new();
+        for (k, &i) in which.iter().enumerate() {
+            if let Some(Some((req, comm))) = self.taken.get_mut(i).map(Option::take) {
+                // SAFETY: MPI filled status k for this completed request.
+                let recv = comm.map(|c| unsafe { msg_from_status(c, sts.add(k)) });
+                out.push(Completion { req, recv });
+            }
+        }
+        for (h, t) in self.hs.iter().zip(self.taken) {
+            if let Some(t) = t {
+                restore_request(*h, t);
+            }
+        }
+        What::Complete(out)
+    }
+
+    /// All completed, statuses in request order.
+    fn all(self, sts: *const MPI_Status) -> What {
+        let which: Vec<usize> = (0..self.len()).collect();
+        self.done(&which, sts)
+    }
+
+    /// None completed.
+    fn none(self) -> What {
+        self.done(&[], std::ptr::null())
+    }
+
+    /// The `count` requests at `indices` completed (MPI_UNDEFINED: none).
+    fn some(self, count: c_int, indices: *const c_int, sts: *const MPI_Status) -> What {
+        let n = if count < 0 || count == mpi_sys::MPI_UNDEFINED {
+            0
+        } else {
+            count as usize
+        };
+        // SAFETY: MPI filled `count` indices.
+        let which: Vec<usize> = (0..n)
+            .map(|k| unsafe { *indices.add(k) } as usize)
+            .collect();
+        self.done(&which, sts)
+    }
 }
 
 fn root_of(comm: MPI_Comm, root: c_int) -> i32 {
@@ -319,84 +346,79 @@ wrappers! {
     // ---- completion ----
     MPI_Wait => PMPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) as Wait {
         pre: {
-            let hs = handles(request, 1);
+            let pending = Pending::take(request, 1);
             let mut own = blank_status();
             let status = own_status(status, &mut own);
         }
-        post: What::Complete(completed(hs[0], status).into_iter().collect()),
+        post: pending.all(status),
     }
     MPI_Waitall => PMPI_Waitall(count: c_int, array_of_requests: *mut MPI_Request,
                                 array_of_statuses: *mut MPI_Status) as Waitall {
         pre: {
-            let hs = handles(array_of_requests, count);
+            let pending = Pending::take(array_of_requests, count);
             let mut own = Vec::new();
-            let array_of_statuses = own_statuses(array_of_statuses, hs.len(), &mut own);
+            let array_of_statuses = own_statuses(array_of_statuses, pending.len(), &mut own);
         }
-        // SAFETY: status i of the `count` statuses just filled.
-        post: What::Complete(hs.iter().enumerate().filter_map(|(i, &h)| completed(h, unsafe { array_of_statuses.add(i) })).collect()),
+        post: pending.all(array_of_statuses),
     }
     MPI_Waitany => PMPI_Waitany(count: c_int, array_of_requests: *mut MPI_Request, index: *mut c_int,
                                 status: *mut MPI_Status) as Waitany {
         pre: {
-            let hs = handles(array_of_requests, count);
+            let pending = Pending::take(array_of_requests, count);
             let mut own = blank_status();
             let status = own_status(status, &mut own);
         }
-        // SAFETY: MPI set *index (MPI_UNDEFINED when nothing was active).
-        post: completed_some(&hs, 1, index, status),
+        // MPI set *index (MPI_UNDEFINED when nothing was active).
+        post: pending.some(1, index, status),
     }
     MPI_Waitsome => PMPI_Waitsome(incount: c_int, array_of_requests: *mut MPI_Request, outcount: *mut c_int,
                                   array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) as Waitsome {
         pre: {
-            let hs = handles(array_of_requests, incount);
+            let pending = Pending::take(array_of_requests, incount);
             let mut own = Vec::new();
-            let array_of_statuses = own_statuses(array_of_statuses, hs.len(), &mut own);
+            let array_of_statuses = own_statuses(array_of_statuses, pending.len(), &mut own);
         }
         // SAFETY: MPI set *outcount.
-        post: completed_some(&hs, unsafe { *outcount }, array_of_indices, array_of_statuses),
+        post: pending.some(unsafe { *outcount }, array_of_indices, array_of_statuses),
     }
     MPI_Test => PMPI_Test(request: *mut MPI_Request, flag: *mut c_int, status: *mut MPI_Status) as Test {
         pre: {
-            let hs = handles(request, 1);
+            let pending = Pending::take(request, 1);
             let mut own = blank_status();
             let status = own_status(status, &mut own);
         }
         // SAFETY: MPI set *flag.
-        post: What::Complete(if unsafe { *flag } != 0 { completed(hs[0], status).into_iter().collect() } else { Vec::new() }),
+        post: if unsafe { *flag } != 0 { pending.all(status) } else { pending.none() },
     }
     MPI_Testall => PMPI_Testall(count: c_int, array_of_requests: *mut MPI_Request, flag: *mut c_int,
                                 array_of_statuses: *mut MPI_Status) as Testall {
         pre: {
-            let hs = handles(array_of_requests, count);
+            let pending = Pending::take(array_of_requests, count);
             let mut own = Vec::new();
-            let array_of_statuses = own_statuses(array_of_statuses, hs.len(), &mut own);
+            let array_of_statuses = own_statuses(array_of_statuses, pending.len(), &mut own);
         }
         // SAFETY: MPI set *flag; with it, every status.
-        post: What::Complete(if unsafe { *flag } != 0 {
-            hs.iter().enumerate().filter_map(|(i, &h)| completed(h, unsafe { array_of_statuses.add(i) })).collect()
-        } else {
-            Vec::new()
-        }),
+        post: if unsafe { *flag } != 0 { pending.all(array_of_statuses) } else { pending.none() },
     }
     MPI_Testany => PMPI_Testany(count: c_int, array_of_requests: *mut MPI_Request, index: *mut c_int,
                                 flag: *mut c_int, status: *mut MPI_Status) as Testany {
         pre: {
-            let hs = handles(array_of_requests, count);
+            let pending = Pending::take(array_of_requests, count);
             let mut own = blank_status();
             let status = own_status(status, &mut own);
         }
-        // SAFETY: MPI set *flag and *index.
-        post: if unsafe { *flag } != 0 { completed_some(&hs, 1, index, status) } else { What::Complete(Vec::new()) },
+        // SAFETY: MPI set *flag and, with it, *index.
+        post: if unsafe { *flag } != 0 { pending.some(1, index, status) } else { pending.none() },
     }
     MPI_Testsome => PMPI_Testsome(incount: c_int, array_of_requests: *mut MPI_Request, outcount: *mut c_int,
                                   array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) as Testsome {
         pre: {
-            let hs = handles(array_of_requests, incount);
+            let pending = Pending::take(array_of_requests, incount);
             let mut own = Vec::new();
-            let array_of_statuses = own_statuses(array_of_statuses, hs.len(), &mut own);
+            let array_of_statuses = own_statuses(array_of_statuses, pending.len(), &mut own);
         }
         // SAFETY: MPI set *outcount.
-        post: completed_some(&hs, unsafe { *outcount }, array_of_indices, array_of_statuses),
+        post: pending.some(unsafe { *outcount }, array_of_indices, array_of_statuses),
     }
 
     // ---- blocking collectives ----

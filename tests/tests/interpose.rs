@@ -134,6 +134,23 @@ fn rust_jacobi_trace_has_halos_and_reduction() {
     let dir = scratch("jtrace");
     let trace = dir.join("trace");
     let n = 100u64;
+    // A Rust program gives the same answer with and without the preload.
+    for np in [2usize, 4] {
+        let plain = mheta_tests::jacobi(np, &["--n", "100", "--iters", "10"]);
+        let t = dir.join(format!("trace{np}"));
+        let out = ok(mheta()
+            .args(["run", "--tools", "recorder,summary", "--trace-dir"])
+            .arg(&t)
+            .args(["--", "mpirun", "--oversubscribe", "-np", &np.to_string()])
+            .arg(bin("jacobi"))
+            .args(["--n", "100", "--iters", "10"]));
+        let wrapped = mheta_tests::last_json(&out);
+        for k in ["checksum", "error", "residual", "dist", "verified"] {
+            assert_eq!(plain[k], wrapped[k], "{k} at {np} ranks");
+        }
+        assert_eq!(mheta_trace::read_dir(&t).unwrap().len(), np);
+        assert!(t.join("mheta-summary.json").is_file());
+    }
     let plain = mheta_tests::jacobi(3, &["--n", "100", "--iters", "10"]);
     let out = ok(mheta()
         .args(["run", "--trace-dir"])
@@ -223,4 +240,404 @@ fn unwritable_trace_dir_is_reported_and_the_program_runs_on() {
         err.contains("mheta[0]") && err.contains("mheta[1]"),
         "{err}"
     );
+}
+
+/// Compile `tests/c/NAME.c` with mpicc into `dir`.
+fn cc(dir: &std::path::Path, name: &str) -> PathBuf {
+    let exe = dir.join(name);
+    ok(std::process::Command::new("mpicc")
+        .args(["-O2", "-pthread", "-I"])
+        .arg(root().join("interpose/include"))
+        .arg(root().join(format!("tests/c/{name}.c")))
+        .arg("-o")
+        .arg(&exe));
+    exe
+}
+
+/// Run `exe args` on `np` ranks plainly and under `mheta run` with
+/// `tools`; the outputs must be identical. Returns the trace directory.
+fn same_output(
+    dir: &std::path::Path,
+    np: usize,
+    tools: &str,
+    exe: &std::path::Path,
+    args: &[&str],
+    extra: &[&str],
+) -> PathBuf {
+    let tag = format!("{}-{np}", exe.file_name().unwrap().to_string_lossy());
+    let plain = ok(mpirun(np).arg(exe).args(args));
+    let trace = dir.join(format!("trace-{tag}"));
+    let wrapped = ok(mheta()
+        .args(["run", "--tools", tools, "--trace-dir"])
+        .arg(&trace)
+        .args(extra)
+        .args(["--", "mpirun", "--oversubscribe", "-np", &np.to_string()])
+        .arg(exe)
+        .args(args));
+    assert!(!plain.is_empty());
+    assert_eq!(plain, wrapped, "{tag}: output changed under the interposer");
+    trace
+}
+
+fn ops_of(it: &mheta_trace::Iteration) -> Vec<Op> {
+    it.events.iter().filter_map(|e| e.op).collect()
+}
+
+#[test]
+fn collectives_same_output_and_every_call_recorded() {
+    let dir = scratch("collectives");
+    let exe = cc(&dir, "collectives");
+    for np in [2usize, 4] {
+        let trace = same_output(&dir, np, "recorder", &exe, &[], &[]);
+        let traces = mheta_trace::read_dir(&trace).unwrap();
+        let it = &traces[0].iterations[0];
+        let ops = ops_of(it);
+        for op in [
+            Op::Barrier,
+            Op::Bcast,
+            Op::Reduce,
+            Op::Allreduce,
+            Op::Gather,
+            Op::Gatherv,
+            Op::Scatter,
+            Op::Scatterv,
+            Op::Allgather,
+            Op::Allgatherv,
+            Op::Alltoall,
+            Op::Alltoallv,
+            Op::Reduce_scatter,
+            Op::Reduce_scatter_block,
+            Op::Ibarrier,
+            Op::Ibcast,
+            Op::Ireduce,
+            Op::Iallreduce,
+            Op::Igather,
+            Op::Igatherv,
+            Op::Iscatter,
+            Op::Iscatterv,
+            Op::Iallgather,
+            Op::Iallgatherv,
+            Op::Ialltoall,
+            Op::Ialltoallv,
+            Op::Ireduce_scatter,
+            Op::Ireduce_scatter_block,
+        ] {
+            assert_eq!(
+                ops.iter().filter(|&&o| o == op).count(),
+                1,
+                "{op:?} at {np} ranks: {ops:?}"
+            );
+        }
+        let n = np as u64;
+        let what = |op: Op| {
+            it.events
+                .iter()
+                .find(|e| e.op == Some(op))
+                .unwrap()
+                .what
+                .clone()
+        };
+        assert_eq!(
+            what(Op::Bcast),
+            What::Collective {
+                bytes: 8,
+                comm_size: np as u32,
+                root: 0
+            }
+        );
+        assert_eq!(
+            what(Op::Reduce),
+            What::Collective {
+                bytes: 32,
+                comm_size: np as u32,
+                root: 0
+            }
+        );
+        assert_eq!(
+            what(Op::Alltoall),
+            What::Collective {
+                bytes: 32 * n,
+                comm_size: np as u32,
+                root: -1
+            }
+        );
+        assert_eq!(
+            what(Op::Alltoallv),
+            What::Collective {
+                bytes: 32 * n,
+                comm_size: np as u32,
+                root: -1
+            }
+        );
+        // Non-blocking collectives are matched to the waits that end them.
+        let ireqs: Vec<u32> = it
+            .events
+            .iter()
+            .filter_map(|e| match e.what {
+                What::ICollective { req, .. } => Some(req),
+                _ => None,
+            })
+            .collect();
+        let done: Vec<u32> = it
+            .events
+            .iter()
+            .flat_map(|e| match &e.what {
+                What::Complete(c) => c.iter().map(|c| c.req).collect(),
+                _ => vec![],
+            })
+            .collect();
+        assert_eq!(ireqs.len(), 14);
+        assert!(
+            ireqs.iter().all(|r| done.contains(r)),
+            "{ireqs:?} vs {done:?}"
+        );
+    }
+}
+
+#[test]
+fn prefetch_trick_measures_read_latency_and_overlap() {
+    let dir = scratch("mpiio");
+    let exe = cc(&dir, "mpiio");
+    for np in [2usize, 4] {
+        let file = dir.join(format!("data{np}.bin"));
+        let _ = std::fs::remove_file(&file);
+        // Both runs start from a fresh file so their outputs compare.
+        let plain = ok(mpirun(np).arg(&exe).arg(&file).arg("3000"));
+        std::fs::remove_file(&file).unwrap();
+        let trace = dir.join(format!("trace{np}"));
+        let wrapped = ok(mheta()
+            .args(["run", "--trace-dir"])
+            .arg(&trace)
+            .args(["--", "mpirun", "--oversubscribe", "-np", &np.to_string()])
+            .arg(&exe)
+            .arg(&file)
+            .arg("3000"));
+        assert_eq!(plain, wrapped, "MPI-IO output changed under the interposer");
+        let traces = mheta_trace::read_dir(&trace).unwrap();
+        for t in &traces {
+            assert_eq!(t.files, vec![file.to_string_lossy().to_string()]);
+            for it in &t.iterations {
+                let mut prefetches = 0;
+                for (k, e) in it.events.iter().enumerate() {
+                    if let What::FileIread {
+                        file,
+                        bytes,
+                        req,
+                        blocking,
+                    } = e.what
+                    {
+                        prefetches += 1;
+                        assert_eq!((file, bytes, blocking), (0, 4096 * 8, true));
+                        // The read itself is timed inside the issue call.
+                        assert!(e.t1_ns > e.t0_ns);
+                        let wait = it.events[k..]
+                            .iter()
+                            .find(|w| matches!(&w.what, What::Complete(c) if c.iter().any(|c| c.req == req)))
+                            .expect("matching wait");
+                        // T_A: from the issue's return to the wait: the
+                        // program computes 3 ms there.
+                        // With 4 ranks on 2 cores, time sharing only adds.
+                        let t_a = wait.t0_ns - e.t1_ns;
+                        let hi = if np == 2 { 4_500_000 } else { 50_000_000 };
+                        assert!(
+                            (3_000_000..hi).contains(&t_a),
+                            "T_A = {t_a} ns at {np} ranks"
+                        );
+                        // The wait is a no-op: the data is already there.
+                        if np == 2 {
+                            assert!(
+                                wait.t1_ns - wait.t0_ns < 500_000,
+                                "wait took {} ns",
+                                wait.t1_ns - wait.t0_ns
+                            );
+                        }
+                    }
+                }
+                assert_eq!(prefetches, 5);
+                let ops = ops_of(it);
+                assert_eq!(ops.iter().filter(|&&o| o == Op::File_read_at).count(), 1);
+                assert_eq!(ops.iter().filter(|&&o| o == Op::File_write_at).count(), 6);
+            }
+        }
+    }
+}
+
+#[test]
+fn threads_lose_no_event() {
+    let dir = scratch("threads");
+    let exe = cc(&dir, "threads");
+    for np in [2usize, 4] {
+        let trace = same_output(
+            &dir,
+            np,
+            "recorder,summary",
+            &exe,
+            &["8", "400"],
+            &["--iteration", "0", "--count", "1"],
+        );
+        let traces = mheta_trace::read_dir(&trace).unwrap();
+        let summary: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(trace.join("mheta-summary.json")).unwrap(),
+        )
+        .unwrap();
+        for t in &traces {
+            let it = &t.iterations[0];
+            let ops = ops_of(it);
+            for op in [Op::Irecv, Op::Isend, Op::Waitall, Op::Send, Op::Recv] {
+                assert_eq!(
+                    ops.iter().filter(|&&o| o == op).count(),
+                    8 * 400,
+                    "{op:?} on rank {}",
+                    t.rank
+                );
+            }
+            let threads: std::collections::BTreeSet<u16> =
+                it.events.iter().map(|e| e.thread).collect();
+            assert_eq!(threads.len(), 8, "{threads:?}");
+            // Every Waitall completed both of its requests.
+            let completions: usize = it
+                .events
+                .iter()
+                .map(|e| match &e.what {
+                    What::Complete(c) => c.len(),
+                    _ => 0,
+                })
+                .sum();
+            assert_eq!(completions, 2 * 8 * 400);
+            let r = &summary["ranks"][t.rank as usize]["ops"];
+            assert_eq!(r["MPI_Send"]["calls"], 8 * 400);
+            assert_eq!(r["MPI_Isend"]["calls"], 8 * 400);
+            assert_eq!(r["MPI_Send"]["bytes"], 8 * 400 * 4);
+        }
+    }
+}
+
+#[test]
+fn fortran_program_is_seen() {
+    let dir = scratch("fortran");
+    let exe = dir.join("fring");
+    ok(std::process::Command::new("mpifort")
+        .arg("-O2")
+        .arg(root().join("tests/fortran/ring.f90"))
+        .arg("-o")
+        .arg(&exe));
+    for np in [2usize, 4] {
+        let trace = same_output(&dir, np, "recorder,summary", &exe, &[], &[]);
+        let traces = mheta_trace::read_dir(&trace).unwrap();
+        for t in &traces {
+            let r = t.rank as i32;
+            let (right, left) = ((r + 1) % np as i32, (r + np as i32 - 1) % np as i32);
+            let it = &t.iterations[0];
+            let ops = ops_of(it);
+            let send_recv = if r % 2 == 0 {
+                [Op::Send, Op::Recv]
+            } else {
+                [Op::Recv, Op::Send]
+            };
+            let want = [
+                vec![Op::Irecv, Op::Isend, Op::Waitall, Op::Sendrecv],
+                send_recv.to_vec(),
+                vec![Op::Bcast, Op::Reduce, Op::Allreduce],
+            ]
+            .concat();
+            assert_eq!(ops, want, "rank {r}");
+            match &it.events[3].what {
+                What::Sendrecv { send, recv } => {
+                    assert_eq!((send.peer, send.tag, send.bytes), (right, 2, 8000));
+                    assert_eq!((recv.peer, recv.tag, recv.bytes), (left, 2, 8000));
+                }
+                other => panic!("{other:?}"),
+            }
+            match &it.events[2].what {
+                What::Complete(c) => {
+                    assert_eq!(c[0].recv.map(|m| (m.peer, m.bytes)), Some((left, 8000)))
+                }
+                other => panic!("{other:?}"),
+            }
+            assert_eq!(
+                it.events
+                    .iter()
+                    .filter(|e| matches!(e.what, What::StageBegin))
+                    .count(),
+                1
+            );
+        }
+        let summary: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(trace.join("mheta-summary.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(summary["ranks"].as_array().unwrap().len(), np);
+        for r in 0..np {
+            assert_eq!(summary["ranks"][r]["ops"]["MPI_Allreduce"]["calls"], 6);
+            assert_eq!(
+                summary["ranks"][r]["ops"]["MPI_Sendrecv"]["bytes"],
+                6 * 16000
+            );
+        }
+        let text = std::fs::read_to_string(trace.join("mheta-summary.txt")).unwrap();
+        assert!(
+            text.contains(&format!("@ mheta summary: {np} ranks")) && text.contains("MPI_Waitall"),
+            "{text}"
+        );
+    }
+}
+
+fn rank_report(dir: &std::path::Path, rank: u32) -> serde_json::Value {
+    let p = dir.join(format!("summary.rank-{rank:05}.json"));
+    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn summary_survives_abort_and_sigterm() {
+    let dir = scratch("endings");
+    let exe = cc(&dir, "endings");
+    let lib = bin("libmheta_interpose.so");
+    let env = |d: &std::path::Path| {
+        let mut c = mpirun(2);
+        c.arg("-x")
+            .arg(format!("LD_PRELOAD={}", lib.display()))
+            .args(["-x", "MHETA_TOOLS=summary", "-x"])
+            .arg(format!("MHETA_SUMMARY_DIR={}", d.display()));
+        c
+    };
+    // MPI_Abort on rank 1: its report is written before MPI goes down.
+    let d = dir.join("abort");
+    let out = env(&d).arg(&exe).arg("abort").output().unwrap();
+    assert!(!out.status.success());
+    let r = rank_report(&d, 1);
+    assert_eq!(r["why"], "abort");
+    assert_eq!(r["ops"]["MPI_Send"]["calls"], 10);
+    assert_eq!(r["ops"]["MPI_Recv"]["calls"], 10);
+    assert_eq!(r["ops"]["MPI_Barrier"]["calls"], 1);
+
+    // SIGTERM to mpirun reaches the sleeping ranks: both write reports.
+    let d = dir.join("term");
+    let mut child = env(&d)
+        .arg(&exe)
+        .arg("sleep")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    use std::io::BufRead;
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "ready");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: sending a signal to our own child.
+    unsafe { libc_kill(child.id() as i32, 15) };
+    let st = child.wait().unwrap();
+    assert!(!st.success());
+    for rank in 0..2 {
+        let r = rank_report(&d, rank);
+        assert_eq!(r["why"], "signal", "rank {rank}");
+        assert_eq!(r["ops"]["MPI_Send"]["calls"], 10, "rank {rank}");
+    }
+}
+
+unsafe extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
 }

@@ -37,7 +37,10 @@ static STATE: Mutex<Option<State>> = Mutex::new(None);
 static BASE: AtomicU64 = AtomicU64::new(0);
 
 /// Request handle -> (id, communicator of a receive), as pointer values.
-type ReqMap = HashMap<usize, (u32, Option<usize>)>;
+/// Several outstanding requests can share a handle: Open MPI hands out its
+/// static `ompi_request_empty` for sends that completed at once. They are
+/// matched to completions in posting order.
+type ReqMap = HashMap<usize, std::collections::VecDeque<(u32, Option<usize>)>>;
 static REQS: Mutex<Option<ReqMap>> = Mutex::new(None);
 static NEXT_REQ: AtomicU64 = AtomicU64::new(1);
 /// File handle -> variable id; names of variables by id.
@@ -56,23 +59,36 @@ pub fn post_request(req: MPI_Request, recv_comm: Option<MPI_Comm>) -> u32 {
     let id = NEXT_REQ.fetch_add(1, Ordering::Relaxed) as u32;
     lock(&REQS)
         .get_or_insert_with(HashMap::new)
-        .insert(req.0 as usize, (id, recv_comm.map(|c| c.0 as usize)));
+        .entry(req.0 as usize)
+        .or_default()
+        .push_back((id, recv_comm.map(|c| c.0 as usize)));
     id
 }
 
-/// The id of a request, if it was posted while recording.
-pub fn peek_request(req: MPI_Request) -> Option<(u32, Option<MPI_Comm>)> {
-    lock(&REQS)
-        .as_ref()
-        .and_then(|m| m.get(&(req.0 as usize)).copied())
-        .map(|(id, c)| (id, c.map(|c| MPI_Comm(c as *mut _))))
+/// A request's id and receive communicator, as posted.
+pub type Posted = (u32, Option<MPI_Comm>);
+
+/// Take a request out of the map before a call that may complete it (its
+/// handle may be reused by another thread as soon as it completes).
+pub fn take_request(req: MPI_Request) -> Option<Posted> {
+    let mut g = lock(&REQS);
+    let m = g.as_mut()?;
+    let key = req.0 as usize;
+    let q = m.get_mut(&key)?;
+    let (id, c) = q.pop_front()?;
+    if q.is_empty() {
+        m.remove(&key);
+    }
+    Some((id, c.map(|c| MPI_Comm(c as *mut _))))
 }
 
-/// Forget a completed request.
-pub fn forget_request(req: MPI_Request) {
-    if let Some(m) = lock(&REQS).as_mut() {
-        m.remove(&(req.0 as usize));
-    }
+/// Put back a request that a call did not complete (first in line again).
+pub fn restore_request(req: MPI_Request, posted: Posted) {
+    lock(&REQS)
+        .get_or_insert_with(HashMap::new)
+        .entry(req.0 as usize)
+        .or_default()
+        .push_front((posted.0, posted.1.map(|c| c.0 as usize)));
 }
 
 /// Name a newly opened file as a variable and return its id.
@@ -129,14 +145,19 @@ impl Recorder {
         let duration_ns = (ticks as f64 * scale) as u64;
         let mut events: Vec<Event> = Vec::new();
         threads::collect(|evs, _| events.append(evs));
-        // Merge threads by start time (stable: a thread's own order stays).
-        events.sort_by_key(|e| e.t0_ns);
+        // To ns, keeping each thread's calls in order and disjoint even if
+        // the thread moved between cores whose clocks differ by a few
+        // ticks; then merge the threads by start time (the sort is stable,
+        // so a thread's own order stays).
+        let mut thread_end: std::collections::HashMap<u16, u64> = Default::default();
         for e in &mut events {
-            e.t0_ns = (e.t0_ns as f64 * scale) as u64;
-            e.t1_ns = ((e.t1_ns as f64 * scale) as u64).clamp(e.t0_ns, duration_ns.max(e.t0_ns));
-            e.t0_ns = e.t0_ns.min(duration_ns);
-            e.t1_ns = e.t1_ns.min(duration_ns);
+            let end = thread_end.entry(e.thread).or_insert(0);
+            let t0 = ((e.t0_ns as f64 * scale) as u64).clamp(*end, duration_ns.max(*end));
+            let t1 = ((e.t1_ns as f64 * scale) as u64).clamp(t0, duration_ns.max(t0));
+            (e.t0_ns, e.t1_ns) = (t0.min(duration_ns), t1.min(duration_ns));
+            *end = e.t1_ns;
         }
+        events.sort_by_key(|e| e.t0_ns);
         s.done.push(Iteration {
             index: s.current,
             duration_ns,

@@ -199,15 +199,20 @@ fn validate(t: &RankTrace, path: &Path) -> Result<(), TraceError> {
         return Err(bad("no iterations recorded".into()));
     }
     for it in &t.iterations {
-        let mut last = 0;
+        // Events are in start order; each thread's calls do not overlap.
+        let mut start = 0;
+        let mut ends: std::collections::HashMap<u16, u64> = Default::default();
         for (i, e) in it.events.iter().enumerate() {
-            if e.t1_ns < e.t0_ns || e.t0_ns < last || e.t1_ns > it.duration_ns {
+            let end = ends.entry(e.thread).or_insert(0);
+            if e.t1_ns < e.t0_ns || e.t0_ns < start || e.t0_ns < *end || e.t1_ns > it.duration_ns {
                 return Err(bad(format!(
-                    "iteration {}: event {i} has times out of order",
-                    it.index
+                    "iteration {}: event {i} (thread {}, {}..{} ns) is out of order \
+                     (previous start {start} ns, the thread's previous end {} ns, iteration {} ns)",
+                    it.index, e.thread, e.t0_ns, e.t1_ns, *end, it.duration_ns
                 )));
             }
-            last = e.t1_ns;
+            start = e.t0_ns;
+            *end = e.t1_ns;
         }
     }
     Ok(())
