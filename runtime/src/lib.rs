@@ -4,6 +4,7 @@
 //! baselines), and emulated cluster specs ([`cluster`]). The `mheta` CLI
 //! and the in-run controller (`mheta-live`) both use these plain functions.
 
+pub mod analysis;
 pub mod cluster;
 pub mod dist;
 pub mod model;

@@ -3,8 +3,8 @@
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 use mheta_profile::ClusterProfile;
-use mheta_runtime::search;
 use mheta_runtime::{Dist, Model};
+use mheta_runtime::{analysis, search};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -302,7 +302,20 @@ fn main() {
                 let traces = mheta_trace::read_dir(&trace)?;
                 let app = mheta_trace::read_app(&trace).ok();
                 if json {
-                    println!("{}", serde_json::json!({ "app": app, "ranks": traces }));
+                    let analysis: Vec<_> = traces
+                        .iter()
+                        .map(|t| {
+                            serde_json::json!({
+                                "rank": t.rank,
+                                "stages": t.iterations.iter().map(analysis::stages).collect::<Vec<_>>(),
+                                "io": analysis::io(t),
+                            })
+                        })
+                        .collect();
+                    println!(
+                        "{}",
+                        serde_json::json!({ "app": app, "ranks": traces, "analysis": analysis })
+                    );
                 } else {
                     if let Some(a) = &app {
                         println!(
@@ -324,6 +337,35 @@ fn main() {
                             p.scaled_s * 1e3,
                             p.unscaled_s * 1e3,
                         );
+                        for v in analysis::io(t) {
+                            let fit = |c: &analysis::Calls| match (c.overhead_s, c.per_byte_s) {
+                                (Some(o), Some(b)) => {
+                                    format!("O = {:.3} us, {:.3} ns/byte", o * 1e6, b * 1e9)
+                                }
+                                _ => "one size: O and per-byte not separable".into(),
+                            };
+                            println!(
+                                "  variable {}: {} reads ({} B, {:.3} ms; {}), {} writes ({} B, {:.3} ms; {}), {} seeks",
+                                v.name,
+                                v.reads.calls,
+                                v.reads.bytes,
+                                v.reads.time_s * 1e3,
+                                fit(&v.reads),
+                                v.writes.calls,
+                                v.writes.bytes,
+                                v.writes.time_s * 1e3,
+                                fit(&v.writes),
+                                v.seeks
+                            );
+                            for p in &v.prefetches {
+                                println!(
+                                    "    prefetch {} B: T_r {:.3} us, T_A {:.3} us",
+                                    p.bytes,
+                                    p.read_s * 1e6,
+                                    p.overlap_s * 1e6
+                                );
+                            }
+                        }
                         for it in &t.iterations {
                             println!(
                                 "  iteration {}: {:.3} ms, {} events",
@@ -331,6 +373,14 @@ fn main() {
                                 it.duration_ns as f64 / 1e6,
                                 it.events.len()
                             );
+                            for (k, st) in analysis::stages(it).iter().enumerate() {
+                                println!(
+                                    "    stage {k}: {:.3} ms = {:.3} ms compute (T_phi) + {:.3} ms I/O",
+                                    st.total_s * 1e3,
+                                    st.compute_s * 1e3,
+                                    st.io_s * 1e3
+                                );
+                            }
                             for e in &it.events {
                                 let op =
                                     e.op.map(|o| format!("{o:?}"))
