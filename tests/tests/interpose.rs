@@ -130,6 +130,40 @@ fn c_ring_same_output_and_full_trace() {
 }
 
 #[test]
+fn summary_reports_at_pcontrol_and_finalize() {
+    let dir = scratch("ring-summary");
+    let exe = ring(&dir);
+    let trace = dir.join("trace");
+    ok(mheta()
+        .args(["run", "--tools", "summary", "--trace-dir"])
+        .arg(&trace)
+        .args(["--", "mpirun", "-np", "2"])
+        .arg(&exe));
+    // No recorder: no trace.
+    assert!(!trace.join("rank-00000.mtrace").exists());
+    for rank in 0..2u32 {
+        let r = rank_report(&trace, rank);
+        assert_eq!(r["why"], "pcontrol");
+        assert_eq!(r["ops"]["MPI_Sendrecv"]["calls"], 6);
+        assert_eq!(r["ops"]["MPI_Sendrecv"]["bytes"], 6 * 16000);
+        assert_eq!(r["ops"]["MPI_Mprobe"]["calls"], 6);
+        let text =
+            std::fs::read_to_string(trace.join(format!("summary.rank-{rank:05}.txt"))).unwrap();
+        assert!(
+            text.contains(&format!("rank {rank} (pcontrol)")) && text.contains("MPI_Waitall"),
+            "{text}"
+        );
+    }
+    let all: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(trace.join("mheta-summary.json")).unwrap())
+            .unwrap();
+    // The final report covers both ranks' whole run: 6 iterations.
+    assert_eq!(all["ranks"].as_array().unwrap().len(), 2);
+    assert_eq!(all["ranks"][1]["ops"]["MPI_Allreduce"]["calls"], 6);
+    assert_eq!(all["ranks"][0]["ops"]["MPI_Send"]["calls"], 6);
+}
+
+#[test]
 fn rust_jacobi_trace_has_halos_and_reduction() {
     let dir = scratch("jtrace");
     let trace = dir.join("trace");
@@ -436,21 +470,19 @@ fn prefetch_trick_measures_read_latency_and_overlap() {
                             .expect("matching wait");
                         // T_A: from the return to the wait: the
                         // program computes 3 ms there.
-                        // With 4 ranks on 2 cores, time sharing only adds.
+                        // A busy machine may only add to it; the bound
+                        // catches a T_A spanning the whole 6-chunk sweep.
                         let t_a = wait.t0_ns - e.t1_ns;
-                        let hi = if np == 2 { 4_500_000 } else { 50_000_000 };
                         assert!(
-                            (3_000_000..hi).contains(&t_a),
+                            (3_000_000..12_000_000).contains(&t_a),
                             "T_A = {t_a} ns at {np} ranks"
                         );
                         // The wait is a no-op: the data is already there.
-                        if np == 2 {
-                            assert!(
-                                wait.t1_ns - wait.t0_ns < 500_000,
-                                "wait took {} ns",
-                                wait.t1_ns - wait.t0_ns
-                            );
-                        }
+                        assert!(
+                            wait.t1_ns - wait.t0_ns < 2_000_000,
+                            "wait took {} ns",
+                            wait.t1_ns - wait.t0_ns
+                        );
                     }
                 }
                 assert_eq!(prefetches, 5);

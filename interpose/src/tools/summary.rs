@@ -109,11 +109,23 @@ fn write_file(path: &std::path::Path, text: &str) {
     }
 }
 
+/// This rank's report alone, text and JSON, without communicating.
 fn write_rank_report(why: &str) {
     let rank = RANK.load(Ordering::Relaxed);
     let wall = crate::clock::mono_ns().saturating_sub(START_NS.load(Ordering::Relaxed));
-    let path = dir().join(format!("summary.rank-{rank:05}.json"));
-    write_file(&path, &rank_json(rank, wall, &collect(), why));
+    let stats = collect();
+    let d = dir();
+    write_file(
+        &d.join(format!("summary.rank-{rank:05}.json")),
+        &rank_json(rank, wall, &stats, why),
+    );
+    let (text, _) = reports(&[(wall, stats)]);
+    let text = text.replacen(
+        "@ mheta summary: 1 ranks",
+        &format!("@ mheta summary: rank {rank} ({why})"),
+        1,
+    );
+    write_file(&d.join(format!("summary.rank-{rank:05}.txt")), &text);
 }
 
 /// The aggregate report of all ranks: text (mpiP-like) and JSON.
