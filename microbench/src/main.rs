@@ -1,208 +1,147 @@
-//! `mheta-microbench`: measures a cluster once, under `mpirun`, and writes
-//! its cluster profile (format: `mheta-profile`). `mheta bench --np N`
-//! launches it; it can also run under any launcher or batch system.
+//! `mheta-microbench`: measures a cluster once, under `mpirun` (or any
+//! launcher), and writes its cluster profile (format: `mheta-profile`).
+//! `mheta bench --np N` launches it.
 //!
-//! For every ordered pair (i, j), one pair at a time while the other ranks
-//! wait at a barrier:
-//! - round trip: ping-pong of each size in the sweep, median of the reps;
-//!   one-way time `ow(b) = RTT(b)/2`;
-//! - send overhead `o_s`: time of an eager `MPI_Send` of 8 B at i;
-//! - receive overhead `o_r`: time of `MPI_Recv` at j of an 8 B message that
-//!   has already arrived (j waits two round trips before posting it), as in
-//!   logp_mpi's overhead measurement;
-//! - latency `L = ow(8) - o_s - o_r` (LogP: RTT = 2(o_s + L + o_r));
-//! - per-byte cost `G`: least-squares slope of `ow(b)` over the sweep.
+//! Per ordered pair (i, j): a ping-pong sweep (1 B to 4 MiB; one sample per
+//! round trip), a streaming bandwidth per size (window of 64, as osu_bw),
+//! and the overheads by the logp_mpi method: o_s is the time of an eager
+//! 8-byte `MPI_Send`; o_r the time of an `MPI_Recv` whose 8-byte message
+//! has already arrived (the receiver first waits four round trips);
+//! L = one-way(8 B) − o_s − o_r. The one-way times are fitted piecewise
+//! linear with breakpoints at protocol changes. Pairs are scheduled in
+//! rounds of disjoint pairs (round-robin shifts, as mpiGraph): no rank is
+//! in two measurements at once; when a node runs more ranks than it has
+//! cores the pairs of a round go one at a time, and waiting ranks sleep.
+//!
+//! Per node: CPU power from a reference kernel (weights w = t_slowest /
+//! t, the slowest rank has 1, as in the slowdown seed), the memory an
+//! application may use, and disk per-call overheads and per-byte costs
+//! (one rank per host).
+
+mod net;
+mod node;
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
-use mheta_profile::{ClusterProfile, PairCost};
+use mheta_profile::{ClusterProfile, Dist, NodeCost, OsuCompat, PairCost};
 use mpi::collective::{CommunicatorCollectives, Root};
 use mpi::point_to_point::{Destination, Source};
 use mpi::topology::{Communicator, SimpleCommunicator};
+use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// Measure every ordered pair of ranks and write a cluster profile.
+/// Measure every ordered pair of ranks and every node, and write a
+/// cluster profile.
 #[derive(Parser, Debug)]
-#[command(name = "mheta-microbench", version, about)]
+#[command(name = "mheta-microbench", version)]
 struct Args {
-    /// Fewer sizes and repetitions (seconds, for CI and smoke tests).
+    /// Fewer sizes and repetitions (under a minute at 4 ranks).
     #[arg(long)]
     quick: bool,
     /// Where to write the cluster profile (JSON).
     #[arg(short = 'o', long = "output", value_name = "PROFILE.json")]
     output: PathBuf,
+    /// Print the profile as JSON on stdout instead of the tables.
+    #[arg(long)]
+    json: bool,
+    /// Also run OSU's osu_latency and osu_bw loops (pair 0 -> 1) and print
+    /// them in OSU's format.
+    #[arg(long)]
+    osu_compat: bool,
+    /// Directory whose disk is measured (default: $TMPDIR or /tmp).
+    #[arg(long, value_name = "DIR")]
+    disk_dir: Option<PathBuf>,
+    /// Do not measure disks.
+    #[arg(long)]
+    no_disk: bool,
 }
 
-const TAG: i32 = 0x4d42;
+const TAG: i32 = 0x4d43;
 
-struct Plan {
-    sizes: Vec<usize>,
-    reps_small: usize,
-    reps_large: usize,
-    overhead_reps: usize,
-}
-
-impl Plan {
-    fn new(quick: bool) -> Plan {
-        if quick {
-            Plan {
-                sizes: vec![8, 64, 512, 4096, 32768, 262144, 1 << 20],
-                reps_small: 200,
-                reps_large: 20,
-                overhead_reps: 100,
-            }
-        } else {
-            Plan {
-                sizes: (0..=22).map(|k| 1usize << k).collect(),
-                reps_small: 2000,
-                reps_large: 100,
-                overhead_reps: 1000,
-            }
-        }
-    }
-
-    fn reps(&self, size: usize) -> usize {
-        if size <= 65536 {
-            self.reps_small
-        } else {
-            self.reps_large
-        }
-    }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        0.5 * (v[m - 1] + v[m])
-    }
-}
-
-fn spin(d: Duration) {
-    let t = Instant::now();
-    while t.elapsed() < d {
-        std::hint::spin_loop();
-    }
-}
-
-/// Measurements of pair (a -> b); meaningful on rank a.
-fn measure_pair(world: &SimpleCommunicator, plan: &Plan, a: i32, b: i32) -> Option<PairCost> {
-    let me = world.rank();
-    let pa = world.process_at_rank(a);
-    let pb = world.process_at_rank(b);
-    let big = *plan.sizes.iter().max().unwrap_or(&8);
-    let mut buf = vec![0u8; big];
-    let mut ack = 0u8;
-    // Ping-pong sweep.
-    let mut ow = Vec::new();
-    for &size in &plan.sizes {
-        let reps = plan.reps(size);
-        let warm = (reps / 10).max(2);
-        let mut samples = Vec::with_capacity(reps);
-        for r in 0..reps + warm {
-            if me == a {
-                let t = Instant::now();
-                pb.send_with_tag(&buf[..size], TAG);
-                pb.receive_into_with_tag(&mut buf[..size], TAG);
-                if r >= warm {
-                    samples.push(t.elapsed().as_secs_f64() / 2.0);
-                }
-            } else {
-                pa.receive_into_with_tag(&mut buf[..size], TAG);
-                pa.send_with_tag(&buf[..size], TAG);
+/// Rounds of disjoint unordered pairs covering every pair once (the
+/// circle method; `None` is a bye when the rank count is odd).
+fn rounds(p: usize) -> Vec<Vec<(usize, usize)>> {
+    let n = p + p % 2;
+    let mut ring: Vec<usize> = (1..n).collect();
+    let mut out = Vec::new();
+    for _ in 0..n - 1 {
+        let mut round = Vec::new();
+        let all: Vec<usize> = std::iter::once(0).chain(ring.iter().copied()).collect();
+        for k in 0..n / 2 {
+            let (a, b) = (all[k], all[n - 1 - k]);
+            if a < p && b < p {
+                round.push((a.min(b), a.max(b)));
             }
         }
-        if me == a {
-            ow.push((size as f64, median(samples)));
-        }
+        out.push(round);
+        ring.rotate_right(1);
     }
-    let rtt8 = 2.0 * ow.iter().find(|x| x.0 == 8.0).map_or(0.0, |x| x.1);
-    // Send overhead: an eager send returns once the data is buffered.
-    let mut os = Vec::new();
-    for _ in 0..plan.overhead_reps {
-        if me == a {
-            let t = Instant::now();
-            pb.send_with_tag(&buf[..8], TAG);
-            os.push(t.elapsed().as_secs_f64());
-            pb.receive_into_with_tag(&mut ack, TAG);
-        } else {
-            pa.receive_into_with_tag(&mut buf[..8], TAG);
-            pa.send_with_tag(&ack, TAG);
-        }
-    }
-    // Receive overhead: b posts the receive after the message has arrived.
-    let mut or = Vec::new();
-    let delay = Duration::from_secs_f64((4.0 * rtt8).max(20e-6));
-    let mut delay_sync = [0.0f64; 1];
-    if me == a {
-        delay_sync[0] = delay.as_secs_f64();
-        pb.send_with_tag(&delay_sync[..], TAG);
-    } else {
-        pa.receive_into_with_tag(&mut delay_sync[..], TAG);
-    }
-    let delay = Duration::from_secs_f64(delay_sync[0]);
-    for _ in 0..plan.overhead_reps {
-        if me == a {
-            pb.send_with_tag(&buf[..8], TAG);
-            pb.receive_into_with_tag(&mut ack, TAG);
-        } else {
-            spin(delay);
-            let t = Instant::now();
-            pa.receive_into_with_tag(&mut buf[..8], TAG);
-            or.push(t.elapsed().as_secs_f64());
-            pa.send_with_tag(&ack, TAG);
-        }
-    }
-    // o_r was measured at b: send it to a.
-    let mut or_med = [0.0f64];
-    if me == b {
-        or_med[0] = median(or);
-        pa.send_with_tag(&or_med[..], TAG);
-        return None;
-    }
-    pb.receive_into_with_tag(&mut or_med[..], TAG);
-    let o_send_s = median(os);
-    let o_recv_s = or_med[0];
-    // Least-squares line through (bytes, one-way time).
-    let n = ow.len() as f64;
-    let (sx, sy) = ow.iter().fold((0.0, 0.0), |(a, b), p| (a + p.0, b + p.1));
-    let (mx, my) = (sx / n, sy / n);
-    let (mut sxy, mut sxx) = (0.0, 0.0);
-    for p in &ow {
-        sxy += (p.0 - mx) * (p.1 - my);
-        sxx += (p.0 - mx) * (p.0 - mx);
-    }
-    let per_byte_s = if sxx > 0.0 { (sxy / sxx).max(0.0) } else { 0.0 };
-    let latency_s = (rtt8 / 2.0 - o_send_s - o_recv_s).max(0.0);
-    let (bsize, btime) = *ow.last().unwrap_or(&(8.0, 1.0));
-    Some(PairCost {
-        src: a as u32,
-        dst: b as u32,
-        latency_s,
-        per_byte_s,
-        o_send_s,
-        o_recv_s,
-        rtt_small_s: rtt8,
-        bandwidth_bps: bsize / btime,
-    })
+    out
 }
 
-fn processor_name() -> String {
-    mpi::environment::processor_name().unwrap_or_default()
+/// A barrier whose waiting ranks sleep, so they leave the cores to the
+/// ranks being measured.
+fn quiet_barrier(world: &SimpleCommunicator) {
+    let mut req = world.immediate_barrier();
+    loop {
+        match req.test() {
+            Ok(_) => break,
+            Err(r) => {
+                req = r;
+                std::thread::sleep(Duration::from_micros(50));
+            }
+        }
+    }
 }
 
-fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>> {
+/// Send a serialised value to rank 0 (rank 0 itself just keeps it).
+fn to_root<T: serde::Serialize>(world: &SimpleCommunicator, v: &T) {
+    let bytes = serde_json::to_vec(v).expect("serialise");
+    let len = bytes.len() as u64;
+    let root = world.process_at_rank(0);
+    root.send_with_tag(&len, TAG);
+    root.send_with_tag(&bytes[..], TAG);
+}
+
+fn from_rank<T: serde::de::DeserializeOwned>(world: &SimpleCommunicator, r: i32) -> Result<T> {
+    let p = world.process_at_rank(r);
+    let mut len = 0u64;
+    p.receive_into_with_tag(&mut len, TAG);
+    let mut bytes = vec![0u8; len as usize];
+    p.receive_into_with_tag(&mut bytes[..], TAG);
+    serde_json::from_slice(&bytes).context("result from a rank does not decode")
+}
+
+fn host_names(world: &SimpleCommunicator) -> Vec<String> {
+    let name = mpi::environment::processor_name().unwrap_or_default();
+    let mut mine = [0u8; 256];
+    let nb = name.as_bytes();
+    mine[..nb.len().min(255)].copy_from_slice(&nb[..nb.len().min(255)]);
+    let mut all = vec![0u8; 256 * world.size() as usize];
+    world.all_gather_into(&mine[..], &mut all[..]);
+    all.chunks(256)
+        .map(|c| {
+            String::from_utf8_lossy(&c[..c.iter().position(|&x| x == 0).unwrap_or(256)])
+                .into_owned()
+        })
+        .collect()
+}
+
+/// Everything rank 0 needs to check before measuring, decided there and
+/// shared so that every rank stops alike.
+fn preflight(world: &SimpleCommunicator, args: &Args) -> Result<PathBuf> {
     let p = world.size();
-    let me = world.rank();
     if p < 2 {
         bail!("needs at least 2 ranks to measure pairs (got {p}); run with --np 2 or more");
     }
-    // Check the output path before measuring anything; all ranks agree.
-    let mut ok = [1u8];
-    if me == 0 {
+    let disk_dir = args
+        .disk_dir
+        .clone()
+        .or_else(|| std::env::var_os("TMPDIR").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
+    let mut msg = String::new();
+    if world.rank() == 0 {
         let probe = args
             .output
             .with_extension(format!("probe.{}", std::process::id()));
@@ -210,124 +149,333 @@ fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>
             Ok(()) => {
                 let _ = std::fs::remove_file(&probe);
             }
-            Err(e) => {
-                eprintln!(
-                    "mheta-microbench: error: -o {}: cannot write there: {e}",
-                    args.output.display()
-                );
-                ok[0] = 0;
-            }
+            Err(e) => msg = format!("-o {}: cannot write there: {e}", args.output.display()),
+        }
+        if msg.is_empty() && !args.no_disk && !disk_dir.is_dir() {
+            msg = format!("--disk-dir {}: not a directory", disk_dir.display());
         }
     }
-    world.process_at_rank(0).broadcast_into(&mut ok[..]);
-    if ok[0] == 0 {
-        bail!("");
+    let mut len = msg.len() as u64;
+    let root = world.process_at_rank(0);
+    root.broadcast_into(&mut len);
+    if len > 0 {
+        let mut bytes = msg.into_bytes();
+        bytes.resize(len as usize, 0);
+        root.broadcast_into(&mut bytes[..]);
+        bail!("{}", String::from_utf8_lossy(&bytes));
     }
-    let plan = Plan::new(args.quick);
-    let name = processor_name();
-    let mut hosts_flat = vec![0u8; 256 * p as usize];
-    let mut mine = [0u8; 256];
-    let nb = name.as_bytes();
-    mine[..nb.len().min(255)].copy_from_slice(&nb[..nb.len().min(255)]);
-    world.all_gather_into(&mine[..], &mut hosts_flat[..]);
-    let hosts: Vec<String> = hosts_flat
-        .chunks(256)
-        .map(|c| {
-            String::from_utf8_lossy(&c[..c.iter().position(|&x| x == 0).unwrap_or(256)])
-                .into_owned()
-        })
-        .collect();
-    let mut profile = ClusterProfile::new(
-        p as u32,
-        hosts,
-        "logp-mpi-style: o_s = eager MPI_Send time, o_r = MPI_Recv time of an arrived message, L = RTT/2 - o_s - o_r, G = least-squares slope of RTT/2",
+    Ok(disk_dir)
+}
+
+fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>> {
+    let disk_dir = preflight(world, args)?;
+    let p = world.size() as usize;
+    let me = world.rank() as usize;
+    let hosts = host_names(world);
+    let local: Vec<usize> = (0..p).filter(|&r| hosts[r] == hosts[me]).collect();
+    // Online CPUs of the node (not this rank's affinity: mpirun binds
+    // each rank to one core).
+    // SAFETY: sysconf only reads a system value.
+    let cores = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
+    // Oversubscribed anywhere: measure one pair at a time.
+    let mut over = [u8::from(local.len() > cores)];
+    let mut any = [0u8];
+    world.all_reduce_into(
+        &over[..],
+        &mut any[..],
+        mpi::collective::SystemOperation::max(),
     );
+    over[0] = any[0];
+    let serial = over[0] == 1;
+    let plan = net::Plan::new(args.quick);
+    let schedule = rounds(p);
+    let total_pairs = p * (p - 1);
+    let bar = (me == 0 && std::io::stderr().is_terminal()).then(|| {
+        let b = indicatif::ProgressBar::new(total_pairs as u64 + 1);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{msg:>12} [{bar:30}] {pos}/{len} pairs {elapsed}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b.set_message("pairs");
+        b
+    });
     let t0 = Instant::now();
-    for a in 0..p {
-        for b in 0..p {
-            if a == b {
-                continue;
-            }
-            world.barrier();
-            let cost = if me == a || me == b {
-                measure_pair(world, &plan, a, b)
-            } else {
-                None
-            };
-            // Collect at rank 0: a sends its result.
-            let mut v = [0.0f64; 6];
-            if let Some(c) = &cost {
-                v = [
-                    c.latency_s,
-                    c.per_byte_s,
-                    c.o_send_s,
-                    c.o_recv_s,
-                    c.rtt_small_s,
-                    c.bandwidth_bps,
-                ];
-                if a != 0 {
-                    world.process_at_rank(0).send_with_tag(&v[..], TAG);
+    let mut pairs: Vec<PairCost> = Vec::new();
+    for round in &schedule {
+        let groups: Vec<Vec<(usize, usize)>> = if serial {
+            round.iter().map(|&pr| vec![pr]).collect()
+        } else {
+            vec![round.clone()]
+        };
+        for group in groups {
+            quiet_barrier(world);
+            if let Some(&(a, b)) = group.iter().find(|&&(a, b)| a == me || b == me) {
+                for (s, d) in [(a, b), (b, a)] {
+                    if let Some(c) = net::measure_pair(world, &plan, s as i32, d as i32) {
+                        if me == 0 {
+                            pairs.push(c);
+                        } else {
+                            to_root(world, &c);
+                        }
+                    }
                 }
             }
             if me == 0 {
-                if a != 0 {
-                    world
-                        .process_at_rank(a)
-                        .receive_into_with_tag(&mut v[..], TAG);
+                for &(a, b) in &group {
+                    for s in [a, b] {
+                        if s != 0 {
+                            pairs.push(from_rank(world, s as i32)?);
+                        }
+                    }
                 }
-                profile.pairs.push(PairCost {
-                    src: a as u32,
-                    dst: b as u32,
-                    latency_s: v[0],
-                    per_byte_s: v[1],
-                    o_send_s: v[2],
-                    o_recv_s: v[3],
-                    rtt_small_s: v[4],
-                    bandwidth_bps: v[5],
-                });
+                if let Some(b) = &bar {
+                    b.inc(2 * group.len() as u64);
+                }
             }
         }
     }
+    quiet_barrier(world);
+    if let Some(b) = &bar {
+        b.set_message("nodes");
+    }
+
+    // CPU: every rank runs the kernel at once, as an application would.
+    let reps = if args.quick { 11 } else { 51 };
+    let mut cpu = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        world.barrier();
+        cpu.push(node::cpu_kernel());
+    }
+    let cpu = Dist::from_samples(&cpu);
+    let mut medians = vec![0.0f64; p];
+    world.all_gather_into(&cpu.p50, &mut medians[..]);
+    let slowest = medians.iter().copied().fold(0.0, f64::max);
+    let mem = node::mem_available(local.len());
+    // Disk: the first rank of each host measures it; the others copy.
+    let first_local = local[0];
+    let disk = if args.no_disk || me != first_local {
+        None
+    } else {
+        let (sizes, reps): (Vec<usize>, usize) = if args.quick {
+            (vec![4096, 65536, 1 << 20], 8)
+        } else {
+            (vec![4096, 16384, 65536, 262144, 1 << 20, 4 << 20], 32)
+        };
+        Some(
+            node::disk(&disk_dir, &sizes, reps)
+                .map_err(|e| anyhow::anyhow!("disk measurement failed: {e}"))?,
+        )
+    };
+    let mine = NodeCost {
+        rank: me as u32,
+        host: hosts[me].clone(),
+        cpu_weight: if cpu.p50 > 0.0 {
+            slowest / cpu.p50
+        } else {
+            1.0
+        },
+        cpu_kernel: cpu,
+        mem_available_bytes: mem,
+        disk,
+    };
+    let mut nodes: Vec<NodeCost> = Vec::new();
+    if me == 0 {
+        nodes.push(mine);
+        for r in 1..p {
+            nodes.push(from_rank(world, r as i32)?);
+        }
+        for r in 0..p {
+            if nodes[r].disk.is_none() && !args.no_disk {
+                let first = (0..p).find(|&q| hosts[q] == hosts[r]).unwrap_or(r);
+                nodes[r].disk = nodes[first].disk.clone();
+            }
+        }
+    } else {
+        to_root(world, &mine);
+    }
+
+    // OSU's own loops, pair 0 -> 1.
+    let osu = if args.osu_compat {
+        quiet_barrier(world);
+        let sizes: Vec<usize> = (0..=22).map(|k| 1usize << k).collect();
+        let mut lat = Vec::new();
+        let mut bw = Vec::new();
+        for &s in &sizes {
+            if me < 2 {
+                let l = net::osu_latency(world, 0, 1, s);
+                let b = net::osu_bw(world, 0, 1, s);
+                lat.push((s as u64, l));
+                bw.push((s as u64, b));
+            }
+        }
+        Some(OsuCompat {
+            src: 0,
+            dst: 1,
+            latency_us: lat,
+            bandwidth_mbps: bw,
+        })
+    } else {
+        None
+    };
     world.barrier();
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
     if me != 0 {
         return Ok(None);
     }
     eprintln!(
-        "mheta-microbench: measured {} pairs in {:.1} s",
-        profile.pairs.len(),
-        t0.elapsed().as_secs_f64()
+        "mheta-microbench: {} pairs and {} nodes in {:.1} s ({})",
+        pairs.len(),
+        nodes.len(),
+        t0.elapsed().as_secs_f64(),
+        if serial {
+            "one pair at a time: a node runs more ranks than it has cores"
+        } else {
+            "rounds of disjoint pairs in parallel"
+        }
     );
+    let mut profile = ClusterProfile::new(
+        p as u32,
+        hosts,
+        "logp_mpi: o_s = eager 8 B MPI_Send time, o_r = MPI_Recv time of an arrived 8 B message, L = one-way(8 B) - o_s - o_r; one-way = RTT/2 fitted piecewise linear",
+    );
+    profile.schedule = if serial {
+        "round-robin rounds of disjoint pairs, one pair at a time (oversubscribed)".into()
+    } else {
+        "round-robin rounds of disjoint pairs, in parallel".into()
+    };
+    profile.quick = args.quick;
+    pairs.sort_by_key(|c| (c.src, c.dst));
+    profile.pairs = pairs;
+    profile.nodes = nodes;
+    profile.osu = osu;
     Ok(Some(profile))
 }
 
-fn print_table(p: &ClusterProfile) {
+fn print_tables(p: &ClusterProfile) {
+    let n = p.np as usize;
     println!(
-        "# mheta-microbench: {} ranks on {}",
+        "# mheta-microbench: {} ranks on {}{}",
         p.np,
-        p.hosts.join(",")
+        p.hosts.join(","),
+        if p.quick { " (quick)" } else { "" }
     );
+    println!("# {}", p.schedule);
+    let c01 = p.pair(0, 1);
+    println!("# Latency, pair 0 -> 1 (half round trip, median)");
+    println!("{:<10}{:>20}", "# Size", "Latency (us)");
+    for s in &c01.sweep {
+        println!("{:<10}{:>20.2}", s.bytes, s.one_way.p50 * 1e6);
+    }
+    println!("# Bandwidth, pair 0 -> 1 (window of {})", net::WINDOW);
+    println!("{:<10}{:>20}", "# Size", "Bandwidth (MB/s)");
+    for s in &c01.sweep {
+        println!("{:<10}{:>20.2}", s.bytes, s.bandwidth_mbps);
+    }
+    println!("# Overheads and fit per pair (us; per-byte in ns/B by segment)");
     println!(
-        "# {:>4} {:>4} {:>12} {:>12} {:>12} {:>12} {:>14}",
-        "src", "dst", "o_s (us)", "o_r (us)", "L (us)", "RTT8 (us)", "BW (MB/s)"
+        "{:>5} {:>5} {:>9} {:>9} {:>9} {:>9}  segments",
+        "src", "dst", "o_s", "o_r", "L", "RTT8"
     );
     for c in &p.pairs {
+        let segs: Vec<String> = c
+            .segments
+            .iter()
+            .map(|g| {
+                let to = if g.to_bytes == u64::MAX {
+                    "inf".to_string()
+                } else {
+                    g.to_bytes.to_string()
+                };
+                format!("[{}..{}] {:.4}", g.from_bytes, to, g.per_byte_s * 1e9)
+            })
+            .collect();
         println!(
-            "  {:>4} {:>4} {:>12.3} {:>12.3} {:>12.3} {:>12.3} {:>14.1}",
+            "{:>5} {:>5} {:>9.3} {:>9.3} {:>9.3} {:>9.3}  {}",
             c.src,
             c.dst,
             c.o_send_s * 1e6,
             c.o_recv_s * 1e6,
             c.latency_s * 1e6,
             c.rtt_small_s * 1e6,
-            c.bandwidth_bps / 1e6
+            segs.join(" ")
         );
+    }
+    let matrix = |title: &str, f: &dyn Fn(&PairCost) -> f64| {
+        println!("# {title} (rows: source rank, columns: destination)");
+        print!("{:>6}", "");
+        for d in 0..n {
+            print!("{d:>10}");
+        }
+        println!();
+        for s in 0..n {
+            print!("{s:>6}");
+            for d in 0..n {
+                if s == d {
+                    print!("{:>10}", "-");
+                } else {
+                    print!("{:>10.2}", f(p.pair(s as u32, d as u32)));
+                }
+            }
+            println!();
+        }
+    };
+    matrix("Latency, 8 B one-way (us)", &|c| c.one_way_small.p50 * 1e6);
+    matrix("Bandwidth at 1 MiB (MB/s)", &|c| c.bandwidth_bps / 1e6);
+    println!("# Nodes");
+    println!(
+        "{:>5} {:<12} {:>10} {:>12} {:>10} {:>10} {:>10} {:>10}  disk method",
+        "rank", "host", "cpu w", "mem (MB)", "O_r (us)", "r (ns/B)", "O_w (us)", "w (ns/B)"
+    );
+    for nd in &p.nodes {
+        let (ro, rb, wo, wb, m) =
+            nd.disk
+                .as_ref()
+                .map_or((0.0, 0.0, 0.0, 0.0, "-".to_string()), |d| {
+                    (
+                        d.read_overhead_s,
+                        d.read_per_byte_s,
+                        d.write_overhead_s,
+                        d.write_per_byte_s,
+                        d.method.clone(),
+                    )
+                });
+        println!(
+            "{:>5} {:<12} {:>10.3} {:>12.0} {:>10.2} {:>10.4} {:>10.2} {:>10.4}  {}",
+            nd.rank,
+            nd.host,
+            nd.cpu_weight,
+            nd.mem_available_bytes as f64 / 1e6,
+            ro * 1e6,
+            rb * 1e9,
+            wo * 1e6,
+            wb * 1e9,
+            m
+        );
+    }
+    if let Some(o) = &p.osu {
+        println!(
+            "# OSU MPI Latency Test (mheta --osu-compat: osu_latency's loop, pair {} -> {})",
+            o.src, o.dst
+        );
+        println!("{:<10}{:>20}", "# Size", "Latency (us)");
+        for (s, l) in &o.latency_us {
+            println!("{s:<10}{l:>20.2}");
+        }
+        println!("# OSU MPI Bandwidth Test (mheta --osu-compat: osu_bw's loop, window 64)");
+        println!("{:<10}{:>20}", "# Size", "Bandwidth (MB/s)");
+        for (s, b) in &o.bandwidth_mbps {
+            println!("{s:<10}{b:>20.2}");
+        }
     }
 }
 
 fn main() {
     let code = {
-        let universe = mpi::initialize();
-        let Some(universe) = universe else {
+        let Some(universe) = mpi::initialize() else {
             eprintln!("mheta-microbench: error: MPI already initialised");
             std::process::exit(2);
         };
@@ -349,7 +497,11 @@ fn main() {
                 p.validate()
                     .map_err(anyhow::Error::msg)
                     .context("measured profile failed its own checks")?;
-                print_table(&p);
+                if args.json {
+                    print!("{}", p.to_json());
+                } else {
+                    print_tables(&p);
+                }
                 p.save(&args.output)?;
                 eprintln!("mheta-microbench: wrote {}", args.output.display());
             }
@@ -357,13 +509,36 @@ fn main() {
         }) {
             Ok(()) => 0,
             Err(e) => {
-                let msg = format!("{e:#}");
-                if me == 0 && !msg.is_empty() {
-                    eprintln!("mheta-microbench: error: {msg}");
+                if me == 0 {
+                    eprintln!("mheta-microbench: error: {e:#}");
                 }
                 2
             }
         }
     };
     std::process::exit(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rounds;
+
+    #[test]
+    fn rounds_cover_every_pair_once_with_disjoint_ranks() {
+        for p in 2..=9 {
+            let r = rounds(p);
+            let mut seen = std::collections::HashSet::new();
+            for round in &r {
+                let mut busy = std::collections::HashSet::new();
+                for &(a, b) in round {
+                    assert!(
+                        busy.insert(a) && busy.insert(b),
+                        "rank twice in a round: {round:?}"
+                    );
+                    assert!(seen.insert((a, b)), "pair twice: {a},{b}");
+                }
+            }
+            assert_eq!(seen.len(), p * (p - 1) / 2, "p = {p}");
+        }
+    }
 }

@@ -283,8 +283,8 @@ struct Net {
     p: usize,
     o_send: Vec<f64>,
     o_recv: Vec<f64>,
-    latency: Vec<f64>,
-    per_byte: Vec<f64>,
+    /// The pairs' costs (for the piecewise transfer time), by `k(src, dst)`.
+    pairs: Vec<Option<mheta_profile::PairCost>>,
     /// Mean costs, for reductions.
     mean: [f64; 4],
 }
@@ -296,16 +296,14 @@ impl Net {
             p,
             o_send: vec![0.0; p * p],
             o_recv: vec![0.0; p * p],
-            latency: vec![0.0; p * p],
-            per_byte: vec![0.0; p * p],
+            pairs: vec![None; p * p],
             mean: [0.0; 4],
         };
         for c in &prof.pairs {
             let k = c.src as usize * p + c.dst as usize;
             net.o_send[k] = c.o_send_s;
             net.o_recv[k] = c.o_recv_s;
-            net.latency[k] = c.latency_s;
-            net.per_byte[k] = c.per_byte_s;
+            net.pairs[k] = Some(c.clone());
         }
         let n = prof.pairs.len().max(1) as f64;
         for c in &prof.pairs {
@@ -315,6 +313,12 @@ impl Net {
             net.mean[3] += c.per_byte_s / n;
         }
         net
+    }
+
+    /// Time on the wire from `k`'s sender to its receiver (eq. 3's
+    /// T_{i->j}(q)), from the pair's piecewise one-way fit.
+    fn transfer(&self, k: usize, bytes: f64) -> f64 {
+        self.pairs[k].as_ref().map_or(0.0, |c| c.transfer_s(bytes))
     }
 
     fn k(&self, src: usize, dst: usize) -> usize {
@@ -454,8 +458,7 @@ impl Model {
                                 let k = net.k(i, j);
                                 let b = self.msg_bytes(d, i, to.bytes);
                                 // MHETA eq. 3: arrival = T_tau(i) + O_send + T_{i->j}(q).
-                                let arrive =
-                                    clock[i] + net.o_send[k] + net.latency[k] + b * net.per_byte[k];
+                                let arrive = clock[i] + net.o_send[k] + net.transfer(k, b);
                                 clock[i] += net.o_send[k];
                                 out[i].overhead_s += net.o_send[k];
                                 inflight

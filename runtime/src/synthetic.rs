@@ -20,16 +20,7 @@ pub fn profile(p: u32) -> ClusterProfile {
     for s in 0..p {
         for d in 0..p {
             if s != d {
-                prof.pairs.push(PairCost {
-                    src: s,
-                    dst: d,
-                    latency_s: L,
-                    per_byte_s: G,
-                    o_send_s: OS,
-                    o_recv_s: OR,
-                    rtt_small_s: 2.0 * (OS + L + OR),
-                    bandwidth_bps: 1.0 / G,
-                });
+                prof.pairs.push(PairCost::logp(s, d, L, G, OS, OR));
             }
         }
     }

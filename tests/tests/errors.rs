@@ -144,7 +144,7 @@ fn corrupt_and_wrong_version_profiles() {
 
     let text = std::fs::read_to_string(&profile).unwrap();
     let old = dir.join("old.json");
-    std::fs::write(&old, text.replace("\"version\": 1", "\"version\": 99")).unwrap();
+    std::fs::write(&old, text.replace("\"version\": 2", "\"version\": 99")).unwrap();
     let o = fails(
         mheta()
             .args(["predict", "--profile"])

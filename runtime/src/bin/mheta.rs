@@ -37,6 +37,18 @@ enum Cmd {
         /// Where to write the profile.
         #[arg(short = 'o', long = "output", value_name = "PROFILE.json")]
         output: PathBuf,
+        /// Print the profile as JSON on stdout instead of the tables.
+        #[arg(long)]
+        json: bool,
+        /// Also run OSU's osu_latency and osu_bw loops (pair 0 -> 1).
+        #[arg(long)]
+        osu_compat: bool,
+        /// Directory whose disk is measured (default: $TMPDIR or /tmp).
+        #[arg(long, value_name = "DIR")]
+        disk_dir: Option<PathBuf>,
+        /// Do not measure disks.
+        #[arg(long)]
+        no_disk: bool,
     },
     /// Run an MPI launcher with the interposer loaded, recording the
     /// instrumented iterations into the trace directory.
@@ -171,11 +183,26 @@ fn status_code(st: std::process::ExitStatus) -> i32 {
     st.code().unwrap_or(1)
 }
 
-fn bench(np: u32, quick: bool, output: &Path) -> Result<i32> {
+/// What `mheta bench` passes on to mheta-microbench.
+struct BenchOpts {
+    quick: bool,
+    json: bool,
+    osu_compat: bool,
+    disk_dir: Option<PathBuf>,
+    no_disk: bool,
+}
+
+fn bench(np: u32, o: &BenchOpts, output: &Path) -> Result<i32> {
     if np < 2 {
         bail!("--np {np}: the microbenchmarks measure pairs of ranks and need at least 2");
     }
     check_writable(output)?;
+    if let Some(d) = &o.disk_dir
+        && !o.no_disk
+        && !d.is_dir()
+    {
+        bail!("--disk-dir {}: not a directory", d.display());
+    }
     let exe = exe_dir()?.join("mheta-microbench");
     if !exe.is_file() {
         bail!(
@@ -198,8 +225,18 @@ fn bench(np: u32, quick: bool, output: &Path) -> Result<i32> {
         }
     }
     cmd.arg(&exe);
-    if quick {
-        cmd.arg("--quick");
+    for (on, flag) in [
+        (o.quick, "--quick"),
+        (o.json, "--json"),
+        (o.osu_compat, "--osu-compat"),
+        (o.no_disk, "--no-disk"),
+    ] {
+        if on {
+            cmd.arg(flag);
+        }
+    }
+    if let Some(d) = &o.disk_dir {
+        cmd.arg("--disk-dir").arg(d);
     }
     cmd.arg("-o").arg(output);
     let st = cmd
@@ -290,7 +327,25 @@ fn main() {
     let cli = Cli::parse();
     let r = (|| -> Result<i32> {
         match cli.cmd {
-            Cmd::Bench { np, quick, output } => bench(np, quick, &output),
+            Cmd::Bench {
+                np,
+                quick,
+                output,
+                json,
+                osu_compat,
+                disk_dir,
+                no_disk,
+            } => bench(
+                np,
+                &BenchOpts {
+                    quick,
+                    json,
+                    osu_compat,
+                    disk_dir,
+                    no_disk,
+                },
+                &output,
+            ),
             Cmd::Run {
                 trace_dir,
                 iteration,

@@ -1,0 +1,185 @@
+//! Per-node measurements: CPU power from a reference kernel, the memory an
+//! application may use, and disk per-call overheads and per-byte costs.
+
+use mheta_profile::{DiskCost, Dist};
+use std::io::Write as _;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::Path;
+use std::time::Instant;
+
+/// One run of the reference kernel: a 3-point smoothing sweep over an
+/// L1-resident array, 300 times (about a million flops of dependent
+/// arithmetic), in seconds. Its result is kept so the work is not elided.
+pub fn cpu_kernel() -> f64 {
+    let mut a = [1.0f64; 2048];
+    let t = Instant::now();
+    for it in 0..300 {
+        for i in 1..a.len() - 1 {
+            a[i] = 0.25 * (a[i - 1] + 2.0 * a[i] + a[i + 1]) + 1e-9 * it as f64;
+        }
+    }
+    std::hint::black_box(&a);
+    t.elapsed().as_secs_f64()
+}
+
+/// Memory available to one of `local_ranks` ranks on this node: the
+/// smaller of /proc/meminfo's MemAvailable and the cgroup's free limit,
+/// divided among the node's ranks.
+pub fn mem_available(local_ranks: usize) -> u64 {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let avail = meminfo
+        .lines()
+        .find(|l| l.starts_with("MemAvailable:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|k| k.parse::<u64>().ok())
+        .map(|k| k * 1024)
+        .unwrap_or(0);
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+    };
+    let cgroup = match (
+        read("/sys/fs/cgroup/memory.max"),
+        read("/sys/fs/cgroup/memory.current"),
+    ) {
+        (Some(max), Some(cur)) => Some(max.saturating_sub(cur)),
+        _ => match (
+            read("/sys/fs/cgroup/memory/memory.limit_in_bytes"),
+            read("/sys/fs/cgroup/memory/memory.usage_in_bytes"),
+        ) {
+            (Some(max), Some(cur)) if max < (1 << 60) => Some(max.saturating_sub(cur)),
+            _ => None,
+        },
+    };
+    let node = cgroup.map_or(avail, |c| c.min(avail));
+    node / local_ranks.max(1) as u64
+}
+
+/// A buffer aligned for O_DIRECT.
+struct Aligned {
+    ptr: *mut u8,
+    layout: std::alloc::Layout,
+}
+
+impl Aligned {
+    fn new(len: usize) -> Aligned {
+        let layout = std::alloc::Layout::from_size_align(len.max(4096), 4096).expect("layout");
+        // SAFETY: non-zero size; freed in Drop with the same layout.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        assert!(!ptr.is_null(), "out of memory");
+        Aligned { ptr, layout }
+    }
+
+    fn slice(&mut self, len: usize) -> &mut [u8] {
+        // SAFETY: ptr holds layout.size() >= len initialised bytes.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, len) }
+    }
+}
+
+impl Drop for Aligned {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { std::alloc::dealloc(self.ptr, self.layout) };
+    }
+}
+
+fn fit(points: &[(u64, Dist)]) -> (f64, f64) {
+    let pts: Vec<(f64, f64)> = points.iter().map(|(b, d)| (*b as f64, d.p50)).collect();
+    let n = pts.len() as f64;
+    if n < 2.0 {
+        return (pts.first().map_or(0.0, |p| p.1), 0.0);
+    }
+    let (mx, my) = (
+        pts.iter().map(|p| p.0).sum::<f64>() / n,
+        pts.iter().map(|p| p.1).sum::<f64>() / n,
+    );
+    let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let sxx: f64 = pts.iter().map(|p| (p.0 - mx) * (p.0 - mx)).sum();
+    let slope = if sxx > 0.0 { (sxy / sxx).max(0.0) } else { 0.0 };
+    ((my - slope * mx).max(0.0), slope)
+}
+
+/// Disk read and write costs in `dir`, per call, over a sweep of block
+/// sizes. The page cache is bypassed with `O_DIRECT` where the file system
+/// allows it; otherwise it is defeated: each write is followed by
+/// `fdatasync` (timed with it), and before each read the file's cached
+/// pages are dropped with `posix_fadvise(POSIX_FADV_DONTNEED)`.
+pub fn disk(dir: &Path, sizes: &[usize], reps: usize) -> Result<DiskCost, String> {
+    let path = dir.join(format!(".mheta-disk-{}.tmp", std::process::id()));
+    let direct = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&path);
+    let (file, method) = match direct {
+        Ok(f) => (f, "O_DIRECT"),
+        Err(_) => {
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&path)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            (f, "buffered + fdatasync + posix_fadvise(DONTNEED)")
+        }
+    };
+    let direct = method == "O_DIRECT";
+    let big = sizes.iter().copied().max().unwrap_or(4096);
+    let mut buf = Aligned::new(big);
+    for (i, b) in buf.slice(big).iter_mut().enumerate() {
+        *b = i as u8;
+    }
+    let mut read = Vec::new();
+    let mut write = Vec::new();
+    let result = (|| -> std::io::Result<()> {
+        for &size in sizes {
+            let mut w = Vec::with_capacity(reps);
+            for r in 0..reps {
+                let off = (r * size) as u64;
+                let t = Instant::now();
+                file.write_all_at(buf.slice(size), off)?;
+                if !direct {
+                    file.sync_data()?;
+                }
+                w.push(t.elapsed().as_secs_f64());
+            }
+            file.sync_all()?;
+            let mut rd = Vec::with_capacity(reps);
+            for r in 0..reps {
+                let off = (r * size) as u64;
+                if !direct {
+                    use std::os::fd::AsRawFd;
+                    // SAFETY: advising the kernel about our own open file.
+                    unsafe {
+                        libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED)
+                    };
+                }
+                let t = Instant::now();
+                file.read_exact_at(buf.slice(size), off)?;
+                rd.push(t.elapsed().as_secs_f64());
+            }
+            write.push((size as u64, Dist::from_samples(&w)));
+            read.push((size as u64, Dist::from_samples(&rd)));
+        }
+        Ok(())
+    })();
+    let _ = std::fs::remove_file(&path);
+    result.map_err(|e| format!("{}: {e}", path.display()))?;
+    let (ro, rb) = fit(&read);
+    let (wo, wb) = fit(&write);
+    let _ = std::io::stderr().flush();
+    Ok(DiskCost {
+        dir: dir.display().to_string(),
+        method: method.into(),
+        read_overhead_s: ro,
+        read_per_byte_s: rb,
+        write_overhead_s: wo,
+        write_per_byte_s: wb,
+        read,
+        write,
+    })
+}

@@ -1,0 +1,173 @@
+//! The microbenchmark session: a profile the model accepts, with sane and
+//! complete figures, and clean refusals of bad input.
+
+#![allow(clippy::unwrap_used)] // tests fail loudly on purpose
+
+use mheta_profile::ClusterProfile;
+use mheta_tests::{bin, fails, mheta, ok, scratch};
+
+fn cores() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+fn check_profile(p: &ClusterProfile, np: usize) {
+    assert_eq!(p.np as usize, np);
+    assert_eq!(p.pairs.len(), np * (np - 1));
+    for c in &p.pairs {
+        let who = format!("pair {}->{}", c.src, c.dst);
+        // Overheads are part of the small-message round trip. Checked where
+        // every rank has a core of its own: with 4 ranks on 2 cores Open
+        // MPI polls by yielding and a pair may share a core, so single
+        // figures are time-shared (the profile's schedule says so).
+        if np <= cores() {
+            assert!(
+                c.o_send_s + c.o_recv_s <= c.rtt_small_s,
+                "{who}: o_s {} + o_r {} > RTT {}",
+                c.o_send_s,
+                c.o_recv_s,
+                c.rtt_small_s
+            );
+        }
+        assert!(c.o_send_s > 0.0 && c.o_recv_s > 0.0, "{who}");
+        // Every fitted per-byte cost is positive.
+        assert!(!c.segments.is_empty(), "{who}");
+        for g in &c.segments {
+            assert!(g.per_byte_s > 0.0, "{who}: {g:?}");
+        }
+        // The sweep covers 1 B to 4 MiB, each size a sampled distribution.
+        assert_eq!(c.sweep.first().unwrap().bytes, 1, "{who}");
+        assert_eq!(c.sweep.last().unwrap().bytes, 4 << 20, "{who}");
+        for s in &c.sweep {
+            assert!(
+                s.one_way.count > 0 && s.one_way.p50 > 0.0 && s.one_way.p99 >= s.one_way.p50,
+                "{who}: {s:?}"
+            );
+            assert!(s.bandwidth_mbps > 0.0, "{who}: {} B", s.bytes);
+            let h = s.one_way.histogram().unwrap();
+            assert_eq!(h.len(), s.one_way.count);
+        }
+        // The fit reproduces the measured medians of the large sizes.
+        for s in c.sweep.iter().filter(|s| s.bytes >= 65536) {
+            let m = c.one_way_s(s.bytes as f64);
+            assert!(
+                (m - s.one_way.p50).abs() <= 0.5 * s.one_way.p50,
+                "{who} at {} B: fit {m} vs {}",
+                s.bytes,
+                s.one_way.p50
+            );
+        }
+        assert_eq!(c.o_send.histogram().unwrap().len(), c.o_send.count);
+    }
+    assert_eq!(p.nodes.len(), np);
+    let min_w = p
+        .nodes
+        .iter()
+        .map(|n| n.cpu_weight)
+        .fold(f64::INFINITY, f64::min);
+    assert!(
+        (min_w - 1.0).abs() < 1e-12,
+        "the slowest rank has weight 1: {min_w}"
+    );
+    for n in &p.nodes {
+        assert!(n.mem_available_bytes > 0);
+        let d = n.disk.as_ref().unwrap();
+        assert!(!d.method.is_empty() && !d.read.is_empty() && !d.write.is_empty());
+        assert!(d.read.iter().chain(&d.write).all(|(_, t)| t.p50 > 0.0));
+    }
+}
+
+#[test]
+fn quick_sessions_at_2_and_4_ranks() {
+    let dir = scratch("bench");
+    for np in [2usize, 4] {
+        let out = dir.join(format!("p{np}.json"));
+        let text = ok(mheta()
+            .args(["bench", "--np", &np.to_string(), "--quick", "-o"])
+            .arg(&out));
+        // OSU-style tables and the matrices are on stdout.
+        assert!(text.contains("# Size            Latency (us)"), "{text}");
+        assert!(text.contains("# Size        Bandwidth (MB/s)"), "{text}");
+        assert!(
+            text.contains("Latency, 8 B one-way (us)")
+                && text.contains("Bandwidth at 1 MiB (MB/s)"),
+            "{text}"
+        );
+        let p = ClusterProfile::load(&out).unwrap();
+        check_profile(&p, np);
+    }
+}
+
+#[test]
+fn json_output_is_the_profile() {
+    let dir = scratch("bench-json");
+    let out = dir.join("p.json");
+    let text = ok(mheta()
+        .args(["bench", "--np", "2", "--quick", "--json", "--no-disk", "-o"])
+        .arg(&out));
+    let from_stdout = ClusterProfile::parse(&text, std::path::Path::new("stdout")).unwrap();
+    let from_file = ClusterProfile::load(&out).unwrap();
+    assert_eq!(from_stdout, from_file);
+    assert!(from_file.nodes.iter().all(|n| n.disk.is_none()));
+}
+
+#[test]
+fn microbench_runs_under_a_users_own_mpirun() {
+    let dir = scratch("bench-own");
+    let out = dir.join("p.json");
+    ok(mheta_tests::mpirun(2)
+        .arg(bin("mheta-microbench"))
+        .args(["--quick", "--no-disk", "-o"])
+        .arg(&out));
+    let p = ClusterProfile::load(&out).unwrap();
+    assert_eq!(p.pairs.len(), 2);
+}
+
+#[test]
+fn bad_input_is_refused_before_measuring() {
+    let dir = scratch("bench-bad");
+    let keep = dir.join("keep.json");
+    std::fs::write(&keep, "precious").unwrap();
+    for args in [
+        vec!["--np", "1"],
+        vec!["--np", "two"],
+        vec!["--np", "2", "--quick", "--bogus"],
+        vec!["--np", "2", "--quick", "--disk-dir", "/nonexistent/dir"],
+    ] {
+        let o = fails(mheta().arg("bench").args(&args).arg("-o").arg(&keep));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !err.contains("mheta-microbench: wrote"),
+            "{args:?}: measured anyway:\n{err}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&keep).unwrap(),
+            "precious",
+            "{args:?}"
+        );
+    }
+    let o = fails(
+        mheta()
+            .args([
+                "bench",
+                "--np",
+                "2",
+                "--quick",
+                "--disk-dir",
+                "/nonexistent/dir",
+                "-o",
+            ])
+            .arg(&keep),
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent/dir"));
+    let o = fails(mheta().args(["bench", "--np", "two", "-o"]).arg(&keep));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("two"));
+    // The microbench binary itself refuses an unwritable output.
+    let o = fails(mheta_tests::mpirun(2).arg(bin("mheta-microbench")).args([
+        "--quick",
+        "-o",
+        "/nonexistent/p.json",
+    ]));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent/p.json"));
+}
