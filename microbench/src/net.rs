@@ -21,6 +21,8 @@ pub struct Plan {
     pub overhead_reps: usize,
     pub bw_iters_small: usize,
     pub bw_iters_large: usize,
+    /// Streams per size; the bandwidth is their median.
+    pub bw_repeats: usize,
 }
 
 impl Plan {
@@ -34,6 +36,7 @@ impl Plan {
                 overhead_reps: 100,
                 bw_iters_small: 20,
                 bw_iters_large: 3,
+                bw_repeats: 3,
             }
         } else {
             Plan {
@@ -44,6 +47,7 @@ impl Plan {
                 overhead_reps: 1000,
                 bw_iters_small: 100,
                 bw_iters_large: 20,
+                bw_repeats: 5,
             }
         }
     }
@@ -126,7 +130,10 @@ fn stream(
 pub fn measure_pair(world: &SimpleCommunicator, plan: &Plan, a: i32, b: i32) -> Option<PairCost> {
     let me = world.rank();
     let (pa, pb) = (world.process_at_rank(a), world.process_at_rank(b));
-    let mut buf = vec![0u8; plan.largest()];
+    // Separate send and receive buffers, written now so that no page is
+    // first touched while being timed.
+    let mut buf = vec![1u8; plan.largest()];
+    let sbuf = vec![2u8; plan.largest()];
     let mut ack = 0u8;
     // Ping-pong sweep: one sample per round trip, RTT/2.
     let mut sweep: Vec<(usize, Vec<f64>, f64)> = Vec::new();
@@ -137,14 +144,14 @@ pub fn measure_pair(world: &SimpleCommunicator, plan: &Plan, a: i32, b: i32) -> 
         for r in 0..reps + warm {
             if me == a {
                 let t = Instant::now();
-                pb.send_with_tag(&buf[..size], TAG);
+                pb.send_with_tag(&sbuf[..size], TAG);
                 pb.receive_into_with_tag(&mut buf[..size], TAG);
                 if r >= warm {
                     samples.push(t.elapsed().as_secs_f64() / 2.0);
                 }
             } else {
                 pa.receive_into_with_tag(&mut buf[..size], TAG);
-                pa.send_with_tag(&buf[..size], TAG);
+                pa.send_with_tag(&sbuf[..size], TAG);
             }
         }
         let (iters, skip) = if size <= LARGE {
@@ -152,7 +159,9 @@ pub fn measure_pair(world: &SimpleCommunicator, plan: &Plan, a: i32, b: i32) -> 
         } else {
             (plan.bw_iters_large, 1)
         };
-        let bw = stream(world, a, b, &mut buf[..size], iters, skip);
+        // The median of several streams: one stream is easily disturbed.
+        let mut bws: Vec<f64> = (0..plan.bw_repeats).map(|_| stream(world, a, b, &mut buf[..size], iters, skip)).collect();
+        let bw = median(&mut bws);
         sweep.push((size, samples, bw));
     }
     // Send overhead: an eager send returns once the data is buffered.
