@@ -60,7 +60,7 @@ struct Args {
 const TAG: i32 = 0x4d43;
 
 /// Rounds of disjoint unordered pairs covering every pair once (the
-/// circle method; `None` is a bye when the rank count is odd).
+/// circle method; with an odd rank count one rank sits each round out).
 fn rounds(p: usize) -> Vec<Vec<(usize, usize)>> {
     let n = p + p % 2;
     let mut ring: Vec<usize> = (1..n).collect();

@@ -160,7 +160,9 @@ pub fn measure_pair(world: &SimpleCommunicator, plan: &Plan, a: i32, b: i32) -> 
             (plan.bw_iters_large, 1)
         };
         // The median of several streams: one stream is easily disturbed.
-        let mut bws: Vec<f64> = (0..plan.bw_repeats).map(|_| stream(world, a, b, &mut buf[..size], iters, skip)).collect();
+        let mut bws: Vec<f64> = (0..plan.bw_repeats)
+            .map(|_| stream(world, a, b, &mut buf[..size], iters, skip))
+            .collect();
         let bw = median(&mut bws);
         sweep.push((size, samples, bw));
     }

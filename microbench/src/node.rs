@@ -84,20 +84,10 @@ impl Drop for Aligned {
     }
 }
 
+/// Per-call overhead and per-byte cost through the medians.
 fn fit(points: &[(u64, Dist)]) -> (f64, f64) {
     let pts: Vec<(f64, f64)> = points.iter().map(|(b, d)| (*b as f64, d.p50)).collect();
-    let n = pts.len() as f64;
-    if n < 2.0 {
-        return (pts.first().map_or(0.0, |p| p.1), 0.0);
-    }
-    let (mx, my) = (
-        pts.iter().map(|p| p.0).sum::<f64>() / n,
-        pts.iter().map(|p| p.1).sum::<f64>() / n,
-    );
-    let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
-    let sxx: f64 = pts.iter().map(|p| (p.0 - mx) * (p.0 - mx)).sum();
-    let slope = if sxx > 0.0 { (sxy / sxx).max(0.0) } else { 0.0 };
-    ((my - slope * mx).max(0.0), slope)
+    mheta_profile::line_fit(&pts).unwrap_or((pts.first().map_or(0.0, |p| p.1), 0.0))
 }
 
 /// Disk read and write costs in `dir`, per call, over a sweep of block

@@ -52,26 +52,10 @@ impl Calls {
     }
 
     fn fit(&mut self) {
-        let n = self.samples.len() as f64;
-        if n < 2.0 {
-            return;
+        if let Some((o, b)) = mheta_profile::line_fit(&self.samples) {
+            self.overhead_s = Some(o);
+            self.per_byte_s = Some(b);
         }
-        let (sx, sy) = self
-            .samples
-            .iter()
-            .fold((0.0, 0.0), |(a, b), p| (a + p.0, b + p.1));
-        let (mx, my) = (sx / n, sy / n);
-        let (mut sxy, mut sxx) = (0.0, 0.0);
-        for p in &self.samples {
-            sxy += (p.0 - mx) * (p.1 - my);
-            sxx += (p.0 - mx) * (p.0 - mx);
-        }
-        if sxx <= 0.0 {
-            return;
-        }
-        let slope = (sxy / sxx).max(0.0);
-        self.per_byte_s = Some(slope);
-        self.overhead_s = Some((my - slope * mx).max(0.0));
     }
 }
 
@@ -203,17 +187,8 @@ pub fn io(t: &RankTrace) -> Vec<VarIo> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mheta_trace::{Completion, Event, Op};
-
-    fn ev(t0: u64, t1: u64, op: Option<Op>, what: What) -> Event {
-        Event {
-            op,
-            thread: 0,
-            t0_ns: t0,
-            t1_ns: t1,
-            what,
-        }
-    }
+    use crate::synthetic::ev;
+    use mheta_trace::{Completion, Op};
 
     #[test]
     fn stage_compute_excludes_io_and_fits_overheads() {

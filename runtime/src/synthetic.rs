@@ -27,7 +27,8 @@ pub fn profile(p: u32) -> ClusterProfile {
     prof
 }
 
-fn ev(t0: u64, t1: u64, op: Option<Op>, what: What) -> Event {
+/// An event of thread 0.
+pub fn ev(t0: u64, t1: u64, op: Option<Op>, what: What) -> Event {
     Event {
         op,
         thread: 0,

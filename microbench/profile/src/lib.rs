@@ -431,6 +431,27 @@ impl ClusterProfile {
     }
 }
 
+/// Least-squares line `y = a + b·x` through `points`, with `b` floored at 0
+/// and `a` at 0 (costs are not negative); `None` with fewer than two
+/// distinct `x`. Used for per-call overhead + per-byte cost fits.
+pub fn line_fit(points: &[(f64, f64)]) -> Option<(f64, f64)> {
+    let n = points.len() as f64;
+    if n < 2.0 {
+        return None;
+    }
+    let (mx, my) = (
+        points.iter().map(|p| p.0).sum::<f64>() / n,
+        points.iter().map(|p| p.1).sum::<f64>() / n,
+    );
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx) * (p.0 - mx)).sum();
+    if sxx <= 0.0 {
+        return None;
+    }
+    let b = (sxy / sxx).max(0.0);
+    Some(((my - b * mx).max(0.0), b))
+}
+
 /// Fit the one-way time over message sizes as a continuous piecewise-linear
 /// function through measured medians `(bytes, seconds)` (sorted by size):
 /// knots at the first and last size and at up to two breakpoints chosen
