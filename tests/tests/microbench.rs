@@ -48,8 +48,9 @@ fn check_profile(p: &ClusterProfile, np: usize) {
             let h = s.one_way.histogram().unwrap();
             assert_eq!(h.len(), s.one_way.count);
         }
-        // The fit reproduces the measured medians of the large sizes.
-        for s in c.sweep.iter().filter(|s| s.bytes >= 65536) {
+        // The fit reproduces the measured medians of the large sizes (where
+        // the medians are not time-shared, see above).
+        for s in c.sweep.iter().filter(|s| s.bytes >= 65536 && np <= cores()) {
             let m = c.one_way_s(s.bytes as f64);
             assert!(
                 (m - s.one_way.p50).abs() <= 0.5 * s.one_way.p50,
