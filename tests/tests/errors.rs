@@ -17,14 +17,15 @@ fn one_error_line(o: &Output, prefix: &str) -> String {
     lines[0].to_string()
 }
 
+/// jacobi's one error line (from rank 0 only) for `args` on `np` ranks.
+fn jacobi_error(np: usize, args: &[&str]) -> String {
+    let o = fails(mpirun(np).arg(bin("jacobi")).args(args));
+    one_error_line(&o, "jacobi: error:")
+}
+
 #[test]
 fn jacobi_dist_of_wrong_length() {
-    let o = fails(
-        mpirun(2)
-            .arg(bin("jacobi"))
-            .args(["--n", "100", "--dist", "30,30,40"]),
-    );
-    let l = one_error_line(&o, "jacobi: error:");
+    let l = jacobi_error(2, &["--n", "100", "--dist", "30,30,40"]);
     assert!(
         l.contains("--dist has 3 entries but there are 2 ranks"),
         "{l}"
@@ -33,44 +34,24 @@ fn jacobi_dist_of_wrong_length() {
 
 #[test]
 fn jacobi_dist_of_wrong_sum() {
-    let o = fails(
-        mpirun(2)
-            .arg(bin("jacobi"))
-            .args(["--n", "100", "--dist", "30,60"]),
-    );
-    let l = one_error_line(&o, "jacobi: error:");
+    let l = jacobi_error(2, &["--n", "100", "--dist", "30,60"]);
     assert!(l.contains("--dist sums to 90 rows but N = 100"), "{l}");
 }
 
 #[test]
 fn jacobi_dist_not_a_number() {
-    let o = fails(
-        mpirun(2)
-            .arg(bin("jacobi"))
-            .args(["--n", "100", "--dist", "50,x"]),
-    );
-    let l = one_error_line(&o, "jacobi: error:");
+    let l = jacobi_error(2, &["--n", "100", "--dist", "50,x"]);
     assert!(l.contains("\"x\" is not a non-negative row count"), "{l}");
 }
 
 #[test]
 fn jacobi_cluster_of_wrong_rank_count_or_unknown() {
-    let o = fails(
-        mpirun(4)
-            .arg(bin("jacobi"))
-            .args(["--n", "100", "--cluster", "het2"]),
-    );
-    let l = one_error_line(&o, "jacobi: error:");
+    let l = jacobi_error(4, &["--n", "100", "--cluster", "het2"]);
     assert!(
         l.contains("het2") && l.contains("2 ranks but the job has 4"),
         "{l}"
     );
-    let o = fails(
-        mpirun(2)
-            .arg(bin("jacobi"))
-            .args(["--n", "100", "--cluster", "nosuch"]),
-    );
-    let l = one_error_line(&o, "jacobi: error:");
+    let l = jacobi_error(2, &["--n", "100", "--cluster", "nosuch"]);
     assert!(l.contains("nosuch") && l.contains("built-in"), "{l}");
 }
 
@@ -103,6 +84,19 @@ fn predict_with_missing_trace_directory() {
     );
 }
 
+/// `mheta predict`'s one error line for this profile, trace and --dist.
+fn predict_error(profile: &std::path::Path, trace: &std::path::Path, dist: &str) -> String {
+    let o = fails(
+        mheta()
+            .args(["predict", "--profile"])
+            .arg(profile)
+            .arg("--trace")
+            .arg(trace)
+            .args(["--dist", dist]),
+    );
+    one_error_line(&o, "mheta: error:")
+}
+
 fn recorded_trace(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
     let dir = scratch(name);
     let profile = quick_profile(&dir, 2);
@@ -128,15 +122,7 @@ fn corrupt_and_wrong_version_profiles() {
         "{\"format\": \"mheta-cluster-profile\", \"version\": 1, \"np\": ",
     )
     .unwrap();
-    let o = fails(
-        mheta()
-            .args(["predict", "--profile"])
-            .arg(&corrupt)
-            .arg("--trace")
-            .arg(&trace)
-            .args(["--dist", "32,32"]),
-    );
-    let l = one_error_line(&o, "mheta: error:");
+    let l = predict_error(&corrupt, &trace, "32,32");
     assert!(
         l.contains("corrupt.json") && l.contains("not a valid cluster profile"),
         "{l}"
@@ -145,50 +131,21 @@ fn corrupt_and_wrong_version_profiles() {
     let text = std::fs::read_to_string(&profile).unwrap();
     let old = dir.join("old.json");
     std::fs::write(&old, text.replace("\"version\": 2", "\"version\": 99")).unwrap();
-    let o = fails(
-        mheta()
-            .args(["predict", "--profile"])
-            .arg(&old)
-            .arg("--trace")
-            .arg(&trace)
-            .args(["--dist", "32,32"]),
-    );
-    let l = one_error_line(&o, "mheta: error:");
+    let l = predict_error(&old, &trace, "32,32");
     assert!(l.contains("old.json") && l.contains("version 99"), "{l}");
 
     // Wrong length and sum through the CLI too.
-    let o = fails(
-        mheta()
-            .args(["predict", "--profile"])
-            .arg(&profile)
-            .arg("--trace")
-            .arg(&trace)
-            .args(["--dist", "32,31"]),
-    );
-    assert!(one_error_line(&o, "mheta: error:").contains("sums to 63 rows but N = 64"));
-    let o = fails(
-        mheta()
-            .args(["predict", "--profile"])
-            .arg(&profile)
-            .arg("--trace")
-            .arg(&trace)
-            .args(["--dist", "64"]),
-    );
-    assert!(one_error_line(&o, "mheta: error:").contains("1 entries but there are 2 ranks"));
+    let l = predict_error(&profile, &trace, "32,31");
+    assert!(l.contains("sums to 63 rows but N = 64"));
+    let l = predict_error(&profile, &trace, "64");
+    assert!(l.contains("1 entries but there are 2 ranks"));
 
     // A profile of another rank count.
     let p4 = quick_profile(&dir, 4);
-    let o = fails(
-        mheta()
-            .args(["predict", "--profile"])
-            .arg(&p4)
-            .arg("--trace")
-            .arg(&trace)
-            .args(["--dist", "32,32"]),
-    );
+    let l = predict_error(&p4, &trace, "32,32");
     assert!(
-        one_error_line(&o, "mheta: error:")
-            .contains("trace has 2 ranks but the profile measured 4")
+        l.contains("trace has 2 ranks but the profile measured 4"),
+        "{l}"
     );
 }
 
@@ -198,29 +155,14 @@ fn corrupt_trace_is_named() {
     let r1 = trace.join("rank-00001.mtrace");
     let bytes = std::fs::read(&r1).unwrap();
     std::fs::write(&r1, &bytes[..bytes.len() / 2]).unwrap();
-    let o = fails(
-        mheta()
-            .args(["predict", "--profile"])
-            .arg(&profile)
-            .arg("--trace")
-            .arg(&trace)
-            .args(["--dist", "32,32"]),
-    );
-    let l = one_error_line(&o, "mheta: error:");
+    let l = predict_error(&profile, &trace, "32,32");
     assert!(
         l.contains("rank-00001.mtrace") && l.contains("corrupt"),
         "{l}"
     );
     std::fs::remove_file(&r1).unwrap();
-    let o = fails(
-        mheta()
-            .args(["predict", "--profile"])
-            .arg(&profile)
-            .arg("--trace")
-            .arg(&trace)
-            .args(["--dist", "32,32"]),
-    );
-    assert!(one_error_line(&o, "mheta: error:").contains("trace of rank 1 is missing"));
+    let l = predict_error(&profile, &trace, "32,32");
+    assert!(l.contains("trace of rank 1 is missing"));
 }
 
 #[test]
