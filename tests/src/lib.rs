@@ -26,6 +26,13 @@ pub fn bin(name: &str) -> PathBuf {
     p
 }
 
+/// Cores of this machine: timing bounds hold only where every rank has one.
+pub fn cores() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
 /// A fresh scratch directory for one test.
 pub fn scratch(name: &str) -> PathBuf {
     let d = root().join("target/mheta-tests").join(name);

@@ -4,13 +4,7 @@
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
 use mheta_profile::ClusterProfile;
-use mheta_tests::{bin, fails, mheta, ok, scratch};
-
-fn cores() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-}
+use mheta_tests::{bin, cores, fails, mheta, ok, scratch};
 
 fn check_profile(p: &ClusterProfile, np: usize) {
     assert_eq!(p.np as usize, np);
