@@ -1,36 +1,70 @@
-//! The harness shared by mheta's MPI kernels: the common command line
-//! (`--n`, `--iters`, `--dist`, `--cluster`, `--auto`), argument checks that
-//! fail alike on every rank, CPU-power emulation by extra work (as the MHETA
-//! paper does), per-iteration timing, the `--auto` step (plan with model +
-//! GBS inside the job, then redistribute), and the one-line JSON report.
+//! The harness shared by mheta's MPI kernels, so that a kernel's file holds
+//! only its numerics and its verification (as PETSc keeps `DM` apart from
+//! `KSP`). The harness owns the common command line and the checks that
+//! fail alike on every rank ([`Common`], [`agree`]); the emulated cluster
+//! ([`emulate`]: cgroup CPU quotas, memory limits and disk throttles, with
+//! the paper's fallbacks); storage in core or out of core ([`storage`]:
+//! the out-of-core rule, ICLA pieces, MPI-IO, prefetching; [`mpiio`]: the
+//! thin unsafe layer); 1-D row neighbours and halo exchange ([`grid`]); and
+//! the run itself ([`run`]): iteration and stage markers, timing, `--auto`
+//! (plan with the model inside the job, then redistribute) and the one-line
+//! JSON report.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use mheta_runtime::Dist;
-use mheta_runtime::cluster::ClusterSpec;
+use mheta_runtime::cluster::{ClusterSpec, RankSpec};
 use mheta_trace::AppDecl;
+use mpi::collective::{CommunicatorCollectives, Root, SystemOperation};
+use mpi::datatype::PartitionMut;
 use mpi::topology::{Communicator, SimpleCommunicator};
-use std::path::PathBuf;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
+
+pub mod emulate;
+pub mod grid;
+pub mod mpiio;
+pub mod storage;
+
+use emulate::Emulation;
+use storage::Storage;
 
 /// Options every app takes.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Common {
-    /// Iterations of the main loop.
-    #[arg(long, default_value_t = 100)]
-    pub iters: u64,
-    /// GEN_BLOCK rows per rank, `s0,s1,...` (sums to the app's rows);
-    /// default: equal blocks.
+    /// Iterations of the main loop (default: the app's).
+    #[arg(long)]
+    pub iters: Option<u64>,
+    /// GEN_BLOCK rows per rank, `s0,s1,...` (sums to the app's rows; a
+    /// rank may get 0); default: equal blocks.
     #[arg(long)]
     pub dist: Option<String>,
-    /// Emulated cluster: a TOML spec file or a built-in name (uniform, het2, het4).
+    /// Emulated cluster: a TOML spec file or a built-in name (uniform,
+    /// het2, het4; DC, IO, HY1, HY2 for 4 or 8 ranks).
     #[arg(long, default_value = "uniform")]
     pub cluster: String,
-    /// After the instrumented iteration, choose a distribution with the
-    /// MHETA model and GBS, move the rows there, and continue. Needs the
-    /// interposer (`mheta run`) and a cluster profile.
+    /// Memory for each rank's arrays, MB (overrides the spec's
+    /// mem_limit_mb). Arrays that do not fit go out of core.
+    #[arg(long, value_name = "MB")]
+    pub mem_limit: Option<f64>,
+    /// Directory for out-of-core files (default: the trace directory under
+    /// `mheta run`, else $TMPDIR or /tmp). Removed at exit.
+    #[arg(long, value_name = "DIR")]
+    pub scratch: Option<PathBuf>,
+    /// Prefetch out-of-core pieces (double buffering with
+    /// MPI_File_iread_at and MPI_Wait).
+    #[arg(long)]
+    pub prefetch: bool,
+    /// Disk bandwidth of a rank at io_factor 1 under the blkio throttle, MB/s.
+    #[arg(long, value_name = "MB/s", default_value_t = emulate::DEFAULT_DISK_MB_S)]
+    pub disk_mb_s: f64,
+    /// After the instrumented iterations, choose a distribution with the
+    /// MHETA model and GBS, move every distributed array there, and
+    /// continue. Needs the interposer (`mheta run`) and a cluster profile.
     #[arg(long)]
     pub auto: bool,
-    /// With --auto: redistribute after this many iterations (default: right
+    /// With --auto: redistribute after this iteration (default: right
     /// after the instrumented ones).
     #[arg(long, value_name = "ITER")]
     pub auto_at: Option<u64>,
@@ -39,181 +73,199 @@ pub struct Common {
     pub profile: Option<PathBuf>,
 }
 
-/// Everything an app needs after its arguments are checked.
-pub struct Setup {
+/// Zeros written now (not calloc'd pages that fault on first write), so
+/// that no iteration, above all an instrumented one, pays for page faults.
+pub fn zeroed(len: usize) -> Vec<f64> {
+    let mut v = Vec::with_capacity(len);
+    v.resize(len, 0.0);
+    v
+}
+
+/// One rank's resolved emulation settings.
+#[derive(Clone, Debug)]
+pub struct Resolved {
+    pub spec: RankSpec,
+    /// Memory for arrays, bytes.
+    pub mem_limit: Option<u64>,
+    /// Some rank's disk is slowed: throttle every rank (relative speeds).
+    pub throttle_all: bool,
+}
+
+/// If any rank failed, every rank returns the first failing rank's error
+/// (so that all ranks stop alike and rank 0 can print it). Collective.
+pub fn agree<T>(world: &SimpleCommunicator, r: Result<T>) -> Result<T> {
+    let msg = match &r {
+        Ok(_) => String::new(),
+        Err(e) => format!("{e:#}"),
+    };
+    let p = world.size() as usize;
+    let mut lens = vec![0i32; p];
+    world.all_gather_into(&(msg.len() as i32), &mut lens[..]);
+    let Some(k) = lens.iter().position(|&l| l > 0) else {
+        return r;
+    };
+    let mut buf = if k == world.rank() as usize {
+        msg.into_bytes()
+    } else {
+        vec![0u8; lens[k] as usize]
+    };
+    world.process_at_rank(k as i32).broadcast_into(&mut buf[..]);
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    Err(if p > 1 {
+        anyhow!("rank {k}: {text}")
+    } else {
+        anyhow!("{text}")
+    })
+}
+
+/// Every rank's JSON value, at rank 0 (None elsewhere). Collective.
+pub fn gather_json(world: &SimpleCommunicator, v: &Value) -> Option<Vec<Value>> {
+    let bytes = v.to_string().into_bytes();
+    let p = world.size() as usize;
+    let root = world.process_at_rank(0);
+    if world.rank() == 0 {
+        let mut lens = vec![0i32; p];
+        root.gather_into_root(&(bytes.len() as i32), &mut lens[..]);
+        let displs: Vec<i32> = lens
+            .iter()
+            .scan(0, |a, &l| {
+                let d = *a;
+                *a += l;
+                Some(d)
+            })
+            .collect();
+        let mut all = vec![0u8; lens.iter().map(|&l| l as usize).sum()];
+        {
+            let mut part = PartitionMut::new(&mut all[..], &lens[..], &displs[..]);
+            root.gather_varcount_into_root(&bytes[..], &mut part);
+        }
+        Some(
+            (0..p)
+                .map(|r| {
+                    let a = displs[r] as usize;
+                    serde_json::from_slice(&all[a..a + lens[r] as usize]).unwrap_or(Value::Null)
+                })
+                .collect(),
+        )
+    } else {
+        root.gather_into(&(bytes.len() as i32));
+        root.gather_varcount_into(&bytes[..]);
+        None
+    }
+}
+
+/// The per-run scratch directory `<dir>/mheta-<app>-<tag>`; each rank
+/// removes it on drop (the last one to leave succeeds).
+pub struct Scratch {
+    pub dir: PathBuf,
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+fn make_scratch(base: &Path, app: &str, tag: u32) -> Result<Scratch> {
+    if !base.is_dir() {
+        bail!("--scratch {}: no such directory", base.display());
+    }
+    let dir = base.join(format!("mheta-{app}-{tag}"));
+    std::fs::create_dir_all(&dir).with_context(|| {
+        format!(
+            "--scratch {}: cannot create {} there",
+            base.display(),
+            dir.display()
+        )
+    })?;
+    let probe = dir.join(format!(".probe.{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .with_context(|| format!("--scratch {}: not writable", base.display()))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(Scratch { dir })
+}
+
+/// Per-iteration seconds this rank spent in out-of-core reads and writes
+/// (the storage layer adds to them), and in stages.
+pub static READ_NS: AtomicU64 = AtomicU64::new(0);
+pub static WRITE_NS: AtomicU64 = AtomicU64::new(0);
+static STAGE_NS: AtomicU64 = AtomicU64::new(0);
+
+/// What a kernel reports about its storage.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct StorageReport {
+    /// ICLA passes per sweep (1: in core).
+    pub passes: usize,
+    pub out_of_core: Vec<String>,
+    pub icla_bytes: u64,
+    /// Out-of-core files bypass the page cache with O_DIRECT (None: in core).
+    #[serde(skip)]
+    pub direct: Option<bool>,
+}
+
+/// Everything a kernel sees of the harness.
+pub struct Ctx<'w> {
+    pub world: &'w SimpleCommunicator,
     pub rank: usize,
     pub np: usize,
     pub dist: Dist,
-    pub cluster: ClusterSpec,
-    /// `Some` with --auto: (iteration after which to redistribute, profile).
-    pub auto: Option<(u64, PathBuf)>,
+    pub emu: Emulation,
+    /// Where out-of-core arrays go, and how.
+    pub storage: Storage,
+    /// Memory for this rank's arrays, bytes (None: unlimited).
+    pub mem_budget: Option<u64>,
+    pub prefetch: bool,
+    pub iters: u64,
 }
 
-impl Setup {
-    /// Check the common options for an app with `rows` distributed rows.
-    /// Every rank runs the same checks on the same arguments, so every
-    /// rank fails alike; the caller prints from rank 0 only.
-    pub fn new(world: &SimpleCommunicator, c: &Common, rows: u64) -> Result<Setup> {
-        let np = world.size() as usize;
-        let rank = world.rank() as usize;
-        let dist = match &c.dist {
-            Some(text) => Dist::parse(text, np, rows)?,
-            None => Dist::block(np, rows),
-        };
-        let cluster = ClusterSpec::resolve(&c.cluster, np)?;
-        if c.iters == 0 {
-            bail!("--iters must be at least 1");
-        }
-        let auto = if c.auto {
-            let inst = mheta_live::instrumented_iterations();
-            let at = c.auto_at.unwrap_or(inst.end);
-            if at < inst.end {
-                bail!(
-                    "--auto-at {at} must come after the instrumented iterations {}..{}",
-                    inst.start,
-                    inst.end
-                );
-            }
-            if at >= c.iters {
-                bail!(
-                    "--auto needs more iterations: it redistributes after iteration {at} but --iters is {}",
-                    c.iters
-                );
-            }
-            if !mheta_live::interposer_loaded() {
-                bail!(
-                    "--auto needs the interposer to record an iteration: run under `mheta run -- mpirun ...`"
-                );
-            }
-            let profile = c
-                .profile
-                .clone()
-                .context("--auto needs a cluster profile: pass --profile FILE (from `mheta bench`) or set MHETA_PROFILE")?;
-            if !profile.is_file() {
-                bail!(
-                    "--profile {}: no such file; create it with `mheta bench --np {np} -o {}`",
-                    profile.display(),
-                    profile.display()
-                );
-            }
-            Some((at, profile))
-        } else {
-            None
-        };
-        Ok(Setup {
-            rank,
-            np,
-            dist,
-            cluster,
-            auto,
-        })
+impl Ctx<'_> {
+    /// Run `f` as one stage (computation and I/O whose time scales with the
+    /// rank's rows): the interposer's stage markers around it, timed.
+    pub fn stage<R>(&self, f: impl FnOnce() -> R) -> R {
+        let t = Instant::now();
+        mheta_live::markers::stage_begin();
+        let r = f();
+        mheta_live::markers::stage_end();
+        STAGE_NS.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        r
     }
 
-    /// Write the app declaration next to the traces when the interposer is
-    /// recording this run (rank 0 only).
-    pub fn declare(&self, app: &AppDecl) {
-        if self.rank == 0 && mheta_live::interposer_loaded() {
-            let dir = mheta_live::trace_dir();
-            let r = std::fs::create_dir_all(&dir)
-                .map_err(|e| e.to_string())
-                .and_then(|_| mheta_trace::write_app(&dir, app).map_err(|e| e.to_string()));
-            if let Err(e) = r {
-                eprintln!(
-                    "{}: cannot write {}: {e}",
-                    app.app,
-                    dir.join(mheta_trace::APP_FILE).display()
-                );
-            }
-        }
+    /// Real work: stretched to `t / cpu_power` under the spin fallback,
+    /// untouched under a cgroup quota.
+    pub fn work<R>(&self, f: impl FnOnce() -> R) -> R {
+        self.emu.work(f)
     }
 
-    /// This rank's emulator.
-    pub fn emulator(&self) -> Emulator {
-        Emulator::new(self.cluster.rank[self.rank].cpu_power)
+    /// My rows `[first, first + rows)`.
+    pub fn my_rows(&self) -> (usize, usize) {
+        let first = self.dist.offsets()[self.rank] as usize;
+        (first, self.dist.0[self.rank] as usize)
     }
 
-    /// Warnings for spec fields this app does not emulate yet.
-    pub fn warn_unemulated(&self, app: &str) {
-        if self.rank != 0 {
-            return;
-        }
-        for (i, r) in self.cluster.rank.iter().enumerate() {
-            if r.mem_limit_mb.is_some() || r.io_factor != 1.0 {
-                eprintln!(
-                    "{app}: warning: rank {i}: mem_limit_mb/io_factor are not emulated by {app} yet (in-core only); CPU power is"
-                );
-            }
-        }
+    /// The out-of-core rule for this rank's arrays.
+    pub fn plan(&self, fixed: u64, needs: &[storage::Need]) -> Result<storage::MemPlan> {
+        Ok(storage::plan(self.mem_budget, fixed, needs, self.prefetch)?)
+    }
+
+    /// The storage to put array `i` of `plan` on (None: in core).
+    pub fn disk_for(&self, plan: &storage::MemPlan, i: usize) -> Option<&Storage> {
+        plan.out_of_core[i].then_some(&self.storage)
     }
 }
 
-/// Emulates a slower CPU by extra work, as the MHETA paper does: after a
-/// piece of real work that took `t`, a rank of power `p` keeps its core
-/// busy for another `t * (1/p - 1)`, so the work takes `t / p` in all.
-/// The extra work is a spin on the clock: it costs CPU time exactly in
-/// proportion to the real work (hence to the rows) and, unlike a repeated
-/// stencil, does not compete with the other ranks for memory bandwidth.
-#[derive(Clone, Copy, Debug)]
-pub struct Emulator {
-    pub extra_per_unit: f64,
-}
-
-impl Emulator {
-    pub fn new(cpu_power: f64) -> Self {
-        Emulator {
-            extra_per_unit: (1.0 / cpu_power - 1.0).max(0.0),
-        }
-    }
-
-    /// Stretch the work that began at `start` to `elapsed / cpu_power`.
-    pub fn stretch(&self, start: Instant) {
-        if self.extra_per_unit <= 0.0 {
-            return;
-        }
-        let real = start.elapsed();
-        let until = real.mul_f64(1.0 + self.extra_per_unit);
-        while start.elapsed() < until {
-            std::hint::spin_loop();
-        }
-    }
-}
-
-/// Per-iteration wall times (measured on rank 0, after the iteration's
-/// closing reduction, so they are the job's iteration times).
-#[derive(Default, Debug)]
-pub struct Timer {
-    pub times: Vec<f64>,
-    start: Option<Instant>,
-}
-
-impl Timer {
-    pub fn begin(&mut self) {
-        self.start = Some(Instant::now());
-    }
-
-    pub fn end(&mut self) {
-        if let Some(s) = self.start.take() {
-            self.times.push(s.elapsed().as_secs_f64());
-        }
-    }
-
-    /// Median of iterations `[from, to)`, skipping `skip`.
-    pub fn median(&self, from: u64, to: u64, skip: &[u64]) -> Option<f64> {
-        let mut v: Vec<f64> = (from..to.min(self.times.len() as u64))
-            .filter(|i| !skip.contains(i))
-            .map(|i| self.times[i as usize])
-            .collect();
-        if v.is_empty() {
-            return None;
-        }
-        v.sort_by(f64::total_cmp);
-        let m = v.len() / 2;
-        Some(if v.len() % 2 == 1 {
-            v[m]
-        } else {
-            0.5 * (v[m - 1] + v[m])
-        })
-    }
+/// A kernel on GEN_BLOCK rows, driven by [`run`].
+pub trait Kernel {
+    /// The declaration written to `app.json` for the model.
+    fn declare(&self, ctx: &Ctx) -> AppDecl;
+    /// One iteration of the main loop (between the iteration markers).
+    fn iterate(&mut self, ctx: &Ctx) -> Result<()>;
+    /// Move every distributed array from `old` to `new` (in core).
+    /// Collective; `ctx.dist` is still `old`.
+    fn redistribute(&mut self, ctx: &Ctx, new: &Dist) -> Result<()>;
+    /// Where the arrays live.
+    fn storage(&self) -> StorageReport;
+    /// Verify and report: an object with at least `verified`. Collective.
+    fn finish(&mut self, ctx: &Ctx) -> Result<Value>;
 }
 
 /// What `--auto` did, for the report.
@@ -232,6 +284,379 @@ pub struct AutoReport {
     pub redistribute_s: f64,
 }
 
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.retain(|x| x.is_finite());
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    Some(if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        0.5 * (v[m - 1] + v[m])
+    })
+}
+
+/// Parse an app's arguments on every rank; `--help`/`--version` print on
+/// rank 0 and end the run cleanly (`Ok(None)`).
+pub fn parse_args<A: clap::Parser>(world: &SimpleCommunicator) -> Result<Option<A>> {
+    match A::try_parse() {
+        Ok(a) => Ok(Some(a)),
+        Err(e) => {
+            if world.rank() == 0 {
+                let _ = e.print();
+            }
+            if e.use_stderr() {
+                Err(anyhow!("invalid arguments"))
+            } else {
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// Settings checked before anything is allocated; the same on every rank.
+struct Checked {
+    dist: Dist,
+    cluster: ClusterSpec,
+    iters: u64,
+    mem_limit: Vec<Option<u64>>,
+    auto: Option<(u64, PathBuf)>,
+}
+
+fn check(c: &Common, np: usize, rows: u64, default_iters: u64) -> Result<Checked> {
+    let dist = match &c.dist {
+        Some(text) => Dist::parse(text, np, rows)?,
+        None => Dist::block(np, rows),
+    };
+    let cluster = ClusterSpec::resolve(&c.cluster, np)?;
+    let iters = c.iters.unwrap_or(default_iters);
+    if iters == 0 {
+        bail!("--iters must be at least 1");
+    }
+    if let Some(m) = c.mem_limit
+        && !(m.is_finite() && m > 0.0)
+    {
+        bail!("--mem-limit {m}: must be a positive number of MB");
+    }
+    if !(c.disk_mb_s.is_finite() && c.disk_mb_s > 0.0) {
+        bail!("--disk-mb-s {}: must be positive", c.disk_mb_s);
+    }
+    let mem_limit = cluster
+        .rank
+        .iter()
+        .map(|r| c.mem_limit.or(r.mem_limit_mb).map(|mb| (mb * 1e6) as u64))
+        .collect();
+    let auto = if c.auto {
+        let inst = mheta_live::instrumented_iterations();
+        let at = c.auto_at.unwrap_or(inst.end);
+        if at < inst.end {
+            bail!(
+                "--auto-at {at} must come after the instrumented iterations {}..{}",
+                inst.start,
+                inst.end
+            );
+        }
+        if at >= iters {
+            bail!(
+                "--auto needs more iterations: it redistributes after iteration {at} but --iters is {iters}"
+            );
+        }
+        if !mheta_live::interposer_loaded() {
+            bail!(
+                "--auto needs the interposer to record an iteration: run under `mheta run -- mpirun ...`"
+            );
+        }
+        let profile = c.profile.clone().context(
+            "--auto needs a cluster profile: pass --profile FILE (from `mheta bench`) or set MHETA_PROFILE",
+        )?;
+        if !profile.is_file() {
+            bail!(
+                "--profile {}: no such file; create it with `mheta bench --np {np} -o {}`",
+                profile.display(),
+                profile.display()
+            );
+        }
+        Some((at, profile))
+    } else {
+        None
+    };
+    Ok(Checked {
+        dist,
+        cluster,
+        iters,
+        mem_limit,
+        auto,
+    })
+}
+
+fn host_hash() -> u64 {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into buf.
+    unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    buf.iter()
+        .take_while(|&&b| b != 0)
+        .fold(0xcbf29ce484222325u64, |h, &b| {
+            (h ^ b as u64).wrapping_mul(0x100000001b3)
+        })
+}
+
+/// Run an app: check the common options for `rows` distributed rows, set
+/// up emulation and scratch space, build the kernel with `init`, iterate,
+/// redistribute with `--auto`, verify, and print the report (rank 0).
+/// `extra` fields go into the report (the app's own parameters).
+pub fn run<K: Kernel>(
+    world: &SimpleCommunicator,
+    app: &str,
+    c: &Common,
+    rows: u64,
+    default_iters: u64,
+    extra: Value,
+    init: impl FnOnce(&Ctx) -> Result<K>,
+) -> Result<()> {
+    let np = world.size() as usize;
+    let rank = world.rank() as usize;
+    let ck = check(c, np, rows, default_iters)?;
+
+    // Scratch space: a per-run directory named by rank 0's pid.
+    let base = match &c.scratch {
+        Some(d) => d.clone(),
+        None if mheta_live::interposer_loaded() => mheta_live::trace_dir(),
+        None => std::env::var_os("TMPDIR").map_or_else(|| PathBuf::from("/tmp"), PathBuf::from),
+    };
+    if c.scratch.is_none() {
+        let _ = std::fs::create_dir_all(&base);
+    }
+    let mut tag = std::process::id();
+    world.process_at_rank(0).broadcast_into(&mut tag);
+    let scratch = agree(world, make_scratch(&base, app, tag))?;
+
+    // Emulation: which ranks share this node, then the cgroups.
+    let mut hosts = vec![0u64; np];
+    world.all_gather_into(&host_hash(), &mut hosts[..]);
+    let node_powers: Vec<f64> = (0..np)
+        .filter(|&j| hosts[j] == hosts[rank])
+        .map(|j| ck.cluster.rank[j].cpu_power)
+        .collect();
+    let resolved = Resolved {
+        spec: ck.cluster.rank[rank].clone(),
+        mem_limit: ck.mem_limit[rank],
+        throttle_all: ck.cluster.rank.iter().any(|r| r.io_factor != 1.0),
+    };
+    let rss0 = Emulation::rss();
+    let emu = Emulation::start(&resolved, &node_powers, &scratch.dir, c.disk_mb_s);
+    let mut ctx = Ctx {
+        world,
+        rank,
+        np,
+        dist: ck.dist.clone(),
+        storage: Storage {
+            dir: scratch.dir.clone(),
+            rank,
+            prefetch: c.prefetch,
+            io_scale: emu.io_scale,
+        },
+        emu,
+        mem_budget: resolved.mem_limit,
+        prefetch: c.prefetch,
+        iters: ck.iters,
+    };
+    let mut kernel = agree(world, init(&ctx))?;
+    let st = kernel.storage();
+    ctx.emu.set_cache(st.direct);
+    ctx.emu.limit_memory(rss0);
+    let any_ooc = {
+        let mine = i32::from(st.passes > 1);
+        let mut any = 0i32;
+        world.all_reduce_into(&mine, &mut any, SystemOperation::max());
+        any > 0
+    };
+    if ck.auto.is_some() && any_ooc {
+        bail!(
+            "--auto moves in-core arrays only; this run has out-of-core arrays (raise --mem-limit or drop --auto)"
+        );
+    }
+
+    // The declaration, next to the traces.
+    let decl = kernel.declare(&ctx);
+    if rank == 0 && mheta_live::interposer_loaded() {
+        let dir = mheta_live::trace_dir();
+        let r = std::fs::create_dir_all(&dir)
+            .map_err(|e| e.to_string())
+            .and_then(|_| mheta_trace::write_app(&dir, &decl).map_err(|e| e.to_string()));
+        if let Err(e) = r {
+            eprintln!(
+                "{app}: cannot write {}: {e}",
+                dir.join(mheta_trace::APP_FILE).display()
+            );
+        }
+    }
+
+    let iters = ck.iters;
+    let mut times = Vec::with_capacity(iters as usize);
+    let (mut stage_s, mut read_s, mut write_s) = (Vec::new(), Vec::new(), Vec::new());
+    let mut auto_report: Option<AutoReport> = None;
+    let mut moved_at: Option<u64> = None;
+    let t_start = Instant::now();
+    for it in 0..iters {
+        let (s0, r0, w0) = (
+            STAGE_NS.load(Ordering::Relaxed),
+            READ_NS.load(Ordering::Relaxed),
+            WRITE_NS.load(Ordering::Relaxed),
+        );
+        let t = Instant::now();
+        mheta_live::markers::iteration_begin();
+        let r = kernel.iterate(&ctx);
+        mheta_live::markers::iteration_end();
+        if let Err(e) = r {
+            // Other ranks may be blocked in MPI: say what happened here,
+            // remove this rank's files, and abort the job.
+            eprintln!("{app}: error: rank {rank}, iteration {it}: {e:#}");
+            drop(kernel);
+            drop(scratch);
+            world.abort(2);
+        }
+        times.push(t.elapsed().as_secs_f64());
+        stage_s.push((STAGE_NS.load(Ordering::Relaxed) - s0) as f64 * 1e-9);
+        read_s.push((READ_NS.load(Ordering::Relaxed) - r0) as f64 * 1e-9);
+        write_s.push((WRITE_NS.load(Ordering::Relaxed) - w0) as f64 * 1e-9);
+
+        if let Some((at, profile)) = &ck.auto
+            && it + 1 == *at
+        {
+            let inst = mheta_live::instrumented_iterations();
+            let t0 = Instant::now();
+            let plan = mheta_live::plan_in_run(world, &decl, &mheta_live::trace_dir(), profile)?;
+            let plan_s = t0.elapsed().as_secs_f64();
+            let t1 = Instant::now();
+            kernel.redistribute(&ctx, &plan.dist)?;
+            let redistribute_s = t1.elapsed().as_secs_f64();
+            if let Some(f) = &plan.found {
+                auto_report = Some(AutoReport {
+                    instrumented_iterations: inst,
+                    redistributed_after: it,
+                    from_dist: ctx.dist.0.clone(),
+                    chosen_dist: f.dist.clone(),
+                    predicted_from_s: plan.predicted_current_s,
+                    predicted_chosen_s: f.predicted_s,
+                    measured_from_s: None,
+                    measured_chosen_s: None,
+                    evaluations: f.evaluations,
+                    plan_s,
+                    redistribute_s,
+                });
+            }
+            ctx.dist = plan.dist;
+            moved_at = Some(it);
+        }
+    }
+    let elapsed_s = t_start.elapsed().as_secs_f64();
+    // The job's iteration time: the slowest rank's, iteration by iteration.
+    let mut job_times = vec![0.0f64; times.len()];
+    world.all_reduce_into(&times[..], &mut job_times[..], SystemOperation::max());
+    let result = kernel.finish(&ctx)?;
+    let st = kernel.storage();
+    let inst: Vec<u64> = if mheta_live::interposer_loaded() {
+        mheta_live::instrumented_iterations().collect()
+    } else {
+        vec![]
+    };
+    // Medians leave out iteration 0 (warm-up), the instrumented iterations
+    // (perturbed by recording), and the redistribution's iteration and the
+    // one after it.
+    let skip =
+        |i: u64| i == 0 || inst.contains(&i) || moved_at.is_some_and(|m| i == m || i == m + 1);
+    let med = |v: &[f64], from: u64, to: u64| {
+        median(
+            (from..to.min(v.len() as u64))
+                .filter(|&i| !skip(i))
+                .map(|i| v[i as usize])
+                .collect(),
+        )
+    };
+    let mine = json!({
+        "rank": rank,
+        "rows": ctx.dist.0[rank],
+        "cpu_power": resolved.spec.cpu_power,
+        "io_factor": resolved.spec.io_factor,
+        "mem_limit_mb": resolved.mem_limit.map(|b| b as f64 / 1e6),
+        "cpu": ctx.emu.report.cpu,
+        "memory": ctx.emu.report.memory,
+        "disk": ctx.emu.report.disk,
+        "passes": st.passes,
+        "out_of_core": st.out_of_core,
+        "icla_bytes": st.icla_bytes,
+        "stage_s": med(&stage_s, 0, iters),
+        "read_s": med(&read_s, 0, iters),
+        "write_s": med(&write_s, 0, iters),
+        "notes": ctx.emu.report.notes,
+    });
+    let ranks = gather_json(world, &mine);
+    ctx.emu.stop();
+    if let Some(a) = auto_report.as_mut() {
+        a.measured_from_s = med(&job_times, 1, a.redistributed_after + 1);
+        a.measured_chosen_s = med(&job_times, a.redistributed_after + 2, iters);
+    }
+    if let Some(ranks) = ranks {
+        // Each resource: the methods the ranks used ("none" only if all did).
+        let mut emulation = ctx.emu.report.clone();
+        for (key, field) in [
+            ("cpu", &mut emulation.cpu),
+            ("memory", &mut emulation.memory),
+            ("disk", &mut emulation.disk),
+        ] {
+            let mut used: Vec<String> = ranks
+                .iter()
+                .filter_map(|r| r[key].as_str().map(String::from))
+                .filter(|m| m != "none")
+                .collect();
+            used.sort();
+            used.dedup();
+            *field = if used.is_empty() {
+                "none".into()
+            } else {
+                used.join("+")
+            };
+        }
+        let mut notes: Vec<String> = ranks
+            .iter()
+            .filter_map(|r| r["notes"].as_array())
+            .flatten()
+            .filter_map(|n| n.as_str().map(String::from))
+            .collect();
+        notes.dedup();
+        emulation.notes = notes;
+        let mut report = json!({
+            "app": app,
+            "np": np,
+            "rows": rows,
+            "dist": ctx.dist.0,
+            "iters": iters,
+            "cluster": c.cluster,
+            "prefetch": c.prefetch,
+            "elapsed_s": elapsed_s,
+            "iter_median_s": med(&job_times, 0, iters),
+            "emulation": emulation,
+            "ranks": ranks,
+            "auto": auto_report,
+        });
+        if std::env::var_os("MHETA_DEBUG_TIMES").is_some() {
+            report["iter_times_s"] = json!(job_times);
+        }
+        if let (Some(obj), Value::Object(ex)) = (report.as_object_mut(), extra) {
+            obj.extend(ex);
+        }
+        if let (Some(obj), Value::Object(res)) = (report.as_object_mut(), result) {
+            obj.extend(res);
+        }
+        println!("{report}");
+    }
+    drop(kernel);
+    drop(scratch);
+    Ok(())
+}
+
 /// Run `body` with MPI initialised; print errors from rank 0 and exit
 /// non-zero on every rank when it fails.
 pub fn main_with_mpi(app: &str, body: impl FnOnce(&SimpleCommunicator) -> Result<()>) -> ! {
@@ -244,8 +669,9 @@ pub fn main_with_mpi(app: &str, body: impl FnOnce(&SimpleCommunicator) -> Result
         match body(&world) {
             Ok(()) => 0,
             Err(e) => {
-                if world.rank() == 0 {
-                    eprintln!("{app}: error: {e:#}");
+                let text = format!("{e:#}");
+                if world.rank() == 0 && !text.is_empty() {
+                    eprintln!("{app}: error: {text}");
                 }
                 2
             }

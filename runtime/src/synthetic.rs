@@ -3,7 +3,7 @@
 //! Used by the model's tests and by the model benchmark.
 
 use mheta_profile::{ClusterProfile, PairCost};
-use mheta_trace::{AppDecl, Event, Iteration, Msg, Op, RankTrace, Topology, What};
+use mheta_trace::{AppDecl, Event, Iteration, Msg, Op, RankTrace, What};
 
 /// Send overhead o_s of every pair.
 pub const OS: f64 = 1e-6;
@@ -89,13 +89,6 @@ pub fn jacobi_trace(rank: u32, p: u32, compute_ns: u64, halo: u64) -> RankTrace 
 
 /// A `neighbour1d` declaration of `sum(dist)` rows recorded under `dist`.
 pub fn app(dist: Vec<u64>) -> AppDecl {
-    AppDecl {
-        version: 1,
-        app: "test".into(),
-        rows: dist.iter().sum(),
-        dist,
-        arrays: vec![],
-        msg_scaling: Default::default(),
-        topology: Topology::Neighbour1d,
-    }
+    let rows = dist.iter().sum();
+    AppDecl::new("test", rows, dist)
 }

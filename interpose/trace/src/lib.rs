@@ -20,8 +20,9 @@ pub mod pcontrol;
 pub const MAGIC: [u8; 8] = *b"MHETATRC";
 /// Version of the rank trace encoding; bump on any change to [`RankTrace`].
 pub const TRACE_VERSION: u32 = 2;
-/// Version of the `app.json` declaration.
-pub const APP_VERSION: u32 = 1;
+/// Version of the `app.json` declaration (version 1, without files,
+/// uneven work, exchanges, levels and tiles, is read too).
+pub const APP_VERSION: u32 = 2;
 /// Iteration (from 0) recorded unless `MHETA_INSTRUMENT_ITER` says
 /// otherwise: the first iterations run slow while caches, TLBs and clocks
 /// warm up, so three are skipped.
@@ -88,8 +89,49 @@ pub enum Topology {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct ArrayDecl {
     pub name: String,
+    /// Bytes of one row; with `per_work`, bytes per unit of the row's work
+    /// (a sparse row of w nonzeros has `w * bytes_per_row` bytes).
     pub bytes_per_row: u64,
     pub read_only: bool,
+    /// Stem of the per-rank file that holds the array out of core
+    /// (`<scratch>/<file>.<rank:05>`, as `MPI_File_open` names it in the
+    /// trace); None for arrays that never leave memory.
+    #[serde(default)]
+    pub file: Option<String>,
+    /// Row size follows the row's work (`AppDecl::work_per_row`).
+    #[serde(default)]
+    pub per_work: bool,
+    /// Grid level (multigrid; 0 = finest); None for single-level apps.
+    #[serde(default)]
+    pub level: Option<u32>,
+}
+
+/// What kind of communication ends a parallel section.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ExchangeKind {
+    /// Rows to the nearest neighbours above and below.
+    Halo,
+    /// Every rank's block to every rank (`MPI_Allgather(v)`).
+    Allgather,
+    /// A reduction over all ranks (`MPI_Allreduce`).
+    Reduction,
+    /// A pipeline: rank i waits for rank i-1 once per tile (MHETA eq. 4).
+    Pipeline,
+}
+
+/// One exchange of the iteration and how its size scales.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ExchangeDecl {
+    pub kind: ExchangeKind,
+    pub scaling: MsgScaling,
+    /// Bytes per message in the declaring run (per row for `sender_rows`).
+    pub bytes: u64,
+    /// How many times per iteration.
+    pub per_iteration: u32,
+    /// Grid level (multigrid), None otherwise.
+    #[serde(default)]
+    pub level: Option<u32>,
 }
 
 /// The application's declaration, written by rank 0 as `app.json`.
@@ -107,6 +149,40 @@ pub struct AppDecl {
     pub msg_scaling: MsgScaling,
     #[serde(default)]
     pub topology: Topology,
+    /// Work units (nonzeros) of every global row when rows are uneven; None
+    /// when every row has the same work. Compute scales with the work of a
+    /// rank's rows, not their count.
+    #[serde(default)]
+    pub work_per_row: Option<Vec<u64>>,
+    /// The exchanges of one iteration.
+    #[serde(default)]
+    pub exchanges: Vec<ExchangeDecl>,
+    /// Grid levels (multigrid); a coarse level's rows come from halving the
+    /// fine level's GEN_BLOCK boundaries.
+    #[serde(default)]
+    pub levels: Option<u32>,
+    /// Tiles per pipelined section (MHETA eq. 4).
+    #[serde(default)]
+    pub tiles: Option<u32>,
+}
+
+impl AppDecl {
+    /// A declaration with the common fields; the rest empty.
+    pub fn new(app: &str, rows: u64, dist: Vec<u64>) -> AppDecl {
+        AppDecl {
+            version: APP_VERSION,
+            app: app.into(),
+            rows,
+            dist,
+            arrays: Vec::new(),
+            msg_scaling: MsgScaling::Constant,
+            topology: Topology::Neighbour1d,
+            work_per_row: None,
+            exchanges: Vec::new(),
+            levels: None,
+            tiles: None,
+        }
+    }
 }
 
 /// Errors reading or writing traces. Each names the file at fault.
@@ -306,7 +382,7 @@ pub fn read_app(dir: &Path) -> Result<AppDecl, TraceError> {
         path: path.clone(),
         detail: e.to_string(),
     })?;
-    if app.version != APP_VERSION {
+    if app.version == 0 || app.version > APP_VERSION {
         return Err(TraceError::Version {
             path,
             found: app.version,
@@ -318,6 +394,18 @@ pub fn read_app(dir: &Path) -> Result<AppDecl, TraceError> {
         return Err(TraceError::Invalid {
             path,
             detail: format!("dist sums to {sum}, but rows = {}", app.rows),
+        });
+    }
+    if let Some(w) = &app.work_per_row
+        && w.len() as u64 != app.rows
+    {
+        return Err(TraceError::Invalid {
+            path,
+            detail: format!(
+                "work_per_row has {} entries, but rows = {}",
+                w.len(),
+                app.rows
+            ),
         });
     }
     Ok(app)

@@ -1,0 +1,328 @@
+//! Emulating a heterogeneous cluster on one machine with the kernel's real
+//! limits, one cgroup (v1) per rank, checked at start; where a controller
+//! is missing or not writable the rank falls back to the MHETA paper's
+//! method for that resource and the report says so.
+//!
+//! - **CPU** (`cpu_power`): a `cpu` cgroup quota. The quotas of the ranks
+//!   on a node must fit its cores, or ranks steal each other's time, so
+//!   each rank gets `base × cpu_power` of a core with
+//!   `base = min(1, cores / Σ cpu_power)` over the node's ranks (the
+//!   report's `base_share`). The period is the shortest that keeps every
+//!   quota at or above the kernel's 1 ms minimum (at most 100 ms), so a
+//!   throttled rank pauses in short slices. Fallback: extra work, a spin
+//!   after each piece of real work that stretches it to `t / p`.
+//! - **Memory** (`mem_limit_mb`): the storage rule keeps the rank's arrays
+//!   within the limit, and a `memory` cgroup enforces it. This kernel
+//!   refuses `memory.move_charge_at_immigrate`, so pages charged before a
+//!   rank joins stay outside; the rank joins right after its arrays are
+//!   built, and the group bounds everything it allocates from then on,
+//!   page cache included, to what the limit leaves (limit minus the
+//!   memory the arrays took) plus 32 MiB of slack for MPI and the runtime.
+//!   Fallback: the self-imposed limit of the storage rule alone (the
+//!   paper's method).
+//! - **Disk** (`io_factor`): a `blkio` throttle of `disk_mb_s / io_factor`
+//!   on reads and writes of the scratch directory's disk. Out-of-core I/O is
+//!   direct (`O_DIRECT`), so the throttle applies and the time falls
+//!   inside the MPI-IO calls. Fallback: scaled I/O, as the paper does:
+//!   every read and write moves `io_factor` times its bytes.
+
+use crate::Resolved;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Default throttled disk bandwidth of a rank at `io_factor` 1, MB/s: below
+/// this machine kind's ~1 GB/s direct I/O, so that the throttle, not the
+/// shared disk, sets each rank's rate.
+pub const DEFAULT_DISK_MB_S: f64 = 100.0;
+/// Slack above the memory limit for MPI buffers and the runtime.
+pub const MEM_SLACK: u64 = 32 << 20;
+
+/// What ran, per resource; goes into the JSON report.
+#[derive(Serialize, Clone, Debug, Default)]
+pub struct EmulationReport {
+    /// "cgroup-quota", "spin" (extra work) or "none".
+    pub cpu: String,
+    /// Share of a core for `cpu_power` 1.0.
+    pub base_share: f64,
+    pub cpu_period_us: u64,
+    /// "cgroup-limit", "self-limit" (storage rule only) or "none".
+    pub memory: String,
+    /// "blkio-throttle", "scaled-io" or "none".
+    pub disk: String,
+    pub disk_mb_s: f64,
+    /// How the page cache is kept out of out-of-core I/O: "o_direct",
+    /// "fadvise" or "n/a".
+    pub cache: String,
+    /// Why a fallback was taken.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// One controller's group for this rank; removed on drop (the rank
+/// moves itself back to the parent first).
+struct Group {
+    dir: PathBuf,
+    parent: PathBuf,
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let pid = std::process::id().to_string();
+        let _ = std::fs::write(self.parent.join("cgroup.procs"), &pid);
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// The mount point of a v1 controller plus this process's path in it.
+fn own_cgroup(controller: &str) -> Option<PathBuf> {
+    let mount = Path::new("/sys/fs/cgroup").join(controller);
+    if !mount.join("cgroup.procs").exists() {
+        return None;
+    }
+    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let rel = text.lines().find_map(|l| {
+        let mut f = l.splitn(3, ':');
+        let (_, ctrls, path) = (f.next()?, f.next()?, f.next()?);
+        ctrls
+            .split(',')
+            .any(|c| c == controller)
+            .then(|| path.to_string())
+    })?;
+    Some(mount.join(rel.trim_start_matches('/')))
+}
+
+fn pid_alive(pid: u32) -> bool {
+    Path::new("/proc").join(pid.to_string()).exists()
+}
+
+/// A new group `mheta-<pid>` under this process's own group of
+/// `controller`, after removing empty groups of dead mheta processes.
+fn make_group(controller: &str, settings: &[(&str, String)]) -> Result<Group, String> {
+    let parent =
+        own_cgroup(controller).ok_or_else(|| format!("cgroup v1 {controller} not mounted"))?;
+    if let Ok(rd) = std::fs::read_dir(&parent) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = name
+                .strip_prefix("mheta-")
+                .and_then(|p| p.parse::<u32>().ok())
+                && !pid_alive(pid)
+            {
+                let _ = std::fs::remove_dir(e.path());
+            }
+        }
+    }
+    let dir = parent.join(format!("mheta-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let g = Group {
+        dir: dir.clone(),
+        parent,
+    };
+    for (file, value) in settings {
+        std::fs::write(dir.join(file), value)
+            .map_err(|e| format!("{}: {e}", dir.join(file).display()))?;
+    }
+    std::fs::write(dir.join("cgroup.procs"), std::process::id().to_string())
+        .map_err(|e| format!("{}: {e}", dir.join("cgroup.procs").display()))?;
+    Ok(g)
+}
+
+/// This rank's emulation: the groups it joined and the fallbacks.
+pub struct Emulation {
+    pub report: EmulationReport,
+    /// Spin fallback: extra work per unit of real work.
+    extra_per_unit: f64,
+    /// Scaled-I/O fallback factor.
+    pub io_scale: f64,
+    cpu: Option<Group>,
+    mem: Option<Group>,
+    _blkio: Option<Group>,
+    mem_limit: Option<u64>,
+}
+
+fn vm_rss() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Block device (major:minor) holding `dir`; partitions map to their disk.
+fn block_device(dir: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(dir).ok()?.dev();
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let sys = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+    if !sys.exists() {
+        return None;
+    }
+    // A partition's parent directory in sysfs is its disk.
+    if sys.join("partition").exists() {
+        let disk = std::fs::canonicalize(&sys).ok()?.parent()?.join("dev");
+        return std::fs::read_to_string(disk)
+            .ok()
+            .map(|s| s.trim().to_string());
+    }
+    Some(format!("{major}:{minor}"))
+}
+
+impl Emulation {
+    /// Set up this rank's emulation. `node_powers`: the `cpu_power` of the
+    /// ranks that share this rank's node (itself included).
+    pub fn start(r: &Resolved, node_powers: &[f64], scratch: &Path, disk_mb_s: f64) -> Emulation {
+        let mut rep = EmulationReport {
+            disk_mb_s,
+            cache: "n/a".into(),
+            ..Default::default()
+        };
+        let spec = &r.spec;
+        // Online CPUs, not this process's affinity (mpirun binds ranks).
+        // SAFETY: sysconf only reads a system value.
+        let cores = (unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }).max(1) as f64;
+        let sum: f64 = node_powers.iter().sum();
+        let needs_cpu = node_powers.iter().any(|&p| p != 1.0) || node_powers.len() as f64 > cores;
+        let base = (cores / sum).min(1.0);
+        let mut e = Emulation {
+            report: rep.clone(),
+            extra_per_unit: 0.0,
+            io_scale: 1.0,
+            cpu: None,
+            mem: None,
+            _blkio: None,
+            mem_limit: None,
+        };
+        rep.base_share = base;
+        if needs_cpu {
+            let share = base * spec.cpu_power;
+            let min_share = node_powers.iter().fold(f64::MAX, |a, &p| a.min(p)) * base;
+            let period = ((1000.0 / min_share).ceil() as u64).clamp(1000, 100_000);
+            let quota = ((share * period as f64).round() as u64).max(1000);
+            match make_group(
+                "cpu",
+                &[
+                    ("cpu.cfs_period_us", period.to_string()),
+                    ("cpu.cfs_quota_us", quota.to_string()),
+                ],
+            ) {
+                Ok(g) => {
+                    rep.cpu = "cgroup-quota".into();
+                    rep.cpu_period_us = period;
+                    e.cpu = Some(g);
+                }
+                Err(why) => {
+                    rep.cpu = "spin".into();
+                    rep.base_share = 1.0;
+                    rep.notes.push(format!("cpu: {why}; extra work instead"));
+                    e.extra_per_unit = (1.0 / spec.cpu_power - 1.0).max(0.0);
+                }
+            }
+        } else {
+            rep.cpu = "none".into();
+            rep.base_share = 1.0;
+        }
+        rep.memory = if r.mem_limit.is_some() {
+            "self-limit".into()
+        } else {
+            "none".into()
+        };
+        e.mem_limit = r.mem_limit;
+        if spec.io_factor != 1.0 || r.throttle_all {
+            let bps = (disk_mb_s * 1e6 / spec.io_factor) as u64;
+            let group = block_device(scratch)
+                .ok_or_else(|| format!("no block device under {}", scratch.display()))
+                .and_then(|dev| {
+                    make_group(
+                        "blkio",
+                        &[
+                            ("blkio.throttle.read_bps_device", format!("{dev} {bps}")),
+                            ("blkio.throttle.write_bps_device", format!("{dev} {bps}")),
+                        ],
+                    )
+                });
+            match group {
+                Ok(g) => {
+                    rep.disk = "blkio-throttle".into();
+                    e._blkio = Some(g);
+                }
+                Err(why) => {
+                    rep.disk = "scaled-io".into();
+                    rep.notes.push(format!("disk: {why}; scaled I/O instead"));
+                    e.io_scale = spec.io_factor;
+                }
+            }
+        } else {
+            rep.disk = "none".into();
+        }
+        e.report = rep;
+        e
+    }
+
+    /// After the arrays are built: join a memory cgroup bounding what this
+    /// rank allocates from now on to what the limit leaves plus slack
+    /// (module docs).
+    pub fn limit_memory(&mut self, rss_at_start: u64) {
+        let Some(limit) = self.mem_limit else {
+            return;
+        };
+        let taken = vm_rss().saturating_sub(rss_at_start);
+        let bound = limit.saturating_sub(taken) + MEM_SLACK;
+        match make_group("memory", &[("memory.limit_in_bytes", bound.to_string())]) {
+            Ok(g) => {
+                self.report.memory = "cgroup-limit".into();
+                self.mem = Some(g);
+            }
+            Err(why) => self
+                .report
+                .notes
+                .push(format!("memory: {why}; the storage rule's limit only")),
+        }
+    }
+
+    /// Resident memory now (for [`Emulation::limit_memory`]).
+    pub fn rss() -> u64 {
+        vm_rss()
+    }
+
+    /// Note how out-of-core files bypass the page cache.
+    pub fn set_cache(&mut self, direct: Option<bool>) {
+        self.report.cache = match direct {
+            None => "n/a".into(),
+            Some(true) => "o_direct".into(),
+            Some(false) => "fadvise".into(),
+        };
+    }
+
+    /// Spin fallback: stretch the work that began at `start` to
+    /// `elapsed / cpu_power`. A no-op under a cgroup quota.
+    pub fn stretch(&self, start: Instant) {
+        if self.extra_per_unit <= 0.0 {
+            return;
+        }
+        let real = start.elapsed();
+        let until = real.mul_f64(1.0 + self.extra_per_unit);
+        while start.elapsed() < until {
+            std::hint::spin_loop();
+        }
+    }
+
+    /// Run `f` as real work (stretched under the spin fallback).
+    pub fn work<R>(&self, f: impl FnOnce() -> R) -> R {
+        let t = Instant::now();
+        let r = f();
+        self.stretch(t);
+        r
+    }
+
+    /// Leave the groups now (also done on drop).
+    pub fn stop(&mut self) {
+        self.cpu = None;
+        self.mem = None;
+        self._blkio = None;
+    }
+}

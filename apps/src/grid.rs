@@ -1,0 +1,60 @@
+//! 1-D GEN_BLOCK row neighbours and halo exchange: a rank talks to the
+//! nearest rank above and below that owns rows (ranks with 0 rows sit
+//! out), as `app.json`'s `neighbour1d` topology declares.
+
+use crate::storage::Rows;
+use mheta_runtime::Dist;
+use mpi::point_to_point::{self as p2p, Destination, Source};
+use mpi::topology::{Communicator, SimpleCommunicator};
+
+/// The nearest ranks above (lower rank) and below that own rows; none for
+/// a rank that owns no rows.
+pub fn neighbours(d: &Dist, me: usize) -> (Option<usize>, Option<usize>) {
+    if d.0[me] == 0 {
+        return (None, None);
+    }
+    let up = (0..me).rev().find(|&j| d.0[j] > 0);
+    let down = (me + 1..d.ranks()).find(|&j| d.0[j] > 0);
+    (up, down)
+}
+
+/// Send `send` to `to` and receive `recv` from `from` (either may be none).
+pub fn shift(
+    world: &SimpleCommunicator,
+    send: &[f64],
+    to: Option<usize>,
+    recv: &mut [f64],
+    from: Option<usize>,
+) {
+    match (to, from) {
+        (Some(t), Some(f)) => {
+            p2p::send_receive_into(
+                send,
+                &world.process_at_rank(t as i32),
+                recv,
+                &world.process_at_rank(f as i32),
+            );
+        }
+        (Some(t), None) => world.process_at_rank(t as i32).send(send),
+        (None, Some(f)) => {
+            world.process_at_rank(f as i32).receive_into(recv);
+        }
+        (None, None) => {}
+    }
+}
+
+/// Halo exchange of a stencil array: the first row goes up and the
+/// bottom ghost comes from below, then the last row goes down and the top
+/// ghost comes from above (`MPI_Sendrecv`). Ghosts at the global boundary
+/// keep their values (the boundary condition). Out of core, the first and
+/// last rows come from the array's in-core copies of them.
+pub fn exchange(world: &SimpleCommunicator, a: &mut Rows, d: &Dist, me: usize) {
+    if a.rows == 0 {
+        return;
+    }
+    let (up, down) = neighbours(d, me);
+    let first = a.first_row().to_vec();
+    shift(world, &first, up, &mut a.bottom, down);
+    let last = a.last_row().to_vec();
+    shift(world, &last, down, &mut a.top, up);
+}
