@@ -650,6 +650,11 @@ pub fn run<K: Kernel>(
         if let (Some(obj), Value::Object(res)) = (report.as_object_mut(), result) {
             obj.extend(res);
         }
+        // Kernels that count their floating-point work get Mop/s (NPB's
+        // definition: the operations of the timed iterations over their time).
+        if let Some(f) = report["flops_per_iteration"].as_f64() {
+            report["mops"] = json!(f * iters as f64 / elapsed_s * 1e-6);
+        }
         println!("{report}");
     }
     drop(kernel);

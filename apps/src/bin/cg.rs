@@ -1,0 +1,497 @@
+//! cg: the NAS Parallel Benchmarks CG problem on GEN_BLOCK rows.
+//!
+//! The inverse power method of NPB CG: each outer iteration runs 25
+//! conjugate-gradient iterations on A z = x, then zeta = shift + 1/(x·z)
+//! and x = z/‖z‖. A is NPB's `makea` matrix (random sparse outer products
+//! from NPB's linear congruential generator, x_{k+1} = 5^13 x_k mod 2^46,
+//! scaled by a geometric sequence down to rcond, plus (rcond − shift) on
+//! the diagonal), built here for each rank's rows only, with NPB's order of
+//! summation, so the rows are the same on every distribution.
+//!
+//! Rows are GEN_BLOCK (`--class` fixes N, `--dist` sums to it); every rank
+//! holds all columns of its rows and all-gathers the direction vector
+//! before each product (an all-gather per step, as in Lanczos). Rows have
+//! uneven nonzeros, so the app declares the nonzeros of every row as its
+//! work per row. Out of core, A streams from disk in ICLA pieces for every
+//! product (26 per outer iteration); the vectors stay in memory.
+//!
+//! Verification: zeta after the class's outer iterations against NPB's
+//! published value, relative error ≤ 1e-10 (NPB's own test). Mop/s by
+//! NPB's formula: 2·niter·N·(3 + nz(nz+1) + 25(5 + nz(nz+1)) + 3)·1e-6 / t,
+//! nz = NONZER, t the time of the timed outer iterations (NPB, like us,
+//! runs one untimed iteration first and resets x).
+
+use anyhow::{Result, bail};
+use clap::Parser;
+use mheta_apps::storage::{Csr, NZ_BYTES, Need};
+use mheta_apps::{Common, Ctx, Kernel, StorageReport, main_with_mpi, parse_args, run};
+use mheta_runtime::Dist;
+use mheta_trace::{AppDecl, ArrayDecl, ExchangeDecl, ExchangeKind, MsgScaling, Topology};
+use mpi::collective::{CommunicatorCollectives, SystemOperation};
+use mpi::datatype::PartitionMut;
+use serde_json::{Value, json};
+
+/// NPB CG on GEN_BLOCK rows, verified against NPB's zeta.
+#[derive(Parser, Debug)]
+#[command(name = "cg", version)]
+struct Args {
+    /// NPB problem class: S, W, A or B.
+    #[arg(long, default_value = "S")]
+    class: String,
+    #[command(flatten)]
+    common: Common,
+}
+
+/// One NPB CG class.
+struct Class {
+    name: char,
+    na: usize,
+    nonzer: usize,
+    niter: u64,
+    shift: f64,
+    /// NPB's published zeta after `niter` iterations (the reference the
+    /// computed value is checked against).
+    zeta_verify: f64,
+}
+
+const CLASSES: [Class; 4] = [
+    Class { name: 'S', na: 1400, nonzer: 7, niter: 15, shift: 10.0, zeta_verify: 8.5971775078648 },
+    Class { name: 'W', na: 7000, nonzer: 8, niter: 15, shift: 12.0, zeta_verify: 10.362595087124 },
+    Class { name: 'A', na: 14000, nonzer: 11, niter: 15, shift: 20.0, zeta_verify: 17.130235054029 },
+    Class { name: 'B', na: 75000, nonzer: 13, niter: 75, shift: 60.0, zeta_verify: 22.712745482631 },
+];
+const RCOND: f64 = 0.1;
+const CGITMAX: usize = 25;
+
+/// NPB's `randlc`: x ← a·x mod 2^46, returns x·2^-46. Exact in integers,
+/// so bit-for-bit NPB's sequence.
+fn randlc(x: &mut u64, a: u64) -> f64 {
+    *x = ((*x as u128 * a as u128) & ((1u128 << 46) - 1)) as u64;
+    *x as f64 * (0.5f64).powi(46)
+}
+
+/// NPB's `makea` restricted to global rows `[lo, hi)` (0-based), all
+/// columns: returns CSR (row pointers, values, 0-based columns).
+fn makea(n: usize, nonzer: usize, shift: f64, lo: usize, hi: usize) -> (Vec<usize>, Vec<f64>, Vec<u32>) {
+    let amult = 1_220_703_125u64;
+    let mut tran = 314_159_265u64;
+    randlc(&mut tran, amult); // NPB draws one number before makea
+    let mut nn1 = 1usize;
+    while nn1 < n {
+        nn1 *= 2;
+    }
+    let ratio = RCOND.powf(1.0 / n as f64);
+    let mut size = 1.0f64;
+    let mut mark = vec![false; n];
+    // Triples (local row, column, value) in generation order.
+    let mut trip: Vec<(u32, u32, f64)> = Vec::new();
+    let mut v: Vec<f64> = Vec::with_capacity(nonzer + 1);
+    let mut iv: Vec<usize> = Vec::with_capacity(nonzer + 1);
+    for iouter in 0..n {
+        // sprnvc: nonzer distinct random positions with random values.
+        v.clear();
+        iv.clear();
+        while v.len() < nonzer {
+            let vecelt = randlc(&mut tran, amult);
+            let vecloc = randlc(&mut tran, amult);
+            let i = (nn1 as f64 * vecloc) as usize; // 0-based
+            if i >= n || mark[i] {
+                continue;
+            }
+            mark[i] = true;
+            v.push(vecelt);
+            iv.push(i);
+        }
+        for &i in &iv {
+            mark[i] = false;
+        }
+        // vecset: element iouter is 0.5.
+        match iv.iter().position(|&i| i == iouter) {
+            Some(k) => v[k] = 0.5,
+            None => {
+                v.push(0.5);
+                iv.push(iouter);
+            }
+        }
+        for (k, &jcol) in iv.iter().enumerate() {
+            let scale = size * v[k];
+            for (k1, &irow) in iv.iter().enumerate() {
+                if irow >= lo && irow < hi {
+                    trip.push(((irow - lo) as u32, jcol as u32, v[k1] * scale));
+                }
+            }
+        }
+        size *= ratio;
+    }
+    for i in lo..hi {
+        trip.push(((i - lo) as u32, i as u32, RCOND - shift));
+    }
+    // sparse: bucket the triples by row (stable), then sum duplicates in
+    // order of first appearance of each column, dropping zeros.
+    let rows = hi - lo;
+    let mut start = vec![0usize; rows + 1];
+    for t in &trip {
+        start[t.0 as usize + 1] += 1;
+    }
+    for r in 0..rows {
+        start[r + 1] += start[r];
+    }
+    let mut fill = start.clone();
+    let mut bucket = vec![(0u32, 0.0f64); trip.len()];
+    for t in &trip {
+        let k = &mut fill[t.0 as usize];
+        bucket[*k] = (t.1, t.2);
+        *k += 1;
+    }
+    drop(trip);
+    let mut x = vec![0.0f64; n];
+    let mut seen = vec![false; n];
+    let mut order: Vec<u32> = Vec::new();
+    let mut rowptr = Vec::with_capacity(rows + 1);
+    let (mut vals, mut cols) = (Vec::new(), Vec::new());
+    rowptr.push(0);
+    for r in 0..rows {
+        order.clear();
+        for &(c, a) in &bucket[start[r]..start[r + 1]] {
+            let c = c as usize;
+            x[c] += a;
+            if !seen[c] && x[c] != 0.0 {
+                seen[c] = true;
+                order.push(c as u32);
+            }
+        }
+        for &c in &order {
+            let c = c as usize;
+            seen[c] = false;
+            let xi = x[c];
+            x[c] = 0.0;
+            if xi != 0.0 {
+                vals.push(xi);
+                cols.push(c as u32);
+            }
+        }
+        rowptr.push(vals.len());
+    }
+    (rowptr, vals, cols)
+}
+
+struct Cg {
+    class: &'static Class,
+    a: Csr,
+    /// Nonzeros of every global row (the declared work per row).
+    work: Vec<u64>,
+    x: Vec<f64>,
+    z: Vec<f64>,
+    p: Vec<f64>,
+    q: Vec<f64>,
+    r: Vec<f64>,
+    /// The all-gathered vector.
+    full: Vec<f64>,
+    counts: Vec<i32>,
+    displs: Vec<i32>,
+    passes: usize,
+    icla: u64,
+    zeta: f64,
+    rnorm: f64,
+}
+
+fn counts_displs(d: &Dist) -> (Vec<i32>, Vec<i32>) {
+    let counts: Vec<i32> = d.0.iter().map(|&s| s as i32).collect();
+    let displs = d.offsets().iter().map(|&o| o as i32).collect();
+    (counts, displs)
+}
+
+fn dot(ctx: &Ctx, a: &[f64], b: &[f64]) -> f64 {
+    let local: f64 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let mut g = 0.0;
+    ctx.world.all_reduce_into(&local, &mut g, SystemOperation::sum());
+    g
+}
+
+impl Cg {
+    fn new(ctx: &Ctx, class: &'static Class) -> Result<Cg> {
+        let (first, rows) = ctx.my_rows();
+        let n = class.na;
+        let (rowptr, vals, cols) = makea(n, class.nonzer, class.shift, first, first + rows);
+        // Every rank learns every row's nonzeros (the declaration, and
+        // the element ranges of a redistribution).
+        let mine: Vec<u64> = rowptr.windows(2).map(|w| (w[1] - w[0]) as u64).collect();
+        let mut work = vec![0u64; n];
+        {
+            let (c, d) = counts_displs(&ctx.dist);
+            let mut part = PartitionMut::new(&mut work[..], &c[..], &d[..]);
+            ctx.world.all_gather_varcount_into(&mine[..], &mut part);
+        }
+        let need = Need {
+            name: "a".into(),
+            row_bytes: mine.iter().map(|&w| w as usize * NZ_BYTES).collect(),
+            read_only: true,
+            halo: false,
+        };
+        let fixed = (8 * (5 * rows + n) + 8 * (rows + 1)) as u64;
+        let plan = ctx.plan(fixed, std::slice::from_ref(&need))?;
+        let a = Csr::new("a", rowptr, vals, cols, &plan.pieces, ctx.disk_for(&plan, 0))?;
+        let (counts, displs) = counts_displs(&ctx.dist);
+        let mut cg = Cg {
+            class,
+            a,
+            work,
+            x: vec![1.0; rows],
+            z: vec![0.0; rows],
+            p: vec![0.0; rows],
+            q: vec![0.0; rows],
+            r: vec![0.0; rows],
+            full: vec![0.0; n],
+            counts,
+            displs,
+            passes: plan.passes(),
+            icla: plan.icla_bytes,
+            zeta: 0.0,
+            rnorm: 0.0,
+        };
+        // NPB's untimed first iteration (pages in code and data), then x = 1.
+        cg.outer(ctx)?;
+        cg.x.fill(1.0);
+        cg.zeta = 0.0;
+        Ok(cg)
+    }
+
+    /// All-gather the local vector `v` into `full`, then `out = A full`
+    /// (one stage: the product, streaming A from disk out of core).
+    fn matvec(&mut self, ctx: &Ctx, which: Which) -> Result<()> {
+        let v: &[f64] = match which {
+            Which::P => &self.p,
+            Which::Z => &self.z,
+        };
+        {
+            let mut part = PartitionMut::new(&mut self.full[..], &self.counts[..], &self.displs[..]);
+            ctx.world.all_gather_varcount_into(v, &mut part);
+        }
+        let full = &self.full;
+        let out: &mut [f64] = match which {
+            Which::P => &mut self.q,
+            Which::Z => &mut self.r,
+        };
+        ctx.stage(|| {
+            self.a.sweep(|rows, rp, vals, cols| {
+                ctx.work(|| {
+                    let base = rp[0];
+                    for (i, r) in rows.enumerate() {
+                        let (s, e) = (rp[i] - base, rp[i + 1] - base);
+                        let mut sum = 0.0;
+                        for (a, &c) in vals[s..e].iter().zip(&cols[s..e]) {
+                            sum += a * full[c as usize];
+                        }
+                        out[r] = sum;
+                    }
+                })
+            })
+        })?;
+        Ok(())
+    }
+
+    /// NPB's conj_grad: 25 CG iterations on A z = x, then r = A z and
+    /// rnorm = ‖x − r‖.
+    fn conj_grad(&mut self, ctx: &Ctx) -> Result<()> {
+        self.q.fill(0.0);
+        self.z.fill(0.0);
+        self.r.copy_from_slice(&self.x);
+        self.p.copy_from_slice(&self.r);
+        let mut rho = dot(ctx, &self.r, &self.r);
+        for _ in 0..CGITMAX {
+            self.matvec(ctx, Which::P)?;
+            let d = dot(ctx, &self.p, &self.q);
+            let alpha = rho / d;
+            let rho0 = rho;
+            ctx.stage(|| {
+                ctx.work(|| {
+                    for j in 0..self.z.len() {
+                        self.z[j] += alpha * self.p[j];
+                        self.r[j] -= alpha * self.q[j];
+                    }
+                })
+            });
+            rho = dot(ctx, &self.r, &self.r);
+            let beta = rho / rho0;
+            ctx.stage(|| {
+                ctx.work(|| {
+                    for j in 0..self.p.len() {
+                        self.p[j] = self.r[j] + beta * self.p[j];
+                    }
+                })
+            });
+        }
+        self.matvec(ctx, Which::Z)?;
+        let local: f64 = self.x.iter().zip(&self.r).map(|(x, r)| (x - r) * (x - r)).sum();
+        let mut g = 0.0f64;
+        ctx.world.all_reduce_into(&local, &mut g, SystemOperation::sum());
+        self.rnorm = g.sqrt();
+        Ok(())
+    }
+
+    /// One outer iteration of the inverse power method.
+    fn outer(&mut self, ctx: &Ctx) -> Result<()> {
+        self.conj_grad(ctx)?;
+        let local = [
+            self.x.iter().zip(&self.z).map(|(x, z)| x * z).sum::<f64>(),
+            self.z.iter().map(|z| z * z).sum::<f64>(),
+        ];
+        let mut g = [0.0f64; 2];
+        ctx.world.all_reduce_into(&local[..], &mut g[..], SystemOperation::sum());
+        self.zeta = self.class.shift + 1.0 / g[0];
+        let scale = 1.0 / g[1].sqrt();
+        for (x, z) in self.x.iter_mut().zip(&self.z) {
+            *x = scale * z;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Which {
+    P,
+    Z,
+}
+
+impl Kernel for Cg {
+    fn declare(&self, ctx: &Ctx) -> AppDecl {
+        let n = self.class.na as u64;
+        let mut d = AppDecl::new("cg", n, ctx.dist.0.clone());
+        d.topology = Topology::Fixed;
+        d.msg_scaling = MsgScaling::SenderRows;
+        d.work_per_row = Some(self.work.clone());
+        d.arrays = vec![ArrayDecl {
+            name: "a".into(),
+            bytes_per_row: NZ_BYTES as u64,
+            read_only: true,
+            file: Some("a".into()),
+            per_work: true,
+            level: None,
+        }];
+        for v in ["x", "z", "p", "q", "r"] {
+            d.arrays.push(ArrayDecl {
+                name: v.into(),
+                bytes_per_row: 8,
+                read_only: false,
+                file: None,
+                per_work: false,
+                level: None,
+            });
+        }
+        d.exchanges = vec![
+            ExchangeDecl {
+                kind: ExchangeKind::Allgather,
+                scaling: MsgScaling::SenderRows,
+                bytes: 8,
+                per_iteration: CGITMAX as u32 + 1,
+                level: None,
+            },
+            ExchangeDecl {
+                kind: ExchangeKind::Reduction,
+                scaling: MsgScaling::Constant,
+                bytes: 8,
+                per_iteration: 2 * CGITMAX as u32 + 3,
+                level: None,
+            },
+        ];
+        d
+    }
+
+    fn iterate(&mut self, ctx: &Ctx) -> Result<()> {
+        self.outer(ctx)
+    }
+
+    fn redistribute(&mut self, ctx: &Ctx, new: &Dist) -> Result<()> {
+        let me = ctx.rank;
+        // Rows move as element ranges: GEN_BLOCK over the nonzeros.
+        let nz_of = |d: &Dist| -> Dist {
+            let offs = d.offsets();
+            Dist(
+                (0..d.ranks())
+                    .map(|j| {
+                        let (a, b) = (offs[j] as usize, (offs[j] + d.0[j]) as usize);
+                        self.work[a..b].iter().sum()
+                    })
+                    .collect(),
+            )
+        };
+        let (old_e, new_e) = (nz_of(&ctx.dist), nz_of(new));
+        let Some((vals, cols)) = self.a.core_mut() else {
+            bail!("the matrix is out of core; --auto moves in-core arrays only");
+        };
+        let new_vals = mheta_live::redistribute(ctx.world, &old_e, &new_e, 1, vals);
+        let cols_f: Vec<f64> = cols.iter().map(|&c| c as f64).collect();
+        let new_cols: Vec<u32> = mheta_live::redistribute(ctx.world, &old_e, &new_e, 1, &cols_f)
+            .into_iter()
+            .map(|c| c as u32)
+            .collect();
+        let first = new.offsets()[me] as usize;
+        let rows = new.0[me] as usize;
+        let mut rowptr = Vec::with_capacity(rows + 1);
+        rowptr.push(0);
+        for r in first..first + rows {
+            rowptr.push(rowptr[rowptr.len() - 1] + self.work[r] as usize);
+        }
+        self.a.set_core(rowptr, new_vals, new_cols);
+        self.x = mheta_live::redistribute(ctx.world, &ctx.dist, new, 1, &self.x);
+        for v in [&mut self.z, &mut self.p, &mut self.q, &mut self.r] {
+            *v = vec![0.0; rows];
+        }
+        (self.counts, self.displs) = counts_displs(new);
+        Ok(())
+    }
+
+    fn storage(&self) -> StorageReport {
+        StorageReport {
+            passes: self.passes,
+            out_of_core: if self.a.on_disk() { vec!["a".into()] } else { vec![] },
+            icla_bytes: self.icla,
+            direct: self.a.direct(),
+        }
+    }
+
+    fn finish(&mut self, ctx: &Ctx) -> Result<Value> {
+        let c = self.class;
+        let err = (self.zeta - c.zeta_verify).abs() / c.zeta_verify;
+        let full_run = ctx.iters == c.niter;
+        let nzz = (c.nonzer * (c.nonzer + 1)) as f64;
+        let flops_per_iter = 2.0 * c.na as f64 * (3.0 + nzz + 25.0 * (5.0 + nzz) + 3.0);
+        Ok(json!({
+            "class": c.name.to_string(),
+            "na": c.na,
+            "nonzer": c.nonzer,
+            "shift": c.shift,
+            "nonzeros": self.work.iter().sum::<u64>(),
+            "zeta": self.zeta,
+            "zeta_reference": c.zeta_verify,
+            "zeta_rel_error": err,
+            "rnorm": self.rnorm,
+            "flops_per_iteration": flops_per_iter,
+            "verified": full_run && err <= 1e-10,
+            "verification": if full_run {
+                format!("zeta against NPB's class {} value, relative error <= 1e-10", c.name)
+            } else {
+                format!("not verifiable: NPB's value is for --iters {}", c.niter)
+            },
+        }))
+    }
+}
+
+fn body(world: &mpi::topology::SimpleCommunicator) -> Result<()> {
+    let Some(args) = parse_args::<Args>(world)? else {
+        return Ok(());
+    };
+    let Some(class) = CLASSES
+        .iter()
+        .find(|c| args.class.len() == 1 && c.name.eq_ignore_ascii_case(&args.class.chars().next().unwrap_or(' ')))
+    else {
+        bail!("--class {}: unknown NPB CG class (known: S, W, A, B)", args.class);
+    };
+    let extra = json!({});
+    run(world, "cg", &args.common, class.na as u64, class.niter, extra, |ctx| Cg::new(ctx, class))
+        .map(|_| ())
+}
+
+fn main() {
+    main_with_mpi("cg", body)
+}
