@@ -55,10 +55,38 @@ struct Class {
 }
 
 const CLASSES: [Class; 4] = [
-    Class { name: 'S', na: 1400, nonzer: 7, niter: 15, shift: 10.0, zeta_verify: 8.5971775078648 },
-    Class { name: 'W', na: 7000, nonzer: 8, niter: 15, shift: 12.0, zeta_verify: 10.362595087124 },
-    Class { name: 'A', na: 14000, nonzer: 11, niter: 15, shift: 20.0, zeta_verify: 17.130235054029 },
-    Class { name: 'B', na: 75000, nonzer: 13, niter: 75, shift: 60.0, zeta_verify: 22.712745482631 },
+    Class {
+        name: 'S',
+        na: 1400,
+        nonzer: 7,
+        niter: 15,
+        shift: 10.0,
+        zeta_verify: 8.5971775078648,
+    },
+    Class {
+        name: 'W',
+        na: 7000,
+        nonzer: 8,
+        niter: 15,
+        shift: 12.0,
+        zeta_verify: 10.362595087124,
+    },
+    Class {
+        name: 'A',
+        na: 14000,
+        nonzer: 11,
+        niter: 15,
+        shift: 20.0,
+        zeta_verify: 17.130235054029,
+    },
+    Class {
+        name: 'B',
+        na: 75000,
+        nonzer: 13,
+        niter: 75,
+        shift: 60.0,
+        zeta_verify: 22.712745482631,
+    },
 ];
 const RCOND: f64 = 0.1;
 const CGITMAX: usize = 25;
@@ -72,7 +100,13 @@ fn randlc(x: &mut u64, a: u64) -> f64 {
 
 /// NPB's `makea` restricted to global rows `[lo, hi)` (0-based), all
 /// columns: returns CSR (row pointers, values, 0-based columns).
-fn makea(n: usize, nonzer: usize, shift: f64, lo: usize, hi: usize) -> (Vec<usize>, Vec<f64>, Vec<u32>) {
+fn makea(
+    n: usize,
+    nonzer: usize,
+    shift: f64,
+    lo: usize,
+    hi: usize,
+) -> (Vec<usize>, Vec<f64>, Vec<u32>) {
     let amult = 1_220_703_125u64;
     let mut tran = 314_159_265u64;
     randlc(&mut tran, amult); // NPB draws one number before makea
@@ -204,7 +238,8 @@ fn counts_displs(d: &Dist) -> (Vec<i32>, Vec<i32>) {
 fn dot(ctx: &Ctx, a: &[f64], b: &[f64]) -> f64 {
     let local: f64 = a.iter().zip(b).map(|(x, y)| x * y).sum();
     let mut g = 0.0;
-    ctx.world.all_reduce_into(&local, &mut g, SystemOperation::sum());
+    ctx.world
+        .all_reduce_into(&local, &mut g, SystemOperation::sum());
     g
 }
 
@@ -230,7 +265,14 @@ impl Cg {
         };
         let fixed = (8 * (5 * rows + n) + 8 * (rows + 1)) as u64;
         let plan = ctx.plan(fixed, std::slice::from_ref(&need))?;
-        let a = Csr::new("a", rowptr, vals, cols, &plan.pieces, ctx.disk_for(&plan, 0))?;
+        let a = Csr::new(
+            "a",
+            rowptr,
+            vals,
+            cols,
+            &plan.pieces,
+            ctx.disk_for(&plan, 0),
+        )?;
         let (counts, displs) = counts_displs(&ctx.dist);
         let mut cg = Cg {
             class,
@@ -264,7 +306,8 @@ impl Cg {
             Which::Z => &self.z,
         };
         {
-            let mut part = PartitionMut::new(&mut self.full[..], &self.counts[..], &self.displs[..]);
+            let mut part =
+                PartitionMut::new(&mut self.full[..], &self.counts[..], &self.displs[..]);
             ctx.world.all_gather_varcount_into(v, &mut part);
         }
         let full = &self.full;
@@ -322,9 +365,15 @@ impl Cg {
             });
         }
         self.matvec(ctx, Which::Z)?;
-        let local: f64 = self.x.iter().zip(&self.r).map(|(x, r)| (x - r) * (x - r)).sum();
+        let local: f64 = self
+            .x
+            .iter()
+            .zip(&self.r)
+            .map(|(x, r)| (x - r) * (x - r))
+            .sum();
         let mut g = 0.0f64;
-        ctx.world.all_reduce_into(&local, &mut g, SystemOperation::sum());
+        ctx.world
+            .all_reduce_into(&local, &mut g, SystemOperation::sum());
         self.rnorm = g.sqrt();
         Ok(())
     }
@@ -337,7 +386,8 @@ impl Cg {
             self.z.iter().map(|z| z * z).sum::<f64>(),
         ];
         let mut g = [0.0f64; 2];
-        ctx.world.all_reduce_into(&local[..], &mut g[..], SystemOperation::sum());
+        ctx.world
+            .all_reduce_into(&local[..], &mut g[..], SystemOperation::sum());
         self.zeta = self.class.shift + 1.0 / g[0];
         let scale = 1.0 / g[1].sqrt();
         for (x, z) in self.x.iter_mut().zip(&self.z) {
@@ -444,7 +494,11 @@ impl Kernel for Cg {
     fn storage(&self) -> StorageReport {
         StorageReport {
             passes: self.passes,
-            out_of_core: if self.a.on_disk() { vec!["a".into()] } else { vec![] },
+            out_of_core: if self.a.on_disk() {
+                vec!["a".into()]
+            } else {
+                vec![]
+            },
             icla_bytes: self.icla,
             direct: self.a.direct(),
         }
@@ -481,15 +535,27 @@ fn body(world: &mpi::topology::SimpleCommunicator) -> Result<()> {
     let Some(args) = parse_args::<Args>(world)? else {
         return Ok(());
     };
-    let Some(class) = CLASSES
-        .iter()
-        .find(|c| args.class.len() == 1 && c.name.eq_ignore_ascii_case(&args.class.chars().next().unwrap_or(' ')))
-    else {
-        bail!("--class {}: unknown NPB CG class (known: S, W, A, B)", args.class);
+    let Some(class) = CLASSES.iter().find(|c| {
+        args.class.len() == 1
+            && c.name
+                .eq_ignore_ascii_case(&args.class.chars().next().unwrap_or(' '))
+    }) else {
+        bail!(
+            "--class {}: unknown NPB CG class (known: S, W, A, B)",
+            args.class
+        );
     };
     let extra = json!({});
-    run(world, "cg", &args.common, class.na as u64, class.niter, extra, |ctx| Cg::new(ctx, class))
-        .map(|_| ())
+    run(
+        world,
+        "cg",
+        &args.common,
+        class.na as u64,
+        class.niter,
+        extra,
+        |ctx| Cg::new(ctx, class),
+    )
+    .map(|_| ())
 }
 
 fn main() {
