@@ -9,8 +9,13 @@
 //!   `base = min(1, cores / Σ cpu_power)` over the node's ranks (the
 //!   report's `base_share`). The period is the shortest that keeps every
 //!   quota at or above the kernel's 1 ms minimum (at most 100 ms), so a
-//!   throttled rank pauses in short slices. Fallback: extra work, a spin
-//!   after each piece of real work that stretches it to `t / p`.
+//!   throttled rank pauses in short slices. The quota also charges the
+//!   time a rank spends polling inside MPI (Open MPI busy-waits), which a
+//!   real slower CPU would not lose: communication-heavy kernels (cg, 52
+//!   reductions an iteration) see a rank at power 0.5 take 1.8–2.6× as
+//!   long, memory-bound ones (jacobi) 1.6–2.1×. Fallback, and
+//!   `--cpu-emulation spin`: extra work, a spin after each piece of real
+//!   work that stretches it to `t / p` (1.8–2.1× on both).
 //! - **Memory** (`mem_limit_mb`): the storage rule keeps the rank's arrays
 //!   within the limit, and a `memory` cgroup enforces it. This kernel
 //!   refuses `memory.move_charge_at_immigrate`, so pages charged before a
@@ -20,20 +25,30 @@
 //!   memory the arrays took) plus 32 MiB of slack for MPI and the runtime.
 //!   Fallback: the self-imposed limit of the storage rule alone (the
 //!   paper's method).
-//! - **Disk** (`io_factor`): a `blkio` throttle of `disk_mb_s / io_factor`
-//!   on reads and writes of the scratch directory's disk. Out-of-core I/O is
-//!   direct (`O_DIRECT`), so the throttle applies and the time falls
-//!   inside the MPI-IO calls. Fallback: scaled I/O, as the paper does:
-//!   every read and write moves `io_factor` times its bytes.
+//! - **Disk** (`io_factor`): a `blkio` throttle of `R / io_factor` on
+//!   reads and writes of the scratch directory's disk (`--disk-mb-s R`,
+//!   default 100 MB/s, below this machine kind's ~0.9 GB/s direct I/O so
+//!   that the throttles, not the shared disk, set the rates; every rank is
+//!   throttled when any io_factor differs). Out-of-core I/O is direct
+//!   (`O_DIRECT`), so the throttle applies and the time falls inside the
+//!   MPI-IO calls. Its limit: blk-throttle lets a group that was idle
+//!   dispatch `R × 100 ms` at once (the slice is fixed at 100 ms for this
+//!   disk), so a rank that waited for slower ranks reads its first
+//!   `R × 100 ms` bytes of an iteration at disk speed; it is exact when a
+//!   rank's I/O per iteration is well above 100 ms (measured: 8.4 MB per
+//!   iteration under a 100 MB/s rule went at 840 MB/s). Fallback, and
+//!   `--disk-emulation scaled`: scaled I/O, the paper's method: a rank's
+//!   reads and writes move `io_factor / min(io_factor)` times their bytes
+//!   on the real disk; here the ranks share one disk queue, and the larger
+//!   requests of a slow-disk rank delay the others' (measured: with 4×
+//!   the bytes, both ranks of a 2-rank lanczos read for ~100 ms).
 
 use crate::Resolved;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-/// Default throttled disk bandwidth of a rank at `io_factor` 1, MB/s: below
-/// this machine kind's ~1 GB/s direct I/O, so that the throttle, not the
-/// shared disk, sets each rank's rate.
+/// Throttled disk rate of a rank at `io_factor` 1, MB/s.
 pub const DEFAULT_DISK_MB_S: f64 = 100.0;
 /// Slack above the memory limit for MPI buffers and the runtime.
 pub const MEM_SLACK: u64 = 32 << 20;
@@ -48,9 +63,11 @@ pub struct EmulationReport {
     pub cpu_period_us: u64,
     /// "cgroup-limit", "self-limit" (storage rule only) or "none".
     pub memory: String,
-    /// "blkio-throttle", "scaled-io" or "none".
+    /// "scaled-io", "blkio-throttle" or "none".
     pub disk: String,
-    pub disk_mb_s: f64,
+    /// With the blkio throttle: the rate of a rank at io_factor 1, MB/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disk_mb_s: Option<f64>,
     /// How the page cache is kept out of out-of-core I/O: "o_direct",
     /// "fadvise" or "n/a".
     pub cache: String,
@@ -175,9 +192,14 @@ fn block_device(dir: &Path) -> Option<String> {
 impl Emulation {
     /// Set up this rank's emulation. `node_powers`: the `cpu_power` of the
     /// ranks that share this rank's node (itself included).
-    pub fn start(r: &Resolved, node_powers: &[f64], scratch: &Path, disk_mb_s: f64) -> Emulation {
+    pub fn start(
+        r: &Resolved,
+        node_powers: &[f64],
+        scratch: &Path,
+        disk_mb_s: Option<f64>,
+    ) -> Emulation {
+        // None: scaled I/O was asked for.
         let mut rep = EmulationReport {
-            disk_mb_s,
             cache: "n/a".into(),
             ..Default::default()
         };
@@ -203,13 +225,18 @@ impl Emulation {
             let min_share = node_powers.iter().fold(f64::MAX, |a, &p| a.min(p)) * base;
             let period = ((1000.0 / min_share).ceil() as u64).clamp(1000, 100_000);
             let quota = ((share * period as f64).round() as u64).max(1000);
-            match make_group(
-                "cpu",
-                &[
-                    ("cpu.cfs_period_us", period.to_string()),
-                    ("cpu.cfs_quota_us", quota.to_string()),
-                ],
-            ) {
+            let group = if r.cpu_spin {
+                Err("--cpu-emulation spin".to_string())
+            } else {
+                make_group(
+                    "cpu",
+                    &[
+                        ("cpu.cfs_period_us", period.to_string()),
+                        ("cpu.cfs_quota_us", quota.to_string()),
+                    ],
+                )
+            };
+            match group {
                 Ok(g) => {
                     rep.cpu = "cgroup-quota".into();
                     rep.cpu_period_us = period;
@@ -218,7 +245,9 @@ impl Emulation {
                 Err(why) => {
                     rep.cpu = "spin".into();
                     rep.base_share = 1.0;
-                    rep.notes.push(format!("cpu: {why}; extra work instead"));
+                    if !r.cpu_spin {
+                        rep.notes.push(format!("cpu: {why}; extra work instead"));
+                    }
                     e.extra_per_unit = (1.0 / spec.cpu_power - 1.0).max(0.0);
                 }
             }
@@ -232,32 +261,38 @@ impl Emulation {
             "none".into()
         };
         e.mem_limit = r.mem_limit;
-        if spec.io_factor != 1.0 || r.throttle_all {
-            let bps = (disk_mb_s * 1e6 / spec.io_factor) as u64;
-            let group = block_device(scratch)
-                .ok_or_else(|| format!("no block device under {}", scratch.display()))
-                .and_then(|dev| {
-                    make_group(
-                        "blkio",
-                        &[
-                            ("blkio.throttle.read_bps_device", format!("{dev} {bps}")),
-                            ("blkio.throttle.write_bps_device", format!("{dev} {bps}")),
-                        ],
-                    )
-                });
-            match group {
-                Ok(g) => {
-                    rep.disk = "blkio-throttle".into();
-                    e._blkio = Some(g);
-                }
-                Err(why) => {
-                    rep.disk = "scaled-io".into();
-                    rep.notes.push(format!("disk: {why}; scaled I/O instead"));
-                    e.io_scale = spec.io_factor;
+        let scaled = |rep: &mut EmulationReport, e: &mut Emulation| {
+            rep.disk = "scaled-io".into();
+            e.io_scale = spec.io_factor / r.min_io_factor;
+        };
+        match disk_mb_s {
+            Some(rate) if r.io_factors_differ || r.throttle_always => {
+                let bps = (rate * 1e6 / spec.io_factor) as u64;
+                let group = block_device(scratch)
+                    .ok_or_else(|| format!("no block device under {}", scratch.display()))
+                    .and_then(|dev| {
+                        make_group(
+                            "blkio",
+                            &[
+                                ("blkio.throttle.read_bps_device", format!("{dev} {bps}")),
+                                ("blkio.throttle.write_bps_device", format!("{dev} {bps}")),
+                            ],
+                        )
+                    });
+                match group {
+                    Ok(g) => {
+                        rep.disk = "blkio-throttle".into();
+                        rep.disk_mb_s = Some(rate);
+                        e._blkio = Some(g);
+                    }
+                    Err(why) => {
+                        rep.notes.push(format!("disk: {why}; scaled I/O instead"));
+                        scaled(&mut rep, &mut e);
+                    }
                 }
             }
-        } else {
-            rep.disk = "none".into();
+            None if r.io_factors_differ => scaled(&mut rep, &mut e),
+            _ => rep.disk = "none".into(),
         }
         e.report = rep;
         e

@@ -56,9 +56,20 @@ pub struct Common {
     /// MPI_File_iread_at and MPI_Wait).
     #[arg(long)]
     pub prefetch: bool,
-    /// Disk bandwidth of a rank at io_factor 1 under the blkio throttle, MB/s.
-    #[arg(long, value_name = "MB/s", default_value_t = emulate::DEFAULT_DISK_MB_S)]
-    pub disk_mb_s: f64,
+    /// How cpu_power is emulated: quota (a cgroup cpu quota per rank) or
+    /// spin (extra work after each piece of real work, the paper's method).
+    #[arg(long, value_name = "HOW", default_value = "quota", value_parser = ["quota", "spin"])]
+    pub cpu_emulation: String,
+    /// Disk rate of a rank at io_factor 1 under the blkio throttle (each
+    /// rank gets MB/s / io_factor). Given explicitly, every rank is
+    /// throttled even when all io_factors are equal.
+    #[arg(long, value_name = "MB/s")]
+    pub disk_mb_s: Option<f64>,
+    /// How io_factor is emulated: throttle (a blkio throttle per rank) or
+    /// scaled (reads and writes move io_factor times their bytes, the
+    /// paper's method).
+    #[arg(long, value_name = "HOW", default_value = "throttle", value_parser = ["throttle", "scaled"])]
+    pub disk_emulation: String,
     /// After the instrumented iterations, choose a distribution with the
     /// MHETA model and GBS, move every distributed array there, and
     /// continue. Needs the interposer (`mheta run`) and a cluster profile.
@@ -87,8 +98,14 @@ pub struct Resolved {
     pub spec: RankSpec,
     /// Memory for arrays, bytes.
     pub mem_limit: Option<u64>,
-    /// Some rank's disk is slowed: throttle every rank (relative speeds).
-    pub throttle_all: bool,
+    /// Ranks' disks differ (some io_factor is not the others').
+    pub io_factors_differ: bool,
+    /// The smallest io_factor of the cluster (scaled I/O is relative to it).
+    pub min_io_factor: f64,
+    /// `--disk-mb-s` was given: throttle every rank.
+    pub throttle_always: bool,
+    /// `--cpu-emulation spin`.
+    pub cpu_spin: bool,
 }
 
 /// If any rank failed, every rank returns the first failing rank's error
@@ -340,8 +357,10 @@ fn check(c: &Common, np: usize, rows: u64, default_iters: u64) -> Result<Checked
     {
         bail!("--mem-limit {m}: must be a positive number of MB");
     }
-    if !(c.disk_mb_s.is_finite() && c.disk_mb_s > 0.0) {
-        bail!("--disk-mb-s {}: must be positive", c.disk_mb_s);
+    if let Some(r) = c.disk_mb_s
+        && !(r.is_finite() && r > 0.0)
+    {
+        bail!("--disk-mb-s {r}: must be a positive rate in MB/s");
     }
     let mem_limit = cluster
         .rank
@@ -442,10 +461,24 @@ pub fn run<K: Kernel>(
     let resolved = Resolved {
         spec: ck.cluster.rank[rank].clone(),
         mem_limit: ck.mem_limit[rank],
-        throttle_all: ck.cluster.rank.iter().any(|r| r.io_factor != 1.0),
+        io_factors_differ: ck
+            .cluster
+            .rank
+            .iter()
+            .any(|r| r.io_factor != ck.cluster.rank[0].io_factor),
+        min_io_factor: ck
+            .cluster
+            .rank
+            .iter()
+            .map(|r| r.io_factor)
+            .fold(f64::MAX, f64::min),
+        throttle_always: c.disk_mb_s.is_some(),
+        cpu_spin: c.cpu_emulation == "spin",
     };
     let rss0 = Emulation::rss();
-    let emu = Emulation::start(&resolved, &node_powers, &scratch.dir, c.disk_mb_s);
+    let rate =
+        (c.disk_emulation == "throttle").then(|| c.disk_mb_s.unwrap_or(emulate::DEFAULT_DISK_MB_S));
+    let emu = Emulation::start(&resolved, &node_powers, &scratch.dir, rate);
     let mut ctx = Ctx {
         world,
         rank,

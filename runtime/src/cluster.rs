@@ -9,8 +9,11 @@
 //! io_factor = 1.0      # optional: disk slowdown (1.0 if absent)
 //! ```
 //!
-//! Built-in names: `uniform` (every rank at power 1.0, any rank count) and
-//! the files shipped in the repository's `clusters/` folder by file stem.
+//! Built-in names: `uniform` (every rank at power 1.0, any rank count), the
+//! files shipped in the repository's `clusters/` folder by file stem
+//! (`het2`, `het4`, `dc4`, `io8`, `hy1_4`, ...), and the MHETA paper's
+//! table 1 configurations `DC`, `IO`, `HY1` and `HY2`, which pick the
+//! file for the job's size (2, 4 or 8 ranks).
 
 use serde::Deserialize;
 use std::path::Path;
@@ -41,9 +44,11 @@ pub struct ClusterSpec {
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
     #[error(
-        "--cluster {name}: no such file and not a built-in name (built-ins: uniform, {builtins})"
+        "--cluster {name}: no such file and not a built-in name (built-ins: uniform, DC, IO, HY1, HY2, {builtins})"
     )]
     Unknown { name: String, builtins: String },
+    #[error("--cluster {name}: defined for 2, 4 and 8 ranks, but the job has {ranks}")]
+    Size { name: String, ranks: usize },
     #[error("{path}: {detail}")]
     Invalid { path: String, detail: String },
     #[error("{path}: describes {found} ranks but the job has {expected}")]
@@ -58,7 +63,23 @@ pub enum ClusterError {
 const BUILTINS: &[(&str, &str)] = &[
     ("het2", include_str!("../../clusters/het2.toml")),
     ("het4", include_str!("../../clusters/het4.toml")),
+    ("dc2", include_str!("../../clusters/dc2.toml")),
+    ("dc4", include_str!("../../clusters/dc4.toml")),
+    ("dc8", include_str!("../../clusters/dc8.toml")),
+    ("io2", include_str!("../../clusters/io2.toml")),
+    ("io4", include_str!("../../clusters/io4.toml")),
+    ("io8", include_str!("../../clusters/io8.toml")),
+    ("hy1_2", include_str!("../../clusters/hy1_2.toml")),
+    ("hy1_4", include_str!("../../clusters/hy1_4.toml")),
+    ("hy1_8", include_str!("../../clusters/hy1_8.toml")),
+    ("hy2_2", include_str!("../../clusters/hy2_2.toml")),
+    ("hy2_4", include_str!("../../clusters/hy2_4.toml")),
+    ("hy2_8", include_str!("../../clusters/hy2_8.toml")),
 ];
+
+/// The paper's table 1 names and the job sizes they are defined for.
+const TABLE1: &[(&str, &str)] = &[("dc", "dc"), ("io", "io"), ("hy1", "hy1_"), ("hy2", "hy2_")];
+const TABLE1_SIZES: &[usize] = &[2, 4, 8];
 
 impl ClusterSpec {
     /// Every rank at power 1.0.
@@ -117,6 +138,20 @@ impl ClusterSpec {
                 detail: e.to_string(),
             })?;
             Self::parse(&text, name)?
+        } else if let Some((_, stem)) = TABLE1.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            if !TABLE1_SIZES.contains(&ranks) {
+                return Err(ClusterError::Size {
+                    name: name.into(),
+                    ranks,
+                });
+            }
+            let file = format!("{stem}{ranks}");
+            let text = BUILTINS
+                .iter()
+                .find(|(n, _)| *n == file)
+                .map(|(_, t)| *t)
+                .unwrap_or_default();
+            Self::parse(text, name)?
         } else if let Some((_, text)) = BUILTINS.iter().find(|(n, _)| n.eq_ignore_ascii_case(name))
         {
             Self::parse(text, name)?
@@ -168,6 +203,23 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("c.toml"), "{e}");
+    }
+
+    #[test]
+    fn table1_names_follow_the_job_size() {
+        for np in [2, 4, 8] {
+            for name in ["DC", "IO", "HY1", "hy2"] {
+                let s = ClusterSpec::resolve(name, np).unwrap();
+                assert_eq!(s.rank.len(), np, "{name} at {np}");
+            }
+        }
+        let io = ClusterSpec::resolve("IO", 4).unwrap();
+        assert_eq!(io.rank.iter().filter(|r| r.io_factor == 4.0).count(), 2);
+        assert!(io.rank.iter().all(|r| r.cpu_power == 1.0));
+        assert!(matches!(
+            ClusterSpec::resolve("DC", 3),
+            Err(ClusterError::Size { ranks: 3, .. })
+        ));
     }
 
     #[test]
