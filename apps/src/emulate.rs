@@ -3,19 +3,23 @@
 //! is missing or not writable the rank falls back to the MHETA paper's
 //! method for that resource and the report says so.
 //!
-//! - **CPU** (`cpu_power`): a `cpu` cgroup quota. The quotas of the ranks
-//!   on a node must fit its cores, or ranks steal each other's time, so
-//!   each rank gets `base × cpu_power` of a core with
-//!   `base = min(1, cores / Σ cpu_power)` over the node's ranks (the
-//!   report's `base_share`). The period is the shortest that keeps every
-//!   quota at or above the kernel's 1 ms minimum (at most 100 ms), so a
-//!   throttled rank pauses in short slices. The quota also charges the
-//!   time a rank spends polling inside MPI (Open MPI busy-waits), which a
-//!   real slower CPU would not lose: communication-heavy kernels (cg, 52
-//!   reductions an iteration) see a rank at power 0.5 take 1.8–2.6× as
-//!   long, memory-bound ones (jacobi) 1.6–2.1×. Fallback, and
-//!   `--cpu-emulation spin`: extra work, a spin after each piece of real
-//!   work that stretches it to `t / p` (1.8–2.1× on both).
+//! - **CPU** (`cpu_power`). The ranks of a node must not steal each
+//!   other's time, so each gets a `cpu` cgroup quota of its base share of
+//!   a core, `base = min(1, cores / Σ cpu_power)` over the node's ranks
+//!   (the report's `base_share`; no quota when base is 1). Within that
+//!   share the relative power is emulated by extra work, the paper's
+//!   method: after each piece of real work of time t a rank of power p
+//!   keeps its core busy until t/p. This is the default
+//!   (`--cpu-emulation share`, reported as `cgroup-quota+spin` or `spin`)
+//!   because a quota of `base × p` (`--cpu-emulation quota`) stops the
+//!   rank in bursts of up to a period wherever it is, inside MPI calls
+//!   too, and the quota also pays for Open MPI's busy polling, which a
+//!   real slower CPU would not lose. Measured at 2 ranks on het2: under
+//!   `quota` a rank at power 0.5 took 1.6–2.1× (jacobi) and 1.8–2.6× (cg)
+//!   as long on the same rows, and `--auto` on cg could not see it (model
+//!   8.5 ms against 22.4 ms measured); with extra work 1.8–2.1×, and the
+//!   model within 5% on every app. The quota's period is the shortest
+//!   that keeps every quota at or above the kernel's 1 ms minimum.
 //! - **Memory** (`mem_limit_mb`): the storage rule keeps the rank's arrays
 //!   within the limit, and a `memory` cgroup enforces it. This kernel
 //!   refuses `memory.move_charge_at_immigrate`, so pages charged before a
@@ -208,7 +212,6 @@ impl Emulation {
         // SAFETY: sysconf only reads a system value.
         let cores = (unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }).max(1) as f64;
         let sum: f64 = node_powers.iter().sum();
-        let needs_cpu = node_powers.iter().any(|&p| p != 1.0) || node_powers.len() as f64 > cores;
         let base = (cores / sum).min(1.0);
         let mut e = Emulation {
             report: rep.clone(),
@@ -220,41 +223,60 @@ impl Emulation {
             mem_limit: None,
         };
         rep.base_share = base;
-        if needs_cpu {
-            let share = base * spec.cpu_power;
-            let min_share = node_powers.iter().fold(f64::MAX, |a, &p| a.min(p)) * base;
+        // Modes (`--cpu-emulation`): "share" (default) gives every rank its
+        // base share of a core with a quota (only needed when the node's
+        // ranks could otherwise steal each other's time) and emulates the
+        // relative power by extra work; "quota" puts base × power in the
+        // quota; "spin" uses extra work only.
+        let powers_differ = node_powers.iter().any(|&p| p != 1.0);
+        let (want_quota, share) = match r.cpu_mode.as_str() {
+            "quota" => (powers_differ || base < 1.0, base * spec.cpu_power),
+            "spin" => (false, 1.0),
+            _ => (base < 1.0, base),
+        };
+        let spin = r.cpu_mode != "quota" && spec.cpu_power != 1.0;
+        let mut methods: Vec<&str> = Vec::new();
+        if want_quota {
+            let min_share = if r.cpu_mode == "quota" {
+                node_powers.iter().fold(f64::MAX, |a, &p| a.min(p)) * base
+            } else {
+                base
+            };
             let period = ((1000.0 / min_share).ceil() as u64).clamp(1000, 100_000);
             let quota = ((share * period as f64).round() as u64).max(1000);
-            let group = if r.cpu_spin {
-                Err("--cpu-emulation spin".to_string())
-            } else {
-                make_group(
-                    "cpu",
-                    &[
-                        ("cpu.cfs_period_us", period.to_string()),
-                        ("cpu.cfs_quota_us", quota.to_string()),
-                    ],
-                )
-            };
-            match group {
+            match make_group(
+                "cpu",
+                &[
+                    ("cpu.cfs_period_us", period.to_string()),
+                    ("cpu.cfs_quota_us", quota.to_string()),
+                ],
+            ) {
                 Ok(g) => {
-                    rep.cpu = "cgroup-quota".into();
+                    methods.push("cgroup-quota");
                     rep.cpu_period_us = period;
                     e.cpu = Some(g);
                 }
                 Err(why) => {
-                    rep.cpu = "spin".into();
+                    rep.notes.push(format!(
+                        "cpu: {why}; extra work instead, and ranks time-share the cores"
+                    ));
                     rep.base_share = 1.0;
-                    if !r.cpu_spin {
-                        rep.notes.push(format!("cpu: {why}; extra work instead"));
-                    }
                     e.extra_per_unit = (1.0 / spec.cpu_power - 1.0).max(0.0);
+                    methods.push("spin");
                 }
             }
         } else {
-            rep.cpu = "none".into();
-            rep.base_share = 1.0;
+            rep.base_share = if r.cpu_mode == "spin" { 1.0 } else { base };
         }
+        if spin && !methods.contains(&"spin") {
+            e.extra_per_unit = (1.0 / spec.cpu_power - 1.0).max(0.0);
+            methods.push("spin");
+        }
+        rep.cpu = if methods.is_empty() {
+            "none".into()
+        } else {
+            methods.join("+")
+        };
         rep.memory = if r.mem_limit.is_some() {
             "self-limit".into()
         } else {

@@ -56,9 +56,11 @@ pub struct Common {
     /// MPI_File_iread_at and MPI_Wait).
     #[arg(long)]
     pub prefetch: bool,
-    /// How cpu_power is emulated: quota (a cgroup cpu quota per rank) or
-    /// spin (extra work after each piece of real work, the paper's method).
-    #[arg(long, value_name = "HOW", default_value = "quota", value_parser = ["quota", "spin"])]
+    /// How cpu_power is emulated: share (a cgroup quota of each rank's
+    /// base share of a core, so ranks never steal each other's time, plus
+    /// extra work for the relative power), quota (a quota of base share ×
+    /// power), or spin (extra work only, the paper's method).
+    #[arg(long, value_name = "HOW", default_value = "share", value_parser = ["share", "quota", "spin"])]
     pub cpu_emulation: String,
     /// Disk rate of a rank at io_factor 1 under the blkio throttle (each
     /// rank gets MB/s / io_factor). Given explicitly, every rank is
@@ -104,8 +106,8 @@ pub struct Resolved {
     pub min_io_factor: f64,
     /// `--disk-mb-s` was given: throttle every rank.
     pub throttle_always: bool,
-    /// `--cpu-emulation spin`.
-    pub cpu_spin: bool,
+    /// `--cpu-emulation`: share, quota or spin.
+    pub cpu_mode: String,
 }
 
 /// If any rank failed, every rank returns the first failing rank's error
@@ -473,7 +475,7 @@ pub fn run<K: Kernel>(
             .map(|r| r.io_factor)
             .fold(f64::MAX, f64::min),
         throttle_always: c.disk_mb_s.is_some(),
-        cpu_spin: c.cpu_emulation == "spin",
+        cpu_mode: c.cpu_emulation.clone(),
     };
     let rss0 = Emulation::rss();
     let rate =
@@ -641,7 +643,8 @@ pub fn run<K: Kernel>(
         ] {
             let mut used: Vec<String> = ranks
                 .iter()
-                .filter_map(|r| r[key].as_str().map(String::from))
+                .filter_map(|r| r[key].as_str())
+                .flat_map(|m| m.split('+').map(String::from))
                 .filter(|m| m != "none")
                 .collect();
             used.sort();
