@@ -95,6 +95,11 @@ pub fn last_json(stdout: &str) -> serde_json::Value {
     serde_json::from_str(line).unwrap()
 }
 
+/// Run app `name` on `np` ranks with `args`; returns its report.
+pub fn app(name: &str, np: usize, args: &[&str]) -> serde_json::Value {
+    last_json(&ok(mpirun(np).arg(bin(name)).args(args)))
+}
+
 /// Run jacobi on `np` ranks with extra arguments; returns its report.
 pub fn jacobi(np: usize, args: &[&str]) -> serde_json::Value {
     last_json(&ok(mpirun(np).arg(bin("jacobi")).args(args)))

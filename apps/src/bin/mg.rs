@@ -603,7 +603,7 @@ impl Kernel for Mg {
         let scale = 2.0 * PI * PI / mu;
         let fine = &mut self.levels[0];
         let (first, w) = (fine.first, n + 2);
-        let (mut alg, mut disc) = (0.0f64, 0.0f64);
+        let (mut alg, mut disc, mut sum) = (0.0f64, 0.0f64, 0.0f64);
         sweep(&mut [(&mut fine.u, Access::Read)], |rows, v| {
             for (i, r) in rows.enumerate() {
                 let y = (first + r + 1) as f64 * h;
@@ -612,12 +612,16 @@ impl Kernel for Mg {
                     let val = v[0].data[i * w + j];
                     alg = alg.max((val - scale * phi).abs());
                     disc = disc.max((val - phi).abs());
+                    sum += val;
                 }
             }
         })?;
         let mut g = [0.0f64; 2];
         ctx.world
             .all_reduce_into(&[alg, disc][..], &mut g[..], SystemOperation::max());
+        let mut checksum = 0.0f64;
+        ctx.world
+            .all_reduce_into(&sum, &mut checksum, SystemOperation::sum());
         // Convergence factor: cycles before the residual reaches rounding.
         let r0 = self.norms[0];
         let useful: Vec<f64> = self
@@ -644,6 +648,7 @@ impl Kernel for Mg {
             "convergence_factor": factor,
             "worst_factor": worst,
             "alg_error": g[0],
+            "checksum": checksum,
             "disc_error": g[1],
             "h": h,
             "verified": factor <= 0.15 && g[0] <= 1e-8,
