@@ -185,3 +185,86 @@ fn bench_rejects_bad_input_before_measuring() {
     fails(mheta().args(["bench", "--np", "1", "-o"]).arg(&keep));
     assert_eq!(std::fs::read_to_string(&keep).unwrap(), "precious");
 }
+
+/// An app's one error line (from rank 0 only) for `args` on `np` ranks.
+fn app_error(name: &str, np: usize, args: &[&str]) -> String {
+    let o = fails(mpirun(np).arg(bin(name)).args(args));
+    one_error_line(&o, &format!("{name}: error:"))
+}
+
+#[test]
+fn apps_refuse_unknown_or_mismatched_clusters() {
+    let l = app_error("cg", 2, &["--cluster", "nosuch"]);
+    assert!(
+        l.contains("nosuch") && l.contains("DC, IO, HY1, HY2"),
+        "{l}"
+    );
+    let l = app_error("lanczos", 4, &["--n", "64", "--cluster", "het2"]);
+    assert!(
+        l.contains("het2: describes 2 ranks but the job has 4"),
+        "{l}"
+    );
+    let l = app_error("sor", 3, &["--n", "64", "--cluster", "DC"]);
+    assert!(
+        l.contains("defined for 2, 4 and 8 ranks, but the job has 3"),
+        "{l}"
+    );
+}
+
+#[test]
+fn apps_refuse_a_memory_limit_below_one_row_and_leave_scratch_empty() {
+    let dir = scratch("err-mem");
+    let s = dir.to_string_lossy().to_string();
+    for (name, args) in [
+        ("jacobi", &["--n", "64"][..]),
+        ("cg", &["--class", "S"][..]),
+        ("mg", &["--n", "63"][..]),
+    ] {
+        let mut a = args.to_vec();
+        a.extend(["--mem-limit", "0.001", "--scratch", &s]);
+        let l = app_error(name, 2, &a);
+        assert!(
+            l.contains("memory limit 0.001 MB is smaller than one row"),
+            "{l}"
+        );
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            0,
+            "{name} left files"
+        );
+    }
+}
+
+#[test]
+fn apps_refuse_a_dist_of_the_wrong_sum_and_an_unknown_cg_class() {
+    let l = app_error("cg", 2, &["--class", "S", "--dist", "700,600"]);
+    assert!(l.contains("--dist sums to 1300 rows but N = 1400"), "{l}");
+    let l = app_error("wavefront", 2, &["--n", "64", "--dist", "60,5"]);
+    assert!(l.contains("--dist sums to 65 rows but N = 64"), "{l}");
+    let l = app_error("cg", 2, &["--class", "Z"]);
+    assert!(l.contains("--class Z: unknown NPB CG class"), "{l}");
+    let l = app_error("mg", 2, &["--n", "100"]);
+    assert!(l.contains("N = 2^k - 1"), "{l}");
+}
+
+#[test]
+fn apps_refuse_an_unwritable_or_missing_scratch_directory() {
+    let l = app_error("sor", 2, &["--n", "64", "--scratch", "/proc"]);
+    assert!(l.contains("--scratch /proc: cannot create"), "{l}");
+    let l = app_error("lanczos", 2, &["--n", "64", "--scratch", "/nonexistent/x"]);
+    assert!(
+        l.contains("--scratch /nonexistent/x: no such directory"),
+        "{l}"
+    );
+    // A file where a directory should be.
+    let dir = scratch("err-scratch");
+    let f = dir.join("file");
+    std::fs::write(&f, "x").unwrap();
+    let l = app_error(
+        "jacobi",
+        2,
+        &["--n", "64", "--scratch", &f.to_string_lossy()],
+    );
+    assert!(l.contains("no such directory"), "{l}");
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), "x");
+}
