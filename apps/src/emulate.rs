@@ -29,23 +29,29 @@
 //!   memory the arrays took) plus 32 MiB of slack for MPI and the runtime.
 //!   Fallback: the self-imposed limit of the storage rule alone (the
 //!   paper's method).
-//! - **Disk** (`io_factor`): a `blkio` throttle of `R / io_factor` on
-//!   reads and writes of the scratch directory's disk (`--disk-mb-s R`,
-//!   default 100 MB/s, below this machine kind's ~0.9 GB/s direct I/O so
-//!   that the throttles, not the shared disk, set the rates; every rank is
-//!   throttled when any io_factor differs). Out-of-core I/O is direct
-//!   (`O_DIRECT`), so the throttle applies and the time falls inside the
-//!   MPI-IO calls. Its limit: blk-throttle lets a group that was idle
-//!   dispatch `R × 100 ms` at once (the slice is fixed at 100 ms for this
-//!   disk), so a rank that waited for slower ranks reads its first
-//!   `R × 100 ms` bytes of an iteration at disk speed; it is exact when a
-//!   rank's I/O per iteration is well above 100 ms (measured: 8.4 MB per
-//!   iteration under a 100 MB/s rule went at 840 MB/s). Fallback, and
-//!   `--disk-emulation scaled`: scaled I/O, the paper's method: a rank's
-//!   reads and writes move `io_factor / min(io_factor)` times their bytes
-//!   on the real disk; here the ranks share one disk queue, and the larger
-//!   requests of a slow-disk rank delay the others' (measured: with 4×
-//!   the bytes, both ranks of a 2-rank lanczos read for ~100 ms).
+//! - **Disk** (`io_factor`), `--disk-emulation paced` (the default): a
+//!   rank's disk moves `R / io_factor` bytes per second (`--disk-mb-s R`,
+//!   default 100 MB/s; every rank is paced when any io_factor differs).
+//!   Out-of-core I/O is direct (`O_DIRECT`), so every transfer really
+//!   reaches the disk (this machine kind: ~0.9 GB/s); then the MPI
+//!   library's `pread`/`pwrite` (and asynchronous reads) on our files wait
+//!   until `bytes × io_factor / R` has passed since they began
+//!   ([`crate::mpiio::pace`]), so the extra time falls inside the MPI-IO
+//!   calls (a prefetch's inside `MPI_Wait`), in proportion to the bytes.
+//!   The two other methods are options because they are not exact here:
+//!   - `throttle`: a `blkio` throttle of `R / io_factor` per rank (the
+//!     kernel's limit). blk-throttle always allows a group `R × 100 ms`
+//!     at once (its slice is fixed at 100 ms for this disk), so a rank
+//!     that waited for slower ranks reads its next `R × 100 ms` bytes at
+//!     disk speed: measured at 2 ranks on IO (io_factor 1 and 4), the
+//!     read-time ratio was 4.5 for jacobi and lanczos, whose fast rank
+//!     reads 19–67 MB per iteration, but 17–25 for sor, cg, wavefront and
+//!     mg, whose fast rank reads a few MB between waits;
+//!   - `scaled`: the paper's method, each read and write moves
+//!     `io_factor / min(io_factor)` times its bytes; here the ranks share
+//!     one disk queue and a slow-disk rank's larger requests delay the
+//!     others' (measured: with 4× the bytes, both ranks of a 2-rank
+//!     lanczos read for ~100 ms).
 
 use crate::Resolved;
 use serde::Serialize;
@@ -67,9 +73,9 @@ pub struct EmulationReport {
     pub cpu_period_us: u64,
     /// "cgroup-limit", "self-limit" (storage rule only) or "none".
     pub memory: String,
-    /// "scaled-io", "blkio-throttle" or "none".
+    /// "paced", "blkio-throttle", "scaled-io" or "none".
     pub disk: String,
-    /// With the blkio throttle: the rate of a rank at io_factor 1, MB/s.
+    /// Paced or throttled: the rate of a rank at io_factor 1, MB/s.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disk_mb_s: Option<f64>,
     /// How the page cache is kept out of out-of-core I/O: "o_direct",
@@ -154,8 +160,10 @@ pub struct Emulation {
     pub report: EmulationReport,
     /// Spin fallback: extra work per unit of real work.
     extra_per_unit: f64,
-    /// Scaled-I/O fallback factor.
+    /// Scaled-I/O factor.
     pub io_scale: f64,
+    /// Paced disk: seconds per byte.
+    pub pace: f64,
     cpu: Option<Group>,
     mem: Option<Group>,
     _blkio: Option<Group>,
@@ -196,13 +204,7 @@ fn block_device(dir: &Path) -> Option<String> {
 impl Emulation {
     /// Set up this rank's emulation. `node_powers`: the `cpu_power` of the
     /// ranks that share this rank's node (itself included).
-    pub fn start(
-        r: &Resolved,
-        node_powers: &[f64],
-        scratch: &Path,
-        disk_mb_s: Option<f64>,
-    ) -> Emulation {
-        // None: scaled I/O was asked for.
+    pub fn start(r: &Resolved, node_powers: &[f64], scratch: &Path) -> Emulation {
         let mut rep = EmulationReport {
             cache: "n/a".into(),
             ..Default::default()
@@ -217,6 +219,7 @@ impl Emulation {
             report: rep.clone(),
             extra_per_unit: 0.0,
             io_scale: 1.0,
+            pace: 0.0,
             cpu: None,
             mem: None,
             _blkio: None,
@@ -287,8 +290,12 @@ impl Emulation {
             rep.disk = "scaled-io".into();
             e.io_scale = spec.io_factor / r.min_io_factor;
         };
-        match disk_mb_s {
-            Some(rate) if r.io_factors_differ || r.throttle_always => {
+        let rate = r.disk_mb_s;
+        let wanted = r.io_factors_differ || r.throttle_always;
+        match r.disk_mode.as_str() {
+            _ if !wanted => rep.disk = "none".into(),
+            "scaled" => scaled(&mut rep, &mut e),
+            "throttle" => {
                 let bps = (rate * 1e6 / spec.io_factor) as u64;
                 let group = block_device(scratch)
                     .ok_or_else(|| format!("no block device under {}", scratch.display()))
@@ -308,13 +315,18 @@ impl Emulation {
                         e._blkio = Some(g);
                     }
                     Err(why) => {
-                        rep.notes.push(format!("disk: {why}; scaled I/O instead"));
-                        scaled(&mut rep, &mut e);
+                        rep.notes.push(format!("disk: {why}; paced I/O instead"));
+                        rep.disk = "paced".into();
+                        rep.disk_mb_s = Some(rate);
+                        e.pace = spec.io_factor / (rate * 1e6);
                     }
                 }
             }
-            None if r.io_factors_differ => scaled(&mut rep, &mut e),
-            _ => rep.disk = "none".into(),
+            _ => {
+                rep.disk = "paced".into();
+                rep.disk_mb_s = Some(rate);
+                e.pace = spec.io_factor / (rate * 1e6);
+            }
         }
         e.report = rep;
         e

@@ -62,15 +62,16 @@ pub struct Common {
     /// power), or spin (extra work only, the paper's method).
     #[arg(long, value_name = "HOW", default_value = "share", value_parser = ["share", "quota", "spin"])]
     pub cpu_emulation: String,
-    /// Disk rate of a rank at io_factor 1 under the blkio throttle (each
-    /// rank gets MB/s / io_factor). Given explicitly, every rank is
-    /// throttled even when all io_factors are equal.
+    /// Disk rate of a rank at io_factor 1, MB/s (each rank gets MB/s /
+    /// io_factor; default 100). Given explicitly, every rank's disk is
+    /// emulated even when all io_factors are equal.
     #[arg(long, value_name = "MB/s")]
     pub disk_mb_s: Option<f64>,
-    /// How io_factor is emulated: throttle (a blkio throttle per rank) or
-    /// scaled (reads and writes move io_factor times their bytes, the
+    /// How io_factor is emulated: paced (the MPI library's reads and writes
+    /// take bytes × io_factor / rate), throttle (a blkio throttle per rank)
+    /// or scaled (reads and writes move io_factor times their bytes, the
     /// paper's method).
-    #[arg(long, value_name = "HOW", default_value = "throttle", value_parser = ["throttle", "scaled"])]
+    #[arg(long, value_name = "HOW", default_value = "paced", value_parser = ["paced", "throttle", "scaled"])]
     pub disk_emulation: String,
     /// After the instrumented iterations, choose a distribution with the
     /// MHETA model and GBS, move every distributed array there, and
@@ -108,6 +109,10 @@ pub struct Resolved {
     pub throttle_always: bool,
     /// `--cpu-emulation`: share, quota or spin.
     pub cpu_mode: String,
+    /// `--disk-emulation`: paced, throttle or scaled.
+    pub disk_mode: String,
+    /// Disk rate at io_factor 1, MB/s.
+    pub disk_mb_s: f64,
 }
 
 /// If any rank failed, every rank returns the first failing rank's error
@@ -476,11 +481,11 @@ pub fn run<K: Kernel>(
             .fold(f64::MAX, f64::min),
         throttle_always: c.disk_mb_s.is_some(),
         cpu_mode: c.cpu_emulation.clone(),
+        disk_mode: c.disk_emulation.clone(),
+        disk_mb_s: c.disk_mb_s.unwrap_or(emulate::DEFAULT_DISK_MB_S),
     };
     let rss0 = Emulation::rss();
-    let rate =
-        (c.disk_emulation == "throttle").then(|| c.disk_mb_s.unwrap_or(emulate::DEFAULT_DISK_MB_S));
-    let emu = Emulation::start(&resolved, &node_powers, &scratch.dir, rate);
+    let emu = Emulation::start(&resolved, &node_powers, &scratch.dir);
     let mut ctx = Ctx {
         world,
         rank,
@@ -491,6 +496,7 @@ pub fn run<K: Kernel>(
             rank,
             prefetch: c.prefetch,
             io_scale: emu.io_scale,
+            pace: emu.pace,
         },
         emu,
         mem_budget: resolved.mem_limit,

@@ -133,6 +133,8 @@ pub struct File {
     /// A plain descriptor on the same file for `posix_fadvise` when not
     /// direct.
     plain: Option<std::fs::File>,
+    /// The descriptors the MPI library opened on the file.
+    fds: Vec<i32>,
 }
 
 /// An outstanding `MPI_File_iread_at`.
@@ -141,8 +143,10 @@ pub struct Pending {
 }
 
 impl File {
-    /// Create (or truncate) `path` for reading and writing; try direct I/O.
-    pub fn create(path: &Path) -> Result<File, IoError> {
+    /// Create (or truncate) `path` for reading and writing; try direct
+    /// I/O; pace the MPI library's transfers on it at `seconds_per_byte`
+    /// (0: not paced; see [`pace`]).
+    pub fn create(path: &Path, seconds_per_byte: f64) -> Result<File, IoError> {
         let err = |call, msg: String| IoError {
             path: path.into(),
             call,
@@ -170,7 +174,13 @@ impl File {
         // Errors on this file come back as codes instead of aborting.
         // SAFETY: fh is open; MPI_ERRORS_RETURN is a constant handle.
         unsafe { ffi::MPI_File_set_errhandler(fh, ffi::RSMPI_ERRORS_RETURN) };
-        let direct = set_direct(path);
+        let fds = fds_of(path);
+        let direct = set_direct(&fds);
+        if seconds_per_byte > 0.0 {
+            for &fd in &fds {
+                pace::register(fd, seconds_per_byte);
+            }
+        }
         let plain = if direct {
             None
         } else {
@@ -181,6 +191,7 @@ impl File {
             path: path.into(),
             direct,
             plain,
+            fds,
         })
     }
 
@@ -310,42 +321,201 @@ impl File {
 
 impl Drop for File {
     fn drop(&mut self) {
+        for &fd in &self.fds {
+            pace::unregister(fd);
+        }
         // SAFETY: fh is open (closing sets it to MPI_FILE_NULL).
         unsafe { ffi::MPI_File_close(&mut self.fh) };
         let _ = std::fs::remove_file(&self.path);
     }
 }
 
-/// Add `O_DIRECT` to every descriptor of this process open on `path`.
-/// True when at least one took it (and none refused).
-fn set_direct(path: &Path) -> bool {
+/// The descriptors of this process open on `path`.
+fn fds_of(path: &Path) -> Vec<i32> {
     let Ok(target) = path.canonicalize() else {
-        return false;
+        return Vec::new();
     };
     let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
-        return false;
+        return Vec::new();
     };
-    let mut any = false;
-    for e in dir.flatten() {
-        let Ok(link) = std::fs::read_link(e.path()) else {
-            continue;
-        };
-        if link != target {
-            continue;
+    dir.flatten()
+        .filter(|e| std::fs::read_link(e.path()).is_ok_and(|l| l == target))
+        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()))
+        .collect()
+}
+
+/// Add `O_DIRECT` to these descriptors; true when all took it.
+fn set_direct(fds: &[i32]) -> bool {
+    !fds.is_empty()
+        && fds.iter().all(|&fd| {
+            // SAFETY: fcntl on a descriptor of this process; F_GETFL/F_SETFL
+            // only change its status flags.
+            unsafe {
+                let fl = libc::fcntl(fd, libc::F_GETFL);
+                fl >= 0 && libc::fcntl(fd, libc::F_SETFL, fl | libc::O_DIRECT) == 0
+            }
+        })
+}
+
+/// A paced disk: the MPI library's own reads and writes of registered
+/// descriptors take at least `bytes × seconds_per_byte`.
+///
+/// Open MPI's I/O component calls `pread`, `pwrite`, `preadv`, `pwritev`
+/// and POSIX AIO (`aio_read`, `aio_error`) through the dynamic linker, so
+/// the definitions below, exported from the app's executable (see
+/// `apps/build.rs`), come first. Each forwards to libc's function
+/// (`dlsym(RTLD_NEXT)`); for a registered descriptor it then sleeps until
+/// the paced duration has passed since the call began, so the time falls
+/// inside the MPI-IO call. The rank's disk is one resource: transfers are
+/// served one after another (a write issued while a prefetch is in flight
+/// starts when the prefetch ends). An asynchronous read (a prefetch)
+/// reports "in progress" from `aio_error` until its paced completion time,
+/// so what is not hidden by computation is spent inside `MPI_Wait`, as
+/// MHETA eq. 2 has it. Unregistered descriptors pass straight through.
+pub mod pace {
+    use libc::{c_int, c_void, off_t, size_t, ssize_t};
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    use std::time::{Duration, Instant};
+
+    const MAX_FD: usize = 4096;
+    /// Seconds per byte (f64 bits) per descriptor; 0: not paced.
+    static PACE: [AtomicU64; MAX_FD] = [const { AtomicU64::new(0) }; MAX_FD];
+    /// Outstanding paced asynchronous requests: control block, completion time.
+    static AIO: Mutex<Vec<(usize, Instant)>> = Mutex::new(Vec::new());
+    /// When the emulated disk finishes the transfers already given to it.
+    static FREE_AT: Mutex<Option<Instant>> = Mutex::new(None);
+
+    pub(super) fn register(fd: c_int, seconds_per_byte: f64) {
+        if let Some(p) = usize::try_from(fd).ok().and_then(|i| PACE.get(i)) {
+            p.store(seconds_per_byte.to_bits(), Ordering::Relaxed);
         }
-        let Some(fd) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-            continue;
-        };
-        // SAFETY: fcntl on a descriptor of this process; F_GETFL/F_SETFL
-        // only change its status flags.
-        let ok = unsafe {
-            let fl = libc::fcntl(fd, libc::F_GETFL);
-            fl >= 0 && libc::fcntl(fd, libc::F_SETFL, fl | libc::O_DIRECT) == 0
-        };
-        if !ok {
-            return false;
-        }
-        any = true;
     }
-    any
+
+    pub(super) fn unregister(fd: c_int) {
+        register(fd, 0.0);
+    }
+
+    fn pace_of(fd: c_int) -> f64 {
+        usize::try_from(fd)
+            .ok()
+            .and_then(|i| PACE.get(i))
+            .map_or(0.0, |p| f64::from_bits(p.load(Ordering::Relaxed)))
+    }
+
+    fn wait_until(t: Instant) {
+        let now = Instant::now();
+        if t > now {
+            std::thread::sleep(t - now);
+        }
+    }
+
+    /// Give the disk a transfer of `bytes` that arrived at `start`: it
+    /// begins when the disk is free and ends `bytes × pace` later.
+    fn deadline(start: Instant, bytes: isize, pace: f64) -> Instant {
+        let mut free = FREE_AT.lock().unwrap_or_else(|e| e.into_inner());
+        let begin = free.map_or(start, |f| f.max(start));
+        let end = begin + Duration::from_secs_f64(bytes.max(0) as f64 * pace);
+        *free = Some(end);
+        end
+    }
+
+    /// libc's definition of `name`, looked up once.
+    fn real(name: &std::ffi::CStr, cache: &AtomicUsize) -> usize {
+        let f = cache.load(Ordering::Relaxed);
+        if f != 0 {
+            return f;
+        }
+        // SAFETY: dlsym with RTLD_NEXT and a NUL-terminated name only reads.
+        let f = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) } as usize;
+        assert!(f != 0, "libc has no {name:?}");
+        cache.store(f, Ordering::Relaxed);
+        f
+    }
+
+    macro_rules! paced_io {
+        ($($name:ident($($arg:ident: $ty:ty),*) via $fd:ident;)*) => {$(
+            #[unsafe(no_mangle)]
+            /// Paced wrapper of libc's function of the same name (module docs).
+            ///
+            /// # Safety
+            /// The caller's contract is libc's.
+            pub unsafe extern "C" fn $name($($arg: $ty),*) -> ssize_t {
+                static REAL: AtomicUsize = AtomicUsize::new(0);
+                let f = real(cstr(concat!(stringify!($name), "\0")), &REAL);
+                // SAFETY: f is libc's function of this exact signature.
+                let f: unsafe extern "C" fn($($ty),*) -> ssize_t = unsafe { std::mem::transmute(f) };
+                let pace = pace_of($fd);
+                let start = Instant::now();
+                // SAFETY: forwarded with the caller's arguments.
+                let r = unsafe { f($($arg),*) };
+                if pace > 0.0 {
+                    wait_until(deadline(start, r, pace));
+                }
+                r
+            }
+        )*};
+    }
+
+    fn cstr(s: &'static str) -> &'static std::ffi::CStr {
+        std::ffi::CStr::from_bytes_with_nul(s.as_bytes()).expect("NUL-terminated")
+    }
+
+    paced_io! {
+        pread(fd: c_int, buf: *mut c_void, n: size_t, off: off_t) via fd;
+        pwrite(fd: c_int, buf: *const c_void, n: size_t, off: off_t) via fd;
+        preadv(fd: c_int, iov: *const libc::iovec, cnt: c_int, off: off_t) via fd;
+        pwritev(fd: c_int, iov: *const libc::iovec, cnt: c_int, off: off_t) via fd;
+    }
+
+    #[unsafe(no_mangle)]
+    /// Paced wrapper of libc's `aio_read` (module docs).
+    ///
+    /// # Safety
+    /// The caller's contract is libc's.
+    pub unsafe extern "C" fn aio_read(cb: *mut libc::aiocb) -> c_int {
+        static REAL: AtomicUsize = AtomicUsize::new(0);
+        let f = real(c"aio_read", &REAL);
+        // SAFETY: f is libc's aio_read.
+        let f: unsafe extern "C" fn(*mut libc::aiocb) -> c_int = unsafe { std::mem::transmute(f) };
+        // SAFETY: cb is the caller's valid control block.
+        let (fd, n) = unsafe { ((*cb).aio_fildes, (*cb).aio_nbytes) };
+        let pace = pace_of(fd);
+        let start = Instant::now();
+        // SAFETY: forwarded.
+        let r = unsafe { f(cb) };
+        if pace > 0.0 && r == 0 {
+            let mut q = AIO.lock().unwrap_or_else(|e| e.into_inner());
+            q.retain(|&(c, _)| c != cb as usize);
+            q.push((cb as usize, deadline(start, n as isize, pace)));
+        }
+        r
+    }
+
+    #[unsafe(no_mangle)]
+    /// Paced wrapper of libc's `aio_error`: a paced read stays in progress
+    /// until its paced completion time (module docs).
+    ///
+    /// # Safety
+    /// The caller's contract is libc's.
+    pub unsafe extern "C" fn aio_error(cb: *const libc::aiocb) -> c_int {
+        static REAL: AtomicUsize = AtomicUsize::new(0);
+        let f = real(c"aio_error", &REAL);
+        // SAFETY: f is libc's aio_error.
+        let f: unsafe extern "C" fn(*const libc::aiocb) -> c_int =
+            unsafe { std::mem::transmute(f) };
+        // SAFETY: forwarded.
+        let r = unsafe { f(cb) };
+        if r == libc::EINPROGRESS {
+            return r;
+        }
+        let mut q = AIO.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(k) = q.iter().position(|&(c, _)| c == cb as usize) {
+            if Instant::now() < q[k].1 {
+                return libc::EINPROGRESS;
+            }
+            q.swap_remove(k);
+        }
+        r
+    }
 }

@@ -264,10 +264,12 @@ pub struct Storage {
     pub dir: PathBuf,
     pub rank: usize,
     pub prefetch: bool,
-    /// Scaled I/O (the paper's disk emulation, used when no blkio
-    /// throttle is available): every read and write moves this many times
-    /// its bytes.
+    /// Scaled I/O (`--disk-emulation scaled`): every read and write moves
+    /// this many times its bytes.
     pub io_scale: f64,
+    /// Paced disk (`--disk-emulation paced`): seconds per byte of the MPI
+    /// library's transfers (0: not paced).
+    pub pace: f64,
 }
 
 impl Storage {
@@ -294,7 +296,7 @@ pub struct Disk {
 impl Disk {
     /// A file for pieces of `bytes[k]` bytes each.
     pub fn create(st: &Storage, name: &str, bytes: &[usize]) -> Result<Disk, IoError> {
-        let file = File::create(&st.file(name))?;
+        let file = File::create(&st.file(name), st.pace)?;
         let scale = st.io_scale.max(1.0);
         let mut slots = Vec::with_capacity(bytes.len());
         let mut moved = Vec::with_capacity(bytes.len());
