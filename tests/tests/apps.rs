@@ -279,16 +279,21 @@ fn emulation_is_reported_per_resource() {
     assert_eq!(r["verified"], true, "{r}");
     let e = &r["emulation"];
     assert_eq!(e["cpu"], "none", "{e}");
-    assert!(
-        ["blkio-throttle", "scaled-io"].contains(&e["disk"].as_str().unwrap()),
-        "{e}"
-    );
+    assert_eq!(e["disk"], "paced", "{e}");
+    assert_eq!(e["disk_mb_s"], 100.0, "{e}");
     assert!(
         ["cgroup-limit", "self-limit"].contains(&e["memory"].as_str().unwrap()),
         "{e}"
     );
     let ranks = r["ranks"].as_array().unwrap();
     assert_eq!(ranks[1]["io_factor"], 4.0);
+    // Both ranks read the same bytes (Block, same limit); the paced disk
+    // makes rank 1's reads at least 4x the paced minimum of rank 0's
+    // (a lower bound: pacing only ever adds time).
+    let bytes = |i: usize| ranks[i]["passes"].as_f64().unwrap();
+    assert_eq!(bytes(0), bytes(1));
+    let (r0, r1) = (value(&ranks[0], "read_s"), value(&ranks[1], "read_s"));
+    assert!(r1 >= 3.0 * r0, "reads: rank 0 {r0} s, rank 1 {r1} s");
     // DC at 2 ranks: power 1.0 and 0.5; the quota only where ranks could
     // steal time, extra work for the relative power.
     let r = app(
