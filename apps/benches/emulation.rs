@@ -31,7 +31,7 @@ fn main() {
     ];
     let only = std::env::var("EMU_APPS").ok();
     println!(
-        "2 ranks; DC: cpu_power 1.0, 0.5 (quota of the base share + extra work); IO: io_factor 1, 4 (blkio throttle 100 MB/s / io_factor, O_DIRECT)"
+        "2 ranks on 2 cores; DC: cpu_power 1.0, 0.5 (extra work; no quota needed at 2 ranks); IO: io_factor 1, 4 (paced disk 100 MB/s / io_factor, O_DIRECT); comp = stage - reads - writes"
     );
     println!(
         "{:<10} {:<12} {:<11} {:<4} {:>9} {:>9} {:>9} {:>6} {:>9} {:>9} {:>6} {:>7}",
@@ -40,9 +40,9 @@ fn main() {
         "dist",
         "clu",
         "iter ms",
-        "stage0",
-        "stage1",
-        "s1/s0",
+        "comp0",
+        "comp1",
+        "c1/c0",
         "read0",
         "read1",
         "r1/r0",
