@@ -24,6 +24,7 @@ use std::time::Instant;
 
 pub mod emulate;
 pub mod grid;
+pub mod harmonic;
 pub mod mpiio;
 pub mod storage;
 

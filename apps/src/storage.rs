@@ -572,6 +572,28 @@ impl Rows {
         }
     }
 
+    /// Move this in-core array from GEN_BLOCK `old` to `new` (collective
+    /// over `world`); ghost rows become zero until an exchange fills them.
+    pub fn redistribute(
+        &mut self,
+        world: &mpi::topology::SimpleCommunicator,
+        old: &mheta_runtime::Dist,
+        new: &mheta_runtime::Dist,
+        me: usize,
+    ) -> Result<(), String> {
+        let Some(v) = self.core() else {
+            return Err(format!(
+                "{} is out of core; --auto moves in-core arrays only",
+                self.name
+            ));
+        };
+        let moved = mheta_live::redistribute(world, old, new, self.width, v);
+        self.set_core(new.0[me] as usize, moved);
+        self.top.fill(0.0);
+        self.bottom.fill(0.0);
+        Ok(())
+    }
+
     /// Replace the in-core rows (after a redistribution).
     pub fn set_core(&mut self, rows: usize, v: Vec<f64>) {
         assert_eq!(v.len(), rows * self.width);

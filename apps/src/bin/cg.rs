@@ -419,30 +419,21 @@ impl Kernel for Cg {
             level: None,
         }];
         for v in ["x", "z", "p", "q", "r"] {
-            d.arrays.push(ArrayDecl {
-                name: v.into(),
-                bytes_per_row: 8,
-                read_only: false,
-                file: None,
-                per_work: false,
-                level: None,
-            });
+            d.arrays.push(ArrayDecl::rows(v, 8, false, false));
         }
         d.exchanges = vec![
-            ExchangeDecl {
-                kind: ExchangeKind::Allgather,
-                scaling: MsgScaling::SenderRows,
-                bytes: 8,
-                per_iteration: CGITMAX as u32 + 1,
-                level: None,
-            },
-            ExchangeDecl {
-                kind: ExchangeKind::Reduction,
-                scaling: MsgScaling::Constant,
-                bytes: 8,
-                per_iteration: 2 * CGITMAX as u32 + 3,
-                level: None,
-            },
+            ExchangeDecl::new(
+                ExchangeKind::Allgather,
+                MsgScaling::SenderRows,
+                8,
+                CGITMAX as u32 + 1,
+            ),
+            ExchangeDecl::new(
+                ExchangeKind::Reduction,
+                MsgScaling::Constant,
+                8,
+                2 * CGITMAX as u32 + 3,
+            ),
         ];
         d
     }

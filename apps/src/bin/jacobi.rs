@@ -154,38 +154,12 @@ impl Kernel for Jacobi {
         let n = self.n as u64;
         let mut d = AppDecl::new("jacobi", n, ctx.dist.0.clone());
         d.arrays = vec![
-            ArrayDecl {
-                name: "u".into(),
-                bytes_per_row: 8 * (n + 2),
-                read_only: false,
-                file: Some("u".into()),
-                per_work: false,
-                level: None,
-            },
-            ArrayDecl {
-                name: "f".into(),
-                bytes_per_row: 8 * n,
-                read_only: true,
-                file: Some("f".into()),
-                per_work: false,
-                level: None,
-            },
+            ArrayDecl::rows("u", 8 * (n + 2), false, true),
+            ArrayDecl::rows("f", 8 * n, true, true),
         ];
         d.exchanges = vec![
-            ExchangeDecl {
-                kind: ExchangeKind::Halo,
-                scaling: MsgScaling::Constant,
-                bytes: 8 * (n + 2),
-                per_iteration: 2,
-                level: None,
-            },
-            ExchangeDecl {
-                kind: ExchangeKind::Reduction,
-                scaling: MsgScaling::Constant,
-                bytes: 8,
-                per_iteration: 1,
-                level: None,
-            },
+            ExchangeDecl::new(ExchangeKind::Halo, MsgScaling::Constant, 8 * (n + 2), 2),
+            ExchangeDecl::new(ExchangeKind::Reduction, MsgScaling::Constant, 8, 1),
         ];
         d
     }
@@ -226,17 +200,10 @@ impl Kernel for Jacobi {
 
     fn redistribute(&mut self, ctx: &Ctx, new: &Dist) -> Result<()> {
         let me = ctx.rank;
-        let rows = new.0[me] as usize;
+        // Ghosts become zero (the global boundary) until an exchange fills them.
         for a in [&mut self.u, &mut self.f] {
-            let w = a.width;
-            let old = a
-                .core()
-                .ok_or_else(|| anyhow::anyhow!("{} is out of core", a.name))?;
-            let moved = mheta_live::redistribute(ctx.world, &ctx.dist, new, w, old);
-            a.set_core(rows, moved);
-            // Ghosts: zero (global boundary) until an exchange fills them.
-            a.top.fill(0.0);
-            a.bottom.fill(0.0);
+            a.redistribute(ctx.world, &ctx.dist, new, me)
+                .map_err(anyhow::Error::msg)?;
         }
         self.first = new.offsets()[me] as usize;
         Ok(())

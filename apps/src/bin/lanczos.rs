@@ -151,29 +151,10 @@ impl Kernel for Lanczos {
         let mut d = AppDecl::new("lanczos", n, ctx.dist.0.clone());
         d.topology = Topology::Fixed;
         d.msg_scaling = MsgScaling::SenderRows;
-        d.arrays = vec![ArrayDecl {
-            name: "a".into(),
-            bytes_per_row: 8 * n,
-            read_only: true,
-            file: Some("a".into()),
-            per_work: false,
-            level: None,
-        }];
+        d.arrays = vec![ArrayDecl::rows("a", 8 * n, true, true)];
         d.exchanges = vec![
-            ExchangeDecl {
-                kind: ExchangeKind::Allgather,
-                scaling: MsgScaling::SenderRows,
-                bytes: 8,
-                per_iteration: 1,
-                level: None,
-            },
-            ExchangeDecl {
-                kind: ExchangeKind::Reduction,
-                scaling: MsgScaling::Constant,
-                bytes: 8,
-                per_iteration: 2,
-                level: None,
-            },
+            ExchangeDecl::new(ExchangeKind::Allgather, MsgScaling::SenderRows, 8, 1),
+            ExchangeDecl::new(ExchangeKind::Reduction, MsgScaling::Constant, 8, 2),
         ];
         d
     }
@@ -225,12 +206,9 @@ impl Kernel for Lanczos {
     fn redistribute(&mut self, ctx: &Ctx, new: &Dist) -> Result<()> {
         let me = ctx.rank;
         let rows = new.0[me] as usize;
-        let old = self
-            .a
-            .core()
-            .ok_or_else(|| anyhow::anyhow!("a is out of core; --auto moves in-core arrays only"))?;
-        let moved = mheta_live::redistribute(ctx.world, &ctx.dist, new, self.n, old);
-        self.a.set_core(rows, moved);
+        self.a
+            .redistribute(ctx.world, &ctx.dist, new, me)
+            .map_err(anyhow::Error::msg)?;
         self.v = mheta_live::redistribute(ctx.world, &ctx.dist, new, 1, &self.v);
         self.v_prev = mheta_live::redistribute(ctx.world, &ctx.dist, new, 1, &self.v_prev);
         self.w = vec![0.0; rows];

@@ -252,6 +252,27 @@ impl Level {
     }
 }
 
+/// Levels 1.. (in core) below a fine level of n points per side on `fine`.
+fn coarse_levels(ctx: &Ctx, n: usize, fine: &Dist) -> Result<Vec<Level>> {
+    let (mut nl, mut d) = (n, fine.clone());
+    let mut out = Vec::new();
+    while nl > 1 {
+        nl = (nl - 1) / 2;
+        d = coarser(&d);
+        let rows = d.0[ctx.rank] as usize;
+        let whole = 0..rows;
+        out.push(Level::new(
+            ctx,
+            nl,
+            d.clone(),
+            [false; 3],
+            std::slice::from_ref(&whole),
+            false,
+        )?);
+    }
+    Ok(out)
+}
+
 struct Mg {
     n: usize,
     levels: Vec<Level>,
@@ -285,20 +306,7 @@ impl Mg {
             &plan.pieces,
             true,
         )?];
-        let (mut nl, mut d) = (n, ctx.dist.clone());
-        while nl > 1 {
-            nl = (nl - 1) / 2;
-            d = coarser(&d);
-            let rows = d.0[ctx.rank] as usize;
-            levels.push(Level::new(
-                ctx,
-                nl,
-                d.clone(),
-                [false; 3],
-                std::slice::from_ref(&(0..rows)),
-                false,
-            )?);
-        }
+        levels.extend(coarse_levels(ctx, n, &ctx.dist)?);
         Ok(Mg {
             n,
             levels,
@@ -511,13 +519,12 @@ impl Kernel for Mg {
                 level: Some(l as u32),
             });
         }
-        d.exchanges.push(ExchangeDecl {
-            kind: ExchangeKind::Reduction,
-            scaling: MsgScaling::Constant,
-            bytes: 8,
-            per_iteration: 1,
-            level: None,
-        });
+        d.exchanges.push(ExchangeDecl::new(
+            ExchangeKind::Reduction,
+            MsgScaling::Constant,
+            8,
+            1,
+        ));
         d
     }
 
@@ -546,37 +553,15 @@ impl Kernel for Mg {
         // u and f carry the state; r and the coarser levels are rebuilt
         // every cycle, so they are reallocated, not moved.
         for a in [&mut fine.u, &mut fine.f] {
-            let Some(old) = a.core() else {
-                bail!(
-                    "{} is out of core; --auto moves in-core arrays only",
-                    a.name
-                );
-            };
-            let moved = mheta_live::redistribute(ctx.world, &ctx.dist, new, n + 2, old);
-            a.set_core(rows, moved);
-            a.top.fill(0.0);
-            a.bottom.fill(0.0);
+            a.redistribute(ctx.world, &ctx.dist, new, me)
+                .map_err(anyhow::Error::msg)?;
         }
         fine.r.set_core(rows, vec![0.0; rows * (n + 2)]);
         fine.r.top.fill(0.0);
         fine.r.bottom.fill(0.0);
         fine.dist = new.clone();
         fine.first = new.offsets()[me] as usize;
-        let (mut nl, mut d) = (n, new.clone());
-        let mut coarse = Vec::new();
-        while nl > 1 {
-            nl = (nl - 1) / 2;
-            d = coarser(&d);
-            let rows = d.0[me] as usize;
-            coarse.push(Level::new(
-                ctx,
-                nl,
-                d.clone(),
-                [false; 3],
-                std::slice::from_ref(&(0..rows)),
-                false,
-            )?);
-        }
+        let coarse = coarse_levels(ctx, n, new)?;
         self.levels.truncate(1);
         self.levels.extend(coarse);
         Ok(())

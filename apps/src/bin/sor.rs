@@ -19,6 +19,7 @@
 
 use anyhow::Result;
 use clap::Parser;
+use mheta_apps::harmonic::{g, initial_row, set_boundary_ghosts};
 use mheta_apps::storage::{Access, Need, Rows, sweep};
 use mheta_apps::{Common, Ctx, Kernel, StorageReport, grid, main_with_mpi, parse_args, run};
 use mheta_runtime::Dist;
@@ -36,26 +37,6 @@ struct Args {
     n: u64,
     #[command(flatten)]
     common: Common,
-}
-
-/// The exact (and boundary) solution.
-fn g(x: f64, y: f64) -> f64 {
-    x * x * x - 3.0 * x * y * y
-}
-
-/// A grid row (n + 2 values, boundary columns included) at global row
-/// `gi` (−1 and n are the boundary rows): interior zero, boundary g.
-fn initial_row(n: usize, gi: isize, row: &mut [f64]) {
-    let h = 1.0 / (n as f64 + 1.0);
-    let y = (gi + 1) as f64 * h;
-    let boundary = gi < 0 || gi >= n as isize;
-    for (j, v) in row.iter_mut().enumerate() {
-        *v = if boundary || j == 0 || j == n + 1 {
-            g(j as f64 * h, y)
-        } else {
-            0.0
-        };
-    }
 }
 
 struct Sor {
@@ -130,44 +111,14 @@ impl Sor {
     }
 }
 
-/// Ghost rows at the global boundary hold g; inner ghosts come from
-/// halo exchanges.
-fn set_boundary_ghosts(u: &mut Rows, n: usize, first: usize) {
-    if first == 0 {
-        initial_row(n, -1, &mut u.top);
-    }
-    if first + u.rows == n {
-        initial_row(n, n as isize, &mut u.bottom);
-    }
-}
-
 impl Kernel for Sor {
     fn declare(&self, ctx: &Ctx) -> AppDecl {
         let n = self.n as u64;
         let mut d = AppDecl::new("sor", n, ctx.dist.0.clone());
-        d.arrays = vec![ArrayDecl {
-            name: "u".into(),
-            bytes_per_row: 8 * (n + 2),
-            read_only: false,
-            file: Some("u".into()),
-            per_work: false,
-            level: None,
-        }];
+        d.arrays = vec![ArrayDecl::rows("u", 8 * (n + 2), false, true)];
         d.exchanges = vec![
-            ExchangeDecl {
-                kind: ExchangeKind::Halo,
-                scaling: MsgScaling::Constant,
-                bytes: 8 * (n + 2),
-                per_iteration: 4,
-                level: None,
-            },
-            ExchangeDecl {
-                kind: ExchangeKind::Reduction,
-                scaling: MsgScaling::Constant,
-                bytes: 8,
-                per_iteration: 1,
-                level: None,
-            },
+            ExchangeDecl::new(ExchangeKind::Halo, MsgScaling::Constant, 8 * (n + 2), 4),
+            ExchangeDecl::new(ExchangeKind::Reduction, MsgScaling::Constant, 8, 1),
         ];
         d
     }
@@ -183,14 +134,9 @@ impl Kernel for Sor {
 
     fn redistribute(&mut self, ctx: &Ctx, new: &Dist) -> Result<()> {
         let me = ctx.rank;
-        let rows = new.0[me] as usize;
-        let w = self.u.width;
-        let old = self
-            .u
-            .core()
-            .ok_or_else(|| anyhow::anyhow!("u is out of core; --auto moves in-core arrays only"))?;
-        let moved = mheta_live::redistribute(ctx.world, &ctx.dist, new, w, old);
-        self.u.set_core(rows, moved);
+        self.u
+            .redistribute(ctx.world, &ctx.dist, new, me)
+            .map_err(anyhow::Error::msg)?;
         self.first = new.offsets()[me] as usize;
         set_boundary_ghosts(&mut self.u, self.n, self.first);
         Ok(())

@@ -19,6 +19,7 @@
 
 use anyhow::Result;
 use clap::Parser;
+use mheta_apps::harmonic::{g, initial_row, set_boundary_ghosts};
 use mheta_apps::storage::{Access, Need, Rows, sweep};
 use mheta_apps::{Common, Ctx, Kernel, StorageReport, grid, main_with_mpi, parse_args, run};
 use mheta_runtime::Dist;
@@ -41,24 +42,6 @@ struct Args {
     tiles: u64,
     #[command(flatten)]
     common: Common,
-}
-
-fn g(x: f64, y: f64) -> f64 {
-    x * x * x - 3.0 * x * y * y
-}
-
-/// Row `gi` (−1 and n: boundary rows) of n + 2 values: g on the boundary.
-fn initial_row(n: usize, gi: isize, row: &mut [f64]) {
-    let h = 1.0 / (n as f64 + 1.0);
-    let y = (gi + 1) as f64 * h;
-    let boundary = gi < 0 || gi >= n as isize;
-    for (j, v) in row.iter_mut().enumerate() {
-        *v = if boundary || j == 0 || j == n + 1 {
-            g(j as f64 * h, y)
-        } else {
-            0.0
-        };
-    }
 }
 
 /// Columns `[c0, c1)` (1-based interior) of tile `t` of `tiles`.
@@ -91,15 +74,6 @@ struct Wavefront {
     first: usize,
     u: Rows,
     passes: usize,
-}
-
-fn set_boundary_ghosts(u: &mut Rows, n: usize, first: usize) {
-    if first == 0 {
-        initial_row(n, -1, &mut u.top);
-    }
-    if first + u.rows == n {
-        initial_row(n, n as isize, &mut u.bottom);
-    }
 }
 
 impl Wavefront {
@@ -166,29 +140,15 @@ impl Kernel for Wavefront {
         let n = self.n as u64;
         let mut d = AppDecl::new("wavefront", n, ctx.dist.0.clone());
         d.tiles = Some(self.tiles as u32);
-        d.arrays = vec![ArrayDecl {
-            name: "u".into(),
-            bytes_per_row: 8 * (n + 2),
-            read_only: false,
-            file: Some("u".into()),
-            per_work: false,
-            level: None,
-        }];
+        d.arrays = vec![ArrayDecl::rows("u", 8 * (n + 2), false, true)];
         d.exchanges = vec![
-            ExchangeDecl {
-                kind: ExchangeKind::Halo,
-                scaling: MsgScaling::Constant,
-                bytes: 8 * (n + 2),
-                per_iteration: 1,
-                level: None,
-            },
-            ExchangeDecl {
-                kind: ExchangeKind::Pipeline,
-                scaling: MsgScaling::Constant,
-                bytes: 8 * n / self.tiles as u64,
-                per_iteration: self.tiles as u32,
-                level: None,
-            },
+            ExchangeDecl::new(ExchangeKind::Halo, MsgScaling::Constant, 8 * (n + 2), 1),
+            ExchangeDecl::new(
+                ExchangeKind::Pipeline,
+                MsgScaling::Constant,
+                8 * n / self.tiles as u64,
+                self.tiles as u32,
+            ),
         ];
         d
     }
@@ -231,14 +191,9 @@ impl Kernel for Wavefront {
 
     fn redistribute(&mut self, ctx: &Ctx, new: &Dist) -> Result<()> {
         let me = ctx.rank;
-        let rows = new.0[me] as usize;
-        let w = self.u.width;
-        let old = self
-            .u
-            .core()
-            .ok_or_else(|| anyhow::anyhow!("u is out of core; --auto moves in-core arrays only"))?;
-        let moved = mheta_live::redistribute(ctx.world, &ctx.dist, new, w, old);
-        self.u.set_core(rows, moved);
+        self.u
+            .redistribute(ctx.world, &ctx.dist, new, me)
+            .map_err(anyhow::Error::msg)?;
         self.first = new.offsets()[me] as usize;
         set_boundary_ghosts(&mut self.u, self.n, self.first);
         Ok(())

@@ -166,6 +166,39 @@ pub struct AppDecl {
     pub tiles: Option<u32>,
 }
 
+impl ArrayDecl {
+    /// An array of fixed-size rows; `on_disk`: it may go out of core, in
+    /// the file named after it.
+    pub fn rows(name: &str, bytes_per_row: u64, read_only: bool, on_disk: bool) -> ArrayDecl {
+        ArrayDecl {
+            name: name.into(),
+            bytes_per_row,
+            read_only,
+            file: on_disk.then(|| name.to_string()),
+            per_work: false,
+            level: None,
+        }
+    }
+}
+
+impl ExchangeDecl {
+    /// An exchange of a single-level app.
+    pub fn new(
+        kind: ExchangeKind,
+        scaling: MsgScaling,
+        bytes: u64,
+        per_iteration: u32,
+    ) -> ExchangeDecl {
+        ExchangeDecl {
+            kind,
+            scaling,
+            bytes,
+            per_iteration,
+            level: None,
+        }
+    }
+}
+
 impl AppDecl {
     /// A declaration with the common fields; the rest empty.
     pub fn new(app: &str, rows: u64, dist: Vec<u64>) -> AppDecl {
