@@ -11,8 +11,11 @@ fn two_ranks_het2_lands_near_the_speed_proportional_split() {
     let profile = quick_profile(&dir, 2);
     let trace = dir.join("trace");
     let n = 2048u64;
+    // Five recorded iterations (the model takes each gap's median): three
+    // were sometimes all disturbed on this shared machine (one run chose
+    // 1224 rows for rank 0 against 1365; re-planning is issue 9's).
     let out = ok(mheta()
-        .args(["run", "--trace-dir"])
+        .args(["run", "--count", "5", "--trace-dir"])
         .arg(&trace)
         .args(["--", "mpirun", "-np", "2"])
         .arg(bin("jacobi"))
