@@ -10,6 +10,7 @@
 //! Build NPB outside this tree: `make cg CLASS=A` in NPB3.4-MPI with
 //! gfortran -O3 (newer gfortran also needs -fallow-argument-mismatch).
 
+use mheta_apps::median;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -51,19 +52,6 @@ fn npb(bin: &Path, np: &str) -> Option<f64> {
         .find(|l| l.contains("Mop/s total"))
         .and_then(|l| l.split('=').nth(1))
         .and_then(|v| v.trim().parse().ok())
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        0.5 * (v[m - 1] + v[m])
-    }
 }
 
 fn main() {
@@ -129,9 +117,9 @@ fn main() {
             "{:<6} {:>6} {:>14.1} {:>14.1} {:>8.3}",
             class,
             "median",
-            median(a),
-            median(b),
-            median(ratios)
+            median(a).unwrap_or(f64::NAN),
+            median(b).unwrap_or(f64::NAN),
+            median(ratios).unwrap_or(f64::NAN)
         );
     }
 }

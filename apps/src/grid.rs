@@ -4,6 +4,8 @@
 
 use crate::storage::Rows;
 use mheta_runtime::Dist;
+use mpi::collective::CommunicatorCollectives;
+use mpi::datatype::{Equivalence, PartitionMut};
 use mpi::point_to_point::{self as p2p, Destination, Source};
 use mpi::topology::{Communicator, SimpleCommunicator};
 
@@ -57,4 +59,19 @@ pub fn exchange(world: &SimpleCommunicator, a: &mut Rows, d: &Dist, me: usize) {
     shift(world, &first, up, &mut a.bottom, down);
     let last = a.last_row().to_vec();
     shift(world, &last, down, &mut a.top, up);
+}
+
+/// All-gather a row-distributed vector (one value per row): every rank
+/// contributes its rows `local` under `d` and receives all of them in
+/// `full` (`MPI_Allgatherv`). Collective.
+pub fn all_gather_rows<T: Equivalence>(
+    world: &SimpleCommunicator,
+    d: &Dist,
+    local: &[T],
+    full: &mut [T],
+) {
+    let counts: Vec<i32> = d.0.iter().map(|&s| s as i32).collect();
+    let displs: Vec<i32> = d.offsets().iter().map(|&o| o as i32).collect();
+    let mut part = PartitionMut::new(full, &counts[..], &displs[..]);
+    world.all_gather_varcount_into(local, &mut part);
 }

@@ -228,6 +228,24 @@ pub struct StorageReport {
     pub direct: Option<bool>,
 }
 
+impl StorageReport {
+    /// The report of a storage plan for the arrays `names` (in the plan's
+    /// order); `direct`: the direct-I/O state of any out-of-core file.
+    pub fn new(plan: &storage::MemPlan, names: &[&str], direct: Option<bool>) -> StorageReport {
+        StorageReport {
+            passes: plan.passes(),
+            out_of_core: names
+                .iter()
+                .zip(&plan.out_of_core)
+                .filter(|(_, o)| **o)
+                .map(|(n, _)| n.to_string())
+                .collect(),
+            icla_bytes: plan.icla_bytes,
+            direct,
+        }
+    }
+}
+
 /// Everything a kernel sees of the harness.
 pub struct Ctx<'w> {
     pub world: &'w SimpleCommunicator,
@@ -309,7 +327,8 @@ pub struct AutoReport {
     pub redistribute_s: f64,
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
+/// Median of the finite values (None when there are none).
+pub fn median(mut v: Vec<f64>) -> Option<f64> {
     v.retain(|x| x.is_finite());
     if v.is_empty() {
         return None;

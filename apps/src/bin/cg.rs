@@ -23,12 +23,11 @@
 
 use anyhow::{Result, bail};
 use clap::Parser;
-use mheta_apps::storage::{Csr, NZ_BYTES, Need};
-use mheta_apps::{Common, Ctx, Kernel, StorageReport, main_with_mpi, parse_args, run};
+use mheta_apps::storage::{Csr, MemPlan, NZ_BYTES, Need};
+use mheta_apps::{Common, Ctx, Kernel, StorageReport, grid, main_with_mpi, parse_args, run};
 use mheta_runtime::Dist;
 use mheta_trace::{AppDecl, ArrayDecl, ExchangeDecl, ExchangeKind, MsgScaling, Topology};
 use mpi::collective::{CommunicatorCollectives, SystemOperation};
-use mpi::datatype::PartitionMut;
 use serde_json::{Value, json};
 
 /// NPB CG on GEN_BLOCK rows, verified against NPB's zeta.
@@ -221,18 +220,9 @@ struct Cg {
     r: Vec<f64>,
     /// The all-gathered vector.
     full: Vec<f64>,
-    counts: Vec<i32>,
-    displs: Vec<i32>,
-    passes: usize,
-    icla: u64,
+    plan: MemPlan,
     zeta: f64,
     rnorm: f64,
-}
-
-fn counts_displs(d: &Dist) -> (Vec<i32>, Vec<i32>) {
-    let counts: Vec<i32> = d.0.iter().map(|&s| s as i32).collect();
-    let displs = d.offsets().iter().map(|&o| o as i32).collect();
-    (counts, displs)
 }
 
 fn dot(ctx: &Ctx, a: &[f64], b: &[f64]) -> f64 {
@@ -253,9 +243,7 @@ impl Cg {
         let mine: Vec<u64> = rowptr.windows(2).map(|w| (w[1] - w[0]) as u64).collect();
         let mut work = vec![0u64; n];
         {
-            let (c, d) = counts_displs(&ctx.dist);
-            let mut part = PartitionMut::new(&mut work[..], &c[..], &d[..]);
-            ctx.world.all_gather_varcount_into(&mine[..], &mut part);
+            grid::all_gather_rows(ctx.world, &ctx.dist, &mine, &mut work);
         }
         let need = Need {
             name: "a".into(),
@@ -273,7 +261,6 @@ impl Cg {
             &plan.pieces,
             ctx.disk_for(&plan, 0),
         )?;
-        let (counts, displs) = counts_displs(&ctx.dist);
         let mut cg = Cg {
             class,
             a,
@@ -284,10 +271,7 @@ impl Cg {
             q: vec![0.0; rows],
             r: vec![0.0; rows],
             full: vec![0.0; n],
-            counts,
-            displs,
-            passes: plan.passes(),
-            icla: plan.icla_bytes,
+            plan,
             zeta: 0.0,
             rnorm: 0.0,
         };
@@ -305,11 +289,7 @@ impl Cg {
             Which::P => &self.p,
             Which::Z => &self.z,
         };
-        {
-            let mut part =
-                PartitionMut::new(&mut self.full[..], &self.counts[..], &self.displs[..]);
-            ctx.world.all_gather_varcount_into(v, &mut part);
-        }
+        grid::all_gather_rows(ctx.world, &ctx.dist, v, &mut self.full);
         let full = &self.full;
         let out: &mut [f64] = match which {
             Which::P => &mut self.q,
@@ -478,21 +458,11 @@ impl Kernel for Cg {
         for v in [&mut self.z, &mut self.p, &mut self.q, &mut self.r] {
             *v = vec![0.0; rows];
         }
-        (self.counts, self.displs) = counts_displs(new);
         Ok(())
     }
 
     fn storage(&self) -> StorageReport {
-        StorageReport {
-            passes: self.passes,
-            out_of_core: if self.a.on_disk() {
-                vec!["a".into()]
-            } else {
-                vec![]
-            },
-            icla_bytes: self.icla,
-            direct: self.a.direct(),
-        }
+        StorageReport::new(&self.plan, &["a"], self.a.direct())
     }
 
     fn finish(&mut self, ctx: &Ctx) -> Result<Value> {

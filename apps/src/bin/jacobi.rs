@@ -21,7 +21,7 @@
 
 use anyhow::Result;
 use clap::Parser;
-use mheta_apps::storage::{Access, Need, Rows, sweep};
+use mheta_apps::storage::{Access, MemPlan, Need, Rows, sweep};
 use mheta_apps::{Common, Ctx, Kernel, StorageReport, grid, main_with_mpi, parse_args, run};
 use mheta_runtime::Dist;
 use mheta_trace::{AppDecl, ArrayDecl, ExchangeDecl, ExchangeKind, MsgScaling};
@@ -47,7 +47,7 @@ struct Jacobi {
     /// h²·f, rows of n values.
     f: Rows,
     first: usize,
-    passes: usize,
+    plan: MemPlan,
     last_diff: f64,
 }
 
@@ -93,7 +93,7 @@ impl Jacobi {
             u,
             f,
             first,
-            passes: plan.passes(),
+            plan,
             last_diff: 0.0,
         })
     }
@@ -210,18 +210,7 @@ impl Kernel for Jacobi {
     }
 
     fn storage(&self) -> StorageReport {
-        let mut ooc = vec![];
-        for a in [&self.u, &self.f] {
-            if a.on_disk() {
-                ooc.push(a.name.clone());
-            }
-        }
-        StorageReport {
-            passes: self.passes,
-            out_of_core: ooc,
-            icla_bytes: 0,
-            direct: self.u.direct().or(self.f.direct()),
-        }
+        StorageReport::new(&self.plan, &["u", "f"], self.u.direct().or(self.f.direct()))
     }
 
     fn finish(&mut self, ctx: &Ctx) -> Result<Value> {

@@ -21,12 +21,11 @@
 
 use anyhow::Result;
 use clap::Parser;
-use mheta_apps::storage::{Access, Need, Rows, sweep};
-use mheta_apps::{Common, Ctx, Kernel, StorageReport, main_with_mpi, parse_args, run};
+use mheta_apps::storage::{Access, MemPlan, Need, Rows, sweep};
+use mheta_apps::{Common, Ctx, Kernel, StorageReport, grid, main_with_mpi, parse_args, run};
 use mheta_runtime::Dist;
 use mheta_trace::{AppDecl, ArrayDecl, ExchangeDecl, ExchangeKind, MsgScaling, Topology};
 use mpi::collective::{CommunicatorCollectives, SystemOperation};
-use mpi::datatype::PartitionMut;
 use serde_json::{Value, json};
 use std::f64::consts::PI;
 
@@ -52,8 +51,7 @@ struct Lanczos {
     beta: f64,
     alphas: Vec<f64>,
     betas: Vec<f64>,
-    passes: usize,
-    icla: u64,
+    plan: MemPlan,
 }
 
 /// Eigenvalue count of the symmetric tridiagonal (a, b) below `x` (Sturm).
@@ -132,17 +130,9 @@ impl Lanczos {
             beta: 0.0,
             alphas: Vec::new(),
             betas: Vec::new(),
-            passes: plan.passes(),
-            icla: plan.icla_bytes,
+            plan,
         })
     }
-}
-
-fn counts_displs(d: &Dist) -> (Vec<i32>, Vec<i32>) {
-    (
-        d.0.iter().map(|&s| s as i32).collect(),
-        d.offsets().iter().map(|&o| o as i32).collect(),
-    )
 }
 
 impl Kernel for Lanczos {
@@ -160,11 +150,7 @@ impl Kernel for Lanczos {
     }
 
     fn iterate(&mut self, ctx: &Ctx) -> Result<()> {
-        let (counts, displs) = counts_displs(&ctx.dist);
-        {
-            let mut part = PartitionMut::new(&mut self.full[..], &counts[..], &displs[..]);
-            ctx.world.all_gather_varcount_into(&self.v[..], &mut part);
-        }
+        grid::all_gather_rows(ctx.world, &ctx.dist, &self.v, &mut self.full);
         let full = &self.full;
         let w = &mut self.w;
         ctx.stage(|| {
@@ -216,16 +202,7 @@ impl Kernel for Lanczos {
     }
 
     fn storage(&self) -> StorageReport {
-        StorageReport {
-            passes: self.passes,
-            out_of_core: if self.a.on_disk() {
-                vec!["a".into()]
-            } else {
-                vec![]
-            },
-            icla_bytes: self.icla,
-            direct: self.a.direct(),
-        }
+        StorageReport::new(&self.plan, &["a"], self.a.direct())
     }
 
     fn finish(&mut self, _ctx: &Ctx) -> Result<Value> {

@@ -37,7 +37,7 @@
 
 use anyhow::{Result, bail};
 use clap::Parser;
-use mheta_apps::storage::{Access, Need, Rows, sweep};
+use mheta_apps::storage::{Access, MemPlan, Need, Rows, sweep};
 use mheta_apps::{Common, Ctx, Kernel, StorageReport, grid, main_with_mpi, parse_args, run};
 use mheta_runtime::Dist;
 use mheta_trace::{AppDecl, ArrayDecl, ExchangeDecl, ExchangeKind, MsgScaling};
@@ -277,8 +277,7 @@ struct Mg {
     n: usize,
     levels: Vec<Level>,
     norms: Vec<f64>,
-    passes: usize,
-    disk: [bool; 3],
+    plan: MemPlan,
 }
 
 impl Mg {
@@ -311,8 +310,7 @@ impl Mg {
             n,
             levels,
             norms: Vec::new(),
-            passes: plan.passes(),
-            disk,
+            plan,
         })
     }
 
@@ -569,16 +567,8 @@ impl Kernel for Mg {
 
     fn storage(&self) -> StorageReport {
         let fine = &self.levels[0];
-        let names = ["u", "f", "r"];
-        StorageReport {
-            passes: self.passes,
-            out_of_core: (0..3)
-                .filter(|&i| self.disk[i])
-                .map(|i| names[i].to_string())
-                .collect(),
-            icla_bytes: 0,
-            direct: fine.u.direct().or(fine.f.direct()).or(fine.r.direct()),
-        }
+        let direct = fine.u.direct().or(fine.f.direct()).or(fine.r.direct());
+        StorageReport::new(&self.plan, &["u", "f", "r"], direct)
     }
 
     fn finish(&mut self, ctx: &Ctx) -> Result<Value> {

@@ -20,7 +20,7 @@
 use anyhow::Result;
 use clap::Parser;
 use mheta_apps::harmonic::{g, initial_row, set_boundary_ghosts};
-use mheta_apps::storage::{Access, Need, Rows, sweep};
+use mheta_apps::storage::{Access, MemPlan, Need, Rows, sweep};
 use mheta_apps::{Common, Ctx, Kernel, StorageReport, grid, main_with_mpi, parse_args, run};
 use mheta_runtime::Dist;
 use mheta_trace::{AppDecl, ArrayDecl, ExchangeDecl, ExchangeKind, MsgScaling};
@@ -73,7 +73,7 @@ struct Wavefront {
     tiles: usize,
     first: usize,
     u: Rows,
-    passes: usize,
+    plan: MemPlan,
 }
 
 impl Wavefront {
@@ -97,7 +97,7 @@ impl Wavefront {
             tiles,
             first,
             u,
-            passes: plan.passes(),
+            plan,
         })
     }
 
@@ -200,16 +200,7 @@ impl Kernel for Wavefront {
     }
 
     fn storage(&self) -> StorageReport {
-        StorageReport {
-            passes: self.passes,
-            out_of_core: if self.u.on_disk() {
-                vec!["u".into()]
-            } else {
-                vec![]
-            },
-            icla_bytes: 0,
-            direct: self.u.direct(),
-        }
+        StorageReport::new(&self.plan, &["u"], self.u.direct())
     }
 
     fn finish(&mut self, ctx: &Ctx) -> Result<Value> {
