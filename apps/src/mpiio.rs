@@ -16,7 +16,7 @@ use std::ffi::CString;
 use std::path::{Path, PathBuf};
 
 /// Alignment of direct-I/O offsets, lengths and buffers.
-pub const ALIGN: usize = 4096;
+pub use mheta_runtime::ooc::{ALIGN, round_up};
 
 /// A zeroed buffer aligned to [`ALIGN`], its length a multiple of it.
 pub struct AlignedBuf {
@@ -102,9 +102,6 @@ impl Drop for AlignedBuf {
     }
 }
 
-pub fn round_up(x: usize, to: usize) -> usize {
-    x.div_ceil(to) * to
-}
 
 /// An MPI-IO error, with the file and the call.
 #[derive(Debug, thiserror::Error)]

@@ -8,6 +8,7 @@ pub mod analysis;
 pub mod cluster;
 pub mod dist;
 pub mod model;
+pub mod ooc;
 pub mod search;
 pub mod synthetic;
 
