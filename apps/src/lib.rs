@@ -259,6 +259,16 @@ pub struct Ctx<'w> {
     pub mem_budget: Option<u64>,
     pub prefetch: bool,
     pub iters: u64,
+    /// The fixed data of the last [`Ctx::plan`], for the declaration.
+    fixed: std::cell::Cell<Option<Fixed>>,
+}
+
+/// Data a kernel keeps in memory besides its on-disk arrays:
+/// `bytes + per_row * rows` (vectors, ghost rows, row pointers).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Fixed {
+    pub bytes: u64,
+    pub per_row: u64,
 }
 
 impl Ctx<'_> {
@@ -285,9 +295,15 @@ impl Ctx<'_> {
         (first, self.dist.0[self.rank] as usize)
     }
 
-    /// The out-of-core rule for this rank's arrays.
-    pub fn plan(&self, fixed: u64, needs: &[storage::Need]) -> Result<storage::MemPlan> {
-        Ok(storage::plan(self.mem_budget, fixed, needs, self.prefetch)?)
+    /// The out-of-core rule for this rank's arrays (in the order the
+    /// kernel declares its on-disk arrays); `fixed` goes into the
+    /// declaration so that the model applies the same rule to any
+    /// distribution.
+    pub fn plan(&self, fixed: Fixed, needs: &[storage::Need]) -> Result<storage::MemPlan> {
+        self.fixed.set(Some(fixed));
+        let rows = self.dist.0[self.rank];
+        let bytes = fixed.bytes + fixed.per_row * rows;
+        Ok(storage::plan(self.mem_budget, bytes, needs, self.prefetch)?)
     }
 
     /// The storage to put array `i` of `plan` on (None: in core).
@@ -522,6 +538,7 @@ pub fn run<K: Kernel>(
         mem_budget: resolved.mem_limit,
         prefetch: c.prefetch,
         iters: ck.iters,
+        fixed: std::cell::Cell::new(None),
     };
     let mut kernel = agree(world, init(&ctx))?;
     let st = kernel.storage();
@@ -540,7 +557,15 @@ pub fn run<K: Kernel>(
     }
 
     // The declaration, next to the traces.
-    let decl = kernel.declare(&ctx);
+    let mut decl = kernel.declare(&ctx);
+    if let Some(f) = ctx.fixed.get() {
+        decl.memory = Some(mheta_trace::MemoryDecl {
+            budget: ck.mem_limit.clone(),
+            fixed_bytes: f.bytes,
+            fixed_per_row: f.per_row,
+            prefetch: c.prefetch,
+        });
+    }
     if rank == 0 && mheta_live::interposer_loaded() {
         let dir = mheta_live::trace_dir();
         let r = std::fs::create_dir_all(&dir)

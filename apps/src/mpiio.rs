@@ -102,7 +102,6 @@ impl Drop for AlignedBuf {
     }
 }
 
-
 /// An MPI-IO error, with the file and the call.
 #[derive(Debug, thiserror::Error)]
 #[error("{path}: {call} failed: {msg}")]

@@ -24,7 +24,7 @@
 use anyhow::{Result, bail};
 use clap::Parser;
 use mheta_apps::storage::{Csr, MemPlan, NZ_BYTES, Need};
-use mheta_apps::{Common, Ctx, Kernel, StorageReport, grid, main_with_mpi, parse_args, run};
+use mheta_apps::{Common, Ctx, Fixed, Kernel, StorageReport, grid, main_with_mpi, parse_args, run};
 use mheta_runtime::Dist;
 use mheta_trace::{AppDecl, ArrayDecl, ExchangeDecl, ExchangeKind, MsgScaling, Topology};
 use mpi::collective::{CommunicatorCollectives, SystemOperation};
@@ -251,7 +251,11 @@ impl Cg {
             read_only: true,
             halo: false,
         };
-        let fixed = (8 * (5 * rows + n) + 8 * (rows + 1)) as u64;
+        // x, z, p, q, r (local), the gathered vector, row pointers.
+        let fixed = Fixed {
+            bytes: 8 * n as u64 + 8,
+            per_row: 48,
+        };
         let plan = ctx.plan(fixed, std::slice::from_ref(&need))?;
         let a = Csr::new(
             "a",
@@ -397,6 +401,7 @@ impl Kernel for Cg {
             file: Some("a".into()),
             per_work: true,
             level: None,
+            halo: false,
         }];
         for v in ["x", "z", "p", "q", "r"] {
             d.arrays.push(ArrayDecl::rows(v, 8, false, false));

@@ -22,7 +22,7 @@
 use anyhow::Result;
 use clap::Parser;
 use mheta_apps::storage::{Access, MemPlan, Need, Rows, sweep};
-use mheta_apps::{Common, Ctx, Kernel, StorageReport, grid, main_with_mpi, parse_args, run};
+use mheta_apps::{Common, Ctx, Fixed, Kernel, StorageReport, grid, main_with_mpi, parse_args, run};
 use mheta_runtime::Dist;
 use mheta_trace::{AppDecl, ArrayDecl, ExchangeDecl, ExchangeKind, MsgScaling};
 use mpi::collective::{CommunicatorCollectives, SystemOperation};
@@ -69,7 +69,13 @@ impl Jacobi {
             Need::fixed("f", rows, 8 * n, true, false),
         ];
         // Ghost rows, the sweep's two temporary rows and the carries.
-        let plan = ctx.plan((8 * 8 * w) as u64, &needs)?;
+        let plan = ctx.plan(
+            Fixed {
+                bytes: (8 * 8 * w) as u64,
+                per_row: 0,
+            },
+            &needs,
+        )?;
         let u = Rows::new(
             "u",
             w,
@@ -154,7 +160,7 @@ impl Kernel for Jacobi {
         let n = self.n as u64;
         let mut d = AppDecl::new("jacobi", n, ctx.dist.0.clone());
         d.arrays = vec![
-            ArrayDecl::rows("u", 8 * (n + 2), false, true),
+            ArrayDecl::rows("u", 8 * (n + 2), false, true).with_halo(),
             ArrayDecl::rows("f", 8 * n, true, true),
         ];
         d.exchanges = vec![

@@ -22,7 +22,7 @@
 use anyhow::Result;
 use clap::Parser;
 use mheta_apps::storage::{Access, MemPlan, Need, Rows, sweep};
-use mheta_apps::{Common, Ctx, Kernel, StorageReport, grid, main_with_mpi, parse_args, run};
+use mheta_apps::{Common, Ctx, Fixed, Kernel, StorageReport, grid, main_with_mpi, parse_args, run};
 use mheta_runtime::Dist;
 use mheta_trace::{AppDecl, ArrayDecl, ExchangeDecl, ExchangeKind, MsgScaling, Topology};
 use mpi::collective::{CommunicatorCollectives, SystemOperation};
@@ -103,7 +103,10 @@ impl Lanczos {
     fn new(ctx: &Ctx, n: usize) -> Result<Lanczos> {
         let (first, rows) = ctx.my_rows();
         let needs = [Need::fixed("a", rows, 8 * n, true, false)];
-        let fixed = (8 * (3 * rows + n)) as u64;
+        let fixed = Fixed {
+            bytes: 8 * n as u64,
+            per_row: 24,
+        };
         let plan = ctx.plan(fixed, &needs)?;
         let a = Rows::new(
             "a",

@@ -38,7 +38,7 @@
 use anyhow::{Result, bail};
 use clap::Parser;
 use mheta_apps::storage::{Access, MemPlan, Need, Rows, sweep};
-use mheta_apps::{Common, Ctx, Kernel, StorageReport, grid, main_with_mpi, parse_args, run};
+use mheta_apps::{Common, Ctx, Fixed, Kernel, StorageReport, grid, main_with_mpi, parse_args, run};
 use mheta_runtime::Dist;
 use mheta_trace::{AppDecl, ArrayDecl, ExchangeDecl, ExchangeKind, MsgScaling};
 use mpi::collective::{CommunicatorCollectives, SystemOperation};
@@ -290,8 +290,11 @@ impl Mg {
             Need::fixed("r", rows, 8 * w, false, true),
         ];
         // Coarser levels (about a third of the fine arrays) stay in memory.
-        let coarse_bytes = (3 * 8 * w * rows / 3 + 16 * 8 * w) as u64;
-        let plan = ctx.plan(coarse_bytes, &needs)?;
+        let coarse = Fixed {
+            bytes: (16 * 8 * w) as u64,
+            per_row: (8 * w) as u64,
+        };
+        let plan = ctx.plan(coarse, &needs)?;
         let disk = [
             plan.out_of_core[0],
             plan.out_of_core[1],
@@ -502,6 +505,7 @@ impl Kernel for Mg {
                     file: (l == 0).then(|| a.to_string()),
                     per_work: false,
                     level: Some(l as u32),
+                    halo: l == 0,
                 });
             }
             let sweeps = if l + 1 == self.levels.len() {

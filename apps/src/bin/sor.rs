@@ -21,7 +21,7 @@ use anyhow::Result;
 use clap::Parser;
 use mheta_apps::harmonic::{g, initial_row, set_boundary_ghosts};
 use mheta_apps::storage::{Access, MemPlan, Need, Rows, sweep};
-use mheta_apps::{Common, Ctx, Kernel, StorageReport, grid, main_with_mpi, parse_args, run};
+use mheta_apps::{Common, Ctx, Fixed, Kernel, StorageReport, grid, main_with_mpi, parse_args, run};
 use mheta_runtime::Dist;
 use mheta_trace::{AppDecl, ArrayDecl, ExchangeDecl, ExchangeKind, MsgScaling};
 use mpi::collective::{CommunicatorCollectives, SystemOperation};
@@ -53,7 +53,13 @@ impl Sor {
         let (first, rows) = ctx.my_rows();
         let w = n + 2;
         let needs = [Need::fixed("u", rows, 8 * w, false, true)];
-        let plan = ctx.plan((4 * 8 * w) as u64, &needs)?;
+        let plan = ctx.plan(
+            Fixed {
+                bytes: (4 * 8 * w) as u64,
+                per_row: 0,
+            },
+            &needs,
+        )?;
         let mut u = Rows::new(
             "u",
             w,
@@ -115,7 +121,7 @@ impl Kernel for Sor {
     fn declare(&self, ctx: &Ctx) -> AppDecl {
         let n = self.n as u64;
         let mut d = AppDecl::new("sor", n, ctx.dist.0.clone());
-        d.arrays = vec![ArrayDecl::rows("u", 8 * (n + 2), false, true)];
+        d.arrays = vec![ArrayDecl::rows("u", 8 * (n + 2), false, true).with_halo()];
         d.exchanges = vec![
             ExchangeDecl::new(ExchangeKind::Halo, MsgScaling::Constant, 8 * (n + 2), 4),
             ExchangeDecl::new(ExchangeKind::Reduction, MsgScaling::Constant, 8, 1),

@@ -21,8 +21,9 @@ pub const MAGIC: [u8; 8] = *b"MHETATRC";
 /// Version of the rank trace encoding; bump on any change to [`RankTrace`].
 pub const TRACE_VERSION: u32 = 2;
 /// Version of the `app.json` declaration (version 1, without files,
-/// uneven work, exchanges, levels and tiles, is read too).
-pub const APP_VERSION: u32 = 2;
+/// uneven work, exchanges, levels and tiles, and version 2, without halo
+/// flags and the memory declaration, are read too).
+pub const APP_VERSION: u32 = 3;
 /// Iteration (from 0) recorded unless `MHETA_INSTRUMENT_ITER` says
 /// otherwise: the first iterations run slow while caches, TLBs and clocks
 /// warm up, so three are skipped.
@@ -104,6 +105,25 @@ pub struct ArrayDecl {
     /// Grid level (multigrid; 0 = finest); None for single-level apps.
     #[serde(default)]
     pub level: Option<u32>,
+    /// A stencil array: a sweep of it out of core also reads the row just
+    /// below each piece (one aligned block per piece).
+    #[serde(default)]
+    pub halo: bool,
+}
+
+/// What the out-of-core rule (`mheta_runtime::ooc`) needs besides the
+/// arrays, to decide for any distribution what each rank keeps on disk.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct MemoryDecl {
+    /// Each rank's memory for the application's data, bytes (None:
+    /// unlimited), from `--mem-limit` or the cluster's `mem_limit_mb`.
+    pub budget: Vec<Option<u64>>,
+    /// Data that always stays in memory besides the on-disk arrays:
+    /// `fixed_bytes + fixed_per_row * rows` on a rank with `rows` rows.
+    pub fixed_bytes: u64,
+    pub fixed_per_row: u64,
+    /// Out-of-core sweeps prefetch the next piece (two piece buffers).
+    pub prefetch: bool,
 }
 
 /// What kind of communication ends a parallel section.
@@ -164,6 +184,9 @@ pub struct AppDecl {
     /// Tiles per pipelined section (MHETA eq. 4).
     #[serde(default)]
     pub tiles: Option<u32>,
+    /// Memory budgets and fixed data (None: every array always in core).
+    #[serde(default)]
+    pub memory: Option<MemoryDecl>,
 }
 
 impl ArrayDecl {
@@ -177,7 +200,14 @@ impl ArrayDecl {
             file: on_disk.then(|| name.to_string()),
             per_work: false,
             level: None,
+            halo: false,
         }
+    }
+
+    /// The same array, marked as a stencil array (see [`ArrayDecl::halo`]).
+    pub fn with_halo(mut self) -> ArrayDecl {
+        self.halo = true;
+        self
     }
 }
 
@@ -214,6 +244,7 @@ impl AppDecl {
             exchanges: Vec::new(),
             levels: None,
             tiles: None,
+            memory: None,
         }
     }
 }
@@ -427,6 +458,18 @@ pub fn read_app(dir: &Path) -> Result<AppDecl, TraceError> {
         return Err(TraceError::Invalid {
             path,
             detail: format!("dist sums to {sum}, but rows = {}", app.rows),
+        });
+    }
+    if let Some(m) = &app.memory
+        && m.budget.len() != app.dist.len()
+    {
+        return Err(TraceError::Invalid {
+            path,
+            detail: format!(
+                "memory.budget has {} entries, but dist has {} ranks",
+                m.budget.len(),
+                app.dist.len()
+            ),
         });
     }
     if let Some(w) = &app.work_per_row
