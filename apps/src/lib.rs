@@ -283,6 +283,12 @@ impl Ctx<'_> {
         r
     }
 
+    /// The stages that follow run on grid level `l` (multigrid): the
+    /// model scales their time with the rows of that level.
+    pub fn level(&self, l: usize) {
+        mheta_live::markers::level(l as u32);
+    }
+
     /// Real work: stretched to `t / cpu_power` under the spin fallback,
     /// untouched under a cgroup quota.
     pub fn work<R>(&self, f: impl FnOnce() -> R) -> R {

@@ -53,6 +53,19 @@ impl Dist {
         Ok(())
     }
 
+    /// The next coarser grid level's distribution (multigrid): every
+    /// boundary halved, so a coarse row lives with the fine row at its
+    /// centre.
+    pub fn coarser(&self) -> Dist {
+        let offs: Vec<u64> = self
+            .offsets()
+            .iter()
+            .chain(std::iter::once(&self.total()))
+            .map(|&o| o / 2)
+            .collect();
+        Dist(offs.windows(2).map(|w| w[1] - w[0]).collect())
+    }
+
     /// Equal blocks; the first `rows % ranks` ranks get one more row.
     pub fn block(ranks: usize, rows: u64) -> Dist {
         let p = ranks as u64;

@@ -70,17 +70,6 @@ struct Level {
     r: Rows,
 }
 
-/// The distribution of the next coarser level: boundaries halved.
-fn coarser(d: &Dist) -> Dist {
-    let offs: Vec<u64> = d
-        .offsets()
-        .iter()
-        .chain(std::iter::once(&d.total()))
-        .map(|&o| o / 2)
-        .collect();
-    Dist(offs.windows(2).map(|w| w[1] - w[0]).collect())
-}
-
 fn h_of(n: usize) -> f64 {
     1.0 / (n as f64 + 1.0)
 }
@@ -258,7 +247,7 @@ fn coarse_levels(ctx: &Ctx, n: usize, fine: &Dist) -> Result<Vec<Level>> {
     let mut out = Vec::new();
     while nl > 1 {
         nl = (nl - 1) / 2;
-        d = coarser(&d);
+        d = d.coarser();
         let rows = d.0[ctx.rank] as usize;
         let whole = 0..rows;
         out.push(Level::new(
@@ -318,6 +307,7 @@ impl Mg {
     }
 
     fn vcycle(&mut self, ctx: &Ctx, l: usize) -> Result<()> {
+        ctx.level(l);
         if l + 1 == self.levels.len() {
             return self.levels[l].smooth(ctx, 1);
         }
@@ -328,6 +318,7 @@ impl Mg {
             v.fill(0.0);
         }
         self.vcycle(ctx, l + 1)?;
+        ctx.level(l);
         self.prolong(ctx, l)?;
         self.levels[l].smooth(ctx, POST)
     }

@@ -236,6 +236,13 @@ impl Tool for Recorder {
                 drop(g);
                 self.push(None, t, t, what);
             }
+            l if recording()
+                && (pcontrol::LEVEL_BASE..pcontrol::LEVEL_BASE + pcontrol::LEVELS).contains(&l) =>
+            {
+                let t = crate::clock::now();
+                drop(g);
+                self.push(None, t, t, What::Level((l - pcontrol::LEVEL_BASE) as u32));
+            }
             _ => {}
         }
     }

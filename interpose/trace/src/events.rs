@@ -157,6 +157,8 @@ pub enum What {
         bytes: u64,
         req: u32,
     },
+    /// The stages that follow run on grid level `l` (multigrid).
+    Level(u32),
 }
 
 /// One recorded call (or marker): times are ns from the iteration's start.

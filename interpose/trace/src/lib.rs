@@ -19,7 +19,9 @@ pub mod pcontrol;
 /// First bytes of every rank trace file.
 pub const MAGIC: [u8; 8] = *b"MHETATRC";
 /// Version of the rank trace encoding; bump on any change to [`RankTrace`].
-pub const TRACE_VERSION: u32 = 2;
+/// Version 3 added `What::Level` as the last variant, so version 2 traces
+/// decode unchanged and are read too.
+pub const TRACE_VERSION: u32 = 3;
 /// Version of the `app.json` declaration (version 1, without files,
 /// uneven work, exchanges, levels and tiles, and version 2, without halo
 /// flags and the memory declaration, are read too).
@@ -309,7 +311,7 @@ pub fn decode(bytes: &[u8], path: &Path) -> Result<RankTrace, TraceError> {
         return Err(TraceError::BadMagic { path: path.into() });
     }
     let found = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
-    if found != TRACE_VERSION {
+    if !(2..=TRACE_VERSION).contains(&found) {
         return Err(TraceError::Version {
             path: path.into(),
             found,

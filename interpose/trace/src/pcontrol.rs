@@ -20,3 +20,8 @@ pub const ITER_END: i32 = 101;
 pub const STAGE_BEGIN: i32 = 110;
 /// The current stage ends.
 pub const STAGE_END: i32 = 111;
+/// `LEVEL_BASE + l`: the stages that follow run on grid level `l`
+/// (multigrid; 0 = finest), until the next level marker.
+pub const LEVEL_BASE: i32 = 120;
+/// Levels `0..LEVELS` can be marked.
+pub const LEVELS: i32 = 64;

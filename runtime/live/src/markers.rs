@@ -32,6 +32,14 @@ pub fn stage_end() {
     pcontrol(pcontrol::STAGE_END);
 }
 
+/// The stages that follow run on grid level `l` (multigrid; 0 = finest);
+/// levels beyond the 64 that can be marked are not marked.
+pub fn level(l: u32) {
+    if (l as i32) < pcontrol::LEVELS {
+        pcontrol(pcontrol::LEVEL_BASE + l as i32);
+    }
+}
+
 /// Run `f` as one stage.
 pub fn stage<R>(f: impl FnOnce() -> R) -> R {
     stage_begin();
