@@ -15,7 +15,8 @@ pub enum DistError {
 }
 
 /// A GEN_BLOCK distribution.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(transparent)]
 pub struct Dist(pub Vec<u64>);
 
 impl Dist {

@@ -7,6 +7,7 @@
 pub mod analysis;
 pub mod cluster;
 pub mod dist;
+pub mod iomodel;
 pub mod model;
 pub mod ooc;
 pub mod search;

@@ -12,6 +12,7 @@
 //! replay the paper defers to the dissertation.
 
 use crate::dist::Dist;
+use crate::iomodel::{IoModel, IoObs};
 use mheta_profile::ClusterProfile;
 use mheta_trace::{AppDecl, Event, MsgScaling, RankTrace, Topology, What};
 use std::collections::{HashMap, VecDeque};
@@ -33,6 +34,10 @@ pub enum ModelError {
         "the recorded messages do not match up (rank {rank} waits forever at step {step}); traces from different runs?"
     )]
     Deadlock { rank: usize, step: usize },
+    #[error(
+        "rank {rank} cannot hold even one row of its on-disk arrays with {rows} rows (its memory budget is too small)"
+    )]
+    TooSmall { rank: usize, rows: u64 },
     #[error(transparent)]
     Dist(#[from] crate::dist::DistError),
 }
@@ -48,9 +53,12 @@ pub struct Peer {
 /// One step of a rank's iteration.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
-    /// Computation (and, later, I/O): `scaled` gaps lie inside a stage and
-    /// scale with the rank's rows (MHETA: T_phi' = T_phi * W'/W).
-    Compute { s: f64, scaled: bool },
+    /// Computation: `scaled` gaps lie inside a stage and scale with the
+    /// rank's work on grid `level` (MHETA: T_Φ' = T_Φ · W'/W).
+    Compute { s: f64, scaled: bool, level: u32 },
+    /// The end of the iteration's `k`-th stage: its I/O (MHETA eqs. 1-2)
+    /// under the predicted distribution is paid here.
+    StageEnd(u32),
     /// Blocking or non-blocking send: costs `o_s`, the message is on its way.
     Send(Peer),
     /// Blocking receive.
@@ -78,6 +86,8 @@ pub struct Program {
     pub unscaled_s: f64,
     /// Measured iteration time of this rank, seconds.
     pub measured_s: f64,
+    /// File calls of all recorded iterations (not part of the steps).
+    pub io: Vec<IoObs>,
 }
 
 impl Program {
@@ -94,18 +104,21 @@ impl Program {
             .collect();
         let mut durations: Vec<f64> = progs.iter().map(|p| p.measured_s).collect();
         let measured_s = median(&mut durations);
+        let io: Vec<IoObs> = progs.iter().flat_map(|p| p.io.iter().copied()).collect();
         let same_shape = progs
             .windows(2)
             .all(|w| same_shape(&w[0].steps, &w[1].steps));
         if progs.len() == 1 || !same_shape {
             let mut by_time: Vec<&Program> = progs.iter().collect();
             by_time.sort_by(|a, b| a.measured_s.total_cmp(&b.measured_s));
-            return by_time[by_time.len() / 2].clone();
+            let mut p = by_time[by_time.len() / 2].clone();
+            p.io = io;
+            return p;
         }
         let mut steps = progs[0].steps.clone();
         let (mut scaled_s, mut unscaled_s) = (0.0, 0.0);
         for (k, step) in steps.iter_mut().enumerate() {
-            if let Step::Compute { s, scaled } = step {
+            if let Step::Compute { s, scaled, .. } = step {
                 let mut v: Vec<f64> = progs
                     .iter()
                     .map(|p| match p.steps[k] {
@@ -126,16 +139,18 @@ impl Program {
             scaled_s,
             unscaled_s,
             measured_s,
+            io,
         }
     }
 
     /// Turn one recorded iteration into steps: gaps between calls are
     /// compute; time inside communication calls is dropped (the model
-    /// recomputes it); time inside file I/O calls counts as compute of the
-    /// stage it is in (MHETA's T_gamma = T_phi + sum T_psi; the I/O
-    /// equations 1-2 are not modelled yet). When the iteration has stage
-    /// markers only gaps inside stages scale; without them every gap
-    /// scales. Only the thread that initialised MPI (thread 0) is modelled.
+    /// recomputes it); file I/O calls are kept apart as observations and
+    /// the model recomputes a stage's I/O for any distribution (MHETA's
+    /// T_γ = T_Φ + Σ T_ψ(m)). When the iteration has stage markers only
+    /// gaps inside stages scale; without them every gap scales. Level
+    /// markers put the stages that follow on a grid level. Only the thread
+    /// that initialised MPI (thread 0) is modelled.
     /// Collectives over fewer than `world` ranks cost nothing here (their
     /// members are not recorded).
     pub fn from_events(events: &[Event], duration_ns: u64, world: u32) -> Program {
@@ -143,9 +158,12 @@ impl Program {
         let mut steps = Vec::new();
         let (mut scaled_s, mut unscaled_s) = (0.0, 0.0);
         let mut in_stage = false;
+        let mut level = 0u32;
+        let mut stage = 0u32;
+        let mut io = Vec::new();
         let mut last = 0u64;
         let mut irecv_open: HashMap<u32, ()> = HashMap::new();
-        let mut gap = |steps: &mut Vec<Step>, from: u64, to: u64, in_stage: bool| {
+        let mut gap = |steps: &mut Vec<Step>, from: u64, to: u64, in_stage: bool, level: u32| {
             if to > from {
                 let s = (to - from) as f64 * 1e-9;
                 let scaled = in_stage || !has_stages;
@@ -158,8 +176,9 @@ impl Program {
                     Some(Step::Compute {
                         s: prev,
                         scaled: sc,
-                    }) if *sc == scaled => *prev += s,
-                    _ => steps.push(Step::Compute { s, scaled }),
+                        level: l,
+                    }) if *sc == scaled && *l == level => *prev += s,
+                    _ => steps.push(Step::Compute { s, scaled, level }),
                 }
             }
         };
@@ -169,18 +188,37 @@ impl Program {
             bytes: m.bytes as f64,
         };
         for e in events.iter().filter(|e| e.thread == 0) {
-            gap(&mut steps, last, e.t0_ns, in_stage);
+            gap(&mut steps, last, e.t0_ns, in_stage, level);
             last = e.t1_ns;
+            let secs = e.t1_ns.saturating_sub(e.t0_ns) as f64 * 1e-9;
+            let at = in_stage.then_some(stage);
             match &e.what {
-                What::FileRead { .. }
-                | What::FileWrite { .. }
-                | What::FileIread { .. }
-                | What::FileIwrite { .. }
-                | What::FileOpen { .. }
-                | What::FileClose { .. }
-                | What::FileSeek { .. } => gap(&mut steps, e.t0_ns, e.t1_ns, in_stage),
+                What::FileRead { file, bytes, .. } | What::FileIread { file, bytes, .. } => io
+                    .push(IoObs {
+                        stage: at,
+                        file: *file,
+                        write: false,
+                        bytes: *bytes,
+                        secs,
+                    }),
+                What::FileWrite { file, bytes, .. } | What::FileIwrite { file, bytes, .. } => io
+                    .push(IoObs {
+                        stage: at,
+                        file: *file,
+                        write: true,
+                        bytes: *bytes,
+                        secs,
+                    }),
+                What::FileOpen { .. } | What::FileClose { .. } | What::FileSeek { .. } => {}
                 What::StageBegin => in_stage = true,
-                What::StageEnd => in_stage = false,
+                What::StageEnd => {
+                    if in_stage {
+                        steps.push(Step::StageEnd(stage));
+                        stage += 1;
+                    }
+                    in_stage = false;
+                }
+                What::Level(l) => level = *l,
                 What::Send(m) | What::Isend { msg: m, .. } if m.peer >= 0 => {
                     steps.push(Step::Send(peer(m)))
                 }
@@ -224,12 +262,13 @@ impl Program {
                 _ => {}
             }
         }
-        gap(&mut steps, last, duration_ns, in_stage);
+        gap(&mut steps, last, duration_ns, in_stage, level);
         Program {
             steps,
             scaled_s,
             unscaled_s,
             measured_s: duration_ns as f64 * 1e-9,
+            io,
         }
     }
 }
@@ -251,7 +290,18 @@ fn median(v: &mut [f64]) -> f64 {
 fn same_shape(a: &[Step], b: &[Step]) -> bool {
     a.len() == b.len()
         && a.iter().zip(b).all(|(x, y)| match (x, y) {
-            (Step::Compute { scaled: p, .. }, Step::Compute { scaled: q, .. }) => p == q,
+            (
+                Step::Compute {
+                    scaled: p,
+                    level: a,
+                    ..
+                },
+                Step::Compute {
+                    scaled: q,
+                    level: b,
+                    ..
+                },
+            ) => p == q && a == b,
             _ => x == y,
         })
 }
@@ -261,8 +311,10 @@ fn same_shape(a: &[Step], b: &[Step]) -> bool {
 pub struct RankTime {
     /// Finish time of the rank's iteration.
     pub total_s: f64,
-    /// Computation (and I/O) T_tau.
+    /// Computation and I/O, T_τ.
     pub compute_s: f64,
+    /// Of which I/O, Σ T_ψ(m).
+    pub io_s: f64,
     /// Send and receive overheads.
     pub overhead_s: f64,
     /// Time blocked waiting for messages or for a reduction.
@@ -341,6 +393,12 @@ pub struct Model {
     pub programs: Vec<Program>,
     pub app: AppDecl,
     net: Net,
+    /// Out-of-core arrays (None: everything always in core).
+    pub io: Option<IoModel>,
+    /// Work prefix sums (`work_per_row`), for sparse rows.
+    work_prefix: Option<Vec<u64>>,
+    /// Grid levels (1 unless multigrid).
+    levels: u32,
 }
 
 impl Model {
@@ -366,10 +424,27 @@ impl Model {
         if let Some(rank) = app.dist.iter().position(|&s| s == 0) {
             return Err(ModelError::NoRowsInTrace { rank });
         }
+        let programs: Vec<Program> = traces.iter().map(Program::from_trace).collect();
+        let files: Vec<Vec<String>> = traces.iter().map(|t| t.files.clone()).collect();
+        let obs: Vec<Vec<IoObs>> = programs.iter().map(|p| p.io.clone()).collect();
+        let io = IoModel::new(&app, &files, &obs, prof);
+        let work_prefix = app.work_per_row.as_ref().map(|w| {
+            let mut acc = 0u64;
+            std::iter::once(0)
+                .chain(w.iter().map(|&x| {
+                    acc += x;
+                    acc
+                }))
+                .collect()
+        });
+        let levels = app.levels.unwrap_or(1).max(1);
         Ok(Model {
-            programs: traces.iter().map(Program::from_trace).collect(),
+            programs,
             app,
             net: Net::from_profile(prof),
+            io,
+            work_prefix,
+            levels,
         })
     }
 
@@ -388,6 +463,76 @@ impl Model {
             .zip(&self.app.dist)
             .map(|(p, &w)| p.scaled_s / w as f64)
             .collect()
+    }
+
+    /// Rank `i`'s own time for `rows` rows, messages aside: its scaled
+    /// computation scaled by `rows / recorded rows` on every level, its
+    /// unscaled computation, and its I/O under the out-of-core rule (eqs.
+    /// 1-2). Infinite when its memory cannot hold one row. The cost line
+    /// GBS bisects on.
+    pub fn rank_cost(&self, i: usize, rows: u64) -> f64 {
+        let prog = &self.programs[i];
+        let f = rows as f64 / self.app.dist[i].max(1) as f64;
+        let plan = match &self.io {
+            Some(io) => {
+                let first = self.app.dist[..i]
+                    .iter()
+                    .sum::<u64>()
+                    .min(self.rows() - rows.min(self.rows()));
+                match io.plan(i, first, rows) {
+                    Some(p) => Some(p),
+                    None => return f64::INFINITY,
+                }
+            }
+            None => None,
+        };
+        let (mut t, mut stage) = (0.0, 0.0);
+        for step in &prog.steps {
+            match step {
+                Step::Compute {
+                    s, scaled: true, ..
+                } => {
+                    t += s * f;
+                    stage += s * f;
+                }
+                Step::Compute { s, .. } => t += s,
+                Step::StageEnd(k) => {
+                    if let (Some(io), Some(p)) = (&self.io, &plan) {
+                        t += io.stage_io(i, *k as usize, p, stage);
+                    }
+                    stage = 0.0;
+                }
+                _ => stage = 0.0,
+            }
+        }
+        t
+    }
+
+    /// The most rows rank `i` can hold with every array in core (all rows
+    /// when it has no memory limit or nothing can go out of core).
+    pub fn in_core_capacity(&self, i: usize) -> u64 {
+        let n = self.rows();
+        let Some(io) = &self.io else {
+            return n;
+        };
+        let first = self.app.dist[..i].iter().sum::<u64>();
+        let in_core = |s: u64| {
+            io.plan(i, first.min(n - s), s)
+                .is_some_and(|p| p.out_of_core.iter().all(|&o| !o))
+        };
+        if in_core(n) {
+            return n;
+        }
+        let (mut lo, mut hi) = (0u64, n);
+        while lo + 1 < hi {
+            let mid = (lo + hi) / 2;
+            if in_core(mid) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
     }
 
     /// Where rank `from`'s message to recorded peer `to` goes under `d`:
@@ -415,20 +560,88 @@ impl Model {
         }
     }
 
+    /// Per rank and grid level, the ratio W'/W of the work under `d` to the
+    /// work recorded (MHETA section 4.2.1: T_Φ' = T_Φ · W'/W). Work is the
+    /// rows, or their nonzeros when the app declares `work_per_row`; a
+    /// coarse level's rows come from halving the boundaries.
+    fn work_factors(&self, d: &Dist) -> Vec<f64> {
+        let p = self.ranks();
+        let l = self.levels as usize;
+        let mut f = vec![0.0; p * l];
+        let inst = Dist(self.app.dist.clone());
+        match &self.work_prefix {
+            Some(w) => {
+                let (oa, ob) = (inst.offsets(), d.offsets());
+                for i in 0..p {
+                    let was = w[(oa[i] + inst.0[i]) as usize] - w[oa[i] as usize];
+                    let now = w[(ob[i] + d.0[i]) as usize] - w[ob[i] as usize];
+                    f[i * l] = if was > 0 {
+                        now as f64 / was as f64
+                    } else {
+                        0.0
+                    };
+                }
+            }
+            None => {
+                for i in 0..p {
+                    f[i * l] = d.0[i] as f64 / inst.0[i] as f64;
+                }
+            }
+        }
+        if l > 1 {
+            let (mut a, mut b) = (inst, d.clone());
+            for lv in 1..l {
+                a = a.coarser();
+                b = b.coarser();
+                for i in 0..p {
+                    f[i * l + lv] = if a.0[i] > 0 {
+                        b.0[i] as f64 / a.0[i] as f64
+                    } else {
+                        0.0
+                    };
+                }
+            }
+        }
+        f
+    }
+
+    /// Each rank's out-of-core plan under `d`; an error names a rank whose
+    /// memory cannot hold one row.
+    fn plans(&self, d: &Dist) -> Result<Vec<Option<crate::iomodel::PlanSummary>>, ModelError> {
+        let Some(io) = &self.io else {
+            return Ok(Vec::new());
+        };
+        let offs = d.offsets();
+        (0..self.ranks())
+            .map(|i| {
+                io.plan(i, offs[i], d.0[i])
+                    .map(Some)
+                    .ok_or(ModelError::TooSmall {
+                        rank: i,
+                        rows: d.0[i],
+                    })
+            })
+            .collect()
+    }
+
     /// Predict one iteration under `d` (rows per rank).
     pub fn predict(&self, d: &Dist) -> Result<Prediction, ModelError> {
         d.check(self.ranks(), self.rows())?;
         let p = self.ranks();
         let net = &self.net;
-        let factor: Vec<f64> = (0..p)
-            .map(|i| d.0[i] as f64 / self.app.dist[i] as f64)
-            .collect();
+        let levels = self.levels as usize;
+        let factor = self.work_factors(d);
+        let plans = self.plans(d)?;
+        // Scaled computation since the last non-compute step (the current
+        // stage's T_Φ, for the prefetch overlap of eq. 2).
+        let mut stage_acc = vec![0.0f64; p];
         let active = |i: usize| d.0[i] > 0 || self.app.topology == Topology::Fixed;
         let mut clock = vec![0.0f64; p];
         let mut out = vec![
             RankTime {
                 total_s: 0.0,
                 compute_s: 0.0,
+                io_s: 0.0,
                 overhead_s: 0.0,
                 wait_s: 0.0
             };
@@ -503,11 +716,32 @@ impl Model {
                                 }
                             }
                         };
+                    if !matches!(step, Step::Compute { .. } | Step::StageEnd(_)) {
+                        stage_acc[i] = 0.0;
+                    }
                     match step {
-                        Step::Compute { s, scaled } => {
-                            let t = if *scaled { s * factor[i] } else { *s };
+                        Step::Compute { s, scaled, level } => {
+                            let lv = (*level as usize).min(levels - 1);
+                            let t = if *scaled {
+                                s * factor[i * levels + lv]
+                            } else {
+                                *s
+                            };
+                            if *scaled {
+                                stage_acc[i] += t;
+                            }
                             clock[i] += t;
                             out[i].compute_s += t;
+                        }
+                        Step::StageEnd(k) => {
+                            // MHETA: T_γ = T_Φ + Σ_m T_ψ(m) (eqs. 1-2).
+                            if let (Some(io), Some(Some(plan))) = (&self.io, plans.get(i)) {
+                                let t = io.stage_io(i, *k as usize, plan, stage_acc[i]);
+                                clock[i] += t;
+                                out[i].compute_s += t;
+                                out[i].io_s += t;
+                            }
+                            stage_acc[i] = 0.0;
                         }
                         Step::Send(to) => send(to, &mut clock, &mut out, &mut inflight),
                         Step::Recv(from) => {

@@ -1,14 +1,20 @@
-//! Searching GEN_BLOCK distributions with the model.
+//! Searching GEN_BLOCK distributions with the model. Every strategy
+//! reports the full model evaluations it spent.
 //!
 //! - [`block`]: equal rows (the paper's `Blk`).
 //! - [`balanced`]: rows proportional to each rank's measured speed (`Bal`).
 //! - [`gbs`]: the generalized binary search. Our reading of GBS (the
 //!   companion paper is not in our seeds): bisect on the target iteration
 //!   time T; for each T every rank takes the most rows it can finish within
-//!   T by its own cost line (compute per row, fixed compute, overheads);
-//!   the smallest T whose counts cover N gives a distribution, which is then
-//!   refined by moving rows away from the slowest rank under the full model.
-//! - [`exhaustive`]: every distribution, for small cases and for testing.
+//!   T by its own cost curve ([`Model::rank_cost`]: computation, I/O under
+//!   the out-of-core rule, fixed costs; no model evaluation); the smallest T
+//!   whose counts cover N gives a distribution, which [`refine`] polishes
+//!   under the full model, one evaluation per move.
+//! - [`exhaustive`]: every distribution on a grid of `g` rows, small P.
+//! - [`annealing`], [`genetic`], [`random`]: stochastic searches with a
+//!   budget of evaluations and a seed.
+//! - [`spectrum`]: the paper's figure 8 path Blk → I-C → I-C/Bal → Bal →
+//!   Blk and its corners.
 
 use crate::dist::Dist;
 use crate::model::{Model, ModelError};
@@ -21,8 +27,29 @@ pub struct Found {
     pub predicted_s: f64,
     /// Full model evaluations spent.
     pub evaluations: u64,
-    /// Cheap per-rank cost-line evaluations (GBS bisection only).
+    /// Cheap per-rank cost-curve steps (GBS bisection only).
     pub bisection_steps: u64,
+}
+
+/// Every strategy `mheta search --strategy` offers.
+pub const STRATEGIES: &[&str] = &[
+    "gbs",
+    "block",
+    "balanced",
+    "exhaustive",
+    "annealing",
+    "genetic",
+    "random",
+];
+
+/// Model time of `d`; infeasible distributions (a rank that cannot hold a
+/// row) cost infinity, so searches step around them.
+fn cost(m: &Model, d: &Dist) -> Result<f64, ModelError> {
+    match m.predict(d) {
+        Ok(p) => Ok(p.per_iteration_s),
+        Err(ModelError::TooSmall { .. }) => Ok(f64::INFINITY),
+        Err(e) => Err(e),
+    }
 }
 
 fn found(
@@ -32,7 +59,7 @@ fn found(
     evaluations: u64,
     bisection_steps: u64,
 ) -> Result<Found, ModelError> {
-    let predicted_s = m.predict(&d)?.per_iteration_s;
+    let predicted_s = cost(m, &d)?;
     Ok(Found {
         strategy: strategy.into(),
         dist: d.0,
@@ -47,14 +74,17 @@ pub fn block(m: &Model) -> Result<Found, ModelError> {
     found("block", m, Dist::block(m.ranks(), m.rows()), 0, 0)
 }
 
-/// Rows proportional to measured speed (rows per second of scaled work).
-pub fn balanced_dist(m: &Model) -> Dist {
-    let speed: Vec<f64> = m
-        .per_row_s()
+/// Each rank's measured speed, rows per second of its scaled work.
+fn speeds(m: &Model) -> Vec<f64> {
+    m.per_row_s()
         .iter()
         .map(|&t| if t > 0.0 { 1.0 / t } else { 0.0 })
-        .collect();
-    Dist::proportional(&speed, m.rows())
+        .collect()
+}
+
+/// Rows proportional to measured speed (rows per second of scaled work).
+pub fn balanced_dist(m: &Model) -> Dist {
+    Dist::proportional(&speeds(m), m.rows())
 }
 
 /// Rows proportional to measured speed.
@@ -62,118 +92,200 @@ pub fn balanced(m: &Model) -> Result<Found, ModelError> {
     found("balanced", m, balanced_dist(m), 0, 0)
 }
 
+/// Run a strategy by name (see [`STRATEGIES`]); `budget` bounds the
+/// stochastic ones, `seed` seeds them.
+pub fn by_name(m: &Model, name: &str, budget: u64, seed: u64) -> Result<Found, String> {
+    let e = |x: ModelError| x.to_string();
+    match name {
+        "gbs" => gbs(m).map_err(e),
+        "block" => block(m).map_err(e),
+        "balanced" => balanced(m).map_err(e),
+        "exhaustive" => {
+            let g = exhaustive_grain(m.ranks(), m.rows(), budget.max(1));
+            exhaustive(m, g, budget.max(1))
+        }
+        "annealing" => annealing(m, budget, seed).map_err(e),
+        "genetic" => genetic(m, budget, seed).map_err(e),
+        "random" => random(m, budget, seed).map_err(e),
+        other => Err(format!(
+            "unknown strategy {other:?} (one of {})",
+            STRATEGIES.join(", ")
+        )),
+    }
+}
+
 /// The generalized binary search.
 pub fn gbs(m: &Model) -> Result<Found, ModelError> {
     let p = m.ranks();
     let n = m.rows();
-    let per_row = m.per_row_s();
-    // Each rank's fixed cost: unscaled compute plus its message overheads
-    // under the instrumented distribution.
-    let inst = m.predict(&Dist(m.app.dist.clone()))?;
-    let mut evaluations = 1u64;
-    let base: Vec<f64> = (0..p)
-        .map(|i| m.programs[i].unscaled_s + inst.ranks[i].overhead_s)
-        .collect();
-    let rows_within = |t: f64| -> Vec<u64> {
-        (0..p)
-            .map(|i| {
-                if t < base[i] {
-                    0
-                } else if per_row[i] <= 0.0 {
-                    n
-                } else {
-                    (((t - base[i]) / per_row[i]).floor() as u64).min(n)
-                }
-            })
-            .collect()
+    // Largest rows of rank i within time t: its cost curve is monotone in
+    // the rows, so a bisection over rows.
+    let most_within = |i: usize, t: f64| -> u64 {
+        if m.rank_cost(i, 0) > t {
+            return 0;
+        }
+        if m.rank_cost(i, n) <= t {
+            return n;
+        }
+        let (mut lo, mut hi) = (0u64, n);
+        while lo + 1 < hi {
+            let mid = lo + (hi - lo) / 2;
+            if m.rank_cost(i, mid) <= t {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
     };
-    let cost = |i: usize, s: u64| base[i] + per_row[i] * s as f64;
-    let (mut lo, mut hi) = (0.0f64, (0..p).map(|i| cost(i, n)).fold(0.0, f64::max));
+    let block_t = (0..p)
+        .map(|i| m.rank_cost(i, n.div_ceil(p as u64)))
+        .fold(0.0f64, f64::max);
+    let mut hi = if block_t.is_finite() {
+        block_t
+    } else {
+        (0..p)
+            .map(|i| m.rank_cost(i, n))
+            .filter(|t| t.is_finite())
+            .fold(0.0f64, f64::max)
+    };
+    // Make sure hi covers N (infeasible ranks count 0 rows).
     let mut steps = 0u64;
-    while hi - lo > 1e-12 * hi.max(1e-9) && steps < 200 {
+    while (0..p).map(|i| most_within(i, hi)).sum::<u64>() < n && steps < 60 {
+        hi *= 2.0;
+        steps += 1;
+    }
+    let mut lo = 0.0f64;
+    while hi - lo > 1e-6 * hi && steps < 200 {
         let mid = 0.5 * (lo + hi);
         steps += 1;
-        if rows_within(mid).iter().sum::<u64>() >= n {
+        if (0..p).map(|i| most_within(i, mid)).sum::<u64>() >= n {
             hi = mid;
         } else {
             lo = mid;
         }
     }
-    let mut s = rows_within(hi);
+    let mut s: Vec<u64> = (0..p).map(|i| most_within(i, hi)).collect();
     // Shed the excess from the ranks that would finish last.
     let mut excess = s.iter().sum::<u64>().saturating_sub(n);
     while excess > 0 {
         let i = (0..p)
             .filter(|&i| s[i] > 0)
-            .max_by(|&a, &b| cost(a, s[a]).total_cmp(&cost(b, s[b])))
+            .max_by(|&a, &b| m.rank_cost(a, s[a]).total_cmp(&m.rank_cost(b, s[b])))
             .unwrap_or(0);
-        s[i] -= 1;
-        excess -= 1;
+        let k = excess.min(s[i]).min((excess / p as u64).max(1));
+        s[i] -= k;
+        excess -= k;
     }
     let (d, e) = refine(m, Dist(s))?;
-    evaluations += e;
-    found("gbs", m, d, evaluations, steps)
+    found("gbs", m, d, e, steps)
 }
 
-/// Move rows from the slowest rank to whichever rank gains most, halving
-/// the step when nothing improves. Returns the result and evaluations.
+/// Move rows from the rank that finishes last to the one that finishes
+/// first, halving the move when it does not pay: one full evaluation per
+/// move. Returns the result and the evaluations spent.
 pub fn refine(m: &Model, mut d: Dist) -> Result<(Dist, u64), ModelError> {
     let p = m.ranks();
     let mut evals = 1u64;
-    let mut cur = m.predict(&d)?;
-    let mut step = (m.rows() / (16 * p as u64)).max(1);
+    let mut cur = match m.predict(&d) {
+        Ok(c) => c,
+        Err(ModelError::TooSmall { .. }) => return Ok((d, evals)),
+        Err(e) => return Err(e),
+    };
+    let mut step = (m.rows() / (8 * p as u64)).max(1);
+    let mut tried_other = false;
     loop {
-        let slow = (0..p)
-            .max_by(|&a, &b| cur.ranks[a].total_s.total_cmp(&cur.ranks[b].total_s))
-            .unwrap_or(0);
-        let mut best: Option<(Dist, crate::model::Prediction)> = None;
-        for j in 0..p {
-            if j == slow || d.0[slow] == 0 {
-                continue;
-            }
-            let k = step.min(d.0[slow]);
-            let mut t = d.clone();
-            t.0[slow] -= k;
-            t.0[j] += k;
-            let pr = m.predict(&t)?;
-            evals += 1;
-            let bar = best
-                .as_ref()
-                .map_or(cur.per_iteration_s, |b| b.1.per_iteration_s);
-            if pr.per_iteration_s < bar * (1.0 - 1e-9) {
-                best = Some((t, pr));
-            }
+        let order: Vec<usize> = {
+            let mut o: Vec<usize> = (0..p).collect();
+            o.sort_by(|&a, &b| cur.ranks[a].total_s.total_cmp(&cur.ranks[b].total_s));
+            o
+        };
+        let slow = *order.last().unwrap_or(&0);
+        // The first to finish, or (second try) the one with most slack in
+        // its own computation.
+        let fast = if tried_other {
+            (0..p)
+                .filter(|&j| j != slow)
+                .min_by(|&a, &b| {
+                    (cur.ranks[a].compute_s - cur.ranks[a].wait_s)
+                        .total_cmp(&(cur.ranks[b].compute_s - cur.ranks[b].wait_s))
+                })
+                .unwrap_or(0)
+        } else {
+            order[0]
+        };
+        let k = step.min(d.0[slow]);
+        if k == 0 || slow == fast {
+            return Ok((d, evals));
         }
-        match best {
-            Some((t, pr)) => {
+        let mut t = d.clone();
+        t.0[slow] -= k;
+        t.0[fast] += k;
+        evals += 1;
+        let better = match m.predict(&t) {
+            Ok(pr) if pr.per_iteration_s < cur.per_iteration_s * (1.0 - 1e-9) => Some(pr),
+            Ok(_) | Err(ModelError::TooSmall { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        match better {
+            Some(pr) => {
                 d = t;
                 cur = pr;
+                tried_other = false;
             }
-            None if step > 1 => step /= 2,
+            None if !tried_other && p > 2 => tried_other = true,
+            None if step > 1 => {
+                step /= 2;
+                tried_other = false;
+            }
             None => return Ok((d, evals)),
         }
     }
 }
 
-/// Every distribution of N rows over P ranks; refuses more than `limit`.
-pub fn exhaustive(m: &Model, limit: u64) -> Result<Found, String> {
+/// The grid `g` for which an exhaustive search of P ranks fits `limit`
+/// distributions.
+pub fn exhaustive_grain(p: usize, n: u64, limit: u64) -> u64 {
+    let count = |g: u64| -> f64 {
+        let u = n / g;
+        let mut c = 1.0f64;
+        for k in 1..p {
+            c = c * (u + k as u64) as f64 / k as f64;
+        }
+        c
+    };
+    let mut g = 1;
+    while count(g) > limit as f64 && g < n {
+        g *= 2;
+    }
+    g
+}
+
+/// Every distribution whose rows are multiples of `g` (the last rank takes
+/// the remainder); refuses more than `limit` candidates.
+pub fn exhaustive(m: &Model, g: u64, limit: u64) -> Result<Found, String> {
     let p = m.ranks();
     let n = m.rows();
-    // C(n + p - 1, p - 1) candidates.
+    let g = g.max(1);
+    let units = n / g;
+    // C(units + p - 1, p - 1) candidates.
     let mut count: f64 = 1.0;
     for k in 1..p {
-        count = count * (n + k as u64) as f64 / k as f64;
+        count = count * (units + k as u64) as f64 / k as f64;
     }
     if count > limit as f64 {
         return Err(format!(
-            "exhaustive search over {count:.3e} distributions exceeds the limit of {limit}; use --strategy gbs"
+            "exhaustive search over {count:.3e} distributions (grid of {g} rows) exceeds the limit of {limit}; use a coarser grid or --strategy gbs"
         ));
     }
     let mut best: Option<(f64, Vec<u64>)> = None;
     let mut evals = 0u64;
     let mut cur = vec![0u64; p];
+    #[allow(clippy::too_many_arguments)]
     fn walk(
         m: &Model,
+        g: u64,
+        rem: u64,
         i: usize,
         left: u64,
         cur: &mut Vec<u64>,
@@ -181,11 +293,8 @@ pub fn exhaustive(m: &Model, limit: u64) -> Result<Found, String> {
         evals: &mut u64,
     ) -> Result<(), String> {
         if i + 1 == cur.len() {
-            cur[i] = left;
-            let t = m
-                .predict(&Dist(cur.clone()))
-                .map_err(|e| e.to_string())?
-                .per_iteration_s;
+            cur[i] = left * g + rem;
+            let t = cost(m, &Dist(cur.clone())).map_err(|e| e.to_string())?;
             *evals += 1;
             if best.as_ref().is_none_or(|b| t < b.0) {
                 *best = Some((t, cur.clone()));
@@ -193,12 +302,21 @@ pub fn exhaustive(m: &Model, limit: u64) -> Result<Found, String> {
             return Ok(());
         }
         for s in 0..=left {
-            cur[i] = s;
-            walk(m, i + 1, left - s, cur, best, evals)?;
+            cur[i] = s * g;
+            walk(m, g, rem, i + 1, left - s, cur, best, evals)?;
         }
         Ok(())
     }
-    walk(m, 0, n, &mut cur, &mut best, &mut evals)?;
+    walk(
+        m,
+        g,
+        n - units * g,
+        0,
+        units,
+        &mut cur,
+        &mut best,
+        &mut evals,
+    )?;
     let (t, d) = best.ok_or("no distribution")?;
     Ok(Found {
         strategy: "exhaustive".into(),
@@ -207,4 +325,371 @@ pub fn exhaustive(m: &Model, limit: u64) -> Result<Found, String> {
         evaluations: evals,
         bisection_steps: 0,
     })
+}
+
+/// SplitMix64: a small, seedable generator for the stochastic searches.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed ^ 0x9E37_79B9_7F4A_7C15)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    /// Uniform in [0, n).
+    pub fn below(&mut self, n: u64) -> u64 {
+        if n == 0 { 0 } else { self.next_u64() % n }
+    }
+}
+
+/// A uniformly random distribution (cut points on [0, N]).
+fn random_dist(rng: &mut Rng, p: usize, n: u64) -> Dist {
+    let mut cuts: Vec<u64> = (0..p - 1).map(|_| rng.below(n + 1)).collect();
+    cuts.sort_unstable();
+    let mut prev = 0;
+    let mut d = Vec::with_capacity(p);
+    for c in cuts.into_iter().chain(std::iter::once(n)) {
+        d.push(c - prev);
+        prev = c;
+    }
+    Dist(d)
+}
+
+/// Move up to `k` rows from a random rank with rows to another.
+fn neighbour(rng: &mut Rng, d: &Dist, k: u64) -> Dist {
+    let p = d.0.len();
+    let mut t = d.clone();
+    let from: Vec<usize> = (0..p).filter(|&i| d.0[i] > 0).collect();
+    if from.is_empty() || p < 2 {
+        return t;
+    }
+    let i = from[rng.below(from.len() as u64) as usize];
+    let mut j = rng.below(p as u64 - 1) as usize;
+    if j >= i {
+        j += 1;
+    }
+    let mv = 1 + rng.below(k.max(1).min(d.0[i]));
+    t.0[i] -= mv;
+    t.0[j] += mv;
+    t
+}
+
+/// Simulated annealing from the balanced distribution: random row moves
+/// whose size shrinks with the temperature, Metropolis acceptance on the
+/// relative change of the predicted time, geometric cooling over `budget`
+/// evaluations.
+pub fn annealing(m: &Model, budget: u64, seed: u64) -> Result<Found, ModelError> {
+    let (p, n) = (m.ranks(), m.rows());
+    let mut rng = Rng::new(seed);
+    let mut cur = balanced_dist(m);
+    let mut cur_t = cost(m, &cur)?;
+    let (mut best, mut best_t) = (cur.clone(), cur_t);
+    let budget = budget.max(2);
+    let (t0, t1) = (0.05f64, 1e-5f64);
+    let max_move = (n / p as u64).max(1);
+    for e in 1..budget {
+        let frac = e as f64 / budget as f64;
+        let temp = t0 * (t1 / t0).powf(frac);
+        let k = ((max_move as f64) * (1.0 - frac).powi(2)).max(1.0) as u64;
+        let cand = neighbour(&mut rng, &cur, k);
+        let t = cost(m, &cand)?;
+        let rel = if cur_t.is_finite() {
+            (t - cur_t) / cur_t
+        } else {
+            -1.0
+        };
+        if rel <= 0.0 || rng.unit() < (-rel / temp).exp() {
+            cur = cand;
+            cur_t = t;
+            if t < best_t {
+                best = cur.clone();
+                best_t = t;
+            }
+        }
+    }
+    found("annealing", m, best, budget - 1, 0)
+}
+
+/// A genetic search: a population of 24 (block, balanced and random
+/// members), tournament selection, crossover by averaging two parents'
+/// shares, mutation by row moves, the best two kept; `budget` evaluations.
+pub fn genetic(m: &Model, budget: u64, seed: u64) -> Result<Found, ModelError> {
+    let (p, n) = (m.ranks(), m.rows());
+    let mut rng = Rng::new(seed);
+    let size = 24usize;
+    let mut pop: Vec<(f64, Dist)> = Vec::with_capacity(size);
+    let mut evals = 0u64;
+    for k in 0..size {
+        let d = match k {
+            0 => Dist::block(p, n),
+            1 => balanced_dist(m),
+            _ => random_dist(&mut rng, p, n),
+        };
+        evals += 1;
+        pop.push((cost(m, &d)?, d));
+    }
+    let pick = |rng: &mut Rng, pop: &[(f64, Dist)]| -> usize {
+        let a = rng.below(pop.len() as u64) as usize;
+        let b = rng.below(pop.len() as u64) as usize;
+        if pop[a].0 <= pop[b].0 { a } else { b }
+    };
+    while evals < budget {
+        pop.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut next: Vec<(f64, Dist)> = pop[..2].to_vec();
+        while next.len() < size && evals < budget {
+            let (a, b) = (pick(&mut rng, &pop), pick(&mut rng, &pop));
+            let w = rng.unit();
+            let mix: Vec<f64> = (0..p)
+                .map(|i| w * pop[a].1.0[i] as f64 + (1.0 - w) * pop[b].1.0[i] as f64)
+                .collect();
+            let mut child = Dist::proportional(&mix, n);
+            if rng.unit() < 0.7 {
+                let k = (n / (4 * p as u64)).max(1);
+                child = neighbour(&mut rng, &child, k);
+            }
+            evals += 1;
+            next.push((cost(m, &child)?, child));
+        }
+        pop = next;
+    }
+    pop.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let best = pop.swap_remove(0).1;
+    found("genetic", m, best, evals, 0)
+}
+
+/// Random sampling: `budget` uniformly random distributions, the best kept
+/// (block and balanced included as the first two).
+pub fn random(m: &Model, budget: u64, seed: u64) -> Result<Found, ModelError> {
+    let (p, n) = (m.ranks(), m.rows());
+    let mut rng = Rng::new(seed);
+    let mut best = Dist::block(p, n);
+    let mut best_t = cost(m, &best)?;
+    let mut evals = 1u64;
+    let bal = balanced_dist(m);
+    let t = cost(m, &bal)?;
+    evals += 1;
+    if t < best_t {
+        (best, best_t) = (bal, t);
+    }
+    while evals < budget {
+        let d = random_dist(&mut rng, p, n);
+        let t = cost(m, &d)?;
+        evals += 1;
+        if t < best_t {
+            (best, best_t) = (d, t);
+        }
+    }
+    found("random", m, best, evals, 0)
+}
+
+/// The corners of the paper's figure 8.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Corners {
+    /// `Blk`: equal rows.
+    pub blk: Dist,
+    /// `Bal`: rows by measured speed, I/O ignored.
+    pub bal: Dist,
+    /// `I-C`: the memory-limited ranks take what fits in core, the others
+    /// share the rest equally; load ignored.
+    pub ic: Dist,
+    /// `I-C/Bal`: rows by speed, capped at each rank's in-core capacity,
+    /// the overflow shared by speed among the uncapped ranks.
+    pub ic_bal: Dist,
+}
+
+/// Rows by `weight`, each rank capped at `cap` (water-filling).
+fn capped(weight: &[f64], cap: &[u64], n: u64) -> Dist {
+    let p = weight.len();
+    let mut fixed: Vec<Option<u64>> = vec![None; p];
+    loop {
+        let left = n - fixed.iter().flatten().sum::<u64>();
+        let free: Vec<usize> = (0..p).filter(|&i| fixed[i].is_none()).collect();
+        if free.is_empty() {
+            break;
+        }
+        let w: Vec<f64> = free.iter().map(|&i| weight[i]).collect();
+        let share = Dist::proportional(&w, left);
+        let over: Vec<usize> = free
+            .iter()
+            .zip(&share.0)
+            .filter(|&(&i, &s)| s > cap[i])
+            .map(|(&i, _)| i)
+            .collect();
+        if over.is_empty() {
+            for (&i, &s) in free.iter().zip(&share.0) {
+                fixed[i] = Some(s);
+            }
+            break;
+        }
+        for i in over {
+            fixed[i] = Some(cap[i]);
+        }
+        if free.len() == fixed.iter().filter(|f| f.is_none()).count() {
+            break;
+        }
+    }
+    let mut d: Vec<u64> = fixed.iter().map(|f| f.unwrap_or(0)).collect();
+    // Capacity short of N: the remainder goes to the largest rank.
+    let sum: u64 = d.iter().sum();
+    if sum < n
+        && let Some(i) = (0..p).max_by_key(|&i| d[i])
+    {
+        d[i] += n - sum;
+    }
+    Dist(d)
+}
+
+/// Blk, Bal, I-C and I-C/Bal for this model.
+pub fn corners(m: &Model) -> Corners {
+    let (p, n) = (m.ranks(), m.rows());
+    let cap: Vec<u64> = (0..p).map(|i| m.in_core_capacity(i)).collect();
+    let limited: Vec<bool> = cap.iter().map(|&c| c < n).collect();
+    let ic = if limited.iter().any(|&l| l) && !limited.iter().all(|&l| l) {
+        capped(&vec![1.0; p], &cap, n)
+    } else {
+        Dist::block(p, n)
+    };
+    Corners {
+        blk: Dist::block(p, n),
+        bal: balanced_dist(m),
+        ic,
+        ic_bal: capped(&speeds(m), &cap, n),
+    }
+}
+
+/// `k` distributions along the path Blk → I-C → I-C/Bal → Bal → Blk
+/// (figure 8), evenly spaced by the path's length in rows, the corners
+/// included; repeated points are dropped. As in the paper, the path is
+/// cut short when it would retrace itself: with no memory limits (I-C ≈
+/// Blk, I-C/Bal ≈ Bal) it runs Blk → Bal, and with equal CPUs (Bal ≈ Blk)
+/// Blk → I-C → I-C/Bal; "≈" is within 2% of the rows.
+pub fn spectrum(m: &Model, k: usize) -> Vec<Dist> {
+    let c = corners(m);
+    let dist = |a: &Dist, b: &Dist| -> f64 {
+        a.0.iter()
+            .zip(&b.0)
+            .map(|(&x, &y)| (x as f64 - y as f64).abs())
+            .sum()
+    };
+    let n = m.rows();
+    let near = |a: &Dist, b: &Dist| dist(a, b) <= 0.02 * n as f64;
+    let path: Vec<&Dist> = if near(&c.blk, &c.ic) && near(&c.ic_bal, &c.bal) {
+        vec![&c.blk, &c.bal]
+    } else if near(&c.blk, &c.bal) {
+        vec![&c.blk, &c.ic, &c.ic_bal]
+    } else {
+        vec![&c.blk, &c.ic, &c.ic_bal, &c.bal, &c.blk]
+    };
+    let legs: Vec<f64> = path.windows(2).map(|w| dist(w[0], w[1])).collect();
+    let total: f64 = legs.iter().sum();
+    let k = k.max(2);
+    if total == 0.0 {
+        return vec![c.blk];
+    }
+    // Corners first (they matter most), then fill evenly.
+    let mut at: Vec<f64> = vec![0.0];
+    let mut acc = 0.0;
+    for l in &legs {
+        acc += l;
+        if acc < total {
+            at.push(acc);
+        }
+    }
+    if path.len() == 2 || path.len() == 3 {
+        at.push(total);
+    }
+    let fill = k.saturating_sub(at.len());
+    for j in 0..fill {
+        at.push(total * (j as f64 + 0.5) / fill as f64);
+    }
+    at.sort_by(f64::total_cmp);
+    let mut out: Vec<Dist> = Vec::new();
+    for a in at {
+        let mut left = a;
+        let mut leg = 0;
+        while leg + 1 < legs.len() && left > legs[leg] {
+            left -= legs[leg];
+            leg += 1;
+        }
+        let f = if legs[leg] > 0.0 {
+            (left / legs[leg]).clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        let w: Vec<f64> = path[leg]
+            .0
+            .iter()
+            .zip(&path[leg + 1].0)
+            .map(|(&x, &y)| x as f64 + f * (y as f64 - x as f64))
+            .collect();
+        let d = Dist::proportional(&w, n);
+        if !out.contains(&d) {
+            out.push(d);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synthetic::{app, jacobi_trace, profile};
+
+    fn model(costs: &[u64]) -> Model {
+        let p = costs.len() as u32;
+        let traces: Vec<_> = (0..p)
+            .map(|r| jacobi_trace(r, p, costs[r as usize], 8 * 1026))
+            .collect();
+        Model::new(&traces, app(vec![64; p as usize]), &profile(p)).unwrap()
+    }
+
+    #[test]
+    fn every_strategy_finds_the_speed_split_of_two_ranks() {
+        // Rank 1 takes twice as long per row: 2/3 of 128 rows on rank 0.
+        let m = model(&[1_000_000, 2_000_000]);
+        let ex = exhaustive(&m, 1, 1000).unwrap();
+        assert!((ex.dist[0] as i64 - 85).abs() <= 1, "{:?}", ex.dist);
+        for s in STRATEGIES {
+            let f = by_name(&m, s, 400, 7).unwrap();
+            assert!(f.evaluations >= 1, "{s}");
+            if *s != "block" {
+                assert!(
+                    f.predicted_s <= ex.predicted_s * 1.01,
+                    "{s}: {:?} {} vs {}",
+                    f.dist,
+                    f.predicted_s,
+                    ex.predicted_s
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn spectrum_runs_from_block_through_balanced() {
+        let m = model(&[1_000_000, 1_000_000, 2_000_000, 3_000_000]);
+        let s = spectrum(&m, 9);
+        assert_eq!(s[0], Dist::block(4, 256));
+        assert!(s.contains(&balanced_dist(&m)));
+        assert!(s.iter().all(|d| d.total() == 256));
+        // No memory limits: I-C is Blk, so the path is Blk -> Bal, with
+        // nine distinct points.
+        assert_eq!(s.len(), 9, "{s:?}");
+        assert_eq!(s[8], balanced_dist(&m));
+    }
+
+    #[test]
+    fn capped_water_fills() {
+        let d = capped(&[1.0, 1.0, 1.0, 1.0], &[1000, 1000, 10, 10], 400);
+        assert_eq!(d.0, vec![190, 190, 10, 10]);
+    }
 }

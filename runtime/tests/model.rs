@@ -117,7 +117,7 @@ fn gbs_agrees_with_exhaustive_on_small_cases() {
         ];
         let m = Model::new(&traces, app(vec![20, 20, 20]), &profile(3)).unwrap();
         let g = search::gbs(&m).unwrap();
-        let e = search::exhaustive(&m, 1_000_000).unwrap();
+        let e = search::exhaustive(&m, 1, 1_000_000).unwrap();
         assert!(
             g.predicted_s <= e.predicted_s * 1.0001,
             "{:?} vs {:?}",

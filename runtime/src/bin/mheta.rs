@@ -110,9 +110,23 @@ enum Cmd {
         #[arg(long)]
         trace: PathBuf,
         /// gbs (generalized binary search), block, balanced (by measured
-        /// speed), or exhaustive (small cases only).
-        #[arg(long, default_value = "gbs", value_parser = ["gbs", "block", "balanced", "exhaustive"])]
+        /// speed), exhaustive (every distribution on the finest grid of
+        /// rows that fits --budget), annealing, genetic or random (stochastic,
+        /// --budget evaluations, --seed).
+        #[arg(long, default_value = "gbs", value_parser = clap::builder::PossibleValuesParser::new(search::STRATEGIES))]
         strategy: String,
+        /// Model evaluations for the stochastic strategies, and the most
+        /// distributions exhaustive search may visit.
+        #[arg(long, default_value_t = 2000)]
+        budget: u64,
+        /// Seed of the stochastic strategies.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Instead of searching, print the paper's figure 8 spectrum: K
+        /// distributions along Blk -> I-C -> I-C/Bal -> Bal -> Blk with
+        /// their predicted times.
+        #[arg(long, value_name = "K")]
+        spectrum: Option<usize>,
         /// One JSON object on stdout instead of text.
         #[arg(long)]
         json: bool,
@@ -499,17 +513,41 @@ fn main() {
                 profile,
                 trace,
                 strategy,
+                budget,
+                seed,
+                spectrum,
                 json,
             } => {
                 let m = load_model(&profile, &trace)?;
-                let f = match strategy.as_str() {
-                    "block" => search::block(&m)?,
-                    "balanced" => search::balanced(&m)?,
-                    "exhaustive" => {
-                        search::exhaustive(&m, 5_000_000).map_err(anyhow::Error::msg)?
+                if let Some(k) = spectrum {
+                    let c = search::corners(&m);
+                    let rows: Vec<serde_json::Value> = search::spectrum(&m, k)
+                        .into_iter()
+                        .map(|d| {
+                            let t = m.predict(&d).map(|p| p.per_iteration_s).ok();
+                            serde_json::json!({"dist": d, "predicted_s": t})
+                        })
+                        .collect();
+                    if json {
+                        println!("{}", serde_json::json!({"corners": c, "spectrum": rows}));
+                    } else {
+                        println!(
+                            "Blk {}  Bal {}  I-C {}  I-C/Bal {}",
+                            c.blk, c.bal, c.ic, c.ic_bal
+                        );
+                        println!("{:<40} {:>14}", "distribution", "predicted (s)");
+                        for r in &rows {
+                            let d: Vec<u64> = serde_json::from_value(r["dist"].clone())?;
+                            println!(
+                                "{:<40} {:>14.6}",
+                                Dist(d).to_string(),
+                                r["predicted_s"].as_f64().unwrap_or(f64::INFINITY)
+                            );
+                        }
                     }
-                    _ => search::gbs(&m)?,
-                };
+                    return Ok(0);
+                }
+                let f = search::by_name(&m, &strategy, budget, seed).map_err(anyhow::Error::msg)?;
                 let block = search::block(&m)?;
                 if json {
                     println!("{}", serde_json::to_string(&f)?);

@@ -1,0 +1,442 @@
+//! The I/O half of MHETA section 4.2.1: for a rank and any row count, which
+//! arrays are out of core (the shared rule in [`crate::ooc`]), their ICLAs
+//! `M_i(m)` and passes `N_L(m)`, and the time `T_ψ(m)` of one sweep by
+//! eq. 1 (synchronous) or eq. 2 (prefetching).
+//!
+//! Where the costs come from:
+//! - **The trace**, for a rank that read or wrote the variable while
+//!   recorded: per-call overhead and per-byte cost by least squares over its
+//!   calls (pieces and the small halo reads give two sizes); with one size
+//!   only, the profile's per-call overhead for that node and the rest per
+//!   byte.
+//! - **The cluster profile's disk figures** (`mheta bench` measures each
+//!   node's disk), for a rank that did no I/O while recorded. The profile
+//!   measures the real disk: an *emulated* disk factor on such a rank is
+//!   not seen, so instrument where every rank that may go out of core is
+//!   (Block on our memory-limited clusters is); the paper forced every node
+//!   to do I/O in its instrumented iteration for the same reason.
+//! - **Other ranks' fits**, averaged, when the profile has no disk figures.
+//!
+//! Which stage sweeps which array, and whether it reads, writes or both,
+//! comes from the ranks that did I/O (every rank runs the same code); an
+//! array no rank touched is assumed read (and written back unless
+//! read-only) once per iteration, in the first stage.
+
+use crate::ooc::{self, ALIGN, Need, round_up};
+use mheta_profile::ClusterProfile;
+use mheta_trace::{AppDecl, ArrayDecl, MemoryDecl};
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// Per-call overhead and per-byte cost of one direction.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Line {
+    pub overhead_s: f64,
+    pub per_byte_s: f64,
+}
+
+impl Line {
+    pub fn time(&self, bytes: f64) -> f64 {
+        self.overhead_s + self.per_byte_s * bytes
+    }
+}
+
+/// One recorded file call, for fitting.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IoObs {
+    /// Stage ordinal within the iteration (None: outside stages).
+    pub stage: Option<u32>,
+    /// Index into the rank trace's file table.
+    pub file: u32,
+    pub write: bool,
+    pub bytes: u64,
+    pub secs: f64,
+}
+
+/// What a stage does to an on-disk array.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Touch {
+    pub read: bool,
+    pub write: bool,
+}
+
+/// A rank's plan for a row count, reduced to what the equations need.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlanSummary {
+    /// Per on-disk array: out of core?
+    pub out_of_core: Vec<bool>,
+    /// Per on-disk array: bytes of each piece (its ICLAs `M_i(m)`; their
+    /// count is `N_L(m)`).
+    pub pieces: Vec<Vec<u64>>,
+}
+
+/// The I/O side of the model, built once per model.
+#[derive(Debug)]
+pub struct IoModel {
+    /// Indices (into `AppDecl::arrays`) of the on-disk arrays, in the order
+    /// the kernels plan them.
+    pub arrays: Vec<usize>,
+    decls: Vec<ArrayDecl>,
+    mem: MemoryDecl,
+    /// Per stage ordinal: per on-disk array, what the stage does.
+    pub touches: Vec<Vec<Touch>>,
+    /// Per rank, per on-disk array: read and write cost lines.
+    pub read: Vec<Vec<Line>>,
+    pub write: Vec<Vec<Line>>,
+    /// Work prefix sums, for sparse rows.
+    work_prefix: Option<Vec<u64>>,
+    cache: Mutex<HashMap<(usize, u64, u64), Option<PlanSummary>>>,
+}
+
+impl Clone for IoModel {
+    fn clone(&self) -> IoModel {
+        IoModel {
+            arrays: self.arrays.clone(),
+            decls: self.decls.clone(),
+            mem: self.mem.clone(),
+            touches: self.touches.clone(),
+            read: self.read.clone(),
+            write: self.write.clone(),
+            work_prefix: self.work_prefix.clone(),
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+/// The stem an out-of-core file of an array carries: `<dir>/<stem>.<rank>`.
+fn stem(path: &str) -> &str {
+    let base = path.rsplit('/').next().unwrap_or(path);
+    match base.rsplit_once('.') {
+        Some((s, r)) if !r.is_empty() && r.bytes().all(|b| b.is_ascii_digit()) => s,
+        _ => base,
+    }
+}
+
+impl IoModel {
+    /// Build from the declaration, each rank's file table and recorded
+    /// calls (all recorded iterations), the number of recorded iterations
+    /// per rank, and the profile. None when no array can go out of core.
+    pub fn new(
+        app: &AppDecl,
+        files: &[Vec<String>],
+        obs: &[Vec<IoObs>],
+        prof: &ClusterProfile,
+    ) -> Option<IoModel> {
+        let mem = app.memory.clone()?;
+        let arrays: Vec<usize> = app
+            .arrays
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.file.is_some() && a.level.unwrap_or(0) == 0)
+            .map(|(i, _)| i)
+            .collect();
+        if arrays.is_empty() || mem.budget.iter().all(Option::is_none) {
+            return None;
+        }
+        let p = app.dist.len();
+        let which = |rank: usize, file: u32| -> Option<usize> {
+            let name = files.get(rank)?.get(file as usize)?;
+            let s = stem(name);
+            arrays
+                .iter()
+                .position(|&a| app.arrays[a].file.as_deref() == Some(s))
+        };
+        // Stage associations, from every rank that did I/O.
+        let mut touches: Vec<Vec<Touch>> = Vec::new();
+        // Per rank, per array: (read, write) samples of (bytes, seconds).
+        type Samples = (Vec<(f64, f64)>, Vec<(f64, f64)>);
+        let mut samples: Vec<Vec<Samples>> = vec![vec![(Vec::new(), Vec::new()); arrays.len()]; p];
+        for (rank, list) in obs.iter().enumerate().take(p) {
+            for o in list {
+                let Some(a) = which(rank, o.file) else {
+                    continue;
+                };
+                if let Some(k) = o.stage {
+                    let k = k as usize;
+                    if touches.len() <= k {
+                        touches.resize(k + 1, vec![Touch::default(); arrays.len()]);
+                    }
+                    if o.write {
+                        touches[k][a].write = true;
+                    } else {
+                        touches[k][a].read = true;
+                    }
+                }
+                let s = &mut samples[rank][a];
+                let v = if o.write { &mut s.1 } else { &mut s.0 };
+                v.push((o.bytes as f64, o.secs));
+            }
+        }
+        for (a, &ai) in arrays.iter().enumerate() {
+            if !touches.iter().any(|t| t[a].read || t[a].write) {
+                if touches.is_empty() {
+                    touches.push(vec![Touch::default(); arrays.len()]);
+                }
+                touches[0][a] = Touch {
+                    read: true,
+                    write: !app.arrays[ai].read_only,
+                };
+            }
+        }
+        // Cost lines: the rank's own calls, else the profile, else others.
+        let node_disk = |rank: usize| {
+            prof.nodes
+                .iter()
+                .find(|n| n.rank as usize == rank)
+                .and_then(|n| n.disk.as_ref())
+        };
+        let fit = |pts: &[(f64, f64)], profile_o: Option<f64>| -> Option<Line> {
+            if pts.is_empty() {
+                return None;
+            }
+            let distinct = pts.iter().any(|q| q.0 != pts[0].0);
+            if distinct
+                && let Some((o, b)) = mheta_profile::line_fit(pts)
+                && b > 0.0
+            {
+                return Some(Line {
+                    overhead_s: o,
+                    per_byte_s: b,
+                });
+            }
+            let o = profile_o.unwrap_or(0.0);
+            let (bytes, secs) = pts.iter().fold((0.0, 0.0), |a, q| (a.0 + q.0, a.1 + q.1));
+            let n = pts.len() as f64;
+            Some(Line {
+                overhead_s: o.min(secs / n),
+                per_byte_s: ((secs - n * o.min(secs / n)) / bytes.max(1.0)).max(0.0),
+            })
+        };
+        let mut read = vec![vec![None; arrays.len()]; p];
+        let mut write = vec![vec![None; arrays.len()]; p];
+        for rank in 0..p {
+            let d = node_disk(rank);
+            for a in 0..arrays.len() {
+                let (r, w) = &samples[rank][a];
+                read[rank][a] = fit(r, d.map(|d| d.read_overhead_s)).or_else(|| {
+                    d.map(|d| Line {
+                        overhead_s: d.read_overhead_s,
+                        per_byte_s: d.read_per_byte_s,
+                    })
+                });
+                write[rank][a] = fit(w, d.map(|d| d.write_overhead_s)).or_else(|| {
+                    d.map(|d| Line {
+                        overhead_s: d.write_overhead_s,
+                        per_byte_s: d.write_per_byte_s,
+                    })
+                });
+            }
+        }
+        let fill = |m: Vec<Vec<Option<Line>>>| -> Vec<Vec<Line>> {
+            (0..p)
+                .map(|rank| {
+                    (0..arrays.len())
+                        .map(|a| {
+                            m[rank][a].unwrap_or_else(|| {
+                                let known: Vec<Line> = m.iter().filter_map(|r| r[a]).collect();
+                                let n = known.len().max(1) as f64;
+                                Line {
+                                    overhead_s: known.iter().map(|l| l.overhead_s).sum::<f64>() / n,
+                                    per_byte_s: known.iter().map(|l| l.per_byte_s).sum::<f64>() / n,
+                                }
+                            })
+                        })
+                        .collect()
+                })
+                .collect()
+        };
+        let work_prefix = app.work_per_row.as_ref().map(|w| {
+            let mut acc = 0u64;
+            std::iter::once(0)
+                .chain(w.iter().map(|&x| {
+                    acc += x;
+                    acc
+                }))
+                .collect()
+        });
+        let (read, write) = (fill(read), fill(write));
+        Some(IoModel {
+            decls: arrays.iter().map(|&i| app.arrays[i].clone()).collect(),
+            arrays,
+            mem,
+            touches,
+            read,
+            write,
+            work_prefix,
+            cache: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The out-of-core rule for `rank` holding rows `[first, first + rows)`
+    /// (memoised). None: the budget cannot hold even one row.
+    pub fn plan(&self, rank: usize, first: u64, rows: u64) -> Option<PlanSummary> {
+        let sparse = self.work_prefix.is_some();
+        let key = (rank, if sparse { first } else { 0 }, rows);
+        if let Some(p) = self.cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
+            return p;
+        }
+        let r = rows as usize;
+        let needs: Vec<Need> = self
+            .decls
+            .iter()
+            .map(|a| Need {
+                name: a.name.clone(),
+                row_bytes: match (&self.work_prefix, a.per_work) {
+                    (Some(w), true) => (first..first + rows)
+                        .map(|g| ((w[g as usize + 1] - w[g as usize]) * a.bytes_per_row) as usize)
+                        .collect(),
+                    _ => vec![a.bytes_per_row as usize; r],
+                },
+                read_only: a.read_only,
+                halo: a.halo,
+            })
+            .collect();
+        let fixed = self.mem.fixed_bytes + self.mem.fixed_per_row * rows;
+        let budget = self.mem.budget.get(rank).copied().flatten();
+        let out = ooc::plan(budget, fixed, &needs, self.mem.prefetch)
+            .ok()
+            .map(|p| PlanSummary {
+                pieces: needs
+                    .iter()
+                    .map(|n| {
+                        p.pieces
+                            .iter()
+                            .map(|q| n.row_bytes[q.clone()].iter().sum::<usize>() as u64)
+                            .collect()
+                    })
+                    .collect(),
+                out_of_core: p.out_of_core,
+            });
+        if let Ok(mut c) = self.cache.lock() {
+            c.insert(key, out.clone());
+        }
+        out
+    }
+
+    /// I/O seconds of `rank` in stage `k` under a plan, with `compute_s` the
+    /// stage's predicted computation (for the prefetch overlap `T_A`).
+    pub fn stage_io(&self, rank: usize, k: usize, plan: &PlanSummary, compute_s: f64) -> f64 {
+        let Some(t) = self.touches.get(k) else {
+            return 0.0;
+        };
+        let mut total = 0.0;
+        for (a, touch) in t.iter().enumerate() {
+            if !plan.out_of_core[a] || !(touch.read || touch.write) {
+                continue;
+            }
+            let pieces = &plan.pieces[a];
+            let r = if touch.read {
+                self.read[rank][a]
+            } else {
+                Line::default()
+            };
+            let w = if touch.write {
+                self.write[rank][a]
+            } else {
+                Line::default()
+            };
+            let halo = touch.read && self.decls[a].halo;
+            total += if self.mem.prefetch && touch.read {
+                t_psi_prefetch(pieces, r, w, halo, compute_s)
+            } else {
+                t_psi(pieces, r, w, halo)
+            };
+        }
+        total
+    }
+}
+
+/// Padded bytes of one ICLA, as direct I/O moves it.
+fn padded(b: u64) -> f64 {
+    round_up((b as usize).max(1), ALIGN) as f64
+}
+
+/// MHETA eq. 1: `T_ψ(m) = N_L(m) · [O_r + T_r(m) + O_w + T_w(m)]`, with
+/// `T_r(m) = r(m) · M_i(m)` summed over the actual pieces (the last one may
+/// be smaller), plus one aligned halo read per piece for a stencil array.
+/// A read-only sweep has `O_w = T_w = 0` (pass a zero `w`).
+pub fn t_psi(pieces: &[u64], r: Line, w: Line, halo: bool) -> f64 {
+    let mut t = 0.0;
+    for &b in pieces {
+        let m = padded(b);
+        t += r.time(m) * f64::from(u8::from(r != Line::default()));
+        t += w.time(m) * f64::from(u8::from(w != Line::default()));
+        if halo {
+            t += r.time(ALIGN as f64);
+        }
+    }
+    t
+}
+
+/// MHETA eq. 2: with prefetching, the first ICLA's read is paid in full
+/// and each later one only by `T_s = max(0, T_r − T_A)`, where `T_A` is
+/// the work between the prefetch's issue and its wait: the piece's share of
+/// the stage's computation plus its write-back. Issue overheads: `N_L · O_r`
+/// (the extra asynchronous overhead `O_A` is not separable from `O_r` in a
+/// trace recorded with the fig. 5 trick and is taken as 0). Halo reads are
+/// synchronous.
+pub fn t_psi_prefetch(pieces: &[u64], r: Line, w: Line, halo: bool, compute_s: f64) -> f64 {
+    let n = pieces.len().max(1) as f64;
+    let mut t = 0.0;
+    for (k, &b) in pieces.iter().enumerate() {
+        let m = padded(b);
+        let t_r = r.per_byte_s * m;
+        let t_w = if w == Line::default() { 0.0 } else { w.time(m) };
+        let t_a = compute_s / n + t_w;
+        t += r.overhead_s + t_w;
+        t += if k == 0 { t_r } else { (t_r - t_a).max(0.0) };
+        if halo {
+            t += r.time(ALIGN as f64);
+        }
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const R: Line = Line {
+        overhead_s: 1e-4,
+        per_byte_s: 1e-8,
+    };
+
+    #[test]
+    fn eq1_sums_overheads_and_bytes_of_every_piece() {
+        // Three ICLAs of 4096 bytes, read and written, no halo:
+        // 3 * [(1e-4 + 4096e-8) + (1e-4 + 4096e-8)].
+        let t = t_psi(&[4096, 4096, 4096], R, R, false);
+        let want = 3.0 * 2.0 * (1e-4 + 4096e-8);
+        assert!((t - want).abs() < 1e-15, "{t} vs {want}");
+        // Read-only: half of it.
+        let ro = t_psi(&[4096, 4096, 4096], R, Line::default(), false);
+        assert!((ro - want / 2.0).abs() < 1e-15);
+    }
+
+    #[test]
+    fn eq2_masks_the_read_when_the_overlap_is_longer() {
+        // N_L = 4 read-only pieces of 8192 bytes: T_r = 8192e-8 = 81.92 us.
+        let pieces = [8192u64; 4];
+        let t_r = 8192e-8;
+        // T_A = compute / N_L = 1 ms >= T_r: T_s = 0; only the first read
+        // and the four issue overheads remain.
+        let masked = t_psi_prefetch(&pieces, R, Line::default(), false, 4e-3);
+        assert!((masked - (4.0 * 1e-4 + t_r)).abs() < 1e-15, "{masked}");
+        // T_A = 20 us < T_r: each later read costs T_r - T_A.
+        let t_a = 20e-6;
+        let part = t_psi_prefetch(&pieces, R, Line::default(), false, 4.0 * t_a);
+        let want = 4.0 * 1e-4 + t_r + 3.0 * (t_r - t_a);
+        assert!((part - want).abs() < 1e-15, "{part} vs {want}");
+        // No overlap at all reduces eq. 2 to eq. 1.
+        let none = t_psi_prefetch(&pieces, R, Line::default(), false, 0.0);
+        let eq1 = t_psi(&pieces, R, Line::default(), false);
+        assert!((none - eq1).abs() < 1e-15);
+    }
+
+    #[test]
+    fn file_stems_name_the_array() {
+        assert_eq!(stem("/scratch/run/u.00003"), "u");
+        assert_eq!(stem("a.00000"), "a");
+        assert_eq!(stem("/x/y/data.bin"), "data.bin");
+    }
+}
