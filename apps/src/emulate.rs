@@ -81,6 +81,8 @@ pub struct EmulationReport {
     /// How the page cache is kept out of out-of-core I/O: "o_direct",
     /// "fadvise" or "n/a".
     pub cache: String,
+    /// How ranks wait: "poll" or "sleep" (`--wait`).
+    pub wait: String,
     /// Why a fallback was taken.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,

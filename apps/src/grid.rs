@@ -4,10 +4,8 @@
 
 use crate::storage::Rows;
 use mheta_runtime::Dist;
-use mpi::collective::CommunicatorCollectives;
-use mpi::datatype::{Equivalence, PartitionMut};
-use mpi::point_to_point::{self as p2p, Destination, Source};
-use mpi::topology::{Communicator, SimpleCommunicator};
+use mpi::datatype::Equivalence;
+use mpi::topology::SimpleCommunicator;
 
 /// The nearest ranks above (lower rank) and below that own rows; none for
 /// a rank that owns no rows.
@@ -21,29 +19,7 @@ pub fn neighbours(d: &Dist, me: usize) -> (Option<usize>, Option<usize>) {
 }
 
 /// Send `send` to `to` and receive `recv` from `from` (either may be none).
-pub fn shift(
-    world: &SimpleCommunicator,
-    send: &[f64],
-    to: Option<usize>,
-    recv: &mut [f64],
-    from: Option<usize>,
-) {
-    match (to, from) {
-        (Some(t), Some(f)) => {
-            p2p::send_receive_into(
-                send,
-                &world.process_at_rank(t as i32),
-                recv,
-                &world.process_at_rank(f as i32),
-            );
-        }
-        (Some(t), None) => world.process_at_rank(t as i32).send(send),
-        (None, Some(f)) => {
-            world.process_at_rank(f as i32).receive_into(recv);
-        }
-        (None, None) => {}
-    }
-}
+pub use crate::comm::shift;
 
 /// Halo exchange of a stencil array: the first row goes up and the
 /// bottom ghost comes from below, then the last row goes down and the top
@@ -72,6 +48,5 @@ pub fn all_gather_rows<T: Equivalence>(
 ) {
     let counts: Vec<i32> = d.0.iter().map(|&s| s as i32).collect();
     let displs: Vec<i32> = d.offsets().iter().map(|&o| o as i32).collect();
-    let mut part = PartitionMut::new(full, &counts[..], &displs[..]);
-    world.all_gather_varcount_into(local, &mut part);
+    crate::comm::all_gather_varcount(world, local, full, &counts, &displs);
 }

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
+pub mod comm;
 pub mod emulate;
 pub mod grid;
 pub mod harmonic;
@@ -74,6 +75,12 @@ pub struct Common {
     /// paper's method).
     #[arg(long, value_name = "HOW", default_value = "paced", value_parser = ["paced", "throttle", "scaled"])]
     pub disk_emulation: String,
+    /// How ranks wait for messages and collectives: poll (Open MPI's
+    /// blocking calls, which spin), sleep (non-blocking calls tested with
+    /// ~50 us sleeps in between, so a waiting rank leaves its core to the
+    /// others), or auto (sleep when a node has more ranks than cores).
+    #[arg(long, value_name = "HOW", default_value = "auto", value_parser = ["auto", "poll", "sleep"])]
+    pub wait: String,
     /// After the instrumented iterations, choose a distribution with the
     /// MHETA model and GBS, move every distributed array there, and
     /// continue. Needs the interposer (`mheta run`) and a cluster profile.
@@ -527,7 +534,17 @@ pub fn run<K: Kernel>(
         disk_mb_s: c.disk_mb_s.unwrap_or(emulate::DEFAULT_DISK_MB_S),
     };
     let rss0 = Emulation::rss();
-    let emu = Emulation::start(&resolved, &node_powers, &scratch.dir);
+    let mut emu = Emulation::start(&resolved, &node_powers, &scratch.dir);
+    // The node's cores, not this rank's affinity (mpirun binds ranks).
+    // SAFETY: sysconf takes a constant and returns a number.
+    let cores = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
+    let sleep = match c.wait.as_str() {
+        "sleep" => true,
+        "poll" => false,
+        _ => node_powers.len() > cores,
+    };
+    comm::set_sleep(sleep);
+    emu.report.wait = if sleep { "sleep" } else { "poll" }.into();
     let mut ctx = Ctx {
         world,
         rank,

@@ -187,8 +187,15 @@ impl Program {
             tag: m.tag,
             bytes: m.bytes as f64,
         };
+        // After a test that found nothing done, the rank is waiting (a
+        // polling loop, perhaps sleeping between tests): not computation.
+        let mut polling = false;
         for e in events.iter().filter(|e| e.thread == 0) {
-            gap(&mut steps, last, e.t0_ns, in_stage, level);
+            if !polling {
+                gap(&mut steps, last, e.t0_ns, in_stage, level);
+            }
+            polling = matches!(&e.what, What::Complete(c) if c.is_empty())
+                || matches!(&e.what, What::Poll(None) | What::NoMatch);
             last = e.t1_ns;
             let secs = e.t1_ns.saturating_sub(e.t0_ns) as f64 * 1e-9;
             let at = in_stage.then_some(stage);

@@ -24,10 +24,12 @@
 use anyhow::{Result, bail};
 use clap::Parser;
 use mheta_apps::storage::{Csr, MemPlan, NZ_BYTES, Need};
-use mheta_apps::{Common, Ctx, Fixed, Kernel, StorageReport, grid, main_with_mpi, parse_args, run};
+use mheta_apps::{
+    Common, Ctx, Fixed, Kernel, StorageReport, comm, grid, main_with_mpi, parse_args, run,
+};
 use mheta_runtime::Dist;
 use mheta_trace::{AppDecl, ArrayDecl, ExchangeDecl, ExchangeKind, MsgScaling, Topology};
-use mpi::collective::{CommunicatorCollectives, SystemOperation};
+use mpi::collective::SystemOperation;
 use serde_json::{Value, json};
 
 /// NPB CG on GEN_BLOCK rows, verified against NPB's zeta.
@@ -228,8 +230,7 @@ struct Cg {
 fn dot(ctx: &Ctx, a: &[f64], b: &[f64]) -> f64 {
     let local: f64 = a.iter().zip(b).map(|(x, y)| x * y).sum();
     let mut g = 0.0;
-    ctx.world
-        .all_reduce_into(&local, &mut g, SystemOperation::sum());
+    comm::all_reduce(ctx.world, &local, &mut g, SystemOperation::sum());
     g
 }
 
@@ -356,8 +357,7 @@ impl Cg {
             .map(|(x, r)| (x - r) * (x - r))
             .sum();
         let mut g = 0.0f64;
-        ctx.world
-            .all_reduce_into(&local, &mut g, SystemOperation::sum());
+        comm::all_reduce(ctx.world, &local, &mut g, SystemOperation::sum());
         self.rnorm = g.sqrt();
         Ok(())
     }
@@ -370,8 +370,7 @@ impl Cg {
             self.z.iter().map(|z| z * z).sum::<f64>(),
         ];
         let mut g = [0.0f64; 2];
-        ctx.world
-            .all_reduce_into(&local[..], &mut g[..], SystemOperation::sum());
+        comm::all_reduce(ctx.world, &local[..], &mut g[..], SystemOperation::sum());
         self.zeta = self.class.shift + 1.0 / g[0];
         let scale = 1.0 / g[1].sqrt();
         for (x, z) in self.x.iter_mut().zip(&self.z) {

@@ -22,10 +22,12 @@
 use anyhow::Result;
 use clap::Parser;
 use mheta_apps::storage::{Access, MemPlan, Need, Rows, sweep};
-use mheta_apps::{Common, Ctx, Fixed, Kernel, StorageReport, grid, main_with_mpi, parse_args, run};
+use mheta_apps::{
+    Common, Ctx, Fixed, Kernel, StorageReport, comm, grid, main_with_mpi, parse_args, run,
+};
 use mheta_runtime::Dist;
 use mheta_trace::{AppDecl, ArrayDecl, ExchangeDecl, ExchangeKind, MsgScaling};
-use mpi::collective::{CommunicatorCollectives, SystemOperation};
+use mpi::collective::SystemOperation;
 use serde_json::{Value, json};
 use std::f64::consts::PI;
 
@@ -198,8 +200,7 @@ impl Kernel for Jacobi {
             Ok(diff)
         })?;
         let mut global = 0.0f64;
-        ctx.world
-            .all_reduce_into(&local, &mut global, SystemOperation::sum());
+        comm::all_reduce(ctx.world, &local, &mut global, SystemOperation::sum());
         self.last_diff = global;
         Ok(())
     }
@@ -239,11 +240,9 @@ impl Kernel for Jacobi {
             }
         })?;
         let mut gerr = 0.0;
-        ctx.world
-            .all_reduce_into(&err, &mut gerr, SystemOperation::max());
+        comm::all_reduce(ctx.world, &err, &mut gerr, SystemOperation::max());
         let mut gsum = 0.0;
-        ctx.world
-            .all_reduce_into(&sum, &mut gsum, SystemOperation::sum());
+        comm::all_reduce(ctx.world, &sum, &mut gsum, SystemOperation::sum());
         Ok(json!({
             "n": n,
             "verified": gerr <= 1e-10,

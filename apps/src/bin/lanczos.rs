@@ -22,10 +22,12 @@
 use anyhow::Result;
 use clap::Parser;
 use mheta_apps::storage::{Access, MemPlan, Need, Rows, sweep};
-use mheta_apps::{Common, Ctx, Fixed, Kernel, StorageReport, grid, main_with_mpi, parse_args, run};
+use mheta_apps::{
+    Common, Ctx, Fixed, Kernel, StorageReport, comm, grid, main_with_mpi, parse_args, run,
+};
 use mheta_runtime::Dist;
 use mheta_trace::{AppDecl, ArrayDecl, ExchangeDecl, ExchangeKind, MsgScaling, Topology};
-use mpi::collective::{CommunicatorCollectives, SystemOperation};
+use mpi::collective::SystemOperation;
 use serde_json::{Value, json};
 use std::f64::consts::PI;
 
@@ -167,8 +169,7 @@ impl Kernel for Lanczos {
         })?;
         let local_alpha: f64 = self.w.iter().zip(&self.v).map(|(a, b)| a * b).sum();
         let mut alpha = 0.0f64;
-        ctx.world
-            .all_reduce_into(&local_alpha, &mut alpha, SystemOperation::sum());
+        comm::all_reduce(ctx.world, &local_alpha, &mut alpha, SystemOperation::sum());
         let beta = self.beta;
         ctx.stage(|| {
             ctx.work(|| {
@@ -179,8 +180,7 @@ impl Kernel for Lanczos {
         });
         let local_nn: f64 = self.w.iter().map(|x| x * x).sum();
         let mut nn = 0.0f64;
-        ctx.world
-            .all_reduce_into(&local_nn, &mut nn, SystemOperation::sum());
+        comm::all_reduce(ctx.world, &local_nn, &mut nn, SystemOperation::sum());
         let beta_next = nn.sqrt();
         self.alphas.push(alpha);
         self.betas.push(beta_next);

@@ -38,11 +38,13 @@
 use anyhow::{Result, bail};
 use clap::Parser;
 use mheta_apps::storage::{Access, MemPlan, Need, Rows, sweep};
-use mheta_apps::{Common, Ctx, Fixed, Kernel, StorageReport, grid, main_with_mpi, parse_args, run};
+use mheta_apps::{
+    Common, Ctx, Fixed, Kernel, StorageReport, comm, grid, main_with_mpi, parse_args, run,
+};
 use mheta_runtime::Dist;
 use mheta_trace::{AppDecl, ArrayDecl, ExchangeDecl, ExchangeKind, MsgScaling};
-use mpi::collective::{CommunicatorCollectives, SystemOperation};
-use mpi::point_to_point::{Destination, Source};
+use mpi::collective::SystemOperation;
+use mpi::point_to_point::Destination;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use serde_json::{Value, json};
 use std::f64::consts::PI;
@@ -469,13 +471,11 @@ fn coarse_ghosts(
             if let Some(q) = q
                 && let Some(o) = owner(q)
             {
-                world
-                    .process_at_rank(o as i32)
-                    .receive_into_with_tag(&mut buf[..], 100 + tag as i32);
+                comm::recv_tagged(world, &mut buf[..], o, 100 + tag as i32);
             }
         }
         for s in sends {
-            s.wait();
+            comm::complete(s);
         }
     });
     (top, bottom)
@@ -525,15 +525,13 @@ impl Kernel for Mg {
         if self.norms.is_empty() {
             let s = self.levels[0].residual(ctx)?;
             let mut g = 0.0f64;
-            ctx.world
-                .all_reduce_into(&s, &mut g, SystemOperation::sum());
+            comm::all_reduce(ctx.world, &s, &mut g, SystemOperation::sum());
             self.norms.push(g.sqrt());
         }
         self.vcycle(ctx, 0)?;
         let s = self.levels[0].residual(ctx)?;
         let mut g = 0.0f64;
-        ctx.world
-            .all_reduce_into(&s, &mut g, SystemOperation::sum());
+        comm::all_reduce(ctx.world, &s, &mut g, SystemOperation::sum());
         self.norms.push(g.sqrt());
         Ok(())
     }
@@ -587,11 +585,14 @@ impl Kernel for Mg {
             }
         })?;
         let mut g = [0.0f64; 2];
-        ctx.world
-            .all_reduce_into(&[alg, disc][..], &mut g[..], SystemOperation::max());
+        comm::all_reduce(
+            ctx.world,
+            &[alg, disc][..],
+            &mut g[..],
+            SystemOperation::max(),
+        );
         let mut checksum = 0.0f64;
-        ctx.world
-            .all_reduce_into(&sum, &mut checksum, SystemOperation::sum());
+        comm::all_reduce(ctx.world, &sum, &mut checksum, SystemOperation::sum());
         // Convergence factor: cycles before the residual reaches rounding.
         let r0 = self.norms[0];
         let useful: Vec<f64> = self

@@ -21,10 +21,12 @@ use anyhow::Result;
 use clap::Parser;
 use mheta_apps::harmonic::{g, initial_row, set_boundary_ghosts};
 use mheta_apps::storage::{Access, MemPlan, Need, Rows, sweep};
-use mheta_apps::{Common, Ctx, Fixed, Kernel, StorageReport, grid, main_with_mpi, parse_args, run};
+use mheta_apps::{
+    Common, Ctx, Fixed, Kernel, StorageReport, comm, grid, main_with_mpi, parse_args, run,
+};
 use mheta_runtime::Dist;
 use mheta_trace::{AppDecl, ArrayDecl, ExchangeDecl, ExchangeKind, MsgScaling};
-use mpi::collective::{CommunicatorCollectives, SystemOperation};
+use mpi::collective::SystemOperation;
 use serde_json::{Value, json};
 use std::f64::consts::PI;
 
@@ -132,8 +134,7 @@ impl Kernel for Sor {
     fn iterate(&mut self, ctx: &Ctx) -> Result<()> {
         let local = self.half_sweep(ctx, 0)? + self.half_sweep(ctx, 1)?;
         let mut global = 0.0f64;
-        ctx.world
-            .all_reduce_into(&local, &mut global, SystemOperation::sum());
+        comm::all_reduce(ctx.world, &local, &mut global, SystemOperation::sum());
         self.last_diff = global;
         Ok(())
     }
@@ -168,11 +169,9 @@ impl Kernel for Sor {
             }
         })?;
         let mut gerr = 0.0f64;
-        ctx.world
-            .all_reduce_into(&err, &mut gerr, SystemOperation::max());
+        comm::all_reduce(ctx.world, &err, &mut gerr, SystemOperation::max());
         let mut gsum = 0.0f64;
-        ctx.world
-            .all_reduce_into(&sum, &mut gsum, SystemOperation::sum());
+        comm::all_reduce(ctx.world, &sum, &mut gsum, SystemOperation::sum());
         Ok(json!({
             "n": n,
             "omega": self.omega,

@@ -21,12 +21,13 @@ use anyhow::Result;
 use clap::Parser;
 use mheta_apps::harmonic::{g, initial_row, set_boundary_ghosts};
 use mheta_apps::storage::{Access, MemPlan, Need, Rows, sweep};
-use mheta_apps::{Common, Ctx, Fixed, Kernel, StorageReport, grid, main_with_mpi, parse_args, run};
+use mheta_apps::{
+    Common, Ctx, Fixed, Kernel, StorageReport, comm, grid, main_with_mpi, parse_args, run,
+};
 use mheta_runtime::Dist;
 use mheta_trace::{AppDecl, ArrayDecl, ExchangeDecl, ExchangeKind, MsgScaling};
 use mpi::collective::Root;
 use mpi::datatype::PartitionMut;
-use mpi::point_to_point::{Destination, Source};
 use mpi::topology::Communicator;
 use serde_json::{Value, json};
 
@@ -175,9 +176,7 @@ impl Kernel for Wavefront {
             }
             // MHETA eq. 4: wait for the tile from the rank above.
             if let Some(u) = up {
-                ctx.world
-                    .process_at_rank(u as i32)
-                    .receive_into_with_tag(&mut self.u.top[c0..c1], t as i32);
+                comm::recv_tagged(ctx.world, &mut self.u.top[c0..c1], u, t as i32);
             }
             ctx.stage(|| {
                 sweep(&mut [(&mut self.u, Access::ReadWrite)], |_, v| {
@@ -187,9 +186,7 @@ impl Kernel for Wavefront {
             })?;
             if let Some(d) = down {
                 let last = &self.u.last_row()[c0..c1];
-                ctx.world
-                    .process_at_rank(d as i32)
-                    .send_with_tag(last, t as i32);
+                comm::send_tagged(ctx.world, last, d, t as i32);
             }
         }
         Ok(())

@@ -9,6 +9,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod experiment;
+
 /// mheta: find and apply the best GEN_BLOCK row distribution for iterative
 /// MPI codes on heterogeneous or shared clusters, with the MHETA execution
 /// model.
@@ -100,6 +102,49 @@ enum Cmd {
         /// One JSON object on stdout instead of a table.
         #[arg(long)]
         json: bool,
+    },
+    /// Reproduce the MHETA paper's accuracy study (section 5) on real runs:
+    /// one instrumented run on Block, then for each distribution of the
+    /// figure 8 spectrum (Blk -> I-C -> I-C/Bal -> Bal -> Blk) and the GBS
+    /// choice, a prediction and a real run. Prints predicted, actual and
+    /// diff = |p - a| / min(p, a) per distribution, then min/avg/max diff
+    /// and whether the predicted best is the actual best.
+    ///
+    /// Example: mheta experiment --app jacobi --cluster IO --np 4 --plot io.svg
+    Experiment {
+        /// Kernel: jacobi, sor, lanczos, cg, wavefront or mg.
+        #[arg(long)]
+        app: String,
+        /// Emulated cluster: DC, IO, HY1, HY2, a built-in name or a TOML file.
+        #[arg(long)]
+        cluster: String,
+        /// Ranks (must match the cluster).
+        #[arg(long)]
+        np: usize,
+        /// Out-of-core sweeps prefetch (MHETA eq. 2).
+        #[arg(long)]
+        prefetch: bool,
+        /// Distributions along the spectrum (at least 3; GBS's is added).
+        #[arg(long, default_value_t = 9)]
+        points: usize,
+        /// Iterations of each real run (its median iteration is "actual").
+        #[arg(long, default_value_t = 8)]
+        iters: u64,
+        /// Cluster profile from `mheta bench` (default: measure one now).
+        #[arg(long)]
+        profile: Option<PathBuf>,
+        /// Working directory for the profile and trace.
+        #[arg(long, default_value = "mheta-experiment")]
+        dir: PathBuf,
+        /// One JSON object on stdout instead of the table.
+        #[arg(long)]
+        json: bool,
+        /// Also draw predicted and actual time over the spectrum as SVG.
+        #[arg(long, value_name = "FILE.svg")]
+        plot: Option<PathBuf>,
+        /// Arguments for the kernel instead of the study's defaults (sizes).
+        #[arg(last = true, value_name = "APP ARGS")]
+        app_args: Vec<OsString>,
     },
     /// Search distributions with the model and print the best.
     Search {
@@ -367,6 +412,46 @@ fn main() {
                 tools,
                 launcher,
             } => run(&trace_dir, iteration, count, &tools, &launcher),
+            Cmd::Experiment {
+                app,
+                cluster,
+                np,
+                prefetch,
+                points,
+                iters,
+                profile,
+                dir,
+                json,
+                plot,
+                app_args,
+            } => {
+                let args = experiment::Args {
+                    app,
+                    cluster,
+                    np,
+                    prefetch,
+                    points,
+                    iters,
+                    json,
+                    plot,
+                    profile,
+                    dir,
+                    app_args,
+                };
+                let r = experiment::run(&args)?;
+                if let Some(p) = &args.plot {
+                    experiment::plot(&r, p)?;
+                }
+                if args.json {
+                    println!("{}", serde_json::to_string(&r)?);
+                } else {
+                    experiment::print(&r);
+                    if let Some(p) = &args.plot {
+                        println!("plot:           {}", p.display());
+                    }
+                }
+                Ok(0)
+            }
             Cmd::Show { trace, json } => {
                 let traces = mheta_trace::read_dir(&trace)?;
                 let app = mheta_trace::read_app(&trace).ok();

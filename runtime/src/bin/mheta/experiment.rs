@@ -1,0 +1,468 @@
+//! `mheta experiment`: the MHETA paper's section 5 on real runs. One
+//! instrumented run on Block, then for each distribution of the figure 8
+//! spectrum (and the GBS choice) a prediction and a real run; the table of
+//! predicted against actual, the summary, JSON and an SVG like figures
+//! 10-11.
+
+use anyhow::{Context, Result, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use mheta_profile::ClusterProfile;
+use mheta_runtime::cluster::ClusterSpec;
+use mheta_runtime::{Dist, Model, search};
+use serde::Serialize;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The kernels `experiment` knows, with the arguments that size them for a
+/// 4-rank study on 8 MB nodes (Block puts the limited nodes out of core).
+pub const APPS: &[(&str, &[&str])] = &[
+    ("jacobi", &["--n", "2048"]),
+    ("sor", &["--n", "2560"]),
+    ("lanczos", &["--n", "2560"]),
+    ("cg", &["--class", "A"]),
+    ("wavefront", &["--n", "2560", "--tiles", "8"]),
+    ("mg", &["--n", "2047"]),
+];
+
+pub struct Args {
+    pub app: String,
+    pub cluster: String,
+    pub np: usize,
+    pub prefetch: bool,
+    pub points: usize,
+    pub iters: u64,
+    pub json: bool,
+    pub plot: Option<PathBuf>,
+    pub profile: Option<PathBuf>,
+    pub dir: PathBuf,
+    pub app_args: Vec<OsString>,
+}
+
+#[derive(Serialize, Clone, Debug)]
+pub struct Row {
+    pub label: String,
+    pub dist: Vec<u64>,
+    pub predicted_s: f64,
+    pub actual_s: f64,
+    pub diff_pct: f64,
+}
+
+#[derive(Serialize, Debug)]
+pub struct Report {
+    pub app: String,
+    pub cluster: String,
+    pub np: usize,
+    pub prefetch: bool,
+    pub iters: u64,
+    pub rows: Vec<Row>,
+    pub min_diff_pct: f64,
+    pub mean_diff_pct: f64,
+    pub max_diff_pct: f64,
+    pub best_actual: Row,
+    pub best_predicted: Row,
+    /// The predicted best is the actual best.
+    pub predicted_best_is_best: bool,
+    /// Actual time of the predicted best over the best actual, minus one.
+    pub predicted_best_gap_pct: f64,
+    pub gbs_dist: Vec<u64>,
+    pub gbs_evaluations: u64,
+    /// The Block run's emulation report (cgroups, disk, cache).
+    pub emulation: serde_json::Value,
+}
+
+/// Check everything that can be checked before anything runs.
+pub fn check(a: &Args) -> Result<PathBuf> {
+    if !APPS.iter().any(|(n, _)| *n == a.app) {
+        bail!(
+            "--app {}: unknown (one of {})",
+            a.app,
+            APPS.iter().map(|a| a.0).collect::<Vec<_>>().join(", ")
+        );
+    }
+    ClusterSpec::resolve(&a.cluster, a.np).map_err(|e| anyhow::anyhow!("{e} (--np {})", a.np))?;
+    if a.points < 3 {
+        bail!("--points {}: at least 3 distributions are needed", a.points);
+    }
+    if a.iters < 2 {
+        bail!("--iters {}: at least 2 iterations per run", a.iters);
+    }
+    if let Some(p) = &a.profile
+        && !p.is_file()
+    {
+        bail!("--profile {}: no such file", p.display());
+    }
+    let bin = super::exe_dir()?.join(&a.app);
+    if !bin.is_file() {
+        bail!(
+            "{}: the {} binary is missing (cargo build --release --workspace)",
+            bin.display(),
+            a.app
+        );
+    }
+    Ok(bin)
+}
+
+/// |p - a| / min(p, a), in percent (the paper's figure 9 measure).
+pub fn diff_pct(p: f64, a: f64) -> f64 {
+    100.0 * (p - a).abs() / p.min(a)
+}
+
+fn mpirun(np: usize) -> Command {
+    let mut c = Command::new("mpirun");
+    c.args(["--oversubscribe", "-np", &np.to_string()]);
+    c
+}
+
+/// The app's own arguments: the defaults for the study unless the user
+/// gave some, then the cluster, iterations and prefetching.
+fn app_args(a: &Args) -> Vec<OsString> {
+    let mut v: Vec<OsString> = if a.app_args.is_empty() {
+        APPS.iter()
+            .find(|(n, _)| *n == a.app)
+            .map(|(_, d)| d.iter().map(OsString::from).collect())
+            .unwrap_or_default()
+    } else {
+        a.app_args.clone()
+    };
+    v.extend(
+        ["--cluster", &a.cluster, "--iters", &a.iters.to_string()]
+            .iter()
+            .map(OsString::from),
+    );
+    if a.prefetch {
+        v.push("--prefetch".into());
+    }
+    v
+}
+
+/// The last line of a run's stdout, as JSON.
+fn last_json(out: &[u8], what: &str) -> Result<serde_json::Value> {
+    let text = String::from_utf8_lossy(out);
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with('{'))
+        .with_context(|| format!("{what}: no JSON result on stdout"))?;
+    Ok(serde_json::from_str(line)?)
+}
+
+fn run_checked(mut c: Command, what: &str) -> Result<serde_json::Value> {
+    let out = c
+        .output()
+        .with_context(|| format!("{what}: cannot start {:?}", c.get_program()))?;
+    if !out.status.success() {
+        bail!(
+            "{what} failed ({}):\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let r = last_json(&out.stdout, what)?;
+    if r["verified"] != serde_json::Value::Bool(true) {
+        bail!("{what}: the kernel did not verify: {r}");
+    }
+    Ok(r)
+}
+
+pub fn run(a: &Args) -> Result<Report> {
+    let bin = check(a)?;
+    std::fs::create_dir_all(&a.dir)
+        .with_context(|| format!("cannot create {}", a.dir.display()))?;
+    let me = std::env::current_exe()?;
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
+            .expect("template"),
+    );
+    // 1. The profile.
+    let profile = match &a.profile {
+        Some(p) => p.clone(),
+        None => {
+            bar.set_message("measuring the cluster (mheta bench --quick)");
+            let p = a.dir.join("profile.json");
+            let st = Command::new(&me)
+                .args(["bench", "--quick", "--np", &a.np.to_string(), "-o"])
+                .arg(&p)
+                .stdout(std::process::Stdio::null())
+                .status()?;
+            if !st.success() {
+                bail!("mheta bench failed ({st})");
+            }
+            p
+        }
+    };
+    let prof = ClusterProfile::load(&profile)?;
+    // 2. One instrumented run on Block.
+    bar.set_message("instrumented run on Block");
+    let trace = a.dir.join("trace");
+    let mut launch = Command::new(&me);
+    launch
+        .arg("run")
+        .arg("--trace-dir")
+        .arg(&trace)
+        .arg("--")
+        .arg("mpirun")
+        .args(["--oversubscribe", "-np", &a.np.to_string()])
+        .arg(&bin)
+        .args(app_args(a));
+    let block_run = run_checked(launch, "the instrumented run")?;
+    let emulation = block_run["emulation"].clone();
+    let traces = mheta_trace::read_dir(&trace)?;
+    let app = mheta_trace::read_app(&trace)?;
+    let m = Model::new(&traces, app, &prof)?;
+    // 3. The spectrum and the GBS choice.
+    let mut dists: Vec<(String, Dist)> = search::spectrum(&m, a.points)
+        .into_iter()
+        .map(|d| (String::new(), d))
+        .collect();
+    let c = search::corners(&m);
+    for (label, d) in [
+        ("Blk", &c.blk),
+        ("I-C", &c.ic),
+        ("I-C/Bal", &c.ic_bal),
+        ("Bal", &c.bal),
+    ] {
+        if let Some(x) = dists.iter_mut().find(|x| &x.1 == d && x.0.is_empty()) {
+            x.0 = label.into();
+        }
+    }
+    let g = search::gbs(&m)?;
+    let gd = Dist(g.dist.clone());
+    match dists.iter_mut().find(|x| x.1 == gd) {
+        Some(x) => {
+            x.0 = if x.0.is_empty() {
+                "GBS".into()
+            } else {
+                format!("{}=GBS", x.0)
+            }
+        }
+        None => dists.push(("GBS".into(), gd)),
+    }
+    // 4. A real run and a prediction for each.
+    bar.set_length(dists.len() as u64);
+    let mut rows = Vec::new();
+    for (label, d) in &dists {
+        bar.set_message(format!("run {d}"));
+        let predicted_s = m
+            .predict(d)
+            .map(|p| p.per_iteration_s)
+            .unwrap_or(f64::INFINITY);
+        let mut c = mpirun(a.np);
+        c.arg(&bin)
+            .args(app_args(a))
+            .arg("--dist")
+            .arg(d.to_string());
+        let r = run_checked(c, &format!("the run on {d}"))?;
+        let actual_s = r["iter_median_s"]
+            .as_f64()
+            .context("run result has no iter_median_s")?;
+        rows.push(Row {
+            label: label.clone(),
+            dist: d.0.clone(),
+            predicted_s,
+            actual_s,
+            diff_pct: diff_pct(predicted_s, actual_s),
+        });
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let diffs: Vec<f64> = rows.iter().map(|r| r.diff_pct).collect();
+    let best_actual = rows
+        .iter()
+        .min_by(|x, y| x.actual_s.total_cmp(&y.actual_s))
+        .cloned()
+        .context("no rows")?;
+    let best_predicted = rows
+        .iter()
+        .min_by(|x, y| x.predicted_s.total_cmp(&y.predicted_s))
+        .cloned()
+        .context("no rows")?;
+    Ok(Report {
+        app: a.app.clone(),
+        cluster: a.cluster.clone(),
+        np: a.np,
+        prefetch: a.prefetch,
+        iters: a.iters,
+        min_diff_pct: diffs.iter().copied().fold(f64::INFINITY, f64::min),
+        mean_diff_pct: diffs.iter().sum::<f64>() / diffs.len() as f64,
+        max_diff_pct: diffs.iter().copied().fold(0.0, f64::max),
+        predicted_best_is_best: best_predicted.dist == best_actual.dist,
+        predicted_best_gap_pct: 100.0 * (best_predicted.actual_s / best_actual.actual_s - 1.0),
+        best_actual,
+        best_predicted,
+        gbs_dist: g.dist,
+        gbs_evaluations: g.evaluations,
+        emulation,
+        rows,
+    })
+}
+
+/// The table, then the summary.
+pub fn print(r: &Report) {
+    println!(
+        "# mheta experiment: {} on {} with {} ranks{}, {} iterations per run (median iteration)",
+        r.app,
+        r.cluster,
+        r.np,
+        if r.prefetch { ", prefetching" } else { "" },
+        r.iters
+    );
+    println!(
+        "# emulation: cpu {}, memory {}, disk {}, cache {}, wait {}",
+        r.emulation["cpu"].as_str().unwrap_or("?"),
+        r.emulation["memory"].as_str().unwrap_or("?"),
+        r.emulation["disk"].as_str().unwrap_or("?"),
+        r.emulation["cache"].as_str().unwrap_or("?"),
+        r.emulation["wait"].as_str().unwrap_or("?"),
+    );
+    println!(
+        "{:>3}  {:<10} {:<28} {:>14} {:>14} {:>8}",
+        "#", "point", "distribution", "predicted (s)", "actual (s)", "diff %"
+    );
+    for (i, row) in r.rows.iter().enumerate() {
+        println!(
+            "{:>3}  {:<10} {:<28} {:>14.6} {:>14.6} {:>8.2}",
+            i,
+            row.label,
+            Dist(row.dist.clone()).to_string(),
+            row.predicted_s,
+            row.actual_s,
+            row.diff_pct
+        );
+    }
+    println!(
+        "diff: min {:.2}%  avg {:.2}%  max {:.2}%",
+        r.min_diff_pct, r.mean_diff_pct, r.max_diff_pct
+    );
+    println!(
+        "best actual:    {} ({:.6} s)",
+        Dist(r.best_actual.dist.clone()),
+        r.best_actual.actual_s
+    );
+    println!(
+        "predicted best: {} ({:.6} s predicted, {:.6} s actual): {}",
+        Dist(r.best_predicted.dist.clone()),
+        r.best_predicted.predicted_s,
+        r.best_predicted.actual_s,
+        if r.predicted_best_is_best {
+            "the actual best".to_string()
+        } else {
+            format!(
+                "{:.2}% slower than the actual best",
+                r.predicted_best_gap_pct
+            )
+        }
+    );
+}
+
+/// Predicted and actual time over the spectrum, the best marked (as the
+/// paper's figures 10-11).
+pub fn plot(r: &Report, path: &Path) -> Result<()> {
+    use plotters::prelude::*;
+    let root = SVGBackend::new(path, (900, 520)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let n = r.rows.len();
+    let ymax = r
+        .rows
+        .iter()
+        .flat_map(|x| [x.predicted_s, x.actual_s])
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, f64::max)
+        * 1.1;
+    let title = format!(
+        "{} on {} ({} ranks{}): predicted vs actual, mean diff {:.1}%",
+        r.app,
+        r.cluster,
+        r.np,
+        if r.prefetch { ", prefetch" } else { "" },
+        r.mean_diff_pct
+    );
+    let e = |e: DrawingAreaErrorKind<_>| anyhow::anyhow!("{e}");
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(110)
+        .y_label_area_size(70)
+        .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0.0..ymax)
+        .map_err(e)?;
+    let labels: Vec<String> = r
+        .rows
+        .iter()
+        .map(|x| {
+            let d = Dist(x.dist.clone()).to_string();
+            if x.label.is_empty() {
+                d
+            } else {
+                format!("{} {}", x.label, d)
+            }
+        })
+        .collect();
+    chart
+        .configure_mesh()
+        .x_labels(n)
+        .x_label_formatter(&|x| {
+            let i = x.round();
+            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < labels.len() {
+                labels[i as usize].clone()
+            } else {
+                String::new()
+            }
+        })
+        .x_label_style(
+            ("sans-serif", 10)
+                .into_font()
+                .transform(FontTransform::Rotate90),
+        )
+        .y_desc("time per iteration (s)")
+        .draw()
+        .map_err(e)?;
+    let pred: Vec<(f64, f64)> = r
+        .rows
+        .iter()
+        .enumerate()
+        .map(|(i, x)| (i as f64, x.predicted_s))
+        .collect();
+    let act: Vec<(f64, f64)> = r
+        .rows
+        .iter()
+        .enumerate()
+        .map(|(i, x)| (i as f64, x.actual_s))
+        .collect();
+    chart
+        .draw_series(LineSeries::new(pred.clone(), BLUE.stroke_width(2)))
+        .map_err(e)?
+        .label("predicted (MHETA)")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLUE.stroke_width(2)));
+    chart
+        .draw_series(pred.iter().map(|&p| Circle::new(p, 4, BLUE.filled())))
+        .map_err(e)?;
+    chart
+        .draw_series(LineSeries::new(act.clone(), RED.stroke_width(2)))
+        .map_err(e)?
+        .label("actual (median iteration)")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RED.stroke_width(2)));
+    chart
+        .draw_series(act.iter().map(|&p| TriangleMarker::new(p, 5, RED.filled())))
+        .map_err(e)?;
+    if let Some(b) = r.rows.iter().position(|x| x.dist == r.best_actual.dist) {
+        chart
+            .draw_series(std::iter::once(Circle::new(
+                (b as f64, r.rows[b].actual_s),
+                10,
+                BLACK.stroke_width(2),
+            )))
+            .map_err(e)?
+            .label("best actual")
+            .legend(|(x, y)| Circle::new((x + 10, y), 6, BLACK.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+        .map_err(e)?;
+    root.present().map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(())
+}
