@@ -157,3 +157,207 @@ fn several_iterations_give_median_compute() {
         pr.ranks[1]
     );
 }
+
+use mheta_runtime::synthetic::ev;
+use mheta_trace::{ArrayDecl, Completion, Iteration, MemoryDecl, Msg, Op, RankTrace, What};
+
+fn rank_trace(rank: u32, p: u32, events: Vec<mheta_trace::Event>, files: Vec<String>) -> RankTrace {
+    let end = events.iter().map(|e| e.t1_ns).max().unwrap_or(0);
+    RankTrace {
+        rank,
+        world_size: p,
+        pid: 1,
+        host: String::new(),
+        files,
+        iterations: vec![Iteration {
+            index: 3,
+            duration_ns: end,
+            events,
+        }],
+    }
+}
+
+#[test]
+fn three_tile_pipeline_matches_eq_4() {
+    // Rank 0 computes each tile (2 ms) and sends it on; rank 1 receives
+    // each tile and computes it (1 ms): a fast consumer waits every tile.
+    let (c0, c1, bytes) = (2_000_000u64, 1_000_000u64, 800u64);
+    let msg = |peer, tag| Msg { peer, tag, bytes };
+    let mut e0 = Vec::new();
+    let mut e1 = Vec::new();
+    let (mut t0, mut t1) = (0u64, 0u64);
+    for j in 0..3 {
+        e0.push(ev(t0, t0, None, What::StageBegin));
+        t0 += c0;
+        e0.push(ev(t0, t0, None, What::StageEnd));
+        e0.push(ev(t0, t0, Some(Op::Send), What::Send(msg(1, j))));
+        e1.push(ev(t1, t1, Some(Op::Recv), What::Recv(msg(0, j))));
+        e1.push(ev(t1, t1, None, What::StageBegin));
+        t1 += c1;
+        e1.push(ev(t1, t1, None, What::StageEnd));
+    }
+    let traces = [rank_trace(0, 2, e0, vec![]), rank_trace(1, 2, e1, vec![])];
+    let mut decl = app(vec![10, 10]);
+    decl.tiles = Some(3);
+    let m = Model::new(&traces, decl, &profile(2)).unwrap();
+    let pr = m.predict(&Dist(vec![10, 10])).unwrap();
+    // MHETA eq. 4, tile by tile: the wait of rank 1 at tile j is what has
+    // passed on rank 0 when tile j is on its way (its j+1 tiles and send
+    // overheads) plus the transfer, minus what rank 1 has done before
+    // (earlier waits, receive overheads and tiles); never negative.
+    let (tau0, tau1, t) = (c0 as f64 * 1e-9, c1 as f64 * 1e-9, L + bytes as f64 * G);
+    let mut waits = Vec::new();
+    for j in 0..3 {
+        let sent = (j as f64 + 1.0) * (tau0 + OS);
+        let done: f64 = (0..j).map(|k| waits[k] + OR + tau1).sum();
+        waits.push((sent + t - done).max(0.0));
+    }
+    let end1: f64 = waits.iter().sum::<f64>() + 3.0 * (OR + tau1);
+    assert!(
+        (pr.ranks[1].wait_s - waits.iter().sum::<f64>()).abs() < 1e-12,
+        "{:?} vs {waits:?}",
+        pr.ranks[1]
+    );
+    assert!(
+        (pr.ranks[1].total_s - end1).abs() < 1e-12,
+        "{:?}",
+        pr.ranks[1]
+    );
+    // The producer never waits.
+    assert_eq!(pr.ranks[0].wait_s, 0.0);
+}
+
+/// One rank that sweeps an out-of-core, read-only array of 100 rows of
+/// 4096 bytes in one stage: `pieces` reads of `piece_rows` rows, each
+/// taking 100 us + 1 ns/byte.
+fn ooc_model(budget: u64, pieces: u64, piece_rows: u64, prefetch: bool) -> Model {
+    let mut ev_ = vec![ev(0, 0, None, What::StageBegin)];
+    let mut t = 0;
+    for _ in 0..pieces {
+        let b = piece_rows * 4096;
+        let d = 100_000 + b;
+        ev_.push(ev(
+            t,
+            t + d,
+            Some(Op::File_read_at),
+            What::FileRead {
+                file: 0,
+                bytes: b,
+                at: true,
+                collective: false,
+            },
+        ));
+        t += d + 1_000_000; // 1 ms of computation per piece
+    }
+    ev_.push(ev(t, t, None, What::StageEnd));
+    let tr = rank_trace(0, 1, ev_, vec!["/scratch/a.00000".into()]);
+    let mut decl = app(vec![100]);
+    decl.arrays = vec![ArrayDecl::rows("a", 4096, true, true)];
+    decl.memory = Some(MemoryDecl {
+        budget: vec![Some(budget)],
+        fixed_bytes: 0,
+        fixed_per_row: 0,
+        prefetch,
+    });
+    let mut prof = profile(1);
+    prof.pairs.clear();
+    Model::new(&[tr], decl, &prof).unwrap()
+}
+
+#[test]
+fn out_of_core_sweep_follows_eq_1_and_n_l() {
+    // Budget 10 rows + one 4 KiB pad: N_L = ceil(100 / 10) = 10 pieces of
+    // 10 rows (the rule's plan), recorded as such.
+    let m = ooc_model(10 * 4096 + 4096, 10, 10, false);
+    let io = m.io.as_ref().unwrap();
+    let plan = io.plan(0, 0, 100).unwrap();
+    assert_eq!(plan.pieces[0].len(), 10, "N_L");
+    assert!(plan.pieces[0].iter().all(|&b| b == 10 * 4096), "M_i");
+    // The fit from the trace's calls is exact (one size: all per byte
+    // after the profile's overhead, here none; so 100 us/40960 B + 1 ns).
+    let pr = m.predict(&Dist(vec![100])).unwrap();
+    let per_call = 100e-6 + 40960e-9;
+    assert!(
+        (pr.ranks[0].io_s - 10.0 * per_call).abs() < 1e-9,
+        "eq. 1: {} vs {}",
+        pr.ranks[0].io_s,
+        10.0 * per_call
+    );
+    // Computation excludes the I/O: 10 ms.
+    assert!((pr.ranks[0].compute_s - pr.ranks[0].io_s - 10e-3).abs() < 1e-9);
+}
+
+#[test]
+fn prefetch_follows_eq_2() {
+    // Two buffers of 25 rows fit: N_L = 4 pieces of 102400 B; reads take
+    // 100 us + 1 ns/B = 202.4 us against 1 ms of computation per piece, so
+    // T_A >= T_r.
+    let m = ooc_model(2 * (25 * 4096 + 4096), 4, 25, true);
+    let pr = m.predict(&Dist(vec![100])).unwrap();
+    let io = m.io.as_ref().unwrap();
+    assert_eq!(io.plan(0, 0, 100).unwrap().pieces[0].len(), 4);
+    let line = io.read[0][0];
+    let t_r = line.per_byte_s * 102400.0;
+    // Every issue overhead, the first read in full, the others hidden.
+    let want = 4.0 * line.overhead_s + t_r;
+    assert!(
+        (pr.ranks[0].io_s - want).abs() < 1e-12,
+        "{} vs {want}",
+        pr.ranks[0].io_s
+    );
+    // Without prefetching the same plan pays every read (eq. 1).
+    let plain = mheta_runtime::iomodel::t_psi(&[102400; 4], line, Default::default(), false);
+    assert!((plain - 4.0 * (line.overhead_s + t_r)).abs() < 1e-12);
+    assert!(plain > pr.ranks[0].io_s + 2.9 * t_r);
+}
+
+#[test]
+fn sparse_rows_scale_by_their_work() {
+    // Rows 0..10 carry 1 unit of work, rows 10..20 carry 9: recorded with
+    // 10 rows each, rank 0 (light rows) and rank 1 (heavy rows) both took
+    // 1 ms. Moving 5 heavy rows to rank 0 gives it 10 + 45 units against
+    // 10 before: 5.5 ms.
+    let traces = [
+        jacobi_trace(0, 2, 1_000_000, 8),
+        jacobi_trace(1, 2, 1_000_000, 8),
+    ];
+    let mut decl = app(vec![10, 10]);
+    decl.work_per_row = Some((0..20).map(|r| if r < 10 { 1 } else { 9 }).collect());
+    let m = Model::new(&traces, decl, &profile(2)).unwrap();
+    let pr = m.predict(&Dist(vec![15, 5])).unwrap();
+    let stage0 = pr.ranks[0].compute_s - 2e-6;
+    assert!((stage0 - 5.5e-3).abs() < 1e-9, "{}", stage0);
+    // Rank 1 keeps 5 heavy rows of its 90 units: 0.5 ms.
+    let stage1 = pr.ranks[1].compute_s - 2e-6;
+    assert!((stage1 - 0.5e-3).abs() < 1e-9, "{}", stage1);
+}
+
+#[test]
+fn time_after_a_failed_test_is_waiting_not_computation() {
+    // A receive completed by a polling loop: Irecv, two failed tests with
+    // 40 us sleeps after them, then the test that completes it.
+    let m = Msg {
+        peer: 1,
+        tag: 0,
+        bytes: 8,
+    };
+    let events = vec![
+        ev(0, 1_000, Some(Op::Irecv), What::Irecv { req: 1 }),
+        ev(1_000, 2_000, Some(Op::Test), What::Complete(vec![])),
+        ev(42_000, 43_000, Some(Op::Test), What::Complete(vec![])),
+        ev(
+            83_000,
+            84_000,
+            Some(Op::Test),
+            What::Complete(vec![Completion {
+                req: 1,
+                recv: Some(m),
+            }]),
+        ),
+        ev(84_000, 84_000, None, What::StageBegin),
+        ev(1_084_000, 1_084_000, None, What::StageEnd),
+    ];
+    let p = mheta_runtime::model::Program::from_events(&events, 1_084_000, 2);
+    assert!((p.scaled_s - 1e-3).abs() < 1e-12, "{}", p.scaled_s);
+    assert!(p.unscaled_s < 1e-12, "{}", p.unscaled_s);
+}
