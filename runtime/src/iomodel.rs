@@ -26,7 +26,7 @@ use crate::ooc::{self, ALIGN, Need, round_up};
 use mheta_profile::ClusterProfile;
 use mheta_trace::{AppDecl, ArrayDecl, MemoryDecl};
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Per-call overhead and per-byte cost of one direction.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
@@ -85,7 +85,7 @@ pub struct IoModel {
     pub write: Vec<Vec<Line>>,
     /// Work prefix sums, for sparse rows.
     work_prefix: Option<Vec<u64>>,
-    cache: Mutex<HashMap<(usize, u64, u64), Option<PlanSummary>>>,
+    cache: Mutex<HashMap<(usize, u64, u64), Option<Arc<PlanSummary>>>>,
 }
 
 impl Clone for IoModel {
@@ -269,7 +269,7 @@ impl IoModel {
 
     /// The out-of-core rule for `rank` holding rows `[first, first + rows)`
     /// (memoised). None: the budget cannot hold even one row.
-    pub fn plan(&self, rank: usize, first: u64, rows: u64) -> Option<PlanSummary> {
+    pub fn plan(&self, rank: usize, first: u64, rows: u64) -> Option<Arc<PlanSummary>> {
         let sparse = self.work_prefix.is_some();
         let key = (rank, if sparse { first } else { 0 }, rows);
         if let Some(p) = self.cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
@@ -295,17 +295,19 @@ impl IoModel {
         let budget = self.mem.budget.get(rank).copied().flatten();
         let out = ooc::plan(budget, fixed, &needs, self.mem.prefetch)
             .ok()
-            .map(|p| PlanSummary {
-                pieces: needs
-                    .iter()
-                    .map(|n| {
-                        p.pieces
-                            .iter()
-                            .map(|q| n.row_bytes[q.clone()].iter().sum::<usize>() as u64)
-                            .collect()
-                    })
-                    .collect(),
-                out_of_core: p.out_of_core,
+            .map(|p| {
+                Arc::new(PlanSummary {
+                    pieces: needs
+                        .iter()
+                        .map(|n| {
+                            p.pieces
+                                .iter()
+                                .map(|q| n.row_bytes[q.clone()].iter().sum::<usize>() as u64)
+                                .collect()
+                        })
+                        .collect(),
+                    out_of_core: p.out_of_core,
+                })
             });
         if let Ok(mut c) = self.cache.lock() {
             c.insert(key, out.clone());

@@ -16,6 +16,34 @@ use crate::iomodel::{IoModel, IoObs};
 use mheta_profile::ClusterProfile;
 use mheta_trace::{AppDecl, Event, MsgScaling, RankTrace, Topology, What};
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// FxHash (rustc's): the replay's message map is keyed by small integers,
+/// where SipHash would dominate an evaluation.
+#[derive(Default, Clone, Copy)]
+struct Fx(u64);
+
+impl Hasher for Fx {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_usize(&mut self, x: usize) {
+        self.write_u64(x as u64);
+    }
+    fn write_i32(&mut self, x: i32) {
+        self.write_u64(x as u32 as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
 
 /// A model input that cannot be used.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -406,6 +434,8 @@ pub struct Model {
     work_prefix: Option<Vec<u64>>,
     /// Grid levels (1 unless multigrid).
     levels: u32,
+    /// First row of each rank in the recorded distribution.
+    inst_offsets: Vec<u64>,
 }
 
 impl Model {
@@ -445,7 +475,9 @@ impl Model {
                 .collect()
         });
         let levels = app.levels.unwrap_or(1).max(1);
+        let inst_offsets = Dist(app.dist.clone()).offsets();
         Ok(Model {
+            inst_offsets,
             programs,
             app,
             net: Net::from_profile(prof),
@@ -522,7 +554,7 @@ impl Model {
         let Some(io) = &self.io else {
             return n;
         };
-        let first = self.app.dist[..i].iter().sum::<u64>();
+        let first = self.inst_offsets[i];
         let in_core = |s: u64| {
             io.plan(i, first.min(n - s), s)
                 .is_some_and(|p| p.out_of_core.iter().all(|&o| !o))
@@ -614,7 +646,10 @@ impl Model {
 
     /// Each rank's out-of-core plan under `d`; an error names a rank whose
     /// memory cannot hold one row.
-    fn plans(&self, d: &Dist) -> Result<Vec<Option<crate::iomodel::PlanSummary>>, ModelError> {
+    fn plans(
+        &self,
+        d: &Dist,
+    ) -> Result<Vec<Option<std::sync::Arc<crate::iomodel::PlanSummary>>>, ModelError> {
         let Some(io) = &self.io else {
             return Ok(Vec::new());
         };
@@ -656,7 +691,7 @@ impl Model {
         ];
         let mut pc = vec![0usize; p];
         // Arrival times of messages in flight, per (src, dst, tag), FIFO.
-        let mut inflight: HashMap<(usize, usize, i32), VecDeque<f64>> = HashMap::new();
+        let mut inflight: FastMap<(usize, usize, i32), VecDeque<f64>> = FastMap::default();
         // Ranks blocked at a reduction, with their entry time.
         let mut at_reduce: Vec<Option<f64>> = vec![None; p];
         loop {
@@ -670,7 +705,7 @@ impl Model {
                         |to: &Peer,
                          clock: &mut [f64],
                          out: &mut [RankTime],
-                         inflight: &mut HashMap<_, VecDeque<f64>>| {
+                         inflight: &mut FastMap<_, VecDeque<f64>>| {
                             if !active(i) {
                                 return;
                             }
@@ -695,7 +730,7 @@ impl Model {
                         self.route(d, i, from.rank)
                     };
                     let ready =
-                        |from: &Peer, inflight: &HashMap<_, VecDeque<f64>>| match source(from) {
+                        |from: &Peer, inflight: &FastMap<_, VecDeque<f64>>| match source(from) {
                             None => true,
                             Some(j) => inflight
                                 .get(&(j, i, from.tag))
@@ -707,7 +742,7 @@ impl Model {
                          pay: bool,
                          clock: &mut [f64],
                          out: &mut [RankTime],
-                         inflight: &mut HashMap<_, VecDeque<f64>>| {
+                         inflight: &mut FastMap<_, VecDeque<f64>>| {
                             if let Some(j) = source(from) {
                                 let arrive = inflight
                                     .get_mut(&(j, i, from.tag))

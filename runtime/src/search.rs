@@ -156,7 +156,7 @@ pub fn gbs(m: &Model) -> Result<Found, ModelError> {
         steps += 1;
     }
     let mut lo = 0.0f64;
-    while hi - lo > 1e-6 * hi && steps < 200 {
+    while hi - lo > 1e-4 * hi && steps < 200 {
         let mid = 0.5 * (lo + hi);
         steps += 1;
         if (0..p).map(|i| most_within(i, mid)).sum::<u64>() >= n {
@@ -181,9 +181,13 @@ pub fn gbs(m: &Model) -> Result<Found, ModelError> {
     found("gbs", m, d, e, steps)
 }
 
-/// Move rows from the rank that finishes last to the one that finishes
-/// first, halving the move when it does not pay: one full evaluation per
-/// move. Returns the result and the evaluations spent.
+/// Local search under the full model, from `d`: move `step` rows from one
+/// of the three busiest ranks (busy = finish minus waiting: a reduction
+/// ends the iteration at the same time everywhere, so the bottleneck is the
+/// rank that waited least) to one of the four ranks that would be least
+/// busy after taking them (by their cost curves, no evaluation); take the
+/// first move that lowers the predicted time, else halve the step. One
+/// evaluation per tried move. Returns the result and the evaluations.
 pub fn refine(m: &Model, mut d: Dist) -> Result<(Dist, u64), ModelError> {
     let p = m.ranks();
     let mut evals = 1u64;
@@ -193,51 +197,43 @@ pub fn refine(m: &Model, mut d: Dist) -> Result<(Dist, u64), ModelError> {
         Err(e) => return Err(e),
     };
     let mut step = (m.rows() / (8 * p as u64)).max(1);
-    let mut tried_other = false;
     loop {
-        let order: Vec<usize> = {
-            let mut o: Vec<usize> = (0..p).collect();
-            o.sort_by(|&a, &b| cur.ranks[a].total_s.total_cmp(&cur.ranks[b].total_s));
-            o
-        };
-        let slow = *order.last().unwrap_or(&0);
-        // The first to finish, or (second try) the one with most slack in
-        // its own computation.
-        let fast = if tried_other {
-            (0..p)
-                .filter(|&j| j != slow)
-                .min_by(|&a, &b| {
-                    (cur.ranks[a].compute_s - cur.ranks[a].wait_s)
-                        .total_cmp(&(cur.ranks[b].compute_s - cur.ranks[b].wait_s))
+        let busy = |i: usize| cur.ranks[i].total_s - cur.ranks[i].wait_s;
+        let mut order: Vec<usize> = (0..p).filter(|&i| d.0[i] > 0).collect();
+        order.sort_by(|&a, &b| busy(b).total_cmp(&busy(a)));
+        let mut improved = None;
+        'moves: for &from in order.iter().take(3) {
+            let k = step.min(d.0[from]);
+            let mut after: Vec<(f64, usize)> = (0..p)
+                .filter(|&j| j != from)
+                .map(|j| {
+                    let more = m.rank_cost(j, d.0[j] + k) - m.rank_cost(j, d.0[j]);
+                    (busy(j) + more, j)
                 })
-                .unwrap_or(0)
-        } else {
-            order[0]
-        };
-        let k = step.min(d.0[slow]);
-        if k == 0 || slow == fast {
-            return Ok((d, evals));
+                .filter(|x| x.0.is_finite())
+                .collect();
+            after.sort_by(|x, y| x.0.total_cmp(&y.0));
+            for &(_, to) in after.iter().take(4) {
+                let mut t = d.clone();
+                t.0[from] -= k;
+                t.0[to] += k;
+                evals += 1;
+                match m.predict(&t) {
+                    Ok(pr) if pr.per_iteration_s < cur.per_iteration_s * (1.0 - 1e-9) => {
+                        improved = Some((t, pr));
+                        break 'moves;
+                    }
+                    Ok(_) | Err(ModelError::TooSmall { .. }) => {}
+                    Err(e) => return Err(e),
+                }
+            }
         }
-        let mut t = d.clone();
-        t.0[slow] -= k;
-        t.0[fast] += k;
-        evals += 1;
-        let better = match m.predict(&t) {
-            Ok(pr) if pr.per_iteration_s < cur.per_iteration_s * (1.0 - 1e-9) => Some(pr),
-            Ok(_) | Err(ModelError::TooSmall { .. }) => None,
-            Err(e) => return Err(e),
-        };
-        match better {
-            Some(pr) => {
+        match improved {
+            Some((t, pr)) => {
                 d = t;
                 cur = pr;
-                tried_other = false;
             }
-            None if !tried_other && p > 2 => tried_other = true,
-            None if step > 1 => {
-                step /= 2;
-                tried_other = false;
-            }
+            None if step > 1 => step /= 2,
             None => return Ok((d, evals)),
         }
     }

@@ -92,3 +92,158 @@ pub fn app(dist: Vec<u64>) -> AppDecl {
     let rows = dist.iter().sum();
     AppDecl::new("test", rows, dist)
 }
+
+/// A generated heterogeneous cluster of `p` ranks running a Jacobi-like
+/// code on `rows_per_rank * p` rows, for the search-quality study: CPU
+/// power in [0.2, 1] (compute per row of 10 us / power), memory budgets that
+/// put about a third of the ranks out of core at Block, disk factors in
+/// [1, 8] (reads and writes of 100 us + factor ns/byte), all recorded as one
+/// instrumented iteration under Block. Returns the traces and the
+/// declaration (the profile is [`profile`]).
+pub fn hetero_cluster(seed: u64, p: u32, rows_per_rank: u64) -> (Vec<RankTrace>, AppDecl) {
+    use crate::ooc::{Need, plan};
+    use mheta_trace::{ArrayDecl, MemoryDecl};
+    let mut rng = crate::search::Rng::new(seed);
+    let row_bytes = 8 * 1026u64;
+    let power: Vec<f64> = (0..p).map(|_| 0.2 + 0.8 * rng.unit()).collect();
+    let factor: Vec<f64> = (0..p).map(|_| 1.0 + 7.0 * rng.unit()).collect();
+    // Budgets: a third of the ranks hold 30-80% of a Block share of u.
+    let budget: Vec<Option<u64>> = (0..p)
+        .map(|_| {
+            (rng.unit() < 0.34).then(|| {
+                (row_bytes as f64 * rows_per_rank as f64 * (0.3 + 0.5 * rng.unit())) as u64
+            })
+        })
+        .collect();
+    let dist = vec![rows_per_rank; p as usize];
+    let mut decl = app(dist);
+    decl.arrays = vec![ArrayDecl::rows("u", row_bytes, false, true).with_halo()];
+    decl.memory = Some(MemoryDecl {
+        budget: budget.clone(),
+        fixed_bytes: 0,
+        fixed_per_row: 0,
+        prefetch: false,
+    });
+    let mut traces = Vec::new();
+    for r in 0..p {
+        let mut t = jacobi_trace(
+            r,
+            p,
+            (10_000.0 / power[r as usize]) as u64 * rows_per_rank,
+            8 * 1026,
+        );
+        let it = &mut t.iterations[0];
+        let need = [Need::fixed(
+            "u",
+            rows_per_rank as usize,
+            row_bytes as usize,
+            false,
+            true,
+        )];
+        let pl = plan(budget[r as usize], 0, &need, false).expect("budget holds a row");
+        if pl.out_of_core[0] {
+            // Insert the sweep's reads and writes inside the stage, after
+            // shifting the events that follow it.
+            let begin = it
+                .events
+                .iter()
+                .position(|e| matches!(e.what, What::StageBegin))
+                .expect("stage");
+            let t0 = it.events[begin].t1_ns;
+            let mut io = Vec::new();
+            let mut at = t0;
+            for piece in &pl.pieces {
+                let b = piece.len() as u64 * row_bytes;
+                for (write, bytes) in [(false, 4096u64), (false, b), (true, b)] {
+                    let d = 100_000 + (factor[r as usize] * bytes as f64) as u64;
+                    let what = if write {
+                        What::FileWrite {
+                            file: 0,
+                            bytes,
+                            at: true,
+                            collective: false,
+                        }
+                    } else {
+                        What::FileRead {
+                            file: 0,
+                            bytes,
+                            at: true,
+                            collective: false,
+                        }
+                    };
+                    io.push(ev(at, at + d, Some(Op::File_read_at), what));
+                    at += d;
+                }
+            }
+            let shift = at - t0;
+            for e in &mut it.events[begin + 1..] {
+                e.t0_ns += shift;
+                e.t1_ns += shift;
+            }
+            it.duration_ns += shift;
+            it.events.splice(begin + 1..begin + 1, io);
+            t.files = vec![format!("/scratch/u.{r:05}")];
+        }
+        traces.push(t);
+    }
+    (traces, decl)
+}
+
+/// A pipelined (wavefront-like) iteration of `tiles` tiles: rank r waits
+/// for each tile from rank r-1, computes it (`compute_ns` per tile) and
+/// passes its last row to rank r+1 (MHETA eq. 4), then a reduction.
+pub fn pipeline_trace(rank: u32, p: u32, tiles: u32, compute_ns: u64, bytes: u64) -> RankTrace {
+    let mut events = Vec::new();
+    let mut t = 1000;
+    for j in 0..tiles as i32 {
+        let m = |peer| Msg {
+            peer,
+            tag: j,
+            bytes,
+        };
+        if rank > 0 {
+            events.push(ev(
+                t,
+                t + 200,
+                Some(Op::Recv),
+                What::Recv(m(rank as i32 - 1)),
+            ));
+            t += 200;
+        }
+        events.push(ev(t, t, None, What::StageBegin));
+        t += compute_ns;
+        events.push(ev(t, t, None, What::StageEnd));
+        if rank + 1 < p {
+            events.push(ev(
+                t,
+                t + 200,
+                Some(Op::Send),
+                What::Send(m(rank as i32 + 1)),
+            ));
+            t += 200;
+        }
+    }
+    events.push(ev(
+        t,
+        t + 100,
+        Some(Op::Allreduce),
+        What::Collective {
+            root: -1,
+            bytes: 8,
+            comm_size: p,
+        },
+    ));
+    t += 100;
+    RankTrace {
+        rank,
+        world_size: p,
+        pid: 1,
+        host: String::new(),
+        files: vec![],
+        iterations: vec![Iteration {
+            index: 3,
+            duration_ns: t + 1000,
+            events,
+        }],
+    }
+}

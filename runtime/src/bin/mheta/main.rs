@@ -127,7 +127,8 @@ enum Cmd {
         /// Distributions along the spectrum (at least 3; GBS's is added).
         #[arg(long, default_value_t = 9)]
         points: usize,
-        /// Iterations of each real run (its median iteration is "actual").
+        /// Iterations of each real run (its median iteration is "actual");
+        /// cg runs its NPB class's count.
         #[arg(long, default_value_t = 8)]
         iters: u64,
         /// Cluster profile from `mheta bench` (default: measure one now).
