@@ -116,7 +116,7 @@ fn mpirun(np: usize) -> Command {
 
 /// The app's own arguments: the defaults for the study unless the user
 /// gave some, then the cluster, iterations and prefetching.
-fn app_args(a: &Args) -> Vec<OsString> {
+fn app_args(a: &Args, iters: u64) -> Vec<OsString> {
     let mut v: Vec<OsString> = if a.app_args.is_empty() {
         APPS.iter()
             .find(|(n, _)| *n == a.app)
@@ -129,12 +129,18 @@ fn app_args(a: &Args) -> Vec<OsString> {
     // cg runs its NPB class's iteration count, which its verification
     // value needs.
     if a.app != "cg" {
-        v.extend(["--iters", &a.iters.to_string()].iter().map(OsString::from));
+        v.extend(["--iters", &iters.to_string()].iter().map(OsString::from));
     }
     if a.prefetch {
         v.push("--prefetch".into());
     }
     v
+}
+
+/// Iterations of the instrumented run: enough for the skipped warm-up
+/// iterations and the recorded ones, and one more.
+fn instrumented_iters(iters: u64) -> u64 {
+    iters.max(mheta_trace::DEFAULT_INSTRUMENT_ITER + mheta_trace::DEFAULT_INSTRUMENT_COUNT + 1)
 }
 
 /// The last line of a run's stdout, as JSON.
@@ -215,7 +221,7 @@ pub fn run(a: &Args) -> Result<Report> {
         .arg("mpirun")
         .args(["--oversubscribe", "-np", &a.np.to_string()])
         .arg(&bin)
-        .args(app_args(a));
+        .args(app_args(a, instrumented_iters(a.iters)));
     let block_run = run_job(launch, "the instrumented run")?;
     // sor's short runs cannot meet its exact-solution check; every run is
     // then held to the Block run's checksum, bit for bit.
@@ -266,7 +272,7 @@ pub fn run(a: &Args) -> Result<Report> {
             .unwrap_or(f64::INFINITY);
         let mut c = mpirun(a.np);
         c.arg(&bin)
-            .args(app_args(a))
+            .args(app_args(a, a.iters))
             .arg("--dist")
             .arg(d.to_string());
         let what = format!("the run on {d}");

@@ -1,0 +1,103 @@
+//! `mheta experiment`: bad input is refused before anything runs, and a
+//! small study runs real jobs and reports what it measured.
+
+#![allow(clippy::unwrap_used)] // tests fail loudly on purpose
+
+use mheta_tests::{fails, last_json, mheta, ok, quick_profile, scratch};
+
+#[test]
+fn bad_input_is_refused_before_anything_runs() {
+    let dir = scratch("exp-bad");
+    for (args, needle) in [
+        (
+            vec!["--app", "nosuch", "--cluster", "DC", "--np", "4"],
+            "--app nosuch",
+        ),
+        (
+            vec!["--app", "jacobi", "--cluster", "nosuch", "--np", "4"],
+            "--cluster nosuch",
+        ),
+        (
+            vec!["--app", "jacobi", "--cluster", "DC", "--np", "3"],
+            "--np 3",
+        ),
+        (
+            vec![
+                "--app",
+                "jacobi",
+                "--cluster",
+                "DC",
+                "--np",
+                "4",
+                "--points",
+                "2",
+            ],
+            "--points 2",
+        ),
+    ] {
+        let out = fails(
+            mheta()
+                .arg("experiment")
+                .args(&args)
+                .arg("--dir")
+                .arg(dir.join("w")),
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+        // Nothing ran: no profile, no trace.
+        assert!(!dir.join("w").join("trace").exists());
+        assert!(!dir.join("w").join("profile.json").exists());
+    }
+}
+
+#[test]
+fn a_small_study_reports_real_runs() {
+    let dir = scratch("exp-small");
+    let profile = quick_profile(&dir, 2);
+    let svg = dir.join("plot.svg");
+    let r = last_json(&ok(mheta()
+        .args([
+            "experiment",
+            "--app",
+            "jacobi",
+            "--cluster",
+            "DC",
+            "--np",
+            "2",
+        ])
+        .args(["--points", "3", "--iters", "4", "--json", "--profile"])
+        .arg(&profile)
+        .arg("--dir")
+        .arg(dir.join("w"))
+        .arg("--plot")
+        .arg(&svg)
+        .args(["--", "--n", "384"])));
+    let rows = r["rows"].as_array().unwrap();
+    assert!(rows.len() >= 3, "{r}");
+    let mut best = f64::INFINITY;
+    for row in rows {
+        let (p, a) = (
+            row["predicted_s"].as_f64().unwrap(),
+            row["actual_s"].as_f64().unwrap(),
+        );
+        assert!(p > 0.0 && a > 0.0, "{row}");
+        let d = row["diff_pct"].as_f64().unwrap();
+        assert!((d - 100.0 * (p - a).abs() / p.min(a)).abs() < 1e-9, "{row}");
+        let dist: Vec<u64> = serde_json::from_value(row["dist"].clone()).unwrap();
+        assert_eq!(dist.iter().sum::<u64>(), 384);
+        best = best.min(a);
+    }
+    assert_eq!(r["best_actual"]["actual_s"].as_f64().unwrap(), best);
+    let mean: f64 = rows
+        .iter()
+        .map(|x| x["diff_pct"].as_f64().unwrap())
+        .sum::<f64>()
+        / rows.len() as f64;
+    assert!((r["mean_diff_pct"].as_f64().unwrap() - mean).abs() < 1e-9);
+    // Block is the first point and the spectrum reaches Bal (here I-C/Bal).
+    assert_eq!(rows[0]["dist"], serde_json::json!([192, 192]));
+    assert!(r["emulation"]["cpu"].is_string(), "{r}");
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains("<svg") && text.contains("predicted"), "svg");
+}
