@@ -604,34 +604,45 @@ pub fn spectrum(m: &Model, k: usize) -> Vec<Dist> {
     if path.len() == 2 || path.len() == 3 {
         at.push(total);
     }
-    let fill = k.saturating_sub(at.len());
-    for j in 0..fill {
-        at.push(total * (j as f64 + 0.5) / fill as f64);
-    }
-    at.sort_by(f64::total_cmp);
+    // Fill evenly; where the path retraces itself (two ranks: it is a
+    // line) points repeat, so fill more until there are `k` distinct ones.
+    let corners_at = at;
     let mut out: Vec<Dist> = Vec::new();
-    for a in at {
-        let mut left = a;
-        let mut leg = 0;
-        while leg + 1 < legs.len() && left > legs[leg] {
-            left -= legs[leg];
-            leg += 1;
+    let mut fill = k.saturating_sub(corners_at.len());
+    while fill <= 8 * k {
+        let mut at = corners_at.clone();
+        for j in 0..fill {
+            at.push(total * (j as f64 + 0.5) / fill as f64);
         }
-        let f = if legs[leg] > 0.0 {
-            (left / legs[leg]).clamp(0.0, 1.0)
-        } else {
-            0.0
-        };
-        let w: Vec<f64> = path[leg]
-            .0
-            .iter()
-            .zip(&path[leg + 1].0)
-            .map(|(&x, &y)| x as f64 + f * (y as f64 - x as f64))
-            .collect();
-        let d = Dist::proportional(&w, n);
-        if !out.contains(&d) {
-            out.push(d);
+        at.sort_by(f64::total_cmp);
+        out.clear();
+        for a in at {
+            let mut left = a;
+            let mut leg = 0;
+            while leg + 1 < legs.len() && left > legs[leg] {
+                left -= legs[leg];
+                leg += 1;
+            }
+            let f = if legs[leg] > 0.0 {
+                (left / legs[leg]).clamp(0.0, 1.0)
+            } else {
+                0.0
+            };
+            let w: Vec<f64> = path[leg]
+                .0
+                .iter()
+                .zip(&path[leg + 1].0)
+                .map(|(&x, &y)| x as f64 + f * (y as f64 - x as f64))
+                .collect();
+            let d = Dist::proportional(&w, n);
+            if !out.contains(&d) {
+                out.push(d);
+            }
         }
+        if out.len() >= k {
+            break;
+        }
+        fill += 1;
     }
     out
 }

@@ -108,9 +108,18 @@ pub fn diff_pct(p: f64, a: f64) -> f64 {
     100.0 * (p - a).abs() / p.min(a)
 }
 
+/// `mpirun` (or `$MHETA_MPIRUN`) for `np` ranks; Open MPI's gets
+/// `--oversubscribe`, and `--allow-run-as-root` as root, as `mheta bench`.
 fn mpirun(np: usize) -> Command {
-    let mut c = Command::new("mpirun");
-    c.args(["--oversubscribe", "-np", &np.to_string()]);
+    let launcher = std::env::var_os("MHETA_MPIRUN").unwrap_or_else(|| "mpirun".into());
+    let mut c = Command::new(&launcher);
+    if super::is_open_mpi_launcher(&launcher) {
+        c.arg("--oversubscribe");
+        if super::is_root() {
+            c.arg("--allow-run-as-root");
+        }
+    }
+    c.args(["-np", &np.to_string()]);
     c
 }
 
@@ -218,8 +227,8 @@ pub fn run(a: &Args) -> Result<Report> {
         .arg("--trace-dir")
         .arg(&trace)
         .arg("--")
-        .arg("mpirun")
-        .args(["--oversubscribe", "-np", &a.np.to_string()])
+        .arg(mpirun(a.np).get_program())
+        .args(mpirun(a.np).get_args())
         .arg(&bin)
         .args(app_args(a, instrumented_iters(a.iters)));
     let block_run = run_job(launch, "the instrumented run")?;
