@@ -70,6 +70,9 @@ pub struct PlanSummary {
     pub pieces: Vec<Vec<u64>>,
 }
 
+/// Plans by (rank, first row for sparse rows, rows); None: infeasible.
+type PlanCache = HashMap<(usize, u64, u64), Option<Arc<PlanSummary>>>;
+
 /// The I/O side of the model, built once per model.
 #[derive(Debug)]
 pub struct IoModel {
@@ -85,7 +88,7 @@ pub struct IoModel {
     pub write: Vec<Vec<Line>>,
     /// Work prefix sums, for sparse rows.
     work_prefix: Option<Vec<u64>>,
-    cache: Mutex<HashMap<(usize, u64, u64), Option<Arc<PlanSummary>>>>,
+    cache: Mutex<PlanCache>,
 }
 
 impl Clone for IoModel {
