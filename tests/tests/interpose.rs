@@ -191,7 +191,9 @@ fn rust_jacobi_trace_has_halos_and_reduction() {
         .arg(&trace)
         .args(["--", "mpirun", "--oversubscribe", "-np", "3"])
         .arg(bin("jacobi"))
-        .args(["--n", "100", "--iters", "10"]));
+        // The blocking calls (three ranks on two cores would otherwise
+        // wait by testing non-blocking ones: `--wait sleep`).
+        .args(["--n", "100", "--iters", "10", "--wait", "poll"]));
     let wrapped = mheta_tests::last_json(&out);
     assert_eq!(plain["checksum"], wrapped["checksum"]);
     assert_eq!(plain["error"], wrapped["error"]);
