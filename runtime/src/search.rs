@@ -120,14 +120,43 @@ pub fn gbs(m: &Model) -> Result<Found, ModelError> {
     let n = m.rows();
     // Largest rows of rank i within time t: its cost curve is monotone in
     // the rows, so a bisection over rows.
+    // Largest rows of rank i within time t: its cost curve is monotone in
+    // the rows. The search starts from the rank's previous answer (the
+    // bisection moves t a little at a time) and widens by doubling, so it
+    // probes row counts near the answer, not all of [0, N].
+    let guess: Vec<std::cell::Cell<u64>> = (0..p)
+        .map(|i| std::cell::Cell::new(m.app.dist[i].max(1)))
+        .collect();
     let most_within = |i: usize, t: f64| -> u64 {
         if m.rank_cost(i, 0) > t {
             return 0;
         }
-        if m.rank_cost(i, n) <= t {
-            return n;
-        }
-        let (mut lo, mut hi) = (0u64, n);
+        let g = guess[i].get().clamp(1, n);
+        let (mut lo, mut hi) = if m.rank_cost(i, g) <= t {
+            // Widen upwards until the cost passes t.
+            let mut lo = g;
+            loop {
+                if lo == n {
+                    return n;
+                }
+                let next = lo.saturating_mul(2).min(n);
+                if m.rank_cost(i, next) <= t {
+                    lo = next;
+                } else {
+                    break (lo, next);
+                }
+            }
+        } else {
+            // Narrow downwards until the cost is within t.
+            let mut hi = g;
+            loop {
+                let next = hi / 2;
+                if next == 0 || m.rank_cost(i, next) <= t {
+                    break (next, hi);
+                }
+                hi = next;
+            }
+        };
         while lo + 1 < hi {
             let mid = lo + (hi - lo) / 2;
             if m.rank_cost(i, mid) <= t {
@@ -136,6 +165,7 @@ pub fn gbs(m: &Model) -> Result<Found, ModelError> {
                 hi = mid;
             }
         }
+        guess[i].set(lo.max(1));
         lo
     };
     let block_t = (0..p)
