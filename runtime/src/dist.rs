@@ -14,6 +14,18 @@ pub enum DistError {
     Sum { found: u64, expected: u64 },
 }
 
+/// Prefix sums of per-row work: entry r is the work of rows `[0, r)`, so a
+/// block's work is a difference of two entries.
+pub fn prefix_sums(w: &[u64]) -> Vec<u64> {
+    let mut acc = 0u64;
+    std::iter::once(0)
+        .chain(w.iter().map(|&x| {
+            acc += x;
+            acc
+        }))
+        .collect()
+}
+
 /// A GEN_BLOCK distribution.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(transparent)]

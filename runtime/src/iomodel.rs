@@ -248,15 +248,7 @@ impl IoModel {
                 })
                 .collect()
         };
-        let work_prefix = app.work_per_row.as_ref().map(|w| {
-            let mut acc = 0u64;
-            std::iter::once(0)
-                .chain(w.iter().map(|&x| {
-                    acc += x;
-                    acc
-                }))
-                .collect()
-        });
+        let work_prefix = app.work_per_row.as_deref().map(crate::dist::prefix_sums);
         let (read, write) = (fill(read), fill(write));
         Some(IoModel {
             decls: arrays.iter().map(|&i| app.arrays[i].clone()).collect(),

@@ -436,6 +436,9 @@ pub struct Model {
     levels: u32,
     /// First row of each rank in the recorded distribution.
     inst_offsets: Vec<u64>,
+    /// Rows of each rank on each coarser level (1..levels) under the
+    /// recorded distribution.
+    inst_coarse: Vec<Dist>,
 }
 
 impl Model {
@@ -465,19 +468,18 @@ impl Model {
         let files: Vec<Vec<String>> = traces.iter().map(|t| t.files.clone()).collect();
         let obs: Vec<Vec<IoObs>> = programs.iter().map(|p| p.io.clone()).collect();
         let io = IoModel::new(&app, &files, &obs, prof);
-        let work_prefix = app.work_per_row.as_ref().map(|w| {
-            let mut acc = 0u64;
-            std::iter::once(0)
-                .chain(w.iter().map(|&x| {
-                    acc += x;
-                    acc
-                }))
-                .collect()
-        });
+        let work_prefix = app.work_per_row.as_deref().map(crate::dist::prefix_sums);
         let levels = app.levels.unwrap_or(1).max(1);
         let inst_offsets = Dist(app.dist.clone()).offsets();
+        let inst_coarse: Vec<Dist> = (1..levels)
+            .scan(Dist(app.dist.clone()), |d, _| {
+                *d = d.coarser();
+                Some(d.clone())
+            })
+            .collect();
         Ok(Model {
             inst_offsets,
+            inst_coarse,
             programs,
             app,
             net: Net::from_profile(prof),
@@ -607,12 +609,12 @@ impl Model {
         let p = self.ranks();
         let l = self.levels as usize;
         let mut f = vec![0.0; p * l];
-        let inst = Dist(self.app.dist.clone());
+        let inst = &self.app.dist;
         match &self.work_prefix {
             Some(w) => {
-                let (oa, ob) = (inst.offsets(), d.offsets());
+                let (oa, ob) = (&self.inst_offsets, d.offsets());
                 for i in 0..p {
-                    let was = w[(oa[i] + inst.0[i]) as usize] - w[oa[i] as usize];
+                    let was = w[(oa[i] + inst[i]) as usize] - w[oa[i] as usize];
                     let now = w[(ob[i] + d.0[i]) as usize] - w[ob[i] as usize];
                     f[i * l] = if was > 0 {
                         now as f64 / was as f64
@@ -623,22 +625,19 @@ impl Model {
             }
             None => {
                 for i in 0..p {
-                    f[i * l] = d.0[i] as f64 / inst.0[i] as f64;
+                    f[i * l] = d.0[i] as f64 / inst[i] as f64;
                 }
             }
         }
-        if l > 1 {
-            let (mut a, mut b) = (inst, d.clone());
-            for lv in 1..l {
-                a = a.coarser();
-                b = b.coarser();
-                for i in 0..p {
-                    f[i * l + lv] = if a.0[i] > 0 {
-                        b.0[i] as f64 / a.0[i] as f64
-                    } else {
-                        0.0
-                    };
-                }
+        let mut b = d.clone();
+        for (lv, a) in (1..l).zip(&self.inst_coarse) {
+            b = b.coarser();
+            for i in 0..p {
+                f[i * l + lv] = if a.0[i] > 0 {
+                    b.0[i] as f64 / a.0[i] as f64
+                } else {
+                    0.0
+                };
             }
         }
         f

@@ -62,6 +62,12 @@ pub fn jacobi_trace(rank: u32, p: u32, compute_ns: u64, halo: u64) -> RankTrace 
     events.push(ev(t, t, None, What::StageBegin));
     t += compute_ns;
     events.push(ev(t, t, None, What::StageEnd));
+    reduce_and_close(rank, p, events, t)
+}
+
+/// End a synthetic iteration at `t` with an 8-byte reduction over all `p`
+/// ranks, and wrap it as rank `rank`'s trace.
+fn reduce_and_close(rank: u32, p: u32, mut events: Vec<Event>, t: u64) -> RankTrace {
     events.push(ev(
         t,
         t + 100,
@@ -72,7 +78,6 @@ pub fn jacobi_trace(rank: u32, p: u32, compute_ns: u64, halo: u64) -> RankTrace 
             comm_size: p,
         },
     ));
-    t += 100;
     RankTrace {
         rank,
         world_size: p,
@@ -81,7 +86,7 @@ pub fn jacobi_trace(rank: u32, p: u32, compute_ns: u64, halo: u64) -> RankTrace 
         files: vec![],
         iterations: vec![Iteration {
             index: 3,
-            duration_ns: t + 1000,
+            duration_ns: t + 100 + 1000,
             events,
         }],
     }
@@ -223,27 +228,5 @@ pub fn pipeline_trace(rank: u32, p: u32, tiles: u32, compute_ns: u64, bytes: u64
             t += 200;
         }
     }
-    events.push(ev(
-        t,
-        t + 100,
-        Some(Op::Allreduce),
-        What::Collective {
-            root: -1,
-            bytes: 8,
-            comm_size: p,
-        },
-    ));
-    t += 100;
-    RankTrace {
-        rank,
-        world_size: p,
-        pid: 1,
-        host: String::new(),
-        files: vec![],
-        iterations: vec![Iteration {
-            index: 3,
-            duration_ns: t + 1000,
-            events,
-        }],
-    }
+    reduce_and_close(rank, p, events, t)
 }
