@@ -5,8 +5,9 @@
 //!
 //! - **CPU** (`cpu_power`). The ranks of a node must not steal each
 //!   other's time, so each gets a `cpu` cgroup quota of its base share of
-//!   a core, `base = min(1, cores / Σ cpu_power)` over the node's ranks
-//!   (the report's `base_share`; no quota when base is 1). Within that
+//!   a core, `base = min(1, cores / ranks)` over the node's ranks (the
+//!   report's `base_share`; no quota when base is 1), so the quotas fit
+//!   the cores even while every rank computes or spins. Within that
 //!   share the relative power is emulated by extra work, the paper's
 //!   method: after each piece of real work of time t a rank of power p
 //!   keeps its core busy until t/p. This is the default
@@ -215,8 +216,15 @@ impl Emulation {
         // Online CPUs, not this process's affinity (mpirun binds ranks).
         // SAFETY: sysconf only reads a system value.
         let cores = (unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }).max(1) as f64;
-        let sum: f64 = node_powers.iter().sum();
-        let base = (cores / sum).min(1.0);
+        // "share": every rank of the node may be busy at once (a slower
+        // rank spins), so the quotas split the cores evenly. "quota": a
+        // rank's quota is base × power, and those fit the cores when
+        // base = cores / Σ power.
+        let base = if r.cpu_mode == "quota" {
+            (cores / node_powers.iter().sum::<f64>()).min(1.0)
+        } else {
+            (cores / node_powers.len() as f64).min(1.0)
+        };
         let mut e = Emulation {
             report: rep.clone(),
             extra_per_unit: 0.0,
