@@ -90,6 +90,19 @@ pub struct Common {
     /// after the instrumented ones).
     #[arg(long, value_name = "ITER")]
     pub auto_at: Option<u64>,
+    /// Move every distributed array to this GEN_BLOCK distribution after
+    /// iteration --move-at, without the model (for trying a distribution
+    /// mid-run, and for testing moves). Not with --auto.
+    #[arg(
+        long,
+        value_name = "DIST",
+        requires = "move_at",
+        conflicts_with = "auto"
+    )]
+    pub move_to: Option<String>,
+    /// With --move-to: move after this many iterations (as --auto-at).
+    #[arg(long, value_name = "ITER", requires = "move_to")]
+    pub move_at: Option<u64>,
     /// Cluster profile from `mheta bench` (default: $MHETA_PROFILE).
     #[arg(long, env = "MHETA_PROFILE")]
     pub profile: Option<PathBuf>,
@@ -344,15 +357,29 @@ pub trait Kernel {
 #[derive(serde::Serialize, Debug, Clone)]
 pub struct AutoReport {
     pub instrumented_iterations: std::ops::Range<u64>,
+    /// The iteration after which the plan was made (and the move, if any).
     pub redistributed_after: u64,
     pub from_dist: Vec<u64>,
+    /// GBS's choice, whether or not the run moved to it.
     pub chosen_dist: Vec<u64>,
+    /// Did the run move to `chosen_dist`, and why (or why not).
+    pub moved: bool,
+    pub reason: String,
     pub predicted_from_s: f64,
     pub predicted_chosen_s: f64,
+    /// Predicted gain over the remaining iterations, and the predicted
+    /// cost of the move (`mheta_runtime::redist`).
+    pub remaining_iters: u64,
+    pub predicted_gain_s: f64,
+    pub predicted_move_s: f64,
+    pub move_bytes: u64,
+    /// Measured: the slowest rank's time in the move (None: no move).
+    pub measured_move_s: Option<f64>,
     pub measured_from_s: Option<f64>,
     pub measured_chosen_s: Option<f64>,
     pub evaluations: u64,
     pub plan_s: f64,
+    /// This rank's (rank 0's) time in the move, 0 without one.
     pub redistribute_s: f64,
 }
 
@@ -396,6 +423,7 @@ struct Checked {
     iters: u64,
     mem_limit: Vec<Option<u64>>,
     auto: Option<(u64, PathBuf)>,
+    move_to: Option<(u64, Dist)>,
 }
 
 fn check(c: &Common, np: usize, rows: u64, default_iters: u64) -> Result<Checked> {
@@ -457,12 +485,26 @@ fn check(c: &Common, np: usize, rows: u64, default_iters: u64) -> Result<Checked
     } else {
         None
     };
+    let move_to = match (&c.move_to, c.move_at) {
+        (Some(text), Some(at)) => {
+            let d = Dist::parse(text, np, rows).context("--move-to")?;
+            if at == 0 || at >= iters {
+                bail!(
+                    "--move-at {at}: must be between 1 and --iters - 1 ({}): the move follows that many iterations",
+                    iters - 1
+                );
+            }
+            Some((at, d))
+        }
+        _ => None,
+    };
     Ok(Checked {
         dist,
         cluster,
         iters,
         mem_limit,
         auto,
+        move_to,
     })
 }
 
@@ -573,6 +615,11 @@ pub fn run<K: Kernel>(
         world.all_reduce_into(&mine, &mut any, SystemOperation::max());
         any > 0
     };
+    if ck.move_to.is_some() && any_ooc {
+        bail!(
+            "--move-to moves in-core arrays only; this run has out-of-core arrays (raise --mem-limit)"
+        );
+    }
     if ck.auto.is_some() && any_ooc {
         bail!(
             "--auto moves in-core arrays only; this run has out-of-core arrays (raise --mem-limit or drop --auto)"
@@ -631,24 +678,55 @@ pub fn run<K: Kernel>(
         read_s.push((READ_NS.load(Ordering::Relaxed) - r0) as f64 * 1e-9);
         write_s.push((WRITE_NS.load(Ordering::Relaxed) - w0) as f64 * 1e-9);
 
+        if let Some((at, d)) = &ck.move_to
+            && it + 1 == *at
+        {
+            kernel.redistribute(&ctx, d)?;
+            ctx.dist = d.clone();
+            moved_at = Some(it);
+        }
         if let Some((at, profile)) = &ck.auto
             && it + 1 == *at
         {
             let inst = mheta_live::instrumented_iterations();
             let t0 = Instant::now();
-            let plan = mheta_live::plan_in_run(world, &decl, &mheta_live::trace_dir(), profile)?;
+            let remaining = iters - (it + 1);
+            let plan = mheta_live::plan_in_run(
+                world,
+                &decl,
+                &mheta_live::trace_dir(),
+                profile,
+                remaining,
+            )?;
             let plan_s = t0.elapsed().as_secs_f64();
-            let t1 = Instant::now();
-            kernel.redistribute(&ctx, &plan.dist)?;
-            let redistribute_s = t1.elapsed().as_secs_f64();
-            if let Some(f) = &plan.found {
+            let moving = plan.dist != ctx.dist;
+            let mut redistribute_s = 0.0;
+            let mut measured_move_s = None;
+            if moving {
+                world.barrier();
+                let t1 = Instant::now();
+                kernel.redistribute(&ctx, &plan.dist)?;
+                redistribute_s = t1.elapsed().as_secs_f64();
+                let mut worst = 0.0f64;
+                world.all_reduce_into(&redistribute_s, &mut worst, SystemOperation::max());
+                measured_move_s = Some(worst);
+                moved_at = Some(it);
+            }
+            if let (Some(f), Some(d), Some(c)) = (&plan.found, &plan.decision, &plan.cost) {
                 auto_report = Some(AutoReport {
                     instrumented_iterations: inst,
                     redistributed_after: it,
                     from_dist: ctx.dist.0.clone(),
                     chosen_dist: f.dist.clone(),
+                    moved: d.moved,
+                    reason: d.reason.clone(),
                     predicted_from_s: plan.predicted_current_s,
                     predicted_chosen_s: f.predicted_s,
+                    remaining_iters: remaining,
+                    predicted_gain_s: d.gain_s,
+                    predicted_move_s: c.total_s,
+                    move_bytes: c.bytes,
+                    measured_move_s,
                     measured_from_s: None,
                     measured_chosen_s: None,
                     evaluations: f.evaluations,
@@ -657,7 +735,6 @@ pub fn run<K: Kernel>(
                 });
             }
             ctx.dist = plan.dist;
-            moved_at = Some(it);
         }
     }
     let elapsed_s = t_start.elapsed().as_secs_f64();
@@ -705,7 +782,9 @@ pub fn run<K: Kernel>(
     ctx.emu.stop();
     if let Some(a) = auto_report.as_mut() {
         a.measured_from_s = med(&job_times, 1, a.redistributed_after + 1);
-        a.measured_chosen_s = med(&job_times, a.redistributed_after + 2, iters);
+        if a.moved {
+            a.measured_chosen_s = med(&job_times, a.redistributed_after + 2, iters);
+        }
     }
     if let Some(ranks) = ranks {
         // Each resource: the methods the ranks used ("none" only if all did).

@@ -334,14 +334,16 @@ impl Rows {
         new: &mheta_runtime::Dist,
         me: usize,
     ) -> Result<(), String> {
-        let Some(v) = self.core() else {
+        let width = self.width;
+        let Some(v) = self.core_mut() else {
             return Err(format!(
                 "{} is out of core; --auto moves in-core arrays only",
                 self.name
             ));
         };
-        let moved = mheta_live::redistribute(world, old, new, self.width, v);
-        self.set_core(new.0[me] as usize, moved);
+        let mut v = std::mem::take(v);
+        mheta_live::redistribute_in_place(world, old, new, width, &mut v);
+        self.set_core(new.0[me] as usize, v);
         self.top.fill(0.0);
         self.bottom.fill(0.0);
         Ok(())

@@ -18,8 +18,7 @@
 //! application may use, and disk per-call overheads and per-byte costs
 //! (one rank per host).
 
-mod net;
-mod node;
+use mheta_microbench::{net, node};
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;

@@ -10,6 +10,7 @@ pub mod dist;
 pub mod iomodel;
 pub mod model;
 pub mod ooc;
+pub mod redist;
 pub mod search;
 pub mod synthetic;
 

@@ -366,14 +366,14 @@ pub struct Prediction {
 
 /// Costs of point-to-point messages, from the profile, as flat arrays.
 #[derive(Clone, Debug)]
-struct Net {
+pub(crate) struct Net {
     p: usize,
     o_send: Vec<f64>,
     o_recv: Vec<f64>,
     /// The pairs' costs (for the piecewise transfer time), by `k(src, dst)`.
     pairs: Vec<Option<mheta_profile::PairCost>>,
     /// Mean costs, for reductions.
-    mean: [f64; 4],
+    pub(crate) mean: [f64; 4],
 }
 
 impl Net {
@@ -404,11 +404,11 @@ impl Net {
 
     /// Time on the wire from `k`'s sender to its receiver (eq. 3's
     /// T_{i->j}(q)), from the pair's piecewise one-way fit.
-    fn transfer(&self, k: usize, bytes: f64) -> f64 {
+    pub(crate) fn transfer(&self, k: usize, bytes: f64) -> f64 {
         self.pairs[k].as_ref().map_or(0.0, |c| c.transfer_s(bytes))
     }
 
-    fn k(&self, src: usize, dst: usize) -> usize {
+    pub(crate) fn k(&self, src: usize, dst: usize) -> usize {
         src * self.p + dst
     }
 
@@ -427,11 +427,11 @@ impl Net {
 pub struct Model {
     pub programs: Vec<Program>,
     pub app: AppDecl,
-    net: Net,
+    pub(crate) net: Net,
     /// Out-of-core arrays (None: everything always in core).
     pub io: Option<IoModel>,
     /// Work prefix sums (`work_per_row`), for sparse rows.
-    work_prefix: Option<Vec<u64>>,
+    pub(crate) work_prefix: Option<Vec<u64>>,
     /// Grid levels (1 unless multigrid).
     levels: u32,
     /// First row of each rank in the recorded distribution.

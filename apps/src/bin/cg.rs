@@ -444,12 +444,9 @@ impl Kernel for Cg {
         let Some((vals, cols)) = self.a.core_mut() else {
             bail!("the matrix is out of core; --auto moves in-core arrays only");
         };
-        let new_vals = mheta_live::redistribute(ctx.world, &old_e, &new_e, 1, vals);
-        let cols_f: Vec<f64> = cols.iter().map(|&c| c as f64).collect();
-        let new_cols: Vec<u32> = mheta_live::redistribute(ctx.world, &old_e, &new_e, 1, &cols_f)
-            .into_iter()
-            .map(|c| c as u32)
-            .collect();
+        let (mut vals, mut cols) = (std::mem::take(vals), std::mem::take(cols));
+        mheta_live::redistribute_in_place(ctx.world, &old_e, &new_e, 1, &mut vals);
+        mheta_live::redistribute_in_place(ctx.world, &old_e, &new_e, 1, &mut cols);
         let first = new.offsets()[me] as usize;
         let rows = new.0[me] as usize;
         let mut rowptr = Vec::with_capacity(rows + 1);
@@ -457,8 +454,8 @@ impl Kernel for Cg {
         for r in first..first + rows {
             rowptr.push(rowptr[rowptr.len() - 1] + self.work[r] as usize);
         }
-        self.a.set_core(rowptr, new_vals, new_cols);
-        self.x = mheta_live::redistribute(ctx.world, &ctx.dist, new, 1, &self.x);
+        self.a.set_core(rowptr, vals, cols);
+        mheta_live::redistribute_in_place(ctx.world, &ctx.dist, new, 1, &mut self.x);
         for v in [&mut self.z, &mut self.p, &mut self.q, &mut self.r] {
             *v = vec![0.0; rows];
         }

@@ -198,8 +198,8 @@ impl Kernel for Lanczos {
         self.a
             .redistribute(ctx.world, &ctx.dist, new, me)
             .map_err(anyhow::Error::msg)?;
-        self.v = mheta_live::redistribute(ctx.world, &ctx.dist, new, 1, &self.v);
-        self.v_prev = mheta_live::redistribute(ctx.world, &ctx.dist, new, 1, &self.v_prev);
+        mheta_live::redistribute_in_place(ctx.world, &ctx.dist, new, 1, &mut self.v);
+        mheta_live::redistribute_in_place(ctx.world, &ctx.dist, new, 1, &mut self.v_prev);
         self.w = vec![0.0; rows];
         Ok(())
     }

@@ -5,11 +5,12 @@
 //! GEN_BLOCK rows among the live ranks ([`redistribute`]).
 
 use mheta_profile::ClusterProfile;
+use mheta_runtime::redist::{self, Decision, MoveCost};
 use mheta_runtime::search::{self, Found};
 use mheta_runtime::{Dist, Model};
 use mheta_trace::{AppDecl, RankTrace};
 use mpi::collective::{CommunicatorCollectives, Root};
-use mpi::datatype::PartitionMut;
+use mpi::datatype::{Equivalence, PartitionMut};
 use mpi::point_to_point::{Destination, Source};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use std::path::{Path, PathBuf};
@@ -119,20 +120,29 @@ pub fn gather_traces(world: &SimpleCommunicator, dir: &Path) -> Result<Vec<RankT
 /// What the in-run planner chose.
 #[derive(Clone, Debug)]
 pub struct Plan {
+    /// The distribution to run on from now: the current one when the
+    /// decision is not to move.
     pub dist: Dist,
     /// GBS result (rank 0's; other ranks get the distribution only).
     pub found: Option<Found>,
     /// Predicted iteration time of the distribution that was instrumented.
     pub predicted_current_s: f64,
+    /// Predicted cost of moving to GBS's choice (rank 0's).
+    pub cost: Option<MoveCost>,
+    /// Whether to move and why (rank 0's; every rank gets `dist`).
+    pub decision: Option<Decision>,
 }
 
 /// Gather traces, run model + GBS on rank 0 with the profile at `profile`,
-/// and broadcast the chosen distribution. Collective over `world`.
+/// price the move ([`Model::move_cost`]) and decide whether it pays over
+/// the `remaining` iterations ([`redist::decide`]), and broadcast the
+/// distribution to run on. Collective over `world`.
 pub fn plan_in_run(
     world: &SimpleCommunicator,
     app: &AppDecl,
     dir: &Path,
     profile: &Path,
+    remaining: u64,
 ) -> Result<Plan, LiveError> {
     let traces = gather_traces(world, dir)?;
     let p = world.size() as usize;
@@ -142,24 +152,30 @@ pub fn plan_in_run(
     let mut msg: Vec<u8> = Vec::new();
     let mut found = None;
     let mut current = 0.0;
+    let mut cost = None;
+    let mut decision = None;
     if world.rank() == 0 {
-        let r = (|| -> Result<(Found, f64), String> {
+        let r = (|| -> Result<(Found, f64, MoveCost), String> {
             let prof = ClusterProfile::load(profile).map_err(|e| e.to_string())?;
             let m = Model::new(&traces, app.clone(), &prof).map_err(|e| e.to_string())?;
-            let cur = m
-                .predict(&Dist(app.dist.clone()))
-                .map_err(|e| e.to_string())?
-                .per_iteration_s;
-            Ok((search::gbs(&m).map_err(|e| e.to_string())?, cur))
+            let now = Dist(app.dist.clone());
+            let cur = m.predict(&now).map_err(|e| e.to_string())?.per_iteration_s;
+            let f = search::gbs(&m).map_err(|e| e.to_string())?;
+            let c = m.move_cost(&now, &Dist(f.dist.clone()));
+            Ok((f, cur, c))
         })();
         match r {
-            Ok((f, cur)) => {
+            Ok((f, cur, c)) => {
+                let d = redist::decide(cur, f.predicted_s, c.total_s, remaining);
                 msg.push(1);
-                for &s in &f.dist {
+                let to = if d.moved { &f.dist } else { &app.dist };
+                for &s in to {
                     msg.extend_from_slice(&s.to_le_bytes());
                 }
                 current = cur;
                 found = Some(f);
+                cost = Some(c);
+                decision = Some(d);
             }
             Err(e) => {
                 msg.push(0);
@@ -192,6 +208,8 @@ pub fn plan_in_run(
         dist,
         found,
         predicted_current_s: current,
+        cost,
+        decision,
     })
 }
 
@@ -208,84 +226,186 @@ fn overlap(a: (u64, u64), b: (u64, u64)) -> Option<(u64, u64)> {
 
 /// Move a row-distributed array from `old` to `new` (GEN_BLOCK both):
 /// `local` holds this rank's old rows of `row_len` values each; the result
-/// holds its new rows. Each rank sends every overlap of its old block with
-/// another rank's new block, non-blocking, and keeps its own overlap.
-/// Collective over `world`.
-pub fn redistribute(
+/// holds its new rows. A copy for callers that keep the old rows; the apps
+/// move in place with [`redistribute_in_place`]. Collective over `world`.
+pub fn redistribute<T: Equivalence + Copy + Default>(
     world: &SimpleCommunicator,
     old: &Dist,
     new: &Dist,
     row_len: usize,
-    local: &[f64],
-) -> Vec<f64> {
-    let me = world.rank() as usize;
-    let mut out = vec![0.0f64; new.0[me] as usize * row_len];
-    redistribute_into(world, old, new, row_len, local, &mut out);
-    out
+    local: &[T],
+) -> Vec<T> {
+    let mut v = local.to_vec();
+    redistribute_in_place(world, old, new, row_len, &mut v);
+    v
 }
 
-/// [`redistribute`] into `out`, which holds exactly this rank's new rows
-/// (reuse of an existing buffer spares the page faults of a fresh one).
-pub fn redistribute_into(
+/// What a rank sends and receives in a GEN_BLOCK move, and the rows it
+/// keeps. Positions are in rows: old-layout positions for sends and the
+/// kept rows' source, new-layout positions for receives and their target.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MovePlan {
+    /// (peer, first position in the old layout, rows).
+    pub sends: Vec<(usize, u64, u64)>,
+    /// (peer, first position in the new layout, rows).
+    pub recvs: Vec<(usize, u64, u64)>,
+    /// (old position, new position, rows) of the rows this rank keeps.
+    pub keep: (u64, u64, u64),
+    pub old_rows: u64,
+    pub new_rows: u64,
+}
+
+impl MovePlan {
+    /// The plan of rank `me` for the move `old` -> `new`.
+    pub fn new(old: &Dist, new: &Dist, me: usize) -> MovePlan {
+        let (mo, mn) = (range(old, me), range(new, me));
+        let mut plan = MovePlan {
+            old_rows: mo.1 - mo.0,
+            new_rows: mn.1 - mn.0,
+            ..Default::default()
+        };
+        for j in 0..old.ranks() {
+            if j == me {
+                if let Some(k) = overlap(mo, mn) {
+                    plan.keep = (k.0 - mo.0, k.0 - mn.0, k.1 - k.0);
+                }
+                continue;
+            }
+            if let Some(o) = overlap(mo, range(new, j)) {
+                plan.sends.push((j, o.0 - mo.0, o.1 - o.0));
+            }
+            if let Some(o) = overlap(range(old, j), mn) {
+                plan.recvs.push((j, o.0 - mn.0, o.1 - o.0));
+            }
+        }
+        plan
+    }
+
+    /// Can every receive land at once? True when the kept rows stay where
+    /// they are and every receive falls past the old rows, so nothing a
+    /// receive writes is still to be sent or kept.
+    pub fn one_phase(&self) -> bool {
+        (self.keep.2 == 0 || self.keep.0 == self.keep.1)
+            && self.recvs.iter().all(|&(_, at, _)| at >= self.old_rows)
+    }
+
+    /// Rows this rank sends to other ranks.
+    pub fn rows_sent(&self) -> u64 {
+        self.sends.iter().map(|s| s.2).sum()
+    }
+}
+
+/// Move a row-distributed array from `old` to `new` (GEN_BLOCK both) in
+/// its own buffer: `v` holds this rank's old rows of `row_len` values on
+/// entry and its new rows on return. No buffer is allocated beyond the
+/// growth of `v` to its new length (a shrinking `v` returns memory only
+/// when more than a quarter of its capacity is free).
+///
+/// A rank whose kept rows stay in place and whose receives all land past
+/// its old rows sends and receives at once. Any other rank first sends
+/// (and waits for its sends), then shifts its kept rows, then receives.
+/// That cannot deadlock: such a rank either takes rows from below (its new
+/// block starts lower) and then sends only upwards, or takes rows from
+/// above after sending downwards, so waits run one way along the ranks and
+/// end at rank 0 or the last rank, whose first row never moves (rank 0) or
+/// whose receives need no wait. Collective over `world`.
+pub fn redistribute_in_place<T: Equivalence + Copy + Default>(
     world: &SimpleCommunicator,
     old: &Dist,
     new: &Dist,
     row_len: usize,
-    local: &[f64],
-    out: &mut [f64],
+    v: &mut Vec<T>,
 ) {
     let me = world.rank() as usize;
-    let p = world.size() as usize;
-    let mine_old = range(old, me);
-    let mine_new = range(new, me);
+    let plan = MovePlan::new(old, new, me);
     assert_eq!(
-        local.len() as u64,
-        (mine_old.1 - mine_old.0) * row_len as u64,
+        v.len() as u64,
+        plan.old_rows * row_len as u64,
         "local rows do not match the old distribution"
     );
-    assert_eq!(
-        out.len() as u64,
-        (mine_new.1 - mine_new.0) * row_len as u64,
-        "output does not match the new distribution"
-    );
-    let slice = |rows: (u64, u64), base: u64| {
-        ((rows.0 - base) as usize * row_len)..((rows.1 - base) as usize * row_len)
-    };
-    mpi::request::scope(|scope| {
-        let mut sends = Vec::new();
-        for j in (0..p).filter(|&j| j != me) {
-            if let Some(ov) = overlap(mine_old, range(new, j)) {
-                let buf = &local[slice(ov, mine_old.0)];
-                sends.push(
+    let w = row_len as u64;
+    let at = |pos: u64, rows: u64| (pos * w) as usize..((pos + rows) * w) as usize;
+    let grown = plan.old_rows.max(plan.new_rows) as usize * row_len;
+    v.resize(grown, T::default());
+    if plan.one_phase() {
+        let (head, mut tail) = v.split_at_mut(plan.old_rows as usize * row_len);
+        let head: &[T] = head;
+        mpi::request::scope(|scope| {
+            let mut reqs = Vec::with_capacity(plan.sends.len());
+            for &(j, pos, rows) in &plan.sends {
+                reqs.push(world.process_at_rank(j as i32).immediate_send_with_tag(
+                    scope,
+                    &head[at(pos, rows)],
+                    REDIST_TAG,
+                ));
+            }
+            // Receives arrive in rank order, so the tail splits in order.
+            let mut recvs = Vec::with_capacity(plan.recvs.len());
+            let mut base = plan.old_rows;
+            for &(j, pos, rows) in &plan.recvs {
+                let skip = ((pos - base) * w) as usize;
+                let (buf, rest) =
+                    std::mem::take(&mut tail)[skip..].split_at_mut((rows * w) as usize);
+                tail = rest;
+                base = pos + rows;
+                recvs.push(
                     world
                         .process_at_rank(j as i32)
-                        .immediate_send_with_tag(scope, buf, REDIST_TAG),
+                        .immediate_receive_into_with_tag(scope, buf, REDIST_TAG),
                 );
             }
-        }
-        let mut recvs = Vec::new();
-        let mut rest: &mut [f64] = out;
-        for j in 0..p {
-            if let Some(ov) = overlap(range(old, j), mine_new) {
-                let (head, tail) =
-                    std::mem::take(&mut rest).split_at_mut((ov.1 - ov.0) as usize * row_len);
-                rest = tail;
-                if j == me {
-                    head.copy_from_slice(&local[slice(ov, mine_old.0)]);
-                } else {
-                    recvs.push(
-                        world
-                            .process_at_rank(j as i32)
-                            .immediate_receive_into_with_tag(scope, head, REDIST_TAG),
-                    );
-                }
+            for r in recvs {
+                r.wait();
             }
+            for s in reqs {
+                s.wait();
+            }
+        });
+    } else {
+        mpi::request::scope(|scope| {
+            let src: &[T] = v;
+            let reqs: Vec<_> = plan
+                .sends
+                .iter()
+                .map(|&(j, pos, rows)| {
+                    world.process_at_rank(j as i32).immediate_send_with_tag(
+                        scope,
+                        &src[at(pos, rows)],
+                        REDIST_TAG,
+                    )
+                })
+                .collect();
+            for s in reqs {
+                s.wait();
+            }
+        });
+        let (from, to, rows) = plan.keep;
+        if rows > 0 && from != to {
+            v.copy_within(at(from, rows), (to * w) as usize);
         }
-        for r in recvs {
-            r.wait();
-        }
-        for s in sends {
-            s.wait();
-        }
-    });
+        mpi::request::scope(|scope| {
+            let mut rest: &mut [T] = v;
+            let mut base = 0;
+            let mut recvs = Vec::with_capacity(plan.recvs.len());
+            for &(j, pos, rows) in &plan.recvs {
+                let skip = ((pos - base) * w) as usize;
+                let (buf, tail) =
+                    std::mem::take(&mut rest)[skip..].split_at_mut((rows * w) as usize);
+                rest = tail;
+                base = pos + rows;
+                recvs.push(
+                    world
+                        .process_at_rank(j as i32)
+                        .immediate_receive_into_with_tag(scope, buf, REDIST_TAG),
+                );
+            }
+            for r in recvs {
+                r.wait();
+            }
+        });
+    }
+    v.truncate(plan.new_rows as usize * row_len);
+    if v.capacity() > v.len() + v.len() / 3 + 4096 {
+        v.shrink_to_fit();
+    }
 }

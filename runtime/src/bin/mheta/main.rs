@@ -99,6 +99,11 @@ enum Cmd {
         /// Iterations in the run (total_s = iters * per_iteration_s).
         #[arg(long, default_value_t = 1)]
         iters: u64,
+        /// Also price moving from this distribution (default: the one
+        /// recorded) to --dist, and say whether the gain over --iters
+        /// iterations pays for it, as `--auto` decides.
+        #[arg(long, value_name = "DIST")]
+        from: Option<String>,
         /// One JSON object on stdout instead of a table.
         #[arg(long)]
         json: bool,
@@ -557,12 +562,21 @@ fn main() {
                 trace,
                 dist,
                 iters,
+                from,
                 json,
             } => {
                 let m = load_model(&profile, &trace)?;
                 let d = Dist::parse(&dist, m.ranks(), m.rows())?;
                 let p = m.predict(&d)?;
                 let total_s = p.per_iteration_s * iters as f64;
+                let src = match &from {
+                    Some(f) => Dist::parse(f, m.ranks(), m.rows())?,
+                    None => Dist(m.app.dist.clone()),
+                };
+                let cost = m.move_cost(&src, &d);
+                let cur = m.predict(&src)?.per_iteration_s;
+                let decision =
+                    mheta_runtime::redist::decide(cur, p.per_iteration_s, cost.total_s, iters);
                 if json {
                     let v = serde_json::json!({
                         "dist": d.0,
@@ -570,6 +584,16 @@ fn main() {
                         "per_iteration_s": p.per_iteration_s,
                         "total_s": total_s,
                         "ranks": p.ranks,
+                        "move": {
+                            "from": src.0,
+                            "cost_s": cost.total_s,
+                            "bytes": cost.bytes,
+                            "rank_s": cost.rank_s,
+                            "from_per_iteration_s": cur,
+                            "gain_s": decision.gain_s,
+                            "pays": decision.moved,
+                            "reason": decision.reason,
+                        },
                     });
                     println!("{v}");
                 } else {
@@ -591,6 +615,10 @@ fn main() {
                     println!(
                         "per iteration: {:.6} s   total ({iters} iterations): {:.6} s",
                         p.per_iteration_s, total_s
+                    );
+                    println!(
+                        "move from {src}: {} bytes, predicted {:.6} s; gain over {iters} iterations {:.6} s: {}",
+                        cost.bytes, cost.total_s, decision.gain_s, decision.reason
                     );
                 }
                 Ok(0)

@@ -1,0 +1,167 @@
+//! Redistribution bench: how fast `redistribute_in_place` moves GEN_BLOCK
+//! rows between two ranks, against the pair's streaming bandwidth.
+//!
+//! `cargo bench -p mheta-live --bench redistribute` launches itself under
+//! `mpirun -np 2` (as root with `--allow-run-as-root`; `MHETA_MPIRUN`
+//! overrides the launcher). For each size it moves that many bytes from
+//! rank 1 to rank 0 and back (rows of 32 KiB; each rank starts with 64 MiB
+//! of its own rows plus the moved ones), five times each way after a
+//! warm-up move, and checks every value after every move. In the same
+//! sitting, interleaved with the moves, it measures the pair's streaming
+//! bandwidth the way the cluster profile does (`mheta-microbench`'s
+//! window of 64 non-blocking 1 MiB sends). With `MHETA_PROFILE` set it
+//! also prints the ratio to that profile's `bandwidth_bps` for pair 1 -> 0.
+//!
+//! Columns: bytes moved, median seconds of a move (slowest rank), GB/s
+//! (decimal), and the ratios. The target is 0.8 for 8 MiB and more.
+
+use mheta_runtime::Dist;
+use mpi::collective::{CommunicatorCollectives, SystemOperation};
+use mpi::topology::{Communicator, SimpleCommunicator};
+use std::process::Command;
+use std::time::Instant;
+
+const ROW: usize = 4096; // f64 values per row: 32 KiB
+const BASE_ROWS: u64 = 2048; // 64 MiB per rank before the moved rows
+const SIZES_MIB: [u64; 5] = [1, 8, 32, 64, 128];
+const REPS: usize = 5;
+
+fn main() {
+    if std::env::var_os("OMPI_COMM_WORLD_SIZE").is_none() && std::env::var_os("PMI_SIZE").is_none()
+    {
+        launch();
+    }
+    let Some(universe) = mpi::initialize() else {
+        eprintln!("redistribute bench: MPI was already initialised");
+        std::process::exit(2);
+    };
+    let world = universe.world();
+    if world.size() != 2 {
+        eprintln!(
+            "redistribute bench: needs exactly 2 ranks, got {}",
+            world.size()
+        );
+        std::process::exit(2);
+    }
+    run(&world);
+}
+
+/// Re-run this binary under mpirun with 2 ranks.
+fn launch() -> ! {
+    let me = std::env::current_exe().expect("own path");
+    let launcher = std::env::var("MHETA_MPIRUN").unwrap_or_else(|_| "mpirun".into());
+    let mut c = Command::new(&launcher);
+    // SAFETY: geteuid only reads the process's credentials.
+    if unsafe { libc::geteuid() } == 0 {
+        c.arg("--allow-run-as-root");
+    }
+    c.args(["--oversubscribe", "-np", "2"]).arg(&me);
+    let st = c.status().unwrap_or_else(|e| {
+        eprintln!("redistribute bench: cannot start {launcher}: {e}");
+        std::process::exit(2)
+    });
+    std::process::exit(st.code().unwrap_or(2));
+}
+
+/// Global value of element `k` of row `g`: every move is checked.
+fn value(g: u64, k: usize) -> f64 {
+    (g * ROW as u64 + k as u64) as f64
+}
+
+fn check(v: &[f64], first: u64, what: &str) {
+    for (i, row) in v.chunks_exact(ROW).enumerate() {
+        let g = first + i as u64;
+        if row[0] != value(g, 0) || row[ROW - 1] != value(g, ROW - 1) {
+            panic!("{what}: row {g} holds wrong values");
+        }
+    }
+}
+
+/// One move; returns the slowest rank's seconds.
+fn timed_move(world: &SimpleCommunicator, old: &Dist, new: &Dist, v: &mut Vec<f64>) -> f64 {
+    world.barrier();
+    let t = Instant::now();
+    mheta_live::redistribute_in_place(world, old, new, ROW, v);
+    let mine = t.elapsed().as_secs_f64();
+    let mut worst = 0.0;
+    world.all_reduce_into(&mine, &mut worst, SystemOperation::max());
+    let me = world.rank() as usize;
+    check(v, new.offsets()[me], "after a move");
+    worst
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn run(world: &SimpleCommunicator) {
+    let me = world.rank() as usize;
+    let profile_bw = std::env::var_os("MHETA_PROFILE").and_then(|p| {
+        let prof = mheta_profile::ClusterProfile::load(std::path::Path::new(&p)).ok()?;
+        prof.pairs
+            .iter()
+            .find(|c| c.src == 1 && c.dst == 0)
+            .map(|c| c.bandwidth_bps)
+    });
+    if me == 0 {
+        println!(
+            "# redistribute_in_place, 2 ranks (no emulation: one core each), rows of {} KiB",
+            ROW * 8 / 1024
+        );
+        println!(
+            "# moves rank 1 -> 0 and back, median of {REPS} each way after a warm-up; every value checked"
+        );
+        println!(
+            "{:>10} {:>10} {:>8} {:>14} {:>9} {:>16}",
+            "bytes", "seconds", "GB/s", "osu_bw 1MiB", "ratio", "ratio (profile)"
+        );
+    }
+    for mib in SIZES_MIB {
+        let moved_rows = mib * 1024 * 1024 / (ROW as u64 * 8);
+        let total = 2 * BASE_ROWS + moved_rows;
+        // a: rank 1 holds the moved rows; b: rank 0 does.
+        let a = Dist(vec![BASE_ROWS, BASE_ROWS + moved_rows]);
+        let b = Dist(vec![BASE_ROWS + moved_rows, BASE_ROWS]);
+        assert_eq!(b.total(), total);
+        let first = a.offsets()[me];
+        let mut v: Vec<f64> = (0..a.0[me])
+            .flat_map(|i| (0..ROW).map(move |k| value(first + i, k)))
+            .collect();
+        // Warm-up: one move each way.
+        timed_move(world, &a, &b, &mut v);
+        timed_move(world, &b, &a, &mut v);
+        let mut secs = Vec::new();
+        let mut bws = Vec::new();
+        for _ in 0..REPS {
+            secs.push(timed_move(world, &a, &b, &mut v));
+            secs.push(timed_move(world, &b, &a, &mut v));
+            // The profile's way (window of 64 × 1 MiB), both directions.
+            let mut bw = [0.0f64; 2];
+            for (i, (s, d)) in [(1, 0), (0, 1)].into_iter().enumerate() {
+                world.barrier();
+                let x = mheta_microbench::net::osu_bw(world, s, d, 1 << 20);
+                let mut y = 0.0;
+                world.all_reduce_into(&x, &mut y, SystemOperation::max());
+                bw[i] = y * 1e6;
+            }
+            bws.extend(bw);
+        }
+        if me == 0 {
+            let bytes = moved_rows * ROW as u64 * 8;
+            let s = median(secs);
+            let gbs = bytes as f64 / s / 1e9;
+            let bw = median(bws);
+            let prof = profile_bw.map_or("-".to_string(), |p| format!("{:.2}", gbs * 1e9 / p));
+            println!(
+                "{:>10} {:>10.6} {:>8.2} {:>11.2} GB/s {:>9.2} {:>16}",
+                bytes,
+                s,
+                gbs,
+                bw / 1e9,
+                gbs * 1e9 / bw,
+                prof
+            );
+        }
+    }
+}

@@ -1,0 +1,246 @@
+//! What a redistribution costs, and whether it pays.
+//!
+//! The cost model follows MHETA's reference [35] (Shao, Wolski and
+//! Berman, "Modeling the cost of redistribution in scheduling"): a move
+//! from one GEN_BLOCK distribution to another is a set of point-to-point
+//! transfers, one per (sender, receiver) pair whose old and new blocks
+//! overlap, carrying the overlapping rows of every declared array. Each
+//! rank sends and receives at once, so a rank's time is the larger of the
+//! sum of its sends and the sum of its receives, each priced by that
+//! pair's one-way transfer time from the cluster profile; the move ends
+//! when the slowest rank does ([`Model::move_cost`]). On top of that:
+//!
+//! - the rows a rank keeps but must shift in its buffer (its new block
+//!   starts elsewhere) are a local copy, priced at the network's mean
+//!   per-byte cost (on one node a shared-memory transfer is a copy);
+//! - an array that is out of core on the sender (under the old
+//!   distribution) is read from its file, and on the receiver (under the
+//!   new one) written to its file, priced by the I/O model's per-rank,
+//!   per-array read and write lines (trace, else the profile's disk).
+//!
+//! Bytes per row come from the app's declaration: `bytes_per_row`, times
+//! the row's work for `per_work` arrays (cg's nonzeros), and for a grid
+//! level's arrays the rows of that level (`Dist::coarser`).
+//!
+//! [`decide`] moves only when the predicted gain over the remaining
+//! iterations exceeds the predicted cost, and the gain per iteration is
+//! at least [`MIN_GAIN`] of the current time: below that the model cannot
+//! tell a better distribution from its own error.
+
+use crate::{Dist, Model};
+use serde::Serialize;
+
+/// Smallest predicted gain per iteration, as a fraction of the current
+/// predicted iteration time, that [`decide`] acts on. The model's mean
+/// error on faithful emulations is 0.1–3% (`mheta experiment`, README), so
+/// a predicted gain below 3% may be noise in the instrumented window.
+pub const MIN_GAIN: f64 = 0.03;
+
+/// The predicted cost of a move.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MoveCost {
+    /// The slowest rank's time, seconds.
+    pub total_s: f64,
+    /// Bytes that cross between ranks.
+    pub bytes: u64,
+    /// Per rank: max(sends, receives) + local shift + disk, seconds.
+    pub rank_s: Vec<f64>,
+}
+
+/// Rows `[start, end)` of rank `r` under `d` (offsets given).
+fn span(offs: &[u64], d: &Dist, r: usize) -> (u64, u64) {
+    (offs[r], offs[r] + d.0[r])
+}
+
+fn overlap(a: (u64, u64), b: (u64, u64)) -> Option<(u64, u64)> {
+    let (s, e) = (a.0.max(b.0), a.1.min(b.1));
+    (s < e).then_some((s, e))
+}
+
+impl Model {
+    /// Bytes of rows `[a, b)` of declared array `k`, on its own level.
+    fn array_bytes(&self, k: usize, a: u64, b: u64) -> f64 {
+        let decl = &self.app.arrays[k];
+        let rows = match (&self.work_prefix, decl.per_work) {
+            (Some(w), true) => w[b as usize] - w[a as usize],
+            _ => b - a,
+        };
+        rows as f64 * decl.bytes_per_row as f64
+    }
+
+    /// Predicted time of moving every declared array from `from` to `to`
+    /// (module docs).
+    pub fn move_cost(&self, from: &Dist, to: &Dist) -> MoveCost {
+        let p = self.ranks();
+        let levels = self
+            .app
+            .arrays
+            .iter()
+            .filter_map(|a| a.level)
+            .max()
+            .unwrap_or(0);
+        // The two distributions on each level that an array lives on.
+        let mut on_level = vec![(from.clone(), to.clone())];
+        for l in 0..levels as usize {
+            let next = (on_level[l].0.coarser(), on_level[l].1.coarser());
+            on_level.push(next);
+        }
+        let offs: Vec<(Vec<u64>, Vec<u64>)> = on_level
+            .iter()
+            .map(|(f, t)| (f.offsets(), t.offsets()))
+            .collect();
+        // Which arrays each rank holds out of core, before and after.
+        let ooc = |d: &Dist, i: usize| -> Vec<bool> {
+            let Some(io) = &self.io else { return vec![] };
+            let first = d.offsets()[i];
+            let plan = io.plan(i, first, d.0[i]);
+            let mut v = vec![false; self.app.arrays.len()];
+            if let Some(plan) = plan {
+                for (j, &k) in io.arrays.iter().enumerate() {
+                    v[k] = plan.out_of_core.get(j).copied().unwrap_or(false);
+                }
+            }
+            v
+        };
+        let io_line = |i: usize, k: usize, write: bool| {
+            let io = self.io.as_ref()?;
+            let j = io.arrays.iter().position(|&a| a == k)?;
+            Some(if write { io.write[i][j] } else { io.read[i][j] })
+        };
+        let mut send = vec![0.0f64; p];
+        let mut recv = vec![0.0f64; p];
+        let mut local = vec![0.0f64; p];
+        let mut bytes = 0u64;
+        let copy_per_byte = self.net.mean[3];
+        let ooc_from: Vec<Vec<bool>> = (0..p).map(|i| ooc(from, i)).collect();
+        let ooc_to: Vec<Vec<bool>> = (0..p).map(|i| ooc(to, i)).collect();
+        for i in 0..p {
+            // Bytes rank i sends to each j, all arrays together.
+            let mut to_j = vec![0.0f64; p];
+            for (k, decl) in self.app.arrays.iter().enumerate() {
+                let lv = decl.level.unwrap_or(0) as usize;
+                let (f, t) = &on_level[lv];
+                let (fo, to_) = &offs[lv];
+                let mine = span(fo, f, i);
+                for (j, b) in to_j.iter_mut().enumerate() {
+                    let Some((a, e)) = overlap(mine, span(to_, t, j)) else {
+                        continue;
+                    };
+                    let by = self.array_bytes(k, a, e);
+                    if j == i {
+                        // Kept rows: a local copy when they shift.
+                        if fo[i] != to_[i] {
+                            local[i] += by * copy_per_byte;
+                        }
+                        continue;
+                    }
+                    *b += by;
+                    if ooc_from[i].get(k) == Some(&true)
+                        && let Some(l) = io_line(i, k, false)
+                    {
+                        local[i] += l.time(by);
+                    }
+                    if ooc_to[j].get(k) == Some(&true)
+                        && let Some(l) = io_line(j, k, true)
+                    {
+                        local[j] += l.time(by);
+                    }
+                }
+            }
+            for (j, &b) in to_j.iter().enumerate() {
+                if b > 0.0 {
+                    let t = self.net.transfer(self.net.k(i, j), b);
+                    send[i] += t;
+                    recv[j] += t;
+                    bytes += b as u64;
+                }
+            }
+        }
+        let rank_s: Vec<f64> = (0..p).map(|i| send[i].max(recv[i]) + local[i]).collect();
+        MoveCost {
+            total_s: rank_s.iter().copied().fold(0.0, f64::max),
+            bytes,
+            rank_s,
+        }
+    }
+}
+
+/// Whether to move, and why.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Decision {
+    pub moved: bool,
+    /// One sentence for the report.
+    pub reason: String,
+    /// Predicted iteration time now and after the move.
+    pub current_s: f64,
+    pub chosen_s: f64,
+    /// Iterations left after the move.
+    pub remaining_iters: u64,
+    /// Predicted gain over the remaining iterations, seconds.
+    pub gain_s: f64,
+    /// Predicted cost of the move, seconds.
+    pub cost_s: f64,
+}
+
+/// Move when the gain per iteration is at least [`MIN_GAIN`] of the
+/// current time and the gain over `remaining` iterations exceeds the
+/// move's cost.
+pub fn decide(current_s: f64, chosen_s: f64, cost_s: f64, remaining: u64) -> Decision {
+    let per_iter = current_s - chosen_s;
+    let gain_s = per_iter * remaining as f64;
+    let (moved, reason) = if per_iter < MIN_GAIN * current_s {
+        (
+            false,
+            format!(
+                "already balanced: the best distribution found is predicted {:.2}% faster per iteration, below the {:.0}% the model can resolve",
+                100.0 * per_iter / current_s,
+                100.0 * MIN_GAIN
+            ),
+        )
+    } else if gain_s <= cost_s {
+        (
+            false,
+            format!(
+                "too short to pay: {remaining} remaining iterations gain {gain_s:.6} s, the move costs {cost_s:.6} s"
+            ),
+        )
+    } else {
+        (
+            true,
+            format!(
+                "pays: {remaining} remaining iterations gain {gain_s:.6} s, the move costs {cost_s:.6} s"
+            ),
+        )
+    };
+    Decision {
+        moved,
+        reason,
+        current_s,
+        chosen_s,
+        remaining_iters: remaining,
+        gain_s,
+        cost_s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decide_needs_a_resolvable_gain_that_pays() {
+        // 2% faster: below MIN_GAIN, whatever the remaining iterations.
+        let d = decide(1.0, 0.98, 0.0, 1_000_000);
+        assert!(
+            !d.moved && d.reason.starts_with("already balanced"),
+            "{d:?}"
+        );
+        // 30% faster, 10 iterations gain 3 s; a 5 s move does not pay.
+        let d = decide(1.0, 0.7, 5.0, 10);
+        assert!(!d.moved && d.reason.starts_with("too short"), "{d:?}");
+        assert!((d.gain_s - 3.0).abs() < 1e-12);
+        // ... a 2 s move does.
+        let d = decide(1.0, 0.7, 2.0, 10);
+        assert!(d.moved, "{d:?}");
+    }
+}
