@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
+pub mod adapt;
 pub mod comm;
 pub mod emulate;
 pub mod grid;
@@ -100,6 +101,12 @@ pub struct Common {
         conflicts_with = "auto"
     )]
     pub move_to: Option<String>,
+    /// With --auto: when the measured iteration time (median of 5
+    /// iterations, slowest rank) differs from the expected one by more
+    /// than this many percent twice in a row, record a few iterations
+    /// again, re-plan, and move again if it pays. 0 turns it off.
+    #[arg(long, value_name = "PCT", default_value_t = adapt::DEFAULT_THRESHOLD_PCT)]
+    pub replan_threshold: f64,
     /// With --move-to: move after this many iterations (as --auto-at).
     #[arg(long, value_name = "ITER", requires = "move_to")]
     pub move_at: Option<u64>,
@@ -381,6 +388,102 @@ pub struct AutoReport {
     pub plan_s: f64,
     /// This rank's (rank 0's) time in the move, 0 without one.
     pub redistribute_s: f64,
+    /// Times the measured iteration time left the expected one
+    /// (`--replan-threshold`), each followed by a re-recording.
+    pub drifts: Vec<adapt::Drift>,
+    /// The plans made after each drift, in order (their own `replans`
+    /// and `drifts` are empty).
+    pub replans: Vec<AutoReport>,
+}
+
+/// One plan with the model and GBS on the latest recorded iterations
+/// (collective), and the move if it pays. `decl.dist` becomes the
+/// distribution in force, so a re-plan models the rows the trace saw.
+fn plan_and_move<K: Kernel>(
+    world: &SimpleCommunicator,
+    kernel: &mut K,
+    ctx: &mut Ctx,
+    decl: &mut mheta_trace::AppDecl,
+    profile: &Path,
+    it: u64,
+    iters: u64,
+) -> Result<AutoReport> {
+    let inst = mheta_live::instrumented_iterations();
+    if decl.dist != ctx.dist.0 {
+        decl.dist = ctx.dist.0.clone();
+        if ctx.rank == 0 {
+            let dir = mheta_live::trace_dir();
+            mheta_trace::write_app(&dir, decl).with_context(|| {
+                format!(
+                    "cannot rewrite {}",
+                    dir.join(mheta_trace::APP_FILE).display()
+                )
+            })?;
+        }
+    }
+    let t0 = Instant::now();
+    let remaining = iters - (it + 1);
+    let plan = mheta_live::plan_in_run(world, decl, &mheta_live::trace_dir(), profile, remaining)?;
+    let plan_s = t0.elapsed().as_secs_f64();
+    let mut redistribute_s = 0.0;
+    let mut measured_move_s = None;
+    if plan.dist != ctx.dist {
+        world.barrier();
+        let t1 = Instant::now();
+        kernel.redistribute(ctx, &plan.dist)?;
+        redistribute_s = t1.elapsed().as_secs_f64();
+        let mut worst = 0.0f64;
+        world.all_reduce_into(&redistribute_s, &mut worst, SystemOperation::max());
+        measured_move_s = Some(worst);
+    }
+    // Every rank gets the distribution; rank 0 also the details.
+    let (chosen, moved, reason, pc, gain, cost, bytes, evals) =
+        match (&plan.found, &plan.decision, &plan.cost) {
+            (Some(f), Some(d), Some(c)) => (
+                f.dist.clone(),
+                d.moved,
+                d.reason.clone(),
+                f.predicted_s,
+                d.gain_s,
+                c.total_s,
+                c.bytes,
+                f.evaluations,
+            ),
+            _ => (
+                plan.dist.0.clone(),
+                plan.dist != ctx.dist,
+                String::new(),
+                0.0,
+                0.0,
+                0.0,
+                0,
+                0,
+            ),
+        };
+    let r = AutoReport {
+        instrumented_iterations: inst,
+        redistributed_after: it,
+        from_dist: ctx.dist.0.clone(),
+        chosen_dist: chosen,
+        moved,
+        reason,
+        predicted_from_s: plan.predicted_current_s,
+        predicted_chosen_s: pc,
+        remaining_iters: remaining,
+        predicted_gain_s: gain,
+        predicted_move_s: cost,
+        move_bytes: bytes,
+        measured_move_s,
+        measured_from_s: None,
+        measured_chosen_s: None,
+        evaluations: evals,
+        plan_s,
+        redistribute_s,
+        drifts: Vec::new(),
+        replans: Vec::new(),
+    };
+    ctx.dist = plan.dist;
+    Ok(r)
 }
 
 /// Median of the finite values (None when there are none).
@@ -653,7 +756,14 @@ pub fn run<K: Kernel>(
     let mut times = Vec::with_capacity(iters as usize);
     let (mut stage_s, mut read_s, mut write_s) = (Vec::new(), Vec::new(), Vec::new());
     let mut auto_report: Option<AutoReport> = None;
-    let mut moved_at: Option<u64> = None;
+    // Iterations after which rows moved, and iterations recorded again.
+    let mut moved: Vec<u64> = Vec::new();
+    let mut rerecorded: Vec<u64> = Vec::new();
+    let mut watch = ck
+        .auto
+        .as_ref()
+        .filter(|_| c.replan_threshold > 0.0)
+        .map(|_| adapt::Watch::new(c.replan_threshold / 100.0));
     let t_start = Instant::now();
     for it in 0..iters {
         let (s0, r0, w0) = (
@@ -683,58 +793,41 @@ pub fn run<K: Kernel>(
         {
             kernel.redistribute(&ctx, d)?;
             ctx.dist = d.clone();
-            moved_at = Some(it);
+            moved.push(it);
         }
-        if let Some((at, profile)) = &ck.auto
-            && it + 1 == *at
-        {
-            let inst = mheta_live::instrumented_iterations();
-            let t0 = Instant::now();
-            let remaining = iters - (it + 1);
-            let plan = mheta_live::plan_in_run(
-                world,
-                &decl,
-                &mheta_live::trace_dir(),
-                profile,
-                remaining,
-            )?;
-            let plan_s = t0.elapsed().as_secs_f64();
-            let moving = plan.dist != ctx.dist;
-            let mut redistribute_s = 0.0;
-            let mut measured_move_s = None;
-            if moving {
-                world.barrier();
-                let t1 = Instant::now();
-                kernel.redistribute(&ctx, &plan.dist)?;
-                redistribute_s = t1.elapsed().as_secs_f64();
-                let mut worst = 0.0f64;
-                world.all_reduce_into(&redistribute_s, &mut worst, SystemOperation::max());
-                measured_move_s = Some(worst);
-                moved_at = Some(it);
+        if let Some((at, profile)) = &ck.auto {
+            let replan_now = watch.as_mut().is_some_and(|w| w.replan_at == Some(it + 1));
+            if it + 1 == *at || replan_now {
+                let r = plan_and_move(world, &mut kernel, &mut ctx, &mut decl, profile, it, iters)?;
+                if r.moved {
+                    moved.push(it);
+                }
+                let expected = if r.moved {
+                    r.predicted_chosen_s
+                } else {
+                    r.predicted_from_s
+                };
+                match (&mut auto_report, replan_now) {
+                    (None, _) => auto_report = Some(r),
+                    (Some(a), _) => a.replans.push(r),
+                }
+                if let Some(w) = watch.as_mut() {
+                    w.planned(world, it, expected, replan_now);
+                }
+            } else if let Some(w) = watch.as_mut()
+                && let Some(drift) = w.observe(world, it, times[it as usize])
+            {
+                // The next iterations are recorded again (the perturbed
+                // ones are left out of the medians), then the plan is
+                // made afresh.
+                mheta_live::markers::rerecord();
+                let inst = mheta_live::instrumented_iterations();
+                w.replan_at = Some(it + 1 + inst.end);
+                rerecorded.extend((it + 1 + inst.start)..(it + 1 + inst.end));
+                if let Some(a) = auto_report.as_mut() {
+                    a.drifts.push(drift);
+                }
             }
-            if let (Some(f), Some(d), Some(c)) = (&plan.found, &plan.decision, &plan.cost) {
-                auto_report = Some(AutoReport {
-                    instrumented_iterations: inst,
-                    redistributed_after: it,
-                    from_dist: ctx.dist.0.clone(),
-                    chosen_dist: f.dist.clone(),
-                    moved: d.moved,
-                    reason: d.reason.clone(),
-                    predicted_from_s: plan.predicted_current_s,
-                    predicted_chosen_s: f.predicted_s,
-                    remaining_iters: remaining,
-                    predicted_gain_s: d.gain_s,
-                    predicted_move_s: c.total_s,
-                    move_bytes: c.bytes,
-                    measured_move_s,
-                    measured_from_s: None,
-                    measured_chosen_s: None,
-                    evaluations: f.evaluations,
-                    plan_s,
-                    redistribute_s,
-                });
-            }
-            ctx.dist = plan.dist;
         }
     }
     let elapsed_s = t_start.elapsed().as_secs_f64();
@@ -751,8 +844,12 @@ pub fn run<K: Kernel>(
     // Medians leave out iteration 0 (warm-up), the instrumented iterations
     // (perturbed by recording), and the redistribution's iteration and the
     // one after it.
-    let skip =
-        |i: u64| i == 0 || inst.contains(&i) || moved_at.is_some_and(|m| i == m || i == m + 1);
+    let skip = |i: u64| {
+        i == 0
+            || inst.contains(&i)
+            || rerecorded.contains(&i)
+            || moved.iter().any(|&m| i == m || i == m + 1)
+    };
     let med = |v: &[f64], from: u64, to: u64| {
         median(
             (from..to.min(v.len() as u64))
@@ -783,7 +880,12 @@ pub fn run<K: Kernel>(
     if let Some(a) = auto_report.as_mut() {
         a.measured_from_s = med(&job_times, 1, a.redistributed_after + 1);
         if a.moved {
-            a.measured_chosen_s = med(&job_times, a.redistributed_after + 2, iters);
+            // Up to the next re-plan, if any.
+            let end = a
+                .replans
+                .first()
+                .map_or(iters, |r| r.redistributed_after + 1);
+            a.measured_chosen_s = med(&job_times, a.redistributed_after + 2, end);
         }
     }
     if let Some(ranks) = ranks {

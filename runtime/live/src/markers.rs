@@ -47,3 +47,11 @@ pub fn stage<R>(f: impl FnOnce() -> R) -> R {
     stage_end();
     r
 }
+
+/// Record again: the interposer forgets the iterations it has seen and
+/// records the instrumented ones counted from the next iteration marker
+/// (`MHETA_INSTRUMENT_ITER` of them skipped, then `MHETA_INSTRUMENT_COUNT`
+/// recorded), rewriting this rank's trace when they end.
+pub fn rerecord() {
+    pcontrol(pcontrol::RESET);
+}
