@@ -14,6 +14,11 @@
 //! faithful emulation (mean 0.1–3%, worst 7–11% at 2 ranks: `mheta
 //! experiment`) and far below the 1.5–2x a new job on a core causes.
 //!
+//! Iterations predicted shorter than [`MIN_WATCHED_S`] are not watched: a
+//! window of them is a few milliseconds, which one scheduler tick or
+//! another process's burst on a shared node can double, and a re-plan on
+//! such a recording is as noisy as the disturbance it reacts to.
+//!
 //! Expected time: the model's prediction for the distribution in force,
 //! right after a plan. If the first window after a re-plan still drifts
 //! (the model does not match this run even on a fresh recording), the
@@ -28,6 +33,8 @@ use serde::Serialize;
 pub const WINDOW: usize = 5;
 /// Default `--replan-threshold`, percent.
 pub const DEFAULT_THRESHOLD_PCT: f64 = 15.0;
+/// Shortest predicted iteration time that is watched, seconds.
+pub const MIN_WATCHED_S: f64 = 2e-3;
 /// Iterations left alone after a plan (the move and the one after it).
 const SETTLE: u64 = 2;
 
@@ -78,7 +85,7 @@ impl Watch {
     pub fn planned(&mut self, world: &SimpleCommunicator, it: u64, expected: f64, replan: bool) {
         let mut e = expected;
         world.process_at_rank(0).broadcast_into(&mut e);
-        self.expected = (e.is_finite() && e > 0.0).then_some(e);
+        self.expected = (e.is_finite() && e >= MIN_WATCHED_S).then_some(e);
         self.from = it + 1 + SETTLE;
         self.window.clear();
         self.strikes = 0;
