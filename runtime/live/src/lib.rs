@@ -328,7 +328,7 @@ pub fn redistribute_in_place<T: Equivalence + Copy + Default>(
     let grown = plan.old_rows.max(plan.new_rows) as usize * row_len;
     v.resize(grown, T::default());
     if plan.one_phase() {
-        let (head, mut tail) = v.split_at_mut(plan.old_rows as usize * row_len);
+        let (head, tail) = v.split_at_mut(plan.old_rows as usize * row_len);
         let head: &[T] = head;
         mpi::request::scope(|scope| {
             let mut reqs = Vec::with_capacity(plan.sends.len());
@@ -339,21 +339,14 @@ pub fn redistribute_in_place<T: Equivalence + Copy + Default>(
                     REDIST_TAG,
                 ));
             }
-            // Receives arrive in rank order, so the tail splits in order.
-            let mut recvs = Vec::with_capacity(plan.recvs.len());
-            let mut base = plan.old_rows;
-            for &(j, pos, rows) in &plan.recvs {
-                let skip = ((pos - base) * w) as usize;
-                let (buf, rest) =
-                    std::mem::take(&mut tail)[skip..].split_at_mut((rows * w) as usize);
-                tail = rest;
-                base = pos + rows;
-                recvs.push(
+            let recvs: Vec<_> = recv_slices(tail, plan.old_rows, &plan.recvs, w)
+                .into_iter()
+                .map(|(j, buf)| {
                     world
                         .process_at_rank(j as i32)
-                        .immediate_receive_into_with_tag(scope, buf, REDIST_TAG),
-                );
-            }
+                        .immediate_receive_into_with_tag(scope, buf, REDIST_TAG)
+                })
+                .collect();
             for r in recvs {
                 r.wait();
             }
@@ -384,21 +377,14 @@ pub fn redistribute_in_place<T: Equivalence + Copy + Default>(
             v.copy_within(at(from, rows), (to * w) as usize);
         }
         mpi::request::scope(|scope| {
-            let mut rest: &mut [T] = v;
-            let mut base = 0;
-            let mut recvs = Vec::with_capacity(plan.recvs.len());
-            for &(j, pos, rows) in &plan.recvs {
-                let skip = ((pos - base) * w) as usize;
-                let (buf, tail) =
-                    std::mem::take(&mut rest)[skip..].split_at_mut((rows * w) as usize);
-                rest = tail;
-                base = pos + rows;
-                recvs.push(
+            let recvs: Vec<_> = recv_slices(v, 0, &plan.recvs, w)
+                .into_iter()
+                .map(|(j, buf)| {
                     world
                         .process_at_rank(j as i32)
-                        .immediate_receive_into_with_tag(scope, buf, REDIST_TAG),
-                );
-            }
+                        .immediate_receive_into_with_tag(scope, buf, REDIST_TAG)
+                })
+                .collect();
             for r in recvs {
                 r.wait();
             }
@@ -408,4 +394,24 @@ pub fn redistribute_in_place<T: Equivalence + Copy + Default>(
     if v.capacity() > v.len() + v.len() / 3 + 4096 {
         v.shrink_to_fit();
     }
+}
+
+/// Split `buf`, whose first element is row position `base` (new layout),
+/// into the disjoint slices the receives `(peer, position, rows)` land in;
+/// receives come in rank order, hence in row order.
+fn recv_slices<'a, T>(
+    mut buf: &'a mut [T],
+    mut base: u64,
+    recvs: &[(usize, u64, u64)],
+    w: u64,
+) -> Vec<(usize, &'a mut [T])> {
+    let mut out = Vec::with_capacity(recvs.len());
+    for &(j, pos, rows) in recvs {
+        let (piece, rest) = std::mem::take(&mut buf)[((pos - base) * w) as usize..]
+            .split_at_mut((rows * w) as usize);
+        buf = rest;
+        base = pos + rows;
+        out.push((j, piece));
+    }
+    out
 }
