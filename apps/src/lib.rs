@@ -62,8 +62,10 @@ pub struct Common {
     /// How cpu_power is emulated: share (a cgroup quota of each rank's
     /// base share of a core, so ranks never steal each other's time, plus
     /// extra work for the relative power), quota (a quota of base share ×
-    /// power), or spin (extra work only, the paper's method).
-    #[arg(long, value_name = "HOW", default_value = "share", value_parser = ["share", "quota", "spin"])]
+    /// power), spin (extra work only, the paper's method), or paced (each
+    /// piece of work that took CPU time c lasts c / (base share × power),
+    /// sleeping for the rest, like the paced disk).
+    #[arg(long, value_name = "HOW", default_value = "share", value_parser = ["share", "quota", "spin", "paced"])]
     pub cpu_emulation: String,
     /// Disk rate of a rank at io_factor 1, MB/s (each rank gets MB/s /
     /// io_factor; default 100). Given explicitly, every rank's disk is
@@ -316,8 +318,8 @@ impl Ctx<'_> {
         mheta_live::markers::level(l as u32);
     }
 
-    /// Real work: stretched to `t / cpu_power` under the spin fallback,
-    /// untouched under a cgroup quota.
+    /// Real work: a rank of relative power p < 1 follows it with extra
+    /// work until it has taken 1/p of its CPU time (see `emulate`).
     pub fn work<R>(&self, f: impl FnOnce() -> R) -> R {
         self.emu.work(f)
     }
@@ -679,7 +681,8 @@ pub fn run<K: Kernel>(
         disk_mb_s: c.disk_mb_s.unwrap_or(emulate::DEFAULT_DISK_MB_S),
     };
     let rss0 = Emulation::rss();
-    let mut emu = Emulation::start(&resolved, &node_powers, &scratch.dir);
+    let local = (0..rank).filter(|&j| hosts[j] == hosts[rank]).count();
+    let mut emu = Emulation::start(&resolved, &node_powers, local, &scratch.dir);
     // The node's cores, not this rank's affinity (mpirun binds ranks).
     // SAFETY: sysconf takes a constant and returns a number.
     let cores = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
