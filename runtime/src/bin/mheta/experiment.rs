@@ -32,6 +32,7 @@ pub struct Args {
     pub prefetch: bool,
     pub points: usize,
     pub iters: u64,
+    pub repeat: usize,
     pub json: bool,
     pub plot: Option<PathBuf>,
     pub profile: Option<PathBuf>,
@@ -46,6 +47,10 @@ pub struct Row {
     pub predicted_s: f64,
     pub actual_s: f64,
     pub diff_pct: f64,
+    /// Each real run's median iteration, in the order they ran.
+    pub runs_s: Vec<f64>,
+    /// (max − min) / median of `runs_s`, percent.
+    pub spread_pct: f64,
 }
 
 #[derive(Serialize, Debug)]
@@ -55,6 +60,8 @@ pub struct Report {
     pub np: usize,
     pub prefetch: bool,
     pub iters: u64,
+    /// Real runs per distribution (interleaved rounds).
+    pub repeat: usize,
     pub rows: Vec<Row>,
     pub min_diff_pct: f64,
     pub mean_diff_pct: f64,
@@ -84,6 +91,9 @@ pub fn check(a: &Args) -> Result<PathBuf> {
     if a.points < 3 {
         bail!("--points {}: at least 3 distributions are needed", a.points);
     }
+    if a.repeat < 1 {
+        bail!("--repeat {}: at least one run per distribution", a.repeat);
+    }
     if a.iters < 2 {
         bail!("--iters {}: at least 2 iterations per run", a.iters);
     }
@@ -101,6 +111,16 @@ pub fn check(a: &Args) -> Result<PathBuf> {
         );
     }
     Ok(bin)
+}
+
+/// The median of sorted values (the mean of the middle two when even).
+fn median_sorted(v: &[f64]) -> f64 {
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    }
 }
 
 /// |p - a| / min(p, a), in percent (the paper's figure 9 measure).
@@ -282,37 +302,50 @@ pub fn run(a: &Args) -> Result<Report> {
         }
         None => dists.push(("GBS".into(), gd)),
     }
-    // 4. A real run and a prediction for each.
-    bar.set_length(dists.len() as u64);
-    let mut rows = Vec::new();
-    for (label, d) in &dists {
-        bar.set_message(format!("run {d}"));
-        let predicted_s = m
-            .predict(d)
-            .map(|p| p.per_iteration_s)
-            .unwrap_or(f64::INFINITY);
-        let mut c = mpirun(a.np);
-        c.arg(&bin)
-            .args(app_args(a, a.iters))
-            .arg("--dist")
-            .arg(d.to_string());
-        let what = format!("the run on {d}");
-        let r = run_job(c, &what)?;
-        match (&reference, sor) {
-            (None, true) => reference = Some(r.clone()),
-            _ => check_answer(&r, &what, reference.as_ref())?,
+    // 4. A prediction for each, and --repeat real runs in interleaved
+    // rounds.
+    bar.set_length((dists.len() * a.repeat) as u64);
+    let predicted: Vec<f64> = dists
+        .iter()
+        .map(|(_, d)| m.predict(d).map(|p| p.per_iteration_s).unwrap_or(f64::INFINITY))
+        .collect();
+    let mut runs: Vec<Vec<f64>> = vec![Vec::new(); dists.len()];
+    for round in 0..a.repeat {
+        for (i, (_, d)) in dists.iter().enumerate() {
+            bar.set_message(format!("round {}/{}: run {d}", round + 1, a.repeat));
+            let mut c = mpirun(a.np);
+            c.arg(&bin)
+                .args(app_args(a, a.iters))
+                .arg("--dist")
+                .arg(d.to_string());
+            let what = format!("the run on {d}");
+            let r = run_job(c, &what)?;
+            match (&reference, sor) {
+                (None, true) => reference = Some(r.clone()),
+                _ => check_answer(&r, &what, reference.as_ref())?,
+            }
+            runs[i].push(
+                r["iter_median_s"]
+                    .as_f64()
+                    .context("run result has no iter_median_s")?,
+            );
+            bar.inc(1);
         }
-        let actual_s = r["iter_median_s"]
-            .as_f64()
-            .context("run result has no iter_median_s")?;
+    }
+    let mut rows = Vec::new();
+    for (((label, d), predicted_s), runs_s) in dists.iter().zip(predicted).zip(runs) {
+        let mut sorted = runs_s.clone();
+        sorted.sort_by(f64::total_cmp);
+        let actual_s = median_sorted(&sorted);
         rows.push(Row {
             label: label.clone(),
             dist: d.0.clone(),
             predicted_s,
             actual_s,
             diff_pct: diff_pct(predicted_s, actual_s),
+            spread_pct: 100.0 * (sorted[sorted.len() - 1] - sorted[0]) / actual_s,
+            runs_s,
         });
-        bar.inc(1);
     }
     bar.finish_and_clear();
     let diffs: Vec<f64> = rows.iter().map(|r| r.diff_pct).collect();
@@ -332,6 +365,7 @@ pub fn run(a: &Args) -> Result<Report> {
         np: a.np,
         prefetch: a.prefetch,
         iters: a.iters,
+        repeat: a.repeat,
         min_diff_pct: diffs.iter().copied().fold(f64::INFINITY, f64::min),
         mean_diff_pct: diffs.iter().sum::<f64>() / diffs.len() as f64,
         max_diff_pct: diffs.iter().copied().fold(0.0, f64::max),
@@ -349,12 +383,17 @@ pub fn run(a: &Args) -> Result<Report> {
 /// The table, then the summary.
 pub fn print(r: &Report) {
     println!(
-        "# mheta experiment: {} on {} with {} ranks{}, {} iterations per run (median iteration)",
+        "# mheta experiment: {} on {} with {} ranks{}, {} iterations per run (median iteration), {}",
         r.app,
         r.cluster,
         r.np,
         if r.prefetch { ", prefetching" } else { "" },
-        r.iters
+        r.iters,
+        if r.repeat > 1 {
+            format!("{} interleaved runs per point (median; spread = (max - min) / median)", r.repeat)
+        } else {
+            "one run per point".to_string()
+        }
     );
     println!(
         "# emulation: cpu {}, memory {}, disk {}, cache {}, wait {}",
@@ -365,18 +404,23 @@ pub fn print(r: &Report) {
         r.emulation["wait"].as_str().unwrap_or("?"),
     );
     println!(
-        "{:>3}  {:<10} {:<28} {:>14} {:>14} {:>8}",
-        "#", "point", "distribution", "predicted (s)", "actual (s)", "diff %"
+        "{:>3}  {:<10} {:<28} {:>14} {:>14} {:>8} {:>9}",
+        "#", "point", "distribution", "predicted (s)", "actual (s)", "diff %", "spread %"
     );
     for (i, row) in r.rows.iter().enumerate() {
         println!(
-            "{:>3}  {:<10} {:<28} {:>14.6} {:>14.6} {:>8.2}",
+            "{:>3}  {:<10} {:<28} {:>14.6} {:>14.6} {:>8.2} {:>9}",
             i,
             row.label,
             Dist(row.dist.clone()).to_string(),
             row.predicted_s,
             row.actual_s,
-            row.diff_pct
+            row.diff_pct,
+            if row.runs_s.len() > 1 {
+                format!("{:.2}", row.spread_pct)
+            } else {
+                "-".to_string()
+            }
         );
     }
     println!(

@@ -136,6 +136,13 @@ enum Cmd {
         /// cg runs its NPB class's count.
         #[arg(long, default_value_t = 8)]
         iters: u64,
+        /// Real runs per distribution, in interleaved rounds (every point
+        /// once, then again): "actual" is the median of the runs' median
+        /// iterations, and the JSON gives each run and the spread. A
+        /// shared machine drifts between runs; one run per point shows
+        /// that drift as model error.
+        #[arg(long, default_value_t = 1)]
+        repeat: usize,
         /// Cluster profile from `mheta bench` (default: measure one now).
         #[arg(long)]
         profile: Option<PathBuf>,
@@ -425,6 +432,7 @@ fn main() {
                 prefetch,
                 points,
                 iters,
+                repeat,
                 profile,
                 dir,
                 json,
@@ -438,6 +446,7 @@ fn main() {
                     prefetch,
                     points,
                     iters,
+                    repeat,
                     json,
                     plot,
                     profile,
