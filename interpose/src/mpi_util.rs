@@ -38,8 +38,19 @@ pub fn own_statuses(
     }
 }
 
-/// Bytes in `count` elements of `dt`.
+/// `MPI_IN_PLACE`: Open MPI's `(void *) 1` or MPICH's `(void *) -1`;
+/// neither can be a buffer's address. (mpi-sys exports no handle for it.)
+pub fn in_place(p: *const std::os::raw::c_void) -> bool {
+    p as usize == 1 || p as usize == usize::MAX
+}
+
+/// Bytes in `count` elements of `dt` (0 for `MPI_DATATYPE_NULL`, which a
+/// caller may pass where the datatype is ignored).
 pub fn bytes(count: c_int, dt: MPI_Datatype) -> u64 {
+    // SAFETY: reading an extern static handle.
+    if count <= 0 || dt == unsafe { mpi_sys::RSMPI_DATATYPE_NULL } {
+        return 0;
+    }
     let mut size: c_int = 0;
     // SAFETY: dt is the caller's datatype handle, size a valid local.
     unsafe { mpi_sys::PMPI_Type_size(dt, &mut size) };
@@ -77,24 +88,71 @@ pub unsafe fn status_bytes(st: *const MPI_Status) -> u64 {
     }
 }
 
-/// Translate a rank of `comm` into its `MPI_COMM_WORLD` rank.
-pub fn world_rank(comm: MPI_Comm, r: c_int) -> i32 {
+/// Whether `comm` is an intercommunicator (false for `MPI_COMM_NULL`).
+pub fn is_inter(comm: MPI_Comm) -> bool {
     // SAFETY: reading an extern static handle.
-    let world = unsafe { mpi_sys::RSMPI_COMM_WORLD };
-    if r < 0 || comm == world {
+    if comm == unsafe { mpi_sys::RSMPI_COMM_NULL } {
+        return false;
+    }
+    let mut flag: c_int = 0;
+    // SAFETY: comm is a communicator of the caller; flag a valid local.
+    unsafe { mpi_sys::PMPI_Comm_test_inter(comm, &mut flag) };
+    flag != 0
+}
+
+/// The number of ranks a peer or root argument of `comm` may name: the
+/// remote group's size on an intercommunicator, else the size.
+pub fn peer_size(comm: MPI_Comm) -> u32 {
+    if !is_inter(comm) {
+        return comm_size(comm);
+    }
+    let mut n = 0;
+    // SAFETY: comm is a valid intercommunicator of the caller.
+    unsafe { mpi_sys::PMPI_Comm_remote_size(comm, &mut n) };
+    n.max(0) as u32
+}
+
+/// This process's rank in `comm` (its local group on an
+/// intercommunicator).
+pub fn comm_rank(comm: MPI_Comm) -> c_int {
+    let mut r = 0;
+    // SAFETY: comm is a valid communicator of the caller.
+    unsafe { mpi_sys::PMPI_Comm_rank(comm, &mut r) };
+    r
+}
+
+/// Translate a rank of `comm` into its `MPI_COMM_WORLD` rank. Negative
+/// ranks (`MPI_PROC_NULL`, `MPI_ROOT`, `MPI_ANY_SOURCE`) are kept. On an
+/// intercommunicator a peer or root names a rank of the remote group; a
+/// process outside this `MPI_COMM_WORLD` (a spawned child or parent)
+/// becomes `MPI_UNDEFINED`.
+pub fn world_rank(comm: MPI_Comm, r: c_int) -> i32 {
+    // SAFETY: reading extern static handles.
+    let (world, null) = unsafe { (mpi_sys::RSMPI_COMM_WORLD, mpi_sys::RSMPI_COMM_NULL) };
+    if r < 0 || comm == world || comm == null {
         return r;
     }
-    let mut out = r;
+    let inter = is_inter(comm);
+    let mut out = mpi_sys::MPI_UNDEFINED;
     // SAFETY: comm is a valid communicator of the caller; the groups are
-    // created and freed here.
+    // created and freed here, and r is checked against the group's size
+    // before the translation (Open MPI does not check it).
     unsafe {
         let mut g = std::mem::zeroed();
         let mut wg = std::mem::zeroed();
-        mpi_sys::PMPI_Comm_group(comm, &mut g);
-        mpi_sys::PMPI_Comm_group(world, &mut wg);
-        mpi_sys::PMPI_Group_translate_ranks(g, 1, &r, wg, &mut out);
+        if inter {
+            mpi_sys::PMPI_Comm_remote_group(comm, &mut g);
+        } else {
+            mpi_sys::PMPI_Comm_group(comm, &mut g);
+        }
+        let mut n = 0;
+        mpi_sys::PMPI_Group_size(g, &mut n);
+        if r < n {
+            mpi_sys::PMPI_Comm_group(world, &mut wg);
+            mpi_sys::PMPI_Group_translate_ranks(g, 1, &r, wg, &mut out);
+            mpi_sys::PMPI_Group_free(&mut wg);
+        }
         mpi_sys::PMPI_Group_free(&mut g);
-        mpi_sys::PMPI_Group_free(&mut wg);
     }
     out
 }

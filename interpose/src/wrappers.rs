@@ -155,6 +155,51 @@ fn root_of(comm: MPI_Comm, root: c_int) -> i32 {
     world_rank(comm, root)
 }
 
+/// A rooted collective's bytes, 0 for a process that passes
+/// `MPI_PROC_NULL` (the idle side of an intercommunicator's root group,
+/// whose other arguments MPI ignores).
+fn rooted(root: c_int, f: impl FnOnce() -> u64) -> u64 {
+    if root == mpi_sys::MPI_PROC_NULL { 0 } else { f() }
+}
+
+/// This process's part of a gather or scatter: `count` × `dt` of `buf`,
+/// or, when `buf` is `MPI_IN_PLACE` (whose count and type MPI ignores),
+/// `other_count` × `other_dt`.
+fn own_part(
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    other_count: c_int,
+    other_dt: MPI_Datatype,
+) -> u64 {
+    if in_place(buf) { bytes(other_count, other_dt) } else { bytes(count, dt) }
+}
+
+/// As [`own_part`] for the vector forms: in place, this rank's entry of
+/// `other_counts` × `other_dt`.
+///
+/// # Safety
+/// When `buf` is `MPI_IN_PLACE`, `other_counts` has an entry per rank of
+/// `comm`.
+unsafe fn own_part_v(
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    other_counts: *const c_int,
+    other_dt: MPI_Datatype,
+    comm: MPI_Comm,
+) -> u64 {
+    if !in_place(buf) {
+        return bytes(count, dt);
+    }
+    let me = comm_rank(comm);
+    if other_counts.is_null() || me < 0 {
+        return 0;
+    }
+    // SAFETY: as promised by the caller.
+    bytes(unsafe { *other_counts.add(me as usize) }, other_dt)
+}
+
 /// The MHETA prefetch trick (paper, fig. 5): while recording, a
 /// non-blocking read is performed as a blocking read, and the program gets
 /// an already completed generalized request, so its wait returns at once.
@@ -429,12 +474,12 @@ wrappers! {
     MPI_Bcast => PMPI_Bcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int,
                             comm: MPI_Comm) as Bcast {
         pre: {}
-        post: What::Collective { bytes: bytes(count, datatype), comm_size: comm_size(comm), root: root_of(comm, root) },
+        post: What::Collective { bytes: rooted(root, || bytes(count, datatype)), comm_size: comm_size(comm), root: root_of(comm, root) },
     }
     MPI_Reduce => PMPI_Reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype,
                               op: MPI_Op, root: c_int, comm: MPI_Comm) as Reduce {
         pre: {}
-        post: What::Collective { bytes: bytes(count, datatype), comm_size: comm_size(comm), root: root_of(comm, root) },
+        post: What::Collective { bytes: rooted(root, || bytes(count, datatype)), comm_size: comm_size(comm), root: root_of(comm, root) },
     }
     MPI_Allreduce => PMPI_Allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int,
                                     datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) as Allreduce {
@@ -445,50 +490,53 @@ wrappers! {
                               recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
                               root: c_int, comm: MPI_Comm) as Gather {
         pre: {}
-        post: What::Collective { bytes: bytes(sendcount, sendtype), comm_size: comm_size(comm), root: root_of(comm, root) },
+        post: What::Collective { bytes: rooted(root, || own_part(sendbuf, sendcount, sendtype, recvcount, recvtype)), comm_size: comm_size(comm), root: root_of(comm, root) },
     }
     MPI_Gatherv => PMPI_Gatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
                                 recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int,
                                 recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) as Gatherv {
         pre: {}
-        post: What::Collective { bytes: bytes(sendcount, sendtype), comm_size: comm_size(comm), root: root_of(comm, root) },
+        // SAFETY: in place, recvcounts has one entry per rank of comm.
+        post: What::Collective { bytes: rooted(root, || unsafe { own_part_v(sendbuf, sendcount, sendtype, recvcounts, recvtype, comm) }), comm_size: comm_size(comm), root: root_of(comm, root) },
     }
     MPI_Scatter => PMPI_Scatter(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
                                 recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
                                 root: c_int, comm: MPI_Comm) as Scatter {
         pre: {}
-        post: What::Collective { bytes: bytes(recvcount, recvtype), comm_size: comm_size(comm), root: root_of(comm, root) },
+        post: What::Collective { bytes: rooted(root, || own_part(recvbuf, recvcount, recvtype, sendcount, sendtype)), comm_size: comm_size(comm), root: root_of(comm, root) },
     }
     MPI_Scatterv => PMPI_Scatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int,
                                   sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int,
                                   recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) as Scatterv {
         pre: {}
-        post: What::Collective { bytes: bytes(recvcount, recvtype), comm_size: comm_size(comm), root: root_of(comm, root) },
+        // SAFETY: in place, sendcounts has one entry per rank of comm.
+        post: What::Collective { bytes: rooted(root, || unsafe { own_part_v(recvbuf, recvcount, recvtype, sendcounts, sendtype, comm) }), comm_size: comm_size(comm), root: root_of(comm, root) },
     }
     MPI_Allgather => PMPI_Allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
                                     recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
                                     comm: MPI_Comm) as Allgather {
         pre: {}
-        post: What::Collective { bytes: bytes(sendcount, sendtype), comm_size: comm_size(comm), root: -1 },
+        post: What::Collective { bytes: own_part(sendbuf, sendcount, sendtype, recvcount, recvtype), comm_size: comm_size(comm), root: -1 },
     }
     MPI_Allgatherv => PMPI_Allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
                                       recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int,
                                       recvtype: MPI_Datatype, comm: MPI_Comm) as Allgatherv {
         pre: {}
-        post: What::Collective { bytes: bytes(sendcount, sendtype), comm_size: comm_size(comm), root: -1 },
+        // SAFETY: in place, recvcounts has one entry per rank of comm.
+        post: What::Collective { bytes: unsafe { own_part_v(sendbuf, sendcount, sendtype, recvcounts, recvtype, comm) }, comm_size: comm_size(comm), root: -1 },
     }
     MPI_Alltoall => PMPI_Alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
                                   recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
                                   comm: MPI_Comm) as Alltoall {
-        pre: { let n = comm_size(comm); }
-        post: What::Collective { bytes: bytes(sendcount, sendtype) * n as u64, comm_size: n, root: -1 },
+        pre: { let n = peer_size(comm); }
+        post: What::Collective { bytes: own_part(sendbuf, sendcount, sendtype, recvcount, recvtype) * n as u64, comm_size: n, root: -1 },
     }
     MPI_Alltoallv => PMPI_Alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int,
                                     sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int,
                                     rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm) as Alltoallv {
-        pre: { let n = comm_size(comm); }
-        // SAFETY: sendcounts has one entry per rank of comm.
-        post: What::Collective { bytes: unsafe { bytes_v(sendcounts, n, sendtype) }, comm_size: n, root: -1 },
+        pre: { let n = peer_size(comm); }
+        // SAFETY: the counts have one entry per peer of comm.
+        post: What::Collective { bytes: unsafe { if in_place(sendbuf) { bytes_v(recvcounts, n, recvtype) } else { bytes_v(sendcounts, n, sendtype) } }, comm_size: n, root: -1 },
     }
     MPI_Reduce_scatter => PMPI_Reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int,
                                               datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) as Reduce_scatter {
@@ -511,12 +559,12 @@ wrappers! {
     MPI_Ibcast => PMPI_Ibcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int,
                               comm: MPI_Comm, request: *mut MPI_Request) as Ibcast {
         pre: {}
-        post: What::ICollective { bytes: bytes(count, datatype), comm_size: comm_size(comm), root: root_of(comm, root), req: new_req(request, None) },
+        post: What::ICollective { bytes: rooted(root, || bytes(count, datatype)), comm_size: comm_size(comm), root: root_of(comm, root), req: new_req(request, None) },
     }
     MPI_Ireduce => PMPI_Ireduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype,
                                 op: MPI_Op, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Ireduce {
         pre: {}
-        post: What::ICollective { bytes: bytes(count, datatype), comm_size: comm_size(comm), root: root_of(comm, root), req: new_req(request, None) },
+        post: What::ICollective { bytes: rooted(root, || bytes(count, datatype)), comm_size: comm_size(comm), root: root_of(comm, root), req: new_req(request, None) },
     }
     MPI_Iallreduce => PMPI_Iallreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int,
                                       datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
@@ -528,54 +576,57 @@ wrappers! {
                                 recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
                                 root: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Igather {
         pre: {}
-        post: What::ICollective { bytes: bytes(sendcount, sendtype), comm_size: comm_size(comm), root: root_of(comm, root), req: new_req(request, None) },
+        post: What::ICollective { bytes: rooted(root, || own_part(sendbuf, sendcount, sendtype, recvcount, recvtype)), comm_size: comm_size(comm), root: root_of(comm, root), req: new_req(request, None) },
     }
     MPI_Igatherv => PMPI_Igatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
                                   recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int,
                                   recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
                                   request: *mut MPI_Request) as Igatherv {
         pre: {}
-        post: What::ICollective { bytes: bytes(sendcount, sendtype), comm_size: comm_size(comm), root: root_of(comm, root), req: new_req(request, None) },
+        // SAFETY: in place, recvcounts has one entry per rank of comm.
+        post: What::ICollective { bytes: rooted(root, || unsafe { own_part_v(sendbuf, sendcount, sendtype, recvcounts, recvtype, comm) }), comm_size: comm_size(comm), root: root_of(comm, root), req: new_req(request, None) },
     }
     MPI_Iscatter => PMPI_Iscatter(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
                                   recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
                                   root: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Iscatter {
         pre: {}
-        post: What::ICollective { bytes: bytes(recvcount, recvtype), comm_size: comm_size(comm), root: root_of(comm, root), req: new_req(request, None) },
+        post: What::ICollective { bytes: rooted(root, || own_part(recvbuf, recvcount, recvtype, sendcount, sendtype)), comm_size: comm_size(comm), root: root_of(comm, root), req: new_req(request, None) },
     }
     MPI_Iscatterv => PMPI_Iscatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int,
                                     sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int,
                                     recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
                                     request: *mut MPI_Request) as Iscatterv {
         pre: {}
-        post: What::ICollective { bytes: bytes(recvcount, recvtype), comm_size: comm_size(comm), root: root_of(comm, root), req: new_req(request, None) },
+        // SAFETY: in place, sendcounts has one entry per rank of comm.
+        post: What::ICollective { bytes: rooted(root, || unsafe { own_part_v(recvbuf, recvcount, recvtype, sendcounts, sendtype, comm) }), comm_size: comm_size(comm), root: root_of(comm, root), req: new_req(request, None) },
     }
     MPI_Iallgather => PMPI_Iallgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
                                       recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
                                       comm: MPI_Comm, request: *mut MPI_Request) as Iallgather {
         pre: {}
-        post: What::ICollective { bytes: bytes(sendcount, sendtype), comm_size: comm_size(comm), root: -1, req: new_req(request, None) },
+        post: What::ICollective { bytes: own_part(sendbuf, sendcount, sendtype, recvcount, recvtype), comm_size: comm_size(comm), root: -1, req: new_req(request, None) },
     }
     MPI_Iallgatherv => PMPI_Iallgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
                                         recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int,
                                         recvtype: MPI_Datatype, comm: MPI_Comm,
                                         request: *mut MPI_Request) as Iallgatherv {
         pre: {}
-        post: What::ICollective { bytes: bytes(sendcount, sendtype), comm_size: comm_size(comm), root: -1, req: new_req(request, None) },
+        // SAFETY: in place, recvcounts has one entry per rank of comm.
+        post: What::ICollective { bytes: unsafe { own_part_v(sendbuf, sendcount, sendtype, recvcounts, recvtype, comm) }, comm_size: comm_size(comm), root: -1, req: new_req(request, None) },
     }
     MPI_Ialltoall => PMPI_Ialltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
                                     recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
                                     comm: MPI_Comm, request: *mut MPI_Request) as Ialltoall {
-        pre: { let n = comm_size(comm); }
-        post: What::ICollective { bytes: bytes(sendcount, sendtype) * n as u64, comm_size: n, root: -1, req: new_req(request, None) },
+        pre: { let n = peer_size(comm); }
+        post: What::ICollective { bytes: own_part(sendbuf, sendcount, sendtype, recvcount, recvtype) * n as u64, comm_size: n, root: -1, req: new_req(request, None) },
     }
     MPI_Ialltoallv => PMPI_Ialltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int,
                                       sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int,
                                       rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
                                       request: *mut MPI_Request) as Ialltoallv {
-        pre: { let n = comm_size(comm); }
-        // SAFETY: sendcounts has one entry per rank of comm.
-        post: What::ICollective { bytes: unsafe { bytes_v(sendcounts, n, sendtype) }, comm_size: n, root: -1, req: new_req(request, None) },
+        pre: { let n = peer_size(comm); }
+        // SAFETY: the counts have one entry per peer of comm.
+        post: What::ICollective { bytes: unsafe { if in_place(sendbuf) { bytes_v(recvcounts, n, recvtype) } else { bytes_v(sendcounts, n, sendtype) } }, comm_size: n, root: -1, req: new_req(request, None) },
     }
     MPI_Ireduce_scatter => PMPI_Ireduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void,
                                                 recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op,

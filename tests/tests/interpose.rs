@@ -679,3 +679,51 @@ unsafe extern "C" {
     #[link_name = "kill"]
     fn libc_kill(pid: i32, sig: i32) -> i32;
 }
+
+/// Corner cases of valid MPI (tests/c/edge.c: intercommunicator roots
+/// MPI_ROOT and MPI_PROC_NULL, MPI_IN_PLACE with MPI_DATATYPE_NULL, zero
+/// counts, MPI_COMM_SELF, dup/split/free, persistent requests,
+/// MPI_ANY_SOURCE, ignored statuses, MPI_REQUEST_NULL) under every tool,
+/// idle and recording, at 1 to 4 ranks: the same output, and a trace of
+/// every rank when the whole run is recorded.
+#[test]
+fn edge_cases_under_every_tool() {
+    let dir = scratch("edge");
+    let exe = cc(&dir, "edge");
+    for np in 1..=4usize {
+        for (tools, whole) in [("recorder", false), ("summary", false), ("recorder,summary", true)] {
+            let extra: &[&str] = if whole { &["--whole-run"] } else { &[] };
+            let trace = same_output(&dir, np, tools, &exe, &[], extra);
+            if whole {
+                let traces = mheta_trace::read_dir(&trace).unwrap();
+                assert_eq!(traces.len(), np, "{tools} at {np}: one trace per rank");
+                for t in &traces {
+                    let ops: Vec<Op> = ops_of(&t.iterations[0]);
+                    for op in [Op::Allgather, Op::Bcast, Op::Alltoall, Op::Waitall] {
+                        assert!(ops.contains(&op), "rank {}: no {op:?} in {ops:?}", t.rank);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A third-party suite, mpi4py's own tests (intercommunicators,
+/// collectives, point-to-point, requests), at 3 ranks without mheta and
+/// under every tool: the same results (scripts/mpi4py-suite.sh --quick;
+/// the script without --quick runs the whole suite at 1 to 4 ranks).
+#[test]
+fn mpi4py_suite_same_under_every_tool() {
+    let out = std::process::Command::new(root().join("scripts/mpi4py-suite.sh"))
+        .arg("--quick")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(text.matches(" same").count(), 5, "{text}");
+    assert!(text.contains("without mheta              rc=0"), "{text}");
+}

@@ -27,6 +27,8 @@ struct State {
     count: u64,
     iters_seen: u64,
     enabled: bool,
+    /// MHETA_RECORD_ALL: one iteration from MPI_Init to MPI_Finalize.
+    whole_run: bool,
     written: bool,
     current: u64,
     done: Vec<Iteration>,
@@ -182,18 +184,26 @@ impl Tool for Recorder {
                 crate::warn(format!("mheta: {c}"));
             }
         }
+        // MHETA_RECORD_ALL=1: the whole run, MPI_Init to MPI_Finalize, is
+        // one recorded iteration (markers ignored): for programs that do
+        // not mark iterations, and for testing the recorder on any program.
+        let all = std::env::var_os("MHETA_RECORD_ALL").is_some_and(|v| v == "1");
         *lock(&STATE) = Some(State {
             rank,
             size,
             trace_dir: mheta_trace::env::trace_dir(),
-            first: iters.start,
-            count: iters.end - iters.start,
-            iters_seen: 0,
+            first: if all { 0 } else { iters.start },
+            count: if all { 1 } else { iters.end - iters.start },
+            iters_seen: if all { 1 } else { 0 },
             enabled: true,
+            whole_run: all,
             written: false,
             current: 0,
             done: Vec::new(),
         });
+        if all {
+            Recorder::begin();
+        }
     }
 
     fn post(&self, call: &Call) {
@@ -205,6 +215,14 @@ impl Tool for Recorder {
     fn pcontrol(&self, level: i32) {
         let mut g = lock(&STATE);
         let Some(s) = g.as_mut() else { return };
+        if s.whole_run
+            && matches!(
+                level,
+                pcontrol::OFF | pcontrol::ON | pcontrol::RESET | pcontrol::ITER_BEGIN | pcontrol::ITER_END
+            )
+        {
+            return;
+        }
         match level {
             pcontrol::OFF => {
                 s.enabled = false;
@@ -248,8 +266,15 @@ impl Tool for Recorder {
     }
 
     fn finalize(&self) {
+        let mut g = lock(&STATE);
+        if recording()
+            && let Some(s) = g.as_mut()
+            && s.whole_run
+        {
+            // MHETA_RECORD_ALL: the run's one iteration ends here.
+            Recorder::end(s);
+        }
         set_active(RECORDER, false);
-        let g = lock(&STATE);
         if let Some(s) = g.as_ref()
             && !s.written
             && s.rank == 0

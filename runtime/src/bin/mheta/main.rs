@@ -71,6 +71,11 @@ enum Cmd {
         /// Consecutive iterations to record (the model takes medians).
         #[arg(long, default_value_t = mheta_trace::DEFAULT_INSTRUMENT_COUNT, value_parser = clap::value_parser!(u64).range(1..))]
         count: u64,
+        /// Record the whole run, MPI_Init to MPI_Finalize, as one
+        /// iteration (iteration markers ignored): for programs that mark
+        /// no iterations (MHETA_RECORD_ALL=1).
+        #[arg(long, conflicts_with_all = ["iteration", "count"])]
+        whole_run: bool,
         /// The launcher and its arguments, after `--`.
         #[arg(last = true, value_name = "LAUNCHER ARGS")]
         launcher: Vec<OsString>,
@@ -321,6 +326,7 @@ fn run(
     trace_dir: &Path,
     iteration: u64,
     count: u64,
+    whole_run: bool,
     tools: &str,
     launcher: &[OsString],
 ) -> Result<i32> {
@@ -361,7 +367,8 @@ fn run(
     cmd.env("MHETA_TRACE_DIR", &dir)
         .env("MHETA_TOOLS", tools)
         .env("MHETA_INSTRUMENT_ITER", iteration.to_string())
-        .env("MHETA_INSTRUMENT_COUNT", count.to_string());
+        .env("MHETA_INSTRUMENT_COUNT", count.to_string())
+        .env("MHETA_RECORD_ALL", if whole_run { "1" } else { "" });
     if is_open_mpi_launcher(prog) {
         // Forward to every rank (also on other hosts) without preloading
         // into mpirun itself.
@@ -370,8 +377,10 @@ fn run(
         cmd.arg("-x").arg(x);
         for v in [
             "MHETA_TRACE_DIR",
+            "MHETA_TOOLS",
             "MHETA_INSTRUMENT_ITER",
             "MHETA_INSTRUMENT_COUNT",
+            "MHETA_RECORD_ALL",
         ] {
             cmd.arg("-x").arg(v);
         }
@@ -422,9 +431,10 @@ fn main() {
                 trace_dir,
                 iteration,
                 count,
+                whole_run,
                 tools,
                 launcher,
-            } => run(&trace_dir, iteration, count, &tools, &launcher),
+            } => run(&trace_dir, iteration, count, whole_run, &tools, &launcher),
             Cmd::Experiment {
                 app,
                 cluster,

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Runs a third-party MPI test suite -- mpi4py's own (its sdist's test/
+# directory, matching Debian's python3-mpi4py) -- without mheta and under
+# every tool, at 1 to 4 ranks, and compares each run's unittest result with
+# the run without the preload.
+#
+#   scripts/mpi4py-suite.sh            # the whole suite (about 2 minutes)
+#   scripts/mpi4py-suite.sh --quick    # intercommunicators, collectives,
+#                                      # point-to-point, requests; 3 ranks
+#
+# Tools: none (LD_PRELOAD with no tool listening: MHETA_TOOLS=none),
+# recorder (idle: mpi4py marks no iterations), recorder while recording
+# (MHETA_RECORD_ALL=1: MPI_Init to MPI_Finalize is one recorded iteration),
+# summary, and recorder+summary while recording. The spawn and
+# dynamic-process tests are left out: as root on an oversubscribed node
+# Open MPI's MPI_Comm_spawn waits for slots that never come, with or
+# without mheta. Exit status: non-zero when any run's result differs from
+# the run without the preload, or the suite cannot be set up.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/setup.sh
+dpkg -s python3-mpi4py >/dev/null 2>&1 || {
+  if [ "$(id -u)" -eq 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-mpi4py >/dev/null
+  else
+    echo "mpi4py-suite: install python3-mpi4py (as root)" >&2; exit 1
+  fi
+}
+PY=/usr/bin/python3
+ver=$($PY -c 'import mpi4py; print(mpi4py.__version__)')
+dir=target/third-party/mpi4py-$ver
+if [ ! -f "$dir/test/runtests.py" ]; then
+  mkdir -p target/third-party
+  # The tests ship only in the source distribution (PyPI).
+  $PY -m pip download --quiet --no-deps --no-binary :all: -d target/third-party "mpi4py==$ver" \
+    || python3 -m pip download --quiet --no-deps --no-binary :all: -d target/third-party "mpi4py==$ver"
+  tar xzf "target/third-party/mpi4py-$ver.tar.gz" -C target/third-party
+fi
+lib=$PWD/target/release/libmheta_interpose.so
+[ -f "$lib" ] || cargo build --release -p mheta-interpose
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+if [ "${1:-}" = "--quick" ]; then
+  nps="3"
+  sel=(-i test_comm_inter -i test_cco_obj_inter -i test_cco_buf -i test_cco_nb_buf -i test_p2p_buf -i test_request)
+else
+  nps="1 2 3 4"
+  sel=()
+fi
+
+# One run: the unittest summary lines of every rank, sorted ("OK
+# (skipped=N)" or "FAILED (...)"), or the signal that killed it.
+run() { # name np env...
+  local name=$1 np=$2; shift 2
+  local log="$out/$name-$np.log"
+  local rc=0
+  (cd "$dir" && env "$@" timeout 600 mpirun --oversubscribe -np "$np" \
+      -x LD_PRELOAD -x MHETA_TOOLS -x MHETA_RECORD_ALL -x MHETA_TRACE_DIR \
+      $PY test/runtests.py -e test_spawn -e test_dynproc "${sel[@]}") >"$log" 2>&1 || rc=$?
+  local res
+  res=$(grep -E '^(OK|FAILED)' "$log" | sort | uniq -c | tr -s ' ' | tr '\n' ';')
+  grep -q 'Segmentation fault\|signal [0-9]' "$log" && res="$res crashed;"
+  echo "rc=$rc $res"
+}
+
+fail=0
+printf '%-3s %-26s %s\n' np tool result
+for np in $nps; do
+  base=$(run none-preload "$np" LD_PRELOAD= MHETA_TOOLS= MHETA_RECORD_ALL= MHETA_TRACE_DIR=)
+  printf '%-3s %-26s %s\n' "$np" "without mheta" "$base"
+  for t in "none" "recorder" "recorder:record-all" "summary" "recorder,summary:record-all"; do
+    tools=${t%%:*}; [ "$tools" = none ] && tools=
+    all=; [[ "$t" == *:record-all ]] && all=1
+    res=$(run "${t//[,:]/+}" "$np" LD_PRELOAD="$lib" MHETA_TOOLS="$tools" \
+      MHETA_RECORD_ALL="$all" MHETA_TRACE_DIR="$out/trace-$np-${t//[,:]/+}")
+    if [ -n "$all" ] && ! ls "$out/trace-$np-${t//[,:]/+}"/rank-*.mtrace >/dev/null 2>&1; then
+      res="$res no trace written;"
+    fi
+    mark=same; [ "$res" = "$base" ] || { mark=DIFFERENT; fail=1; }
+    printf '%-3s %-26s %s %s\n' "$np" "$t" "$res" "$mark"
+  done
+done
+exit $fail
