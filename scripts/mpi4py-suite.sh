@@ -19,22 +19,24 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
-dpkg -s python3-mpi4py >/dev/null 2>&1 || {
+PY=/usr/bin/python3
+need=()
+dpkg -s python3-mpi4py >/dev/null 2>&1 || need+=(python3-mpi4py)
+$PY -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
+if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ]; then
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-mpi4py >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
   else
-    echo "mpi4py-suite: install python3-mpi4py (as root)" >&2; exit 1
+    echo "mpi4py-suite: install ${need[*]} (as root)" >&2; exit 1
   fi
-}
-PY=/usr/bin/python3
+fi
 ver=$($PY -c 'import mpi4py; print(mpi4py.__version__)')
 dir=target/third-party/mpi4py-$ver
 if [ ! -f "$dir/test/runtests.py" ]; then
   mkdir -p target/third-party
   # The tests ship only in the source distribution (PyPI).
-  $PY -m pip download --quiet --no-deps --no-binary :all: -d target/third-party "mpi4py==$ver" \
-    || python3 -m pip download --quiet --no-deps --no-binary :all: -d target/third-party "mpi4py==$ver"
+  $PY -m pip download --quiet --no-deps --no-binary :all: -d target/third-party "mpi4py==$ver"
   tar xzf "target/third-party/mpi4py-$ver.tar.gz" -C target/third-party
 fi
 lib=$PWD/target/release/libmheta_interpose.so
@@ -50,18 +52,20 @@ else
   sel=()
 fi
 
-# One run: the unittest summary lines of every rank, sorted ("OK
-# (skipped=N)" or "FAILED (...)"), or the signal that killed it.
+# One run: the unittest summary line of every rank ("OK (skipped=N)" or
+# "FAILED (...)", counted), each rank's output in its own file
+# (--output-filename) so that the ranks' lines cannot interleave, or the
+# signal that killed a rank.
 run() { # name np env...
   local name=$1 np=$2; shift 2
-  local log="$out/$name-$np.log"
+  local log="$out/$name-$np"
   local rc=0
-  (cd "$dir" && env "$@" timeout 600 mpirun --oversubscribe -np "$np" \
+  (cd "$dir" && env "$@" timeout 600 mpirun --oversubscribe -np "$np" --output-filename "$log" \
       -x LD_PRELOAD -x MHETA_TOOLS -x MHETA_RECORD_ALL -x MHETA_TRACE_DIR \
-      $PY test/runtests.py -e test_spawn -e test_dynproc "${sel[@]}") >"$log" 2>&1 || rc=$?
+      $PY test/runtests.py -e test_spawn -e test_dynproc "${sel[@]}") >"$log.txt" 2>&1 || rc=$?
   local res
-  res=$(grep -E '^(OK|FAILED)' "$log" | sort | uniq -c | tr -s ' ' | tr '\n' ';')
-  grep -q 'Segmentation fault\|signal [0-9]' "$log" && res="$res crashed;"
+  res=$(cat "$log"/*/rank.*/std* 2>/dev/null | grep -E '^(OK|FAILED)' | sort | uniq -c | tr -s ' ' | tr '\n' ';')
+  grep -q 'Segmentation fault\|signal [0-9]' "$log.txt" && res="$res crashed;"
   echo "rc=$rc $res"
 }
 
