@@ -366,9 +366,6 @@ impl Emulation {
             }
         } else {
             rep.base_share = if r.cpu_mode == "spin" { 1.0 } else { base };
-            if r.cpu_mode == "paced" {
-                rep.cpu_period_us = 0;
-            }
         }
         if spin && !methods.contains(&"spin") {
             e.extra_per_unit = (1.0 / spec.cpu_power - 1.0).max(0.0);

@@ -159,7 +159,11 @@ fn root_of(comm: MPI_Comm, root: c_int) -> i32 {
 /// `MPI_PROC_NULL` (the idle side of an intercommunicator's root group,
 /// whose other arguments MPI ignores).
 fn rooted(root: c_int, f: impl FnOnce() -> u64) -> u64 {
-    if root == mpi_sys::MPI_PROC_NULL { 0 } else { f() }
+    if root == mpi_sys::MPI_PROC_NULL {
+        0
+    } else {
+        f()
+    }
 }
 
 /// This process's part of a gather or scatter: `count` × `dt` of `buf`,
@@ -172,7 +176,11 @@ fn own_part(
     other_count: c_int,
     other_dt: MPI_Datatype,
 ) -> u64 {
-    if in_place(buf) { bytes(other_count, other_dt) } else { bytes(count, dt) }
+    if in_place(buf) {
+        bytes(other_count, other_dt)
+    } else {
+        bytes(count, dt)
+    }
 }
 
 /// As [`own_part`] for the vector forms: in place, this rank's entry of

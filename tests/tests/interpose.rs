@@ -691,7 +691,11 @@ fn edge_cases_under_every_tool() {
     let dir = scratch("edge");
     let exe = cc(&dir, "edge");
     for np in 1..=4usize {
-        for (tools, whole) in [("recorder", false), ("summary", false), ("recorder,summary", true)] {
+        for (tools, whole) in [
+            ("recorder", false),
+            ("summary", false),
+            ("recorder,summary", true),
+        ] {
             let extra: &[&str] = if whole { &["--whole-run"] } else { &[] };
             let trace = same_output(&dir, np, tools, &exe, &[], extra);
             if whole {

@@ -218,7 +218,11 @@ impl Tool for Recorder {
         if s.whole_run
             && matches!(
                 level,
-                pcontrol::OFF | pcontrol::ON | pcontrol::RESET | pcontrol::ITER_BEGIN | pcontrol::ITER_END
+                pcontrol::OFF
+                    | pcontrol::ON
+                    | pcontrol::RESET
+                    | pcontrol::ITER_BEGIN
+                    | pcontrol::ITER_END
             )
         {
             return;

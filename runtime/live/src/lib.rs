@@ -339,14 +339,7 @@ pub fn redistribute_in_place<T: Equivalence + Copy + Default>(
                     REDIST_TAG,
                 ));
             }
-            let recvs: Vec<_> = recv_slices(tail, plan.old_rows, &plan.recvs, w)
-                .into_iter()
-                .map(|(j, buf)| {
-                    world
-                        .process_at_rank(j as i32)
-                        .immediate_receive_into_with_tag(scope, buf, REDIST_TAG)
-                })
-                .collect();
+            let recvs = post_recvs(world, scope, tail, plan.old_rows, &plan.recvs, w);
             for r in recvs {
                 r.wait();
             }
@@ -377,14 +370,7 @@ pub fn redistribute_in_place<T: Equivalence + Copy + Default>(
             v.copy_within(at(from, rows), (to * w) as usize);
         }
         mpi::request::scope(|scope| {
-            let recvs: Vec<_> = recv_slices(v, 0, &plan.recvs, w)
-                .into_iter()
-                .map(|(j, buf)| {
-                    world
-                        .process_at_rank(j as i32)
-                        .immediate_receive_into_with_tag(scope, buf, REDIST_TAG)
-                })
-                .collect();
+            let recvs = post_recvs(world, scope, v, 0, &plan.recvs, w);
             for r in recvs {
                 r.wait();
             }
@@ -397,21 +383,28 @@ pub fn redistribute_in_place<T: Equivalence + Copy + Default>(
 }
 
 /// Split `buf`, whose first element is row position `base` (new layout),
-/// into the disjoint slices the receives `(peer, position, rows)` land in;
+/// into the disjoint slices the receives `(peer, position, rows)` land in,
+/// and post a receive into each;
 /// receives come in rank order, hence in row order.
-fn recv_slices<'a, T>(
+fn post_recvs<'a, T: Equivalence, S: mpi::request::Scope<'a> + Copy>(
+    world: &SimpleCommunicator,
+    scope: S,
     mut buf: &'a mut [T],
     mut base: u64,
     recvs: &[(usize, u64, u64)],
     w: u64,
-) -> Vec<(usize, &'a mut [T])> {
+) -> Vec<mpi::request::Request<'a, [T], S>> {
     let mut out = Vec::with_capacity(recvs.len());
     for &(j, pos, rows) in recvs {
         let (piece, rest) = std::mem::take(&mut buf)[((pos - base) * w) as usize..]
             .split_at_mut((rows * w) as usize);
         buf = rest;
         base = pos + rows;
-        out.push((j, piece));
+        out.push(
+            world
+                .process_at_rank(j as i32)
+                .immediate_receive_into_with_tag(scope, piece, REDIST_TAG),
+        );
     }
     out
 }

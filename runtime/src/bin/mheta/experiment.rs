@@ -307,7 +307,11 @@ pub fn run(a: &Args) -> Result<Report> {
     bar.set_length((dists.len() * a.repeat) as u64);
     let predicted: Vec<f64> = dists
         .iter()
-        .map(|(_, d)| m.predict(d).map(|p| p.per_iteration_s).unwrap_or(f64::INFINITY))
+        .map(|(_, d)| {
+            m.predict(d)
+                .map(|p| p.per_iteration_s)
+                .unwrap_or(f64::INFINITY)
+        })
         .collect();
     let mut runs: Vec<Vec<f64>> = vec![Vec::new(); dists.len()];
     for round in 0..a.repeat {
@@ -390,7 +394,10 @@ pub fn print(r: &Report) {
         if r.prefetch { ", prefetching" } else { "" },
         r.iters,
         if r.repeat > 1 {
-            format!("{} interleaved runs per point (median; spread = (max - min) / median)", r.repeat)
+            format!(
+                "{} interleaved runs per point (median; spread = (max - min) / median)",
+                r.repeat
+            )
         } else {
             "one run per point".to_string()
         }
