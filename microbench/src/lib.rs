@@ -1,7 +1,8 @@
 //! The measurements of `mheta-microbench` (pairs: [`net`]; nodes:
-//! [`node`]) as a library, so that benches elsewhere in the workspace can
+//! [`node`]; OSU's own loops: [`osu`]) as a library, so that benches elsewhere in the workspace can
 //! set their figures beside the profile's, measured the same way in the
 //! same sitting.
 
 pub mod net;
 pub mod node;
+pub mod osu;

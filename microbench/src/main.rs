@@ -295,20 +295,10 @@ fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>
         to_root(world, &mine);
     }
 
-    // OSU's own loops, pair 0 -> 1.
+    // OSU's own loops and buffers, pair 0 -> 1 (mheta_microbench::osu).
     let osu = if args.osu_compat {
         quiet_barrier(world);
-        let sizes: Vec<usize> = (0..=22).map(|k| 1usize << k).collect();
-        let mut lat = Vec::new();
-        let mut bw = Vec::new();
-        for &s in &sizes {
-            if me < 2 {
-                let l = net::osu_latency(world, 0, 1, s);
-                let b = net::osu_bw(world, 0, 1, s);
-                lat.push((s as u64, l));
-                bw.push((s as u64, b));
-            }
-        }
+        let (lat, bw) = mheta_microbench::osu::run(world, 0, 1);
         Some(OsuCompat {
             src: 0,
             dst: 1,
@@ -457,14 +447,16 @@ fn print_tables(p: &ClusterProfile) {
     }
     if let Some(o) = &p.osu {
         println!(
-            "# OSU MPI Latency Test (mheta --osu-compat: osu_latency's loop, pair {} -> {})",
+            "# OSU MPI Latency Test (mheta --osu-compat: osu_latency's loop and buffers, pair {} -> {})",
             o.src, o.dst
         );
         println!("{:<10}{:>20}", "# Size", "Latency (us)");
         for (s, l) in &o.latency_us {
             println!("{s:<10}{l:>20.2}");
         }
-        println!("# OSU MPI Bandwidth Test (mheta --osu-compat: osu_bw's loop, window 64)");
+        println!(
+            "# OSU MPI Bandwidth Test (mheta --osu-compat: osu_bw's loop and buffers, window 64)"
+        );
         println!("{:<10}{:>20}", "# Size", "Bandwidth (MB/s)");
         for (s, b) in &o.bandwidth_mbps {
             println!("{s:<10}{b:>20.2}");

@@ -133,6 +133,7 @@ fn run(world: &SimpleCommunicator) {
         timed_move(world, &b, &a, &mut v);
         let mut secs = Vec::new();
         let mut bws = Vec::new();
+        let mut osu_bufs = mheta_microbench::osu::Buffers::new(1 << 20);
         for _ in 0..REPS {
             secs.push(timed_move(world, &a, &b, &mut v));
             secs.push(timed_move(world, &b, &a, &mut v));
@@ -140,7 +141,7 @@ fn run(world: &SimpleCommunicator) {
             let mut bw = [0.0f64; 2];
             for (i, (s, d)) in [(1, 0), (0, 1)].into_iter().enumerate() {
                 world.barrier();
-                let x = mheta_microbench::net::osu_bw(world, s, d, 1 << 20);
+                let x = mheta_microbench::osu::bandwidth(world, s, d, &mut osu_bufs, 1 << 20);
                 let mut y = 0.0;
                 world.all_reduce_into(&x, &mut y, SystemOperation::max());
                 bw[i] = y * 1e6;
