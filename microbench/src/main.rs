@@ -337,11 +337,28 @@ fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>
         "round-robin rounds of disjoint pairs, in parallel".into()
     };
     profile.quick = args.quick;
+    profile.timer_s = net::timer_cost();
     pairs.sort_by_key(|c| (c.src, c.dst));
     profile.pairs = pairs;
     profile.nodes = nodes;
     profile.osu = osu;
     Ok(Some(profile))
+}
+
+/// Say which figures are multi-modal (mheta_profile::modes).
+fn print_modes(p: &ClusterProfile) {
+    let mm = p.multi_modal();
+    if mm.is_empty() {
+        println!("# Modes: every o_s, o_r and 8-byte one-way time is unimodal");
+        return;
+    }
+    println!(
+        "# Modes: {} figures are multi-modal; the profile stores the dominant mode (`mheta predict --mode fast|slow` picks another)",
+        mm.len()
+    );
+    for (s, d, name, text) in mm {
+        println!("#   {s} -> {d} {name}: {text}");
+    }
 }
 
 fn print_tables(p: &ClusterProfile) {
@@ -364,10 +381,12 @@ fn print_tables(p: &ClusterProfile) {
     for s in &c01.sweep {
         println!("{:<10}{:>20.2}", s.bytes, s.bandwidth_mbps);
     }
-    println!("# Overheads and fit per pair (us; per-byte in ns/B by segment)");
     println!(
-        "{:>5} {:>5} {:>9} {:>9} {:>9} {:>9}  segments",
-        "src", "dst", "o_s", "o_r", "L", "RTT8"
+        "# Overheads and fit per pair (us, dominant mode; spread: interquartile range of the round medians, % of the median; per-byte in ns/B by segment)"
+    );
+    println!(
+        "{:>5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7}  segments",
+        "src", "dst", "o_s", "o_r", "L", "RTT8", "o_s±%", "o_r±%", "RTT8±%"
     );
     for c in &p.pairs {
         let segs: Vec<String> = c
@@ -383,16 +402,20 @@ fn print_tables(p: &ClusterProfile) {
             })
             .collect();
         println!(
-            "{:>5} {:>5} {:>9.3} {:>9.3} {:>9.3} {:>9.3}  {}",
+            "{:>5} {:>5} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>7.1} {:>7.1} {:>7.1}  {}",
             c.src,
             c.dst,
             c.o_send_s * 1e6,
             c.o_recv_s * 1e6,
             c.latency_s * 1e6,
             c.rtt_small_s * 1e6,
+            c.o_send.spread_pct,
+            c.o_recv.spread_pct,
+            c.one_way_small.spread_pct,
             segs.join(" ")
         );
     }
+    print_modes(p);
     let matrix = |title: &str, f: &dyn Fn(&PairCost) -> f64| {
         println!("# {title} (rows: source rank, columns: destination)");
         print!("{:>6}", "");

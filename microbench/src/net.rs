@@ -1,6 +1,6 @@
 //! Point-to-point measurements of one ordered pair, and OSU's loops.
 
-use mheta_profile::{Dist, PairCost, SizePoint, fit_segments};
+use mheta_profile::{Dist, ModeChoice, PairCost, SizePoint, fit_segments};
 use mpi::point_to_point::{Destination, Source};
 use mpi::request::WaitGuard;
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -18,11 +18,16 @@ pub struct Plan {
     pub reps_small: usize,
     pub reps_medium: usize,
     pub reps_large: usize,
+    /// o_s and o_r samples per round.
     pub overhead_reps: usize,
     pub bw_iters_small: usize,
     pub bw_iters_large: usize,
     /// Streams per size; the bandwidth is their median.
     pub bw_repeats: usize,
+    /// Interleaved rounds of the small figures (o_s, o_r, 8-byte ping-pong).
+    pub rounds: usize,
+    /// 8-byte ping-pongs per round.
+    pub pp_per_round: usize,
 }
 
 impl Plan {
@@ -33,10 +38,12 @@ impl Plan {
                 reps_small: 200,
                 reps_medium: 50,
                 reps_large: 10,
-                overhead_reps: 100,
+                overhead_reps: 40,
                 bw_iters_small: 20,
                 bw_iters_large: 3,
                 bw_repeats: 3,
+                rounds: 5,
+                pp_per_round: 100,
             }
         } else {
             Plan {
@@ -44,10 +51,12 @@ impl Plan {
                 reps_small: 2000,
                 reps_medium: 200,
                 reps_large: 50,
-                overhead_reps: 1000,
+                overhead_reps: 100,
                 bw_iters_small: 100,
                 bw_iters_large: 20,
                 bw_repeats: 5,
+                rounds: 15,
+                pp_per_round: 200,
             }
         }
     }
@@ -70,6 +79,18 @@ impl Plan {
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
+}
+
+/// Cost of one timer reading: the median of 1001 back-to-back differences
+/// (seconds). Every timed sample includes one such reading.
+pub fn timer_cost() -> f64 {
+    let mut v: Vec<f64> = (0..1001)
+        .map(|_| {
+            let t = Instant::now();
+            t.elapsed().as_secs_f64()
+        })
+        .collect();
+    median(&mut v)
 }
 
 fn spin(d: Duration) {
@@ -166,21 +187,12 @@ pub fn measure_pair(world: &SimpleCommunicator, plan: &Plan, a: i32, b: i32) -> 
         let bw = median(&mut bws);
         sweep.push((size, samples, bw));
     }
-    // Send overhead: an eager send returns once the data is buffered.
-    let mut os = Vec::new();
-    for _ in 0..plan.overhead_reps {
-        if me == a {
-            let t = Instant::now();
-            pb.send_with_tag(&buf[..8], TAG);
-            os.push(t.elapsed().as_secs_f64());
-            pb.receive_into_with_tag(&mut ack, TAG);
-        } else {
-            pa.receive_into_with_tag(&mut buf[..8], TAG);
-            pa.send_with_tag(&ack, TAG);
-        }
-    }
-    // Receive overhead: b posts the receive after the message has arrived
-    // (it waits four small round trips first).
+    // The small figures, in interleaved rounds: each round takes 8-byte
+    // ping-pongs, then o_s, then o_r samples, so that a drift of the
+    // machine shows as a difference between rounds (spread, modes) and
+    // not as a difference between figures.
+    // o_r: b posts the receive after the message has arrived; it first
+    // waits four small round trips (from the sweep's 8-byte median).
     let mut delay = [0.0f64];
     if me == a {
         let rtt8 = sweep
@@ -194,29 +206,67 @@ pub fn measure_pair(world: &SimpleCommunicator, plan: &Plan, a: i32, b: i32) -> 
         pa.receive_into_with_tag(&mut delay[..], TAG);
     }
     let delay = Duration::from_secs_f64(delay[0]);
-    let mut or = Vec::new();
-    for _ in 0..plan.overhead_reps {
-        if me == a {
-            pb.send_with_tag(&buf[..8], TAG);
-            pb.receive_into_with_tag(&mut ack, TAG);
-        } else {
-            spin(delay);
-            let t = Instant::now();
-            pa.receive_into_with_tag(&mut buf[..8], TAG);
-            or.push(t.elapsed().as_secs_f64());
-            pa.send_with_tag(&ack, TAG);
+    let n_over = plan.overhead_reps;
+    let (mut pp, mut os, mut or) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..plan.rounds {
+        let mut round = Vec::with_capacity(plan.pp_per_round);
+        for r in 0..plan.pp_per_round + 10 {
+            if me == a {
+                let t = Instant::now();
+                pb.send_with_tag(&sbuf[..8], TAG);
+                pb.receive_into_with_tag(&mut buf[..8], TAG);
+                if r >= 10 {
+                    round.push(t.elapsed().as_secs_f64() / 2.0);
+                }
+            } else {
+                pa.receive_into_with_tag(&mut buf[..8], TAG);
+                pa.send_with_tag(&sbuf[..8], TAG);
+            }
         }
+        pp.push(round);
+        // Send overhead: an eager send returns once the data is buffered.
+        let mut round = Vec::with_capacity(n_over);
+        for _ in 0..n_over {
+            if me == a {
+                let t = Instant::now();
+                pb.send_with_tag(&buf[..8], TAG);
+                round.push(t.elapsed().as_secs_f64());
+                pb.receive_into_with_tag(&mut ack, TAG);
+            } else {
+                pa.receive_into_with_tag(&mut buf[..8], TAG);
+                pa.send_with_tag(&ack, TAG);
+            }
+        }
+        os.push(round);
+        let mut round = Vec::with_capacity(n_over);
+        for _ in 0..n_over {
+            if me == a {
+                pb.send_with_tag(&buf[..8], TAG);
+                pb.receive_into_with_tag(&mut ack, TAG);
+            } else {
+                spin(delay);
+                let t = Instant::now();
+                pa.receive_into_with_tag(&mut buf[..8], TAG);
+                round.push(t.elapsed().as_secs_f64());
+                pa.send_with_tag(&ack, TAG);
+            }
+        }
+        or.push(round);
     }
     // o_r samples were taken at b: send them to a.
     if me == b {
-        pa.send_with_tag(&or[..], TAG);
+        let flat: Vec<f64> = or.concat();
+        pa.send_with_tag(&flat[..], TAG);
         return None;
     }
-    let mut or = vec![0.0f64; plan.overhead_reps];
-    pb.receive_into_with_tag(&mut or[..], TAG);
+    let mut flat = vec![0.0f64; plan.rounds * n_over];
+    pb.receive_into_with_tag(&mut flat[..], TAG);
+    let or: Vec<Vec<f64>> = flat.chunks(n_over.max(1)).map(<[f64]>::to_vec).collect();
 
-    let o_send = Dist::from_samples(&os);
-    let o_recv = Dist::from_samples(&or);
+    let floor = timer_cost();
+    let o_send = Dist::from_rounds(&os, floor);
+    let o_recv = Dist::from_rounds(&or, floor);
+    let small = Dist::from_rounds(&pp, floor);
     let points: Vec<SizePoint> = sweep
         .iter()
         .map(|(size, s, bw)| SizePoint {
@@ -225,12 +275,6 @@ pub fn measure_pair(world: &SimpleCommunicator, plan: &Plan, a: i32, b: i32) -> 
             bandwidth_mbps: *bw,
         })
         .collect();
-    let small = points
-        .iter()
-        .find(|p| p.bytes >= 8)
-        .or(points.first())
-        .map(|p| p.one_way.clone())
-        .unwrap_or_default();
     let segments = fit_segments(
         &points
             .iter()
@@ -243,14 +287,18 @@ pub fn measure_pair(world: &SimpleCommunicator, plan: &Plan, a: i32, b: i32) -> 
         .or(points.last())
         .map(|p| p.bandwidth_mbps * 1e6)
         .unwrap_or(0.0);
+    // The stored figures are the dominant mode's (ModeChoice's default);
+    // ClusterProfile::with_mode picks another.
+    let dom = ModeChoice::Dominant;
+    let (o_s, o_r, one) = (o_send.value(dom), o_recv.value(dom), small.value(dom));
     Some(PairCost {
         src: a as u32,
         dst: b as u32,
-        latency_s: (small.p50 - o_send.p50 - o_recv.p50).max(0.0),
+        latency_s: (one - o_s - o_r).max(0.0),
         per_byte_s: segments.last().map_or(0.0, |s| s.per_byte_s),
-        o_send_s: o_send.p50,
-        o_recv_s: o_recv.p50,
-        rtt_small_s: 2.0 * small.p50,
+        o_send_s: o_s,
+        o_recv_s: o_r,
+        rtt_small_s: 2.0 * one,
         bandwidth_bps: bw_at,
         o_send,
         o_recv,

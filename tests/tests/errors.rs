@@ -150,6 +150,126 @@ fn corrupt_and_wrong_version_profiles() {
 }
 
 #[test]
+fn implausible_profiles_traces_and_counts_are_refused() {
+    let (profile, trace) = recorded_trace("err-implausible");
+    let dir = profile.parent().unwrap().to_path_buf();
+    let good: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&profile).unwrap()).unwrap();
+    // Each edit makes one figure implausible; the error names the file,
+    // the pair or node, the field and the bound.
+    let cases: [(&str, &str, serde_json::Value, &str); 5] = [
+        (
+            "o_send_s",
+            "/pairs/0/o_send_s",
+            1e300.into(),
+            "implausible (above 10 s)",
+        ),
+        (
+            "o_recv_s",
+            "/pairs/1/o_recv_s",
+            (-1e-6).into(),
+            "not a finite non-negative time",
+        ),
+        (
+            "per_byte_s",
+            "/pairs/0/per_byte_s",
+            1e-15.into(),
+            "above any memory bandwidth",
+        ),
+        (
+            "bandwidth_bps",
+            "/pairs/1/bandwidth_bps",
+            5e12.into(),
+            "bandwidth between 0 and",
+        ),
+        (
+            "cpu_weight",
+            "/nodes/1/cpu_weight",
+            0.0.into(),
+            "not a relative CPU power",
+        ),
+    ];
+    for (field, ptr, value, why) in cases {
+        let mut v = good.clone();
+        *v.pointer_mut(ptr).unwrap() = value;
+        let bad = dir.join(format!("bad-{field}.json"));
+        std::fs::write(&bad, serde_json::to_string(&v).unwrap()).unwrap();
+        let l = predict_error(&bad, &trace, "32,32");
+        assert!(
+            l.contains(&format!("bad-{field}.json")) && l.contains(field) && l.contains(why),
+            "{field}: {l}"
+        );
+    }
+    // A trace whose iteration lasts longer than a day.
+    let r1 = trace.join("rank-00001.mtrace");
+    let saved = std::fs::read(&r1).unwrap();
+    let mut t = mheta_trace::read_rank(&r1).unwrap();
+    t.iterations[0].duration_ns = mheta_trace::MAX_ITERATION_NS * 2;
+    mheta_trace::write_rank(&trace, &t).unwrap();
+    let l = predict_error(&profile, &trace, "32,32");
+    assert!(
+        l.contains("rank-00001.mtrace") && l.contains("implausibly long"),
+        "{l}"
+    );
+    std::fs::write(&r1, saved).unwrap();
+    // Nonsense counts are refused by name, before anything runs.
+    for args in [
+        vec!["predict", "--dist", "32,32", "--iters", "0"],
+        vec!["search", "--budget", "0"],
+        vec![
+            "experiment",
+            "--app",
+            "jacobi",
+            "--cluster",
+            "het2",
+            "--np",
+            "2",
+            "--iters",
+            "0",
+        ],
+        vec![
+            "experiment",
+            "--app",
+            "jacobi",
+            "--cluster",
+            "het2",
+            "--np",
+            "2",
+            "--repeat",
+            "0",
+        ],
+    ] {
+        let o = fails(
+            mheta()
+                .args(&args[..1])
+                .arg("--profile")
+                .arg(&profile)
+                .args(if args[0] == "experiment" {
+                    vec![]
+                } else {
+                    vec!["--trace".to_string(), trace.display().to_string()]
+                })
+                .args(&args[1..]),
+        );
+        let err = stderr(&o);
+        let flag = args[args.len() - 2];
+        assert!(
+            err.contains(flag) && err.contains("0 is not in 1.."),
+            "{args:?}: {err}"
+        );
+    }
+    // And the good profile still predicts.
+    mheta_tests::ok(
+        mheta()
+            .args(["predict", "--profile"])
+            .arg(&profile)
+            .arg("--trace")
+            .arg(&trace)
+            .args(["--dist", "32,32", "--mode", "slow"]),
+    );
+}
+
+#[test]
 fn corrupt_trace_is_named() {
     let (profile, trace) = recorded_trace("err-corrupt-trace");
     let r1 = trace.join("rank-00001.mtrace");
@@ -267,4 +387,37 @@ fn apps_refuse_an_unwritable_or_missing_scratch_directory() {
     );
     assert!(l.contains("no such directory"), "{l}");
     assert_eq!(std::fs::read_to_string(&f).unwrap(), "x");
+}
+
+#[test]
+fn show_prints_readable_tables_of_traces_and_profiles() {
+    let (profile, trace) = recorded_trace("show-tables");
+    let out = |args: &[&std::ffi::OsStr]| mheta_tests::ok(mheta().arg("show").args(args));
+    let t = out(&["--trace".as_ref(), trace.as_os_str()]);
+    assert!(t.contains("start us") && t.contains("detail"), "{t}");
+    // jacobi's halo exchange and its residual reduction, in words.
+    assert!(t.contains("MPI_Sendrecv") || t.contains("MPI_Send"), "{t}");
+    assert!(
+        t.contains("to rank 1 tag") || t.contains("to rank 0 tag"),
+        "{t}"
+    );
+    assert!(
+        t.contains("MPI_Allreduce") && t.contains("B over 2 ranks"),
+        "{t}"
+    );
+    for debug in ["Msg {", "Some(", "Collective {", "StageBegin"] {
+        assert!(!t.contains(debug), "Rust debug syntax {debug:?} in:\n{t}");
+    }
+    let p = out(&["--profile".as_ref(), profile.as_os_str()]);
+    assert!(p.contains("o_s") && p.contains("RTT8±%"), "{p}");
+    assert!(p.contains("# modes:"), "{p}");
+    assert_eq!(
+        p.lines()
+            .filter(|l| l.trim_start().starts_with("0 "))
+            .count(),
+        2,
+        "pair 0->1 and node 0:\n{p}"
+    );
+    // Exactly one of --trace and --profile.
+    fails(mheta().arg("show"));
 }

@@ -62,6 +62,28 @@ fn check_profile(p: &ClusterProfile, np: usize) {
             );
         }
         assert_eq!(c.o_send.histogram().unwrap().len(), c.o_send.count);
+        // The small figures come from interleaved rounds, with their modes
+        // and spread; the stored figure is the dominant mode's.
+        for (name, d, v) in [
+            ("o_s", &c.o_send, c.o_send_s),
+            ("o_r", &c.o_recv, c.o_recv_s),
+            ("one-way 8 B", &c.one_way_small, c.rtt_small_s / 2.0),
+        ] {
+            assert_eq!(d.rounds.len(), if p.quick { 5 } else { 15 }, "{who} {name}");
+            assert!(!d.modes.is_empty(), "{who} {name}");
+            let shares: f64 = d.modes.iter().map(|m| m.share).sum();
+            assert!((shares - 1.0).abs() < 1e-9, "{who} {name}: {:?}", d.modes);
+            assert_eq!(d.modes.iter().map(|m| m.count).sum::<u64>(), d.count);
+            assert!(
+                d.spread_pct.is_finite() && d.spread_pct >= 0.0,
+                "{who} {name}"
+            );
+            assert_eq!(
+                v,
+                d.value(mheta_profile::ModeChoice::Dominant),
+                "{who} {name}"
+            );
+        }
     }
     assert_eq!(p.nodes.len(), np);
     let min_w = p
@@ -97,8 +119,65 @@ fn quick_sessions_at_2_and_4_ranks() {
                 && text.contains("Bandwidth at 1 MiB (MB/s)"),
             "{text}"
         );
+        // The session says whether any figure is multi-modal.
+        assert!(text.contains("# Modes: "), "{text}");
         let p = ClusterProfile::load(&out).unwrap();
         check_profile(&p, np);
+    }
+}
+
+#[test]
+fn osu_compat_prints_osu_tables_for_every_size() {
+    let dir = scratch("bench-osu");
+    let out = dir.join("p.json");
+    let text = ok(mheta()
+        .args([
+            "bench",
+            "--np",
+            "2",
+            "--quick",
+            "--no-disk",
+            "--osu-compat",
+            "-o",
+        ])
+        .arg(&out));
+    let table = |header: &str| -> Vec<(u64, f64)> {
+        let start = text
+            .find(header)
+            .unwrap_or_else(|| panic!("{header}:\n{text}"));
+        text[start..]
+            .lines()
+            .skip(2)
+            .take_while(|l| !l.starts_with('#'))
+            .map(|l| {
+                let mut f = l.split_whitespace();
+                (
+                    f.next().unwrap().parse().unwrap(),
+                    f.next().unwrap().parse().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let sizes: Vec<u64> = (0..=22).map(|k| 1u64 << k).collect();
+    for (h, unit) in [
+        ("# OSU MPI Latency Test", "us"),
+        ("# OSU MPI Bandwidth Test", "MB/s"),
+    ] {
+        let t = table(h);
+        assert_eq!(t.iter().map(|r| r.0).collect::<Vec<_>>(), sizes, "{h}");
+        assert!(t.iter().all(|r| r.1 > 0.0), "{h}: {t:?} {unit}");
+    }
+    let lat = table("# OSU MPI Latency Test");
+    assert!(
+        lat[22].1 > 10.0 * lat[0].1,
+        "4 MiB slower than 1 B: {lat:?}"
+    );
+    let p = ClusterProfile::load(&out).unwrap();
+    // The table prints the profile's figures to two decimals.
+    let o = p.osu.unwrap();
+    assert_eq!(o.latency_us.len(), lat.len());
+    for (a, b) in o.latency_us.iter().zip(&lat) {
+        assert!(a.0 == b.0 && (a.1 - b.1).abs() <= 0.006, "{a:?} {b:?}");
     }
 }
 

@@ -174,6 +174,19 @@ pub struct Event {
 }
 
 impl What {
+    /// The largest peer (world rank) the event names, if any.
+    pub fn peer(&self) -> Option<i32> {
+        match self {
+            What::Send(m) | What::Recv(m) | What::Probe(m) | What::Peek(m) => Some(m.peer),
+            What::Poll(m) => m.map(|m| m.peer),
+            What::Isend { msg, .. } => Some(msg.peer),
+            What::Sendrecv { send, recv } => Some(send.peer.max(recv.peer)),
+            What::Complete(c) => c.iter().filter_map(|c| c.recv.map(|m| m.peer)).max(),
+            What::Collective { root, .. } | What::ICollective { root, .. } => Some(*root),
+            _ => None,
+        }
+    }
+
     /// Bytes this call moves (sent, received, read or written).
     pub fn bytes(&self) -> u64 {
         match self {
@@ -189,6 +202,117 @@ impl What {
             | What::FileIread { bytes, .. }
             | What::FileIwrite { bytes, .. } => *bytes,
             _ => 0,
+        }
+    }
+}
+
+/// A peer for people: a world rank, or a negative value (none, e.g.
+/// `MPI_PROC_NULL` or no root) as "-".
+fn peer(p: i32) -> String {
+    if p >= 0 { p.to_string() } else { "-".into() }
+}
+
+impl std::fmt::Display for Msg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "rank {} tag {} {} B",
+            peer(self.peer),
+            self.tag,
+            self.bytes
+        )
+    }
+}
+
+/// One line of `mheta show`: what the event did, in words.
+impl std::fmt::Display for What {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            What::StageBegin => write!(f, "stage begins"),
+            What::StageEnd => write!(f, "stage ends"),
+            What::Send(m) => write!(f, "to {m}"),
+            What::Isend { msg, req } => write!(f, "to {msg}, request {req}"),
+            What::Recv(m) => write!(f, "from {m}"),
+            What::Irecv { req } => write!(f, "request {req}"),
+            What::Sendrecv { send, recv } => write!(f, "to {send}; from {recv}"),
+            What::Complete(c) if c.is_empty() => write!(f, "nothing completed"),
+            What::Complete(c) => {
+                let parts: Vec<String> = c
+                    .iter()
+                    .map(|c| match c.recv {
+                        Some(m) => format!("request {} (from {m})", c.req),
+                        None => format!("request {}", c.req),
+                    })
+                    .collect();
+                write!(f, "completes {}", parts.join(", "))
+            }
+            What::Peek(m) => write!(f, "a message waits from {m}"),
+            What::Poll(Some(m)) => write!(f, "found from {m}"),
+            What::Poll(None) => write!(f, "found nothing"),
+            What::Probe(m) => write!(f, "matched from {m}"),
+            What::NoMatch => write!(f, "no message"),
+            What::MatchedRecv { bytes } => write!(f, "{bytes} B"),
+            What::Collective {
+                bytes,
+                comm_size,
+                root,
+            } => {
+                write!(f, "{bytes} B over {comm_size} ranks")?;
+                if *root >= 0 {
+                    write!(f, ", root {root}")?;
+                }
+                Ok(())
+            }
+            What::ICollective {
+                bytes,
+                comm_size,
+                root,
+                req,
+            } => {
+                write!(f, "{bytes} B over {comm_size} ranks")?;
+                if *root >= 0 {
+                    write!(f, ", root {root}")?;
+                }
+                write!(f, ", request {req}")
+            }
+            What::FileOpen { file, name } => write!(f, "variable {file} = {name}"),
+            What::FileClose { file } => write!(f, "variable {file}"),
+            What::FileSeek { file } => write!(f, "variable {file}"),
+            What::FileRead {
+                file,
+                bytes,
+                at,
+                collective,
+            }
+            | What::FileWrite {
+                file,
+                bytes,
+                at,
+                collective,
+            } => {
+                write!(f, "variable {file}, {bytes} B")?;
+                if *at {
+                    write!(f, ", explicit offset")?;
+                }
+                if *collective {
+                    write!(f, ", collective")?;
+                }
+                Ok(())
+            }
+            What::FileIread {
+                file,
+                bytes,
+                req,
+                blocking,
+            } => write!(
+                f,
+                "variable {file}, {bytes} B, request {req}{}",
+                if *blocking { ", blocking read" } else { "" }
+            ),
+            What::FileIwrite { file, bytes, req } => {
+                write!(f, "variable {file}, {bytes} B, request {req}")
+            }
+            What::Level(l) => write!(f, "multigrid level {l}"),
         }
     }
 }

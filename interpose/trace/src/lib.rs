@@ -326,6 +326,12 @@ pub fn decode(bytes: &[u8], path: &Path) -> Result<RankTrace, TraceError> {
     Ok(trace)
 }
 
+/// The longest instrumented iteration a trace may hold: a day. Longer is a
+/// corrupt or hand-edited trace, not a measurement.
+pub const MAX_ITERATION_NS: u64 = 86_400 * 1_000_000_000;
+/// The most bytes one event may move or read: 1 PiB.
+pub const MAX_EVENT_BYTES: u64 = 1 << 50;
+
 fn validate(t: &RankTrace, path: &Path) -> Result<(), TraceError> {
     let bad = |detail: String| TraceError::Invalid {
         path: path.into(),
@@ -341,6 +347,29 @@ fn validate(t: &RankTrace, path: &Path) -> Result<(), TraceError> {
         return Err(bad("no iterations recorded".into()));
     }
     for it in &t.iterations {
+        if it.duration_ns > MAX_ITERATION_NS {
+            return Err(bad(format!(
+                "iteration {} lasts {} ns, implausibly long (over a day)",
+                it.index, it.duration_ns
+            )));
+        }
+        for (i, e) in it.events.iter().enumerate() {
+            let b = e.what.bytes();
+            if b > MAX_EVENT_BYTES {
+                return Err(bad(format!(
+                    "iteration {}: event {i} moves {b} bytes, implausibly many (over 1 PiB)",
+                    it.index
+                )));
+            }
+            if let Some(p) = e.what.peer()
+                && p >= t.world_size as i32
+            {
+                return Err(bad(format!(
+                    "iteration {}: event {i} names rank {p}, outside the world of {}",
+                    it.index, t.world_size
+                )));
+            }
+        }
         // Events are in start order; each thread's calls do not overlap.
         let mut start = 0;
         let mut ends: std::collections::HashMap<u16, u64> = Default::default();
@@ -563,6 +592,32 @@ mod tests {
         t.iterations[0].events[1].t1_ns = 1;
         let e = decode(&encode(&t), Path::new("r")).unwrap_err();
         assert!(matches!(e, TraceError::Invalid { .. }), "{e}");
+    }
+
+    #[test]
+    fn implausible_traces_rejected() {
+        let mut t = sample();
+        t.iterations[0].duration_ns = MAX_ITERATION_NS + 1;
+        let e = decode(&encode(&t), Path::new("r7"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("r7") && e.contains("implausibly long"), "{e}");
+        let mut t = sample();
+        t.iterations[0].events[1].what = What::Send(Msg {
+            peer: 0,
+            tag: 3,
+            bytes: MAX_EVENT_BYTES + 1,
+        });
+        let e = decode(&encode(&t), Path::new("r")).unwrap_err().to_string();
+        assert!(e.contains("implausibly many"), "{e}");
+        let mut t = sample();
+        t.iterations[0].events[1].what = What::Send(Msg {
+            peer: 2,
+            tag: 3,
+            bytes: 8,
+        });
+        let e = decode(&encode(&t), Path::new("r")).unwrap_err().to_string();
+        assert!(e.contains("rank 2, outside the world of 2"), "{e}");
     }
 
     #[test]

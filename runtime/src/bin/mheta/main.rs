@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
-use mheta_profile::ClusterProfile;
+use mheta_profile::{ClusterProfile, ModeChoice};
 use mheta_runtime::{Dist, Model};
 use mheta_runtime::{analysis, search};
 use std::ffi::OsString;
@@ -80,13 +80,19 @@ enum Cmd {
         #[arg(last = true, value_name = "LAUNCHER ARGS")]
         launcher: Vec<OsString>,
     },
-    /// Print a recorded trace directory: per rank, the instrumented
-    /// iterations' compute, stages and messages.
+    /// Print a recorded trace directory (per rank, the instrumented
+    /// iterations' compute, stages and every event as a table) or a
+    /// cluster profile (per pair o_s, o_r, L, 8-byte round trip with their
+    /// spread and modes; per node CPU, memory and disk).
     Show {
         /// Trace directory from `mheta run`.
+        #[arg(long, required_unless_present = "profile", conflicts_with = "profile")]
+        trace: Option<PathBuf>,
+        /// Cluster profile from `mheta bench`.
         #[arg(long)]
-        trace: PathBuf,
-        /// The traces as JSON (one object: app declaration and ranks).
+        profile: Option<PathBuf>,
+        /// JSON instead of tables (traces: one object with the app
+        /// declaration and ranks; profile: the profile itself).
         #[arg(long)]
         json: bool,
     },
@@ -102,8 +108,13 @@ enum Cmd {
         #[arg(long)]
         dist: String,
         /// Iterations in the run (total_s = iters * per_iteration_s).
-        #[arg(long, default_value_t = 1)]
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
         iters: u64,
+        /// Which mode of a multi-modal network figure (o_s, o_r, 8-byte
+        /// latency) the model uses: dominant (the largest share of the
+        /// samples), fast or slow.
+        #[arg(long, default_value = "dominant")]
+        mode: ModeChoice,
         /// Also price moving from this distribution (default: the one
         /// recorded) to --dist, and say whether the gain over --iters
         /// iterations pays for it, as `--auto` decides.
@@ -139,14 +150,14 @@ enum Cmd {
         points: usize,
         /// Iterations of each real run (its median iteration is "actual");
         /// cg runs its NPB class's count.
-        #[arg(long, default_value_t = 8)]
+        #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..))]
         iters: u64,
         /// Real runs per distribution, in interleaved rounds (every point
         /// once, then again): "actual" is the median of the runs' median
         /// iterations, and the JSON gives each run and the spread. A
         /// shared machine drifts between runs; one run per point shows
         /// that drift as model error.
-        #[arg(long, default_value_t = 1)]
+        #[arg(long, default_value_t = 1, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
         repeat: usize,
         /// Cluster profile from `mheta bench` (default: measure one now).
         #[arg(long)]
@@ -180,7 +191,7 @@ enum Cmd {
         strategy: String,
         /// Model evaluations for the stochastic strategies, and the most
         /// distributions exhaustive search may visit.
-        #[arg(long, default_value_t = 2000)]
+        #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..))]
         budget: u64,
         /// Seed of the stochastic strategies.
         #[arg(long, default_value_t = 1)]
@@ -196,11 +207,105 @@ enum Cmd {
     },
 }
 
-fn load_model(profile: &Path, trace: &Path) -> Result<Model> {
+fn load_model(profile: &Path, trace: &Path, mode: ModeChoice) -> Result<Model> {
     let traces = mheta_trace::read_dir(trace)?;
     let app = mheta_trace::read_app(trace)?;
-    let prof = ClusterProfile::load(profile)?;
+    let prof = ClusterProfile::load(profile)?.with_mode(mode);
     Ok(Model::new(&traces, app, &prof)?)
+}
+
+/// The line `predict` and `search` print about the network figures' modes.
+fn mode_note(profile: &Path, mode: ModeChoice) -> Result<String> {
+    let p = ClusterProfile::load(profile)?;
+    let mm = p.multi_modal();
+    Ok(if mm.is_empty() {
+        format!(
+            "network: o_s, o_r and 8-byte latency are unimodal in every pair (--mode {mode} changes nothing)"
+        )
+    } else {
+        let list: Vec<String> = mm
+            .iter()
+            .map(|(s, d, n, t)| format!("{s}->{d} {n}: {t}"))
+            .collect();
+        format!(
+            "network: the {mode} mode of each multi-modal figure ({})",
+            list.join("; ")
+        )
+    })
+}
+
+/// `mheta show --profile`: the profile as tables.
+fn show_profile(p: &ClusterProfile) {
+    println!(
+        "# cluster profile: {} ranks on {}{}; timer reading {:.0} ns",
+        p.np,
+        p.hosts.join(","),
+        if p.quick { " (quick)" } else { "" },
+        p.timer_s * 1e9
+    );
+    println!("# method: {}", p.method);
+    println!("# schedule: {}", p.schedule);
+    println!(
+        "# per pair, us (dominant mode); spread = interquartile range of the round medians, % of the median"
+    );
+    println!(
+        "{:>5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>12}",
+        "src",
+        "dst",
+        "o_s",
+        "o_r",
+        "L",
+        "RTT8",
+        "rounds",
+        "o_s±%",
+        "o_r±%",
+        "RTT8±%",
+        "MB/s (1 MiB)"
+    );
+    for c in &p.pairs {
+        println!(
+            "{:>5} {:>5} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>7} {:>7.1} {:>7.1} {:>7.1} {:>12.0}",
+            c.src,
+            c.dst,
+            c.o_send_s * 1e6,
+            c.o_recv_s * 1e6,
+            c.latency_s * 1e6,
+            c.rtt_small_s * 1e6,
+            c.one_way_small.rounds.len(),
+            c.o_send.spread_pct,
+            c.o_recv.spread_pct,
+            c.one_way_small.spread_pct,
+            c.bandwidth_bps / 1e6
+        );
+    }
+    let mm = p.multi_modal();
+    if mm.is_empty() {
+        println!("# modes: every o_s, o_r and 8-byte one-way time is unimodal");
+    } else {
+        println!("# modes: the model uses the dominant one unless `--mode fast|slow` is given");
+        for (s, d, n, t) in mm {
+            println!("#   {s} -> {d} {n}: {t}");
+        }
+    }
+    println!(
+        "{:>5} {:<12} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "rank", "host", "cpu w", "mem MB", "O_r us", "r ns/B", "O_w us", "w ns/B"
+    );
+    for n in &p.nodes {
+        let d = n.disk.as_ref();
+        let f = |x: Option<f64>, k: f64| x.map_or("-".to_string(), |v| format!("{:.3}", v * k));
+        println!(
+            "{:>5} {:<12} {:>8.3} {:>10.0} {:>10} {:>10} {:>10} {:>10}",
+            n.rank,
+            n.host,
+            n.cpu_weight,
+            n.mem_available_bytes as f64 / 1e6,
+            f(d.map(|d| d.read_overhead_s), 1e6),
+            f(d.map(|d| d.read_per_byte_s), 1e9),
+            f(d.map(|d| d.write_overhead_s), 1e6),
+            f(d.map(|d| d.write_per_byte_s), 1e9),
+        );
+    }
 }
 
 fn exe_dir() -> Result<PathBuf> {
@@ -477,7 +582,29 @@ fn main() {
                 }
                 Ok(0)
             }
-            Cmd::Show { trace, json } => {
+            Cmd::Show {
+                profile: Some(profile),
+                json,
+                ..
+            } => {
+                let p = ClusterProfile::load(&profile)?;
+                if json {
+                    print!("{}", p.to_json());
+                } else {
+                    show_profile(&p);
+                }
+                Ok(0)
+            }
+            Cmd::Show {
+                trace: None,
+                profile: None,
+                ..
+            } => bail!("give --trace DIR or --profile FILE"),
+            Cmd::Show {
+                trace: Some(trace),
+                json,
+                ..
+            } => {
                 let traces = mheta_trace::read_dir(&trace)?;
                 let app = mheta_trace::read_app(&trace).ok();
                 if json {
@@ -560,14 +687,17 @@ fn main() {
                                     st.io_s * 1e3
                                 );
                             }
+                            println!(
+                                "    {:>12} {:>10} {:>6}  {:<24} detail",
+                                "start us", "took us", "thread", "call"
+                            );
                             for e in &it.events {
-                                let op =
-                                    e.op.map(|o| format!("{o:?}"))
-                                        .unwrap_or_else(|| "marker".into());
+                                let op = e.op.map_or("(marker)", |o| o.name());
                                 println!(
-                                    "  {:>12.3} us {:>10.3} us  {op:<10} {:?}",
+                                    "    {:>12.3} {:>10.3} {:>6}  {op:<24} {}",
                                     e.t0_ns as f64 / 1e3,
-                                    (e.t1_ns - e.t0_ns) as f64 / 1e3,
+                                    e.t1_ns.saturating_sub(e.t0_ns) as f64 / 1e3,
+                                    e.thread,
                                     e.what
                                 );
                             }
@@ -581,10 +711,12 @@ fn main() {
                 trace,
                 dist,
                 iters,
+                mode,
                 from,
                 json,
             } => {
-                let m = load_model(&profile, &trace)?;
+                let m = load_model(&profile, &trace, mode)?;
+                let note = mode_note(&profile, mode)?;
                 let d = Dist::parse(&dist, m.ranks(), m.rows())?;
                 let p = m.predict(&d)?;
                 let total_s = p.per_iteration_s * iters as f64;
@@ -600,6 +732,8 @@ fn main() {
                     let v = serde_json::json!({
                         "dist": d.0,
                         "iters": iters,
+                        "mode": mode.to_string(),
+                        "network": note,
                         "per_iteration_s": p.per_iteration_s,
                         "total_s": total_s,
                         "ranks": p.ranks,
@@ -635,6 +769,7 @@ fn main() {
                         "per iteration: {:.6} s   total ({iters} iterations): {:.6} s",
                         p.per_iteration_s, total_s
                     );
+                    println!("{note}");
                     println!(
                         "move from {src}: {} bytes, predicted {:.6} s; gain over {iters} iterations {:.6} s: {}",
                         cost.bytes, cost.total_s, decision.gain_s, decision.reason
@@ -651,7 +786,7 @@ fn main() {
                 spectrum,
                 json,
             } => {
-                let m = load_model(&profile, &trace)?;
+                let m = load_model(&profile, &trace, ModeChoice::Dominant)?;
                 if let Some(k) = spectrum {
                     let c = search::corners(&m);
                     let rows: Vec<serde_json::Value> = search::spectrum(&m, k)
