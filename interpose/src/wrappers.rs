@@ -20,10 +20,11 @@
 use crate::clock::now;
 use crate::mpi_util::*;
 use crate::tools::recorder::{
-    self, Posted, file_id, open_file, post_request, restore_request, take_request,
+    self, Posted, Template, file_id, open_file, persist, persistent, post_request, restore_request,
+    take_request, unpersist,
 };
 use crate::tools::{self, Call};
-use mheta_trace::{Completion, Op, What};
+use mheta_trace::{Completion, Op, Started, What};
 use mpi_sys::{
     MPI_Comm, MPI_Datatype, MPI_File, MPI_Info, MPI_Message, MPI_Offset, MPI_Op, MPI_Request,
     MPI_Status,
@@ -149,6 +150,28 @@ impl Pending {
             .collect();
         self.done(&which, sts)
     }
+}
+
+/// Remember persistent request `*request` (just set up by a successful
+/// `MPI_*_init`) so that `MPI_Start(all)` can record what it begins.
+fn persist_init(request: *mut MPI_Request, t: Template) {
+    // SAFETY: the call that filled *request succeeded.
+    persist(unsafe { *request }, t)
+}
+
+/// Persistent request `h` begins: record it as the send or receive it
+/// stands for, with a fresh id (`None` for a handle not set up by
+/// `MPI_*_init`, such as `MPI_REQUEST_NULL`).
+fn start_one(h: MPI_Request) -> Option<Started> {
+    Some(match persistent(h)? {
+        Template::Send(msg) => Started::Send {
+            msg,
+            req: post_request(h, None),
+        },
+        Template::Recv(c) => Started::Recv {
+            req: post_request(h, Some(c)),
+        },
+    })
 }
 
 fn root_of(comm: MPI_Comm, root: c_int) -> i32 {
@@ -394,6 +417,57 @@ wrappers! {
                               message: *mut MPI_Message, request: *mut MPI_Request) as Imrecv {
         pre: {}
         post: What::Irecv { req: new_req(request, None) },
+    }
+
+    // ---- persistent requests ----
+    MPI_Send_init => PMPI_Send_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
+                                      dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Send_init {
+        idle: { persist_init(request, Template::Send(msg(comm, dest, tag, bytes(count, datatype)))); }
+        pre: {}
+        post: What::PersistentInit { send: true, msg: msg(comm, dest, tag, bytes(count, datatype)) },
+    }
+    MPI_Bsend_init => PMPI_Bsend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
+                                      dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Bsend_init {
+        idle: { persist_init(request, Template::Send(msg(comm, dest, tag, bytes(count, datatype)))); }
+        pre: {}
+        post: What::PersistentInit { send: true, msg: msg(comm, dest, tag, bytes(count, datatype)) },
+    }
+    MPI_Ssend_init => PMPI_Ssend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
+                                      dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Ssend_init {
+        idle: { persist_init(request, Template::Send(msg(comm, dest, tag, bytes(count, datatype)))); }
+        pre: {}
+        post: What::PersistentInit { send: true, msg: msg(comm, dest, tag, bytes(count, datatype)) },
+    }
+    MPI_Rsend_init => PMPI_Rsend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
+                                      dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Rsend_init {
+        idle: { persist_init(request, Template::Send(msg(comm, dest, tag, bytes(count, datatype)))); }
+        pre: {}
+        post: What::PersistentInit { send: true, msg: msg(comm, dest, tag, bytes(count, datatype)) },
+    }
+    MPI_Recv_init => PMPI_Recv_init(buf: *mut c_void, count: c_int, datatype: MPI_Datatype,
+                                    source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Recv_init {
+        idle: { persist_init(request, Template::Recv(comm)); }
+        pre: {}
+        post: What::PersistentInit { send: false, msg: msg(comm, source, tag, bytes(count, datatype)) },
+    }
+    MPI_Start => PMPI_Start(request: *mut MPI_Request) as Start {
+        // SAFETY: the caller's request handle (MPI started it).
+        pre: { let h = unsafe { *request }; }
+        post: What::Start(start_one(h).into_iter().collect()),
+    }
+    MPI_Startall => PMPI_Startall(count: c_int, array_of_requests: *mut MPI_Request) as Startall {
+        // SAFETY: the caller passes `count` request handles.
+        pre: { let hs: Vec<MPI_Request> = (0..count.max(0) as usize).map(|i| unsafe { *array_of_requests.add(i) }).collect(); }
+        post: What::Start(hs.iter().filter_map(|&h| start_one(h)).collect()),
+    }
+    MPI_Request_free => PMPI_Request_free(request: *mut MPI_Request) as Request_free {
+        pre: {
+            // SAFETY: the caller's request handle, read before MPI nulls it.
+            let h = unsafe { *request };
+            unpersist(h);
+            let _ = take_request(h);
+        }
+        post: What::RequestFree,
     }
 
     // ---- completion ----

@@ -261,6 +261,21 @@ impl Program {
                 What::Irecv { req } => {
                     irecv_open.insert(*req, ());
                 }
+                // Persistent requests begin as the Isend or Irecv they
+                // stand for.
+                What::Start(started) => {
+                    for s in started {
+                        match s {
+                            mheta_trace::Started::Send { msg, .. } if msg.peer >= 0 => {
+                                steps.push(Step::Send(peer(msg)))
+                            }
+                            mheta_trace::Started::Recv { req } => {
+                                irecv_open.insert(*req, ());
+                            }
+                            _ => {}
+                        }
+                    }
+                }
                 // MPI_Sendrecv: the send is posted, then the receive waits
                 // (both nodes send before blocking, as eq. 5 assumes).
                 What::Sendrecv { send, recv } => {

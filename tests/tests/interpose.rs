@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
 use mheta_tests::{bin, cores, mheta, mpirun, ok, root, scratch};
-use mheta_trace::{Op, What};
+use mheta_trace::{Op, Started, What};
 use std::path::PathBuf;
 
 fn ring(dir: &std::path::Path) -> PathBuf {
@@ -703,8 +703,50 @@ fn edge_cases_under_every_tool() {
                 assert_eq!(traces.len(), np, "{tools} at {np}: one trace per rank");
                 for t in &traces {
                     let ops: Vec<Op> = ops_of(&t.iterations[0]);
-                    for op in [Op::Allgather, Op::Bcast, Op::Alltoall, Op::Waitall] {
+                    for op in [
+                        Op::Allgather,
+                        Op::Bcast,
+                        Op::Alltoall,
+                        Op::Waitall,
+                        Op::Recv_init,
+                        Op::Send_init,
+                        Op::Startall,
+                        Op::Start,
+                        Op::Request_free,
+                    ] {
                         assert!(ops.contains(&op), "rank {}: no {op:?} in {ops:?}", t.rank);
+                    }
+                    // Persistent requests are recorded as what they stand
+                    // for: 3 Startall (a receive and a send of 4 bytes,
+                    // tag 11) and 3 Start (the receive); each started
+                    // receive completes with its tag-11 message.
+                    let ev = &t.iterations[0].events;
+                    let (mut sends, mut recvs) = (0, Vec::new());
+                    for e in ev {
+                        if let What::Start(v) = &e.what {
+                            for st in v {
+                                match st {
+                                    Started::Send { msg, .. } => {
+                                        assert_eq!((msg.tag, msg.bytes), (11, 4), "{e:?}");
+                                        sends += 1;
+                                    }
+                                    Started::Recv { req } => recvs.push(*req),
+                                }
+                            }
+                        }
+                    }
+                    assert_eq!((sends, recvs.len()), (3, 6), "rank {}", t.rank);
+                    for req in recvs {
+                        let done = ev.iter().find_map(|e| match &e.what {
+                            What::Complete(c) => c.iter().find(|c| c.req == req).copied(),
+                            _ => None,
+                        });
+                        let m = done.and_then(|c| c.recv);
+                        assert!(
+                            m.is_some_and(|m| m.tag == 11 && m.bytes == 4),
+                            "rank {}: started receive {req} completed as {done:?}",
+                            t.rank
+                        );
                     }
                 }
             }

@@ -55,6 +55,59 @@ pub fn recording() -> bool {
     is_active(RECORDER)
 }
 
+/// A persistent request's template, set by `MPI_*_init`: a send's
+/// message, or a receive's communicator.
+#[derive(Clone, Copy)]
+pub enum Template {
+    Send(mheta_trace::Msg),
+    Recv(MPI_Comm),
+}
+
+/// Persistent request handle -> its template (pointer values). Kept even
+/// while nothing is recorded, since programs set their persistent requests
+/// up before the instrumented iterations. A freed handle's entry may stay
+/// until the handle is reused; only `MPI_Start(all)` reads the map, and only
+/// for handles the program set up with `MPI_*_init`, which overwrite.
+type PersistMap = HashMap<usize, (bool, mheta_trace::Msg, usize)>;
+static PERSIST: Mutex<Option<PersistMap>> = Mutex::new(None);
+
+/// Remember the template of persistent request `req`.
+pub fn persist(req: MPI_Request, t: Template) {
+    let v = match t {
+        Template::Send(m) => (true, m, 0),
+        Template::Recv(c) => (
+            false,
+            mheta_trace::Msg {
+                peer: -1,
+                tag: 0,
+                bytes: 0,
+            },
+            c.0 as usize,
+        ),
+    };
+    lock(&PERSIST)
+        .get_or_insert_with(HashMap::new)
+        .insert(req.0 as usize, v);
+}
+
+/// The template of persistent request `req`, if it was set up.
+pub fn persistent(req: MPI_Request) -> Option<Template> {
+    let g = lock(&PERSIST);
+    let &(send, m, c) = g.as_ref()?.get(&(req.0 as usize))?;
+    Some(if send {
+        Template::Send(m)
+    } else {
+        Template::Recv(MPI_Comm(c as *mut _))
+    })
+}
+
+/// Forget persistent request `req` (freed).
+pub fn unpersist(req: MPI_Request) {
+    if let Some(m) = lock(&PERSIST).as_mut() {
+        m.remove(&(req.0 as usize));
+    }
+}
+
 /// Give a newly posted request an id; `recv_comm` is the communicator of
 /// a receive (`None` for anything else).
 pub fn post_request(req: MPI_Request, recv_comm: Option<MPI_Comm>) -> u32 {

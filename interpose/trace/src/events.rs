@@ -42,6 +42,9 @@ ops! {
     File_read, File_write, File_read_at, File_write_at,
     File_read_all, File_write_all, File_read_at_all, File_write_at_all,
     File_iread, File_iwrite, File_iread_at, File_iwrite_at,
+    // Persistent requests (appended: an op's number is its place here).
+    Send_init, Bsend_init, Ssend_init, Rsend_init, Recv_init,
+    Start, Startall, Request_free,
 }
 
 /// One message endpoint as seen by the recording rank. Ranks are
@@ -159,6 +162,27 @@ pub enum What {
     },
     /// The stages that follow run on grid level `l` (multigrid).
     Level(u32),
+    /// `MPI_{,B,S,R}send_init` (`send`) or `MPI_Recv_init`: a persistent
+    /// request is set up; nothing moves until it is started. `msg` as
+    /// given (a receive's peer may be `MPI_ANY_SOURCE`, negative).
+    PersistentInit {
+        send: bool,
+        msg: Msg,
+    },
+    /// `MPI_Start(all)`: persistent requests begin, each as the `Isend` or
+    /// `Irecv` it stands for, with a fresh request id.
+    Start(Vec<Started>),
+    /// `MPI_Request_free`.
+    RequestFree,
+}
+
+/// One persistent request begun by `MPI_Start(all)`.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Started {
+    /// A send, as `What::Isend`.
+    Send { msg: Msg, req: u32 },
+    /// A receive, as `What::Irecv`; its message is in the `Complete`.
+    Recv { req: u32 },
 }
 
 /// One recorded call (or marker): times are ns from the iteration's start.
@@ -183,6 +207,14 @@ impl What {
             What::Sendrecv { send, recv } => Some(send.peer.max(recv.peer)),
             What::Complete(c) => c.iter().filter_map(|c| c.recv.map(|m| m.peer)).max(),
             What::Collective { root, .. } | What::ICollective { root, .. } => Some(*root),
+            What::PersistentInit { msg, .. } => Some(msg.peer),
+            What::Start(v) => v
+                .iter()
+                .filter_map(|s| match s {
+                    Started::Send { msg, .. } => Some(msg.peer),
+                    Started::Recv { .. } => None,
+                })
+                .max(),
             _ => None,
         }
     }
@@ -201,6 +233,13 @@ impl What {
             | What::FileWrite { bytes, .. }
             | What::FileIread { bytes, .. }
             | What::FileIwrite { bytes, .. } => *bytes,
+            What::Start(v) => v
+                .iter()
+                .map(|s| match s {
+                    Started::Send { msg, .. } => msg.bytes,
+                    Started::Recv { .. } => 0,
+                })
+                .sum(),
             _ => 0,
         }
     }
@@ -313,6 +352,21 @@ impl std::fmt::Display for What {
                 write!(f, "variable {file}, {bytes} B, request {req}")
             }
             What::Level(l) => write!(f, "multigrid level {l}"),
+            What::PersistentInit { send: true, msg } => write!(f, "persistent send to {msg}"),
+            What::PersistentInit { send: false, msg } => {
+                write!(f, "persistent receive from {msg}")
+            }
+            What::Start(v) => {
+                let parts: Vec<String> = v
+                    .iter()
+                    .map(|s| match s {
+                        Started::Send { msg, req } => format!("send to {msg}, request {req}"),
+                        Started::Recv { req } => format!("receive, request {req}"),
+                    })
+                    .collect();
+                write!(f, "starts {}", parts.join("; "))
+            }
+            What::RequestFree => write!(f, "request freed"),
         }
     }
 }

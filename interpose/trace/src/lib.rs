@@ -37,7 +37,7 @@ pub const DEFAULT_INSTRUMENT_COUNT: u64 = 3;
 pub const APP_FILE: &str = "app.json";
 
 mod events;
-pub use events::{Completion, Event, Msg, OP_COUNT, Op, What};
+pub use events::{Completion, Event, Msg, OP_COUNT, Op, Started, What};
 
 /// One instrumented iteration of one rank.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
