@@ -851,6 +851,25 @@ pub(crate) fn start() {
         mpi_sys::PMPI_Comm_rank(mpi_sys::RSMPI_COMM_WORLD, &mut rank);
         mpi_sys::PMPI_Comm_size(mpi_sys::RSMPI_COMM_WORLD, &mut size);
     }
+    // A job started by MPI_Comm_spawn numbers its ranks from 0 too: its
+    // files go to a subdirectory named after its rank 0's pid (every rank
+    // of the child job calls MPI_Init, so the broadcast is collective).
+    // SAFETY: MPI is initialised; valid out-pointers and a one-int buffer.
+    unsafe {
+        let mut parent = mpi_sys::RSMPI_COMM_NULL;
+        if mpi_sys::PMPI_Comm_get_parent(&mut parent) == 0 && parent.0 != mpi_sys::RSMPI_COMM_NULL.0
+        {
+            let mut pid = std::process::id() as c_int;
+            mpi_sys::PMPI_Bcast(
+                (&mut pid as *mut c_int).cast(),
+                1,
+                mpi_sys::RSMPI_INT32_T,
+                0,
+                mpi_sys::RSMPI_COMM_WORLD,
+            );
+            mheta_trace::env::set_spawned(&pid.to_string());
+        }
+    }
     crate::clock::init();
     crate::threads::register_this_thread();
     for t in tools::tools() {

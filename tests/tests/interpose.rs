@@ -773,3 +773,39 @@ fn mpi4py_suite_same_under_every_tool() {
     assert_eq!(text.matches(" same").count(), 5, "{text}");
     assert!(text.contains("without mheta              rc=0"), "{text}");
 }
+
+/// A job started by `MPI_Comm_spawn` numbers its ranks from 0 as well: its
+/// traces and summaries go to a `spawned-<pid>` subdirectory instead of
+/// overwriting the parent job's (tests/c/spawn.c, under the recorder and
+/// the summary, recording the whole run).
+#[test]
+fn spawned_jobs_write_their_own_traces() {
+    let dir = scratch("spawn");
+    let exe = cc(&dir, "spawn");
+    for np in 1..=2usize {
+        let trace = same_output(&dir, np, "recorder,summary", &exe, &[], &["--whole-run"]);
+        let parent = mheta_trace::read_dir(&trace).unwrap();
+        assert_eq!(parent.len(), np);
+        assert!(parent.iter().all(|t| t.world_size as usize == np));
+        let subs: Vec<PathBuf> = std::fs::read_dir(&trace)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir())
+            .collect();
+        assert_eq!(subs.len(), 1, "{subs:?}");
+        let name = subs[0].file_name().unwrap().to_string_lossy().into_owned();
+        assert!(name.starts_with("spawned-"), "{name}");
+        let child = mheta_trace::read_dir(&subs[0]).unwrap();
+        assert_eq!(child.len(), 1);
+        assert_eq!(name, format!("spawned-{}", child[0].pid));
+        assert!(parent.iter().all(|t| t.pid != child[0].pid));
+        // The child sent one message to each parent rank.
+        let sends = child[0].iterations[0]
+            .events
+            .iter()
+            .filter(|e| e.op == Some(Op::Send))
+            .count();
+        assert_eq!(sends, np);
+        assert!(subs[0].join("mheta-summary.txt").is_file());
+    }
+}

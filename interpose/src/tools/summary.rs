@@ -57,9 +57,10 @@ static REPORTS: AtomicU32 = AtomicU32::new(0);
 static EMERGENCY_PATH: Mutex<Option<CString>> = Mutex::new(None);
 
 fn dir() -> PathBuf {
-    std::env::var_os("MHETA_SUMMARY_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(mheta_trace::env::trace_dir)
+    match std::env::var_os("MHETA_SUMMARY_DIR") {
+        Some(d) => mheta_trace::env::job_dir(&PathBuf::from(d)),
+        None => mheta_trace::env::trace_dir(),
+    }
 }
 
 /// This rank's counters, summed over its threads, times in ns.

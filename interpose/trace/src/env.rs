@@ -2,13 +2,36 @@
 //! and the in-run side (which must agree with it), read in one place.
 
 use std::ops::Range;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
-/// `MHETA_TRACE_DIR`, default `./mheta-trace`.
+static SPAWNED: OnceLock<String> = OnceLock::new();
+
+/// Mark this process as part of a job started by `MPI_Comm_spawn`: its
+/// files go to the subdirectory `spawned-<tag>` of the trace (and
+/// summary) directory, so that the child job's rank numbers do not
+/// overwrite the parent job's files. `tag` must be the same on every rank
+/// of the child job (the interposer uses the pid of its rank 0).
+pub fn set_spawned(tag: &str) {
+    let _ = SPAWNED.set(format!("spawned-{tag}"));
+}
+
+/// `base`, or its `spawned-<tag>` subdirectory in a spawned job.
+pub fn job_dir(base: &Path) -> PathBuf {
+    match SPAWNED.get() {
+        Some(sub) => base.join(sub),
+        None => base.to_path_buf(),
+    }
+}
+
+/// `MHETA_TRACE_DIR`, default `./mheta-trace` (in a spawned job, its
+/// `spawned-<tag>` subdirectory).
 pub fn trace_dir() -> PathBuf {
-    std::env::var_os("MHETA_TRACE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("mheta-trace"))
+    job_dir(
+        &std::env::var_os("MHETA_TRACE_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("mheta-trace")),
+    )
 }
 
 /// The recorded iterations, `MHETA_INSTRUMENT_ITER ..
