@@ -5,13 +5,18 @@
 #
 # OSU_PT2PT_DIR holds built osu_latency and osu_bw (OSU 7.4:
 # c/mpi/pt2pt/standard after ./configure CC=mpicc && make). Each round runs,
-# in one sitting and in turn: osu_latency, osu_bw, and
-# `mheta bench --np 2 --quick --no-disk --osu-compat` (which also gives
-# mheta's own ping-pong and stream figures). It prints, at 64 KiB and 1 MiB,
-# every round's figures and the ratio mheta/OSU, then the median over the
-# rounds of the per-round ratio (the machine drifts between rounds, so
-# ratios are taken within a round). Default 5 rounds. Exit 1 when a median
-# ratio of --osu-compat is more than 5% from 1.
+# in one sitting, a bracket:
+#   OSU (osu_latency, osu_bw)            -> a
+#   mheta bench --np 2 --osu-only        -> OSU's loops and buffers, in a
+#                                           process of their own as OSU's
+#   OSU again                            -> b
+#   mheta bench --np 2 --quick --no-disk -> mheta's own ping-pong and streams
+# mheta's figures are divided by the mean of a and b (the bracket cancels a
+# drift that is linear over the round), and b / a is the control: how far
+# OSU differs from itself a few seconds later. The script prints every
+# round at 64 KiB and 1 MiB, then the median over the rounds of each
+# per-round ratio. Default 5 rounds. Exit 1 when a median ratio of OSU's
+# method (--osu-only) is more than 5% from 1.
 set -euo pipefail
 osu=${1:?usage: scripts/osu-compare.sh OSU_PT2PT_DIR [ROUNDS]}
 rounds=${2:-5}
@@ -22,48 +27,50 @@ for x in "$osu/osu_latency" "$osu/osu_bw" "$mheta"; do
 done
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 tmp=$(mktemp -d)
-[[ -n ${KEEP:-} ]] || trap 'rm -rf "$tmp"' EXIT
+trap 'rm -rf "$tmp"' EXIT
 # "size value" lines of the table that follows a header matching $2 (this
 # OSU tree's ranks also print "# HOST/POSIX_MEMALIGN: allocated ..." lines,
 # which may land inside a table).
 table() { awk -v h="$2" 'index($0, h) { on = 1; next } /allocated [0-9]+ bytes/ { next } /^#/ && on && !/^# Size/ { on = 0 } on && $1 ~ /^[0-9]+$/ { print $1, $2 }' "$1"; }
 pick() { awk -v s="$2" '$1 == s { print $2 }' <<<"$1"; }
-mbench() {
-    "$mheta" bench --np 2 --quick --no-disk --osu-compat -o "$tmp/p.json" >"$tmp/m" 2>"$tmp/m.err" ||
-        { cat "$tmp/m.err" >&2; exit 2; }
+run_osu() {
+    mpirun -np 2 "$osu/osu_latency" >"$tmp/lat.$1" 2>&1
+    mpirun -np 2 "$osu/osu_bw" >"$tmp/bw.$1" 2>&1
+}
+run_mheta() {
+    "$mheta" bench --np 2 "$@" >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 2; }
 }
 for r in $(seq "$rounds"); do
-    # Odd rounds start with OSU, even rounds with mheta, so that a drift
-    # within a round does not favour one side.
-    ((r % 2 == 0)) && mbench
-    mpirun -np 2 "$osu/osu_latency" >"$tmp/lat" 2>&1
-    mpirun -np 2 "$osu/osu_bw" >"$tmp/bw" 2>&1
-    ((r % 2 == 1)) && mbench
-    ol=$(table "$tmp/lat" "Latency(us)")
-    ob=$(table "$tmp/bw" "Bandwidth (MB/s)")
-    ml=$(table "$tmp/m" "OSU MPI Latency Test")
-    mb=$(table "$tmp/m" "OSU MPI Bandwidth Test")
-    own_l=$(table "$tmp/m" "# Latency, pair 0 -> 1")
-    own_b=$(table "$tmp/m" "# Bandwidth, pair 0 -> 1")
+    run_osu a
+    run_mheta --osu-only
+    mv "$tmp/out" "$tmp/compat"
+    run_osu b
+    run_mheta --quick --no-disk -o "$tmp/p.json"
+    mv "$tmp/out" "$tmp/own"
+    la=$(table "$tmp/lat.a" "Latency(us)"); lb=$(table "$tmp/lat.b" "Latency(us)")
+    ba=$(table "$tmp/bw.a" "Bandwidth (MB/s)"); bb=$(table "$tmp/bw.b" "Bandwidth (MB/s)")
+    cl=$(table "$tmp/compat" "OSU MPI Latency Test"); cb=$(table "$tmp/compat" "OSU MPI Bandwidth Test")
+    ol=$(table "$tmp/own" "# Latency, pair 0 -> 1"); ob=$(table "$tmp/own" "# Bandwidth, pair 0 -> 1")
     for s in 65536 1048576; do
-        echo "$r $s $(pick "$ol" $s) $(pick "$ml" $s) $(pick "$own_l" $s) $(pick "$ob" $s) $(pick "$mb" $s) $(pick "$own_b" $s)"
+        echo "$r $s $(pick "$la" $s) $(pick "$lb" $s) $(pick "$cl" $s) $(pick "$ol" $s)" \
+            "$(pick "$ba" $s) $(pick "$bb" $s) $(pick "$cb" $s) $(pick "$ob" $s)"
     done >>"$tmp/rows"
-    [[ -z ${KEEP:-} ]] || cp "$tmp/m" "$tmp/m.$r"
 done
 awk -v rounds="$rounds" '
 function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
     return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
-BEGIN { printf "# pair 0 -> 1, 2 ranks, one per core (mpirun default binding), %d interleaved rounds\n", rounds
-        printf "%5s %8s | %10s %10s %10s %6s %6s | %10s %10s %10s %6s %6s\n", "round", "size", "osu_lat", "compat", "own", "c/osu", "o/osu", "osu_bw", "compat", "own", "c/osu", "o/osu" }
+BEGIN { printf "# pair 0 -> 1, 2 ranks, one per core (mpirun default binding), no CPU emulation, %d rounds of OSU, mheta --osu-only, OSU, mheta own\n", rounds
+        printf "%5s %8s | %8s %8s %8s %8s %6s %6s %6s | %7s %7s %7s %7s %6s %6s %6s\n", "round", "size", "osu a", "osu b", "compat", "own", "c/osu", "o/osu", "b/a", "bw a", "bw b", "compat", "own", "c/osu", "o/osu", "b/a" }
 { n[$2]++; k = n[$2]
-  lc[$2, k] = $4 / $3; lo[$2, k] = $5 / $3; bc[$2, k] = $7 / $6; bo[$2, k] = $8 / $6
-  printf "%5d %8d | %10.2f %10.2f %10.2f %6.3f %6.3f | %10.0f %10.0f %10.0f %6.3f %6.3f\n", $1, $2, $3, $4, $5, $4 / $3, $5 / $3, $6, $7, $8, $7 / $6, $8 / $6 }
+  lm = ($3 + $4) / 2; bm = ($7 + $8) / 2
+  v[$2, k, 1] = $5 / lm; v[$2, k, 2] = $6 / lm; v[$2, k, 3] = $4 / $3
+  v[$2, k, 4] = $9 / bm; v[$2, k, 5] = $10 / bm; v[$2, k, 6] = $8 / $7
+  printf "%5d %8d | %8.2f %8.2f %8.2f %8.2f %6.3f %6.3f %6.3f | %7.0f %7.0f %7.0f %7.0f %6.3f %6.3f %6.3f\n", $1, $2, $3, $4, $5, $6, v[$2, k, 1], v[$2, k, 2], v[$2, k, 3], $7, $8, $9, $10, v[$2, k, 4], v[$2, k, 5], v[$2, k, 6] }
 END { bad = 0
-  printf "# median of per-round ratios mheta/OSU (latency: us, bandwidth: MB/s; own = mheta'"'"'s ping-pong median / stream median)\n"
-  printf "%8s %14s %14s %14s %14s\n", "size", "lat compat", "lat own", "bw compat", "bw own"
-  for (s in n) { m = n[s]
-    for (i = 1; i <= m; i++) { a[i] = lc[s, i]; b[i] = lo[s, i]; c[i] = bc[s, i]; d[i] = bo[s, i] }
-    x = med(a, m); y = med(b, m); z = med(c, m); w = med(d, m)
-    printf "%8d %14.3f %14.3f %14.3f %14.3f\n", s, x, y, z, w
-    if (x < 0.95 || x > 1.05 || z < 0.95 || z > 1.05) bad = 1 }
-  if (bad) { print "osu-compare: --osu-compat is more than 5% from OSU" > "/dev/stderr"; exit 1 } }' "$tmp/rows"
+  printf "# median over the rounds of the per-round ratio (mheta / mean of the two OSU runs; control: second OSU run / first)\n"
+  printf "%8s %12s %12s %12s %12s %12s %12s\n", "size", "lat compat", "lat own", "lat control", "bw compat", "bw own", "bw control"
+  for (s = 65536; s <= 1048576; s *= 16) { m = n[s]; printf "%8d", s
+    for (c = 1; c <= 6; c++) { for (i = 1; i <= m; i++) a[i] = v[s, i, c]; x = med(a, m); printf " %12.3f", x
+      if ((c == 1 || c == 4) && (x < 0.95 || x > 1.05)) bad = 1 }
+    printf "\n" }
+  if (bad) { print "osu-compare: mheta'"'"'s OSU method (--osu-only) is more than 5% from OSU" > "/dev/stderr"; exit 1 } }' "$tmp/rows"

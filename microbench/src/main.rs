@@ -39,8 +39,13 @@ struct Args {
     #[arg(long)]
     quick: bool,
     /// Where to write the cluster profile (JSON).
-    #[arg(short = 'o', long = "output", value_name = "PROFILE.json")]
-    output: PathBuf,
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "PROFILE.json",
+        required_unless_present = "osu_only"
+    )]
+    output: Option<PathBuf>,
     /// Print the profile as JSON on stdout instead of the tables.
     #[arg(long)]
     json: bool,
@@ -48,6 +53,11 @@ struct Args {
     /// them in OSU's format.
     #[arg(long)]
     osu_compat: bool,
+    /// Run only OSU's osu_latency and osu_bw loops (pair 0 -> 1), in a
+    /// process that measures nothing else, as OSU's own programs do; print
+    /// them in OSU's format and write no profile.
+    #[arg(long, conflicts_with_all = ["json", "osu_compat", "output"])]
+    osu_only: bool,
     /// Directory whose disk is measured (default: $TMPDIR or /tmp).
     #[arg(long, value_name = "DIR")]
     disk_dir: Option<PathBuf>,
@@ -140,15 +150,15 @@ fn preflight(world: &SimpleCommunicator, args: &Args) -> Result<PathBuf> {
         .or_else(|| std::env::var_os("TMPDIR").map(PathBuf::from))
         .unwrap_or_else(|| PathBuf::from("/tmp"));
     let mut msg = String::new();
-    if world.rank() == 0 {
-        let probe = args
-            .output
-            .with_extension(format!("probe.{}", std::process::id()));
+    if world.rank() == 0
+        && let Some(output) = &args.output
+    {
+        let probe = output.with_extension(format!("probe.{}", std::process::id()));
         match std::fs::write(&probe, b"") {
             Ok(()) => {
                 let _ = std::fs::remove_file(&probe);
             }
-            Err(e) => msg = format!("-o {}: cannot write there: {e}", args.output.display()),
+            Err(e) => msg = format!("-o {}: cannot write there: {e}", output.display()),
         }
         if msg.is_empty() && !args.no_disk && !disk_dir.is_dir() {
             msg = format!("--disk-dir {}: not a directory", disk_dir.display());
@@ -168,6 +178,18 @@ fn preflight(world: &SimpleCommunicator, args: &Args) -> Result<PathBuf> {
 
 fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>> {
     let disk_dir = preflight(world, args)?;
+    if args.osu_only {
+        let (lat, bw) = mheta_microbench::osu::run(world, 0, 1);
+        if world.rank() == 0 {
+            print_osu(&OsuCompat {
+                src: 0,
+                dst: 1,
+                latency_us: lat,
+                bandwidth_mbps: bw,
+            });
+        }
+        return Ok(None);
+    }
     let p = world.size() as usize;
     let me = world.rank() as usize;
     let hosts = host_names(world);
@@ -469,21 +491,24 @@ fn print_tables(p: &ClusterProfile) {
         );
     }
     if let Some(o) = &p.osu {
-        println!(
-            "# OSU MPI Latency Test (mheta --osu-compat: osu_latency's loop and buffers, pair {} -> {})",
-            o.src, o.dst
-        );
-        println!("{:<10}{:>20}", "# Size", "Latency (us)");
-        for (s, l) in &o.latency_us {
-            println!("{s:<10}{l:>20.2}");
-        }
-        println!(
-            "# OSU MPI Bandwidth Test (mheta --osu-compat: osu_bw's loop and buffers, window 64)"
-        );
-        println!("{:<10}{:>20}", "# Size", "Bandwidth (MB/s)");
-        for (s, b) in &o.bandwidth_mbps {
-            println!("{s:<10}{b:>20.2}");
-        }
+        print_osu(o);
+    }
+}
+
+/// OSU's own tables (`--osu-compat`, `--osu-only`), in OSU's format.
+fn print_osu(o: &OsuCompat) {
+    println!(
+        "# OSU MPI Latency Test (mheta --osu-compat: osu_latency's loop and buffers, pair {} -> {})",
+        o.src, o.dst
+    );
+    println!("{:<10}{:>20}", "# Size", "Latency (us)");
+    for (s, l) in &o.latency_us {
+        println!("{s:<10}{l:>20.2}");
+    }
+    println!("# OSU MPI Bandwidth Test (mheta --osu-compat: osu_bw's loop and buffers, window 64)");
+    println!("{:<10}{:>20}", "# Size", "Bandwidth (MB/s)");
+    for (s, b) in &o.bandwidth_mbps {
+        println!("{s:<10}{b:>20.2}");
     }
 }
 
@@ -516,8 +541,10 @@ fn main() {
                 } else {
                     print_tables(&p);
                 }
-                p.save(&args.output)?;
-                eprintln!("mheta-microbench: wrote {}", args.output.display());
+                if let Some(out) = &args.output {
+                    p.save(out)?;
+                    eprintln!("mheta-microbench: wrote {}", out.display());
+                }
             }
             Ok(())
         }) {

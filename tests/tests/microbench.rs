@@ -173,6 +173,20 @@ fn osu_compat_prints_osu_tables_for_every_size() {
         "4 MiB slower than 1 B: {lat:?}"
     );
     let p = ClusterProfile::load(&out).unwrap();
+    // --osu-only: the same tables from a process that measures nothing
+    // else, and no profile (so no -o).
+    let only = ok(mheta().args(["bench", "--np", "2", "--osu-only"]));
+    assert_eq!(
+        only.lines().filter(|l| l.starts_with("# OSU MPI")).count(),
+        2,
+        "{only}"
+    );
+    assert!(!only.contains("# Nodes"), "{only}");
+    fails(
+        mheta()
+            .args(["bench", "--np", "2", "--osu-only", "-o"])
+            .arg(&out),
+    );
     // The table prints the profile's figures to two decimals.
     let o = p.osu.unwrap();
     assert_eq!(o.latency_us.len(), lat.len());

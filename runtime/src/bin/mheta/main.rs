@@ -37,14 +37,23 @@ enum Cmd {
         #[arg(long)]
         quick: bool,
         /// Where to write the profile.
-        #[arg(short = 'o', long = "output", value_name = "PROFILE.json")]
-        output: PathBuf,
+        #[arg(
+            short = 'o',
+            long = "output",
+            value_name = "PROFILE.json",
+            required_unless_present = "osu_only"
+        )]
+        output: Option<PathBuf>,
         /// Print the profile as JSON on stdout instead of the tables.
         #[arg(long)]
         json: bool,
         /// Also run OSU's osu_latency and osu_bw loops (pair 0 -> 1).
         #[arg(long)]
         osu_compat: bool,
+        /// Run only OSU's loops (pair 0 -> 1) in a process that measures
+        /// nothing else, as OSU's programs do; write no profile.
+        #[arg(long, conflicts_with_all = ["json", "osu_compat", "output"])]
+        osu_only: bool,
         /// Directory whose disk is measured (default: $TMPDIR or /tmp).
         #[arg(long, value_name = "DIR")]
         disk_dir: Option<PathBuf>,
@@ -370,15 +379,18 @@ struct BenchOpts {
     quick: bool,
     json: bool,
     osu_compat: bool,
+    osu_only: bool,
     disk_dir: Option<PathBuf>,
     no_disk: bool,
 }
 
-fn bench(np: u32, o: &BenchOpts, output: &Path) -> Result<i32> {
+fn bench(np: u32, o: &BenchOpts, output: Option<&Path>) -> Result<i32> {
     if np < 2 {
         bail!("--np {np}: the microbenchmarks measure pairs of ranks and need at least 2");
     }
-    check_writable(output)?;
+    if let Some(out) = output {
+        check_writable(out)?;
+    }
     if let Some(d) = &o.disk_dir
         && !o.no_disk
         && !d.is_dir()
@@ -411,6 +423,7 @@ fn bench(np: u32, o: &BenchOpts, output: &Path) -> Result<i32> {
         (o.quick, "--quick"),
         (o.json, "--json"),
         (o.osu_compat, "--osu-compat"),
+        (o.osu_only, "--osu-only"),
         (o.no_disk, "--no-disk"),
     ] {
         if on {
@@ -420,7 +433,9 @@ fn bench(np: u32, o: &BenchOpts, output: &Path) -> Result<i32> {
     if let Some(d) = &o.disk_dir {
         cmd.arg("--disk-dir").arg(d);
     }
-    cmd.arg("-o").arg(output);
+    if let Some(out) = output {
+        cmd.arg("-o").arg(out);
+    }
     let st = cmd
         .status()
         .with_context(|| format!("cannot start {}", launcher.to_string_lossy()))?;
@@ -519,6 +534,7 @@ fn main() {
                 output,
                 json,
                 osu_compat,
+                osu_only,
                 disk_dir,
                 no_disk,
             } => bench(
@@ -527,10 +543,11 @@ fn main() {
                     quick,
                     json,
                     osu_compat,
+                    osu_only,
                     disk_dir,
                     no_disk,
                 },
-                &output,
+                output.as_deref(),
             ),
             Cmd::Run {
                 trace_dir,
