@@ -53,10 +53,23 @@ fn two_ranks_het2_balances_the_recorded_per_row_costs() {
             .map(|i| block["ranks"][i]["compute_s"].as_f64().unwrap())
             .collect();
         let ratio = c[1] / c[0];
-        if ratio >= 1.5 || attempt == 3 {
+        // A run whose iterations after the move were disturbed (CI once
+        // measured 9.49 ms after against 9.74 ms before) is retried too;
+        // the assertions below still demand the speed-up.
+        let a = &r["auto"];
+        let sped_up = match (
+            a["measured_chosen_s"].as_f64(),
+            a["measured_from_s"].as_f64(),
+        ) {
+            (Some(mc), Some(mf)) => mc < 0.85 * mf,
+            _ => false,
+        };
+        if (ratio >= 1.5 && sped_up) || attempt == 3 {
             break (r, ratio);
         }
-        eprintln!("attempt {attempt}: recorded per-row ratio {ratio:.2}, retrying");
+        eprintln!(
+            "attempt {attempt}: recorded per-row ratio {ratio:.2}, measured speed-up {sped_up}, retrying"
+        );
     };
     assert!(
         ratio >= 1.5,
