@@ -184,3 +184,90 @@ fn four_ranks_het4_redistributes_and_verifies() {
     assert_eq!(traces.len(), 4);
     assert!(traces.iter().all(|t| t.iterations.len() == 3));
 }
+
+/// Kills the competing process when the test ends, even on a panic.
+struct Hog(std::process::Child);
+
+impl Drop for Hog {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Another job arrives mid-run on rank 0's core (a busy loop pinned there
+/// three seconds in, after the first plan), so rank 0 gets about half a
+/// core. The watch must see the drift, re-record, re-plan and move rows
+/// from rank 0 to rank 1 within a bounded number of iterations, and the
+/// answer must still verify.
+#[test]
+fn a_job_arriving_on_a_ranks_core_is_rebalanced() {
+    let dir = scratch("drift");
+    let profile = quick_profile(&dir, 2);
+    let trace = dir.join("trace");
+    let hog = Hog(std::process::Command::new("sh")
+        .args([
+            "-c",
+            "sleep 3; exec taskset -c 0 sh -c 'while :; do :; done'",
+        ])
+        .spawn()
+        .unwrap());
+    let out = ok(mheta()
+        .args(["run", "--trace-dir"])
+        .arg(&trace)
+        .args(["--", "mpirun", "-np", "2", "--bind-to", "core"])
+        .arg(bin("jacobi"))
+        .args([
+            "--n",
+            "3072",
+            "--iters",
+            "600",
+            "--cluster",
+            "uniform",
+            "--auto",
+            "--profile",
+        ])
+        .arg(&profile));
+    drop(hog);
+    let r = last_json(&out);
+    assert_eq!(r["verified"], true, "{r}");
+    let a = &r["auto"];
+    let dist = |v: &serde_json::Value| -> Vec<u64> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap())
+            .collect()
+    };
+    // The first plan came before the competing job (iteration 5 of about
+    // 12 ms ones, well inside the first three seconds).
+    assert!(a["redistributed_after"].as_u64().unwrap() < 20, "{a}");
+    // A drift of at least 1.5x (rank 0 at half a core) ...
+    let drifts = a["drifts"].as_array().unwrap();
+    let big = drifts
+        .iter()
+        .find(|d| d["measured_s"].as_f64().unwrap() >= 1.5 * d["expected_s"].as_f64().unwrap())
+        .unwrap_or_else(|| panic!("no drift of 1.5x or more: {drifts:?}"));
+    let after = big["after"].as_u64().unwrap();
+    // ... is followed, within two windows, by a re-plan that moves rows
+    // off rank 0.
+    let replans = a["replans"].as_array().unwrap();
+    let moved = replans
+        .iter()
+        .find(|p| {
+            let at = p["redistributed_after"].as_u64().unwrap();
+            p["moved"] == true && at > after && at <= after + 10
+        })
+        .unwrap_or_else(|| {
+            panic!("no move within 10 iterations of the drift at {after}: {replans:?}")
+        });
+    let (from, to) = (dist(&moved["from_dist"]), dist(&moved["chosen_dist"]));
+    assert!(
+        (to[0] as f64) < 0.85 * from[0] as f64,
+        "the re-plan after the drift moved {from:?} -> {to:?}"
+    );
+    // The run ends with rank 0 lighter than an even split (later
+    // re-plans on a noisy machine may move part of the way back).
+    let last = dist(&r["dist"]);
+    assert!((last[0] as f64) < 0.9 * 1536.0, "final {last:?}");
+}
