@@ -19,7 +19,7 @@
 use mpi::collective::CommunicatorCollectives;
 use mpi::point_to_point::{Destination, Source};
 use mpi::request::WaitGuard;
-use mpi::topology::{Communicator, SimpleCommunicator};
+use mpi::topology::{Communicator, Process, SimpleCommunicator};
 use std::time::Instant;
 
 /// OSU's switch between small- and large-message loop counts.
@@ -71,10 +71,22 @@ impl Buffers {
     }
 }
 
-/// The peer of this rank in pair (a, b), if it is in the pair.
-fn peer_of(comm: &SimpleCommunicator, a: i32, b: i32) -> Option<i32> {
+/// OSU's start of one size: both buffers filled (`set_buffer_pt2pt`), a
+/// barrier of `comm`, then this rank's peer in pair (a, b), `None` for a
+/// rank outside the pair.
+fn begin<'c>(
+    comm: &'c SimpleCommunicator,
+    a: i32,
+    b: i32,
+    bufs: &mut Buffers,
+    size: usize,
+) -> Option<Process<'c>> {
+    bufs.s.set(b'a', size);
+    bufs.r.set(b'b', size);
+    comm.barrier();
     let me = comm.rank();
-    (me == a).then_some(b).or((me == b).then_some(a))
+    let p = (me == a).then_some(b).or((me == b).then_some(a))?;
+    Some(comm.process_at_rank(p))
 }
 
 /// osu_latency for one size between ranks `a` (which times) and `b` of
@@ -88,13 +100,9 @@ pub fn latency(comm: &SimpleCommunicator, a: i32, b: i32, bufs: &mut Buffers, si
     } else {
         (10000, 100)
     };
-    bufs.s.set(b'a', size);
-    bufs.r.set(b'b', size);
-    comm.barrier();
-    let Some(p) = peer_of(comm, a, b) else {
+    let Some(peer) = begin(comm, a, b, bufs, size) else {
         return 0.0;
     };
-    let peer = comm.process_at_rank(p);
     let mut total = 0.0;
     for i in 0..iters + skip {
         if me == a {
@@ -125,13 +133,9 @@ pub fn bandwidth(
 ) -> f64 {
     let me = comm.rank();
     let (iters, skip) = if size > LARGE { (20, 2) } else { (100, 10) };
-    bufs.s.set(b'a', size);
-    bufs.r.set(b'b', size);
-    comm.barrier();
-    let Some(p) = peer_of(comm, a, b) else {
+    let Some(peer) = begin(comm, a, b, bufs, size) else {
         return 0.0;
     };
-    let peer = comm.process_at_rank(p);
     let mut total = 0.0;
     let mut ack = [0u8; 1];
     for i in 0..iters + skip {

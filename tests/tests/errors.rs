@@ -213,31 +213,20 @@ fn implausible_profiles_traces_and_counts_are_refused() {
     );
     std::fs::write(&r1, saved).unwrap();
     // Nonsense counts are refused by name, before anything runs.
+    let exp = [
+        "experiment",
+        "--app",
+        "jacobi",
+        "--cluster",
+        "het2",
+        "--np",
+        "2",
+    ];
     for args in [
         vec!["predict", "--dist", "32,32", "--iters", "0"],
         vec!["search", "--budget", "0"],
-        vec![
-            "experiment",
-            "--app",
-            "jacobi",
-            "--cluster",
-            "het2",
-            "--np",
-            "2",
-            "--iters",
-            "0",
-        ],
-        vec![
-            "experiment",
-            "--app",
-            "jacobi",
-            "--cluster",
-            "het2",
-            "--np",
-            "2",
-            "--repeat",
-            "0",
-        ],
+        [&exp[..], &["--iters", "0"]].concat(),
+        [&exp[..], &["--repeat", "0"]].concat(),
     ] {
         let o = fails(
             mheta()

@@ -63,41 +63,35 @@ pub enum Template {
     Recv(MPI_Comm),
 }
 
-/// Persistent request handle -> its template (pointer values). Kept even
+/// Persistent request handle -> its template, with a receive's
+/// communicator as a pointer value (a raw handle is not `Send`). Kept even
 /// while nothing is recorded, since programs set their persistent requests
 /// up before the instrumented iterations. A freed handle's entry may stay
 /// until the handle is reused; only `MPI_Start(all)` reads the map, and only
 /// for handles the program set up with `MPI_*_init`, which overwrite.
-type PersistMap = HashMap<usize, (bool, mheta_trace::Msg, usize)>;
-static PERSIST: Mutex<Option<PersistMap>> = Mutex::new(None);
+enum Kept {
+    Send(mheta_trace::Msg),
+    Recv(usize),
+}
+static PERSIST: Mutex<Option<HashMap<usize, Kept>>> = Mutex::new(None);
 
 /// Remember the template of persistent request `req`.
 pub fn persist(req: MPI_Request, t: Template) {
-    let v = match t {
-        Template::Send(m) => (true, m, 0),
-        Template::Recv(c) => (
-            false,
-            mheta_trace::Msg {
-                peer: -1,
-                tag: 0,
-                bytes: 0,
-            },
-            c.0 as usize,
-        ),
+    let k = match t {
+        Template::Send(m) => Kept::Send(m),
+        Template::Recv(c) => Kept::Recv(c.0 as usize),
     };
     lock(&PERSIST)
         .get_or_insert_with(HashMap::new)
-        .insert(req.0 as usize, v);
+        .insert(req.0 as usize, k);
 }
 
 /// The template of persistent request `req`, if it was set up.
 pub fn persistent(req: MPI_Request) -> Option<Template> {
     let g = lock(&PERSIST);
-    let &(send, m, c) = g.as_ref()?.get(&(req.0 as usize))?;
-    Some(if send {
-        Template::Send(m)
-    } else {
-        Template::Recv(MPI_Comm(c as *mut _))
+    Some(match g.as_ref()?.get(&(req.0 as usize))? {
+        Kept::Send(m) => Template::Send(*m),
+        Kept::Recv(c) => Template::Recv(MPI_Comm(*c as *mut _)),
     })
 }
 

@@ -216,18 +216,19 @@ enum Cmd {
     },
 }
 
-fn load_model(profile: &Path, trace: &Path, mode: ModeChoice) -> Result<Model> {
+/// The model of `trace` on `profile`'s figures in the chosen mode, and the
+/// profile as measured.
+fn load_model(profile: &Path, trace: &Path, mode: ModeChoice) -> Result<(Model, ClusterProfile)> {
     let traces = mheta_trace::read_dir(trace)?;
     let app = mheta_trace::read_app(trace)?;
-    let prof = ClusterProfile::load(profile)?.with_mode(mode);
-    Ok(Model::new(&traces, app, &prof)?)
+    let prof = ClusterProfile::load(profile)?;
+    Ok((Model::new(&traces, app, &prof.with_mode(mode))?, prof))
 }
 
-/// The line `predict` and `search` print about the network figures' modes.
-fn mode_note(profile: &Path, mode: ModeChoice) -> Result<String> {
-    let p = ClusterProfile::load(profile)?;
+/// The line `predict` prints about the network figures' modes.
+fn mode_note(p: &ClusterProfile, mode: ModeChoice) -> String {
     let mm = p.multi_modal();
-    Ok(if mm.is_empty() {
+    if mm.is_empty() {
         format!(
             "network: o_s, o_r and 8-byte latency are unimodal in every pair (--mode {mode} changes nothing)"
         )
@@ -240,7 +241,7 @@ fn mode_note(profile: &Path, mode: ModeChoice) -> Result<String> {
             "network: the {mode} mode of each multi-modal figure ({})",
             list.join("; ")
         )
-    })
+    }
 }
 
 /// `mheta show --profile`: the profile as tables.
@@ -732,8 +733,8 @@ fn main() {
                 from,
                 json,
             } => {
-                let m = load_model(&profile, &trace, mode)?;
-                let note = mode_note(&profile, mode)?;
+                let (m, prof) = load_model(&profile, &trace, mode)?;
+                let note = mode_note(&prof, mode);
                 let d = Dist::parse(&dist, m.ranks(), m.rows())?;
                 let p = m.predict(&d)?;
                 let total_s = p.per_iteration_s * iters as f64;
@@ -803,7 +804,7 @@ fn main() {
                 spectrum,
                 json,
             } => {
-                let m = load_model(&profile, &trace, ModeChoice::Dominant)?;
+                let (m, _) = load_model(&profile, &trace, ModeChoice::Dominant)?;
                 if let Some(k) = spectrum {
                     let c = search::corners(&m);
                     let rows: Vec<serde_json::Value> = search::spectrum(&m, k)
