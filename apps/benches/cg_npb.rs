@@ -42,8 +42,10 @@ fn ours(bin: &Path, np: &str, class: &str) -> Option<f64> {
     v["mops"].as_f64()
 }
 
-fn npb(bin: &Path, np: &str) -> Option<f64> {
-    let out = stdout(mpirun(np).arg(bin))?;
+fn npb(bin: &Path, np: &str, dir: &Path) -> Option<f64> {
+    // NPB's checkpointing build writes `cg.<class>.x.<time>.checkpoint/`
+    // into its working directory: run it in a scratch directory.
+    let out = stdout(mpirun(np).arg(bin).current_dir(dir))?;
     if !out.contains("SUCCESSFUL") {
         eprintln!("NPB did not verify:\n{out}");
         return None;
@@ -71,6 +73,11 @@ fn main() {
         .and_then(|r| r.parse().ok())
         .unwrap_or(5);
     let np = std::env::var("CG_NP").unwrap_or_else(|_| "2".into());
+    let scratch = std::env::temp_dir().join(format!("mheta-cg-npb-{}", std::process::id()));
+    if let Err(e) = std::fs::create_dir_all(&scratch) {
+        eprintln!("{}: {e}", scratch.display());
+        std::process::exit(1);
+    }
     println!(
         "CG, {np} ranks, uniform cluster (no emulation), rounds interleaved (order alternates)"
     );
@@ -86,7 +93,7 @@ fn main() {
             let mut y = None;
             let run_npb = |y: &mut Option<f64>| {
                 if let Some(p) = &npb_bin {
-                    *y = npb(p, &np);
+                    *y = npb(p, &np, &scratch);
                 }
             };
             if round % 2 == 0 {
@@ -122,4 +129,5 @@ fn main() {
             median(ratios).unwrap_or(f64::NAN)
         );
     }
+    let _ = std::fs::remove_dir_all(&scratch);
 }
