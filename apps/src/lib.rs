@@ -876,6 +876,19 @@ pub fn run<K: Kernel>(
         "stage_s": med(&stage_s, 0, iters),
         "read_s": med(&read_s, 0, iters),
         "write_s": med(&write_s, 0, iters),
+        // Per iteration, stage time outside the reads and writes (the
+        // computation, and whatever copying storage does), then the
+        // median: a difference of medians mixes different iterations.
+        "compute_s": med(
+            &stage_s
+                .iter()
+                .zip(&read_s)
+                .zip(&write_s)
+                .map(|((s, r), w)| s - r - w)
+                .collect::<Vec<_>>(),
+            0,
+            iters
+        ),
         "notes": ctx.emu.report.notes,
     });
     let ranks = gather_json(world, &mine);
