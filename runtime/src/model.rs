@@ -45,6 +45,14 @@ impl Hasher for Fx {
 
 type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
 
+/// Messages in flight during one evaluation, by (src, dst, tag).
+type Inflight = FastMap<(usize, usize, i32), VecDeque<f64>>;
+
+thread_local! {
+    /// [`Model::predict`]'s message map, kept between evaluations.
+    static INFLIGHT: std::cell::RefCell<Inflight> = std::cell::RefCell::new(Inflight::default());
+}
+
 /// A model input that cannot be used.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum ModelError {
@@ -705,9 +713,20 @@ impl Model {
         ];
         let mut pc = vec![0usize; p];
         // Arrival times of messages in flight, per (src, dst, tag), FIFO.
-        let mut inflight: FastMap<(usize, usize, i32), VecDeque<f64>> = FastMap::default();
-        // Ranks blocked at a reduction, with their entry time.
+        // The map and its queues are kept per thread between evaluations
+        // (a search evaluates many distributions on the same channels), so
+        // that an evaluation allocates nothing once warm.
+        let mut inflight = INFLIGHT.with(|m| std::mem::take(&mut *m.borrow_mut()));
+        if inflight.len() > 16 * p + 1024 {
+            inflight = FastMap::default();
+        }
+        for q in inflight.values_mut() {
+            q.clear();
+        }
+        // Ranks blocked at a reduction, with their entry time, and how
+        // many are there (a count, so that each arrival is O(1)).
         let mut at_reduce: Vec<Option<f64>> = vec![None; p];
+        let mut n_at_reduce = 0usize;
         loop {
             let mut progress = false;
             for i in 0..p {
@@ -715,27 +734,26 @@ impl Model {
                 while pc[i] < prog.len() {
                     let step = &prog[pc[i]];
                     // A message of rank i to recorded peer `to`, rerouted.
-                    let send =
-                        |to: &Peer,
-                         clock: &mut [f64],
-                         out: &mut [RankTime],
-                         inflight: &mut FastMap<_, VecDeque<f64>>| {
-                            if !active(i) {
-                                return;
-                            }
-                            if let Some(j) = self.route(d, i, to.rank) {
-                                let k = net.k(i, j);
-                                let b = self.msg_bytes(d, i, to.bytes);
-                                // MHETA eq. 3: arrival = T_tau(i) + O_send + T_{i->j}(q).
-                                let arrive = clock[i] + net.o_send[k] + net.transfer(k, b);
-                                clock[i] += net.o_send[k];
-                                out[i].overhead_s += net.o_send[k];
-                                inflight
-                                    .entry((i, j, to.tag))
-                                    .or_default()
-                                    .push_back(arrive);
-                            }
-                        };
+                    let send = |to: &Peer,
+                                clock: &mut [f64],
+                                out: &mut [RankTime],
+                                inflight: &mut Inflight| {
+                        if !active(i) {
+                            return;
+                        }
+                        if let Some(j) = self.route(d, i, to.rank) {
+                            let k = net.k(i, j);
+                            let b = self.msg_bytes(d, i, to.bytes);
+                            // MHETA eq. 3: arrival = T_tau(i) + O_send + T_{i->j}(q).
+                            let arrive = clock[i] + net.o_send[k] + net.transfer(k, b);
+                            clock[i] += net.o_send[k];
+                            out[i].overhead_s += net.o_send[k];
+                            inflight
+                                .entry((i, j, to.tag))
+                                .or_default()
+                                .push_back(arrive);
+                        }
+                    };
                     // The recorded source of a receive, rerouted; None = no message.
                     let source = |from: &Peer| -> Option<usize> {
                         if !active(i) {
@@ -743,35 +761,33 @@ impl Model {
                         }
                         self.route(d, i, from.rank)
                     };
-                    let ready =
-                        |from: &Peer, inflight: &FastMap<_, VecDeque<f64>>| match source(from) {
-                            None => true,
-                            Some(j) => inflight
-                                .get(&(j, i, from.tag))
-                                .is_some_and(|q| !q.is_empty()),
-                        };
+                    let ready = |from: &Peer, inflight: &Inflight| match source(from) {
+                        None => true,
+                        Some(j) => inflight
+                            .get(&(j, i, from.tag))
+                            .is_some_and(|q| !q.is_empty()),
+                    };
                     // MHETA eqs. 3 and 5: wait for the arrival, then pay O_recv.
-                    let receive =
-                        |from: &Peer,
-                         pay: bool,
-                         clock: &mut [f64],
-                         out: &mut [RankTime],
-                         inflight: &mut FastMap<_, VecDeque<f64>>| {
-                            if let Some(j) = source(from) {
-                                let arrive = inflight
-                                    .get_mut(&(j, i, from.tag))
-                                    .and_then(|q| q.pop_front())
-                                    .unwrap_or(clock[i]);
-                                let wait = (arrive - clock[i]).max(0.0);
-                                clock[i] += wait;
-                                out[i].wait_s += wait;
-                                if pay {
-                                    let o = net.o_recv[net.k(j, i)];
-                                    clock[i] += o;
-                                    out[i].overhead_s += o;
-                                }
+                    let receive = |from: &Peer,
+                                   pay: bool,
+                                   clock: &mut [f64],
+                                   out: &mut [RankTime],
+                                   inflight: &mut Inflight| {
+                        if let Some(j) = source(from) {
+                            let arrive = inflight
+                                .get_mut(&(j, i, from.tag))
+                                .and_then(|q| q.pop_front())
+                                .unwrap_or(clock[i]);
+                            let wait = (arrive - clock[i]).max(0.0);
+                            clock[i] += wait;
+                            out[i].wait_s += wait;
+                            if pay {
+                                let o = net.o_recv[net.k(j, i)];
+                                clock[i] += o;
+                                out[i].overhead_s += o;
                             }
-                        };
+                        }
+                    };
                     if !matches!(step, Step::Compute { .. } | Step::StageEnd(_)) {
                         stage_acc[i] = 0.0;
                     }
@@ -843,10 +859,12 @@ impl Model {
                         Step::Reduce { bytes } => {
                             if at_reduce[i].is_none() {
                                 at_reduce[i] = Some(clock[i]);
+                                n_at_reduce += 1;
                             }
-                            if at_reduce.iter().any(|x| x.is_none()) {
+                            if n_at_reduce < p {
                                 break;
                             }
+                            n_at_reduce = 0;
                             // Everyone is here: all leave together.
                             let entry = at_reduce.iter().flatten().fold(0.0f64, |a, &b| a.max(b));
                             let done = entry + net.reduce(*bytes);
@@ -882,6 +900,7 @@ impl Model {
                 });
             }
         }
+        INFLIGHT.with(|m| *m.borrow_mut() = inflight);
         for i in 0..p {
             out[i].total_s = clock[i];
         }
