@@ -101,7 +101,15 @@ fn main() {
     // core on DC, iterations otherwise): the in-core DC runs take a few ms
     // per iteration and get more of them, since a rank's speed on this VM
     // jumps between runs and within one (cache or memory).
-    let cases: &[(&str, &[&str], u64, &str, &str, &str)] = &[
+    type Case = (
+        &'static str,
+        &'static [&'static str],
+        u64,
+        &'static str,
+        &'static str,
+        &'static str,
+    );
+    let cases: &[Case] = &[
         ("jacobi", &["--n", "1536"], 1536, "6", "30", "8"),
         ("sor", &["--n", "1024"], 1024, "3", "40", "8"),
         ("cg", &["--class", "W"], 7000, "1.5", "15", "6"),

@@ -6,6 +6,7 @@
 //! out-of-core rule in [`mheta_runtime::ooc`], shared with the model.
 
 use crate::mpiio::{ALIGN, AlignedBuf, File, IoError, Pending, round_up};
+use mheta_live::RowBlock;
 pub use mheta_runtime::ooc::{CALL_BYTES, MemPlan, Need, TooSmall, plan};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -189,7 +190,7 @@ impl Access {
 }
 
 enum Mem {
-    Core(Vec<f64>),
+    Core(RowBlock<f64>),
     Disk(Box<Disk>),
 }
 
@@ -253,7 +254,7 @@ impl Rows {
             rows,
             top: vec![0.0; width],
             bottom: vec![0.0; width],
-            mem: Mem::Core(Vec::new()),
+            mem: Mem::Core(RowBlock::default()),
             pieces: pieces.to_vec(),
             halo,
             first_row: vec![0.0; width],
@@ -270,7 +271,7 @@ impl Rows {
                 for (r, row) in v.chunks_exact_mut(width.max(1)).enumerate() {
                     init(r, row);
                 }
-                a.mem = Mem::Core(v);
+                a.mem = Mem::Core(RowBlock::from_vec(v));
             }
             Some(st) => {
                 let bytes: Vec<usize> = pieces.iter().map(|p| p.len() * width * 8).collect();
@@ -311,14 +312,14 @@ impl Rows {
     }
 
     /// The in-core rows (None when out of core).
-    pub fn core(&self) -> Option<&Vec<f64>> {
+    pub fn core(&self) -> Option<&[f64]> {
         match &self.mem {
             Mem::Core(v) => Some(v),
             Mem::Disk(_) => None,
         }
     }
 
-    pub fn core_mut(&mut self) -> Option<&mut Vec<f64>> {
+    pub fn core_mut(&mut self) -> Option<&mut [f64]> {
         match &mut self.mem {
             Mem::Core(v) => Some(v),
             Mem::Disk(_) => None,
@@ -335,15 +336,16 @@ impl Rows {
         me: usize,
     ) -> Result<(), String> {
         let width = self.width;
-        let Some(v) = self.core_mut() else {
+        let Mem::Core(block) = &mut self.mem else {
             return Err(format!(
                 "{} is out of core; --auto moves in-core arrays only",
                 self.name
             ));
         };
-        let mut v = std::mem::take(v);
-        mheta_live::redistribute_in_place(world, old, new, width, &mut v);
-        self.set_core(new.0[me] as usize, v);
+        // Kept rows stay where they are (no shift of the whole block).
+        block.redistribute(world, old, new, width);
+        self.rows = new.0[me] as usize;
+        self.pieces = std::iter::once(0..self.rows).collect();
         self.top.fill(0.0);
         self.bottom.fill(0.0);
         Ok(())
@@ -354,7 +356,7 @@ impl Rows {
         assert_eq!(v.len(), rows * self.width);
         self.rows = rows;
         self.pieces = std::iter::once(0..rows).collect();
-        self.mem = Mem::Core(v);
+        self.mem = Mem::Core(RowBlock::from_vec(v));
     }
 
     /// First local row (current values).

@@ -94,12 +94,25 @@ fn begin<'c>(
 /// defaults: 10000 iterations and 100 skipped up to 8 KiB, 1000 and 10
 /// above. Returns the latency in µs on rank `a`, 0 elsewhere.
 pub fn latency(comm: &SimpleCommunicator, a: i32, b: i32, bufs: &mut Buffers, size: usize) -> f64 {
-    let me = comm.rank();
     let (iters, skip) = if size > LARGE {
         (1000, 10)
     } else {
         (10000, 100)
     };
+    latency_with(comm, a, b, bufs, size, iters, skip)
+}
+
+/// [`latency`] with `iters` timed round trips after `skip` untimed ones.
+pub fn latency_with(
+    comm: &SimpleCommunicator,
+    a: i32,
+    b: i32,
+    bufs: &mut Buffers,
+    size: usize,
+    iters: usize,
+    skip: usize,
+) -> f64 {
+    let me = comm.rank();
     let Some(peer) = begin(comm, a, b, bufs, size) else {
         return 0.0;
     };

@@ -1,5 +1,7 @@
-//! Redistribution bench: how fast `redistribute_in_place` moves GEN_BLOCK
-//! rows between two ranks, against the pair's streaming bandwidth.
+//! Redistribution bench: how fast `RowBlock::redistribute` (what the apps'
+//! in-core arrays move with) moves GEN_BLOCK rows between two ranks,
+//! against the pair's bandwidth for one message of the same size and
+//! against its streaming bandwidth.
 //!
 //! `cargo bench -p mheta-live --bench redistribute` launches itself under
 //! `mpirun -np 2` (as root with `--allow-run-as-root`; `MHETA_MPIRUN`
@@ -7,14 +9,26 @@
 //! rank 1 to rank 0 and back (rows of 32 KiB; each rank starts with 64 MiB
 //! of its own rows plus the moved ones), five times each way after a
 //! warm-up move, and checks every value after every move. In the same
-//! sitting, interleaved with the moves, it measures the pair's streaming
-//! bandwidth the way the cluster profile does (`mheta-microbench`'s
-//! window of 64 non-blocking 1 MiB sends). With `MHETA_PROFILE` set it
-//! also prints the ratio to that profile's `bandwidth_bps` for pair 1 -> 0.
+//! sitting, interleaved with the moves, it measures the pair two ways:
+//! - one message of the move's size, as osu_latency does (a ping-pong of
+//!   prefilled buffers, half the round trip; 3 round trips per rep): the
+//!   most one message can move, since a move sends one message per pair;
+//! - its streaming bandwidth the way the cluster profile does
+//!   (`mheta-microbench`'s window of 64 non-blocking 1 MiB sends). That
+//!   window sends the same 1 MiB 64 times from cache; a move of 8 MiB and
+//!   more reads and writes memory, which no single message does as fast
+//!   here (osu_latency's own 8 MiB message: 5.8 GB/s, against 11–13 GB/s
+//!   streaming at 1 MiB).
+//!
+//! With `MHETA_PROFILE` set it also prints the ratio to that profile's
+//! `bandwidth_bps` for pair 1 -> 0.
 //!
 //! Columns: bytes moved, median seconds of a move (slowest rank), GB/s
-//! (decimal), and the ratios. The target is 0.8 for 8 MiB and more.
+//! (decimal), the pair's GB/s for one message of that size and the ratio,
+//! the streaming GB/s and the ratio.
+//! The target is 0.8 for 8 MiB and more.
 
+use mheta_live::RowBlock;
 use mheta_runtime::Dist;
 use mpi::collective::{CommunicatorCollectives, SystemOperation};
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -78,16 +92,31 @@ fn check(v: &[f64], first: u64, what: &str) {
 }
 
 /// One move; returns the slowest rank's seconds.
-fn timed_move(world: &SimpleCommunicator, old: &Dist, new: &Dist, v: &mut Vec<f64>) -> f64 {
+fn timed_move(world: &SimpleCommunicator, old: &Dist, new: &Dist, v: &mut RowBlock<f64>) -> f64 {
     world.barrier();
     let t = Instant::now();
-    mheta_live::redistribute_in_place(world, old, new, ROW, v);
+    v.redistribute(world, old, new, ROW);
     let mine = t.elapsed().as_secs_f64();
     let mut worst = 0.0;
     world.all_reduce_into(&mine, &mut worst, SystemOperation::max());
     let me = world.rank() as usize;
     check(v, new.offsets()[me], "after a move");
     worst
+}
+
+/// One-way time of one `bytes` message between ranks 1 and 0, as
+/// osu_latency measures it (half a ping-pong round trip, buffers prefilled
+/// by `Buffers`), over 3 round trips after one warm-up.
+fn one_message(
+    world: &SimpleCommunicator,
+    bufs: &mut mheta_microbench::osu::Buffers,
+    bytes: usize,
+) -> f64 {
+    world.barrier();
+    let us = mheta_microbench::osu::latency_with(world, 1, 0, bufs, bytes, 3, 1);
+    let mut y = 0.0;
+    world.all_reduce_into(&us, &mut y, SystemOperation::max());
+    y * 1e-6
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -106,15 +135,15 @@ fn run(world: &SimpleCommunicator) {
     });
     if me == 0 {
         println!(
-            "# redistribute_in_place, 2 ranks (no emulation: one core each), rows of {} KiB",
+            "# RowBlock::redistribute, 2 ranks (no emulation: one core each), rows of {} KiB",
             ROW * 8 / 1024
         );
         println!(
             "# moves rank 1 -> 0 and back, median of {REPS} each way after a warm-up; every value checked"
         );
         println!(
-            "{:>10} {:>10} {:>8} {:>14} {:>9} {:>16}",
-            "bytes", "seconds", "GB/s", "osu_bw 1MiB", "ratio", "ratio (profile)"
+            "{:>10} {:>10} {:>8} {:>13} {:>7} {:>12} {:>7} {:>9}",
+            "bytes", "seconds", "GB/s", "1 msg GB/s", "ratio", "osu_bw 1MiB", "ratio", "(profile)"
         );
     }
     for mib in SIZES_MIB {
@@ -125,18 +154,26 @@ fn run(world: &SimpleCommunicator) {
         let b = Dist(vec![BASE_ROWS + moved_rows, BASE_ROWS]);
         assert_eq!(b.total(), total);
         let first = a.offsets()[me];
-        let mut v: Vec<f64> = (0..a.0[me])
-            .flat_map(|i| (0..ROW).map(move |k| value(first + i, k)))
-            .collect();
+        let mut v = RowBlock::from_vec(
+            (0..a.0[me])
+                .flat_map(|i| (0..ROW).map(move |k| value(first + i, k)))
+                .collect(),
+        );
         // Warm-up: one move each way.
         timed_move(world, &a, &b, &mut v);
         timed_move(world, &b, &a, &mut v);
         let mut secs = Vec::new();
         let mut bws = Vec::new();
+        let mut one = Vec::new();
+
         let mut osu_bufs = mheta_microbench::osu::Buffers::new(1 << 20);
+        let bytes = (moved_rows * ROW as u64 * 8) as usize;
+        let mut msg_bufs = mheta_microbench::osu::Buffers::new(bytes);
         for _ in 0..REPS {
             secs.push(timed_move(world, &a, &b, &mut v));
             secs.push(timed_move(world, &b, &a, &mut v));
+            one.push(one_message(world, &mut msg_bufs, bytes));
+
             // The profile's way (window of 64 × 1 MiB), both directions.
             let mut bw = [0.0f64; 2];
             for (i, (s, d)) in [(1, 0), (0, 1)].into_iter().enumerate() {
@@ -149,16 +186,19 @@ fn run(world: &SimpleCommunicator) {
             bws.extend(bw);
         }
         if me == 0 {
-            let bytes = moved_rows * ROW as u64 * 8;
             let s = median(secs);
             let gbs = bytes as f64 / s / 1e9;
             let bw = median(bws);
+            let msg = bytes as f64 / median(one) / 1e9;
+
             let prof = profile_bw.map_or("-".to_string(), |p| format!("{:.2}", gbs * 1e9 / p));
             println!(
-                "{:>10} {:>10.6} {:>8.2} {:>11.2} GB/s {:>9.2} {:>16}",
+                "{:>10} {:>10.6} {:>8.2} {:>13.2} {:>7.2} {:>12.2} {:>7.2} {:>9}",
                 bytes,
                 s,
                 gbs,
+                msg,
+                gbs / msg,
                 bw / 1e9,
                 gbs * 1e9 / bw,
                 prof

@@ -299,16 +299,9 @@ impl MovePlan {
 /// its own buffer: `v` holds this rank's old rows of `row_len` values on
 /// entry and its new rows on return. No buffer is allocated beyond the
 /// growth of `v` to its new length (a shrinking `v` returns memory only
-/// when more than a quarter of its capacity is free).
-///
-/// A rank whose kept rows stay in place and whose receives all land past
-/// its old rows sends and receives at once. Any other rank first sends
-/// (and waits for its sends), then shifts its kept rows, then receives.
-/// That cannot deadlock: such a rank either takes rows from below (its new
-/// block starts lower) and then sends only upwards, or takes rows from
-/// above after sending downwards, so waits run one way along the ranks and
-/// end at rank 0 or the last rank, whose first row never moves (rank 0) or
-/// whose receives need no wait. Collective over `world`.
+/// when more than a quarter of its capacity is free). Rows this rank keeps
+/// are shifted when its block's first row changes; [`RowBlock`] avoids
+/// that for large arrays. Collective over `world`.
 pub fn redistribute_in_place<T: Equivalence + Copy + Default>(
     world: &SimpleCommunicator,
     old: &Dist,
@@ -323,23 +316,184 @@ pub fn redistribute_in_place<T: Equivalence + Copy + Default>(
         plan.old_rows * row_len as u64,
         "local rows do not match the old distribution"
     );
-    let w = row_len as u64;
-    let at = |pos: u64, rows: u64| (pos * w) as usize..((pos + rows) * w) as usize;
-    let grown = plan.old_rows.max(plan.new_rows) as usize * row_len;
-    v.resize(grown, T::default());
-    if plan.one_phase() {
-        let (head, tail) = v.split_at_mut(plan.old_rows as usize * row_len);
-        let head: &[T] = head;
+    let old_len = v.len();
+    move_rows(world, &plan, row_len, v, 0, 0);
+    let new_len = plan.new_rows as usize * row_len;
+    v.truncate(new_len);
+    if v.capacity() > new_len + new_len / 3 + 4096 && old_len > new_len {
+        v.shrink_to_fit();
+    }
+}
+
+/// A rank's block of GEN_BLOCK rows inside a larger buffer, so that a move
+/// leaves the rows the rank keeps where they are: giving rows away from
+/// the front only moves the block's start, and rows received at the front
+/// land in the room that left. Reads as the slice of its rows.
+///
+/// The buffer is kept between moves (the next move usually needs it
+/// again) until it is more than four times the block, when the block is
+/// copied to the front and the rest freed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RowBlock<T> {
+    buf: Vec<T>,
+    start: usize,
+    len: usize,
+}
+
+impl<T: Copy + Default> RowBlock<T> {
+    pub fn from_vec(v: Vec<T>) -> RowBlock<T> {
+        RowBlock {
+            len: v.len(),
+            buf: v,
+            start: 0,
+        }
+    }
+
+    /// Values the buffer holds, the block's and the room around it.
+    pub fn buffer_len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Where the block starts in the buffer.
+    pub fn start(&self) -> usize {
+        self.start
+    }
+
+    /// Move this rank's rows from `old` to `new`, as
+    /// [`redistribute_in_place`] does, without shifting the rows it keeps
+    /// when the buffer has room for the new block around them. Collective
+    /// over `world`.
+    pub fn redistribute(
+        &mut self,
+        world: &SimpleCommunicator,
+        old: &Dist,
+        new: &Dist,
+        row_len: usize,
+    ) where
+        T: Equivalence,
+    {
+        let me = world.rank() as usize;
+        let plan = MovePlan::new(old, new, me);
+        assert_eq!(
+            self.len as u64,
+            plan.old_rows * row_len as u64,
+            "local rows do not match the old distribution"
+        );
+        let w = row_len;
+        let new_len = plan.new_rows as usize * w;
+        // Keep the kept rows in place: the new block starts keep.1 rows
+        // before where they are now.
+        let (from, to, kept) = plan.keep;
+        let in_place = (self.start + from as usize * w).checked_sub(to as usize * w);
+        let room = self.buf.len().max(2 * new_len);
+        let place = match in_place {
+            Some(p) if kept > 0 && p + new_len <= room => p,
+            _ => 0,
+        };
+        move_rows(world, &plan, w, &mut self.buf, self.start, place);
+        self.start = place;
+        self.len = new_len;
+        if self.buf.len() > 4 * new_len + 4096 {
+            self.buf.copy_within(self.start..self.start + new_len, 0);
+            self.start = 0;
+            self.buf.truncate(new_len);
+            self.buf.shrink_to_fit();
+        }
+    }
+}
+
+impl<T> std::ops::Deref for RowBlock<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.buf[self.start..self.start + self.len]
+    }
+}
+
+impl<T> std::ops::DerefMut for RowBlock<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        &mut self.buf[self.start..self.start + self.len]
+    }
+}
+
+/// The move itself: this rank's old rows are `buf[start..]` (rows of `w`
+/// values, `plan.old_rows` of them) and its new rows go to `buf[place..]`,
+/// the buffer growing as needed.
+///
+/// When the kept rows are already where the new block puts them and no
+/// receive lands on an old row, the rank sends and receives at once.
+/// Otherwise it first sends (and waits for its sends), then moves its kept
+/// rows, then receives. Neither can deadlock, whichever ranks take which
+/// way: rows never flow both ways between two ranks, nor round a cycle (a
+/// row moving up passes every rank between; a cycle would need some rank's
+/// new block to lie both above and below its old one), so the ranks that
+/// wait for their sends form chains that end at a rank that only receives,
+/// which posts its receives at once. Collective over `world`.
+fn move_rows<T: Equivalence + Copy + Default>(
+    world: &SimpleCommunicator,
+    plan: &MovePlan,
+    w: usize,
+    buf: &mut Vec<T>,
+    start: usize,
+    place: usize,
+) {
+    let w64 = w as u64;
+    let at = |pos: u64, rows: u64| (pos * w64) as usize..((pos + rows) * w64) as usize;
+    let old = start..start + plan.old_rows as usize * w;
+    let need = old.end.max(place + plan.new_rows as usize * w);
+    if buf.len() < need {
+        buf.resize(need, T::default());
+    }
+    let (from, to, kept) = plan.keep;
+    let kept_in_place = kept == 0 || start + from as usize * w == place + to as usize * w;
+    let lands_on_old = plan.recvs.iter().any(|&(_, pos, rows)| {
+        let r = at(pos, rows);
+        place + r.start < old.end && old.start < place + r.end
+    });
+    if kept_in_place && !lands_on_old {
+        // The receives go to disjoint slices outside the old rows.
+        let (lo, hi) = buf.split_at_mut(old.start);
+        let (src, above) = hi.split_at_mut(old.len());
+        let src: &[T] = src;
         mpi::request::scope(|scope| {
-            let mut reqs = Vec::with_capacity(plan.sends.len());
-            for &(j, pos, rows) in &plan.sends {
-                reqs.push(world.process_at_rank(j as i32).immediate_send_with_tag(
+            let reqs: Vec<_> = plan
+                .sends
+                .iter()
+                .map(|&(j, pos, rows)| {
+                    world.process_at_rank(j as i32).immediate_send_with_tag(
+                        scope,
+                        &src[at(pos, rows)],
+                        REDIST_TAG,
+                    )
+                })
+                .collect();
+            // New rows below the old ones land in `lo`, the rest in `above`.
+            let below: Vec<_> = plan
+                .recvs
+                .iter()
+                .copied()
+                .filter(|&(_, pos, _)| place + ((pos * w64) as usize) < old.start)
+                .collect();
+            let over: Vec<_> = plan
+                .recvs
+                .iter()
+                .copied()
+                .filter(|&(_, pos, _)| place + ((pos * w64) as usize) >= old.end)
+                .collect();
+            let mut recvs = Vec::new();
+            if !below.is_empty() {
+                recvs = post_recvs(world, scope, &mut lo[place..], 0, &below, w64);
+            }
+            if let Some(&(_, first, _)) = over.first() {
+                let off = place + (first * w64) as usize - old.end;
+                recvs.extend(post_recvs(
+                    world,
                     scope,
-                    &head[at(pos, rows)],
-                    REDIST_TAG,
+                    &mut above[off..],
+                    first,
+                    &over,
+                    w64,
                 ));
             }
-            let recvs = post_recvs(world, scope, tail, plan.old_rows, &plan.recvs, w);
             for r in recvs {
                 r.wait();
             }
@@ -349,7 +503,7 @@ pub fn redistribute_in_place<T: Equivalence + Copy + Default>(
         });
     } else {
         mpi::request::scope(|scope| {
-            let src: &[T] = v;
+            let src: &[T] = &buf[old.clone()];
             let reqs: Vec<_> = plan
                 .sends
                 .iter()
@@ -365,20 +519,16 @@ pub fn redistribute_in_place<T: Equivalence + Copy + Default>(
                 s.wait();
             }
         });
-        let (from, to, rows) = plan.keep;
-        if rows > 0 && from != to {
-            v.copy_within(at(from, rows), (to * w) as usize);
+        if kept > 0 && !kept_in_place {
+            let r = at(from, kept);
+            buf.copy_within(start + r.start..start + r.end, place + (to * w64) as usize);
         }
         mpi::request::scope(|scope| {
-            let recvs = post_recvs(world, scope, v, 0, &plan.recvs, w);
+            let recvs = post_recvs(world, scope, &mut buf[place..], 0, &plan.recvs, w64);
             for r in recvs {
                 r.wait();
             }
         });
-    }
-    v.truncate(plan.new_rows as usize * row_len);
-    if v.capacity() > v.len() + v.len() / 3 + 4096 {
-        v.shrink_to_fit();
     }
 }
 
