@@ -237,16 +237,7 @@ fn wait_until(t: std::time::Instant) {
     }
 }
 
-/// This thread's CPU time, seconds.
-pub fn thread_cpu() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
+pub use mheta_live::cpu::{spin_extra, thread_cpu};
 
 fn vm_rss() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -478,14 +469,7 @@ impl Emulation {
     /// 0.5-core quota): the same 512 rows took 4.2–9.1 ms per rank when
     /// stretched by wall time, where 4.2 ms is right.
     pub fn stretch(&self, start_cpu: f64) {
-        if self.extra_per_unit <= 0.0 {
-            return;
-        }
-        let real = thread_cpu() - start_cpu;
-        let until = start_cpu + real * (1.0 + self.extra_per_unit);
-        while thread_cpu() < until {
-            std::hint::spin_loop();
-        }
+        spin_extra(start_cpu, self.extra_per_unit);
     }
 
     /// Run `f` as real work: followed by extra work when the rank's

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-#include "mheta.h"
+#include "mheta_markers.h"
 
 #define BATCHES 21
 #define ROUNDS 2000

@@ -2,7 +2,7 @@
  * folded into a checksum that must not change under the interposer. */
 #include <stdio.h>
 #include <stdlib.h>
-#include "mheta.h"
+#include "mheta_markers.h"
 
 int main(int argc, char **argv) {
     int rank, size;

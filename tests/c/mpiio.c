@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-#include "mheta.h"
+#include "mheta_markers.h"
 
 #define CHUNK 4096
 #define CHUNKS 6

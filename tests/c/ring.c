@@ -4,7 +4,7 @@
  * when the interposer is loaded. */
 #include <stdio.h>
 #include <stdlib.h>
-#include "mheta.h"
+#include "mheta_markers.h"
 
 #define N 1000
 

@@ -5,7 +5,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "mheta.h"
+#include "mheta_markers.h"
 
 static int rank, partner, msgs;
 

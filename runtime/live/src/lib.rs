@@ -15,6 +15,7 @@ use mpi::point_to_point::{Destination, Source};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use std::path::{Path, PathBuf};
 
+pub mod cpu;
 pub mod markers;
 
 /// Tag of redistribution messages.
@@ -455,17 +456,7 @@ fn move_rows<T: Equivalence + Copy + Default>(
         let (src, above) = hi.split_at_mut(old.len());
         let src: &[T] = src;
         mpi::request::scope(|scope| {
-            let reqs: Vec<_> = plan
-                .sends
-                .iter()
-                .map(|&(j, pos, rows)| {
-                    world.process_at_rank(j as i32).immediate_send_with_tag(
-                        scope,
-                        &src[at(pos, rows)],
-                        REDIST_TAG,
-                    )
-                })
-                .collect();
+            let reqs = post_sends(world, scope, src, &plan.sends, w64);
             // New rows below the old ones land in `lo`, the rest in `above`.
             let below: Vec<_> = plan
                 .recvs
@@ -504,17 +495,7 @@ fn move_rows<T: Equivalence + Copy + Default>(
     } else {
         mpi::request::scope(|scope| {
             let src: &[T] = &buf[old.clone()];
-            let reqs: Vec<_> = plan
-                .sends
-                .iter()
-                .map(|&(j, pos, rows)| {
-                    world.process_at_rank(j as i32).immediate_send_with_tag(
-                        scope,
-                        &src[at(pos, rows)],
-                        REDIST_TAG,
-                    )
-                })
-                .collect();
+            let reqs = post_sends(world, scope, src, &plan.sends, w64);
             for s in reqs {
                 s.wait();
             }
@@ -530,6 +511,27 @@ fn move_rows<T: Equivalence + Copy + Default>(
             }
         });
     }
+}
+
+/// Post a send of each `(peer, position, rows)` from `src`, whose first
+/// element is old-layout row 0 of this rank.
+fn post_sends<'a, T: Equivalence, S: mpi::request::Scope<'a> + Copy>(
+    world: &SimpleCommunicator,
+    scope: S,
+    src: &'a [T],
+    sends: &[(usize, u64, u64)],
+    w: u64,
+) -> Vec<mpi::request::Request<'a, [T], S>> {
+    sends
+        .iter()
+        .map(|&(j, pos, rows)| {
+            world.process_at_rank(j as i32).immediate_send_with_tag(
+                scope,
+                &src[(pos * w) as usize..((pos + rows) * w) as usize],
+                REDIST_TAG,
+            )
+        })
+        .collect()
 }
 
 /// Split `buf`, whose first element is row position `base` (new layout),
