@@ -242,12 +242,14 @@ fn a_job_arriving_on_a_ranks_core_is_rebalanced() {
     // The first plan came before the competing job (iteration 5 of about
     // 12 ms ones, well inside the first three seconds).
     assert!(a["redistributed_after"].as_u64().unwrap() < 20, "{a}");
-    // A drift of at least 1.5x (rank 0 at half a core) ...
+    // A drift of at least 1.3x (rank 0 at half a core makes about 2x; a
+    // window that straddles the job's start less: CI saw 1.39x then, and
+    // the watch itself reacts at 1.15x) ...
     let drifts = a["drifts"].as_array().unwrap();
     let big = drifts
         .iter()
-        .find(|d| d["measured_s"].as_f64().unwrap() >= 1.5 * d["expected_s"].as_f64().unwrap())
-        .unwrap_or_else(|| panic!("no drift of 1.5x or more: {drifts:?}"));
+        .find(|d| d["measured_s"].as_f64().unwrap() >= 1.3 * d["expected_s"].as_f64().unwrap())
+        .unwrap_or_else(|| panic!("no drift of 1.3x or more: {drifts:?}"));
     let after = big["after"].as_u64().unwrap();
     // ... is followed, within two windows, by a re-plan that moves rows
     // off rank 0.
