@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 pub mod adapt;
+pub mod checkpoint;
 pub mod comm;
 pub mod emulate;
 pub mod grid;
@@ -115,6 +116,21 @@ pub struct Common {
     /// Cluster profile from `mheta bench` (default: $MHETA_PROFILE).
     #[arg(long, env = "MHETA_PROFILE")]
     pub profile: Option<PathBuf>,
+    /// Write a checkpoint of every distributed array (MPI-IO), the
+    /// iteration and the distribution after every K iterations, into
+    /// --checkpoint-dir (or --resume's directory). Only the newest
+    /// complete checkpoint is kept; each is committed by renaming its
+    /// manifest, so a kill leaves the previous one whole.
+    #[arg(long, value_name = "K")]
+    pub checkpoint_every: Option<u64>,
+    /// Directory for checkpoints (created if missing; one run at a time).
+    #[arg(long, value_name = "DIR")]
+    pub checkpoint_dir: Option<PathBuf>,
+    /// Continue from the newest complete checkpoint in DIR: the same app
+    /// and problem, on any number of ranks, read into the distribution in
+    /// force (--dist, or equal blocks). --iters is still the total.
+    #[arg(long, value_name = "DIR")]
+    pub resume: Option<PathBuf>,
 }
 
 /// Zeros written now (not calloc'd pages that fault on first write), so
@@ -307,6 +323,7 @@ impl Ctx<'_> {
         let t = Instant::now();
         mheta_live::markers::stage_begin();
         let r = f();
+        checkpoint::kill_point("iteration", self.rank);
         mheta_live::markers::stage_end();
         STAGE_NS.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
         r
@@ -358,6 +375,10 @@ pub trait Kernel {
     fn redistribute(&mut self, ctx: &Ctx, new: &Dist) -> Result<()>;
     /// Where the arrays live.
     fn storage(&self) -> StorageReport;
+    /// Name the state a checkpoint holds, for saving and loading alike:
+    /// every distributed array that changes between iterations, and the
+    /// values that carry over ([`checkpoint::State`]). Collective.
+    fn state(&mut self, s: &mut checkpoint::State) -> Result<()>;
     /// Verify and report: an object with at least `verified`. Collective.
     fn finish(&mut self, ctx: &Ctx) -> Result<Value>;
 }
@@ -401,9 +422,11 @@ pub struct AutoReport {
 /// One plan with the model and GBS on the latest recorded iterations
 /// (collective), and the move if it pays. `decl.dist` becomes the
 /// distribution in force, so a re-plan models the rows the trace saw.
-fn plan_and_move<K: Kernel>(
+#[allow(clippy::too_many_arguments)]
+fn plan_and_move<K: Kernel, F: Fn(&Ctx) -> Result<K>>(
     world: &SimpleCommunicator,
-    kernel: &mut K,
+    slot: &mut Option<K>,
+    mover: &mut Mover<'_, F>,
     ctx: &mut Ctx,
     decl: &mut mheta_trace::AppDecl,
     profile: &Path,
@@ -429,10 +452,11 @@ fn plan_and_move<K: Kernel>(
     let plan_s = t0.elapsed().as_secs_f64();
     let mut redistribute_s = 0.0;
     let mut measured_move_s = None;
+    let from = ctx.dist.clone();
     if plan.dist != ctx.dist {
         world.barrier();
         let t1 = Instant::now();
-        kernel.redistribute(ctx, &plan.dist)?;
+        mover.go(world, slot, ctx, &plan.dist, it)?;
         redistribute_s = t1.elapsed().as_secs_f64();
         let mut worst = 0.0f64;
         world.all_reduce_into(&redistribute_s, &mut worst, SystemOperation::max());
@@ -453,7 +477,7 @@ fn plan_and_move<K: Kernel>(
             ),
             _ => (
                 plan.dist.0.clone(),
-                plan.dist != ctx.dist,
+                plan.dist != from,
                 String::new(),
                 0.0,
                 0.0,
@@ -465,7 +489,7 @@ fn plan_and_move<K: Kernel>(
     let r = AutoReport {
         instrumented_iterations: inst,
         redistributed_after: it,
-        from_dist: ctx.dist.0.clone(),
+        from_dist: from.0,
         chosen_dist: chosen,
         moved,
         reason,
@@ -486,6 +510,95 @@ fn plan_and_move<K: Kernel>(
     };
     ctx.dist = plan.dist;
     Ok(r)
+}
+
+/// How a run moves its distributed arrays to a new distribution.
+///
+/// In core, each kernel's own [`Kernel::redistribute`] (rows sent by MPI
+/// straight into the kept buffers). With arrays out of core on any rank,
+/// the state goes through MPI-IO instead: it is saved as a checkpoint
+/// (committed in the checkpoint directory when there is one, so the move
+/// is itself a checkpoint a killed run resumes from; else in the scratch
+/// directory, removed afterwards), the old arrays and their per-rank files
+/// are dropped, the kernel is rebuilt on the new distribution (the
+/// out-of-core rule applied to its new rows, fresh per-rank files), and the
+/// state is read back into it.
+struct Mover<'a, F> {
+    init: &'a F,
+    /// Some rank has an out-of-core array.
+    any_ooc: bool,
+    /// `--checkpoint-dir` (or `--resume`'s directory when checkpointing).
+    ckpt_dir: Option<PathBuf>,
+    scratch: PathBuf,
+    problem: checkpoint::Problem,
+    tag: u32,
+    /// Iterations done before this process started (`--resume`).
+    start: u64,
+    /// Set by the last move through disk: the checkpoint it committed.
+    committed: Option<PathBuf>,
+}
+
+impl<F> Mover<'_, F> {
+    /// Move to `new` after local iteration `it` (collective); `ctx.dist`
+    /// becomes `new`.
+    fn go<K: Kernel>(
+        &mut self,
+        world: &SimpleCommunicator,
+        slot: &mut Option<K>,
+        ctx: &mut Ctx,
+        new: &Dist,
+        it: u64,
+    ) -> Result<()>
+    where
+        F: Fn(&Ctx) -> Result<K>,
+    {
+        let kernel = slot.as_mut().context("no kernel")?;
+        if !self.any_ooc {
+            kernel.redistribute(ctx, new)?;
+            ctx.dist = new.clone();
+            return Ok(());
+        }
+        let (dir, keep) = match &self.ckpt_dir {
+            Some(d) => (d.clone(), true),
+            None => (self.scratch.join("move"), false),
+        };
+        if !keep {
+            let made = if ctx.rank == 0 {
+                checkpoint::prepare_dir(&dir, "scratch")
+            } else {
+                Ok(())
+            };
+            agree(world, made)?;
+        }
+        let iteration = self.start + it + 1;
+        let (path, m) =
+            checkpoint::save(world, kernel, ctx, &dir, &self.problem, iteration, self.tag)?;
+        // The state is on disk: the old arrays and their files go first
+        // (the new per-rank files take the same names), then the new ones.
+        *slot = None;
+        checkpoint::kill_point("redistribute", ctx.rank);
+        ctx.dist = new.clone();
+        let mut k = agree(world, (self.init)(ctx))?;
+        checkpoint::load(world, &mut k, ctx, &path, &m)?;
+        ctx.emu.set_cache(k.storage().direct);
+        self.any_ooc = any_out_of_core(world, &k);
+        *slot = Some(k);
+        world.barrier();
+        if keep {
+            self.committed = Some(path);
+        } else if ctx.rank == 0 {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        Ok(())
+    }
+}
+
+/// Does any rank keep an array out of core? Collective.
+fn any_out_of_core<K: Kernel>(world: &SimpleCommunicator, k: &K) -> bool {
+    let mine = i32::from(!k.storage().out_of_core.is_empty());
+    let mut any = 0i32;
+    world.all_reduce_into(&mine, &mut any, SystemOperation::max());
+    any > 0
 }
 
 /// Median of the finite values (None when there are none).
@@ -529,9 +642,22 @@ struct Checked {
     mem_limit: Vec<Option<u64>>,
     auto: Option<(u64, PathBuf)>,
     move_to: Option<(u64, Dist)>,
+    /// `--resume`: the checkpoint and its manifest.
+    resume: Option<(PathBuf, checkpoint::Manifest)>,
+    /// Iterations already done (from the checkpoint), and left to do.
+    start: u64,
+    todo: u64,
+    /// `--checkpoint-every` and where.
+    checkpoints: Option<(u64, PathBuf)>,
 }
 
-fn check(c: &Common, np: usize, rows: u64, default_iters: u64) -> Result<Checked> {
+fn check(
+    c: &Common,
+    np: usize,
+    problem: &checkpoint::Problem,
+    default_iters: u64,
+) -> Result<Checked> {
+    let rows = problem.rows;
     let dist = match &c.dist {
         Some(text) => Dist::parse(text, np, rows)?,
         None => Dist::block(np, rows),
@@ -556,6 +682,35 @@ fn check(c: &Common, np: usize, rows: u64, default_iters: u64) -> Result<Checked
         .iter()
         .map(|r| c.mem_limit.or(r.mem_limit_mb).map(|mb| (mb * 1e6) as u64))
         .collect();
+    // Resume and checkpoints: read and probe only; nothing is written to
+    // an existing checkpoint before the run is known to be sound.
+    let resume = match &c.resume {
+        Some(dir) => {
+            let (path, m) = checkpoint::find(dir)?;
+            checkpoint::matches(&m, problem, iters, &path)?;
+            Some((path, m))
+        }
+        None => None,
+    };
+    let start = resume.as_ref().map_or(0, |(_, m)| m.iteration);
+    let todo = iters - start;
+    let checkpoints = match (c.checkpoint_every, &c.checkpoint_dir, &c.resume) {
+        (Some(0), _, _) => bail!("--checkpoint-every must be at least 1"),
+        (Some(k), Some(d), _) | (Some(k), None, Some(d)) => {
+            checkpoint::prepare_dir(d, "--checkpoint-dir")?;
+            Some((k, d.clone()))
+        }
+        (Some(_), None, None) => {
+            bail!("--checkpoint-every needs --checkpoint-dir DIR (or --resume DIR)")
+        }
+        (None, Some(d), _) => {
+            bail!(
+                "--checkpoint-dir {} needs --checkpoint-every K",
+                d.display()
+            )
+        }
+        (None, None, _) => None,
+    };
     let auto = if c.auto {
         let inst = mheta_live::instrumented_iterations();
         let at = c.auto_at.unwrap_or(inst.end);
@@ -566,9 +721,14 @@ fn check(c: &Common, np: usize, rows: u64, default_iters: u64) -> Result<Checked
                 inst.end
             );
         }
-        if at >= iters {
+        if at >= todo {
             bail!(
-                "--auto needs more iterations: it redistributes after iteration {at} but --iters is {iters}"
+                "--auto needs more iterations: it redistributes after iteration {at} but {} {todo}",
+                if start > 0 {
+                    format!("after resuming at {start}, the iterations left are")
+                } else {
+                    "--iters is".to_string()
+                }
             );
         }
         if !mheta_live::interposer_loaded() {
@@ -593,10 +753,10 @@ fn check(c: &Common, np: usize, rows: u64, default_iters: u64) -> Result<Checked
     let move_to = match (&c.move_to, c.move_at) {
         (Some(text), Some(at)) => {
             let d = Dist::parse(text, np, rows).context("--move-to")?;
-            if at == 0 || at >= iters {
+            if at == 0 || at >= todo {
                 bail!(
-                    "--move-at {at}: must be between 1 and --iters - 1 ({}): the move follows that many iterations",
-                    iters - 1
+                    "--move-at {at}: must be between 1 and {} (the iterations this run does, less one): the move follows that many iterations",
+                    todo - 1
                 );
             }
             Some((at, d))
@@ -610,6 +770,10 @@ fn check(c: &Common, np: usize, rows: u64, default_iters: u64) -> Result<Checked
         mem_limit,
         auto,
         move_to,
+        resume,
+        start,
+        todo,
+        checkpoints,
     })
 }
 
@@ -635,11 +799,16 @@ pub fn run<K: Kernel>(
     rows: u64,
     default_iters: u64,
     extra: Value,
-    init: impl FnOnce(&Ctx) -> Result<K>,
+    init: impl Fn(&Ctx) -> Result<K>,
 ) -> Result<()> {
     let np = world.size() as usize;
     let rank = world.rank() as usize;
-    let ck = check(c, np, rows, default_iters)?;
+    let problem = checkpoint::Problem {
+        app: app.into(),
+        rows,
+        params: extra.clone(),
+    };
+    let ck = check(c, np, &problem, default_iters)?;
 
     // Scratch space: a per-run directory named by rank 0's pid.
     let base = match &c.scratch {
@@ -711,26 +880,24 @@ pub fn run<K: Kernel>(
         iters: ck.iters,
         fixed: std::cell::Cell::new(None),
     };
-    let mut kernel = agree(world, init(&ctx))?;
+    let mut slot = Some(agree(world, init(&ctx))?);
+    if let (Some((path, m)), Some(k)) = (&ck.resume, slot.as_mut()) {
+        checkpoint::load(world, k, &ctx, path, m)?;
+    }
+    let kernel = slot.as_mut().context("no kernel")?;
     let st = kernel.storage();
     ctx.emu.set_cache(st.direct);
     ctx.emu.limit_memory(rss0);
-    let any_ooc = {
-        let mine = i32::from(st.passes > 1);
-        let mut any = 0i32;
-        world.all_reduce_into(&mine, &mut any, SystemOperation::max());
-        any > 0
+    let mut mover = Mover {
+        init: &init,
+        any_ooc: any_out_of_core(world, kernel),
+        ckpt_dir: ck.checkpoints.as_ref().map(|(_, d)| d.clone()),
+        scratch: scratch.dir.clone(),
+        problem: problem.clone(),
+        tag,
+        start: ck.start,
+        committed: None,
     };
-    if ck.move_to.is_some() && any_ooc {
-        bail!(
-            "--move-to moves in-core arrays only; this run has out-of-core arrays (raise --mem-limit)"
-        );
-    }
-    if ck.auto.is_some() && any_ooc {
-        bail!(
-            "--auto moves in-core arrays only; this run has out-of-core arrays (raise --mem-limit or drop --auto)"
-        );
-    }
 
     // The declaration, next to the traces.
     let mut decl = kernel.declare(&ctx);
@@ -755,7 +922,11 @@ pub fn run<K: Kernel>(
         }
     }
 
-    let iters = ck.iters;
+    // Local iterations 0..todo, after `start` done before (`--resume`):
+    // the interposer's instrumented iterations and every index below are
+    // this process's, checkpoints count from the run's beginning.
+    let (start, iters) = (ck.start, ck.todo);
+    let mut checkpoints: Vec<u64> = Vec::new();
     let mut times = Vec::with_capacity(iters as usize);
     let (mut stage_s, mut read_s, mut write_s) = (Vec::new(), Vec::new(), Vec::new());
     let mut auto_report: Option<AutoReport> = None;
@@ -775,6 +946,7 @@ pub fn run<K: Kernel>(
             WRITE_NS.load(Ordering::Relaxed),
         );
         let t = Instant::now();
+        let kernel = slot.as_mut().context("no kernel")?;
         mheta_live::markers::iteration_begin();
         let r = kernel.iterate(&ctx);
         mheta_live::markers::iteration_end();
@@ -782,7 +954,7 @@ pub fn run<K: Kernel>(
             // Other ranks may be blocked in MPI: say what happened here,
             // remove this rank's files, and abort the job.
             eprintln!("{app}: error: rank {rank}, iteration {it}: {e:#}");
-            drop(kernel);
+            drop(slot);
             drop(scratch);
             world.abort(2);
         }
@@ -794,14 +966,22 @@ pub fn run<K: Kernel>(
         if let Some((at, d)) = &ck.move_to
             && it + 1 == *at
         {
-            kernel.redistribute(&ctx, d)?;
-            ctx.dist = d.clone();
+            mover.go(world, &mut slot, &mut ctx, d, it)?;
             moved.push(it);
         }
         if let Some((at, profile)) = &ck.auto {
             let replan_now = watch.as_mut().is_some_and(|w| w.replan_at == Some(it + 1));
             if it + 1 == *at || replan_now {
-                let r = plan_and_move(world, &mut kernel, &mut ctx, &mut decl, profile, it, iters)?;
+                let r = plan_and_move(
+                    world,
+                    &mut slot,
+                    &mut mover,
+                    &mut ctx,
+                    &mut decl,
+                    profile,
+                    it,
+                    iters,
+                )?;
                 if r.moved {
                     moved.push(it);
                 }
@@ -832,11 +1012,24 @@ pub fn run<K: Kernel>(
                 }
             }
         }
+        // A move through disk just committed a checkpoint of this state.
+        let done = start + it + 1;
+        if mover.committed.take().is_some() {
+            checkpoints.push(done);
+        } else if let Some((every, dir)) = &ck.checkpoints
+            && done.is_multiple_of(*every)
+            && done < ck.iters
+        {
+            let kernel = slot.as_mut().context("no kernel")?;
+            checkpoint::save(world, kernel, &ctx, dir, &problem, done, tag)?;
+            checkpoints.push(done);
+        }
     }
     let elapsed_s = t_start.elapsed().as_secs_f64();
     // The job's iteration time: the slowest rank's, iteration by iteration.
     let mut job_times = vec![0.0f64; times.len()];
     world.all_reduce_into(&times[..], &mut job_times[..], SystemOperation::max());
+    let kernel = slot.as_mut().context("no kernel")?;
     let result = kernel.finish(&ctx)?;
     let st = kernel.storage();
     let inst: Vec<u64> = if mheta_live::interposer_loaded() {
@@ -939,7 +1132,18 @@ pub fn run<K: Kernel>(
             "np": np,
             "rows": rows,
             "dist": ctx.dist.0,
-            "iters": iters,
+            "iters": ck.iters,
+            "resumed_from": ck.resume.as_ref().map(|(p, m)| json!({
+                "checkpoint": p,
+                "iteration": m.iteration,
+                "np": m.np,
+                "dist": m.dist,
+            })),
+            "checkpoints": ck.checkpoints.as_ref().map(|(every, dir)| json!({
+                "every": every,
+                "dir": dir,
+                "written_after": checkpoints,
+            })),
             "cluster": c.cluster,
             "prefetch": c.prefetch,
             "elapsed_s": elapsed_s,
@@ -964,7 +1168,7 @@ pub fn run<K: Kernel>(
         }
         println!("{report}");
     }
-    drop(kernel);
+    drop(slot);
     drop(scratch);
     Ok(())
 }

@@ -102,6 +102,19 @@ impl Drop for AlignedBuf {
     }
 }
 
+/// The bytes of f64s (native byte order: checkpoints are read back on the
+/// same kind of machine).
+pub fn as_bytes(v: &[f64]) -> &[u8] {
+    // SAFETY: any f64 is 8 initialised bytes; u8 has alignment 1.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast(), std::mem::size_of_val(v)) }
+}
+
+/// The bytes of f64s, writable (any bit pattern is an f64).
+pub fn as_bytes_mut(v: &mut [f64]) -> &mut [u8] {
+    // SAFETY: as above; every byte pattern is a valid f64.
+    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast(), std::mem::size_of_val(v)) }
+}
+
 /// An MPI-IO error, with the file and the call.
 #[derive(Debug, thiserror::Error)]
 #[error("{path}: {call} failed: {msg}")]
@@ -323,6 +336,177 @@ impl Drop for File {
         // SAFETY: fh is open (closing sets it to MPI_FILE_NULL).
         unsafe { ffi::MPI_File_close(&mut self.fh) };
         let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// A file opened collectively with MPI-IO on a communicator (checkpoints
+/// and out-of-core moves): every rank reads or writes its own rows at
+/// explicit offsets (`MPI_File_write_at` / `MPI_File_read_at`, independent,
+/// since ranks make different numbers of calls), then
+/// [`Shared::sync`] and [`Shared::close`] (collective). Not paced, not
+/// direct, and not removed on drop: it outlives the run.
+pub struct Shared {
+    fh: ffi::MPI_File,
+    path: PathBuf,
+}
+
+/// The most bytes one MPI-IO call moves (its count is an `int`).
+const MAX_CALL: usize = 1 << 30;
+
+impl Shared {
+    fn open(
+        comm: &mpi::topology::SimpleCommunicator,
+        path: &Path,
+        mode: u32,
+    ) -> Result<Shared, IoError> {
+        use mpi::raw::AsRaw;
+        let err = |msg: String| IoError {
+            path: path.into(),
+            call: "MPI_File_open",
+            msg,
+        };
+        let c = CString::new(path.as_os_str().as_encoded_bytes())
+            .map_err(|_| err("path contains a NUL byte".into()))?;
+        // SAFETY: a zeroed handle is a valid out-parameter.
+        let mut fh: ffi::MPI_File = unsafe { std::mem::zeroed() };
+        // SAFETY: collective open on a live communicator; c is NUL-terminated.
+        let rc = unsafe {
+            ffi::MPI_File_open(
+                comm.as_raw(),
+                c.as_ptr(),
+                mode as i32,
+                ffi::RSMPI_INFO_NULL,
+                &mut fh,
+            )
+        };
+        if rc != 0 {
+            return Err(err(error_string(rc)));
+        }
+        // SAFETY: fh is open; MPI_ERRORS_RETURN is a constant handle.
+        unsafe { ffi::MPI_File_set_errhandler(fh, ffi::RSMPI_ERRORS_RETURN) };
+        Ok(Shared {
+            fh,
+            path: path.into(),
+        })
+    }
+
+    /// Create `path` (collective; it must not exist).
+    pub fn create(comm: &mpi::topology::SimpleCommunicator, path: &Path) -> Result<Shared, IoError> {
+        Shared::open(
+            comm,
+            path,
+            ffi::MPI_MODE_CREATE | ffi::MPI_MODE_EXCL | ffi::MPI_MODE_WRONLY,
+        )
+    }
+
+    /// Open an existing `path` for reading (collective).
+    pub fn open_read(
+        comm: &mpi::topology::SimpleCommunicator,
+        path: &Path,
+    ) -> Result<Shared, IoError> {
+        Shared::open(comm, path, ffi::MPI_MODE_RDONLY)
+    }
+
+    fn fail(&self, call: &'static str, msg: String) -> IoError {
+        IoError {
+            path: self.path.clone(),
+            call,
+            msg,
+        }
+    }
+
+    fn moved(&self, st: &ffi::MPI_Status, want: usize, call: &'static str) -> Result<(), IoError> {
+        let mut n = 0i32;
+        // SAFETY: st was filled by a completed MPI-IO call of bytes.
+        unsafe { ffi::MPI_Get_count(st, ffi::RSMPI_UINT8_T, &mut n) };
+        if n as usize != want {
+            return Err(self.fail(call, format!("moved {n} of {want} bytes")));
+        }
+        Ok(())
+    }
+
+    /// Write all of `buf` at `offset` (this rank only).
+    pub fn write_at(&self, mut offset: u64, buf: &[u8]) -> Result<(), IoError> {
+        for part in buf.chunks(MAX_CALL) {
+            // SAFETY: a zeroed status is a valid out-parameter.
+            let mut st: ffi::MPI_Status = unsafe { std::mem::zeroed() };
+            // SAFETY: part is valid for its length; MPI only reads it.
+            let rc = unsafe {
+                ffi::MPI_File_write_at(
+                    self.fh,
+                    offset as ffi::MPI_Offset,
+                    part.as_ptr().cast_mut().cast(),
+                    part.len() as i32,
+                    ffi::RSMPI_UINT8_T,
+                    &mut st,
+                )
+            };
+            if rc != 0 {
+                return Err(self.fail("MPI_File_write_at", error_string(rc)));
+            }
+            self.moved(&st, part.len(), "MPI_File_write_at")?;
+            offset += part.len() as u64;
+        }
+        Ok(())
+    }
+
+    /// Read all of `buf` from `offset` (this rank only).
+    pub fn read_at(&self, mut offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+        for part in buf.chunks_mut(MAX_CALL) {
+            // SAFETY: a zeroed status is a valid out-parameter.
+            let mut st: ffi::MPI_Status = unsafe { std::mem::zeroed() };
+            let len = part.len();
+            // SAFETY: part is valid for len bytes.
+            let rc = unsafe {
+                ffi::MPI_File_read_at(
+                    self.fh,
+                    offset as ffi::MPI_Offset,
+                    part.as_mut_ptr().cast(),
+                    len as i32,
+                    ffi::RSMPI_UINT8_T,
+                    &mut st,
+                )
+            };
+            if rc != 0 {
+                return Err(self.fail("MPI_File_read_at", error_string(rc)));
+            }
+            self.moved(&st, len, "MPI_File_read_at")?;
+            offset += len as u64;
+        }
+        Ok(())
+    }
+
+    /// `MPI_File_sync` (collective): what was written is on disk.
+    pub fn sync(&self) -> Result<(), IoError> {
+        // SAFETY: fh is open.
+        let rc = unsafe { ffi::MPI_File_sync(self.fh) };
+        if rc != 0 {
+            return Err(self.fail("MPI_File_sync", error_string(rc)));
+        }
+        Ok(())
+    }
+
+    /// Close (collective).
+    pub fn close(mut self) -> Result<(), IoError> {
+        let path = std::mem::take(&mut self.path);
+        // SAFETY: fh is open; closing sets it to MPI_FILE_NULL.
+        let rc = unsafe { ffi::MPI_File_close(&mut self.fh) };
+        std::mem::forget(self);
+        if rc != 0 {
+            return Err(IoError {
+                path,
+                call: "MPI_File_close",
+                msg: error_string(rc),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // SAFETY: fh is open (an error path that did not call close).
+        unsafe { ffi::MPI_File_close(&mut self.fh) };
     }
 }
 

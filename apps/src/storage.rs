@@ -5,7 +5,7 @@
 //! Which arrays go out of core, and in which pieces, is decided by the
 //! out-of-core rule in [`mheta_runtime::ooc`], shared with the model.
 
-use crate::mpiio::{ALIGN, AlignedBuf, File, IoError, Pending, round_up};
+use crate::mpiio::{ALIGN, AlignedBuf, File, IoError, Pending, as_bytes, as_bytes_mut, round_up};
 use mheta_live::RowBlock;
 pub use mheta_runtime::ooc::{CALL_BYTES, MemPlan, Need, TooSmall, plan};
 use std::ops::Range;
@@ -344,6 +344,7 @@ impl Rows {
         };
         // Kept rows stay where they are (no shift of the whole block).
         block.redistribute(world, old, new, width);
+        crate::checkpoint::kill_point("redistribute", me);
         self.rows = new.0[me] as usize;
         self.pieces = std::iter::once(0..self.rows).collect();
         self.top.fill(0.0);
@@ -357,6 +358,37 @@ impl Rows {
         self.rows = rows;
         self.pieces = std::iter::once(0..rows).collect();
         self.mem = Mem::Core(RowBlock::from_vec(v));
+    }
+
+    /// Write the local rows to `file` at global row `first` (rows of
+    /// `width` f64, row-major): every piece once, read from disk when out
+    /// of core. Ghost rows are not part of it.
+    pub fn save_to(&mut self, file: &crate::mpiio::Shared, first: usize) -> Result<(), IoError> {
+        let w = self.width;
+        let mut res = Ok(());
+        sweep(&mut [(self, Access::Read)], |rows, v| {
+            if res.is_ok() {
+                res = file.write_at((first + rows.start) as u64 * 8 * w as u64, as_bytes(v[0].data));
+            }
+        })?;
+        res
+    }
+
+    /// Read the local rows from `file` at global row `first` (the layout
+    /// [`Rows::save_to`] writes), writing pieces back to disk when out of
+    /// core.
+    pub fn load_from(&mut self, file: &crate::mpiio::Shared, first: usize) -> Result<(), IoError> {
+        let w = self.width;
+        let mut res = Ok(());
+        sweep(&mut [(self, Access::Write)], |rows, v| {
+            if res.is_ok() {
+                res = file.read_at(
+                    (first + rows.start) as u64 * 8 * w as u64,
+                    as_bytes_mut(v[0].data),
+                );
+            }
+        })?;
+        res
     }
 
     /// First local row (current values).

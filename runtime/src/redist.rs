@@ -18,6 +18,10 @@
 //!   new one) written to its file, priced by the I/O model's per-rank,
 //!   per-array read and write lines (trace, else the profile's disk).
 //!
+//! With an array out of core on any rank, the move goes through disk
+//! instead ([`Model::move_cost`]'s disk case): each rank writes its old
+//! rows and reads its new ones through MPI-IO.
+//!
 //! Bytes per row come from the app's declaration: `bytes_per_row`, times
 //! the row's work for `per_work` arrays (cg's nonzeros), and for a grid
 //! level's arrays the rows of that level (`Dist::coarser`).
@@ -114,6 +118,10 @@ impl Model {
         let copy_per_byte = self.net.mean[3];
         let ooc_from: Vec<Vec<bool>> = (0..p).map(|i| ooc(from, i)).collect();
         let ooc_to: Vec<Vec<bool>> = (0..p).map(|i| ooc(to, i)).collect();
+        let any = |v: &[Vec<bool>]| v.iter().flatten().any(|&o| o);
+        if any(&ooc_from) || any(&ooc_to) {
+            return self.disk_move_cost(&on_level, &ooc_from, &ooc_to);
+        }
         for i in 0..p {
             // Bytes rank i sends to each j, all arrays together.
             let mut to_j = vec![0.0f64; p];
@@ -157,6 +165,69 @@ impl Model {
             }
         }
         let rank_s: Vec<f64> = (0..p).map(|i| send[i].max(recv[i]) + local[i]).collect();
+        MoveCost {
+            total_s: rank_s.iter().copied().fold(0.0, f64::max),
+            bytes,
+            rank_s,
+        }
+    }
+
+    /// A move with an array out of core on some rank goes through MPI-IO
+    /// (the apps' `Mover`): every rank writes its old rows of every array
+    /// to one shared file per array and reads its new rows back, reading
+    /// its old out-of-core files on the way out and writing its new ones on
+    /// the way in. No rows cross the network. The shared files are priced
+    /// with the rank's own disk lines (its first on-disk array's), an upper
+    /// bound where that disk is emulated slower than the real one.
+    fn disk_move_cost(
+        &self,
+        on_level: &[(Dist, Dist)],
+        ooc_from: &[Vec<bool>],
+        ooc_to: &[Vec<bool>],
+    ) -> MoveCost {
+        let p = self.ranks();
+        let Some(io) = &self.io else {
+            return MoveCost {
+                total_s: 0.0,
+                bytes: 0,
+                rank_s: vec![0.0; p],
+            };
+        };
+        let line = |i: usize, k: Option<usize>, write: bool| {
+            let j = k.map_or(Some(0), |k| io.arrays.iter().position(|&a| a == k))?;
+            let lines = if write { &io.write } else { &io.read };
+            lines.get(i)?.get(j).copied()
+        };
+        let mut bytes = 0u64;
+        let rank_s: Vec<f64> = (0..p)
+            .map(|i| {
+                let mut t = 0.0;
+                for (k, decl) in self.app.arrays.iter().enumerate() {
+                    let (f, n) = &on_level[decl.level.unwrap_or(0) as usize];
+                    let (fo, no) = (f.offsets(), n.offsets());
+                    let old = self.array_bytes(k, fo[i], fo[i] + f.0[i]);
+                    let new = self.array_bytes(k, no[i], no[i] + n.0[i]);
+                    bytes += old as u64;
+                    if let Some(w) = line(i, None, true) {
+                        t += w.time(old);
+                    }
+                    if let Some(r) = line(i, None, false) {
+                        t += r.time(new);
+                    }
+                    if ooc_from[i].get(k) == Some(&true)
+                        && let Some(r) = line(i, Some(k), false)
+                    {
+                        t += r.time(old);
+                    }
+                    if ooc_to[i].get(k) == Some(&true)
+                        && let Some(w) = line(i, Some(k), true)
+                    {
+                        t += w.time(new);
+                    }
+                }
+                t
+            })
+            .collect();
         MoveCost {
             total_s: rank_s.iter().copied().fold(0.0, f64::max),
             bytes,

@@ -24,6 +24,7 @@
 use anyhow::{Result, bail};
 use clap::Parser;
 use mheta_apps::storage::{Csr, MemPlan, NZ_BYTES, Need};
+use mheta_apps::checkpoint::State;
 use mheta_apps::{
     Common, Ctx, Fixed, Kernel, StorageReport, comm, grid, main_with_mpi, parse_args, run,
 };
@@ -464,6 +465,14 @@ impl Kernel for Cg {
 
     fn storage(&self) -> StorageReport {
         StorageReport::new(&self.plan, &["a"], self.a.direct())
+    }
+
+    fn state(&mut self, s: &mut State) -> Result<()> {
+        // The matrix is fixed, built again for any rows; conj_grad starts
+        // afresh from x every outer iteration.
+        s.local("x", 1, &mut self.x)?;
+        s.scalar("zeta", &mut self.zeta)?;
+        s.scalar("rnorm", &mut self.rnorm)
     }
 
     fn finish(&mut self, ctx: &Ctx) -> Result<Value> {

@@ -22,6 +22,7 @@
 use anyhow::Result;
 use clap::Parser;
 use mheta_apps::storage::{Access, MemPlan, Need, Rows, sweep};
+use mheta_apps::checkpoint::State;
 use mheta_apps::{
     Common, Ctx, Fixed, Kernel, StorageReport, comm, grid, main_with_mpi, parse_args, run,
 };
@@ -218,6 +219,12 @@ impl Kernel for Jacobi {
 
     fn storage(&self) -> StorageReport {
         StorageReport::new(&self.plan, &["u", "f"], self.u.direct().or(self.f.direct()))
+    }
+
+    fn state(&mut self, s: &mut State) -> Result<()> {
+        // f is the fixed right-hand side, built again for any rows.
+        s.rows("u", &mut self.u)?;
+        s.scalar("last_diff", &mut self.last_diff)
     }
 
     fn finish(&mut self, ctx: &Ctx) -> Result<Value> {

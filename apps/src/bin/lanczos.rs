@@ -22,6 +22,7 @@
 use anyhow::Result;
 use clap::Parser;
 use mheta_apps::storage::{Access, MemPlan, Need, Rows, sweep};
+use mheta_apps::checkpoint::State;
 use mheta_apps::{
     Common, Ctx, Fixed, Kernel, StorageReport, comm, grid, main_with_mpi, parse_args, run,
 };
@@ -206,6 +207,16 @@ impl Kernel for Lanczos {
 
     fn storage(&self) -> StorageReport {
         StorageReport::new(&self.plan, &["a"], self.a.direct())
+    }
+
+    fn state(&mut self, s: &mut State) -> Result<()> {
+        // The matrix is fixed, built again for any rows; w and full are
+        // recomputed every step.
+        s.local("v", 1, &mut self.v)?;
+        s.local("v_prev", 1, &mut self.v_prev)?;
+        s.scalar("beta", &mut self.beta)?;
+        s.scalar("alphas", &mut self.alphas)?;
+        s.scalar("betas", &mut self.betas)
     }
 
     fn finish(&mut self, _ctx: &Ctx) -> Result<Value> {

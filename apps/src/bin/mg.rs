@@ -38,6 +38,7 @@
 use anyhow::{Result, bail};
 use clap::Parser;
 use mheta_apps::storage::{Access, MemPlan, Need, Rows, sweep};
+use mheta_apps::checkpoint::State;
 use mheta_apps::{
     Common, Ctx, Fixed, Kernel, StorageReport, comm, grid, main_with_mpi, parse_args, run,
 };
@@ -562,6 +563,14 @@ impl Kernel for Mg {
         let fine = &self.levels[0];
         let direct = fine.u.direct().or(fine.f.direct()).or(fine.r.direct());
         StorageReport::new(&self.plan, &["u", "f", "r"], direct)
+    }
+
+    fn state(&mut self, s: &mut State) -> Result<()> {
+        // r and the coarser levels are rebuilt every cycle.
+        let fine = &mut self.levels[0];
+        s.rows("u", &mut fine.u)?;
+        s.rows("f", &mut fine.f)?;
+        s.scalar("norms", &mut self.norms)
     }
 
     fn finish(&mut self, ctx: &Ctx) -> Result<Value> {

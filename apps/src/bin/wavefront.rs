@@ -21,6 +21,7 @@ use anyhow::Result;
 use clap::Parser;
 use mheta_apps::harmonic::{g, initial_row, set_boundary_ghosts};
 use mheta_apps::storage::{Access, MemPlan, Need, Rows, sweep};
+use mheta_apps::checkpoint::State;
 use mheta_apps::{
     Common, Ctx, Fixed, Kernel, StorageReport, comm, grid, main_with_mpi, parse_args, run,
 };
@@ -204,6 +205,10 @@ impl Kernel for Wavefront {
 
     fn storage(&self) -> StorageReport {
         StorageReport::new(&self.plan, &["u"], self.u.direct())
+    }
+
+    fn state(&mut self, s: &mut State) -> Result<()> {
+        s.rows("u", &mut self.u)
     }
 
     fn finish(&mut self, ctx: &Ctx) -> Result<Value> {
