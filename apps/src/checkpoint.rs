@@ -25,10 +25,12 @@
 //! distribution in force (`--dist`, or equal blocks).
 //!
 //! **Kill points** (for the crash tests): `MHETA_KILL=POINT:RANK:N` makes
-//! rank RANK send itself SIGKILL the N-th time it reaches POINT:
-//! `iteration` (inside a stage, after its work), `checkpoint` (after the
-//! first array file of a checkpoint, before the commit) or `redistribute`
-//! (after the first array has moved).
+//! rank RANK send itself SIGKILL at POINT: `iteration` (in iteration N,
+//! counted from 0 over the whole run, inside its first stage after the
+//! work), `checkpoint` (in the N-th checkpoint this process writes, after
+//! its first array file, before the commit) or `redistribute` (in the N-th
+//! move, after the first array has moved; out of core, after the old files
+//! are dropped).
 
 use crate::Kernel;
 use crate::mpiio::Shared;
@@ -149,7 +151,10 @@ impl State<'_> {
         let path = self.path(name);
         let width = a.width;
         if self.saving {
-            let f = crate::agree(self.world, Shared::create(self.world, &path).map_err(Into::into))?;
+            let f = crate::agree(
+                self.world,
+                Shared::create(self.world, &path).map_err(Into::into),
+            )?;
             let r = a.save_to(&f, self.first).and_then(|_| f.sync());
             let c = f.close();
             crate::agree(self.world, r.and(c).map_err(Into::into))?;
@@ -173,7 +178,10 @@ impl State<'_> {
         let path = self.path(name);
         let off = (self.first * width * 8) as u64;
         if self.saving {
-            let f = crate::agree(self.world, Shared::create(self.world, &path).map_err(Into::into))?;
+            let f = crate::agree(
+                self.world,
+                Shared::create(self.world, &path).map_err(Into::into),
+            )?;
             let r = f
                 .write_at(off, crate::mpiio::as_bytes(v))
                 .and_then(|_| f.sync());
@@ -216,8 +224,12 @@ impl State<'_> {
     }
 }
 
+/// The iteration the run is in (from 0, counting iterations done before
+/// a resume), for the `iteration` kill point.
+pub static ITERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// `MHETA_KILL=POINT:RANK:N`: SIGKILL this process the N-th time rank
-/// `rank` reaches `point` (module docs).
+/// `rank` reaches `point`, or for `iteration`, in iteration N (module docs).
 pub fn kill_point(point: &str, rank: usize) {
     use std::sync::OnceLock;
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -231,10 +243,19 @@ pub fn kill_point(point: &str, rank: usize) {
         let n = it.next().map_or(Some(1), |n| n.parse().ok())?;
         Some((p, r, n))
     });
+    let hit = |n: u64| {
+        if point == "iteration" {
+            // The N-th iteration of the run (from 0, counting those done
+            // before a resume), once.
+            ITERATION.load(Ordering::Relaxed) == n && SEEN.swap(1, Ordering::Relaxed) == 0
+        } else {
+            SEEN.fetch_add(1, Ordering::Relaxed) + 1 == n
+        }
+    };
     if let Some((p, r, n)) = spec
         && p == point
         && *r == rank
-        && SEEN.fetch_add(1, Ordering::Relaxed) + 1 == *n
+        && hit(*n)
     {
         eprintln!("mheta: MHETA_KILL: rank {rank} kills itself at {point} #{n}");
         // SAFETY: signals this process.
@@ -247,7 +268,8 @@ pub fn prepare_dir(dir: &Path, what: &str) -> Result<()> {
     std::fs::create_dir_all(dir)
         .with_context(|| format!("{what} {}: cannot create it", dir.display()))?;
     let probe = dir.join(format!(".probe.{}", std::process::id()));
-    std::fs::write(&probe, b"").with_context(|| format!("{what} {}: not writable", dir.display()))?;
+    std::fs::write(&probe, b"")
+        .with_context(|| format!("{what} {}: not writable", dir.display()))?;
     let _ = std::fs::remove_file(&probe);
     Ok(())
 }
@@ -303,7 +325,11 @@ pub fn find(dir: &Path) -> Result<(PathBuf, Manifest)> {
     }
     let Some((_, path, m)) = all.iter().rev().find(|(_, _, m)| m.is_ok()) else {
         let (_, p, e) = &all[all.len() - 1];
-        let why = e.as_ref().err().map(|e| format!("{e:#}")).unwrap_or_default();
+        let why = e
+            .as_ref()
+            .err()
+            .map(|e| format!("{e:#}"))
+            .unwrap_or_default();
         bail!(
             "{what}: no complete checkpoint ({} partial; newest {}: {why})",
             all.len(),
@@ -401,11 +427,7 @@ pub fn save<K: Kernel>(
         kill: true,
     };
     kernel.state(&mut st)?;
-    let committed = if rank == 0 {
-        commit(&path, &m)
-    } else {
-        Ok(())
-    };
+    let committed = if rank == 0 { commit(&path, &m) } else { Ok(()) };
     crate::agree(world, committed)?;
     if rank == 0 {
         prune(dir, &path);

@@ -947,6 +947,7 @@ pub fn run<K: Kernel>(
         );
         let t = Instant::now();
         let kernel = slot.as_mut().context("no kernel")?;
+        checkpoint::ITERATION.store(start + it, Ordering::Relaxed);
         mheta_live::markers::iteration_begin();
         let r = kernel.iterate(&ctx);
         mheta_live::markers::iteration_end();
@@ -973,14 +974,7 @@ pub fn run<K: Kernel>(
             let replan_now = watch.as_mut().is_some_and(|w| w.replan_at == Some(it + 1));
             if it + 1 == *at || replan_now {
                 let r = plan_and_move(
-                    world,
-                    &mut slot,
-                    &mut mover,
-                    &mut ctx,
-                    &mut decl,
-                    profile,
-                    it,
-                    iters,
+                    world, &mut slot, &mut mover, &mut ctx, &mut decl, profile, it, iters,
                 )?;
                 if r.moved {
                     moved.push(it);

@@ -391,7 +391,10 @@ impl Shared {
     }
 
     /// Create `path` (collective; it must not exist).
-    pub fn create(comm: &mpi::topology::SimpleCommunicator, path: &Path) -> Result<Shared, IoError> {
+    pub fn create(
+        comm: &mpi::topology::SimpleCommunicator,
+        path: &Path,
+    ) -> Result<Shared, IoError> {
         Shared::open(
             comm,
             path,

@@ -368,7 +368,10 @@ impl Rows {
         let mut res = Ok(());
         sweep(&mut [(self, Access::Read)], |rows, v| {
             if res.is_ok() {
-                res = file.write_at((first + rows.start) as u64 * 8 * w as u64, as_bytes(v[0].data));
+                res = file.write_at(
+                    (first + rows.start) as u64 * 8 * w as u64,
+                    as_bytes(v[0].data),
+                );
             }
         })?;
         res

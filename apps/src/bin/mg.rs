@@ -37,8 +37,8 @@
 
 use anyhow::{Result, bail};
 use clap::Parser;
-use mheta_apps::storage::{Access, MemPlan, Need, Rows, sweep};
 use mheta_apps::checkpoint::State;
+use mheta_apps::storage::{Access, MemPlan, Need, Rows, sweep};
 use mheta_apps::{
     Common, Ctx, Fixed, Kernel, StorageReport, comm, grid, main_with_mpi, parse_args, run,
 };

@@ -19,9 +19,9 @@
 
 use anyhow::Result;
 use clap::Parser;
+use mheta_apps::checkpoint::State;
 use mheta_apps::harmonic::{g, initial_row, set_boundary_ghosts};
 use mheta_apps::storage::{Access, MemPlan, Need, Rows, sweep};
-use mheta_apps::checkpoint::State;
 use mheta_apps::{
     Common, Ctx, Fixed, Kernel, StorageReport, comm, grid, main_with_mpi, parse_args, run,
 };
