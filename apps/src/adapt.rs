@@ -10,7 +10,14 @@
 //! window is compared with the expected time. A drift is a window whose
 //! median differs from the expected time by more than the threshold
 //! (`--replan-threshold`, default [`DEFAULT_THRESHOLD_PCT`] %); two windows
-//! in a row trigger a re-plan. 15% is well above the model's error on a
+//! in a row trigger a re-plan, but only when the ranks' busy times (their
+//! time inside stages: computation and I/O, not waiting) have also come
+//! apart by more than the threshold (slowest over fastest, among ranks
+//! with rows). A slowdown of the whole machine (every rank alike: a noisy
+//! host, the clock) moves the iteration time but not the best
+//! distribution, so it is not re-planned for; one node slowed by another
+//! job, or a plan from a disturbed window, leaves the busy times apart.
+//! The same allreduce carries both (three doubles). 15% is well above the model's error on a
 //! faithful emulation (mean 0.1–3%, worst 7–11% at 2 ranks: `mheta
 //! experiment`) and far below the 1.5–2x a new job on a core causes.
 //!
@@ -45,6 +52,8 @@ pub struct Drift {
     pub after: u64,
     pub measured_s: f64,
     pub expected_s: f64,
+    /// Slowest over fastest rank's busy time in that window.
+    pub busy_ratio: f64,
 }
 
 /// The watch of one run.
@@ -55,6 +64,7 @@ pub struct Watch {
     /// Iterations before this one are not watched.
     from: u64,
     window: Vec<f64>,
+    busy: Vec<f64>,
     strikes: u32,
     /// The first window after a re-plan decides whether to calibrate.
     after_replan: bool,
@@ -74,6 +84,7 @@ impl Watch {
             expected: None,
             from: 0,
             window: Vec::with_capacity(WINDOW),
+            busy: Vec::with_capacity(WINDOW),
             strikes: 0,
             after_replan: false,
             replan_at: None,
@@ -88,28 +99,54 @@ impl Watch {
         self.expected = (e.is_finite() && e >= MIN_WATCHED_S).then_some(e);
         self.from = it + 1 + SETTLE;
         self.window.clear();
+        self.busy.clear();
         self.strikes = 0;
         self.after_replan = replan;
         self.replan_at = None;
     }
 
-    /// Iteration `it` took `secs` here. Every [`WINDOW`] watched
-    /// iterations this is collective (one allreduce); returns the drift
-    /// when a re-plan is due. Every rank returns the same.
-    pub fn observe(&mut self, world: &SimpleCommunicator, it: u64, secs: f64) -> Option<Drift> {
+    /// Iteration `it` took `secs` here, `busy` of it inside stages (0 on
+    /// a rank without rows). Every [`WINDOW`] watched iterations this is
+    /// collective (one allreduce); returns the drift when a re-plan is
+    /// due. Every rank returns the same.
+    pub fn observe(
+        &mut self,
+        world: &SimpleCommunicator,
+        it: u64,
+        secs: f64,
+        busy: f64,
+        has_rows: bool,
+    ) -> Option<Drift> {
         let expected = self.expected?;
         if it < self.from || self.replan_at.is_some() {
             return None;
         }
         self.window.push(secs);
+        self.busy.push(busy);
         if self.window.len() < WINDOW {
             return None;
         }
         let mine = median(&mut self.window);
+        let my_busy = median(&mut self.busy);
         self.window.clear();
-        let mut measured = 0.0f64;
-        world.all_reduce_into(&mine, &mut measured, SystemOperation::max());
-        let drifting = (measured / expected - 1.0).abs() > self.threshold;
+        self.busy.clear();
+        // Max of: the iteration time, the busy time, and minus the busy
+        // time (ranks without rows send what leaves the max alone).
+        let send = if has_rows {
+            [mine, my_busy, -my_busy]
+        } else {
+            [mine, 0.0, f64::MIN]
+        };
+        let mut got = [0.0f64; 3];
+        world.all_reduce_into(&send[..], &mut got[..], SystemOperation::max());
+        let (measured, busy_max, busy_min) = (got[0], got[1], -got[2]);
+        let busy_ratio = if busy_min > 0.0 {
+            busy_max / busy_min
+        } else {
+            1.0
+        };
+        let drifting =
+            (measured / expected - 1.0).abs() > self.threshold && busy_ratio - 1.0 > self.threshold;
         if std::mem::take(&mut self.after_replan) && drifting {
             // The model misses this run even on a fresh recording: watch
             // for change from what was measured.
@@ -123,6 +160,7 @@ impl Watch {
                 after: it,
                 measured_s: measured,
                 expected_s: expected,
+                busy_ratio,
             }
         })
     }

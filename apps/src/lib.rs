@@ -992,7 +992,13 @@ pub fn run<K: Kernel>(
                     w.planned(world, it, expected, replan_now);
                 }
             } else if let Some(w) = watch.as_mut()
-                && let Some(drift) = w.observe(world, it, times[it as usize])
+                && let Some(drift) = w.observe(
+                    world,
+                    it,
+                    times[it as usize],
+                    stage_s[it as usize],
+                    ctx.dist.0[rank] > 0,
+                )
             {
                 // The next iterations are recorded again (the perturbed
                 // ones are left out of the medians), then the plan is
