@@ -8,14 +8,16 @@
 //!
 //! Covered: init, init_thread, finalize, abort, pcontrol, send, ssend,
 //! recv, isend, irecv, wait, waitall, sendrecv, barrier, bcast, reduce,
-//! allreduce.
+//! allreduce, and persistent requests: send_init, bsend_init, ssend_init,
+//! rsend_init, recv_init, start, startall, request_free.
 
 #![allow(clippy::missing_safety_doc)]
 
 use crate::clock::now;
 use crate::mpi_util::*;
-use crate::tools::recorder::{post_request, take_request};
+use crate::tools::recorder::{Template, persist, post_request, take_request, unpersist};
 use crate::tools::{self, Call};
+use crate::wrappers::start_one;
 use mheta_trace::{Completion, Op, What};
 use mpi_sys::{MPI_Comm, MPI_Datatype, MPI_Request, MPI_Status};
 use std::os::raw::{c_char, c_int, c_void};
@@ -108,6 +110,7 @@ fn recv_msg(c: MPI_Comm, f: *const Fint) -> mheta_trace::Msg {
 macro_rules! fortran {
     ($(
         $name:ident => $real:literal ( $($arg:ident : $ty:ty),* $(,)? ) -> $ierr:ident as $op:ident {
+            $(idle: { $($idle:tt)* })?
             pre: { $($pre:tt)* }
             post: $post:expr $(,)?
         }
@@ -124,7 +127,9 @@ macro_rules! fortran {
                     unsafe { std::mem::transmute(resolve(&REAL, concat!($real, "\0"))) };
                 if !tools::active() {
                     // SAFETY: the caller's arguments, passed through.
-                    return unsafe { real($($arg),*) };
+                    unsafe { real($($arg),*) };
+                    $( if int($ierr) == 0 { $($idle)* } )?
+                    return;
                 }
                 $($pre)*
                 tools::pre(Op::$op);
@@ -134,6 +139,7 @@ macro_rules! fortran {
                 unsafe { real($($arg),*) };
                 let t1 = now();
                 if int($ierr) == 0 {
+                    $( $($idle)* )?
                     let what = $post;
                     tools::post(&Call { op: Op::$op, t0, t1, what: &what });
                 }
@@ -212,6 +218,59 @@ fortran! {
             send: msg(comm(comm_), int(dest), int(sendtag), bytes(int(sendcount), dtype(sendtype))),
             recv: recv_msg(comm(comm_), status),
         },
+    }
+    // ---- persistent requests (as the C table: set-up is remembered even
+    // while nothing is recorded; each start is the send or receive it
+    // stands for) ----
+    mpi_send_init_ => "pmpi_send_init_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
+                                        tag: *const Fint, comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Send_init {
+        idle: { persist(request(req), Template::Send(msg(comm(comm_), int(dest), int(tag), bytes(int(count), dtype(datatype))))); }
+        pre: {}
+        post: What::PersistentInit { send: true, msg: msg(comm(comm_), int(dest), int(tag), bytes(int(count), dtype(datatype))) },
+    }
+    mpi_bsend_init_ => "pmpi_bsend_init_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
+                                          tag: *const Fint, comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Bsend_init {
+        idle: { persist(request(req), Template::Send(msg(comm(comm_), int(dest), int(tag), bytes(int(count), dtype(datatype))))); }
+        pre: {}
+        post: What::PersistentInit { send: true, msg: msg(comm(comm_), int(dest), int(tag), bytes(int(count), dtype(datatype))) },
+    }
+    mpi_ssend_init_ => "pmpi_ssend_init_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
+                                          tag: *const Fint, comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Ssend_init {
+        idle: { persist(request(req), Template::Send(msg(comm(comm_), int(dest), int(tag), bytes(int(count), dtype(datatype))))); }
+        pre: {}
+        post: What::PersistentInit { send: true, msg: msg(comm(comm_), int(dest), int(tag), bytes(int(count), dtype(datatype))) },
+    }
+    mpi_rsend_init_ => "pmpi_rsend_init_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
+                                          tag: *const Fint, comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Rsend_init {
+        idle: { persist(request(req), Template::Send(msg(comm(comm_), int(dest), int(tag), bytes(int(count), dtype(datatype))))); }
+        pre: {}
+        post: What::PersistentInit { send: true, msg: msg(comm(comm_), int(dest), int(tag), bytes(int(count), dtype(datatype))) },
+    }
+    mpi_recv_init_ => "pmpi_recv_init_"(buf: *mut c_void, count: *const Fint, datatype: *const Fint, source: *const Fint,
+                                        tag: *const Fint, comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Recv_init {
+        idle: { persist(request(req), Template::Recv(comm(comm_))); }
+        pre: {}
+        post: What::PersistentInit { send: false, msg: msg(comm(comm_), int(source), int(tag), bytes(int(count), dtype(datatype))) },
+    }
+    mpi_start_ => "pmpi_start_"(req: *mut Fint, ierr: *mut Fint) -> ierr as Start {
+        pre: { let h = request(req); }
+        post: What::Start(start_one(h).into_iter().collect()),
+    }
+    mpi_startall_ => "pmpi_startall_"(count: *const Fint, reqs: *mut Fint, ierr: *mut Fint) -> ierr as Startall {
+        pre: {
+            // SAFETY: the caller passes `count` Fortran request handles.
+            let hs: Vec<MPI_Request> = (0..int(count).max(0) as usize).map(|i| request(unsafe { reqs.add(i) })).collect();
+        }
+        post: What::Start(hs.iter().filter_map(|&h| start_one(h)).collect()),
+    }
+    mpi_request_free_ => "pmpi_request_free_"(req: *mut Fint, ierr: *mut Fint) -> ierr as Request_free {
+        pre: {
+            // Read before MPI nulls the handle.
+            let h = request(req);
+            unpersist(h);
+            let _ = take_request(h);
+        }
+        post: What::RequestFree,
     }
     mpi_barrier_ => "pmpi_barrier_"(comm_: *const Fint, ierr: *mut Fint) -> ierr as Barrier {
         pre: {}

@@ -162,7 +162,7 @@ fn persist_init(request: *mut MPI_Request, t: Template) {
 /// Persistent request `h` begins: record it as the send or receive it
 /// stands for, with a fresh id (`None` for a handle not set up by
 /// `MPI_*_init`, such as `MPI_REQUEST_NULL`).
-fn start_one(h: MPI_Request) -> Option<Started> {
+pub(crate) fn start_one(h: MPI_Request) -> Option<Started> {
     Some(match persistent(h)? {
         Template::Send(msg) => Started::Send {
             msg,

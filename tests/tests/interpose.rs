@@ -620,6 +620,71 @@ fn fortran_program_is_seen() {
     }
 }
 
+/// Persistent requests from Fortran (`tests/fortran/persist.f90`): set up
+/// with MPI_Recv_init/MPI_Send_init, started with MPI_Startall and
+/// MPI_Start, freed with MPI_Request_free. Under every tool the output is
+/// unchanged; recorded over the whole run, each start is the send or
+/// receive it stands for: 3 started sends (tag 11, 4 bytes) and 6 started
+/// receives per rank, each completing with its tag-11 message.
+#[test]
+fn fortran_persistent_requests_are_recorded_as_what_they_start() {
+    let dir = scratch("fortran-persist");
+    let exe = dir.join("fpersist");
+    ok(std::process::Command::new("mpifort")
+        .arg("-O2")
+        .arg(root().join("tests/fortran/persist.f90"))
+        .arg("-o")
+        .arg(&exe));
+    for np in [1usize, 2, 3] {
+        for tools in ["recorder", "summary"] {
+            same_output(&dir, np, tools, &exe, &[], &[]);
+        }
+        let trace = same_output(&dir, np, "recorder,summary", &exe, &[], &["--whole-run"]);
+        let traces = mheta_trace::read_dir(&trace).unwrap();
+        assert_eq!(traces.len(), np);
+        for t in &traces {
+            let ops = ops_of(&t.iterations[0]);
+            for op in [
+                Op::Recv_init,
+                Op::Send_init,
+                Op::Startall,
+                Op::Start,
+                Op::Request_free,
+            ] {
+                assert!(ops.contains(&op), "rank {}: no {op:?} in {ops:?}", t.rank);
+            }
+            let ev = &t.iterations[0].events;
+            let (mut sends, mut recvs) = (0, Vec::new());
+            for e in ev {
+                if let What::Start(v) = &e.what {
+                    for st in v {
+                        match st {
+                            Started::Send { msg, .. } => {
+                                assert_eq!((msg.tag, msg.bytes), (11, 4), "{e:?}");
+                                sends += 1;
+                            }
+                            Started::Recv { req } => recvs.push(*req),
+                        }
+                    }
+                }
+            }
+            assert_eq!((sends, recvs.len()), (3, 6), "np {np} rank {}", t.rank);
+            for req in recvs {
+                let done = ev.iter().find_map(|e| match &e.what {
+                    What::Complete(c) => c.iter().find(|c| c.req == req).copied(),
+                    _ => None,
+                });
+                assert!(
+                    done.and_then(|c| c.recv)
+                        .is_some_and(|m| m.tag == 11 && m.bytes == 4),
+                    "np {np} rank {}: started receive {req} completed as {done:?}",
+                    t.rank
+                );
+            }
+        }
+    }
+}
+
 fn rank_report(dir: &std::path::Path, rank: u32) -> serde_json::Value {
     let p = dir.join(format!("summary.rank-{rank:05}.json"));
     let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
