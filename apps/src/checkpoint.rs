@@ -361,12 +361,14 @@ pub fn matches(m: &Manifest, p: &Problem, iters: u64, path: &Path) -> Result<()>
         bail!("{what} is of app {}, not {}", m.app, p.app);
     }
     if m.rows != p.rows || m.params != p.params {
+        let show = |rows: u64, params: &Value| match params.as_object() {
+            Some(o) if !o.is_empty() => format!("{rows} rows, {params}"),
+            _ => format!("{rows} rows"),
+        };
         bail!(
-            "{what} is of a different problem: {} rows {}, this run {} rows {}",
-            m.rows,
-            m.params,
-            p.rows,
-            p.params
+            "{what} is of a different problem: {}; this run has {}",
+            show(m.rows, &m.params),
+            show(p.rows, &p.params)
         );
     }
     if m.iteration >= iters {
