@@ -146,59 +146,60 @@ impl State<'_> {
         }
     }
 
-    /// A distributed array of the storage layer (in core or out of core).
-    pub fn rows(&mut self, name: &str, a: &mut Rows) -> Result<()> {
+    /// Save or load array `name` of `width` values per row through its
+    /// shared file (collective): `io` writes this rank's rows when saving
+    /// and reads them when loading; every rank's outcome is agreed on.
+    fn array(
+        &mut self,
+        name: &str,
+        width: usize,
+        io: impl FnOnce(&Shared, bool) -> Result<(), crate::mpiio::IoError>,
+    ) -> Result<()> {
         let path = self.path(name);
-        let width = a.width;
-        if self.saving {
-            let f = crate::agree(
-                self.world,
-                Shared::create(self.world, &path).map_err(Into::into),
-            )?;
-            let r = a.save_to(&f, self.first).and_then(|_| f.sync());
-            let c = f.close();
-            crate::agree(self.world, r.and(c).map_err(Into::into))?;
-            self.saved(name, width);
-        } else {
+        if !self.saving {
             self.entry(name, width)?;
-            let f = crate::agree(
-                self.world,
-                Shared::open_read(self.world, &path).map_err(Into::into),
-            )?;
-            let r = a.load_from(&f, self.first);
-            let c = f.close();
-            crate::agree(self.world, r.and(c).map_err(Into::into))?;
+        }
+        let opened = if self.saving {
+            Shared::create(self.world, &path)
+        } else {
+            Shared::open_read(self.world, &path)
+        };
+        let f = crate::agree(self.world, opened.map_err(Into::into))?;
+        let mut r = io(&f, self.saving);
+        if self.saving {
+            r = r.and_then(|_| f.sync());
+        }
+        let c = f.close();
+        crate::agree(self.world, r.and(c).map_err(Into::into))?;
+        if self.saving {
+            self.saved(name, width);
         }
         Ok(())
+    }
+
+    /// A distributed array of the storage layer (in core or out of core).
+    pub fn rows(&mut self, name: &str, a: &mut Rows) -> Result<()> {
+        let first = self.first;
+        self.array(name, a.width, |f, saving| {
+            if saving {
+                a.save_to(f, first)
+            } else {
+                a.load_from(f, first)
+            }
+        })
     }
 
     /// A plain vector of this rank's rows, `width` values each.
     pub fn local(&mut self, name: &str, width: usize, v: &mut [f64]) -> Result<()> {
         assert_eq!(v.len(), self.local * width, "{name}: not the local rows");
-        let path = self.path(name);
         let off = (self.first * width * 8) as u64;
-        if self.saving {
-            let f = crate::agree(
-                self.world,
-                Shared::create(self.world, &path).map_err(Into::into),
-            )?;
-            let r = f
-                .write_at(off, crate::mpiio::as_bytes(v))
-                .and_then(|_| f.sync());
-            let c = f.close();
-            crate::agree(self.world, r.and(c).map_err(Into::into))?;
-            self.saved(name, width);
-        } else {
-            self.entry(name, width)?;
-            let f = crate::agree(
-                self.world,
-                Shared::open_read(self.world, &path).map_err(Into::into),
-            )?;
-            let r = f.read_at(off, crate::mpiio::as_bytes_mut(v));
-            let c = f.close();
-            crate::agree(self.world, r.and(c).map_err(Into::into))?;
-        }
-        Ok(())
+        self.array(name, width, |f, saving| {
+            if saving {
+                f.write_at(off, crate::mpiio::as_bytes(v))
+            } else {
+                f.read_at(off, crate::mpiio::as_bytes_mut(v))
+            }
+        })
     }
 
     /// A value the same on every rank (a norm, a list of coefficients).

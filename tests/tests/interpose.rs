@@ -620,6 +620,38 @@ fn fortran_program_is_seen() {
     }
 }
 
+/// The persistent ring of `tests/c/edge.c` and `tests/fortran/persist.f90`
+/// as recorded: 3 started sends (tag 11, 4 bytes) and 6 started receives,
+/// each completing with its tag-11 message.
+fn assert_started_ring(ev: &[mheta_trace::Event], rank: u32) {
+    let (mut sends, mut recvs) = (0, Vec::new());
+    for e in ev {
+        if let What::Start(v) = &e.what {
+            for st in v {
+                match st {
+                    Started::Send { msg, .. } => {
+                        assert_eq!((msg.tag, msg.bytes), (11, 4), "{e:?}");
+                        sends += 1;
+                    }
+                    Started::Recv { req } => recvs.push(*req),
+                }
+            }
+        }
+    }
+    assert_eq!((sends, recvs.len()), (3, 6), "rank {rank}");
+    for req in recvs {
+        let done = ev.iter().find_map(|e| match &e.what {
+            What::Complete(c) => c.iter().find(|c| c.req == req).copied(),
+            _ => None,
+        });
+        assert!(
+            done.and_then(|c| c.recv)
+                .is_some_and(|m| m.tag == 11 && m.bytes == 4),
+            "rank {rank}: started receive {req} completed as {done:?}"
+        );
+    }
+}
+
 /// Persistent requests from Fortran (`tests/fortran/persist.f90`): set up
 /// with MPI_Recv_init/MPI_Send_init, started with MPI_Startall and
 /// MPI_Start, freed with MPI_Request_free. Under every tool the output is
@@ -653,34 +685,7 @@ fn fortran_persistent_requests_are_recorded_as_what_they_start() {
             ] {
                 assert!(ops.contains(&op), "rank {}: no {op:?} in {ops:?}", t.rank);
             }
-            let ev = &t.iterations[0].events;
-            let (mut sends, mut recvs) = (0, Vec::new());
-            for e in ev {
-                if let What::Start(v) = &e.what {
-                    for st in v {
-                        match st {
-                            Started::Send { msg, .. } => {
-                                assert_eq!((msg.tag, msg.bytes), (11, 4), "{e:?}");
-                                sends += 1;
-                            }
-                            Started::Recv { req } => recvs.push(*req),
-                        }
-                    }
-                }
-            }
-            assert_eq!((sends, recvs.len()), (3, 6), "np {np} rank {}", t.rank);
-            for req in recvs {
-                let done = ev.iter().find_map(|e| match &e.what {
-                    What::Complete(c) => c.iter().find(|c| c.req == req).copied(),
-                    _ => None,
-                });
-                assert!(
-                    done.and_then(|c| c.recv)
-                        .is_some_and(|m| m.tag == 11 && m.bytes == 4),
-                    "np {np} rank {}: started receive {req} completed as {done:?}",
-                    t.rank
-                );
-            }
+            assert_started_ring(&t.iterations[0].events, t.rank);
         }
     }
 }
@@ -785,34 +790,7 @@ fn edge_cases_under_every_tool() {
                     // for: 3 Startall (a receive and a send of 4 bytes,
                     // tag 11) and 3 Start (the receive); each started
                     // receive completes with its tag-11 message.
-                    let ev = &t.iterations[0].events;
-                    let (mut sends, mut recvs) = (0, Vec::new());
-                    for e in ev {
-                        if let What::Start(v) = &e.what {
-                            for st in v {
-                                match st {
-                                    Started::Send { msg, .. } => {
-                                        assert_eq!((msg.tag, msg.bytes), (11, 4), "{e:?}");
-                                        sends += 1;
-                                    }
-                                    Started::Recv { req } => recvs.push(*req),
-                                }
-                            }
-                        }
-                    }
-                    assert_eq!((sends, recvs.len()), (3, 6), "rank {}", t.rank);
-                    for req in recvs {
-                        let done = ev.iter().find_map(|e| match &e.what {
-                            What::Complete(c) => c.iter().find(|c| c.req == req).copied(),
-                            _ => None,
-                        });
-                        let m = done.and_then(|c| c.recv);
-                        assert!(
-                            m.is_some_and(|m| m.tag == 11 && m.bytes == 4),
-                            "rank {}: started receive {req} completed as {done:?}",
-                            t.rank
-                        );
-                    }
+                    assert_started_ring(&t.iterations[0].events, t.rank);
                 }
             }
         }
