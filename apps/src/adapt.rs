@@ -4,21 +4,32 @@
 //! that pays: another job arrived on a node (seed 000's time-shared
 //! nodes), or the first plan came from a disturbed window.
 //!
-//! The check costs one 8-byte `MPI_Allreduce` every [`WINDOW`] iterations
-//! (a few microseconds against iterations of milliseconds): each rank
-//! keeps its own iteration times, and the slowest rank's median of the
-//! window is compared with the expected time. A drift is a window whose
-//! median differs from the expected time by more than the threshold
-//! (`--replan-threshold`, default [`DEFAULT_THRESHOLD_PCT`] %); two windows
-//! in a row trigger a re-plan, but only when the ranks' busy times (their
-//! time inside stages: computation and I/O, not waiting) have also come
-//! apart by more than the threshold (slowest over fastest, among ranks
-//! with rows). A slowdown of the whole machine (every rank alike: a noisy
-//! host, the clock) moves the iteration time but not the best
-//! distribution, so it is not re-planned for; one node slowed by another
-//! job, or a plan from a disturbed window, leaves the busy times apart.
-//! The same allreduce carries both (three doubles). 15% is well above the model's error on a
-//! faithful emulation (mean 0.1–3%, worst 7–11% at 2 ranks: `mheta
+//! The check costs one `MPI_Allreduce` of three doubles every [`WINDOW`]
+//! iterations (a few microseconds against iterations of milliseconds).
+//! Each rank keeps its own iteration times and its busy times (its time
+//! inside stages: computation and I/O, not waiting), and holds the
+//! median busy time of the window against the model's prediction for its
+//! rows: `r_i = measured_i / predicted_i`. A drift is a window in which
+//! these ratios have come apart, `max r / min r` more than the threshold
+//! above 1 (`--replan-threshold`, default [`DEFAULT_THRESHOLD_PCT`] %),
+//! among the ranks predicted at least a fifth of the busiest rank's time
+//! (a rank with a sliver of rows has a busy time of noise). Two windows in
+//! a row trigger a re-plan.
+//!
+//! - One node slowed by another job: its `r` rises, the others' do not.
+//! - A plan from a disturbed window: the rank that looked slow while it
+//!   was recorded got too few rows, and now finishes early (a het2 run
+//!   recorded rank 1 at 2.8x rank 0's time per row, when it is 2x, and
+//!   gave it 811 rows of 3072 instead of about 1024; the iteration time
+//!   matched the prediction, which the fast, overloaded rank set, so a
+//!   watch of the iteration time alone never saw it).
+//! - A slowdown of the whole machine (every rank alike: a noisy host, the
+//!   clock) moves every `r` alike, and the best distribution with none:
+//!   no re-plan.
+//!
+//! The same allreduce carries the slowest rank's median iteration time,
+//! reported beside the expected one. 15% is well above the model's error
+//! on a faithful emulation (mean 0.1–3%, worst 7–11% at 2 ranks: `mheta
 //! experiment`) and far below the 1.5–2x a new job on a core causes.
 //!
 //! Iterations predicted shorter than [`MIN_WATCHED_S`] are not watched: a
@@ -26,10 +37,10 @@
 //! another process's burst on a shared node can double, and a re-plan on
 //! such a recording is as noisy as the disturbance it reacts to.
 //!
-//! Expected time: the model's prediction for the distribution in force,
+//! Expected times: the model's predictions for the distribution in force,
 //! right after a plan. If the first window after a re-plan still drifts
 //! (the model does not match this run even on a fresh recording), the
-//! watch takes the measured median as the expected time from then on, so
+//! watch takes the measured times as the expected ones from then on, so
 //! that it reacts to the next change instead of re-planning for ever.
 
 use mpi::collective::{CommunicatorCollectives, Root, SystemOperation};
@@ -52,8 +63,9 @@ pub struct Drift {
     pub after: u64,
     pub measured_s: f64,
     pub expected_s: f64,
-    /// Slowest over fastest rank's busy time in that window.
-    pub busy_ratio: f64,
+    /// Largest over smallest ratio of a rank's measured busy time to the
+    /// model's, in that window.
+    pub busy_spread: f64,
 }
 
 /// The watch of one run.
@@ -61,6 +73,8 @@ pub struct Drift {
 pub struct Watch {
     threshold: f64,
     expected: Option<f64>,
+    /// This rank's predicted busy time, when it takes part in the check.
+    my_busy: Option<f64>,
     /// Iterations before this one are not watched.
     from: u64,
     window: Vec<f64>,
@@ -82,6 +96,7 @@ impl Watch {
         Watch {
             threshold,
             expected: None,
+            my_busy: None,
             from: 0,
             window: Vec::with_capacity(WINDOW),
             busy: Vec::with_capacity(WINDOW),
@@ -91,12 +106,34 @@ impl Watch {
         }
     }
 
-    /// A plan was made after iteration `it`; rank 0's `expected` time
-    /// (the others pass anything) is broadcast. Collective.
-    pub fn planned(&mut self, world: &SimpleCommunicator, it: u64, expected: f64, replan: bool) {
-        let mut e = expected;
-        world.process_at_rank(0).broadcast_into(&mut e);
-        self.expected = (e.is_finite() && e >= MIN_WATCHED_S).then_some(e);
+    /// A plan was made after iteration `it`; rank 0's `expected` time and
+    /// `busy` (the model's busy time of every rank; the others pass
+    /// anything) are broadcast. Collective.
+    pub fn planned(
+        &mut self,
+        world: &SimpleCommunicator,
+        it: u64,
+        expected: f64,
+        busy: &[f64],
+        replan: bool,
+    ) {
+        let p = world.size() as usize;
+        let mut e = vec![f64::NAN; 1 + p];
+        if world.rank() == 0 {
+            e[0] = expected;
+            for (x, &b) in e[1..].iter_mut().zip(busy) {
+                *x = b;
+            }
+        }
+        world.process_at_rank(0).broadcast_into(&mut e[..]);
+        self.expected = (e[0].is_finite() && e[0] >= MIN_WATCHED_S).then_some(e[0]);
+        let busiest = e[1..]
+            .iter()
+            .copied()
+            .filter(|b| b.is_finite())
+            .fold(0.0, f64::max);
+        let mine = e[1 + world.rank() as usize];
+        self.my_busy = (mine.is_finite() && mine > 0.0 && mine >= 0.2 * busiest).then_some(mine);
         self.from = it + 1 + SETTLE;
         self.window.clear();
         self.busy.clear();
@@ -105,17 +142,16 @@ impl Watch {
         self.replan_at = None;
     }
 
-    /// Iteration `it` took `secs` here, `busy` of it inside stages (0 on
-    /// a rank without rows). Every [`WINDOW`] watched iterations this is
-    /// collective (one allreduce); returns the drift when a re-plan is
-    /// due. Every rank returns the same.
+    /// Iteration `it` took `secs` here, `busy` of it inside stages. Every
+    /// [`WINDOW`] watched iterations this is collective (one allreduce);
+    /// returns the drift when a re-plan is due. Every rank returns the
+    /// same.
     pub fn observe(
         &mut self,
         world: &SimpleCommunicator,
         it: u64,
         secs: f64,
         busy: f64,
-        has_rows: bool,
     ) -> Option<Drift> {
         let expected = self.expected?;
         if it < self.from || self.replan_at.is_some() {
@@ -130,27 +166,30 @@ impl Watch {
         let my_busy = median(&mut self.busy);
         self.window.clear();
         self.busy.clear();
-        // Max of: the iteration time, the busy time, and minus the busy
-        // time (ranks without rows send what leaves the max alone).
-        let send = if has_rows {
-            [mine, my_busy, -my_busy]
-        } else {
-            [mine, 0.0, f64::MIN]
+        // Max of: the iteration time, this rank's measured over predicted
+        // busy time, and minus that (ranks outside the check send what
+        // leaves the max alone).
+        let r = self.my_busy.map(|b| my_busy / b);
+        let send = match r {
+            Some(r) => [mine, r, -r],
+            None => [mine, 0.0, f64::MIN],
         };
         let mut got = [0.0f64; 3];
         world.all_reduce_into(&send[..], &mut got[..], SystemOperation::max());
-        let (measured, busy_max, busy_min) = (got[0], got[1], -got[2]);
-        let busy_ratio = if busy_min > 0.0 {
-            busy_max / busy_min
+        let (measured, r_max, r_min) = (got[0], got[1], -got[2]);
+        let busy_spread = if r_min > 0.0 && r_max > 0.0 {
+            r_max / r_min
         } else {
             1.0
         };
-        let drifting =
-            (measured / expected - 1.0).abs() > self.threshold && busy_ratio - 1.0 > self.threshold;
+        let drifting = busy_spread - 1.0 > self.threshold;
         if std::mem::take(&mut self.after_replan) && drifting {
             // The model misses this run even on a fresh recording: watch
             // for change from what was measured.
             self.expected = Some(measured);
+            if self.my_busy.is_some() {
+                self.my_busy = Some(my_busy);
+            }
             return None;
         }
         self.strikes = if drifting { self.strikes + 1 } else { 0 };
@@ -160,7 +199,7 @@ impl Watch {
                 after: it,
                 measured_s: measured,
                 expected_s: expected,
-                busy_ratio,
+                busy_spread,
             }
         })
     }

@@ -408,11 +408,14 @@ pub struct AutoReport {
     pub measured_from_s: Option<f64>,
     pub measured_chosen_s: Option<f64>,
     pub evaluations: u64,
+    /// The model's busy time (computation and I/O) of each rank on the
+    /// distribution the run continues on: what the drift watch compares.
+    pub predicted_busy_s: Vec<f64>,
     pub plan_s: f64,
     /// This rank's (rank 0's) time in the move, 0 without one.
     pub redistribute_s: f64,
-    /// Times the measured iteration time left the expected one
-    /// (`--replan-threshold`), each followed by a re-recording.
+    /// Times the ranks' busy times came apart from the model's
+    /// (`--replan-threshold`, `adapt`), each followed by a re-recording.
     pub drifts: Vec<adapt::Drift>,
     /// The plans made after each drift, in order (their own `replans`
     /// and `drifts` are empty).
@@ -503,6 +506,7 @@ fn plan_and_move<K: Kernel, F: Fn(&Ctx) -> Result<K>>(
         measured_from_s: None,
         measured_chosen_s: None,
         evaluations: evals,
+        predicted_busy_s: plan.predicted_busy_s.clone(),
         plan_s,
         redistribute_s,
         drifts: Vec::new(),
@@ -984,25 +988,23 @@ pub fn run<K: Kernel>(
                 } else {
                     r.predicted_from_s
                 };
+                let busy = r.predicted_busy_s.clone();
                 match (&mut auto_report, replan_now) {
                     (None, _) => auto_report = Some(r),
                     (Some(a), _) => a.replans.push(r),
                 }
                 if let Some(w) = watch.as_mut() {
-                    w.planned(world, it, expected, replan_now);
+                    w.planned(world, it, expected, &busy, replan_now);
                 }
             } else if let Some(w) = watch.as_mut()
-                && let Some(drift) = w.observe(
-                    world,
-                    it,
-                    times[it as usize],
-                    stage_s[it as usize],
-                    ctx.dist.0[rank] > 0,
-                )
+                && let Some(drift) = w.observe(world, it, times[it as usize], stage_s[it as usize])
+                && it + 1 + mheta_live::instrumented_iterations().end + adapt::WINDOW as u64
+                    <= iters
             {
                 // The next iterations are recorded again (the perturbed
                 // ones are left out of the medians), then the plan is
-                // made afresh.
+                // made afresh; not when fewer than a window of
+                // iterations would be left after it to gain anything.
                 mheta_live::markers::rerecord();
                 let inst = mheta_live::instrumented_iterations();
                 w.replan_at = Some(it + 1 + inst.end);

@@ -132,6 +132,10 @@ pub struct Plan {
     pub cost: Option<MoveCost>,
     /// Whether to move and why (rank 0's; every rank gets `dist`).
     pub decision: Option<Decision>,
+    /// The model's busy time (T_τ: computation and I/O) of every rank on
+    /// `dist`, seconds (rank 0's; empty elsewhere): what the drift watch
+    /// holds each rank's measured stage time against.
+    pub predicted_busy_s: Vec<f64>,
 }
 
 /// Gather traces, run model + GBS on rank 0 with the profile at `profile`,
@@ -155,24 +159,29 @@ pub fn plan_in_run(
     let mut current = 0.0;
     let mut cost = None;
     let mut decision = None;
+    let mut predicted_busy_s = Vec::new();
     if world.rank() == 0 {
-        let r = (|| -> Result<(Found, f64, MoveCost), String> {
+        let busy = |p: &mheta_runtime::Prediction| p.ranks.iter().map(|r| r.compute_s).collect();
+        let r = (|| -> Result<(Found, f64, MoveCost, Vec<f64>, Vec<f64>), String> {
             let prof = ClusterProfile::load(profile).map_err(|e| e.to_string())?;
             let m = Model::new(&traces, app.clone(), &prof).map_err(|e| e.to_string())?;
             let now = Dist(app.dist.clone());
-            let cur = m.predict(&now).map_err(|e| e.to_string())?.per_iteration_s;
+            let cur = m.predict(&now).map_err(|e| e.to_string())?;
             let f = search::gbs(&m).map_err(|e| e.to_string())?;
-            let c = m.move_cost(&now, &Dist(f.dist.clone()));
-            Ok((f, cur, c))
+            let to = Dist(f.dist.clone());
+            let c = m.move_cost(&now, &to);
+            let chosen = m.predict(&to).map_err(|e| e.to_string())?;
+            Ok((f, cur.per_iteration_s, c, busy(&cur), busy(&chosen)))
         })();
         match r {
-            Ok((f, cur, c)) => {
+            Ok((f, cur, c, busy_now, busy_chosen)) => {
                 let d = redist::decide(cur, f.predicted_s, c.total_s, remaining);
                 msg.push(1);
                 let to = if d.moved { &f.dist } else { &app.dist };
                 for &s in to {
                     msg.extend_from_slice(&s.to_le_bytes());
                 }
+                predicted_busy_s = if d.moved { busy_chosen } else { busy_now };
                 current = cur;
                 found = Some(f);
                 cost = Some(c);
@@ -211,6 +220,7 @@ pub fn plan_in_run(
         predicted_current_s: current,
         cost,
         decision,
+        predicted_busy_s,
     })
 }
 
