@@ -162,7 +162,10 @@ pub fn plan_in_run(
     let mut predicted_busy_s = Vec::new();
     if world.rank() == 0 {
         let busy = |p: &mheta_runtime::Prediction| p.ranks.iter().map(|r| r.compute_s).collect();
-        let r = (|| -> Result<(Found, f64, MoveCost, Vec<f64>, Vec<f64>), String> {
+        // GBS's choice, the current prediction, the move's cost, and the
+        // busy times on the current and on the chosen distribution.
+        type Planned = (Found, f64, MoveCost, Vec<f64>, Vec<f64>);
+        let r = (|| -> Result<Planned, String> {
             let prof = ClusterProfile::load(profile).map_err(|e| e.to_string())?;
             let m = Model::new(&traces, app.clone(), &prof).map_err(|e| e.to_string())?;
             let now = Dist(app.dist.clone());
