@@ -451,7 +451,14 @@ fn plan_and_move<K: Kernel, F: Fn(&Ctx) -> Result<K>>(
     }
     let t0 = Instant::now();
     let remaining = iters - (it + 1);
-    let plan = mheta_live::plan_in_run(world, decl, &mheta_live::trace_dir(), profile, remaining)?;
+    let plan = mheta_live::plan_in_run(
+        world,
+        decl,
+        &mheta_live::trace_dir(),
+        profile,
+        remaining,
+        Some(&mover.rebuild),
+    )?;
     let plan_s = t0.elapsed().as_secs_f64();
     let mut redistribute_s = 0.0;
     let mut measured_move_s = None;
@@ -540,6 +547,9 @@ struct Mover<'a, F> {
     start: u64,
     /// Set by the last move through disk: the checkpoint it committed.
     committed: Option<PathBuf>,
+    /// Seconds per row each rank took to build its kernel, at the start
+    /// or in the last move through disk: the model's rebuild cost.
+    rebuild: Vec<f64>,
 }
 
 impl<F> Mover<'_, F> {
@@ -582,7 +592,9 @@ impl<F> Mover<'_, F> {
         *slot = None;
         checkpoint::kill_point("redistribute", ctx.rank);
         ctx.dist = new.clone();
+        let t = Instant::now();
         let mut k = agree(world, (self.init)(ctx))?;
+        self.rebuild = per_row_times(world, t.elapsed().as_secs_f64(), new.0[ctx.rank]);
         checkpoint::load(world, &mut k, ctx, &path, &m)?;
         ctx.emu.set_cache(k.storage().direct);
         self.any_ooc = any_out_of_core(world, &k);
@@ -595,6 +607,15 @@ impl<F> Mover<'_, F> {
         }
         Ok(())
     }
+}
+
+/// Every rank's `secs` per row (0 for a rank without rows), on every
+/// rank. Collective.
+fn per_row_times(world: &SimpleCommunicator, secs: f64, rows: u64) -> Vec<f64> {
+    let mine = if rows > 0 { secs / rows as f64 } else { 0.0 };
+    let mut all = vec![0.0f64; world.size() as usize];
+    world.all_gather_into(&mine, &mut all[..]);
+    all
 }
 
 /// Does any rank keep an array out of core? Collective.
@@ -884,7 +905,9 @@ pub fn run<K: Kernel>(
         iters: ck.iters,
         fixed: std::cell::Cell::new(None),
     };
+    let t_init = Instant::now();
     let mut slot = Some(agree(world, init(&ctx))?);
+    let rebuild = per_row_times(world, t_init.elapsed().as_secs_f64(), ctx.dist.0[rank]);
     if let (Some((path, m)), Some(k)) = (&ck.resume, slot.as_mut()) {
         checkpoint::load(world, k, &ctx, path, m)?;
     }
@@ -901,6 +924,7 @@ pub fn run<K: Kernel>(
         tag,
         start: ck.start,
         committed: None,
+        rebuild,
     };
 
     // The declaration, next to the traces.

@@ -397,6 +397,7 @@ fn plan(st: &mut State, remaining: u64) -> Result<(mheta_live::Plan, CString), S
         &mheta_live::trace_dir(),
         &profile,
         remaining,
+        None,
     )
     .map_err(|e| e.to_string())?;
     let mut j = serde_json::json!({

@@ -459,6 +459,11 @@ pub struct Model {
     levels: u32,
     /// First row of each rank in the recorded distribution.
     inst_offsets: Vec<u64>,
+    /// Seconds per row each rank took to build its arrays when the run
+    /// started (the app's own measurement, passed in by the in-run
+    /// planner): what rebuilding them costs in a move through disk
+    /// ([`Model::move_cost`]). None: estimated from the disk lines.
+    pub rebuild_s_per_row: Option<Vec<f64>>,
     /// Rows of each rank on each coarser level (1..levels) under the
     /// recorded distribution.
     inst_coarse: Vec<Dist>,
@@ -502,6 +507,7 @@ impl Model {
             .collect();
         Ok(Model {
             inst_offsets,
+            rebuild_s_per_row: None,
             inst_coarse,
             programs,
             app,

@@ -20,7 +20,11 @@
 //!
 //! With an array out of core on any rank, the move goes through disk
 //! instead ([`Model::move_cost`]'s disk case): each rank writes its old
-//! rows and reads its new ones through MPI-IO.
+//! rows and reads its new ones through MPI-IO, and between the two its
+//! kernel is built afresh on the new rows. That rebuild is priced from
+//! what building the arrays took when the run started, per row
+//! ([`Model::rebuild_s_per_row`], measured by the app), else as one more
+//! write of the new out-of-core rows (their initial values).
 //!
 //! Bytes per row come from the app's declaration: `bytes_per_row`, times
 //! the row's work for `per_work` arrays (cg's nonzeros), and for a grid
@@ -223,7 +227,14 @@ impl Model {
                         && let Some(w) = line(i, Some(k), true)
                     {
                         t += w.time(new);
+                        if self.rebuild_s_per_row.is_none() {
+                            // The rebuilt kernel's initial values.
+                            t += w.time(new);
+                        }
                     }
+                }
+                if let Some(per_row) = &self.rebuild_s_per_row {
+                    t += per_row.get(i).copied().unwrap_or(0.0) * on_level[0].1.0[i] as f64;
                 }
                 t
             })

@@ -361,3 +361,26 @@ fn time_after_a_failed_test_is_waiting_not_computation() {
     assert!((p.scaled_s - 1e-3).abs() < 1e-12, "{}", p.scaled_s);
     assert!(p.unscaled_s < 1e-12, "{}", p.unscaled_s);
 }
+
+#[test]
+fn a_move_through_disk_prices_the_rebuild_as_measured() {
+    // One rank with its array out of core: a move goes through disk.
+    // Without a measurement the rebuild is one more write of the new
+    // out-of-core rows; with one, it is the measured seconds per row.
+    let mut m = ooc_model(10 * 4096 + 4096, 10, 10, false);
+    // The trace only reads: give the array a write line.
+    let line = &mut m.io.as_mut().unwrap().write[0][0];
+    line.overhead_s = 1e-4;
+    line.per_byte_s = 1e-9;
+    let d = Dist(vec![100]);
+    let estimated = m.move_cost(&d, &d).total_s;
+    let w = m.io.as_ref().unwrap().write[0][0];
+    let one_write = w.time(100.0 * 4096.0);
+    assert!(one_write > 0.0);
+    m.rebuild_s_per_row = Some(vec![2e-5]);
+    let measured = m.move_cost(&d, &d).total_s;
+    assert!(
+        (measured - (estimated - one_write + 100.0 * 2e-5)).abs() < 1e-12,
+        "{measured} vs {estimated} - {one_write} + 2 ms"
+    );
+}

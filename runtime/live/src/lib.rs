@@ -141,13 +141,16 @@ pub struct Plan {
 /// Gather traces, run model + GBS on rank 0 with the profile at `profile`,
 /// price the move ([`Model::move_cost`]) and decide whether it pays over
 /// the `remaining` iterations ([`redist::decide`]), and broadcast the
-/// distribution to run on. Collective over `world`.
+/// distribution to run on. Collective over `world`. `rebuild_s_per_row`:
+/// what each rank took per row to build its arrays, for pricing a move
+/// through disk ([`Model::rebuild_s_per_row`]); None when not measured.
 pub fn plan_in_run(
     world: &SimpleCommunicator,
     app: &AppDecl,
     dir: &Path,
     profile: &Path,
     remaining: u64,
+    rebuild_s_per_row: Option<&[f64]>,
 ) -> Result<Plan, LiveError> {
     let traces = gather_traces(world, dir)?;
     let p = world.size() as usize;
@@ -167,7 +170,8 @@ pub fn plan_in_run(
         type Planned = (Found, f64, MoveCost, Vec<f64>, Vec<f64>);
         let r = (|| -> Result<Planned, String> {
             let prof = ClusterProfile::load(profile).map_err(|e| e.to_string())?;
-            let m = Model::new(&traces, app.clone(), &prof).map_err(|e| e.to_string())?;
+            let mut m = Model::new(&traces, app.clone(), &prof).map_err(|e| e.to_string())?;
+            m.rebuild_s_per_row = rebuild_s_per_row.map(<[f64]>::to_vec);
             let now = Dist(app.dist.clone());
             let cur = m.predict(&now).map_err(|e| e.to_string())?;
             let f = search::gbs(&m).map_err(|e| e.to_string())?;
