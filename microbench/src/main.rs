@@ -459,6 +459,10 @@ fn print_tables(p: &ClusterProfile) {
     };
     matrix("Latency, 8 B one-way (us)", &|c| c.one_way_small.p50 * 1e6);
     matrix("Bandwidth at 1 MiB (MB/s)", &|c| c.bandwidth_bps / 1e6);
+    matrix(
+        "Bandwidth of one 8 MiB message between buffers out of the cache (MB/s)",
+        &|c| c.bandwidth_cold_bps / 1e6,
+    );
     println!("# Nodes");
     println!(
         "{:>5} {:<12} {:>10} {:>12} {:>10} {:>10} {:>10} {:>10}  disk method",

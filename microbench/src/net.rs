@@ -147,6 +147,70 @@ fn stream(
     (size * WINDOW * iters) as f64 / 1e6 / secs
 }
 
+/// Bytes of the largest CPU cache (sysfs; 32 MiB when it cannot be read).
+pub fn last_level_cache_bytes() -> usize {
+    let parse = |t: &str| -> Option<usize> {
+        let t = t.trim();
+        let (n, mult) = match t.chars().last()? {
+            'K' => (&t[..t.len() - 1], 1 << 10),
+            'M' => (&t[..t.len() - 1], 1 << 20),
+            'G' => (&t[..t.len() - 1], 1 << 30),
+            _ => (t, 1),
+        };
+        n.parse::<usize>().ok().map(|n| n * mult)
+    };
+    (0..8)
+        .filter_map(|i| {
+            std::fs::read_to_string(format!("/sys/devices/system/cpu/cpu0/cache/index{i}/size"))
+                .ok()
+                .and_then(|t| parse(&t))
+        })
+        .max()
+        .unwrap_or(32 << 20)
+}
+
+/// One-way time of a `size`-byte message between buffers out of the
+/// cache, a -> b, seconds (median of half round trips; on rank `a`, 0 on
+/// `b`); both ranks call it. Each rank cycles its sends and receives
+/// through pools of `size`-byte regions, together at least three times the
+/// last-level cache shared by this node's ranks, written before the
+/// timing, so that every message reads a region the cache has lost since
+/// it was last touched and lands in another. A redistribution moves rows
+/// like that; `bandwidth_bps`'s stream resends one cached buffer.
+pub fn cold_one_way(world: &SimpleCommunicator, a: i32, b: i32, size: usize) -> f64 {
+    let me = world.rank();
+    let (pa, pb) = (world.process_at_rank(a), world.process_at_rank(b));
+    let local: usize = std::env::var("OMPI_COMM_WORLD_LOCAL_SIZE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
+        .max(1);
+    let want = 3 * last_level_cache_bytes() / local;
+    // Regions per pool (one pool to send from, one to receive into).
+    let n = want.div_ceil(2 * size).max(2);
+    let mut sp = vec![3u8; n * size];
+    let mut rp = vec![4u8; n * size];
+    let reps = 3 * n + 1;
+    let mut samples = Vec::with_capacity(reps);
+    for r in 0..reps {
+        let k = (r % n) * size;
+        if me == a {
+            let t = Instant::now();
+            pb.send_with_tag(&sp[k..k + size], TAG);
+            pb.receive_into_with_tag(&mut rp[k..k + size], TAG);
+            if r > 0 {
+                samples.push(t.elapsed().as_secs_f64() / 2.0);
+            }
+        } else {
+            pa.receive_into_with_tag(&mut rp[k..k + size], TAG);
+            pa.send_with_tag(&sp[k..k + size], TAG);
+        }
+    }
+    // Keep the pools' writes (a receive) from being optimised away.
+    std::hint::black_box((&mut sp, &mut rp));
+    if me == a { median(&mut samples) } else { 0.0 }
+}
+
 /// Measure pair `a -> b`; both ranks call it; the result is on rank `a`.
 pub fn measure_pair(world: &SimpleCommunicator, plan: &Plan, a: i32, b: i32) -> Option<PairCost> {
     let me = world.rank();
@@ -187,6 +251,7 @@ pub fn measure_pair(world: &SimpleCommunicator, plan: &Plan, a: i32, b: i32) -> 
         let bw = median(&mut bws);
         sweep.push((size, samples, bw));
     }
+    let cold = cold_one_way(world, a, b, mheta_profile::COLD_BYTES);
     // The small figures, in interleaved rounds: each round takes 8-byte
     // ping-pongs, then o_s, then o_r samples, so that a drift of the
     // machine shows as a difference between rounds (spread, modes) and
@@ -300,6 +365,11 @@ pub fn measure_pair(world: &SimpleCommunicator, plan: &Plan, a: i32, b: i32) -> 
         o_recv_s: o_r,
         rtt_small_s: 2.0 * one,
         bandwidth_bps: bw_at,
+        bandwidth_cold_bps: if cold > 0.0 {
+            mheta_profile::COLD_BYTES as f64 / cold
+        } else {
+            0.0
+        },
         o_send,
         o_recv,
         one_way_small: small,

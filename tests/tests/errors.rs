@@ -157,7 +157,7 @@ fn implausible_profiles_traces_and_counts_are_refused() {
         serde_json::from_str(&std::fs::read_to_string(&profile).unwrap()).unwrap();
     // Each edit makes one figure implausible; the error names the file,
     // the pair or node, the field and the bound.
-    let cases: [(&str, &str, serde_json::Value, &str); 5] = [
+    let cases: [(&str, &str, serde_json::Value, &str); 6] = [
         (
             "o_send_s",
             "/pairs/0/o_send_s",
@@ -180,6 +180,12 @@ fn implausible_profiles_traces_and_counts_are_refused() {
             "bandwidth_bps",
             "/pairs/1/bandwidth_bps",
             5e12.into(),
+            "bandwidth between 0 and",
+        ),
+        (
+            "bandwidth_cold_bps",
+            "/pairs/0/bandwidth_cold_bps",
+            (-1.0).into(),
             "bandwidth between 0 and",
         ),
         (

@@ -382,6 +382,10 @@ pub struct SizePoint {
     pub bandwidth_mbps: f64,
 }
 
+/// Message size of [`PairCost::bandwidth_cold_bps`]: 8 MiB, the smallest
+/// move the redistribution target speaks of.
+pub const COLD_BYTES: usize = 8 << 20;
+
 /// Costs of messages from `src` to `dst` (MPI_COMM_WORLD ranks).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct PairCost {
@@ -399,6 +403,13 @@ pub struct PairCost {
     pub rtt_small_s: f64,
     /// Streaming bandwidth at 1 MiB (or the largest size), bytes/s.
     pub bandwidth_bps: f64,
+    /// Bandwidth of one [`COLD_BYTES`] message between buffers out of the
+    /// cache, bytes/s (`mheta_microbench::net::cold_one_way`): what moving
+    /// megabytes of rows last touched long ago (a redistribution) can
+    /// reach, where `bandwidth_bps` streams the same cached megabyte. 0:
+    /// not measured (profiles from before it was).
+    #[serde(default)]
+    pub bandwidth_cold_bps: f64,
     #[serde(default)]
     pub o_send: Dist,
     #[serde(default)]
@@ -436,6 +447,7 @@ impl PairCost {
             } else {
                 f64::INFINITY
             },
+            bandwidth_cold_bps: 0.0,
             o_send: Dist::point(o_send_s),
             o_recv: Dist::point(o_recv_s),
             one_way_small: Dist::point(small),
@@ -682,6 +694,14 @@ impl ClusterProfile {
                 return Err(format!(
                     "pair {s}->{d}: bandwidth_bps = {} is not a bandwidth between 0 and {MAX_BANDWIDTH_BPS:.0e} B/s",
                     c.bandwidth_bps
+                ));
+            }
+            if !(c.bandwidth_cold_bps.is_finite()
+                && (0.0..=MAX_BANDWIDTH_BPS).contains(&c.bandwidth_cold_bps))
+            {
+                return Err(format!(
+                    "pair {s}->{d}: bandwidth_cold_bps = {} is not a bandwidth between 0 and {MAX_BANDWIDTH_BPS:.0e} B/s",
+                    c.bandwidth_cold_bps
                 ));
             }
             for w in c.segments.windows(2) {

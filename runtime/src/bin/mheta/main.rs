@@ -259,7 +259,7 @@ fn show_profile(p: &ClusterProfile) {
         "# per pair, us (dominant mode); spread = interquartile range of the round medians, % of the median"
     );
     println!(
-        "{:>5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>12}",
+        "{:>5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>12} {:>13}",
         "src",
         "dst",
         "o_s",
@@ -270,11 +270,12 @@ fn show_profile(p: &ClusterProfile) {
         "o_s±%",
         "o_r±%",
         "RTT8±%",
-        "MB/s (1 MiB)"
+        "MB/s (1 MiB)",
+        "MB/s (8M cold)"
     );
     for c in &p.pairs {
         println!(
-            "{:>5} {:>5} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>7} {:>7.1} {:>7.1} {:>7.1} {:>12.0}",
+            "{:>5} {:>5} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>7} {:>7.1} {:>7.1} {:>7.1} {:>12.0} {:>13}",
             c.src,
             c.dst,
             c.o_send_s * 1e6,
@@ -285,7 +286,12 @@ fn show_profile(p: &ClusterProfile) {
             c.o_send.spread_pct,
             c.o_recv.spread_pct,
             c.one_way_small.spread_pct,
-            c.bandwidth_bps / 1e6
+            c.bandwidth_bps / 1e6,
+            if c.bandwidth_cold_bps > 0.0 {
+                format!("{:.0}", c.bandwidth_cold_bps / 1e6)
+            } else {
+                "-".into()
+            }
         );
     }
     let mm = p.multi_modal();
