@@ -104,10 +104,11 @@ pub struct Common {
         conflicts_with = "auto"
     )]
     pub move_to: Option<String>,
-    /// With --auto: when the measured iteration time (median of 5
-    /// iterations, slowest rank) differs from the expected one by more
-    /// than this many percent twice in a row, record a few iterations
-    /// again, re-plan, and move again if it pays. 0 turns it off.
+    /// With --auto: when the ranks' busy times (median of 5 iterations
+    /// each, time in stages) measured over the model's predictions have
+    /// come apart by more than this many percent (largest ratio over
+    /// smallest) twice in a row, record a few iterations again, re-plan,
+    /// and move again if it pays. 0 turns it off.
     #[arg(long, value_name = "PCT", default_value_t = adapt::DEFAULT_THRESHOLD_PCT)]
     pub replan_threshold: f64,
     /// With --move-to: move after this many iterations (as --auto-at).
