@@ -188,7 +188,7 @@ pub fn cold_one_way(world: &SimpleCommunicator, a: i32, b: i32, size: usize) -> 
     let want = 3 * last_level_cache_bytes() / local;
     // Regions per pool (one pool to send from, one to receive into).
     let n = want.div_ceil(2 * size).max(2);
-    let mut sp = vec![3u8; n * size];
+    let sp = vec![3u8; n * size];
     let mut rp = vec![4u8; n * size];
     let reps = 3 * n + 1;
     let mut samples = Vec::with_capacity(reps);
@@ -206,8 +206,6 @@ pub fn cold_one_way(world: &SimpleCommunicator, a: i32, b: i32, size: usize) -> 
             pa.send_with_tag(&sp[k..k + size], TAG);
         }
     }
-    // Keep the pools' writes (a receive) from being optimised away.
-    std::hint::black_box((&mut sp, &mut rp));
     if me == a { median(&mut samples) } else { 0.0 }
 }
 

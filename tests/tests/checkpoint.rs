@@ -174,13 +174,9 @@ fn a_kill_during_a_checkpoint_write_leaves_the_previous_one_whole() {
 fn a_kill_during_a_move_resumes_from_a_whole_state() {
     let dir = scratch("ckpt-move");
     let base = ["--n", "300", "--iters", "12"];
-    let plain = run(3, "jacobi", &base);
-    // In core: killed after u moved, before f; the checkpoint after 4
-    // iterations is the newest whole state.
-    let ck = dir.join("in-core");
-    let ck_s = ck.to_str().unwrap();
-    let mut with: Vec<&str> = base.to_vec();
-    with.extend([
+    // A move after 5 iterations, checkpoints every 4 (into the directory
+    // pushed after these).
+    const MOVE_AT_5: [&str; 7] = [
         "--move-to",
         "10,250,40",
         "--move-at",
@@ -188,8 +184,15 @@ fn a_kill_during_a_move_resumes_from_a_whole_state() {
         "--checkpoint-every",
         "4",
         "--checkpoint-dir",
-        ck_s,
-    ]);
+    ];
+    let plain = run(3, "jacobi", &base);
+    // In core: killed after u moved, before f; the checkpoint after 4
+    // iterations is the newest whole state.
+    let ck = dir.join("in-core");
+    let ck_s = ck.to_str().unwrap();
+    let mut with: Vec<&str> = base.to_vec();
+    with.extend(MOVE_AT_5);
+    with.push(ck_s);
     killed(3, "jacobi", &with, "redistribute:1:1");
     let r = run(3, "jacobi", &[&base[..], &["--resume", ck_s]].concat());
     assert_eq!(r["resumed_from"]["iteration"], 4, "{r}");
@@ -208,16 +211,8 @@ fn a_kill_during_a_move_resumes_from_a_whole_state() {
     assert!(plain_ooc["ranks"][0]["passes"].as_u64().unwrap() > 1);
     same_answer("jacobi", &plain_ooc, &plain, 1e-12);
     let mut with: Vec<&str> = ooc.clone();
-    with.extend([
-        "--move-to",
-        "10,250,40",
-        "--move-at",
-        "5",
-        "--checkpoint-every",
-        "4",
-        "--checkpoint-dir",
-        ck_s,
-    ]);
+    with.extend(MOVE_AT_5);
+    with.push(ck_s);
     killed(3, "jacobi", &with, "redistribute:1:1");
     let cks = checkpoints(&ck);
     assert!(
