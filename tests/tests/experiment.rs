@@ -66,7 +66,8 @@ fn a_small_study_reports_real_runs() {
             "--np",
             "2",
         ])
-        .args(["--points", "3", "--iters", "4", "--json", "--profile"])
+        .args(["--points", "3", "--iters", "4", "--repeat", "2", "--json"])
+        .arg("--profile")
         .arg(&profile)
         .arg("--dir")
         .arg(dir.join("w"))
@@ -97,6 +98,32 @@ fn a_small_study_reports_real_runs() {
     assert!((r["mean_diff_pct"].as_f64().unwrap() - mean).abs() < 1e-9);
     // Block is the first point and the spectrum reaches Bal (here I-C/Bal).
     assert_eq!(rows[0]["dist"], serde_json::json!([192, 192]));
+    // The drift is the Blk point's actual against the instrumented run's.
+    let inst = r["instrumented_s"].as_f64().unwrap();
+    let blk = rows[0]["actual_s"].as_f64().unwrap();
+    assert!(inst > 0.0, "{r}");
+    let drift = r["drift_pct"].as_f64().unwrap();
+    assert!((drift - 100.0 * (blk / inst - 1.0)).abs() < 1e-9, "{r}");
+    // The noise is the median of the points' spreads (two runs each).
+    let mut spreads: Vec<f64> = rows
+        .iter()
+        .map(|x| {
+            let runs: Vec<f64> = serde_json::from_value(x["runs_s"].clone()).unwrap();
+            assert_eq!(runs.len(), 2, "{x}");
+            x["spread_pct"].as_f64().unwrap()
+        })
+        .collect();
+    spreads.sort_by(f64::total_cmp);
+    let m = spreads.len() / 2;
+    let median = if spreads.len() % 2 == 1 {
+        spreads[m]
+    } else {
+        0.5 * (spreads[m - 1] + spreads[m])
+    };
+    assert!(
+        (r["noise_pct"].as_f64().unwrap() - median).abs() < 1e-9,
+        "{r}"
+    );
     assert!(r["emulation"]["cpu"].is_string(), "{r}");
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.contains("<svg") && text.contains("predicted"), "svg");

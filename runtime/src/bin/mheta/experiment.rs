@@ -74,6 +74,16 @@ pub struct Report {
     pub predicted_best_gap_pct: f64,
     pub gbs_dist: Vec<u64>,
     pub gbs_evaluations: u64,
+    /// The instrumented run's median iteration, s (on Block).
+    pub instrumented_s: f64,
+    /// The Blk point's actual time over the instrumented run's, minus one,
+    /// percent: how far the machine drifted between the run the model
+    /// learned from and the real runs, on the same distribution.
+    pub drift_pct: Option<f64>,
+    /// Median over the points of `spread_pct` (with `--repeat` > 1): the
+    /// run-to-run noise of one distribution, below which a diff cannot be
+    /// told from chance.
+    pub noise_pct: Option<f64>,
     /// The Block run's emulation report (cgroups, disk, cache).
     pub emulation: serde_json::Value,
 }
@@ -353,6 +363,18 @@ pub fn run(a: &Args) -> Result<Report> {
     }
     bar.finish_and_clear();
     let diffs: Vec<f64> = rows.iter().map(|r| r.diff_pct).collect();
+    let instrumented_s = block_run["iter_median_s"]
+        .as_f64()
+        .context("the instrumented run's result has no iter_median_s")?;
+    let drift_pct = rows
+        .iter()
+        .find(|r| r.dist == c.blk.0)
+        .map(|r| 100.0 * (r.actual_s / instrumented_s - 1.0));
+    let noise_pct = (a.repeat > 1).then(|| {
+        let mut s: Vec<f64> = rows.iter().map(|r| r.spread_pct).collect();
+        s.sort_by(f64::total_cmp);
+        median_sorted(&s)
+    });
     let best_actual = rows
         .iter()
         .min_by(|x, y| x.actual_s.total_cmp(&y.actual_s))
@@ -379,6 +401,9 @@ pub fn run(a: &Args) -> Result<Report> {
         best_predicted,
         gbs_dist: g.dist,
         gbs_evaluations: g.evaluations,
+        instrumented_s,
+        drift_pct,
+        noise_pct,
         emulation,
         rows,
     })
@@ -434,6 +459,17 @@ pub fn print(r: &Report) {
         "diff: min {:.2}%  avg {:.2}%  max {:.2}%",
         r.min_diff_pct, r.mean_diff_pct, r.max_diff_pct
     );
+    if let Some(d) = r.drift_pct {
+        println!(
+            "drift: the Blk runs took {:+.2}% against the instrumented run on Blk ({:.6} s), a change of the machine that no prediction sees",
+            d, r.instrumented_s
+        );
+    }
+    if let Some(n) = r.noise_pct {
+        println!(
+            "noise: the runs of one distribution spread {n:.2}% (median over the points); diffs below that cannot be told from chance"
+        );
+    }
     println!(
         "best actual:    {} ({:.6} s)",
         Dist(r.best_actual.dist.clone()),
