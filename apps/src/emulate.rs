@@ -277,8 +277,10 @@ fn idle_policy(on: bool) {
     }
 }
 
-/// Sleep until `t`, then yield the core until it is exactly `t` (sleeps
-/// overshoot by tens of microseconds here).
+/// Sleep until `t`, then spin until it is exactly `t` (sleeps overshoot
+/// by tens of microseconds here). Spin, not yield: a yield hands the core
+/// to a neighbour that computes, which can keep it for a scheduler tick
+/// (4 ms here).
 fn wait_until(t: std::time::Instant) {
     const SPIN: std::time::Duration = std::time::Duration::from_micros(150);
     let now = std::time::Instant::now();
@@ -286,7 +288,7 @@ fn wait_until(t: std::time::Instant) {
         std::thread::sleep(t - now - SPIN);
     }
     while std::time::Instant::now() < t {
-        std::thread::yield_now();
+        std::hint::spin_loop();
     }
 }
 
@@ -543,29 +545,30 @@ impl Emulation {
     /// would lose and the model does not predict. Work is CPU time
     /// either way, and the pacing and extra work count CPU time.
     pub fn work<R>(&self, f: impl FnOnce() -> R) -> R {
-        if self.idle_work {
-            idle_policy(true);
-            let r = self.work_as_is(f);
-            idle_policy(false);
-            return r;
-        }
-        self.work_as_is(f)
-    }
-
-    fn work_as_is<R>(&self, f: impl FnOnce() -> R) -> R {
+        let idle = |on: bool| {
+            if self.idle_work {
+                idle_policy(on);
+            }
+        };
         if self.cpu_pace > 0.0 {
             let (c0, w0) = (thread_cpu(), std::time::Instant::now());
+            idle(true);
             let r = f();
             let c = thread_cpu() - c0;
+            // The paced rest is waited out under the normal policy, so
+            // the rank takes its core back on time from a neighbour that
+            // computes.
+            idle(false);
             wait_until(w0 + std::time::Duration::from_secs_f64(c * self.cpu_pace));
             return r;
         }
-        if self.extra_per_unit <= 0.0 {
-            return f();
-        }
+        idle(true);
         let t = thread_cpu();
         let r = f();
-        self.stretch(t);
+        if self.extra_per_unit > 0.0 {
+            self.stretch(t);
+        }
+        idle(false);
         r
     }
 
