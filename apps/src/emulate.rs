@@ -263,8 +263,8 @@ fn pin(local: usize, powers: &[f64]) -> Option<usize> {
 }
 
 /// Put the calling thread under `SCHED_IDLE` (true) or back under the
-/// normal policy (false).
-fn idle_policy(on: bool) {
+/// normal policy (false); whether the kernel took it.
+fn idle_policy(on: bool) -> bool {
     let param = libc::sched_param { sched_priority: 0 };
     let policy = if on {
         libc::SCHED_IDLE
@@ -272,9 +272,7 @@ fn idle_policy(on: bool) {
         libc::SCHED_OTHER
     };
     // SAFETY: pid 0 is the calling thread; `param` is read only.
-    unsafe {
-        libc::sched_setscheduler(0, policy, &param);
-    }
+    unsafe { libc::sched_setscheduler(0, policy, &param) == 0 }
 }
 
 /// Sleep until `t`, then spin until it is exactly `t` (sleeps overshoot
@@ -422,8 +420,17 @@ impl Emulation {
             rep.pinned_core = pin(local, node_powers);
         }
         if node_powers.len() as f64 > cores {
-            e.idle_work = true;
-            rep.work_policy = Some("idle".into());
+            // Only when the way back is allowed too (an unprivileged
+            // thread may be refused the normal policy by RLIMIT_NICE).
+            if idle_policy(true) && idle_policy(false) {
+                e.idle_work = true;
+                rep.work_policy = Some("idle".into());
+            } else {
+                idle_policy(false);
+                rep.notes.push(
+                    "cpu: cannot switch between SCHED_IDLE and the normal policy; work runs under the normal policy".into(),
+                );
+            }
         }
         rep.cpu = if methods.is_empty() {
             "none".into()
