@@ -290,6 +290,17 @@ fn cc(dir: &std::path::Path, name: &str) -> PathBuf {
     exe
 }
 
+/// Compile `tests/fortran/NAME.f90` with mpifort into `dir` as `exe`.
+fn fortran(dir: &std::path::Path, name: &str, exe: &str) -> PathBuf {
+    let exe = dir.join(exe);
+    ok(std::process::Command::new("mpifort")
+        .arg("-O2")
+        .arg(root().join(format!("tests/fortran/{name}.f90")))
+        .arg("-o")
+        .arg(&exe));
+    exe
+}
+
 /// Run `exe args` on `np` ranks plainly and under `mheta run` with
 /// `tools`; the outputs must be identical. Returns the trace directory.
 fn same_output(
@@ -553,12 +564,7 @@ fn threads_lose_no_event() {
 #[test]
 fn fortran_program_is_seen() {
     let dir = scratch("fortran");
-    let exe = dir.join("fring");
-    ok(std::process::Command::new("mpifort")
-        .arg("-O2")
-        .arg(root().join("tests/fortran/ring.f90"))
-        .arg("-o")
-        .arg(&exe));
+    let exe = fortran(&dir, "ring", "fring");
     for np in [2usize, 4] {
         let trace = same_output(&dir, np, "recorder,summary", &exe, &[], &[]);
         let traces = mheta_trace::read_dir(&trace).unwrap();
@@ -661,12 +667,7 @@ fn assert_started_ring(ev: &[mheta_trace::Event], rank: u32) {
 #[test]
 fn fortran_persistent_requests_are_recorded_as_what_they_start() {
     let dir = scratch("fortran-persist");
-    let exe = dir.join("fpersist");
-    ok(std::process::Command::new("mpifort")
-        .arg("-O2")
-        .arg(root().join("tests/fortran/persist.f90"))
-        .arg("-o")
-        .arg(&exe));
+    let exe = fortran(&dir, "persist", "fpersist");
     for np in [1usize, 2, 3] {
         for tools in ["recorder", "summary"] {
             same_output(&dir, np, tools, &exe, &[], &[]);
