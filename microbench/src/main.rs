@@ -375,7 +375,7 @@ fn print_modes(p: &ClusterProfile) {
         return;
     }
     println!(
-        "# Modes: {} figures are multi-modal; the profile stores the dominant mode (`mheta predict --mode fast|slow` picks another)",
+        "# Modes: {} figures are multi-modal; the profile stores the share-weighted mean of the modes with >= 20% of the samples (`mheta predict --mode dominant|fast|slow` picks one mode)",
         mm.len()
     );
     for (s, d, name, text) in mm {
@@ -404,7 +404,7 @@ fn print_tables(p: &ClusterProfile) {
         println!("{:<10}{:>20.2}", s.bytes, s.bandwidth_mbps);
     }
     println!(
-        "# Overheads and fit per pair (us, dominant mode; spread: interquartile range of the round medians, % of the median; per-byte in ns/B by segment)"
+        "# Overheads and fit per pair (us, share-weighted mean of the modes with >= 20% of the samples; spread: interquartile range of the round medians, % of the median; per-byte in ns/B by segment)"
     );
     println!(
         "{:>5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7}  segments",

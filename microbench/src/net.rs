@@ -350,9 +350,9 @@ pub fn measure_pair(world: &SimpleCommunicator, plan: &Plan, a: i32, b: i32) -> 
         .or(points.last())
         .map(|p| p.bandwidth_mbps * 1e6)
         .unwrap_or(0.0);
-    // The stored figures are the dominant mode's (ModeChoice's default);
-    // ClusterProfile::with_mode picks another.
-    let dom = ModeChoice::Dominant;
+    // The stored figures are ModeChoice's default (the share-weighted mean
+    // of the modes that count); ClusterProfile::with_mode picks another.
+    let dom = ModeChoice::default();
     let (o_s, o_r, one) = (o_send.value(dom), o_recv.value(dom), small.value(dom));
     Some(PairCost {
         src: a as u32,

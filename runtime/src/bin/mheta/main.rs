@@ -120,9 +120,10 @@ enum Cmd {
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
         iters: u64,
         /// Which mode of a multi-modal network figure (o_s, o_r, 8-byte
-        /// latency) the model uses: dominant (the largest share of the
-        /// samples), fast or slow.
-        #[arg(long, default_value = "dominant")]
+        /// latency) the model uses: mean (the modes holding at least 20%
+        /// of the samples, weighted by their shares: what the profile
+        /// stores), dominant (the largest share), fast or slow.
+        #[arg(long, default_value = "mean")]
         mode: ModeChoice,
         /// Also price moving from this distribution (default: the one
         /// recorded) to --dist, and say whether the gain over --iters
@@ -256,7 +257,7 @@ fn show_profile(p: &ClusterProfile) {
     println!("# method: {}", p.method);
     println!("# schedule: {}", p.schedule);
     println!(
-        "# per pair, us (dominant mode); spread = interquartile range of the round medians, % of the median"
+        "# per pair, us (share-weighted mean of the modes with >= 20% of the samples); spread = interquartile range of the round medians, % of the median"
     );
     println!(
         "{:>5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>12} {:>13}",
@@ -298,7 +299,9 @@ fn show_profile(p: &ClusterProfile) {
     if mm.is_empty() {
         println!("# modes: every o_s, o_r and 8-byte one-way time is unimodal");
     } else {
-        println!("# modes: the model uses the dominant one unless `--mode fast|slow` is given");
+        println!(
+            "# modes: the stored figure is the share-weighted mean of the modes with >= 20% of the samples (`mheta predict --mode dominant|fast|slow` picks one mode)"
+        );
         for (s, d, n, t) in mm {
             println!("#   {s} -> {d} {n}: {t}");
         }
@@ -810,7 +813,7 @@ fn main() {
                 spectrum,
                 json,
             } => {
-                let (m, _) = load_model(&profile, &trace, ModeChoice::Dominant)?;
+                let (m, _) = load_model(&profile, &trace, ModeChoice::default())?;
                 if let Some(k) = spectrum {
                     let c = search::corners(&m);
                     let rows: Vec<serde_json::Value> = search::spectrum(&m, k)
