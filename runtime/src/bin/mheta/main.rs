@@ -238,8 +238,13 @@ fn mode_note(p: &ClusterProfile, mode: ModeChoice) -> String {
             .iter()
             .map(|(s, d, n, t)| format!("{s}->{d} {n}: {t}"))
             .collect();
+        let which = if mode == ModeChoice::Mean {
+            "the share-weighted mean of the modes with >= 20% of the samples".to_string()
+        } else {
+            format!("the {mode} mode")
+        };
         format!(
-            "network: the {mode} mode of each multi-modal figure ({})",
+            "network: {which} of each multi-modal figure ({})",
             list.join("; ")
         )
     }
