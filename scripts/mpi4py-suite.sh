@@ -52,8 +52,8 @@ else
   sel=()
 fi
 
-# One run: the unittest summary line of every rank ("OK (skipped=N)" or
-# "FAILED (...)", counted), each rank's output in its own file
+# One run: the unittest summary lines of every rank ("Ran N tests" and
+# "OK (skipped=N)" or "FAILED (...)", counted), each rank's output in its own file
 # (--output-filename) so that the ranks' lines cannot interleave, or the
 # signal that killed a rank.
 run() { # name np env...
@@ -64,7 +64,8 @@ run() { # name np env...
       -x LD_PRELOAD -x MHETA_TOOLS -x MHETA_RECORD_ALL -x MHETA_TRACE_DIR \
       $PY test/runtests.py -e test_spawn -e test_dynproc "${sel[@]}") >"$log.txt" 2>&1 || rc=$?
   local res
-  res=$(cat "$log"/*/rank.*/std* 2>/dev/null | grep -E '^(OK|FAILED)' | sort | uniq -c | tr -s ' ' | tr '\n' ';')
+  res=$(cat "$log"/*/rank.*/std* 2>/dev/null | grep -E '^(OK|FAILED|Ran [0-9]+ tests?)' \
+      | sed -E 's/^(Ran [0-9]+ tests?) in .*/\1/' | sort | uniq -c | tr -s ' ' | tr '\n' ';')
   grep -q 'Segmentation fault\|signal [0-9]' "$log.txt" && res="$res crashed;"
   echo "rc=$rc $res"
 }

@@ -816,6 +816,13 @@ fn mpi4py_suite_same_under_every_tool() {
     );
     assert_eq!(text.matches(" same").count(), 5, "{text}");
     assert!(text.contains("without mheta              rc=0"), "{text}");
+    // Every rank ran the selected tests (not an empty selection).
+    let ran: Vec<u32> = text
+        .lines()
+        .filter_map(|l| l.split(" 3 Ran ").nth(1)?.split(' ').next()?.parse().ok())
+        .collect();
+    assert_eq!(ran.len(), 6, "{text}");
+    assert!(ran.iter().all(|&n| n >= 100), "{text}");
 }
 
 /// A job started by `MPI_Comm_spawn` numbers its ranks from 0 as well: its
