@@ -29,8 +29,9 @@
 //! profile has no cold figure).
 //!
 //! Columns: bytes moved, median seconds of a move (slowest rank), GB/s
-//! (decimal), then for each way of measuring the pair its GB/s and the
-//! move's ratio to it.
+//! (decimal), the GB/s of the first move (rank 0's buffer grows into
+//! fresh memory, as in a run's first move; one sample), then for each way
+//! of measuring the pair its GB/s and the median move's ratio to it.
 
 use mheta_live::RowBlock;
 use mheta_runtime::Dist;
@@ -162,10 +163,11 @@ fn run(world: &SimpleCommunicator) {
             "# moves rank 1 -> 0 and back, median of {REPS} each way after a warm-up; every value checked"
         );
         println!(
-            "{:>10} {:>10} {:>8} {:>10} {:>7} {:>10} {:>7} {:>12} {:>7} {:>9}",
+            "{:>10} {:>10} {:>8} {:>10} {:>10} {:>7} {:>10} {:>7} {:>12} {:>7} {:>9}",
             "bytes",
             "seconds",
             "GB/s",
+            "first GB/s",
             "cold GB/s",
             "ratio",
             "1 msg GB/s",
@@ -188,8 +190,9 @@ fn run(world: &SimpleCommunicator) {
                 .flat_map(|i| (0..ROW).map(move |k| value(first + i, k)))
                 .collect(),
         );
-        // Warm-up: one move each way.
-        timed_move(world, &a, &b, &mut v);
+        // Warm-up: one move each way. The first grows rank 0's buffer
+        // into memory never touched before, as a run's first move does.
+        let first = timed_move(world, &a, &b, &mut v);
         timed_move(world, &b, &a, &mut v);
         let mut secs = Vec::new();
         let mut bws = Vec::new();
@@ -225,10 +228,11 @@ fn run(world: &SimpleCommunicator) {
 
             let prof = profile_bw.map_or("-".to_string(), |p| format!("{:.2}", gbs * 1e9 / p));
             println!(
-                "{:>10} {:>10.6} {:>8.2} {:>10.2} {:>7.2} {:>10.2} {:>7.2} {:>12.2} {:>7.2} {:>9}",
+                "{:>10} {:>10.6} {:>8.2} {:>10.2} {:>10.2} {:>7.2} {:>10.2} {:>7.2} {:>12.2} {:>7.2} {:>9}",
                 bytes,
                 s,
                 gbs,
+                bytes as f64 / first / 1e9,
                 cold,
                 gbs / cold,
                 msg,
