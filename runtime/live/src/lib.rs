@@ -445,10 +445,17 @@ impl<T> std::ops::DerefMut for RowBlock<T> {
 /// growth is as before.
 fn grow<T: Copy + Default>(buf: &mut Vec<T>, need: usize) {
     const MIN: usize = 2 << 20;
+    // Only memory the vector did not hold before is fresh: values between
+    // its length and its old capacity were most likely written already.
+    let old_cap = buf.capacity();
+    if need <= old_cap {
+        buf.resize(need, T::default());
+        return;
+    }
     buf.reserve_exact(need - buf.len());
     let size = std::mem::size_of::<T>();
     let (p, end) = (
-        buf.as_ptr() as usize + buf.len() * size,
+        buf.as_ptr() as usize + buf.len().max(old_cap.min(need)) * size,
         buf.as_ptr() as usize + need * size,
     );
     let (a, e) = ((p + 4095) & !4095, end & !4095);
