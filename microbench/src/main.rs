@@ -375,8 +375,9 @@ fn print_modes(p: &ClusterProfile) {
         return;
     }
     println!(
-        "# Modes: {} figures are multi-modal; the profile stores the share-weighted mean of the modes with >= 20% of the samples (`mheta predict --mode dominant|fast|slow` picks one mode)",
-        mm.len()
+        "# Modes: {} figures are multi-modal; the profile stores {} (`mheta predict --mode dominant|fast|slow` picks one mode)",
+        mm.len(),
+        mheta_profile::MEAN_TEXT
     );
     for (s, d, name, text) in mm {
         println!("#   {s} -> {d} {name}: {text}");
@@ -404,7 +405,8 @@ fn print_tables(p: &ClusterProfile) {
         println!("{:<10}{:>20.2}", s.bytes, s.bandwidth_mbps);
     }
     println!(
-        "# Overheads and fit per pair (us, share-weighted mean of the modes with >= 20% of the samples; spread: interquartile range of the round medians, % of the median; per-byte in ns/B by segment)"
+        "# Overheads and fit per pair (us, {}; spread: interquartile range of the round medians, % of the median; per-byte in ns/B by segment)",
+        mheta_profile::MEAN_TEXT
     );
     println!(
         "{:>5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7}  segments",

@@ -69,6 +69,9 @@ pub struct Mode {
 /// Share of the samples a mode needs to count in [`ModeChoice::Mean`].
 pub const MEAN_MIN_SHARE: f64 = 0.2;
 
+/// What [`ModeChoice::Mean`] stores, in the words the tools print.
+pub const MEAN_TEXT: &str = "the share-weighted mean of the modes with >= 20% of the samples";
+
 /// Which mode of a multi-modal figure the model uses
 /// ([`ClusterProfile::with_mode`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -1199,6 +1202,12 @@ mod tests {
         assert!((flat.value(ModeChoice::Mean) - 200e-9).abs() < 1e-18);
         assert_eq!("mean".parse::<ModeChoice>(), Ok(ModeChoice::Mean));
         assert_eq!(ModeChoice::default(), ModeChoice::Mean);
+    }
+
+    #[test]
+    fn the_mean_text_names_the_share() {
+        let pct = format!(">= {:.0}%", MEAN_MIN_SHARE * 100.0);
+        assert!(MEAN_TEXT.contains(&pct), "{MEAN_TEXT}");
     }
 
     #[test]

@@ -455,7 +455,7 @@ fn grow<T: Copy + Default>(buf: &mut Vec<T>, need: usize) {
     buf.reserve_exact(need - buf.len());
     let size = std::mem::size_of::<T>();
     let (p, end) = (
-        buf.as_ptr() as usize + buf.len().max(old_cap.min(need)) * size,
+        buf.as_ptr() as usize + old_cap * size,
         buf.as_ptr() as usize + need * size,
     );
     let (a, e) = ((p + 4095) & !4095, end & !4095);

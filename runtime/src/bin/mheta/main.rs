@@ -239,7 +239,7 @@ fn mode_note(p: &ClusterProfile, mode: ModeChoice) -> String {
             .map(|(s, d, n, t)| format!("{s}->{d} {n}: {t}"))
             .collect();
         let which = if mode == ModeChoice::Mean {
-            "the share-weighted mean of the modes with >= 20% of the samples".to_string()
+            mheta_profile::MEAN_TEXT.to_string()
         } else {
             format!("the {mode} mode")
         };
@@ -262,7 +262,8 @@ fn show_profile(p: &ClusterProfile) {
     println!("# method: {}", p.method);
     println!("# schedule: {}", p.schedule);
     println!(
-        "# per pair, us (share-weighted mean of the modes with >= 20% of the samples); spread = interquartile range of the round medians, % of the median"
+        "# per pair, us ({}); spread = interquartile range of the round medians, % of the median",
+        mheta_profile::MEAN_TEXT
     );
     println!(
         "{:>5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>12} {:>13}",
@@ -305,7 +306,8 @@ fn show_profile(p: &ClusterProfile) {
         println!("# modes: every o_s, o_r and 8-byte one-way time is unimodal");
     } else {
         println!(
-            "# modes: the stored figure is the share-weighted mean of the modes with >= 20% of the samples (`mheta predict --mode dominant|fast|slow` picks one mode)"
+            "# modes: the stored figure is {} (`mheta predict --mode dominant|fast|slow` picks one mode)",
+            mheta_profile::MEAN_TEXT
         );
         for (s, d, n, t) in mm {
             println!("#   {s} -> {d} {n}: {t}");
