@@ -134,14 +134,6 @@ pub struct Common {
     pub resume: Option<PathBuf>,
 }
 
-/// Zeros written now (not calloc'd pages that fault on first write), so
-/// that no iteration, above all an instrumented one, pays for page faults.
-pub fn zeroed(len: usize) -> Vec<f64> {
-    let mut v = Vec::with_capacity(len);
-    v.resize(len, 0.0);
-    v
-}
-
 /// One rank's resolved emulation settings.
 #[derive(Clone, Debug)]
 pub struct Resolved {

@@ -267,11 +267,11 @@ impl Rows {
         };
         match on_disk {
             None => {
-                let mut v = crate::zeroed(rows * width);
+                let mut v = RowBlock::zeroed(rows * width);
                 for (r, row) in v.chunks_exact_mut(width.max(1)).enumerate() {
                     init(r, row);
                 }
-                a.mem = Mem::Core(RowBlock::from_vec(v));
+                a.mem = Mem::Core(v);
             }
             Some(st) => {
                 let bytes: Vec<usize> = pieces.iter().map(|p| p.len() * width * 8).collect();
@@ -353,11 +353,11 @@ impl Rows {
     }
 
     /// Replace the in-core rows (after a redistribution).
-    pub fn set_core(&mut self, rows: usize, v: Vec<f64>) {
+    pub fn set_core(&mut self, rows: usize, v: RowBlock<f64>) {
         assert_eq!(v.len(), rows * self.width);
         self.rows = rows;
         self.pieces = std::iter::once(0..rows).collect();
-        self.mem = Mem::Core(RowBlock::from_vec(v));
+        self.mem = Mem::Core(v);
     }
 
     /// Write the local rows to `file` at global row `first` (rows of

@@ -190,7 +190,7 @@ pub unsafe extern "C" fn mheta_array(
         st.arrays.push(Array {
             decl,
             width,
-            rows: RowBlock::from_vec(vec![0.0; st.dist.0[me] as usize * width]),
+            rows: RowBlock::zeroed(st.dist.0[me] as usize * width),
         });
         Ok(st.arrays.len() as c_int - 1)
     });

@@ -548,7 +548,8 @@ impl Kernel for Mg {
             a.redistribute(ctx.world, &ctx.dist, new, me)
                 .map_err(anyhow::Error::msg)?;
         }
-        fine.r.set_core(rows, vec![0.0; rows * (n + 2)]);
+        fine.r
+            .set_core(rows, mheta_live::RowBlock::zeroed(rows * (n + 2)));
         fine.r.top.fill(0.0);
         fine.r.bottom.fill(0.0);
         fine.dist = new.clone();

@@ -28,10 +28,16 @@
 //! `bandwidth_cold_bps` for pair 1 -> 0 (its `bandwidth_bps` when the
 //! profile has no cold figure).
 //!
-//! Columns: bytes moved, median seconds of a move (slowest rank), GB/s
-//! (decimal), the GB/s of the first move (rank 0's buffer grows into
-//! fresh memory, as in a run's first move; one sample), then for each way
-//! of measuring the pair its GB/s and the median move's ratio to it.
+//! Every size runs twice, interleaved: with the row buffers in small
+//! (4 KiB) pages, the default, and in huge pages (`MHETA_HUGE_PAGES=1`;
+//! see `mheta_live::RowBuf`).
+//!
+//! Columns: bytes moved, the pages, median seconds of a move (slowest
+//! rank), GB/s (decimal), the GB/s of the first move (rank 0's buffer
+//! grows into fresh memory, as in a run's first move; one sample), the
+//! GB/s of first touching a rank's rows (`RowBlock::zeroed`, as an app's
+//! start pays it; one sample), then for each way of measuring the pair its
+//! GB/s and the median move's ratio to it.
 
 use mheta_live::RowBlock;
 use mheta_runtime::Dist;
@@ -162,12 +168,15 @@ fn run(world: &SimpleCommunicator) {
         println!(
             "# moves rank 1 -> 0 and back, median of {REPS} each way after a warm-up; every value checked"
         );
+        println!("# pages: the row buffers' (4K, or 2M: MHETA_HUGE_PAGES=1), interleaved per size");
         println!(
-            "{:>10} {:>10} {:>8} {:>10} {:>10} {:>7} {:>10} {:>7} {:>12} {:>7} {:>9}",
+            "{:>10} {:>5} {:>10} {:>8} {:>10} {:>10} {:>10} {:>7} {:>10} {:>7} {:>12} {:>7} {:>9}",
             "bytes",
+            "pages",
             "seconds",
             "GB/s",
             "first GB/s",
+            "alloc GB/s",
             "cold GB/s",
             "ratio",
             "1 msg GB/s",
@@ -178,69 +187,89 @@ fn run(world: &SimpleCommunicator) {
         );
     }
     for mib in SIZES_MIB {
-        let moved_rows = mib * 1024 * 1024 / (ROW as u64 * 8);
-        let total = 2 * BASE_ROWS + moved_rows;
-        // a: rank 1 holds the moved rows; b: rank 0 does.
-        let a = Dist(vec![BASE_ROWS, BASE_ROWS + moved_rows]);
-        let b = Dist(vec![BASE_ROWS + moved_rows, BASE_ROWS]);
-        assert_eq!(b.total(), total);
-        let first = a.offsets()[me];
-        let mut v = RowBlock::from_vec(
-            (0..a.0[me])
-                .flat_map(|i| (0..ROW).map(move |k| value(first + i, k)))
-                .collect(),
+        for huge in [false, true] {
+            mheta_live::set_huge_pages(huge);
+            one_row(world, mib, huge, profile_bw);
+        }
+    }
+}
+
+/// Measure and print one row of the table: moves of `mib` MiB between
+/// buffers of huge pages or not, and the pair beside them.
+fn one_row(world: &SimpleCommunicator, mib: u64, huge: bool, profile_bw: Option<f64>) {
+    let me = world.rank() as usize;
+    let moved_rows = mib * 1024 * 1024 / (ROW as u64 * 8);
+    let total = 2 * BASE_ROWS + moved_rows;
+    // a: rank 1 holds the moved rows; b: rank 0 does.
+    let a = Dist(vec![BASE_ROWS, BASE_ROWS + moved_rows]);
+    let b = Dist(vec![BASE_ROWS + moved_rows, BASE_ROWS]);
+    assert_eq!(b.total(), total);
+    let first = a.offsets()[me];
+    // The first touch of the rows, as an app's start pays it.
+    world.barrier();
+    let t = Instant::now();
+    let mut v = RowBlock::zeroed(a.0[me] as usize * ROW);
+    let alloc = t.elapsed().as_secs_f64();
+    let mut worst_alloc = 0.0;
+    world.all_reduce_into(&alloc, &mut worst_alloc, SystemOperation::max());
+    let alloc_bytes = (a.0[0].max(a.0[1]) * ROW as u64 * 8) as f64;
+    for (i, row) in v.chunks_exact_mut(ROW).enumerate() {
+        for (k, x) in row.iter_mut().enumerate() {
+            *x = value(first + i as u64, k);
+        }
+    }
+    // Warm-up: one move each way. The first grows rank 0's buffer
+    // into memory never touched before, as a run's first move does.
+    let first = timed_move(world, &a, &b, &mut v);
+    timed_move(world, &b, &a, &mut v);
+    let mut secs = Vec::new();
+    let mut bws = Vec::new();
+    let mut one = Vec::new();
+    let mut cold = Vec::new();
+
+    let mut osu_bufs = mheta_microbench::osu::Buffers::new(1 << 20);
+    let bytes = (moved_rows * ROW as u64 * 8) as usize;
+    let mut msg_bufs = mheta_microbench::osu::Buffers::new(bytes);
+    for _ in 0..REPS {
+        secs.push(timed_move(world, &a, &b, &mut v));
+        secs.push(timed_move(world, &b, &a, &mut v));
+        one.push(one_message(world, &mut msg_bufs, bytes));
+        cold.push(cold_message(world, bytes));
+
+        // The profile's way (window of 64 × 1 MiB), both directions.
+        let mut bw = [0.0f64; 2];
+        for (i, (s, d)) in [(1, 0), (0, 1)].into_iter().enumerate() {
+            world.barrier();
+            let x = mheta_microbench::osu::bandwidth(world, s, d, &mut osu_bufs, 1 << 20);
+            let mut y = 0.0;
+            world.all_reduce_into(&x, &mut y, SystemOperation::max());
+            bw[i] = y * 1e6;
+        }
+        bws.extend(bw);
+    }
+    if me == 0 {
+        let s = median(secs);
+        let gbs = bytes as f64 / s / 1e9;
+        let bw = median(bws);
+        let msg = bytes as f64 / median(one) / 1e9;
+        let cold = bytes as f64 / median(cold) / 1e9;
+
+        let prof = profile_bw.map_or("-".to_string(), |p| format!("{:.2}", gbs * 1e9 / p));
+        println!(
+            "{:>10} {:>5} {:>10.6} {:>8.2} {:>10.2} {:>10.2} {:>10.2} {:>7.2} {:>10.2} {:>7.2} {:>12.2} {:>7.2} {:>9}",
+            bytes,
+            if huge { "2M" } else { "4K" },
+            s,
+            gbs,
+            bytes as f64 / first / 1e9,
+            alloc_bytes / worst_alloc / 1e9,
+            cold,
+            gbs / cold,
+            msg,
+            gbs / msg,
+            bw / 1e9,
+            gbs * 1e9 / bw,
+            prof
         );
-        // Warm-up: one move each way. The first grows rank 0's buffer
-        // into memory never touched before, as a run's first move does.
-        let first = timed_move(world, &a, &b, &mut v);
-        timed_move(world, &b, &a, &mut v);
-        let mut secs = Vec::new();
-        let mut bws = Vec::new();
-        let mut one = Vec::new();
-        let mut cold = Vec::new();
-
-        let mut osu_bufs = mheta_microbench::osu::Buffers::new(1 << 20);
-        let bytes = (moved_rows * ROW as u64 * 8) as usize;
-        let mut msg_bufs = mheta_microbench::osu::Buffers::new(bytes);
-        for _ in 0..REPS {
-            secs.push(timed_move(world, &a, &b, &mut v));
-            secs.push(timed_move(world, &b, &a, &mut v));
-            one.push(one_message(world, &mut msg_bufs, bytes));
-            cold.push(cold_message(world, bytes));
-
-            // The profile's way (window of 64 × 1 MiB), both directions.
-            let mut bw = [0.0f64; 2];
-            for (i, (s, d)) in [(1, 0), (0, 1)].into_iter().enumerate() {
-                world.barrier();
-                let x = mheta_microbench::osu::bandwidth(world, s, d, &mut osu_bufs, 1 << 20);
-                let mut y = 0.0;
-                world.all_reduce_into(&x, &mut y, SystemOperation::max());
-                bw[i] = y * 1e6;
-            }
-            bws.extend(bw);
-        }
-        if me == 0 {
-            let s = median(secs);
-            let gbs = bytes as f64 / s / 1e9;
-            let bw = median(bws);
-            let msg = bytes as f64 / median(one) / 1e9;
-            let cold = bytes as f64 / median(cold) / 1e9;
-
-            let prof = profile_bw.map_or("-".to_string(), |p| format!("{:.2}", gbs * 1e9 / p));
-            println!(
-                "{:>10} {:>10.6} {:>8.2} {:>10.2} {:>10.2} {:>7.2} {:>10.2} {:>7.2} {:>12.2} {:>7.2} {:>9}",
-                bytes,
-                s,
-                gbs,
-                bytes as f64 / first / 1e9,
-                cold,
-                gbs / cold,
-                msg,
-                gbs / msg,
-                bw / 1e9,
-                gbs * 1e9 / bw,
-                prof
-            );
-        }
     }
 }

@@ -17,6 +17,9 @@ use std::path::{Path, PathBuf};
 
 pub mod cpu;
 pub mod markers;
+mod rowbuf;
+
+pub use rowbuf::{RowBuf, huge_pages_wanted, set_huge_pages};
 
 /// Tag of redistribution messages.
 const REDIST_TAG: i32 = 0x6d68; // "mh"
@@ -348,22 +351,35 @@ pub fn redistribute_in_place<T: Equivalence + Copy + Default>(
 /// the front only moves the block's start, and rows received at the front
 /// land in the room that left. Reads as the slice of its rows.
 ///
-/// The buffer is kept between moves (the next move usually needs it
-/// again) until it is more than four times the block, when the block is
-/// copied to the front and the rest freed.
+/// The buffer is a [`RowBuf`] (its own mapping, which grows without a
+/// copy and can hold huge pages: with them, sends from it run at about
+/// twice the speed on one node). It is kept between moves (the next move usually needs it again) until it is
+/// more than four times the block, when the block is copied to the front
+/// and the pages past it are returned.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct RowBlock<T> {
-    buf: Vec<T>,
+pub struct RowBlock<T: Copy + Default> {
+    buf: RowBuf<T>,
     start: usize,
     len: usize,
 }
 
 impl<T: Copy + Default> RowBlock<T> {
-    pub fn from_vec(v: Vec<T>) -> RowBlock<T> {
+    /// `len` values of `T::default()`, their pages backed now (no page
+    /// fault in a later iteration).
+    pub fn zeroed(len: usize) -> RowBlock<T> {
         RowBlock {
-            len: v.len(),
-            buf: v,
+            buf: RowBuf::zeroed(len),
             start: 0,
+            len,
+        }
+    }
+
+    /// A block holding a copy of `v`.
+    pub fn from_slice(v: &[T]) -> RowBlock<T> {
+        RowBlock {
+            buf: RowBuf::from_slice(v),
+            start: 0,
+            len: v.len(),
         }
     }
 
@@ -414,20 +430,20 @@ impl<T: Copy + Default> RowBlock<T> {
         if self.buf.len() > 4 * new_len + 4096 {
             self.buf.copy_within(self.start..self.start + new_len, 0);
             self.start = 0;
-            self.buf.truncate(new_len);
-            self.buf.shrink_to_fit();
+            self.buf.resize(new_len);
+            self.buf.release(new_len);
         }
     }
 }
 
-impl<T> std::ops::Deref for RowBlock<T> {
+impl<T: Copy + Default> std::ops::Deref for RowBlock<T> {
     type Target = [T];
     fn deref(&self) -> &[T] {
         &self.buf[self.start..self.start + self.len]
     }
 }
 
-impl<T> std::ops::DerefMut for RowBlock<T> {
+impl<T: Copy + Default> std::ops::DerefMut for RowBlock<T> {
     fn deref_mut(&mut self) -> &mut [T] {
         &mut self.buf[self.start..self.start + self.len]
     }
@@ -437,13 +453,9 @@ impl<T> std::ops::DerefMut for RowBlock<T> {
 /// growth populates the new part's pages in one call before they are
 /// written: growing jacobi's `u` by 14.6 MB took 7.5 ms of a 10.5 ms move
 /// on this VM, nearly all of it one page fault per 4 KiB page, and
-/// `MADV_POPULATE_WRITE` takes it to about 6 ms (the bench's first move,
-/// which grows rank 0's buffer: 1.9–2.3 GB/s against 1.5–1.6 GB/s).
-/// Transparent huge pages (`MADV_HUGEPAGE`) were faster still at 64 MiB
-/// and more but stalled in compaction at 32 MiB (0.5 GB/s), so they are
-/// not asked for. The advice is a hint: where the kernel refuses it the
-/// growth is as before.
-fn grow<T: Copy + Default>(buf: &mut Vec<T>, need: usize) {
+/// `MADV_POPULATE_WRITE` takes it to about 6 ms. No huge pages here: a
+/// `Vec`'s growth reallocates and splits them (see [`RowBuf`]).
+fn grow_vec<T: Copy + Default>(buf: &mut Vec<T>, need: usize) {
     const MIN: usize = 2 << 20;
     // Only memory the vector did not hold before is fresh: values between
     // its length and its old capacity were most likely written already.
@@ -470,6 +482,24 @@ fn grow<T: Copy + Default>(buf: &mut Vec<T>, need: usize) {
     buf.resize(need, T::default());
 }
 
+/// A buffer a move can write rows into: a slice that grows.
+trait Growable<T>: std::ops::DerefMut<Target = [T]> {
+    /// Grow to `need` values (new ones `T::default()`).
+    fn grow(&mut self, need: usize);
+}
+
+impl<T: Copy + Default> Growable<T> for Vec<T> {
+    fn grow(&mut self, need: usize) {
+        grow_vec(self, need)
+    }
+}
+
+impl<T: Copy + Default> Growable<T> for RowBuf<T> {
+    fn grow(&mut self, need: usize) {
+        self.resize(need)
+    }
+}
+
 /// The move itself: this rank's old rows are `buf[start..]` (rows of `w`
 /// values, `plan.old_rows` of them) and its new rows go to `buf[place..]`,
 /// the buffer growing as needed.
@@ -487,7 +517,7 @@ fn move_rows<T: Equivalence + Copy + Default>(
     world: &SimpleCommunicator,
     plan: &MovePlan,
     w: usize,
-    buf: &mut Vec<T>,
+    buf: &mut impl Growable<T>,
     start: usize,
     place: usize,
 ) {
@@ -496,7 +526,7 @@ fn move_rows<T: Equivalence + Copy + Default>(
     let old = start..start + plan.old_rows as usize * w;
     let need = old.end.max(place + plan.new_rows as usize * w);
     if buf.len() < need {
-        grow(buf, need);
+        buf.grow(need);
     }
     let (from, to, kept) = plan.keep;
     let kept_in_place = kept == 0 || start + from as usize * w == place + to as usize * w;

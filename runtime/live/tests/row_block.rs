@@ -3,15 +3,21 @@
 //! GEN_BLOCK moves, ranks with no rows included, with every value checked
 //! after every move; the rows a rank keeps stay at the same address when
 //! its block only loses or gains rows at its ends; the buffer stays within
-//! four times the block.
+//! four times the block. The random sequence runs again with rows of
+//! 64 KiB (blocks of up to 7.5 MiB, so buffers grow past their mappings),
+//! in small pages and in huge pages.
 
 use mheta_live::RowBlock;
 use mheta_runtime::Dist;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use std::process::Command;
 
+/// Row length and rows of the small case.
 const W: usize = 7;
 const N: u64 = 60;
+/// Row length and rows of the large case.
+const BIG_W: usize = 8192;
+const BIG_N: u64 = 120;
 
 fn main() {
     if std::env::var_os("OMPI_COMM_WORLD_SIZE").is_none() {
@@ -32,7 +38,12 @@ fn main() {
     let universe = mpi::initialize().expect("MPI");
     let world = universe.world();
     assert_eq!(world.size(), 3);
-    random_moves(&world);
+    random_moves(&world, W, N, 200);
+    for huge in [false, true] {
+        mheta_live::set_huge_pages(huge);
+        random_moves(&world, BIG_W, BIG_N, 40);
+    }
+    mheta_live::set_huge_pages(false);
     kept_rows_do_not_move(&world);
     if world.rank() == 0 {
         println!("row_block: ok");
@@ -40,22 +51,21 @@ fn main() {
 }
 
 fn value(row: u64, k: usize) -> f64 {
-    (row * W as u64 + k as u64) as f64
+    (row * 1_000_000 + k as u64) as f64
 }
 
-fn fill(d: &Dist, me: usize) -> RowBlock<f64> {
+fn fill(d: &Dist, me: usize, w: usize) -> RowBlock<f64> {
     let first = d.offsets()[me];
-    RowBlock::from_vec(
-        (0..d.0[me])
-            .flat_map(|i| (0..W).map(move |k| value(first + i, k)))
-            .collect(),
-    )
+    let v: Vec<f64> = (0..d.0[me])
+        .flat_map(|i| (0..w).map(move |k| value(first + i, k)))
+        .collect();
+    RowBlock::from_slice(&v)
 }
 
-fn check(b: &RowBlock<f64>, d: &Dist, me: usize, step: usize) {
-    assert_eq!(b.len() as u64, d.0[me] * W as u64, "step {step}: length");
+fn check(b: &RowBlock<f64>, d: &Dist, me: usize, w: usize, step: usize) {
+    assert_eq!(b.len() as u64, d.0[me] * w as u64, "step {step}: length");
     let first = d.offsets()[me];
-    for (i, row) in b.chunks_exact(W).enumerate() {
+    for (i, row) in b.chunks_exact(w).enumerate() {
         for (k, &x) in row.iter().enumerate() {
             assert_eq!(
                 x,
@@ -73,8 +83,9 @@ fn check(b: &RowBlock<f64>, d: &Dist, me: usize, step: usize) {
     );
 }
 
-/// The same sequence on every rank (a fixed LCG).
-fn random_moves(world: &SimpleCommunicator) {
+/// The same sequence on every rank (a fixed LCG): `steps` moves of `n`
+/// rows of `w` values.
+fn random_moves(world: &SimpleCommunicator, w: usize, n: u64, steps: usize) {
     let me = world.rank() as usize;
     let mut seed = 0x2545_f491_4f6c_dd1du64;
     let mut next = |m: u64| {
@@ -83,20 +94,20 @@ fn random_moves(world: &SimpleCommunicator) {
             .wrapping_add(1442695040888963407);
         (seed >> 33) % m
     };
-    let mut d = Dist(vec![20, 20, 20]);
-    let mut b = fill(&d, me);
-    for step in 0..200 {
-        let a = next(N + 1);
-        let c = next(N + 1 - a);
-        let mut v = vec![a, c, N - a - c];
+    let mut d = Dist(vec![n / 3, n / 3, n - 2 * (n / 3)]);
+    let mut b = fill(&d, me, w);
+    for step in 0..steps {
+        let a = next(n + 1);
+        let c = next(n + 1 - a);
+        let mut v = vec![a, c, n - a - c];
         // Now and then a rank with no rows, or everything on one rank.
         if step % 17 == 0 {
-            v = vec![0, N, 0];
+            v = vec![0, n, 0];
         }
         let new = Dist(v);
-        b.redistribute(world, &d, &new, W);
+        b.redistribute(world, &d, &new, w);
         d = new;
-        check(&b, &d, me, step);
+        check(&b, &d, me, w, step);
     }
 }
 
@@ -106,7 +117,7 @@ fn kept_rows_do_not_move(world: &SimpleCommunicator) {
     let me = world.rank() as usize;
     let a = Dist(vec![20, 20, 20]);
     let b = Dist(vec![30, 10, 20]);
-    let mut blk = fill(&a, me);
+    let mut blk = fill(&a, me, W);
     let kept_at = |blk: &RowBlock<f64>, d: &Dist| {
         // Address of global row 30 (rank 1's kept rows start there).
         let first = d.offsets()[1] as usize;
@@ -114,10 +125,10 @@ fn kept_rows_do_not_move(world: &SimpleCommunicator) {
     };
     let before = (me == 1).then(|| kept_at(&blk, &a));
     blk.redistribute(world, &a, &b, W);
-    check(&blk, &b, me, 1000);
+    check(&blk, &b, me, W, 1000);
     let after = (me == 1).then(|| kept_at(&blk, &b));
     blk.redistribute(world, &b, &a, W);
-    check(&blk, &a, me, 1001);
+    check(&blk, &a, me, W, 1001);
     let back = (me == 1).then(|| kept_at(&blk, &a));
     if me == 1 {
         assert_eq!(before, after, "giving rows away moved the kept rows");
