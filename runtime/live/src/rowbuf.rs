@@ -11,9 +11,10 @@
 //! mapping `MADV_HUGEPAGE`. On one node an MPI message of 8 MiB or more is
 //! a single cross-process copy (Open MPI's CMA `process_vm_readv`), which
 //! pins the *sender's* pages one at a time: from 4 KiB pages that copy ran
-//! at 5.4–8 GB/s on this VM, from huge pages at 11–15 GB/s, and a move of
-//! rows between huge-page buffers at 10.4–13.6 GB/s against 5.5–8.5
-//! (`cargo bench -p mheta-live --bench redistribute` prints both). A `Vec`
+//! at 4.9–8 GB/s on this VM, from huge pages at 11.6–15 GB/s
+//! (`scripts/copy-rates.sh`), and moves of rows reached 9–12 GB/s in most
+//! rows against 3.3–6.3 (`cargo bench -p mheta-live --bench redistribute`
+//! prints both). A `Vec`
 //! could not keep them: its growth reallocates, and glibc's `mremap` of a
 //! chunk to an address of another 2 MiB phase split every huge page (30–39
 //! ms for 64 MiB). They are off by default because first touching them
