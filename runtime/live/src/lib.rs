@@ -353,9 +353,10 @@ pub fn redistribute_in_place<T: Equivalence + Copy + Default>(
 ///
 /// The buffer is a [`RowBuf`] (its own mapping, which grows without a
 /// copy and can hold huge pages: with them, sends from it run at about
-/// twice the speed on one node). It is kept between moves (the next move usually needs it again) until it is
-/// more than four times the block, when the block is copied to the front
-/// and the pages past it are returned.
+/// twice the speed on one node). It is kept between moves (the next move
+/// usually needs it again) until it is more than four times the block,
+/// when the block is copied to the front and the pages past it are
+/// returned.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RowBlock<T: Copy + Default> {
     buf: RowBuf<T>,
@@ -431,7 +432,7 @@ impl<T: Copy + Default> RowBlock<T> {
             self.buf.copy_within(self.start..self.start + new_len, 0);
             self.start = 0;
             self.buf.resize(new_len);
-            self.buf.release(new_len);
+            self.buf.release();
         }
     }
 }

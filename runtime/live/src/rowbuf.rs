@@ -108,11 +108,8 @@ impl<T: Copy + Default> RowBuf<T> {
 
     /// A copy of `v` in a new buffer.
     pub fn from_slice(v: &[T]) -> RowBuf<T> {
-        let mut b = RowBuf::new();
-        b.reserve_bytes(std::mem::size_of_val(v));
-        b.len = v.len();
-        b.touched = std::mem::size_of_val(v);
-        b.as_mut_slice().copy_from_slice(v);
+        let mut b = RowBuf::zeroed(v.len());
+        b.copy_from_slice(v);
         b
     }
 
@@ -143,9 +140,9 @@ impl<T: Copy + Default> RowBuf<T> {
     }
 
     /// Grow or shrink to `len` values; new ones are `T::default()`. A
-    /// growth past the room moves the mapping (see the module doc); a
-    /// large growth backs its pages in one call. A shrink keeps the
-    /// memory (see [`RowBuf::release`]).
+    /// growth past the room moves the mapping (see the module doc) and
+    /// backs the new pages in one call. A shrink keeps the memory (see
+    /// [`RowBuf::release`]).
     pub fn resize(&mut self, len: usize) {
         let size = std::mem::size_of::<T>();
         if len <= self.len {
@@ -158,14 +155,12 @@ impl<T: Copy + Default> RowBuf<T> {
             // does not remap each time.
             self.reserve_bytes(need.saturating_add(need / 4));
         }
-        let old = self.len * size;
+        // Bytes up to here may hold old values; past it, zeros.
+        let dirty = self.touched.max(self.len * size);
         // Pages past `touched` are zeros and not yet backed: back the
         // whole pages among them in one call, so that no later write (an
         // instrumented iteration's, a receive's) pays a fault per page.
-        let (a, e) = (
-            self.touched.max(old).next_multiple_of(PAGE),
-            need / PAGE * PAGE,
-        );
+        let (a, e) = (dirty.next_multiple_of(PAGE), need / PAGE * PAGE);
         if e > a {
             // SAFETY: [a, e) lies inside the mapping; populating backs
             // pages that read as zeros with zeros.
@@ -179,7 +174,7 @@ impl<T: Copy + Default> RowBuf<T> {
         }
         let fresh_from = if default_is_zero::<T>() {
             // Values past `touched` already read as T::default().
-            self.touched.max(old).div_ceil(size.max(1)).min(len)
+            dirty.div_ceil(size.max(1)).min(len)
         } else {
             len
         };
@@ -192,11 +187,10 @@ impl<T: Copy + Default> RowBuf<T> {
         self.touched = self.touched.max(need);
     }
 
-    /// Give the pages wholly past the first `keep` values back to the
-    /// system (they read as zeros again); the addresses stay reserved.
-    pub fn release(&mut self, keep: usize) {
-        let keep = keep.max(self.len) * std::mem::size_of::<T>();
-        let from = keep.next_multiple_of(PAGE);
+    /// Give the pages wholly past the buffer's values back to the system
+    /// (they read as zeros again); the addresses stay reserved.
+    pub fn release(&mut self) {
+        let from = (self.len * std::mem::size_of::<T>()).next_multiple_of(PAGE);
         if from < self.touched {
             // SAFETY: [from, touched) lies inside the mapping and holds no
             // value the buffer still reads.
@@ -382,7 +376,7 @@ mod tests {
         let mut b: RowBuf<f64> = RowBuf::zeroed(n);
         b.fill(7.0);
         b.resize(10);
-        b.release(10);
+        b.release();
         b.resize(n);
         assert!(b[..10].iter().all(|&x| x == 7.0));
         assert!(b[10..].iter().all(|&x| x == 0.0), "regrown values are zero");
