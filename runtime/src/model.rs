@@ -7,7 +7,10 @@
 //! replays all programs together, in time order, with the profile's costs:
 //! a message posted at sender time `t` arrives at `t + o_s + L + b*G`
 //! (MHETA eq. 3), the sender pays `o_s`, and the receiver waits until the
-//! arrival then pays `o_r` (eq. 5). Reductions synchronise all ranks. For two
+//! arrival then pays `o_r` (eq. 5). Collectives synchronise all ranks and
+//! cost what they cost in the recorded iteration past the last rank's
+//! arrival, never less than the profile's pairwise figures give
+//! ([`Model::calibrate_collectives`]). For two
 //! ranks and one exchange this is exactly eqs. 3-5; for P ranks it is the
 //! replay the paper defers to the dissertation.
 
@@ -108,8 +111,11 @@ pub enum Step {
     Peek(Peer),
     /// The receive of a probed message: costs `o_r`.
     MatchedRecv,
-    /// A reduction over all ranks of `bytes` per rank.
-    Reduce { bytes: f64 },
+    /// A collective over all ranks of `bytes` per rank. `took`: from
+    /// [`Program::from_events`], the seconds from this rank's start of the
+    /// collective to its completion as recorded; after [`Model::new`], the
+    /// collective's own cost, measured ([`calibrate_collectives`]).
+    Reduce { bytes: f64, took: f64 },
 }
 
 /// A rank's instrumented iteration as model input.
@@ -154,6 +160,16 @@ impl Program {
         let mut steps = progs[0].steps.clone();
         let (mut scaled_s, mut unscaled_s) = (0.0, 0.0);
         for (k, step) in steps.iter_mut().enumerate() {
+            if let Step::Reduce { took, .. } = step {
+                let mut v: Vec<f64> = progs
+                    .iter()
+                    .map(|p| match p.steps[k] {
+                        Step::Reduce { took, .. } => took,
+                        _ => 0.0,
+                    })
+                    .collect();
+                *took = median(&mut v);
+            }
             if let Step::Compute { s, scaled, .. } = step {
                 let mut v: Vec<f64> = progs
                     .iter()
@@ -199,6 +215,8 @@ impl Program {
         let mut io = Vec::new();
         let mut last = 0u64;
         let mut irecv_open: HashMap<u32, ()> = HashMap::new();
+        // Non-blocking collectives in flight: request -> (step index, start).
+        let mut icoll_open: HashMap<u32, (usize, u64)> = HashMap::new();
         let mut gap = |steps: &mut Vec<Step>, from: u64, to: u64, in_stage: bool, level: u32| {
             if to > from {
                 let s = (to - from) as f64 * 1e-9;
@@ -295,6 +313,13 @@ impl Program {
                     }
                 }
                 What::Complete(done) => {
+                    for c in done {
+                        if let Some((k, t0)) = icoll_open.remove(&c.req)
+                            && let Step::Reduce { took, .. } = &mut steps[k]
+                        {
+                            *took = e.t1_ns.saturating_sub(t0) as f64 * 1e-9;
+                        }
+                    }
                     let recvs: Vec<Peer> = done
                         .iter()
                         .filter(|c| irecv_open.remove(&c.req).is_some())
@@ -307,16 +332,26 @@ impl Program {
                 What::Probe(m) if m.peer >= 0 => steps.push(Step::Probe(peer(m))),
                 What::Peek(m) if m.peer >= 0 => steps.push(Step::Peek(peer(m))),
                 What::MatchedRecv { .. } => steps.push(Step::MatchedRecv),
-                // Non-blocking collectives are taken as blocking ones at
-                // their start.
                 What::Collective {
-                    bytes, comm_size, ..
-                }
-                | What::ICollective {
                     bytes, comm_size, ..
                 } if *comm_size == world => steps.push(Step::Reduce {
                     bytes: *bytes as f64,
+                    took: secs,
                 }),
+                // Non-blocking collectives are taken as blocking ones at
+                // their start; their time runs until their completion.
+                What::ICollective {
+                    bytes,
+                    comm_size,
+                    req,
+                    ..
+                } if *comm_size == world => {
+                    icoll_open.insert(*req, (steps.len(), e.t0_ns));
+                    steps.push(Step::Reduce {
+                        bytes: *bytes as f64,
+                        took: 0.0,
+                    })
+                }
                 _ => {}
             }
         }
@@ -360,6 +395,7 @@ fn same_shape(a: &[Step], b: &[Step]) -> bool {
                     ..
                 },
             ) => p == q && a == b,
+            (Step::Reduce { bytes: p, .. }, Step::Reduce { bytes: q, .. }) => p == q,
             _ => x == y,
         })
 }
@@ -467,6 +503,9 @@ pub struct Model {
     /// Rows of each rank on each coarser level (1..levels) under the
     /// recorded distribution.
     inst_coarse: Vec<Dist>,
+    /// The cost of each full-world collective of the iteration, in order,
+    /// measured from the trace ([`Model::calibrate_collectives`]).
+    collective_s: Vec<f64>,
 }
 
 impl Model {
@@ -505,7 +544,7 @@ impl Model {
                 Some(d.clone())
             })
             .collect();
-        Ok(Model {
+        let mut model = Model {
             inst_offsets,
             rebuild_s_per_row: None,
             inst_coarse,
@@ -515,7 +554,36 @@ impl Model {
             io,
             work_prefix,
             levels,
-        })
+            collective_s: Vec::new(),
+        };
+        model.calibrate_collectives();
+        Ok(model)
+    }
+
+    /// Price each collective from what it cost in the recorded iteration.
+    ///
+    /// The profile's pairwise figures price a collective whose ranks all
+    /// sit inside MPI, progressing it. A real program's collective also
+    /// costs its algorithm's rounds and, when its ranks wait by sleeping on
+    /// an oversubscribed node (the apps' `--wait sleep`), the wake-ups each
+    /// round waits for: cg at 4 ranks on 2 cores spends ~0.25 ms in an
+    /// 8-byte allreduce after the last rank has reached it, against 4 us
+    /// from the pairwise figures. Each rank recorded how long it was inside
+    /// the collective (`took`); replaying the recorded distribution gives
+    /// how long it waited there for the last rank to arrive. What remains
+    /// is the time from the last arrival to the rank's leaving; the
+    /// collective's cost is its mean over the ranks, and never less than
+    /// the pairwise figures give. Without a clock common to the ranks this
+    /// is the one way to separate a collective's own time from the load
+    /// imbalance before it. The costs are kept in order, one per
+    /// collective of the iteration; a trace that cannot be replayed keeps
+    /// the pairwise pricing (its prediction will say what is wrong).
+    fn calibrate_collectives(&mut self) {
+        let d = Dist(self.app.dist.clone());
+        let mut costs = Vec::new();
+        if self.replay(&d, Some(&mut costs)).is_ok() {
+            self.collective_s = costs;
+        }
     }
 
     pub fn ranks(&self) -> usize {
@@ -696,6 +764,13 @@ impl Model {
 
     /// Predict one iteration under `d` (rows per rank).
     pub fn predict(&self, d: &Dist) -> Result<Prediction, ModelError> {
+        self.replay(d, None)
+    }
+
+    /// The time-ordered replay behind [`Model::predict`]. With `calib`,
+    /// each collective's cost is measured instead of looked up, and pushed
+    /// there ([`Model::calibrate_collectives`]).
+    fn replay(&self, d: &Dist, mut calib: Option<&mut Vec<f64>>) -> Result<Prediction, ModelError> {
         d.check(self.ranks(), self.rows())?;
         let p = self.ranks();
         let net = &self.net;
@@ -733,6 +808,8 @@ impl Model {
         // many are there (a count, so that each arrival is O(1)).
         let mut at_reduce: Vec<Option<f64>> = vec![None; p];
         let mut n_at_reduce = 0usize;
+        // Collectives completed so far (the index into `collective_s`).
+        let mut nth_collective = 0usize;
         loop {
             let mut progress = false;
             for i in 0..p {
@@ -862,7 +939,7 @@ impl Model {
                                 out[i].overhead_s += o;
                             }
                         }
-                        Step::Reduce { bytes } => {
+                        Step::Reduce { bytes, .. } => {
                             if at_reduce[i].is_none() {
                                 at_reduce[i] = Some(clock[i]);
                                 n_at_reduce += 1;
@@ -873,7 +950,34 @@ impl Model {
                             n_at_reduce = 0;
                             // Everyone is here: all leave together.
                             let entry = at_reduce.iter().flatten().fold(0.0f64, |a, &b| a.max(b));
-                            let done = entry + net.reduce(*bytes);
+                            let floor = net.reduce(*bytes);
+                            let cost = match calib.as_deref_mut() {
+                                Some(costs) => {
+                                    // Each rank's time inside it past the
+                                    // last arrival (every rank's `pc` is
+                                    // at this collective).
+                                    let past: Vec<f64> = (0..p)
+                                        .map(|j| {
+                                            let t = match self.programs[j].steps.get(pc[j]) {
+                                                Some(Step::Reduce { took, .. }) => *took,
+                                                _ => 0.0,
+                                            };
+                                            let waited = entry - at_reduce[j].unwrap_or(entry);
+                                            (t - waited).max(0.0)
+                                        })
+                                        .collect();
+                                    let c = (past.iter().sum::<f64>() / p as f64).max(floor);
+                                    costs.push(c);
+                                    c
+                                }
+                                None => self
+                                    .collective_s
+                                    .get(nth_collective)
+                                    .copied()
+                                    .unwrap_or(floor),
+                            };
+                            nth_collective += 1;
+                            let done = entry + cost;
                             for j in 0..p {
                                 let e = at_reduce[j].take().unwrap_or(entry);
                                 out[j].wait_s += entry - e;

@@ -384,3 +384,79 @@ fn a_move_through_disk_prices_the_rebuild_as_measured() {
         "{measured} vs {estimated} - {one_write} + 2 ms"
     );
 }
+
+/// One rank's iteration: a stage of `stage_ns`, then a non-blocking
+/// allreduce entered at the stage's end and completed `inside_ns` later
+/// by a polling loop (a failed test, then the completing one).
+fn allreduce_after_stage(rank: u32, stage_ns: u64, inside_ns: u64) -> RankTrace {
+    let s = stage_ns;
+    let events = vec![
+        ev(0, 0, None, What::StageBegin),
+        ev(s, s, None, What::StageEnd),
+        ev(
+            s,
+            s + 1_000,
+            Some(Op::Iallreduce),
+            What::ICollective {
+                bytes: 8,
+                comm_size: 2,
+                root: -1,
+                req: 1,
+            },
+        ),
+        ev(s + 1_000, s + 2_000, Some(Op::Test), What::Complete(vec![])),
+        ev(
+            s + inside_ns - 1_000,
+            s + inside_ns,
+            Some(Op::Test),
+            What::Complete(vec![Completion { req: 1, recv: None }]),
+        ),
+    ];
+    rank_trace(rank, 2, events, vec![])
+}
+
+#[test]
+fn a_collective_costs_what_it_cost_past_the_last_arrival() {
+    // Rank 1 computes 2 ms, rank 0 1 ms, on 150 rows each. Rank 0 is
+    // inside the allreduce for 1.3 ms: 1 ms waiting for rank 1, then
+    // 0.3 ms; rank 1 for 0.3 ms. The collective costs 0.3 ms (far above
+    // the pairwise figures' L + o_s + o_r + 8 G), for any distribution.
+    let traces = [
+        allreduce_after_stage(0, 1_000_000, 1_300_000),
+        allreduce_after_stage(1, 2_000_000, 300_000),
+    ];
+    let m = Model::new(&traces, app(vec![150, 150]), &profile(2)).unwrap();
+    let pr = m.predict(&Dist(vec![150, 150])).unwrap();
+    assert!(
+        (pr.per_iteration_s - 2.3e-3).abs() < 1e-9,
+        "{}",
+        pr.per_iteration_s
+    );
+    assert!(
+        (pr.ranks[0].wait_s - 1e-3).abs() < 1e-9,
+        "{:?}",
+        pr.ranks[0]
+    );
+    // Balanced (speed-proportional): 4/3 ms of compute each, then 0.3 ms.
+    let pr = m.predict(&Dist(vec![200, 100])).unwrap();
+    let want = 2e-3 * (100.0 / 150.0) + 0.3e-3;
+    assert!(
+        (pr.per_iteration_s - want).abs() < 1e-9,
+        "{} vs {want}",
+        pr.per_iteration_s
+    );
+    // A collective that took less than the pairwise figures give is
+    // priced by them (here 3 us, below their 8 us).
+    let reduce = OS + L + 8.0 * G + OR;
+    let traces = [
+        allreduce_after_stage(0, 1_000_000, 1_003_000),
+        allreduce_after_stage(1, 2_000_000, 3_000),
+    ];
+    let m = Model::new(&traces, app(vec![100, 100]), &profile(2)).unwrap();
+    let pr = m.predict(&Dist(vec![100, 100])).unwrap();
+    assert!(
+        (pr.per_iteration_s - (2e-3 + reduce)).abs() < 1e-12,
+        "{}",
+        pr.per_iteration_s
+    );
+}
