@@ -111,10 +111,12 @@ pub enum Step {
     Peek(Peer),
     /// The receive of a probed message: costs `o_r`.
     MatchedRecv,
-    /// A collective over all ranks of `bytes` per rank. `took`: from
-    /// [`Program::from_events`], the seconds from this rank's start of the
-    /// collective to its completion as recorded; after [`Model::new`], the
-    /// collective's own cost, measured ([`calibrate_collectives`]).
+    /// A collective over all ranks of `bytes` per rank. `took`: the
+    /// seconds this rank waited in it as recorded (a blocking one's call;
+    /// for a non-blocking one, the tests and waits and the gaps after
+    /// tests that found nothing done, from its start to its completion;
+    /// over several recorded iterations, their median). [`Model::new`]
+    /// prices each collective from these ([`Model::calibrate_collectives`]).
     Reduce { bytes: f64, took: f64 },
 }
 
@@ -215,8 +217,14 @@ impl Program {
         let mut io = Vec::new();
         let mut last = 0u64;
         let mut irecv_open: HashMap<u32, ()> = HashMap::new();
-        // Non-blocking collectives in flight: request -> (step index, start).
+        // Non-blocking collectives in flight: request -> (step index,
+        // waiting so far). Only waiting counts as time in one: what the
+        // rank computed or read while it was in flight, the replay puts
+        // after it.
         let mut icoll_open: HashMap<u32, (usize, u64)> = HashMap::new();
+        // Nanoseconds spent so far in calls that test or wait for
+        // requests, and in the gaps after tests that found nothing done.
+        let mut waiting_ns = 0u64;
         let mut gap = |steps: &mut Vec<Step>, from: u64, to: u64, in_stage: bool, level: u32| {
             if to > from {
                 let s = (to - from) as f64 * 1e-9;
@@ -247,6 +255,11 @@ impl Program {
         for e in events.iter().filter(|e| e.thread == 0) {
             if !polling {
                 gap(&mut steps, last, e.t0_ns, in_stage, level);
+            } else {
+                waiting_ns += e.t0_ns.saturating_sub(last);
+            }
+            if matches!(e.what, What::Complete(_) | What::ICollective { .. }) {
+                waiting_ns += e.t1_ns.saturating_sub(e.t0_ns);
             }
             polling = matches!(&e.what, What::Complete(c) if c.is_empty())
                 || matches!(&e.what, What::Poll(None) | What::NoMatch);
@@ -314,10 +327,10 @@ impl Program {
                 }
                 What::Complete(done) => {
                     for c in done {
-                        if let Some((k, t0)) = icoll_open.remove(&c.req)
+                        if let Some((k, w0)) = icoll_open.remove(&c.req)
                             && let Step::Reduce { took, .. } = &mut steps[k]
                         {
-                            *took = e.t1_ns.saturating_sub(t0) as f64 * 1e-9;
+                            *took = (waiting_ns - w0) as f64 * 1e-9;
                         }
                     }
                     let recvs: Vec<Peer> = done
@@ -346,7 +359,10 @@ impl Program {
                     req,
                     ..
                 } if *comm_size == world => {
-                    icoll_open.insert(*req, (steps.len(), e.t0_ns));
+                    icoll_open.insert(
+                        *req,
+                        (steps.len(), waiting_ns - e.t1_ns.saturating_sub(e.t0_ns)),
+                    );
                     steps.push(Step::Reduce {
                         bytes: *bytes as f64,
                         took: 0.0,

@@ -460,3 +460,49 @@ fn a_collective_costs_what_it_cost_past_the_last_arrival() {
         pr.per_iteration_s
     );
 }
+
+#[test]
+fn work_done_while_a_collective_is_in_flight_is_not_its_cost() {
+    // Rank 0 starts the allreduce, computes 1 ms (overlapped, no tests),
+    // then completes it with one test of 1 us; rank 1 likewise after 1 ms
+    // of stage. Neither waited: the collective is priced by the pairwise
+    // figures, and the overlapped millisecond stays computation.
+    let overlapped = |rank: u32| {
+        let events = vec![
+            ev(0, 0, None, What::StageBegin),
+            ev(1_000_000, 1_000_000, None, What::StageEnd),
+            ev(
+                1_000_000,
+                1_001_000,
+                Some(Op::Iallreduce),
+                What::ICollective {
+                    bytes: 8,
+                    comm_size: 2,
+                    root: -1,
+                    req: 1,
+                },
+            ),
+            ev(
+                2_001_000,
+                2_002_000,
+                Some(Op::Test),
+                What::Complete(vec![Completion { req: 1, recv: None }]),
+            ),
+        ];
+        rank_trace(rank, 2, events, vec![])
+    };
+    let m = Model::new(
+        &[overlapped(0), overlapped(1)],
+        app(vec![150, 150]),
+        &profile(2),
+    )
+    .unwrap();
+    let pr = m.predict(&Dist(vec![150, 150])).unwrap();
+    let reduce = OS + L + 8.0 * G + OR;
+    // 1 ms of stage, the collective, then 1 ms of unscaled work.
+    assert!(
+        (pr.per_iteration_s - (2e-3 + reduce)).abs() < 1e-12,
+        "{}",
+        pr.per_iteration_s
+    );
+}
