@@ -7,7 +7,12 @@
 //! replays all programs together, in time order, with the profile's costs:
 //! a message posted at sender time `t` arrives at `t + o_s + L + b*G`
 //! (MHETA eq. 3), the sender pays `o_s`, and the receiver waits until the
-//! arrival then pays `o_r` (eq. 5). Collectives synchronise all ranks and
+//! arrival then pays `o_r` (eq. 5). A rank that slept between tests while
+//! it waited (the apps' `--wait sleep`) notices a message that came after
+//! its spin only at its next test, on average the mean residual of its
+//! recorded sleeps later ([`Program::wake_s`]; at 4 ranks on 2 cores each
+//! such wait cost mg ~100 us, and it has ~100 a V-cycle, where the
+//! profile's figures give a few us). Collectives synchronise all ranks and
 //! cost what they cost in the recorded iteration past the last rank's
 //! arrival, never less than the profile's pairwise figures give
 //! ([`Model::calibrate_collectives`]). For two
@@ -138,7 +143,19 @@ pub struct Program {
     /// collective's last arrival a rank can notice its end
     /// ([`Model::calibrate_collectives`]).
     pub sleep_s: f64,
+    /// How long a wait polls back to back before the rank starts to sleep
+    /// between tests: the median, over the waits that slept, of the time
+    /// from the first test that found nothing done to the first gap of
+    /// over 10 us (0 when it never slept).
+    pub spin_s: f64,
+    /// How late a sleeping rank notices a message on average: the mean
+    /// residual of its sleeps, E[G^2] / (2 E[G]) over the gaps G of over
+    /// 10 us after tests that found nothing done (0 when it never slept).
+    pub wake_s: f64,
 }
+
+/// A gap after a failed test longer than this is a sleep, not a spin.
+const SLEPT_NS: u64 = 10_000;
 
 impl Program {
     /// A rank's program from its recorded iterations. With several
@@ -166,6 +183,8 @@ impl Program {
             return p;
         }
         let sleep_s = median(&mut progs.iter().map(|p| p.sleep_s).collect::<Vec<_>>());
+        let spin_s = median(&mut progs.iter().map(|p| p.spin_s).collect::<Vec<_>>());
+        let wake_s = median(&mut progs.iter().map(|p| p.wake_s).collect::<Vec<_>>());
         let mut steps = progs[0].steps.clone();
         let (mut scaled_s, mut unscaled_s) = (0.0, 0.0);
         for (k, step) in steps.iter_mut().enumerate() {
@@ -202,6 +221,8 @@ impl Program {
             measured_s,
             io,
             sleep_s,
+            spin_s,
+            wake_s,
         }
     }
 
@@ -234,6 +255,10 @@ impl Program {
         // requests, and in the gaps after tests that found nothing done.
         let mut waiting_ns = 0u64;
         let mut sleeps: Vec<f64> = Vec::new();
+        // The current wait's first failed test, and whether it has slept;
+        // the spin before each wait's first sleep.
+        let mut wait_from: Option<(u64, bool)> = None;
+        let mut spins: Vec<f64> = Vec::new();
         let mut gap = |steps: &mut Vec<Step>, from: u64, to: u64, in_stage: bool, level: u32| {
             if to > from {
                 let s = (to - from) as f64 * 1e-9;
@@ -267,12 +292,23 @@ impl Program {
             } else {
                 waiting_ns += e.t0_ns.saturating_sub(last);
                 sleeps.push(e.t0_ns.saturating_sub(last) as f64 * 1e-9);
+                if e.t0_ns.saturating_sub(last) > SLEPT_NS
+                    && let Some((from, slept @ false)) = &mut wait_from
+                {
+                    spins.push(last.saturating_sub(*from) as f64 * 1e-9);
+                    *slept = true;
+                }
             }
             if matches!(e.what, What::Complete(_) | What::ICollective { .. }) {
                 waiting_ns += e.t1_ns.saturating_sub(e.t0_ns);
             }
             polling = matches!(&e.what, What::Complete(c) if c.is_empty())
                 || matches!(&e.what, What::Poll(None) | What::NoMatch);
+            if !polling {
+                wait_from = None;
+            } else if wait_from.is_none() {
+                wait_from = Some((e.t0_ns, false));
+            }
             last = e.t1_ns;
             let secs = e.t1_ns.saturating_sub(e.t0_ns) as f64 * 1e-9;
             let at = in_stage.then_some(stage);
@@ -384,6 +420,17 @@ impl Program {
         gap(&mut steps, last, duration_ns, in_stage, level);
         sleeps.sort_by(f64::total_cmp);
         let sleep_s = sleeps.get(sleeps.len() * 9 / 10).copied().unwrap_or(0.0);
+        let long: Vec<f64> = sleeps
+            .iter()
+            .copied()
+            .filter(|&g| g * 1e9 > SLEPT_NS as f64)
+            .collect();
+        let wake_s = if long.is_empty() {
+            0.0
+        } else {
+            long.iter().map(|g| g * g).sum::<f64>() / (2.0 * long.iter().sum::<f64>())
+        };
+        let spin_s = median(&mut spins);
         Program {
             steps,
             scaled_s,
@@ -391,6 +438,8 @@ impl Program {
             measured_s: duration_ns as f64 * 1e-9,
             io,
             sleep_s,
+            spin_s,
+            wake_s,
         }
     }
 }
@@ -898,7 +947,14 @@ impl Model {
                                 .get_mut(&(j, i, from.tag))
                                 .and_then(|q| q.pop_front())
                                 .unwrap_or(clock[i]);
-                            let wait = (arrive - clock[i]).max(0.0);
+                            let mut wait = (arrive - clock[i]).max(0.0);
+                            // A rank that sleeps between tests notices a
+                            // message that came after it began to sleep
+                            // only at its next test.
+                            let pr = &self.programs[i];
+                            if pr.wake_s > 0.0 && wait > pr.spin_s {
+                                wait += pr.wake_s;
+                            }
                             clock[i] += wait;
                             out[i].wait_s += wait;
                             if pay {

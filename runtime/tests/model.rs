@@ -506,3 +506,71 @@ fn work_done_while_a_collective_is_in_flight_is_not_its_cost() {
         pr.per_iteration_s
     );
 }
+
+/// Rank 0 computes 1 ms and sends 8 B to rank 1, which posted its receive
+/// at once and polls for it: back to back (`gap_ns` 1 us) or sleeping 40
+/// us after each failed test after the first 1 us (`gap_ns` 40 us). Then
+/// both end the stage.
+fn late_message(gap_ns: u64) -> [RankTrace; 2] {
+    let m = |peer: i32| Msg {
+        peer,
+        tag: 0,
+        bytes: 8,
+    };
+    let sender = vec![
+        ev(0, 0, None, What::StageBegin),
+        ev(1_000_000, 1_000_000, None, What::StageEnd),
+        ev(1_000_000, 1_000_000, Some(Op::Send), What::Send(m(1))),
+    ];
+    let mut receiver = vec![
+        ev(0, 1_000, Some(Op::Irecv), What::Irecv { req: 1 }),
+        ev(1_000, 2_000, Some(Op::Test), What::Complete(vec![])),
+    ];
+    let mut t = 2_000 + gap_ns;
+    while t + 1_000 < 1_000_000 {
+        receiver.push(ev(t, t + 1_000, Some(Op::Test), What::Complete(vec![])));
+        t += 1_000 + gap_ns;
+    }
+    receiver.push(ev(
+        t,
+        t + 1_000,
+        Some(Op::Test),
+        What::Complete(vec![Completion {
+            req: 1,
+            recv: Some(m(0)),
+        }]),
+    ));
+    [
+        rank_trace(0, 2, sender, vec![]),
+        rank_trace(1, 2, receiver, vec![]),
+    ]
+}
+
+#[test]
+fn a_sleeping_rank_notices_a_late_message_at_its_next_test() {
+    let [s0, s1] = late_message(40_000);
+    let p = mheta_runtime::model::Program::from_trace(&s1);
+    // It polled back to back for 1 us (the first failed test) before its
+    // first sleep, and every sleep was 40 us: a message arriving at a
+    // random time is noticed E[G^2] / 2E[G] = 20 us late on average.
+    assert!((p.spin_s - 1e-6).abs() < 1e-12, "{}", p.spin_s);
+    assert!((p.wake_s - 20e-6).abs() < 1e-12, "{}", p.wake_s);
+    let sleeping = Model::new(&[s0, s1], app(vec![100, 100]), &profile(2)).unwrap();
+    let [b0, b1] = late_message(1_000);
+    let q = mheta_runtime::model::Program::from_trace(&b1);
+    assert_eq!((q.spin_s, q.wake_s), (0.0, 0.0), "a rank that never slept");
+    let spinning = Model::new(&[b0, b1], app(vec![100, 100]), &profile(2)).unwrap();
+    for d in [vec![100, 100], vec![150, 50]] {
+        let a = sleeping.predict(&Dist(d.clone())).unwrap();
+        let b = spinning.predict(&Dist(d.clone())).unwrap();
+        // The message comes long after the spin: the sleeper waits 20 us
+        // more, the rest is the same.
+        assert!(
+            (a.ranks[1].wait_s - b.ranks[1].wait_s - 20e-6).abs() < 1e-12,
+            "{d:?}: {:?} vs {:?}",
+            a.ranks[1],
+            b.ranks[1]
+        );
+        assert!((a.per_iteration_s - b.per_iteration_s - 20e-6).abs() < 1e-12);
+    }
+}
