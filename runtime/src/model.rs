@@ -182,9 +182,9 @@ impl Program {
             p.io = io;
             return p;
         }
-        let sleep_s = median(&mut progs.iter().map(|p| p.sleep_s).collect::<Vec<_>>());
-        let spin_s = median(&mut progs.iter().map(|p| p.spin_s).collect::<Vec<_>>());
-        let wake_s = median(&mut progs.iter().map(|p| p.wake_s).collect::<Vec<_>>());
+        let over = |f: fn(&Program) -> f64| median(&mut progs.iter().map(f).collect::<Vec<_>>());
+        let (sleep_s, spin_s, wake_s) =
+            (over(|p| p.sleep_s), over(|p| p.spin_s), over(|p| p.wake_s));
         let mut steps = progs[0].steps.clone();
         let (mut scaled_s, mut unscaled_s) = (0.0, 0.0);
         for (k, step) in steps.iter_mut().enumerate() {
@@ -290,9 +290,10 @@ impl Program {
             if !polling {
                 gap(&mut steps, last, e.t0_ns, in_stage, level);
             } else {
-                waiting_ns += e.t0_ns.saturating_sub(last);
-                sleeps.push(e.t0_ns.saturating_sub(last) as f64 * 1e-9);
-                if e.t0_ns.saturating_sub(last) > SLEPT_NS
+                let g = e.t0_ns.saturating_sub(last);
+                waiting_ns += g;
+                sleeps.push(g as f64 * 1e-9);
+                if g > SLEPT_NS
                     && let Some((from, slept @ false)) = &mut wait_from
                 {
                     spins.push(last.saturating_sub(*from) as f64 * 1e-9);
@@ -420,16 +421,11 @@ impl Program {
         gap(&mut steps, last, duration_ns, in_stage, level);
         sleeps.sort_by(f64::total_cmp);
         let sleep_s = sleeps.get(sleeps.len() * 9 / 10).copied().unwrap_or(0.0);
-        let long: Vec<f64> = sleeps
+        let (g2, g1) = sleeps
             .iter()
-            .copied()
-            .filter(|&g| g * 1e9 > SLEPT_NS as f64)
-            .collect();
-        let wake_s = if long.is_empty() {
-            0.0
-        } else {
-            long.iter().map(|g| g * g).sum::<f64>() / (2.0 * long.iter().sum::<f64>())
-        };
+            .filter(|&&g| g * 1e9 > SLEPT_NS as f64)
+            .fold((0.0, 0.0), |(g2, g1), &g| (g2 + g * g, g1 + g));
+        let wake_s = if g1 > 0.0 { g2 / (2.0 * g1) } else { 0.0 };
         let spin_s = median(&mut spins);
         Program {
             steps,
@@ -1066,15 +1062,15 @@ impl Model {
                                         .map(took)
                                         .fold(f64::INFINITY, f64::min);
                                     let rounds = (p as f64).log2().ceil().max(1.0);
-                                    let past: Vec<f64> = (0..p)
+                                    let past: f64 = (0..p)
                                         .map(|j| {
                                             let waited = entry - at_reduce[j].unwrap_or(entry);
                                             let cap =
                                                 last + 4.0 * rounds * self.programs[j].sleep_s;
                                             (took(j) - waited).clamp(0.0, cap)
                                         })
-                                        .collect();
-                                    let c = (past.iter().sum::<f64>() / p as f64).max(floor);
+                                        .sum();
+                                    let c = (past / p as f64).max(floor);
                                     costs.push(c);
                                     c
                                 }
