@@ -8,7 +8,11 @@
 # cache, memcpy into memory never touched, populating fresh memory with
 # one madvise(MADV_POPULATE_WRITE), and process_vm_readv from another
 # process (what Open MPI's CMA does for a large on-node message), each in
-# small (4 KiB) and in huge (2 MiB) pages. The redistribution bench
+# small (4 KiB) and in huge (2 MiB) pages; then (scripts/pipe-copy.c, on
+# two cores) a move from one process's resident small pages to another's,
+# pulled with process_vm_readv and, in the same sitting, pipelined through
+# four shared 2 MiB buffers with both cores copying, five times each way.
+# The redistribution bench
 # (`cargo bench -p mheta-live --bench redistribute`) and `MHETA_HUGE_PAGES`
 # in the README are read against these.
 set -euo pipefail
@@ -20,8 +24,13 @@ rounds=${2:-3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cc -O2 -o "$tmp/copy-rates" "$here/copy-rates.c"
+cc -O2 -o "$tmp/pipe-copy" "$here/pipe-copy.c"
+cores=$(getconf _NPROCESSORS_ONLN)
 echo "# THP: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo unknown)"
 for r in $(seq 1 "$rounds"); do
     echo "# round $r"
     "$tmp/copy-rates" "$mib"
+    if ((cores > 1 && mib % 2 == 0)); then
+        "$tmp/pipe-copy" "$mib" 2048 4 5
+    fi
 done
