@@ -16,7 +16,7 @@
 # 2047 on DC and --n 1023 elsewhere (at 2047 one row plus the in-core data
 # does not fit IO's 8 MB); wavefront --n 2560 --tiles 8 on DC and --n 2048
 # --tiles 8 --iters 3 elsewhere (an out-of-core iteration at 2560 takes
-# ~10 s). About 35 minutes at REPEAT 2 on a 2-core VM.
+# ~10 s). About 45 minutes at REPEAT 2 on a 2-core VM.
 #
 # Prints, per cell: mean diff / max diff / the predicted best's gap to the
 # actual best in actual time, all %, and in parentheses the noise: the
