@@ -187,31 +187,31 @@ impl Program {
             (over(|p| p.sleep_s), over(|p| p.spin_s), over(|p| p.wake_s));
         let mut steps = progs[0].steps.clone();
         let (mut scaled_s, mut unscaled_s) = (0.0, 0.0);
+        // A step's recorded time, the median over the iterations: a
+        // collective's time in it, a compute gap's length.
+        let median_at = |k: usize| {
+            let mut v: Vec<f64> = progs
+                .iter()
+                .map(|p| match p.steps[k] {
+                    Step::Reduce { took, .. } => took,
+                    Step::Compute { s, .. } => s,
+                    _ => 0.0,
+                })
+                .collect();
+            median(&mut v)
+        };
         for (k, step) in steps.iter_mut().enumerate() {
-            if let Step::Reduce { took, .. } = step {
-                let mut v: Vec<f64> = progs
-                    .iter()
-                    .map(|p| match p.steps[k] {
-                        Step::Reduce { took, .. } => took,
-                        _ => 0.0,
-                    })
-                    .collect();
-                *took = median(&mut v);
-            }
-            if let Step::Compute { s, scaled, .. } = step {
-                let mut v: Vec<f64> = progs
-                    .iter()
-                    .map(|p| match p.steps[k] {
-                        Step::Compute { s, .. } => s,
-                        _ => 0.0,
-                    })
-                    .collect();
-                *s = median(&mut v);
-                if *scaled {
-                    scaled_s += *s;
-                } else {
-                    unscaled_s += *s;
+            match step {
+                Step::Reduce { took, .. } => *took = median_at(k),
+                Step::Compute { s, scaled, .. } => {
+                    *s = median_at(k);
+                    if *scaled {
+                        scaled_s += *s;
+                    } else {
+                        unscaled_s += *s;
+                    }
                 }
+                _ => {}
             }
         }
         Program {
