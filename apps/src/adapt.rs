@@ -70,6 +70,8 @@ const SETTLE: u64 = 2;
 pub struct Drift {
     /// The iteration that closed the second drifting window.
     pub after: u64,
+    /// When, seconds since the Unix epoch on this rank's clock.
+    pub at_unix_s: f64,
     pub measured_s: f64,
     pub expected_s: f64,
     /// Largest over smallest ratio of a rank's measured busy time to the
@@ -93,6 +95,13 @@ pub struct Watch {
     after_replan: bool,
     /// Re-plan after this many iterations (a re-recording is under way).
     pub replan_at: Option<u64>,
+}
+
+/// Seconds since the Unix epoch (0 on a clock set before it).
+pub fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -206,6 +215,7 @@ impl Watch {
             self.strikes = 0;
             Drift {
                 after: it,
+                at_unix_s: unix_now(),
                 measured_s: measured,
                 expected_s: expected,
                 busy_spread,

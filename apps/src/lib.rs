@@ -382,6 +382,9 @@ pub struct AutoReport {
     pub instrumented_iterations: std::ops::Range<u64>,
     /// The iteration after which the plan was made (and the move, if any).
     pub redistributed_after: u64,
+    /// When the plan was made, seconds since the Unix epoch on rank 0's
+    /// clock (to set beside a scheduler's log of other jobs).
+    pub at_unix_s: f64,
     pub from_dist: Vec<u64>,
     /// GBS's choice, whether or not the run moved to it.
     pub chosen_dist: Vec<u64>,
@@ -443,6 +446,7 @@ fn plan_and_move<K: Kernel, F: Fn(&Ctx) -> Result<K>>(
         }
     }
     let t0 = Instant::now();
+    let at_unix_s = adapt::unix_now();
     let remaining = iters - (it + 1);
     let plan = mheta_live::plan_in_run(
         world,
@@ -492,6 +496,7 @@ fn plan_and_move<K: Kernel, F: Fn(&Ctx) -> Result<K>>(
     let r = AutoReport {
         instrumented_iterations: inst,
         redistributed_after: it,
+        at_unix_s,
         from_dist: from.0,
         chosen_dist: chosen,
         moved,

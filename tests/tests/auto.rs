@@ -185,34 +185,52 @@ fn four_ranks_het4_redistributes_and_verifies() {
     assert!(traces.iter().all(|t| t.iterations.len() == 3));
 }
 
-/// Kills the competing process when the test ends, even on a panic.
-struct Hog(std::process::Child);
+/// Kills the competing processes when the test ends, even on a panic.
+struct Hogs(Vec<std::process::Child>);
 
-impl Drop for Hog {
+impl Drop for Hogs {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
     }
 }
 
-/// Another job arrives mid-run on rank 0's core (a busy loop pinned there
-/// three seconds in, after the first plan), so rank 0 gets about half a
-/// core. The watch must see the drift, re-record, re-plan and move rows
-/// from rank 0 to rank 1 within a bounded number of iterations, and the
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// Three other jobs arrive mid-run on rank 0's core (busy loops pinned
+/// there three seconds in, after the first plan), so rank 0 gets about a
+/// quarter of a core. The watch must see the drift, re-record, re-plan
+/// and move rows from rank 0 to rank 1 within a bounded time, and the
 /// answer must still verify.
+///
+/// Why three: this host's vCPUs are themselves time-shared, and a rank's
+/// speed wanders by up to 1.6x for a second at a time (a 100-iteration
+/// recording of jacobi on [1024, 2048] saw rank 1's 5-iteration medians
+/// go between 12 and 20 ms). One busy loop (2x) is within reach of that;
+/// three (4x) are not, so every re-plan after they arrive must put rank 0
+/// well under an even split, whatever else the host does.
 #[test]
-fn a_job_arriving_on_a_ranks_core_is_rebalanced() {
+fn jobs_arriving_on_a_ranks_core_are_rebalanced() {
     let dir = scratch("drift");
     let profile = quick_profile(&dir, 2);
-    // This host's vCPUs are themselves time-shared (the same loop pinned
-    // to one core takes 0.27-0.46 s from run to run), so a re-recording
-    // can be disturbed too: up to three runs, the first that rebalances
-    // passes. A watch that never reacts fails all three.
+    // Up to three runs, the first that rebalances passes (a first plan
+    // can come late on a host slow to start MPI); a watch that never
+    // reacts fails all three.
     let mut why = Vec::new();
     for k in 0..3 {
         match drift_run(&dir, &profile, k) {
             Ok(()) => return,
-            Err(e) => why.push(e),
+            Err(e) => {
+                eprintln!("drift run {k}: {e}");
+                why.push(e)
+            }
         }
     }
     panic!("no run rebalanced: {why:#?}");
@@ -220,14 +238,7 @@ fn a_job_arriving_on_a_ranks_core_is_rebalanced() {
 
 fn drift_run(dir: &std::path::Path, profile: &std::path::Path, k: usize) -> Result<(), String> {
     let trace = dir.join(format!("trace{k}"));
-    let hog = Hog(std::process::Command::new("sh")
-        .args([
-            "-c",
-            "sleep 3; exec taskset -c 0 sh -c 'while :; do :; done'",
-        ])
-        .spawn()
-        .unwrap());
-    let out = ok(mheta()
+    let mut child = mheta()
         .args(["run", "--trace-dir"])
         .arg(&trace)
         .args(["--", "mpirun", "-np", "2", "--bind-to", "core"])
@@ -242,8 +253,31 @@ fn drift_run(dir: &std::path::Path, profile: &std::path::Path, k: usize) -> Resu
             "--auto",
             "--profile",
         ])
-        .arg(profile));
-    drop(hog);
+        .arg(profile)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let arrived = unix_now();
+    let hogs = Hogs(
+        (0..3)
+            .map(|_| {
+                std::process::Command::new("taskset")
+                    .args(["-c", "0", "sh", "-c", "while :; do :; done"])
+                    .spawn()
+                    .unwrap()
+            })
+            .collect(),
+    );
+    let out = child.wait_with_output().unwrap();
+    drop(hogs);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = String::from_utf8_lossy(&out.stdout).to_string();
     let r = last_json(&out);
     assert_eq!(r["verified"], true, "{r}");
     let a = &r["auto"];
@@ -254,45 +288,69 @@ fn drift_run(dir: &std::path::Path, profile: &std::path::Path, k: usize) -> Resu
             .map(|x| x.as_u64().unwrap())
             .collect()
     };
-    // The first plan came before the competing job (iteration 5 of about
-    // 12 ms ones, well inside the first three seconds).
-    if a["redistributed_after"].as_u64().unwrap() >= 20 {
-        return Err(format!("first plan late: {a}"));
+    // The first plan came before the other jobs.
+    if a["at_unix_s"].as_f64().unwrap() >= arrived {
+        return Err(format!("first plan after the jobs arrived: {a}"));
     }
-    // A drift of at least 1.3x: rank 0's busy time against the model's
-    // over rank 1's (rank 0 at half a core makes about 2x; a window that
-    // straddles the job's start less, and the watch itself reacts at
-    // 1.15x) ...
-    let drifts = a["drifts"].as_array().unwrap();
-    let Some(big) = drifts
-        .iter()
-        .find(|d| d["busy_spread"].as_f64().unwrap() >= 1.3)
-    else {
-        return Err(format!("no drift of 1.3x or more: {drifts:?}"));
-    };
-    let after = big["after"].as_u64().unwrap();
-    // ... is followed, within two windows, by a re-plan that moves rows
-    // off rank 0.
+    // Within 3 s of their arrival (the watch needs two windows of 5
+    // iterations, a re-recording of 6 and the move; iterations of rank 0
+    // at a quarter speed before the move take about 50 ms), a re-plan
+    // moved rank 0 to at most 0.75 of an even split (the speed-
+    // proportional split is 614 of 3072).
     let replans = a["replans"].as_array().unwrap();
-    let Some(moved) = replans.iter().find(|p| {
-        let at = p["redistributed_after"].as_u64().unwrap();
-        p["moved"] == true && at > after && at <= after + 10
-    }) else {
+    let even = 1536.0;
+    let moved = replans.iter().find(|p| {
+        let at = p["at_unix_s"].as_f64().unwrap();
+        p["moved"] == true
+            && at > arrived
+            && at <= arrived + 3.0
+            && (dist(&p["chosen_dist"])[0] as f64) <= 0.75 * even
+    });
+    let Some(moved) = moved else {
         return Err(format!(
-            "no move within 10 iterations of the drift at {after}: {replans:?}"
+            "no move of rank 0 to 0.75 of an even split within 3 s of the jobs' arrival at {arrived:.3}: {replans:#?}"
         ));
     };
-    let (from, to) = (dist(&moved["from_dist"]), dist(&moved["chosen_dist"]));
-    if (to[0] as f64) >= 0.85 * from[0] as f64 {
-        return Err(format!(
-            "the re-plan after the drift moved {from:?} -> {to:?}"
-        ));
+    // The drift that started it is in the report, within the bound of
+    // iterations the watch and the re-recording take.
+    let at = moved["redistributed_after"].as_u64().unwrap();
+    let drifts = a["drifts"].as_array().unwrap();
+    if !drifts.iter().any(|d| {
+        let after = d["after"].as_u64().unwrap();
+        after < at && at <= after + 10
+    }) {
+        return Err(format!("no drift within 10 iterations before the move at {at}: {drifts:?}"));
     }
-    // The run ends with rank 0 lighter than an even split (later
-    // re-plans on a noisy machine may move part of the way back).
-    let last = dist(&r["dist"]);
-    if (last[0] as f64) >= 0.9 * 1536.0 {
-        return Err(format!("final {last:?}"));
+    // Rank 0 stays light for most of the rest of the run. Not every
+    // later plan must keep it so: rank 0's time per row with the three
+    // jobs is bimodal here (a recording of [456, 2616] with them on its
+    // core had 5-iteration medians of 16 ms for 24 windows and 3 ms, a
+    // full core, for 6), and a re-plan on a 3 ms window rightly moves
+    // rows back until the next drift.
+    let mut plans: Vec<(u64, u64)> = replans
+        .iter()
+        .filter(|p| p["moved"] == true)
+        .map(|p| {
+            (
+                p["redistributed_after"].as_u64().unwrap(),
+                dist(&p["chosen_dist"])[0],
+            )
+        })
+        .filter(|&(it, _)| it >= at)
+        .collect();
+    plans.push((600, 0));
+    let (mut light, mut all) = (0, 0);
+    for w in plans.windows(2) {
+        let iters = w[1].0 - w[0].0;
+        all += iters;
+        if (w[0].1 as f64) <= 0.75 * even {
+            light += iters;
+        }
+    }
+    if 4 * light < 3 * all {
+        return Err(format!(
+            "rank 0 held at most 0.75 of an even split for only {light} of the {all} iterations after the move: {replans:#?}"
+        ));
     }
     Ok(())
 }
