@@ -30,6 +30,7 @@ pub mod grid;
 pub mod harmonic;
 pub mod mpiio;
 pub mod storage;
+pub mod touches;
 
 use emulate::Emulation;
 use storage::Storage;
@@ -318,6 +319,7 @@ impl Ctx<'_> {
         let r = f();
         checkpoint::kill_point("iteration", self.rank);
         mheta_live::markers::stage_end();
+        touches::stage_done();
         STAGE_NS.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
         r
     }
@@ -935,16 +937,18 @@ pub fn run<K: Kernel>(
             prefetch: c.prefetch,
         });
     }
+    let mut decl_written = false;
     if rank == 0 && mheta_live::interposer_loaded() {
         let dir = mheta_live::trace_dir();
         let r = std::fs::create_dir_all(&dir)
             .map_err(|e| e.to_string())
             .and_then(|_| mheta_trace::write_app(&dir, &decl).map_err(|e| e.to_string()));
-        if let Err(e) = r {
-            eprintln!(
+        match r {
+            Ok(()) => decl_written = true,
+            Err(e) => eprintln!(
                 "{app}: cannot write {}: {e}",
                 dir.join(mheta_trace::APP_FILE).display()
-            );
+            ),
         }
     }
 
@@ -952,6 +956,13 @@ pub fn run<K: Kernel>(
     // the interposer's instrumented iterations and every index below are
     // this process's, checkpoints count from the run's beginning.
     let (start, iters) = (ck.start, ck.todo);
+    let touch_at = if mheta_live::interposer_loaded() {
+        mheta_live::instrumented_iterations()
+            .start
+            .min(iters.saturating_sub(1))
+    } else {
+        0
+    };
     let mut checkpoints: Vec<u64> = Vec::new();
     let mut times = Vec::with_capacity(iters as usize);
     let (mut stage_s, mut read_s, mut write_s) = (Vec::new(), Vec::new(), Vec::new());
@@ -974,9 +985,25 @@ pub fn run<K: Kernel>(
         let t = Instant::now();
         let kernel = slot.as_mut().context("no kernel")?;
         checkpoint::ITERATION.store(start + it, Ordering::Relaxed);
+        // Rank 0 notes the arrays each stage sweeps in the first recorded
+        // iteration, for the declaration (`touches`).
+        let note_touches = rank == 0 && decl_written && it == touch_at;
+        if note_touches {
+            touches::begin();
+        }
         mheta_live::markers::iteration_begin();
         let r = kernel.iterate(&ctx);
         mheta_live::markers::iteration_end();
+        if note_touches && let Some(t) = touches::end() {
+            decl.stage_access = Some(t);
+            let dir = mheta_live::trace_dir();
+            if let Err(e) = mheta_trace::write_app(&dir, &decl) {
+                eprintln!(
+                    "{app}: cannot write {}: {e}",
+                    dir.join(mheta_trace::APP_FILE).display()
+                );
+            }
+        }
         if let Err(e) = r {
             // Other ranks may be blocked in MPI: say what happened here,
             // remove this rank's files, and abort the job.

@@ -512,6 +512,9 @@ pub fn sweep(
     let Some(first) = arrays.first() else {
         return Ok(());
     };
+    for (a, acc) in arrays.iter() {
+        crate::touches::note(&a.name, acc.reads(), acc.writes());
+    }
     let pieces = first.0.pieces.clone();
     if first.0.rows == 0 {
         return Ok(());
@@ -538,6 +541,7 @@ pub fn sweep(
 /// or on disk. On disk each piece's slot holds its values (f64) then its
 /// column indices (u32); the row pointers stay in core.
 pub struct Csr {
+    name: String,
     pub rows: usize,
     /// Row pointers of the local rows (len rows + 1).
     pub rowptr: Vec<usize>,
@@ -587,6 +591,7 @@ impl Csr {
             }
         };
         Ok(Csr {
+            name: name.into(),
             rows,
             rowptr,
             mem,
@@ -628,6 +633,7 @@ impl Csr {
         &mut self,
         mut f: impl FnMut(Range<usize>, &[usize], &[f64], &[u32]),
     ) -> Result<(), IoError> {
+        crate::touches::note(&self.name, true, false);
         if self.rows == 0 {
             return Ok(());
         }

@@ -8,7 +8,10 @@
 //!   recorded: per-call overhead and per-byte cost by least squares over its
 //!   calls (pieces and the small halo reads give two sizes); with one size
 //!   only, the profile's per-call overhead for that node and the rest per
-//!   byte.
+//!   byte. A rank that read or wrote only its other arrays: the same fit
+//!   over those calls (one disk per node). A rank that only read (or only
+//!   wrote): the profile's line for the other direction, scaled by how
+//!   much slower than the profile its recorded calls ran.
 //! - **The cluster profile's disk figures** (`mheta bench` measures each
 //!   node's disk), for a rank that did no I/O while recorded. The profile
 //!   measures the real disk: an *emulated* disk factor on such a rank is
@@ -18,8 +21,10 @@
 //! - **Other ranks' fits**, averaged, when the profile has no disk figures.
 //!
 //! Which stage sweeps which array, and whether it reads, writes or both,
-//! comes from the ranks that did I/O (every rank runs the same code); an
-//! array no rank touched is assumed read (and written back unless
+//! comes from the ranks that did I/O (every rank runs the same code); for
+//! an array no rank had on disk, from the stages the declaration says
+//! sweep it (`AppDecl::stage_access`, noted by the apps' harness in core
+//! too); without that, it is assumed read (and written back unless
 //! read-only) once per iteration, in the first stage.
 
 use crate::ooc::{self, ALIGN, Need, round_up};
@@ -170,15 +175,42 @@ impl IoModel {
                 v.push((o.bytes as f64, o.secs));
             }
         }
+        // An array no rank had on disk: the stages that the declaration
+        // says sweep it (`AppDecl::stage_access`), else once per
+        // iteration in the first stage.
         for (a, &ai) in arrays.iter().enumerate() {
-            if !touches.iter().any(|t| t[a].read || t[a].write) {
+            if touches.iter().any(|t| t[a].read || t[a].write) {
+                continue;
+            }
+            let decl = &app.arrays[ai];
+            let declared: Vec<(usize, Touch)> = app
+                .stage_access
+                .iter()
+                .flatten()
+                .enumerate()
+                .filter_map(|(k, stage)| {
+                    let x = stage.iter().find(|x| Some(x.file.as_str()) == decl.file.as_deref())?;
+                    let t = Touch {
+                        read: x.read,
+                        write: x.write && !decl.read_only,
+                    };
+                    (t.read || t.write).then_some((k, t))
+                })
+                .collect();
+            if declared.is_empty() {
                 if touches.is_empty() {
                     touches.push(vec![Touch::default(); arrays.len()]);
                 }
                 touches[0][a] = Touch {
                     read: true,
-                    write: !app.arrays[ai].read_only,
+                    write: !decl.read_only,
                 };
+            }
+            for (k, t) in declared {
+                if touches.len() <= k {
+                    touches.resize(k + 1, vec![Touch::default(); arrays.len()]);
+                }
+                touches[k][a] = t;
             }
         }
         // Cost lines: the rank's own calls, else the profile, else others.
@@ -210,24 +242,55 @@ impl IoModel {
                 per_byte_s: ((secs - n * o.min(secs / n)) / bytes.max(1.0)).max(0.0),
             })
         };
+        // A rank's own calls to an array, else its calls to its other
+        // arrays (one disk per node), else the profile's line for the
+        // node, scaled by how much slower than the profile the node's
+        // recorded calls of the other direction ran (the disk of a node
+        // slowed by another job, or an emulated one, is slow both ways).
         let mut read = vec![vec![None; arrays.len()]; p];
         let mut write = vec![vec![None; arrays.len()]; p];
         for rank in 0..p {
             let d = node_disk(rank);
+            let pooled = |write: bool| -> Vec<(f64, f64)> {
+                samples[rank]
+                    .iter()
+                    .flat_map(|s| if write { &s.1 } else { &s.0 })
+                    .copied()
+                    .collect()
+            };
+            let (pooled_r, pooled_w) = (pooled(false), pooled(true));
+            let node_r = fit(&pooled_r, d.map(|d| d.read_overhead_s));
+            let node_w = fit(&pooled_w, d.map(|d| d.write_overhead_s));
+            let slower = |own: Option<Line>, prof_per_byte: f64| -> f64 {
+                match own {
+                    Some(l) if prof_per_byte > 0.0 && l.per_byte_s > prof_per_byte => {
+                        l.per_byte_s / prof_per_byte
+                    }
+                    _ => 1.0,
+                }
+            };
+            let prof_r = d.map(|d| {
+                let x = slower(node_w, d.write_per_byte_s);
+                Line {
+                    overhead_s: d.read_overhead_s * x,
+                    per_byte_s: d.read_per_byte_s * x,
+                }
+            });
+            let prof_w = d.map(|d| {
+                let x = slower(node_r, d.read_per_byte_s);
+                Line {
+                    overhead_s: d.write_overhead_s * x,
+                    per_byte_s: d.write_per_byte_s * x,
+                }
+            });
             for a in 0..arrays.len() {
                 let (r, w) = &samples[rank][a];
-                read[rank][a] = fit(r, d.map(|d| d.read_overhead_s)).or_else(|| {
-                    d.map(|d| Line {
-                        overhead_s: d.read_overhead_s,
-                        per_byte_s: d.read_per_byte_s,
-                    })
-                });
-                write[rank][a] = fit(w, d.map(|d| d.write_overhead_s)).or_else(|| {
-                    d.map(|d| Line {
-                        overhead_s: d.write_overhead_s,
-                        per_byte_s: d.write_per_byte_s,
-                    })
-                });
+                read[rank][a] = fit(r, d.map(|d| d.read_overhead_s))
+                    .or(node_r)
+                    .or(prof_r);
+                write[rank][a] = fit(w, d.map(|d| d.write_overhead_s))
+                    .or(node_w)
+                    .or(prof_w);
             }
         }
         let fill = |m: Vec<Vec<Option<Line>>>| -> Vec<Vec<Line>> {
@@ -443,6 +506,105 @@ mod tests {
         let none = t_psi_prefetch(&pieces, R, w, false, 0.0);
         let eq1 = t_psi(&pieces, R, w, false);
         assert!((none - eq1).abs() < 1e-15, "{none} vs {eq1}");
+    }
+
+    /// Two ranks; rank 0 read only `f` while recorded (stage 0, two call
+    /// sizes, 2e-8 s/B after 1e-4 s a call), rank 1 did no I/O. `u` was on
+    /// no rank's disk: the declaration says stages 0 and 2 read and write
+    /// it.
+    fn two_arrays(stage_access: bool) -> IoModel {
+        use mheta_profile::{DiskCost, Dist as Samples, NodeCost};
+        use mheta_trace::StageAccess;
+        let mut app = AppDecl::new("t", 100, vec![50, 50]);
+        app.arrays = vec![
+            ArrayDecl::rows("u", 8192, false, true),
+            ArrayDecl::rows("f", 8192, true, true),
+        ];
+        app.memory = Some(MemoryDecl {
+            budget: vec![Some(1 << 20), None],
+            fixed_bytes: 0,
+            fixed_per_row: 0,
+            prefetch: false,
+        });
+        let acc = |file: &str, write: bool| StageAccess {
+            file: file.into(),
+            read: true,
+            write,
+        };
+        if stage_access {
+            app.stage_access = Some(vec![
+                vec![acc("u", true), acc("f", false)],
+                vec![],
+                vec![acc("u", true)],
+            ]);
+        }
+        let files = vec![vec!["/s/f.00000".to_string()], vec![]];
+        let call = |bytes: u64| IoObs {
+            stage: Some(0),
+            file: 0,
+            write: false,
+            bytes,
+            secs: 1e-4 + 2e-8 * bytes as f64,
+        };
+        let obs = vec![vec![call(1 << 16), call(4096), call(1 << 16)], vec![]];
+        let mut prof = ClusterProfile::new(2, vec![String::new(); 2], "test");
+        for rank in 0..2 {
+            prof.nodes.push(NodeCost {
+                rank,
+                host: String::new(),
+                cpu_weight: 1.0,
+                cpu_kernel: Samples::from_samples(&[1.0]),
+                mem_available_bytes: 1 << 30,
+                // The real disk: ten times faster than rank 0's recorded
+                // reads, writes half as fast as reads.
+                disk: Some(DiskCost {
+                    dir: String::new(),
+                    method: String::new(),
+                    read_overhead_s: 1e-5,
+                    read_per_byte_s: 2e-9,
+                    write_overhead_s: 2e-5,
+                    write_per_byte_s: 4e-9,
+                    read: vec![],
+                    write: vec![],
+                }),
+            });
+        }
+        IoModel::new(&app, &files, &obs, &prof).unwrap()
+    }
+
+    #[test]
+    fn an_array_never_on_disk_is_swept_where_declared_and_priced_from_the_node() {
+        let m = two_arrays(true);
+        let (u, f) = (0, 1);
+        let rw = Touch {
+            read: true,
+            write: true,
+        };
+        assert_eq!(m.touches[0][u], rw);
+        assert_eq!(m.touches[1][u], Touch::default());
+        assert_eq!(m.touches[2][u], rw);
+        assert_eq!(
+            m.touches[0][f],
+            Touch {
+                read: true,
+                write: false
+            }
+        );
+        // Rank 0 reads u at the fit of its reads of f ...
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1e-12);
+        assert!(close(m.read[0][u].per_byte_s, 2e-8), "{:?}", m.read[0][u]);
+        assert!(close(m.read[0][u].overhead_s, 1e-4), "{:?}", m.read[0][u]);
+        // ... and writes it at the profile's line scaled by how much slower
+        // than the profile its reads ran (10x).
+        assert!(close(m.write[0][u].per_byte_s, 4e-8), "{:?}", m.write[0][u]);
+        assert!(close(m.write[0][u].overhead_s, 2e-4), "{:?}", m.write[0][u]);
+        // Rank 1 recorded nothing: the profile as it is.
+        assert!(close(m.read[1][u].per_byte_s, 2e-9));
+        assert!(close(m.write[1][u].per_byte_s, 4e-9));
+        // Without the declaration: read and written once, in stage 0.
+        let m = two_arrays(false);
+        assert_eq!(m.touches[0][u], rw);
+        assert!(m.touches.iter().skip(1).all(|t| t[u] == Touch::default()));
     }
 
     #[test]

@@ -151,8 +151,11 @@ impl Level {
         let w = n + 2;
         let st = |i: usize| disk[i].then_some(&ctx.storage);
         let h = h_of(n);
+        // The finest level's arrays by their file stems (also in core:
+        // the declaration's stage accesses name them so); coarse levels
+        // by their size.
         let name = |a: &str| {
-            if disk.iter().any(|&d| d) {
+            if rhs {
                 a.to_string()
             } else {
                 format!("{a}{n}")

@@ -189,6 +189,22 @@ pub struct AppDecl {
     /// Memory budgets and fixed data (None: every array always in core).
     #[serde(default)]
     pub memory: Option<MemoryDecl>,
+    /// Which arrays each stage of an iteration sweeps, and how, in stage
+    /// order (the stages between `MPI_Pcontrol` stage markers), as the
+    /// harness saw them in one iteration. The model takes from here how
+    /// an array that no rank had out of core while recorded would be
+    /// read and written once on disk. None: not declared.
+    #[serde(default)]
+    pub stage_access: Option<Vec<Vec<StageAccess>>>,
+}
+
+/// One array swept by a stage: its file stem (`ArrayDecl::file`) and
+/// whether the stage reads and writes it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct StageAccess {
+    pub file: String,
+    pub read: bool,
+    pub write: bool,
 }
 
 impl ArrayDecl {
@@ -247,6 +263,7 @@ impl AppDecl {
             levels: None,
             tiles: None,
             memory: None,
+            stage_access: None,
         }
     }
 }
