@@ -574,3 +574,23 @@ fn a_sleeping_rank_notices_a_late_message_at_its_next_test() {
         assert!((a.per_iteration_s - b.per_iteration_s - 20e-6).abs() < 1e-12);
     }
 }
+
+/// A rank that sleeps 40 us between tests but once lost its core for 2 ms
+/// (more than 10 times its median sleep): that gap is the recorded run's,
+/// not its way of waiting, and does not enter the wake residual (with it,
+/// E[G^2] / 2E[G] would be 347 us instead of 20).
+#[test]
+fn a_gap_where_the_rank_lost_its_core_is_not_a_sleep() {
+    let mut events = vec![
+        ev(0, 1_000, Some(Op::Irecv), What::Irecv { req: 1 }),
+        ev(1_000, 2_000, Some(Op::Test), What::Complete(vec![])),
+    ];
+    let mut t = 2_000;
+    for k in 0..100 {
+        t += if k == 50 { 2_000_000 } else { 40_000 };
+        events.push(ev(t, t + 1_000, Some(Op::Test), What::Complete(vec![])));
+        t += 1_000;
+    }
+    let p = mheta_runtime::model::Program::from_trace(&rank_trace(1, 2, events, vec![]));
+    assert!((p.wake_s - 20e-6).abs() < 1e-12, "{}", p.wake_s);
+}
