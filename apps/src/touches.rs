@@ -90,12 +90,27 @@ mod tests {
         assert_eq!(
             s[0],
             vec![
-                StageAccess { file: "u".into(), read: true, write: true },
-                StageAccess { file: "f".into(), read: true, write: false },
+                StageAccess {
+                    file: "u".into(),
+                    read: true,
+                    write: true
+                },
+                StageAccess {
+                    file: "f".into(),
+                    read: true,
+                    write: false
+                },
             ]
         );
         assert!(s[1].is_empty());
-        assert_eq!(s[2], vec![StageAccess { file: "r".into(), read: false, write: true }]);
+        assert_eq!(
+            s[2],
+            vec![StageAccess {
+                file: "r".into(),
+                read: false,
+                write: true
+            }]
+        );
         // Not recording: nothing is kept.
         note("u", true, true);
         assert!(end().is_none());

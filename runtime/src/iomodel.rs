@@ -189,7 +189,9 @@ impl IoModel {
                 .flatten()
                 .enumerate()
                 .filter_map(|(k, stage)| {
-                    let x = stage.iter().find(|x| Some(x.file.as_str()) == decl.file.as_deref())?;
+                    let x = stage
+                        .iter()
+                        .find(|x| Some(x.file.as_str()) == decl.file.as_deref())?;
                     let t = Touch {
                         read: x.read,
                         write: x.write && !decl.read_only,
@@ -285,12 +287,8 @@ impl IoModel {
             });
             for a in 0..arrays.len() {
                 let (r, w) = &samples[rank][a];
-                read[rank][a] = fit(r, d.map(|d| d.read_overhead_s))
-                    .or(node_r)
-                    .or(prof_r);
-                write[rank][a] = fit(w, d.map(|d| d.write_overhead_s))
-                    .or(node_w)
-                    .or(prof_w);
+                read[rank][a] = fit(r, d.map(|d| d.read_overhead_s)).or(node_r).or(prof_r);
+                write[rank][a] = fit(w, d.map(|d| d.write_overhead_s)).or(node_w).or(prof_w);
             }
         }
         let fill = |m: Vec<Vec<Option<Line>>>| -> Vec<Vec<Line>> {

@@ -319,7 +319,9 @@ fn drift_run(dir: &std::path::Path, profile: &std::path::Path, k: usize) -> Resu
         let after = d["after"].as_u64().unwrap();
         after < at && at <= after + 10
     }) {
-        return Err(format!("no drift within 10 iterations before the move at {at}: {drifts:?}"));
+        return Err(format!(
+            "no drift within 10 iterations before the move at {at}: {drifts:?}"
+        ));
     }
     // Rank 0 stays light for most of the rest of the run. Not every
     // later plan must keep it so: rank 0's time per row with the three
