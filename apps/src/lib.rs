@@ -937,20 +937,21 @@ pub fn run<K: Kernel>(
             prefetch: c.prefetch,
         });
     }
-    let mut decl_written = false;
-    if rank == 0 && mheta_live::interposer_loaded() {
+    // Rank 0 writes it; a failure is said and the run goes on.
+    let write_decl = |decl: &mheta_trace::AppDecl| -> bool {
         let dir = mheta_live::trace_dir();
         let r = std::fs::create_dir_all(&dir)
             .map_err(|e| e.to_string())
-            .and_then(|_| mheta_trace::write_app(&dir, &decl).map_err(|e| e.to_string()));
-        match r {
-            Ok(()) => decl_written = true,
-            Err(e) => eprintln!(
+            .and_then(|_| mheta_trace::write_app(&dir, decl).map_err(|e| e.to_string()));
+        if let Err(e) = &r {
+            eprintln!(
                 "{app}: cannot write {}: {e}",
                 dir.join(mheta_trace::APP_FILE).display()
-            ),
+            );
         }
-    }
+        r.is_ok()
+    };
+    let decl_written = rank == 0 && mheta_live::interposer_loaded() && write_decl(&decl);
 
     // Local iterations 0..todo, after `start` done before (`--resume`):
     // the interposer's instrumented iterations and every index below are
@@ -996,13 +997,7 @@ pub fn run<K: Kernel>(
         mheta_live::markers::iteration_end();
         if note_touches && let Some(t) = touches::end() {
             decl.stage_access = Some(t);
-            let dir = mheta_live::trace_dir();
-            if let Err(e) = mheta_trace::write_app(&dir, &decl) {
-                eprintln!(
-                    "{app}: cannot write {}: {e}",
-                    dir.join(mheta_trace::APP_FILE).display()
-                );
-            }
+            write_decl(&decl);
         }
         if let Err(e) = r {
             // Other ranks may be blocked in MPI: say what happened here,

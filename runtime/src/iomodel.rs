@@ -151,6 +151,14 @@ impl IoModel {
         };
         // Stage associations, from every rank that did I/O.
         let mut touches: Vec<Vec<Touch>> = Vec::new();
+        // Stage k's row of the table, grown to it.
+        fn stage(touches: &mut Vec<Vec<Touch>>, k: usize, n: usize) -> &mut [Touch] {
+            if touches.len() <= k {
+                touches.resize(k + 1, vec![Touch::default(); n]);
+            }
+            &mut touches[k]
+        }
+        let n = arrays.len();
         // Per rank, per array: (read, write) samples of (bytes, seconds).
         type Samples = (Vec<(f64, f64)>, Vec<(f64, f64)>);
         let mut samples: Vec<Vec<Samples>> = vec![vec![(Vec::new(), Vec::new()); arrays.len()]; p];
@@ -160,14 +168,11 @@ impl IoModel {
                     continue;
                 };
                 if let Some(k) = o.stage {
-                    let k = k as usize;
-                    if touches.len() <= k {
-                        touches.resize(k + 1, vec![Touch::default(); arrays.len()]);
-                    }
+                    let t = &mut stage(&mut touches, k as usize, n)[a];
                     if o.write {
-                        touches[k][a].write = true;
+                        t.write = true;
                     } else {
-                        touches[k][a].read = true;
+                        t.read = true;
                     }
                 }
                 let s = &mut samples[rank][a];
@@ -200,22 +205,15 @@ impl IoModel {
                 })
                 .collect();
             if declared.is_empty() {
-                if touches.is_empty() {
-                    touches.push(vec![Touch::default(); arrays.len()]);
-                }
-                touches[0][a] = Touch {
+                stage(&mut touches, 0, n)[a] = Touch {
                     read: true,
                     write: !decl.read_only,
                 };
             }
             for (k, t) in declared {
-                if touches.len() <= k {
-                    touches.resize(k + 1, vec![Touch::default(); arrays.len()]);
-                }
-                touches[k][a] = t;
+                stage(&mut touches, k, n)[a] = t;
             }
         }
-        // Cost lines: the rank's own calls, else the profile, else others.
         let node_disk = |rank: usize| {
             prof.nodes
                 .iter()
@@ -260,30 +258,37 @@ impl IoModel {
                     .copied()
                     .collect()
             };
-            let (pooled_r, pooled_w) = (pooled(false), pooled(true));
-            let node_r = fit(&pooled_r, d.map(|d| d.read_overhead_s));
-            let node_w = fit(&pooled_w, d.map(|d| d.write_overhead_s));
-            let slower = |own: Option<Line>, prof_per_byte: f64| -> f64 {
-                match own {
-                    Some(l) if prof_per_byte > 0.0 && l.per_byte_s > prof_per_byte => {
-                        l.per_byte_s / prof_per_byte
+            let node_r = fit(&pooled(false), d.map(|d| d.read_overhead_s));
+            let node_w = fit(&pooled(true), d.map(|d| d.write_overhead_s));
+            // The profile's (overhead, per byte) times how much slower than
+            // its `other_per_byte` the node's fit of the other direction ran.
+            let scaled = |o: f64, b: f64, other: Option<Line>, other_per_byte: f64| {
+                let x = match other {
+                    Some(l) if other_per_byte > 0.0 && l.per_byte_s > other_per_byte => {
+                        l.per_byte_s / other_per_byte
                     }
                     _ => 1.0,
+                };
+                Line {
+                    overhead_s: o * x,
+                    per_byte_s: b * x,
                 }
             };
             let prof_r = d.map(|d| {
-                let x = slower(node_w, d.write_per_byte_s);
-                Line {
-                    overhead_s: d.read_overhead_s * x,
-                    per_byte_s: d.read_per_byte_s * x,
-                }
+                scaled(
+                    d.read_overhead_s,
+                    d.read_per_byte_s,
+                    node_w,
+                    d.write_per_byte_s,
+                )
             });
             let prof_w = d.map(|d| {
-                let x = slower(node_r, d.read_per_byte_s);
-                Line {
-                    overhead_s: d.write_overhead_s * x,
-                    per_byte_s: d.write_per_byte_s * x,
-                }
+                scaled(
+                    d.write_overhead_s,
+                    d.write_per_byte_s,
+                    node_r,
+                    d.read_per_byte_s,
+                )
             });
             for a in 0..arrays.len() {
                 let (r, w) = &samples[rank][a];

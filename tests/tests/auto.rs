@@ -238,7 +238,7 @@ fn jobs_arriving_on_a_ranks_core_are_rebalanced() {
 
 fn drift_run(dir: &std::path::Path, profile: &std::path::Path, k: usize) -> Result<(), String> {
     let trace = dir.join(format!("trace{k}"));
-    let mut child = mheta()
+    let child = mheta()
         .args(["run", "--trace-dir"])
         .arg(&trace)
         .args(["--", "mpirun", "-np", "2", "--bind-to", "core"])
