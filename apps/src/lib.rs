@@ -957,10 +957,11 @@ pub fn run<K: Kernel>(
     // the interposer's instrumented iterations and every index below are
     // this process's, checkpoints count from the run's beginning.
     let (start, iters) = (ck.start, ck.todo);
+    // The last recorded iteration: app.json is rewritten after it, as the
+    // interposer writes the traces, so that no recorded iteration waits
+    // for the write.
     let touch_at = if mheta_live::interposer_loaded() {
-        mheta_live::instrumented_iterations()
-            .start
-            .min(iters.saturating_sub(1))
+        (mheta_live::instrumented_iterations().end.max(1) - 1).min(iters.saturating_sub(1))
     } else {
         0
     };
@@ -986,7 +987,7 @@ pub fn run<K: Kernel>(
         let t = Instant::now();
         let kernel = slot.as_mut().context("no kernel")?;
         checkpoint::ITERATION.store(start + it, Ordering::Relaxed);
-        // Rank 0 notes the arrays each stage sweeps in the first recorded
+        // Rank 0 notes the arrays each stage sweeps in the last recorded
         // iteration, for the declaration (`touches`).
         let note_touches = rank == 0 && decl_written && it == touch_at;
         if note_touches {
