@@ -405,12 +405,12 @@ fn print_tables(p: &ClusterProfile) {
         println!("{:<10}{:>20.2}", s.bytes, s.bandwidth_mbps);
     }
     println!(
-        "# Overheads and fit per pair (us, {}; spread: interquartile range of the round medians, % of the median; per-byte in ns/B by segment)",
+        "# Overheads and fit per pair (us, {}; spread: interquartile range of the round medians, % of the median; eager B: the largest send that completes before its receive is posted; per-byte in ns/B by segment)",
         mheta_profile::MEAN_TEXT
     );
     println!(
-        "{:>5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7}  segments",
-        "src", "dst", "o_s", "o_r", "L", "RTT8", "o_s±%", "o_r±%", "RTT8±%"
+        "{:>5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>8}  segments",
+        "src", "dst", "o_s", "o_r", "L", "RTT8", "o_s±%", "o_r±%", "RTT8±%", "eager B"
     );
     for c in &p.pairs {
         let segs: Vec<String> = c
@@ -426,7 +426,7 @@ fn print_tables(p: &ClusterProfile) {
             })
             .collect();
         println!(
-            "{:>5} {:>5} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>7.1} {:>7.1} {:>7.1}  {}",
+            "{:>5} {:>5} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>7.1} {:>7.1} {:>7.1} {:>8}  {}",
             c.src,
             c.dst,
             c.o_send_s * 1e6,
@@ -436,6 +436,7 @@ fn print_tables(p: &ClusterProfile) {
             c.o_send.spread_pct,
             c.o_recv.spread_pct,
             c.one_way_small.spread_pct,
+            c.eager_text(),
             segs.join(" ")
         );
     }

@@ -209,6 +209,119 @@ pub fn cold_one_way(world: &SimpleCommunicator, a: i32, b: i32, size: usize) -> 
     if me == a { median(&mut samples) } else { 0.0 }
 }
 
+/// How long the eager-limit probe's sender tests its send for completion,
+/// while the receiver stays out of MPI for [`EAGER_QUIET`].
+const EAGER_HOLD: Duration = Duration::from_micros(250);
+const EAGER_QUIET: Duration = Duration::from_micros(1000);
+/// Probes of each size in [`eager_limit`].
+const EAGER_PROBES: usize = 3;
+
+/// The largest message, in bytes, that `a` can send to `b` and see
+/// complete before `b` has posted its receive: the MPI library's eager
+/// limit for the pair (above it, the sender always waits for the
+/// receiver). Both ranks call it; the result is on `a` (None on `b`);
+/// `u64::MAX` when every size up to `largest` completed.
+///
+/// Each probe: `a` tells `b` the size, `b` answers and then stays out of
+/// MPI for [`EAGER_QUIET`] (it spins, so nothing can progress a receive
+/// on its side), `a` posts a non-blocking send of that size and tests it for
+/// [`EAGER_HOLD`]. A send that completes then went to a buffer; any other
+/// cannot complete until `b` takes it. A probe in which `a` lost its core
+/// (fewer than 8 tests inside the hold, or a completion seen more than
+/// [`EAGER_QUIET`] after `a` sent the size, when `b` may have left its
+/// quiet) is taken again.
+///
+/// A size counts as eager when any of [`EAGER_PROBES`] probes completed
+/// (`b` takes nothing while it spins). Sizes are scanned up a grid (powers
+/// of two and the midpoints between them) to the first that never
+/// completes, then bisected between it and the last that did.
+pub fn eager_limit(world: &SimpleCommunicator, a: i32, b: i32, largest: usize) -> Option<u64> {
+    let me = world.rank();
+    let (pa, pb) = (world.process_at_rank(a), world.process_at_rank(b));
+    let sbuf = vec![5u8; largest];
+    let mut rbuf = vec![6u8; largest];
+    if me == b {
+        loop {
+            let mut size = 0u64;
+            pa.receive_into_with_tag(&mut size, TAG);
+            if size == u64::MAX {
+                return None;
+            }
+            // `a` sends only after this, so that no progress call of `b`
+            // (the receive of the size) can take the probe.
+            pa.send_with_tag(&1u8, TAG);
+            spin(EAGER_QUIET);
+            pa.receive_into_with_tag(&mut rbuf[..size as usize], TAG);
+            pa.send_with_tag(&0u8, TAG);
+        }
+    }
+    let completes_alone = |size: usize| -> bool {
+        loop {
+            let since = Instant::now();
+            pb.send_with_tag(&(size as u64), TAG);
+            let mut go = 0u8;
+            pb.receive_into_with_tag(&mut go, TAG);
+            // (completed within the hold, tests made, the hold was kept)
+            let (done, tests, kept) = mpi::request::scope(|sc| {
+                let mut req = pb.immediate_send_with_tag(sc, &sbuf[..size], TAG);
+                let t = Instant::now();
+                let mut tests = 0usize;
+                loop {
+                    if t.elapsed() >= EAGER_HOLD {
+                        req.wait();
+                        break (false, tests, true);
+                    }
+                    tests += 1;
+                    match req.test() {
+                        // `b`'s quiet began after `since` and lasts
+                        // EAGER_QUIET: a test that returned later than
+                        // that (`a` lost its core) proves nothing.
+                        Ok(_) => break (true, tests, since.elapsed() < EAGER_QUIET),
+                        Err(r) => req = r,
+                    }
+                }
+            });
+            let mut ack = 0u8;
+            pb.receive_into_with_tag(&mut ack, TAG);
+            if kept && (done || tests >= 8) {
+                return done;
+            }
+        }
+    };
+    let eager = |size: usize| (0..EAGER_PROBES).any(|_| completes_alone(size));
+    let mut grid: Vec<usize> = Vec::new();
+    let mut s = 1usize;
+    while s < largest {
+        grid.push(s);
+        if s >= 2 {
+            grid.push(s + s / 2);
+        }
+        s *= 2;
+    }
+    grid.push(largest);
+    let mut limit = u64::MAX;
+    let mut lo = 0usize;
+    for &size in &grid {
+        if !eager(size) {
+            // eager(lo), !eager(hi)
+            let mut hi = size;
+            while lo + 1 < hi {
+                let mid = lo + (hi - lo) / 2;
+                if eager(mid) {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            limit = lo as u64;
+            break;
+        }
+        lo = size;
+    }
+    pb.send_with_tag(&u64::MAX, TAG);
+    Some(limit)
+}
+
 /// Measure pair `a -> b`; both ranks call it; the result is on rank `a`.
 pub fn measure_pair(world: &SimpleCommunicator, plan: &Plan, a: i32, b: i32) -> Option<PairCost> {
     let me = world.rank();
@@ -218,6 +331,7 @@ pub fn measure_pair(world: &SimpleCommunicator, plan: &Plan, a: i32, b: i32) -> 
     let mut buf = vec![1u8; plan.largest()];
     let sbuf = vec![2u8; plan.largest()];
     let mut ack = 0u8;
+    let eager = eager_limit(world, a, b, plan.largest());
     // Ping-pong sweep: one sample per round trip, RTT/2.
     let mut sweep: Vec<(usize, Vec<f64>, f64)> = Vec::new();
     for &size in &plan.sizes {
@@ -373,5 +487,6 @@ pub fn measure_pair(world: &SimpleCommunicator, plan: &Plan, a: i32, b: i32) -> 
         one_way_small: small,
         sweep: points,
         segments,
+        eager_limit_bytes: eager,
     })
 }

@@ -457,6 +457,15 @@ pub struct PairCost {
     pub sweep: Vec<SizePoint>,
     #[serde(default)]
     pub segments: Vec<Segment>,
+    /// The largest message, in bytes, whose send completes before the
+    /// receiver has posted its receive (Open MPI's shared-memory BTL: about
+    /// 4 KiB with its header; TCP: 64 KiB). A larger one goes by rendezvous:
+    /// the sender's request completes only once the receiver has matched
+    /// it and taken the data (`mheta_microbench::net::eager_limit`). None:
+    /// not measured (profiles from before it was); the model then takes
+    /// every send as eager.
+    #[serde(default)]
+    pub eager_limit_bytes: Option<u64>,
 }
 
 impl PairCost {
@@ -494,6 +503,17 @@ impl PairCost {
                 base_s: small,
                 per_byte_s,
             }],
+            eager_limit_bytes: None,
+        }
+    }
+
+    /// [`PairCost::eager_limit_bytes`] as a table prints it: `-` when not
+    /// measured, `inf` when every size measured was eager.
+    pub fn eager_text(&self) -> String {
+        match self.eager_limit_bytes {
+            None => "-".into(),
+            Some(u64::MAX) => "inf".into(),
+            Some(b) => b.to_string(),
         }
     }
 

@@ -266,7 +266,7 @@ fn show_profile(p: &ClusterProfile) {
         mheta_profile::MEAN_TEXT
     );
     println!(
-        "{:>5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>12} {:>13}",
+        "{:>5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>12} {:>13} {:>8}",
         "src",
         "dst",
         "o_s",
@@ -278,11 +278,12 @@ fn show_profile(p: &ClusterProfile) {
         "o_r±%",
         "RTT8±%",
         "MB/s (1 MiB)",
-        "MB/s (8M cold)"
+        "MB/s (8M cold)",
+        "eager B"
     );
     for c in &p.pairs {
         println!(
-            "{:>5} {:>5} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>7} {:>7.1} {:>7.1} {:>7.1} {:>12.0} {:>13}",
+            "{:>5} {:>5} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>7} {:>7.1} {:>7.1} {:>7.1} {:>12.0} {:>13} {:>8}",
             c.src,
             c.dst,
             c.o_send_s * 1e6,
@@ -298,7 +299,8 @@ fn show_profile(p: &ClusterProfile) {
                 format!("{:.0}", c.bandwidth_cold_bps / 1e6)
             } else {
                 "-".into()
-            }
+            },
+            c.eager_text()
         );
     }
     let mm = p.multi_modal();
