@@ -12,7 +12,10 @@
 //! its spin only at its next test, on average the mean residual of its
 //! recorded sleeps later ([`Program::wake_s`]; at 4 ranks on 2 cores each
 //! such wait cost mg ~100 us, and it has ~100 a V-cycle, where the
-//! profile's figures give a few us). Collectives synchronise all ranks and
+//! profile's figures give a few us). A send above the pair's eager limit
+//! completes only once its receiver has taken the message and the
+//! acknowledgement is back ([`SendMode`], [`Step::WaitSends`]); a sender
+//! that waits for that pays its own wake-up too. Collectives synchronise all ranks and
 //! cost what they cost in the recorded iteration past the last rank's
 //! arrival, never less than the profile's pairwise figures give
 //! ([`Model::calibrate_collectives`]). For two
@@ -53,12 +56,26 @@ impl Hasher for Fx {
 
 type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
 
-/// Messages in flight during one evaluation, by (src, dst, tag).
-type Inflight = FastMap<(usize, usize, i32), VecDeque<f64>>;
+/// Messages in flight during one evaluation, by (src, dst, tag): the
+/// arrival time and, for a send that completes only once the receiver has
+/// taken the message, its number among the sender's sends (else
+/// [`NO_ACK`]).
+type Inflight = FastMap<(usize, usize, i32), VecDeque<(f64, u32)>>;
+const NO_ACK: u32 = u32::MAX;
+
+/// Per rank, the completion time of each send so far, in the order they
+/// were posted (NaN: not yet taken by its receiver), and the time each was
+/// posted.
+#[derive(Default)]
+struct Sends {
+    done: Vec<Vec<f64>>,
+    posted: Vec<Vec<f64>>,
+}
 
 thread_local! {
-    /// [`Model::predict`]'s message map, kept between evaluations.
-    static INFLIGHT: std::cell::RefCell<Inflight> = std::cell::RefCell::new(Inflight::default());
+    /// [`Model::predict`]'s message map and send table, kept between
+    /// evaluations.
+    static INFLIGHT: std::cell::RefCell<(Inflight, Sends)> = std::cell::RefCell::new(Default::default());
 }
 
 /// A model input that cannot be used.
@@ -94,6 +111,19 @@ pub struct Peer {
     pub bytes: f64,
 }
 
+/// When a send completes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SendMode {
+    /// `MPI_Send`, `MPI_Isend`, `MPI_Rsend`: at once when the message fits
+    /// the pair's eager limit ([`mheta_profile::PairCost::eager_limit_bytes`]),
+    /// else once the receiver has taken it.
+    Standard,
+    /// `MPI_Bsend`, `MPI_Ibsend`: at once, into the user's buffer.
+    Buffered,
+    /// `MPI_Ssend`, `MPI_Issend`: once the receiver has taken it.
+    Synchronous,
+}
+
 /// One step of a rank's iteration.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
@@ -103,12 +133,18 @@ pub enum Step {
     /// The end of the iteration's `k`-th stage: its I/O (MHETA eqs. 1-2)
     /// under the predicted distribution is paid here.
     StageEnd(u32),
-    /// Blocking or non-blocking send: costs `o_s`, the message is on its way.
-    Send(Peer),
+    /// Blocking or non-blocking send: costs `o_s`, the message is on its
+    /// way. The sends of a program are numbered in order from 0 for
+    /// [`Step::WaitSends`].
+    Send(Peer, SendMode),
     /// Blocking receive.
     Recv(Peer),
-    /// Completion of non-blocking receives (the sends need nothing).
+    /// Completion of non-blocking receives.
     WaitRecvs(Vec<Peer>),
+    /// Completion of sends, by their number: an eager send completed when
+    /// it was posted; a larger one when its receiver has taken it
+    /// ([`SendMode`]). A blocking send is a send and its completion.
+    WaitSends(Vec<u32>),
     /// A matched probe: wait for the message and take it; the receive
     /// comes later.
     Probe(Peer),
@@ -159,7 +195,7 @@ pub struct Program {
 const SLEPT_NS: u64 = 10_000;
 /// A sleep gap longer than this many times the median sleep gap is a
 /// rank that lost its core, left out of [`Program::wake_s`].
-const DESCHEDULED: f64 = 10.0;
+const DESCHEDULED: f64 = 3.0;
 
 impl Program {
     /// A rank's program from its recorded iterations. With several
@@ -250,6 +286,9 @@ impl Program {
         let mut io = Vec::new();
         let mut last = 0u64;
         let mut irecv_open: HashMap<u32, ()> = HashMap::new();
+        // Non-blocking sends in flight: request -> the send's number.
+        let mut isend_open: HashMap<u32, u32> = HashMap::new();
+        let mut n_sends = 0u32;
         // Non-blocking collectives in flight: request -> (step index,
         // waiting so far). Only waiting counts as time in one: what the
         // rank computed or read while it was in flight, the replay puts
@@ -344,8 +383,15 @@ impl Program {
                     in_stage = false;
                 }
                 What::Level(l) => level = *l,
-                What::Send(m) | What::Isend { msg: m, .. } if m.peer >= 0 => {
-                    steps.push(Step::Send(peer(m)))
+                What::Send(m) if m.peer >= 0 => {
+                    steps.push(Step::Send(peer(m), send_mode(e.op)));
+                    steps.push(Step::WaitSends(vec![n_sends]));
+                    n_sends += 1;
+                }
+                What::Isend { msg: m, req } if m.peer >= 0 => {
+                    steps.push(Step::Send(peer(m), send_mode(e.op)));
+                    isend_open.insert(*req, n_sends);
+                    n_sends += 1;
                 }
                 What::Recv(m) if m.peer >= 0 => steps.push(Step::Recv(peer(m))),
                 What::Irecv { req } => {
@@ -356,8 +402,10 @@ impl Program {
                 What::Start(started) => {
                     for s in started {
                         match s {
-                            mheta_trace::Started::Send { msg, .. } if msg.peer >= 0 => {
-                                steps.push(Step::Send(peer(msg)))
+                            mheta_trace::Started::Send { msg, req } if msg.peer >= 0 => {
+                                steps.push(Step::Send(peer(msg), SendMode::Standard));
+                                isend_open.insert(*req, n_sends);
+                                n_sends += 1;
                             }
                             mheta_trace::Started::Recv { req } => {
                                 irecv_open.insert(*req, ());
@@ -370,10 +418,14 @@ impl Program {
                 // (both nodes send before blocking, as eq. 5 assumes).
                 What::Sendrecv { send, recv } => {
                     if send.peer >= 0 {
-                        steps.push(Step::Send(peer(send)));
+                        steps.push(Step::Send(peer(send), SendMode::Standard));
                     }
                     if recv.peer >= 0 {
                         steps.push(Step::Recv(peer(recv)));
+                    }
+                    if send.peer >= 0 {
+                        steps.push(Step::WaitSends(vec![n_sends]));
+                        n_sends += 1;
                     }
                 }
                 What::Complete(done) => {
@@ -389,8 +441,16 @@ impl Program {
                         .filter(|c| irecv_open.remove(&c.req).is_some())
                         .filter_map(|c| c.recv.as_ref().filter(|m| m.peer >= 0).map(peer))
                         .collect();
+                    let sends: Vec<u32> = done
+                        .iter()
+                        .filter(|c| c.recv.is_none())
+                        .filter_map(|c| isend_open.remove(&c.req))
+                        .collect();
                     if !recvs.is_empty() {
                         steps.push(Step::WaitRecvs(recvs));
+                    }
+                    if !sends.is_empty() {
+                        steps.push(Step::WaitSends(sends));
                     }
                 }
                 What::Probe(m) if m.peer >= 0 => steps.push(Step::Probe(peer(m))),
@@ -451,6 +511,32 @@ impl Program {
             sleep_s,
             spin_s,
             wake_s,
+        }
+    }
+}
+
+/// How a recorded send call completes.
+fn send_mode(op: Option<mheta_trace::Op>) -> SendMode {
+    use mheta_trace::Op;
+    match op {
+        Some(Op::Bsend | Op::Ibsend) => SendMode::Buffered,
+        Some(Op::Ssend | Op::Issend) => SendMode::Synchronous,
+        _ => SendMode::Standard,
+    }
+}
+
+impl Program {
+    /// How long the rank waits for something that happens `ahead` seconds
+    /// from now: nothing if it is past; else until then and, when the rank
+    /// sleeps between tests and the wait outlasts its spin, on average the
+    /// residual of a sleep more ([`Program::wake_s`]): it notices only at
+    /// its next test.
+    fn waited(&self, ahead: f64) -> f64 {
+        let wait = ahead.max(0.0);
+        if self.wake_s > 0.0 && wait > self.spin_s {
+            wait + self.wake_s
+        } else {
+            wait
         }
     }
 }
@@ -522,6 +608,9 @@ pub(crate) struct Net {
     pairs: Vec<Option<mheta_profile::PairCost>>,
     /// Mean costs, for reductions.
     pub(crate) mean: [f64; 4],
+    /// The pairs' eager limits, bytes (`u64::MAX`: not measured, every
+    /// send eager), by `k(src, dst)`.
+    eager: Vec<u64>,
 }
 
 impl Net {
@@ -533,12 +622,14 @@ impl Net {
             o_recv: vec![0.0; p * p],
             pairs: vec![None; p * p],
             mean: [0.0; 4],
+            eager: vec![u64::MAX; p * p],
         };
         for c in &prof.pairs {
             let k = c.src as usize * p + c.dst as usize;
             net.o_send[k] = c.o_send_s;
             net.o_recv[k] = c.o_recv_s;
             net.pairs[k] = Some(c.clone());
+            net.eager[k] = c.eager_limit_bytes.unwrap_or(u64::MAX);
         }
         let n = prof.pairs.len().max(1) as f64;
         for c in &prof.pairs {
@@ -554,6 +645,12 @@ impl Net {
     /// T_{i->j}(q)), from the pair's piecewise one-way fit.
     pub(crate) fn transfer(&self, k: usize, bytes: f64) -> f64 {
         self.pairs[k].as_ref().map_or(0.0, |c| c.transfer_s(bytes))
+    }
+
+    /// Wire latency of `k`'s pair: what the receiver's acknowledgement
+    /// of a rendezvous message takes back to its sender.
+    fn latency(&self, k: usize) -> f64 {
+        self.pairs[k].as_ref().map_or(0.0, |c| c.latency_s)
     }
 
     pub(crate) fn k(&self, src: usize, dst: usize) -> usize {
@@ -894,12 +991,18 @@ impl Model {
         // The map and its queues are kept per thread between evaluations
         // (a search evaluates many distributions on the same channels), so
         // that an evaluation allocates nothing once warm.
-        let mut inflight = INFLIGHT.with(|m| std::mem::take(&mut *m.borrow_mut()));
+        let (mut inflight, mut sends) = INFLIGHT.with(|m| std::mem::take(&mut *m.borrow_mut()));
         if inflight.len() > 16 * p + 1024 {
             inflight = FastMap::default();
         }
         for q in inflight.values_mut() {
             q.clear();
+        }
+        sends.done.resize_with(p, Vec::new);
+        sends.posted.resize_with(p, Vec::new);
+        for i in 0..p {
+            sends.done[i].clear();
+            sends.posted[i].clear();
         }
         // Ranks blocked at a reduction, with their entry time, and how
         // many are there (a count, so that each arrival is O(1)).
@@ -914,25 +1017,43 @@ impl Model {
                 while pc[i] < prog.len() {
                     let step = &prog[pc[i]];
                     // A message of rank i to recorded peer `to`, rerouted.
+                    // Its number among i's sends is the count so far; it
+                    // completes at once unless the receiver must take it.
                     let send = |to: &Peer,
+                                mode: SendMode,
                                 clock: &mut [f64],
                                 out: &mut [RankTime],
-                                inflight: &mut Inflight| {
-                        if !active(i) {
-                            return;
-                        }
-                        if let Some(j) = self.route(d, i, to.rank) {
+                                inflight: &mut Inflight,
+                                sends: &mut Sends| {
+                        let n = sends.done[i].len() as u32;
+                        let j = if active(i) {
+                            self.route(d, i, to.rank)
+                        } else {
+                            None
+                        };
+                        let mut ack = NO_ACK;
+                        if let Some(j) = j {
                             let k = net.k(i, j);
                             let b = self.msg_bytes(d, i, to.bytes);
                             // MHETA eq. 3: arrival = T_tau(i) + O_send + T_{i->j}(q).
                             let arrive = clock[i] + net.o_send[k] + net.transfer(k, b);
                             clock[i] += net.o_send[k];
                             out[i].overhead_s += net.o_send[k];
+                            let waits = match mode {
+                                SendMode::Buffered => false,
+                                SendMode::Synchronous => true,
+                                SendMode::Standard => b > net.eager[k] as f64,
+                            };
+                            if waits {
+                                ack = n;
+                            }
                             inflight
                                 .entry((i, j, to.tag))
                                 .or_default()
-                                .push_back(arrive);
+                                .push_back((arrive, ack));
                         }
+                        sends.posted[i].push(clock[i]);
+                        sends.done[i].push(if ack == NO_ACK { clock[i] } else { f64::NAN });
                     };
                     // The recorded source of a receive, rerouted; None = no message.
                     let source = |from: &Peer| -> Option<usize> {
@@ -952,22 +1073,23 @@ impl Model {
                                    pay: bool,
                                    clock: &mut [f64],
                                    out: &mut [RankTime],
-                                   inflight: &mut Inflight| {
+                                   inflight: &mut Inflight,
+                                   sends: &mut Sends| {
                         if let Some(j) = source(from) {
-                            let arrive = inflight
+                            let (arrive, ack) = inflight
                                 .get_mut(&(j, i, from.tag))
                                 .and_then(|q| q.pop_front())
-                                .unwrap_or(clock[i]);
-                            let mut wait = (arrive - clock[i]).max(0.0);
-                            // A rank that sleeps between tests notices a
-                            // message that came after it began to sleep
-                            // only at its next test.
-                            let pr = &self.programs[i];
-                            if pr.wake_s > 0.0 && wait > pr.spin_s {
-                                wait += pr.wake_s;
-                            }
+                                .unwrap_or((clock[i], NO_ACK));
+                            let wait = self.programs[i].waited(arrive - clock[i]);
                             clock[i] += wait;
                             out[i].wait_s += wait;
+                            // A send that waited for its receiver completes
+                            // when the receiver's acknowledgement reaches it.
+                            if ack != NO_ACK
+                                && let Some(t) = sends.done[j].get_mut(ack as usize)
+                            {
+                                *t = clock[i] + net.latency(net.k(i, j));
+                            }
                             if pay {
                                 let o = net.o_recv[net.k(j, i)];
                                 clock[i] += o;
@@ -1002,33 +1124,46 @@ impl Model {
                             }
                             stage_acc[i] = 0.0;
                         }
-                        Step::Send(to) => send(to, &mut clock, &mut out, &mut inflight),
+                        Step::Send(to, mode) => {
+                            send(to, *mode, &mut clock, &mut out, &mut inflight, &mut sends)
+                        }
                         Step::Recv(from) => {
                             if !ready(from, &inflight) {
                                 break;
                             }
-                            receive(from, true, &mut clock, &mut out, &mut inflight);
+                            receive(from, true, &mut clock, &mut out, &mut inflight, &mut sends);
                         }
                         Step::WaitRecvs(froms) => {
                             if !froms.iter().all(|f| ready(f, &inflight)) {
                                 break;
                             }
                             for f in froms {
-                                receive(f, true, &mut clock, &mut out, &mut inflight);
+                                receive(f, true, &mut clock, &mut out, &mut inflight, &mut sends);
                             }
+                        }
+                        Step::WaitSends(ns) => {
+                            let done = &sends.done[i];
+                            let at = |n: &u32| done.get(*n as usize).copied().unwrap_or(0.0);
+                            if ns.iter().any(|n| at(n).is_nan()) {
+                                break;
+                            }
+                            let last = ns.iter().map(at).fold(f64::NEG_INFINITY, f64::max);
+                            let wait = self.programs[i].waited(last - clock[i]);
+                            clock[i] += wait;
+                            out[i].wait_s += wait;
                         }
                         Step::Probe(from) => {
                             if !ready(from, &inflight) {
                                 break;
                             }
-                            receive(from, false, &mut clock, &mut out, &mut inflight);
+                            receive(from, false, &mut clock, &mut out, &mut inflight, &mut sends);
                         }
                         Step::Peek(from) => {
                             if !ready(from, &inflight) {
                                 break;
                             }
                             if let Some(j) = source(from)
-                                && let Some(&arrive) =
+                                && let Some(&(arrive, _)) =
                                     inflight.get(&(j, i, from.tag)).and_then(|q| q.front())
                             {
                                 let wait = (arrive - clock[i]).max(0.0);
@@ -1120,6 +1255,24 @@ impl Model {
                 break;
             }
             if !progress {
+                // The recorded run finished, so a send its rank waits for
+                // here was not held by its receiver there (a persistent
+                // buffered send, a larger eager limit than the profile's):
+                // let the earliest such send complete when it was posted.
+                let held = (0..p)
+                    .filter_map(|i| match self.programs[i].steps.get(pc[i]) {
+                        Some(Step::WaitSends(ns)) => ns
+                            .iter()
+                            .map(|&n| n as usize)
+                            .find(|&n| sends.done[i].get(n).is_some_and(|t| t.is_nan()))
+                            .map(|n| (i, n)),
+                        _ => None,
+                    })
+                    .min_by(|a, b| sends.posted[a.0][a.1].total_cmp(&sends.posted[b.0][b.1]));
+                if let Some((i, n)) = held {
+                    sends.done[i][n] = sends.posted[i][n];
+                    continue;
+                }
                 let rank = (0..p)
                     .find(|&i| pc[i] < self.programs[i].steps.len())
                     .unwrap_or(0);
@@ -1129,7 +1282,7 @@ impl Model {
                 });
             }
         }
-        INFLIGHT.with(|m| *m.borrow_mut() = inflight);
+        INFLIGHT.with(|m| *m.borrow_mut() = (inflight, sends));
         for i in 0..p {
             out[i].total_s = clock[i];
         }

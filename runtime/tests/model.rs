@@ -576,7 +576,7 @@ fn a_sleeping_rank_notices_a_late_message_at_its_next_test() {
 }
 
 /// A rank that sleeps 40 us between tests but once lost its core for 2 ms
-/// (more than 10 times its median sleep): that gap is the recorded run's,
+/// (more than 3 times its median sleep): that gap is the recorded run's,
 /// not its way of waiting, and does not enter the wake residual (with it,
 /// E[G^2] / 2E[G] would be 347 us instead of 20).
 #[test]
@@ -593,4 +593,59 @@ fn a_gap_where_the_rank_lost_its_core_is_not_a_sleep() {
     }
     let p = mheta_runtime::model::Program::from_trace(&rank_trace(1, 2, events, vec![]));
     assert!((p.wake_s - 20e-6).abs() < 1e-12, "{}", p.wake_s);
+}
+
+/// Rank 0 posts a non-blocking send of `bytes` to rank 1 (by `op`) and
+/// waits for it, then computes 1 ms; rank 1 computes 2 ms, then receives.
+fn send_then_compute(bytes: u64, op: Op) -> [RankTrace; 2] {
+    let m = |peer: i32| Msg {
+        peer,
+        tag: 0,
+        bytes,
+    };
+    let sender = vec![
+        ev(0, 0, Some(op), What::Isend { msg: m(1), req: 7 }),
+        ev(
+            0,
+            0,
+            Some(Op::Wait),
+            What::Complete(vec![Completion { req: 7, recv: None }]),
+        ),
+        ev(0, 0, None, What::StageBegin),
+        ev(1_000_000, 1_000_000, None, What::StageEnd),
+    ];
+    let receiver = vec![
+        ev(0, 0, None, What::StageBegin),
+        ev(2_000_000, 2_000_000, None, What::StageEnd),
+        ev(2_000_000, 2_000_000, Some(Op::Recv), What::Recv(m(0))),
+    ];
+    [
+        rank_trace(0, 2, sender, vec![]),
+        rank_trace(1, 2, receiver, vec![]),
+    ]
+}
+
+#[test]
+fn a_send_above_the_eager_limit_waits_for_its_receiver() {
+    let mut prof = profile(2);
+    for c in &mut prof.pairs {
+        c.eager_limit_bytes = Some(256);
+    }
+    let end0 = |bytes: u64, op: Op, prof: &mheta_profile::ClusterProfile| {
+        let m = Model::new(&send_then_compute(bytes, op), app(vec![10, 10]), prof).unwrap();
+        m.predict(&Dist(vec![10, 10])).unwrap().ranks[0].total_s
+    };
+    // 256 B fits: the send completes once posted, rank 0 computes at once.
+    let eager = OS + 1e-3;
+    assert!((end0(256, Op::Isend, &prof) - eager).abs() < 1e-12);
+    // 257 B does not: rank 0 waits until rank 1 takes it at 2 ms and the
+    // acknowledgement has come back (L), then computes.
+    let rendezvous = 2e-3 + L + 1e-3;
+    assert!((end0(257, Op::Isend, &prof) - rendezvous).abs() < 1e-12);
+    // A synchronous send always waits, a buffered one never.
+    assert!((end0(8, Op::Issend, &prof) - rendezvous).abs() < 1e-12);
+    assert!((end0(1 << 20, Op::Ibsend, &prof) - eager).abs() < 1e-12);
+    // A profile without the limit (measured before it was) takes every
+    // send as eager.
+    assert!((end0(1 << 20, Op::Isend, &profile(2)) - eager).abs() < 1e-12);
 }
