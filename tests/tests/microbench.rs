@@ -30,6 +30,11 @@ fn check_profile(p: &ClusterProfile, np: usize) {
             );
         }
         assert!(c.o_send_s > 0.0 && c.o_recv_s > 0.0, "{who}");
+        // The eager limit was measured. An 8-byte send is buffered (o_s is
+        // timed on one), and Open MPI sends nothing near 4 MiB eagerly (its
+        // shared-memory and TCP transports switch at 4 and 64 KiB at most).
+        let eager = c.eager_limit_bytes.expect("eager limit measured");
+        assert!((8..4 << 20).contains(&eager), "{who}: eager limit {eager}");
         // Every fitted per-byte cost is positive.
         assert!(!c.segments.is_empty(), "{who}");
         for g in &c.segments {

@@ -262,7 +262,7 @@ fn show_profile(p: &ClusterProfile) {
     println!("# method: {}", p.method);
     println!("# schedule: {}", p.schedule);
     println!(
-        "# per pair, us ({}); spread = interquartile range of the round medians, % of the median",
+        "# per pair, us ({}); spread = interquartile range of the round medians, % of the median; eager B = the largest send that completes before its receive is posted",
         mheta_profile::MEAN_TEXT
     );
     println!(
