@@ -219,8 +219,9 @@ const EAGER_PROBES: usize = 3;
 /// The largest message, in bytes, that `a` can send to `b` and see
 /// complete before `b` has posted its receive: the MPI library's eager
 /// limit for the pair (above it, the sender always waits for the
-/// receiver). Both ranks call it; the result is on `a` (None on `b`);
-/// `u64::MAX` when every size up to `largest` completed.
+/// receiver). Both ranks call it, each with its pair's send and receive
+/// buffers (the sizes probed go up to the shorter); the result is on `a`
+/// (None on `b`); `u64::MAX` when every size probed completed.
 ///
 /// Each probe: `a` tells `b` the size, `b` answers and then stays out of
 /// MPI for [`EAGER_QUIET`] (it spins, so nothing can progress a receive
@@ -235,11 +236,16 @@ const EAGER_PROBES: usize = 3;
 /// (`b` takes nothing while it spins). Sizes are scanned up a grid (powers
 /// of two and the midpoints between them) to the first that never
 /// completes, then bisected between it and the last that did.
-pub fn eager_limit(world: &SimpleCommunicator, a: i32, b: i32, largest: usize) -> Option<u64> {
+pub fn eager_limit(
+    world: &SimpleCommunicator,
+    a: i32,
+    b: i32,
+    sbuf: &[u8],
+    rbuf: &mut [u8],
+) -> Option<u64> {
     let me = world.rank();
     let (pa, pb) = (world.process_at_rank(a), world.process_at_rank(b));
-    let sbuf = vec![5u8; largest];
-    let mut rbuf = vec![6u8; largest];
+    let largest = sbuf.len().min(rbuf.len());
     if me == b {
         loop {
             let mut size = 0u64;
@@ -331,7 +337,7 @@ pub fn measure_pair(world: &SimpleCommunicator, plan: &Plan, a: i32, b: i32) -> 
     let mut buf = vec![1u8; plan.largest()];
     let sbuf = vec![2u8; plan.largest()];
     let mut ack = 0u8;
-    let eager = eager_limit(world, a, b, plan.largest());
+    let eager = eager_limit(world, a, b, &sbuf, &mut buf);
     // Ping-pong sweep: one sample per round trip, RTT/2.
     let mut sweep: Vec<(usize, Vec<f64>, f64)> = Vec::new();
     for &size in &plan.sizes {

@@ -15,12 +15,12 @@
 //! profile's figures give a few us). A send above the pair's eager limit
 //! completes only once its receiver has taken the message and the
 //! acknowledgement is back ([`SendMode`], [`Step::WaitSends`]); a sender
-//! that waits for that pays its own wake-up too. Collectives synchronise all ranks and
-//! cost what they cost in the recorded iteration past the last rank's
-//! arrival, never less than the profile's pairwise figures give
-//! ([`Model::calibrate_collectives`]). For two
-//! ranks and one exchange this is exactly eqs. 3-5; for P ranks it is the
-//! replay the paper defers to the dissertation.
+//! that waits for that pays its own wake-up too. Collectives synchronise
+//! all ranks and cost what they cost in the recorded iteration past the
+//! last rank's arrival, never less than the profile's pairwise figures
+//! give ([`Model::calibrate_collectives`]). For two ranks and one exchange
+//! this is exactly eqs. 3-5; for P ranks it is the replay the paper defers
+//! to the dissertation.
 
 use crate::dist::Dist;
 use crate::iomodel::{IoModel, IoObs};
@@ -198,6 +198,20 @@ const SLEPT_NS: u64 = 10_000;
 const DESCHEDULED: f64 = 3.0;
 
 impl Program {
+    /// How long the rank waits for something that happens `ahead` seconds
+    /// from now: nothing if it is past; else until then and, when the rank
+    /// sleeps between tests and the wait outlasts its spin, on average the
+    /// residual of a sleep more ([`Program::wake_s`]): it notices only at
+    /// its next test.
+    fn waited(&self, ahead: f64) -> f64 {
+        let wait = ahead.max(0.0);
+        if self.wake_s > 0.0 && wait > self.spin_s {
+            wait + self.wake_s
+        } else {
+            wait
+        }
+    }
+
     /// A rank's program from its recorded iterations. With several
     /// iterations of the same shape (same steps in the same order), each
     /// compute gap is the median over the iterations, so one disturbed
@@ -522,22 +536,6 @@ fn send_mode(op: Option<mheta_trace::Op>) -> SendMode {
         Some(Op::Bsend | Op::Ibsend) => SendMode::Buffered,
         Some(Op::Ssend | Op::Issend) => SendMode::Synchronous,
         _ => SendMode::Standard,
-    }
-}
-
-impl Program {
-    /// How long the rank waits for something that happens `ahead` seconds
-    /// from now: nothing if it is past; else until then and, when the rank
-    /// sleeps between tests and the wait outlasts its spin, on average the
-    /// residual of a sleep more ([`Program::wake_s`]): it notices only at
-    /// its next test.
-    fn waited(&self, ahead: f64) -> f64 {
-        let wait = ahead.max(0.0);
-        if self.wake_s > 0.0 && wait > self.spin_s {
-            wait + self.wake_s
-        } else {
-            wait
-        }
     }
 }
 
