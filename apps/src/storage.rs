@@ -7,7 +7,7 @@
 
 use crate::mpiio::{ALIGN, AlignedBuf, File, IoError, Pending, as_bytes, as_bytes_mut, round_up};
 use mheta_live::RowBlock;
-pub use mheta_runtime::ooc::{CALL_BYTES, MemPlan, Need, TooSmall, plan};
+pub use mheta_runtime::ooc::{CALL_BYTES, MemPlan, Need, RowBytes, TooSmall, plan};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 

@@ -27,7 +27,7 @@
 //! too); without that, it is assumed read (and written back unless
 //! read-only) once per iteration, in the first stage.
 
-use crate::ooc::{self, ALIGN, Need, round_up};
+use crate::ooc::{self, ALIGN, Need, RowBytes, round_up};
 use mheta_profile::ClusterProfile;
 use mheta_trace::{AppDecl, ArrayDecl, MemoryDecl};
 use std::collections::HashMap;
@@ -343,10 +343,17 @@ impl IoModel {
             .map(|a| Need {
                 name: a.name.clone(),
                 row_bytes: match (&self.work_prefix, a.per_work) {
-                    (Some(w), true) => (first..first + rows)
-                        .map(|g| ((w[g as usize + 1] - w[g as usize]) * a.bytes_per_row) as usize)
-                        .collect(),
-                    _ => vec![a.bytes_per_row as usize; r],
+                    (Some(w), true) => RowBytes::Each(
+                        (first..first + rows)
+                            .map(|g| {
+                                ((w[g as usize + 1] - w[g as usize]) * a.bytes_per_row) as usize
+                            })
+                            .collect(),
+                    ),
+                    _ => RowBytes::Uniform {
+                        rows: r,
+                        bytes: a.bytes_per_row as usize,
+                    },
                 },
                 read_only: a.read_only,
                 halo: a.halo,
@@ -363,7 +370,7 @@ impl IoModel {
                         .map(|n| {
                             p.pieces
                                 .iter()
-                                .map(|q| n.row_bytes[q.clone()].iter().sum::<usize>() as u64)
+                                .map(|q| n.row_bytes.sum(q.clone()))
                                 .collect()
                         })
                         .collect(),

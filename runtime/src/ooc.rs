@@ -52,12 +52,68 @@ pub fn round_up(x: usize, to: usize) -> usize {
 /// per-call overhead at the default 100 MB/s throttle.
 pub const CALL_BYTES: u64 = 16 << 10;
 
+/// Bytes of each local row of an array: all alike (a dense array, kept
+/// as one number so that the rule costs O(pieces), not O(rows): the model
+/// applies it to thousands of row counts in a search) or one figure per
+/// row (cg's sparse rows).
+#[derive(Clone, Debug, PartialEq)]
+pub enum RowBytes {
+    Uniform { rows: usize, bytes: usize },
+    Each(Vec<usize>),
+}
+
+impl RowBytes {
+    pub fn len(&self) -> usize {
+        match self {
+            RowBytes::Uniform { rows, .. } => *rows,
+            RowBytes::Each(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The largest row, bytes (0 without rows).
+    pub fn max(&self) -> usize {
+        match self {
+            RowBytes::Uniform { rows: 0, .. } => 0,
+            RowBytes::Uniform { bytes, .. } => *bytes,
+            RowBytes::Each(v) => v.iter().copied().max().unwrap_or(0),
+        }
+    }
+
+    /// Bytes of the local rows `r`.
+    pub fn sum(&self, r: Range<usize>) -> u64 {
+        match self {
+            RowBytes::Uniform { bytes, .. } => (r.len() * bytes) as u64,
+            RowBytes::Each(v) => v[r].iter().map(|&b| b as u64).sum(),
+        }
+    }
+
+    /// Row by row, `self + other` (both of the same rows).
+    fn add(&self, other: &RowBytes) -> RowBytes {
+        match (self, other) {
+            (RowBytes::Uniform { rows, bytes: a }, RowBytes::Uniform { bytes: b, .. }) => {
+                RowBytes::Uniform {
+                    rows: *rows,
+                    bytes: a + b,
+                }
+            }
+            _ => RowBytes::Each(
+                (0..self.len())
+                    .map(|r| (self.sum(r..r + 1) + other.sum(r..r + 1)) as usize)
+                    .collect(),
+            ),
+        }
+    }
+}
+
 /// One distributed array as the memory rule sees it.
 #[derive(Clone, Debug)]
 pub struct Need {
     pub name: String,
-    /// Bytes of each local row.
-    pub row_bytes: Vec<usize>,
+    pub row_bytes: RowBytes,
     pub read_only: bool,
     /// A stencil array: sweeps need the rows just above and below a piece.
     pub halo: bool,
@@ -67,14 +123,14 @@ impl Need {
     pub fn fixed(name: &str, rows: usize, bytes: usize, read_only: bool, halo: bool) -> Need {
         Need {
             name: name.into(),
-            row_bytes: vec![bytes; rows],
+            row_bytes: RowBytes::Uniform { rows, bytes },
             read_only,
             halo,
         }
     }
 
     fn total(&self) -> u64 {
-        self.row_bytes.iter().map(|&b| b as u64).sum()
+        self.row_bytes.sum(0..self.row_bytes.len())
     }
 }
 
@@ -126,7 +182,25 @@ pub struct TooSmall {
 }
 
 /// Greedy pieces: consecutive rows whose padded bytes stay within `limit`.
-fn pieces_within(row_bytes: &[usize], limit: usize) -> Option<Vec<Range<usize>>> {
+fn pieces_within(row_bytes: &RowBytes, limit: usize) -> Option<Vec<Range<usize>>> {
+    let row_bytes = match row_bytes {
+        RowBytes::Uniform { rows, bytes } => {
+            if *bytes > limit {
+                return None;
+            }
+            // As many rows as fit, in every piece but the last.
+            let k = limit.checked_div(*bytes).unwrap_or(usize::MAX).max(1);
+            return Some(if *rows == 0 {
+                std::iter::once(0..0).collect()
+            } else {
+                (0..*rows)
+                    .step_by(k)
+                    .map(|a| a..(a.saturating_add(k)).min(*rows))
+                    .collect()
+            });
+        }
+        RowBytes::Each(v) => v,
+    };
     let mut out = Vec::new();
     let mut start = 0;
     let mut acc = 0usize;
@@ -171,52 +245,50 @@ pub fn plan(
             .filter(|i| mask & (1 << i) == 0)
             .map(|i| needs[i].total())
             .sum();
-        // Bytes of each row of all arrays of S, and of the halo arrays' rows.
-        let row_sum: Vec<usize> = (0..rows)
-            .map(|r| s.iter().map(|&i| needs[i].row_bytes[r]).sum())
-            .collect();
+        // Bytes of each row of all arrays of S.
+        let row_sum = s
+            .iter()
+            .skip(1)
+            .fold(needs[s[0]].row_bytes.clone(), |acc, &i| {
+                acc.add(&needs[i].row_bytes)
+            });
         // A stencil array on disk keeps a few rows in memory: its first
         // and last rows, the carry, and the halo read of the next piece.
         let halo_rows: u64 = s
             .iter()
             .filter(|&&i| needs[i].halo)
             .map(|&i| {
-                let b = needs[i].row_bytes.iter().copied().max().unwrap_or(0);
+                let b = needs[i].row_bytes.max();
                 (4 * b + round_up(b, ALIGN)) as u64
             })
             .sum();
         let pad = (s.len() * ALIGN) as u64;
-        let max_row = row_sum.iter().copied().max().unwrap_or(0) as u64;
-        let cost = |limit: u64, _npieces: u64| nbuf as u64 * (limit + pad) + halo_rows;
-        smallest_row = smallest_row.min(in_core + cost(max_row, rows as u64));
+        let max_row = row_sum.max() as u64;
+        let cost = |limit: u64| nbuf as u64 * (limit + pad) + halo_rows;
+        smallest_row = smallest_row.min(in_core + cost(max_row));
         let Some(avail) = m.checked_sub(fixed + in_core) else {
             continue;
         };
-        // Largest piece limit whose cost fits (bisection; cost grows with
-        // the limit where it matters).
-        let (mut lo, mut hi) = (
-            max_row,
-            row_sum.iter().map(|&b| b as u64).sum::<u64>().max(max_row),
-        );
-        let fits = |limit: u64| {
-            pieces_within(&row_sum, limit as usize).filter(|p| cost(limit, p.len() as u64) <= avail)
-        };
-        let Some(mut pieces) = fits(lo) else {
+        // The largest piece limit whose cost fits: the cost grows with
+        // the limit and does not depend on how many pieces it makes, so
+        // the limit follows from the budget, and one greedy cut gives the
+        // pieces.
+        let Some(room) = avail.checked_sub(halo_rows).map(|r| r / nbuf as u64) else {
             continue;
         };
-        while lo < hi {
-            let mid = lo + (hi - lo).div_ceil(2);
-            match fits(mid) {
-                Some(p) => {
-                    lo = mid;
-                    pieces = p;
-                }
-                None => hi = mid - 1,
-            }
+        let Some(limit) = room.checked_sub(pad) else {
+            continue;
+        };
+        if limit < max_row {
+            continue;
         }
+        let total = row_sum.sum(0..rows).max(max_row);
+        let Some(pieces) = pieces_within(&row_sum, limit.min(total) as usize) else {
+            continue;
+        };
         let icla = pieces
             .iter()
-            .map(|p| row_sum[p.clone()].iter().map(|&b| b as u64).sum::<u64>())
+            .map(|p| row_sum.sum(p.clone()))
             .max()
             .unwrap_or(0);
         let candidate = MemPlan {
@@ -233,7 +305,7 @@ pub fn plan(
                     .pieces
                     .iter()
                     .map(|p| {
-                        let b: usize = needs[i].row_bytes[p.clone()].iter().sum();
+                        let b = needs[i].row_bytes.sum(p.clone()) as usize;
                         round_up(b.max(1), ALIGN) as u64 + CALL_BYTES
                     })
                     .sum();
@@ -312,16 +384,44 @@ mod tests {
     }
 
     #[test]
+    fn uniform_rows_cut_as_the_same_rows_listed_one_by_one() {
+        // The O(pieces) path for dense arrays and the row-by-row one agree
+        // on every budget, with and without prefetching, for one and for
+        // two arrays.
+        let as_each = |n: &Need| Need {
+            row_bytes: RowBytes::Each(vec![n.row_bytes.max(); n.row_bytes.len()]),
+            ..n.clone()
+        };
+        for rows in [1, 7, 100, 1000] {
+            let one = [Need::fixed("u", rows, 8200, false, true)];
+            let two = [
+                Need::fixed("u", rows, 8200, false, true),
+                Need::fixed("f", rows, 3000, true, false),
+            ];
+            for needs in [&one[..], &two[..]] {
+                let each: Vec<Need> = needs.iter().map(as_each).collect();
+                for budget in (1..60).map(|k| k * 37_000) {
+                    for prefetch in [false, true] {
+                        let u = plan(Some(budget), 5000, needs, prefetch);
+                        let e = plan(Some(budget), 5000, &each, prefetch);
+                        assert_eq!(u, e, "{rows} rows, budget {budget}, prefetch {prefetch}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn uneven_rows_are_cut_by_bytes() {
         let n = [Need {
             name: "a".into(),
-            row_bytes: vec![100, 5000, 100, 100, 5000, 100],
+            row_bytes: RowBytes::Each(vec![100, 5000, 100, 100, 5000, 100]),
             read_only: true,
             halo: false,
         }];
         let p = plan(Some(5200 + 4096), 0, &n, false).unwrap();
         for r in &p.pieces {
-            let b: usize = n[0].row_bytes[r.clone()].iter().sum();
+            let b = n[0].row_bytes.sum(r.clone());
             assert!(b <= 5200, "{r:?}");
         }
         assert_eq!(p.pieces.iter().map(|r| r.len()).sum::<usize>(), 6);

@@ -118,55 +118,49 @@ pub fn by_name(m: &Model, name: &str, budget: u64, seed: u64) -> Result<Found, S
 pub fn gbs(m: &Model) -> Result<Found, ModelError> {
     let p = m.ranks();
     let n = m.rows();
-    // Largest rows of rank i within time t: its cost curve is monotone in
-    // the rows, so a bisection over rows.
-    // Largest rows of rank i within time t: its cost curve is monotone in
-    // the rows. The search starts from the rank's previous answer (the
-    // bisection moves t a little at a time) and widens by doubling, so it
-    // probes row counts near the answer, not all of [0, N].
-    let guess: Vec<std::cell::Cell<u64>> = (0..p)
-        .map(|i| std::cell::Cell::new(m.app.dist[i].max(1)))
-        .collect();
-    let most_within = |i: usize, t: f64| -> u64 {
-        if m.rank_cost(i, 0) > t {
-            return 0;
+    // Largest rows of rank i within time t, knowing that it lies in
+    // [lo, hi]: its cost curve is monotone in the rows, so a bisection
+    // over that bracket (0 when even no rows fit).
+    let within = |i: usize, t: f64, lo: u64, hi: u64| -> u64 {
+        let (mut lo, mut hi) = (lo, hi);
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            if m.rank_cost(i, mid) <= t {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
         }
-        let g = guess[i].get().clamp(1, n);
-        let (mut lo, mut hi) = if m.rank_cost(i, g) <= t {
-            // Widen upwards until the cost passes t.
+        lo
+    };
+    // The same without a bracket: gallop from `g` (the rank's recorded
+    // rows, or its last answer), so that the probes stay near the answer
+    // instead of visiting all of [0, N] (a plan for many more rows than a
+    // rank can hold is the costly kind).
+    let around = |i: usize, t: f64, g: u64| -> u64 {
+        let g = g.clamp(1, n.max(1));
+        if m.rank_cost(i, g) <= t {
             let mut lo = g;
             loop {
-                if lo == n {
+                if lo >= n {
                     return n;
                 }
                 let next = lo.saturating_mul(2).min(n);
                 if m.rank_cost(i, next) <= t {
                     lo = next;
                 } else {
-                    break (lo, next);
+                    return within(i, t, lo, next - 1);
                 }
-            }
-        } else {
-            // Narrow downwards until the cost is within t.
-            let mut hi = g;
-            loop {
-                let next = hi / 2;
-                if next == 0 || m.rank_cost(i, next) <= t {
-                    break (next, hi);
-                }
-                hi = next;
-            }
-        };
-        while lo + 1 < hi {
-            let mid = lo + (hi - lo) / 2;
-            if m.rank_cost(i, mid) <= t {
-                lo = mid;
-            } else {
-                hi = mid;
             }
         }
-        guess[i].set(lo.max(1));
-        lo
+        let mut hi = g;
+        loop {
+            let next = hi / 2;
+            if next == 0 || m.rank_cost(i, next) <= t {
+                return within(i, t, next, hi - 1);
+            }
+            hi = next;
+        }
     };
     let block_t = (0..p)
         .map(|i| m.rank_cost(i, n.div_ceil(p as u64)))
@@ -181,21 +175,35 @@ pub fn gbs(m: &Model) -> Result<Found, ModelError> {
     };
     // Make sure hi covers N (infeasible ranks count 0 rows).
     let mut steps = 0u64;
-    while (0..p).map(|i| most_within(i, hi)).sum::<u64>() < n && steps < 60 {
+    let mut rows_hi: Vec<u64> = (0..p).map(|i| around(i, hi, m.app.dist[i])).collect();
+    while rows_hi.iter().sum::<u64>() < n && steps < 60 {
         hi *= 2.0;
         steps += 1;
+        rows_hi = (0..p)
+            .map(|i| around(i, hi, rows_hi[i].max(m.app.dist[i])))
+            .collect();
     }
+    // Bisection over the time. Each rank's rows at a time between lo and
+    // hi lie between its rows at lo and at hi, so each step searches only
+    // that bracket, which narrows as the time does: a few cost
+    // evaluations per rank and step instead of a search over all N rows.
     let mut lo = 0.0f64;
+    let mut rows_lo = vec![0u64; p];
     while hi - lo > 1e-4 * hi && steps < 200 {
         let mid = 0.5 * (lo + hi);
         steps += 1;
-        if (0..p).map(|i| most_within(i, mid)).sum::<u64>() >= n {
+        let rows: Vec<u64> = (0..p)
+            .map(|i| within(i, mid, rows_lo[i], rows_hi[i]))
+            .collect();
+        if rows.iter().sum::<u64>() >= n {
             hi = mid;
+            rows_hi = rows;
         } else {
             lo = mid;
+            rows_lo = rows;
         }
     }
-    let mut s: Vec<u64> = (0..p).map(|i| most_within(i, hi)).collect();
+    let mut s = rows_hi;
     // Shed the excess from the ranks that would finish last.
     let mut excess = s.iter().sum::<u64>().saturating_sub(n);
     while excess > 0 {

@@ -24,7 +24,7 @@
 use anyhow::{Result, bail};
 use clap::Parser;
 use mheta_apps::checkpoint::State;
-use mheta_apps::storage::{Csr, MemPlan, NZ_BYTES, Need};
+use mheta_apps::storage::{Csr, MemPlan, NZ_BYTES, Need, RowBytes};
 use mheta_apps::{
     Common, Ctx, Fixed, Kernel, StorageReport, comm, grid, main_with_mpi, parse_args, run,
 };
@@ -249,7 +249,7 @@ impl Cg {
         }
         let need = Need {
             name: "a".into(),
-            row_bytes: mine.iter().map(|&w| w as usize * NZ_BYTES).collect(),
+            row_bytes: RowBytes::Each(mine.iter().map(|&w| w as usize * NZ_BYTES).collect()),
             read_only: true,
             halo: false,
         };
