@@ -600,15 +600,42 @@ pub struct Prediction {
 #[derive(Clone, Debug)]
 pub(crate) struct Net {
     p: usize,
-    o_send: Vec<f64>,
-    o_recv: Vec<f64>,
-    /// The pairs' costs (for the piecewise transfer time), by `k(src, dst)`.
-    pairs: Vec<Option<mheta_profile::PairCost>>,
+    /// What the replay reads of each pair, by `k(src, dst)`.
+    wires: Vec<Wire>,
+    /// The pairs' piecewise one-way fits, one run of segments per pair.
+    segs: Vec<mheta_profile::Segment>,
     /// Mean costs, for reductions.
     pub(crate) mean: [f64; 4],
-    /// The pairs' eager limits, bytes (`u64::MAX`: not measured, every
-    /// send eager), by `k(src, dst)`.
-    eager: Vec<u64>,
+}
+
+/// One pair's costs, in one record of a few words: the replay reads a
+/// pair at every message, and at P = 1024 the profile's own records
+/// (~0.5 KB each, with their samples) made that a cache miss per field
+/// and the P x P table half a gigabyte.
+#[derive(Clone, Copy, Debug)]
+struct Wire {
+    measured: bool,
+    o_send: f64,
+    o_recv: f64,
+    latency: f64,
+    per_byte: f64,
+    /// Eager limit, bytes (`u64::MAX`: not measured, every send eager).
+    eager: u64,
+    /// The pair's segments in [`Net::segs`]: first, count (0: the linear
+    /// fit).
+    seg: (u32, u32),
+}
+
+impl Wire {
+    const NONE: Wire = Wire {
+        measured: false,
+        o_send: 0.0,
+        o_recv: 0.0,
+        latency: 0.0,
+        per_byte: 0.0,
+        eager: u64::MAX,
+        seg: (0, 0),
+    };
 }
 
 impl Net {
@@ -616,18 +643,22 @@ impl Net {
         let p = prof.np as usize;
         let mut net = Net {
             p,
-            o_send: vec![0.0; p * p],
-            o_recv: vec![0.0; p * p],
-            pairs: vec![None; p * p],
+            wires: vec![Wire::NONE; p * p],
+            segs: Vec::new(),
             mean: [0.0; 4],
-            eager: vec![u64::MAX; p * p],
         };
         for c in &prof.pairs {
             let k = c.src as usize * p + c.dst as usize;
-            net.o_send[k] = c.o_send_s;
-            net.o_recv[k] = c.o_recv_s;
-            net.pairs[k] = Some(c.clone());
-            net.eager[k] = c.eager_limit_bytes.unwrap_or(u64::MAX);
+            net.wires[k] = Wire {
+                measured: true,
+                o_send: c.o_send_s,
+                o_recv: c.o_recv_s,
+                latency: c.latency_s,
+                per_byte: c.per_byte_s,
+                eager: c.eager_limit_bytes.unwrap_or(u64::MAX),
+                seg: (net.segs.len() as u32, c.segments.len() as u32),
+            };
+            net.segs.extend(c.segments.iter().cloned());
         }
         let n = prof.pairs.len().max(1) as f64;
         for c in &prof.pairs {
@@ -641,14 +672,42 @@ impl Net {
 
     /// Time on the wire from `k`'s sender to its receiver (eq. 3's
     /// T_{i->j}(q)), from the pair's piecewise one-way fit.
+    /// ([`mheta_profile::PairCost::transfer_s`], the same arithmetic.)
     pub(crate) fn transfer(&self, k: usize, bytes: f64) -> f64 {
-        self.pairs[k].as_ref().map_or(0.0, |c| c.transfer_s(bytes))
+        let w = &self.wires[k];
+        if !w.measured {
+            return 0.0;
+        }
+        let (first, n) = (w.seg.0 as usize, w.seg.1 as usize);
+        let one_way = if n == 0 {
+            w.o_send + w.latency + w.o_recv + w.per_byte * bytes
+        } else {
+            let segs = &self.segs[first..first + n];
+            let s = segs
+                .iter()
+                .find(|s| bytes <= s.to_bytes as f64)
+                .unwrap_or(&segs[n - 1]);
+            s.base_s + s.per_byte_s * (bytes - s.from_bytes as f64).max(0.0)
+        };
+        (one_way - w.o_send - w.o_recv).max(0.0)
+    }
+
+    fn o_send(&self, k: usize) -> f64 {
+        self.wires[k].o_send
+    }
+
+    fn o_recv(&self, k: usize) -> f64 {
+        self.wires[k].o_recv
+    }
+
+    fn eager(&self, k: usize) -> u64 {
+        self.wires[k].eager
     }
 
     /// Wire latency of `k`'s pair: what the receiver's acknowledgement
     /// of a rendezvous message takes back to its sender.
     fn latency(&self, k: usize) -> f64 {
-        self.pairs[k].as_ref().map_or(0.0, |c| c.latency_s)
+        self.wires[k].latency
     }
 
     pub(crate) fn k(&self, src: usize, dst: usize) -> usize {
@@ -1034,13 +1093,13 @@ impl Model {
                             let k = net.k(i, j);
                             let b = self.msg_bytes(d, i, to.bytes);
                             // MHETA eq. 3: arrival = T_tau(i) + O_send + T_{i->j}(q).
-                            let arrive = clock[i] + net.o_send[k] + net.transfer(k, b);
-                            clock[i] += net.o_send[k];
-                            out[i].overhead_s += net.o_send[k];
+                            let arrive = clock[i] + net.o_send(k) + net.transfer(k, b);
+                            clock[i] += net.o_send(k);
+                            out[i].overhead_s += net.o_send(k);
                             let waits = match mode {
                                 SendMode::Buffered => false,
                                 SendMode::Synchronous => true,
-                                SendMode::Standard => b > net.eager[k] as f64,
+                                SendMode::Standard => b > net.eager(k) as f64,
                             };
                             if waits {
                                 ack = n;
@@ -1089,7 +1148,7 @@ impl Model {
                                 *t = clock[i] + net.latency(net.k(i, j));
                             }
                             if pay {
-                                let o = net.o_recv[net.k(j, i)];
+                                let o = net.o_recv(net.k(j, i));
                                 clock[i] += o;
                                 out[i].overhead_s += o;
                             }
