@@ -282,8 +282,7 @@ pub fn plan(
         if limit < max_row {
             continue;
         }
-        let total = row_sum.sum(0..rows).max(max_row);
-        let Some(pieces) = pieces_within(&row_sum, limit.min(total) as usize) else {
+        let Some(pieces) = pieces_within(&row_sum, limit as usize) else {
             continue;
         };
         let icla = pieces

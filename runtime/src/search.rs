@@ -121,8 +121,7 @@ pub fn gbs(m: &Model) -> Result<Found, ModelError> {
     // Largest rows of rank i within time t, knowing that it lies in
     // [lo, hi]: its cost curve is monotone in the rows, so a bisection
     // over that bracket (0 when even no rows fit).
-    let within = |i: usize, t: f64, lo: u64, hi: u64| -> u64 {
-        let (mut lo, mut hi) = (lo, hi);
+    let within = |i: usize, t: f64, mut lo: u64, mut hi: u64| -> u64 {
         while lo < hi {
             let mid = lo + (hi - lo).div_ceil(2);
             if m.rank_cost(i, mid) <= t {
