@@ -40,7 +40,25 @@ fn build(dir: &Path) -> (PathBuf, PathBuf) {
 const N: &str = "1536";
 const ITERS: &str = "60";
 
-fn check(name: &str, run: impl Fn(bool) -> serde_json::Value) {
+/// Per-rank compute of the recorded iterations at Block, as the model
+/// sees it (`mheta predict` on the trace), and rank 1's per-row cost over
+/// rank 0's.
+fn recorded_ratio(profile: &Path, trace: &Path) -> f64 {
+    let block = last_json(&ok(mheta()
+        .args(["predict", "--profile"])
+        .arg(profile)
+        .arg("--trace")
+        .arg(trace)
+        .args(["--dist", "768,768", "--json"])));
+    let c: Vec<f64> = (0..2)
+        .map(|i| block["ranks"][i]["compute_s"].as_f64().unwrap())
+        .collect();
+    c[1] / c[0]
+}
+
+/// `run(auto)` runs the example (plain, or under `mheta run` with its
+/// auto argument, recording into `trace`).
+fn check(name: &str, profile: &Path, trace: &Path, run: impl Fn(bool) -> serde_json::Value) {
     let reference = run(false);
     assert_eq!(reference["verified"], true, "{reference}");
     assert_eq!(
@@ -48,13 +66,43 @@ fn check(name: &str, run: impl Fn(bool) -> serde_json::Value) {
         serde_json::json!([768, 768]),
         "{reference}"
     );
-    let r = run(true);
+    // The emulation slows rank 1's real work by extra work in proportion
+    // to it, but the real work itself is this shared VM's, and for the
+    // Fortran loop it is bimodal: the same 768 rows took about 1.6 or
+    // 3.2 ms of CPU time (at N = 384, cache-resident, 95 or 188 us), on
+    // either rank, changing from one allocation to the next. About 4 in
+    // 10 Fortran recordings saw rank 1 less than 1.5x slower per row (CI
+    // once 1.13x, and the plan, rightly for that recording, was 814,722).
+    // Such a recording is retried, at most five runs in all; the plan is
+    // then checked against the recording.
+    let mut attempt = 0;
+    let (r, ratio) = loop {
+        attempt += 1;
+        let r = run(true);
+        let ratio = recorded_ratio(profile, trace);
+        if ratio >= 1.5 || attempt == 5 {
+            break (r, ratio);
+        }
+        eprintln!("{name}: attempt {attempt}: recorded per-row ratio {ratio:.2}, retrying");
+    };
+    assert!(
+        ratio >= 1.5,
+        "{name}: rank 1 (cpu_power 0.5) recorded only {ratio:.2}x rank 0's per-row time in 5 runs"
+    );
     let auto = &r["auto"];
     assert_eq!(auto["moved"], true, "{name}: {r}");
+    assert_eq!(r["dist"], auto["chosen_dist"], "{name}: {r}");
     let d0 = r["dist"][0].as_u64().unwrap();
     assert!(
         d0 > 768 + 768 / 10,
         "{name}: rank 0 (the faster) has {d0} rows: {r}"
+    );
+    // Rows in inverse proportion to the recorded per-row costs (the halo
+    // messages are fixed-size, so compute decides), within 5%.
+    let balanced = 1536.0 * ratio / (1.0 + ratio);
+    assert!(
+        (d0 as f64 - balanced).abs() <= 0.05 * balanced,
+        "{name}: rank 0 has {d0} rows, balanced for the recorded {ratio:.2}x: {balanced:.0}"
     );
     assert!(
         auto["reason"].as_str().is_some_and(|s| !s.is_empty()),
@@ -82,8 +130,8 @@ fn c_and_fortran_codes_get_auto_through_the_c_api() {
         ("C", &c, vec!["--n", N, "--iters", ITERS]),
         ("Fortran", &f, vec![N, ITERS]),
     ] {
-        check(name, |auto| {
-            let trace = dir.join(format!("trace-{name}"));
+        let trace = dir.join(format!("trace-{name}"));
+        check(name, &profile, &trace, |auto| {
             let _ = std::fs::remove_dir_all(&trace);
             let mut a = args.clone();
             if auto {
