@@ -11,7 +11,9 @@
 # and the chosen distribution, and the ratio Block / auto. At the end: the
 # median of the per-round ratios, against the issue's target of 1.43
 # (0.95 of the ideal 1.5). PROFILE defaults to a fresh `mheta bench --np 2
-# --no-disk`. Default 6 rounds.
+# --no-disk`. Default 6 rounds. APP_ARGS adds arguments to both runs,
+# e.g. APP_ARGS="--cpu-emulation clock --cpu-ns-per-unit 7" for the CPU
+# by the clock (reproducible on a noisy host; the header says which).
 set -euo pipefail
 rounds=${1:-6}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,14 +37,15 @@ d = json.loads(sys.stdin.read().splitlines()[-1])
 a = d.get("auto") or {}
 assert d["verified"], "the answer did not verify"
 print(d["elapsed_s"], len(a.get("replans", [])), ",".join(map(str, d["dist"])))'; }
-echo "# jacobi N=3072, 150 iterations, het2 (spin emulation, one core per rank), 2 ranks; profile $profile"
+read -r -a extra <<<"${APP_ARGS:-}"
+echo "# jacobi N=3072, 150 iterations, het2 (${APP_ARGS:-spin emulation}, one core per rank), 2 ranks; profile $profile"
 printf '%5s %10s %10s %7s %11s %7s\n' round block_s auto_s replans auto_dist ratio
 ratios=()
 for i in $(seq 1 "$rounds"); do
-    read -r b _ _ < <(mpirun -np 2 "$bin/jacobi" --n 3072 --iters 150 --cluster het2 | summary)
+    read -r b _ _ < <(mpirun -np 2 "$bin/jacobi" --n 3072 --iters 150 --cluster het2 "${extra[@]}" | summary)
     rm -rf "$tmp/trace"
     read -r a rp dist < <("$bin/mheta" run --trace-dir "$tmp/trace" -- mpirun -np 2 "$bin/jacobi" \
-        --n 3072 --iters 150 --cluster het2 --auto --profile "$profile" | summary)
+        --n 3072 --iters 150 --cluster het2 "${extra[@]}" --auto --profile "$profile" | summary)
     r=$(python3 -c "print(f'{$b / $a:.3f}')")
     ratios+=("$r")
     printf '%5s %10.3f %10.3f %7s %11s %7s\n' "$i" "$b" "$a" "$rp" "$dist" "$r"

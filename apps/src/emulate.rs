@@ -37,6 +37,16 @@
 //!   under the normal policy (the report's `work_policy`, see
 //!   [`Emulation::work`]), so that an MPI call never waits for the core
 //!   while the rank beside it computes.
+//!   `--cpu-emulation clock` times pieces by their size, not their CPU
+//!   time: a piece of u units ([`Emulation::work`]'s measure, declared by
+//!   the kernel: points, nonzeros) lasts u × `--cpu-ns-per-unit` / (base
+//!   × power), waited out like `paced`. The other modes scale the real
+//!   work's CPU time, and this host's speed changes by itself (the same
+//!   cache-resident loop alone on a vCPU took 70 or 110–135 µs, switching
+//!   within seconds, per vCPU): jacobi's rank at power 0.5 computed the
+//!   same rows in 19–33 ms from run to run under `spin`, 66.08–66.09 ms
+//!   by the clock. Pieces whose real work outlasted their time are counted
+//!   (the report's `cpu_overruns`).
 //! - **Memory** (`mem_limit_mb`): the storage rule keeps the rank's arrays
 //!   within the limit, and a `memory` cgroup enforces it. This kernel
 //!   refuses `memory.move_charge_at_immigrate`, so pages charged before a
@@ -73,6 +83,7 @@
 use crate::Resolved;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Throttled disk rate of a rank at `io_factor` 1, MB/s.
 pub const DEFAULT_DISK_MB_S: f64 = 100.0;
@@ -96,6 +107,10 @@ pub struct EmulationReport {
     /// normal policy ([`Emulation::work`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub work_policy: Option<String>,
+    /// `--cpu-emulation clock`: nanoseconds a unit of work lasts at
+    /// `cpu_power` 1 and a whole core.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_ns_per_unit: Option<f64>,
     /// "cgroup-limit", "self-limit" (storage rule only) or "none".
     pub memory: String,
     /// "paced", "blkio-throttle", "scaled-io" or "none".
@@ -189,6 +204,14 @@ pub struct Emulation {
     extra_per_unit: f64,
     /// Paced CPU: a piece of work that took CPU time c lasts c × this.
     cpu_pace: f64,
+    /// CPU by the clock: a piece of u units lasts u × this, seconds.
+    cpu_clock: f64,
+    /// Real work so far: pieces, CPU nanoseconds, units, and (by the
+    /// clock) the pieces whose real work outlasted their time.
+    pieces: AtomicU64,
+    work_ns: AtomicU64,
+    units: AtomicU64,
+    overruns: AtomicU64,
     /// Scaled-I/O factor.
     pub io_scale: f64,
     /// Paced disk: seconds per byte.
@@ -349,6 +372,11 @@ impl Emulation {
             report: rep.clone(),
             extra_per_unit: 0.0,
             cpu_pace: 0.0,
+            cpu_clock: 0.0,
+            pieces: AtomicU64::new(0),
+            work_ns: AtomicU64::new(0),
+            units: AtomicU64::new(0),
+            overruns: AtomicU64::new(0),
             io_scale: 1.0,
             pace: 0.0,
             cpu: None,
@@ -366,7 +394,7 @@ impl Emulation {
         let powers_differ = node_powers.iter().any(|&p| p != 1.0);
         let (want_quota, share) = match r.cpu_mode.as_str() {
             "quota" => (powers_differ || base < 1.0, base * spec.cpu_power),
-            "spin" | "paced" => (false, 1.0),
+            "spin" | "paced" | "clock" => (false, 1.0),
             _ => (base < 1.0, base),
         };
         let spin = (r.cpu_mode == "share" || r.cpu_mode == "spin") && spec.cpu_power != 1.0;
@@ -379,6 +407,14 @@ impl Emulation {
                 e.cpu_pace = f;
                 methods.push("paced");
             }
+        }
+        if r.cpu_mode == "clock" {
+            // By the clock: a piece of u units lasts u × ns / (base ×
+            // power), whatever the host's speed did meanwhile.
+            let ns = r.cpu_ns_per_unit.unwrap_or(0.0);
+            e.cpu_clock = ns * 1e-9 / (base * spec.cpu_power);
+            rep.cpu_ns_per_unit = Some(ns);
+            methods.push("clock");
         }
         if want_quota {
             let min_share = if r.cpu_mode == "quota" {
@@ -416,7 +452,9 @@ impl Emulation {
             e.extra_per_unit = (1.0 / spec.cpu_power - 1.0).max(0.0);
             methods.push("spin");
         }
-        if (rep.cpu_period_us > 0 || e.cpu_pace > 0.0) && node_powers.len() as f64 > cores {
+        if (rep.cpu_period_us > 0 || e.cpu_pace > 0.0 || e.cpu_clock > 0.0)
+            && node_powers.len() as f64 > cores
+        {
             rep.pinned_core = pin(local, node_powers);
         }
         if node_powers.len() as f64 > cores {
@@ -524,6 +562,28 @@ impl Emulation {
         };
     }
 
+    /// Count a piece of real work of `units` that took `cpu` seconds of
+    /// CPU time.
+    fn count(&self, units: u64, cpu: f64) {
+        self.pieces.fetch_add(1, Ordering::Relaxed);
+        self.units.fetch_add(units, Ordering::Relaxed);
+        self.work_ns
+            .fetch_add((cpu.max(0.0) * 1e9) as u64, Ordering::Relaxed);
+    }
+
+    /// The real work so far: its CPU nanoseconds per unit (None before
+    /// any unit), and the pieces whose real work outlasted their time by
+    /// the clock, out of all pieces.
+    pub fn work_stats(&self) -> (Option<f64>, u64, u64) {
+        let units = self.units.load(Ordering::Relaxed);
+        let ns = self.work_ns.load(Ordering::Relaxed);
+        (
+            (units > 0).then(|| ns as f64 / units as f64),
+            self.overruns.load(Ordering::Relaxed),
+            self.pieces.load(Ordering::Relaxed),
+        )
+    }
+
     /// Extra work for a relative power p < 1: after real work that took
     /// `c` of this thread's CPU time since `start_cpu` (from
     /// [`thread_cpu`]), spin until it has taken `c / p`.
@@ -539,8 +599,9 @@ impl Emulation {
         spin_extra(start_cpu, self.extra_per_unit);
     }
 
-    /// Run `f` as real work: followed by extra work when the rank's
-    /// relative power is below 1 (spin, share), or paced (paced).
+    /// Run `f`, real work of `units`: followed by extra work when the
+    /// rank's relative power is below 1 (spin, share), or paced by its
+    /// CPU time (paced) or by its units (clock).
     ///
     /// On a node with more ranks than cores the work runs under
     /// `SCHED_IDLE`, so a rank of the same core that needs the CPU for
@@ -551,7 +612,7 @@ impl Emulation {
     /// two recorded iterations, time no cluster with a CPU per rank
     /// would lose and the model does not predict. Work is CPU time
     /// either way, and the pacing and extra work count CPU time.
-    pub fn work<R>(&self, f: impl FnOnce() -> R) -> R {
+    pub fn work<R>(&self, units: u64, f: impl FnOnce() -> R) -> R {
         let idle = |on: bool| {
             if self.idle_work {
                 idle_policy(on);
@@ -570,21 +631,32 @@ impl Emulation {
                 }
             }
         };
-        if self.cpu_pace > 0.0 {
+        if self.cpu_pace > 0.0 || self.cpu_clock > 0.0 {
             let (c0, w0) = (thread_cpu(), std::time::Instant::now());
             idle(true);
             let r = f();
             let c = thread_cpu() - c0;
+            self.count(units, c);
             // The paced rest is waited out under the normal policy, so
             // the rank takes its core back on time from a neighbour that
             // computes.
             idle(false);
-            wait_until(w0 + std::time::Duration::from_secs_f64(c * self.cpu_pace));
+            let lasts = if self.cpu_clock > 0.0 {
+                units as f64 * self.cpu_clock
+            } else {
+                c * self.cpu_pace
+            };
+            let until = w0 + std::time::Duration::from_secs_f64(lasts);
+            if self.cpu_clock > 0.0 && std::time::Instant::now() > until {
+                self.overruns.fetch_add(1, Ordering::Relaxed);
+            }
+            wait_until(until);
             return r;
         }
         idle(true);
         let t = thread_cpu();
         let r = f();
+        self.count(units, thread_cpu() - t);
         if self.extra_per_unit > 0.0 {
             self.stretch(t);
         }

@@ -66,9 +66,19 @@ pub struct Common {
     /// extra work for the relative power), quota (a quota of base share ×
     /// power), spin (extra work only, the paper's method), or paced (each
     /// piece of work that took CPU time c lasts c / (base share × power),
-    /// sleeping for the rest, like the paced disk).
-    #[arg(long, value_name = "HOW", default_value = "share", value_parser = ["share", "quota", "spin", "paced"])]
+    /// sleeping for the rest, like the paced disk), or clock (each piece
+    /// of u units of work lasts u × --cpu-ns-per-unit / (base share ×
+    /// power), whatever the host's own speed did: reproducible runs on a
+    /// noisy machine).
+    #[arg(long, value_name = "HOW", default_value = "share", value_parser = ["share", "quota", "spin", "paced", "clock"])]
     pub cpu_emulation: String,
+    /// With `--cpu-emulation clock`: nanoseconds a unit of work lasts at
+    /// cpu_power 1 on a whole core. Take it from a run's
+    /// `ranks[].cpu_ns_per_unit` (the real work's CPU time per unit) with
+    /// headroom for the host's slow spells (2.5x on this VM kind); the
+    /// report's `cpu_overruns` counts pieces that outlasted it.
+    #[arg(long, value_name = "NS")]
+    pub cpu_ns_per_unit: Option<f64>,
     /// Disk rate of a rank at io_factor 1, MB/s (each rank gets MB/s /
     /// io_factor; default 100). Given explicitly, every rank's disk is
     /// emulated even when all io_factors are equal.
@@ -147,8 +157,10 @@ pub struct Resolved {
     pub min_io_factor: f64,
     /// `--disk-mb-s` was given: throttle every rank.
     pub throttle_always: bool,
-    /// `--cpu-emulation`: share, quota or spin.
+    /// `--cpu-emulation`: share, quota, spin, paced or clock.
     pub cpu_mode: String,
+    /// `--cpu-ns-per-unit` (clock).
+    pub cpu_ns_per_unit: Option<f64>,
     /// `--disk-emulation`: paced, throttle or scaled.
     pub disk_mode: String,
     /// Disk rate at io_factor 1, MB/s.
@@ -330,10 +342,12 @@ impl Ctx<'_> {
         mheta_live::markers::level(l as u32);
     }
 
-    /// Real work: a rank of relative power p < 1 follows it with extra
-    /// work until it has taken 1/p of its CPU time (see `emulate`).
-    pub fn work<R>(&self, f: impl FnOnce() -> R) -> R {
-        self.emu.work(f)
+    /// Real work of `units` (the kernel's measure: points, nonzeros): a
+    /// rank of relative power p < 1 follows it with extra work until it
+    /// has taken 1/p of its CPU time, or, by the clock, it lasts `units`
+    /// times the clock's figure (see `emulate`).
+    pub fn work<R>(&self, units: u64, f: impl FnOnce() -> R) -> R {
+        self.emu.work(units, f)
     }
 
     /// My rows `[first, first + rows)`.
@@ -702,6 +716,16 @@ fn check(
     {
         bail!("--disk-mb-s {r}: must be a positive rate in MB/s");
     }
+    match (c.cpu_emulation.as_str(), c.cpu_ns_per_unit) {
+        ("clock", None) => bail!("--cpu-emulation clock needs --cpu-ns-per-unit NS"),
+        ("clock", Some(ns)) if !(ns.is_finite() && ns > 0.0) => {
+            bail!("--cpu-ns-per-unit {ns}: must be a positive number of nanoseconds")
+        }
+        ("clock", _) | (_, None) => {}
+        (mode, Some(_)) => {
+            bail!("--cpu-ns-per-unit is for --cpu-emulation clock, not {mode}")
+        }
+    }
     let mem_limit = cluster
         .rank
         .iter()
@@ -871,6 +895,7 @@ pub fn run<K: Kernel>(
             .fold(f64::MAX, f64::min),
         throttle_always: c.disk_mb_s.is_some(),
         cpu_mode: c.cpu_emulation.clone(),
+        cpu_ns_per_unit: c.cpu_ns_per_unit,
         disk_mode: c.disk_emulation.clone(),
         disk_mb_s: c.disk_mb_s.unwrap_or(emulate::DEFAULT_DISK_MB_S),
     };
@@ -1101,8 +1126,12 @@ pub fn run<K: Kernel>(
                 .collect(),
         )
     };
+    let (ns_per_unit, overruns, pieces) = ctx.emu.work_stats();
     let mine = json!({
         "rank": rank,
+        "cpu_ns_per_unit": ns_per_unit,
+        "work_pieces": pieces,
+        "cpu_overruns": overruns,
         "rows": ctx.dist.0[rank],
         "cpu_power": resolved.spec.cpu_power,
         "io_factor": resolved.spec.io_factor,

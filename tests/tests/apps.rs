@@ -255,6 +255,53 @@ fn mg_discretisation_error_is_second_order() {
     assert!((3.6..4.4).contains(&ratio), "O(h^2): ratio {ratio}");
 }
 
+/// `--cpu-emulation clock`: a rank's compute is its units times the
+/// figure over its power, whatever the host's speed (jacobi's unit is a
+/// grid point).
+#[test]
+fn cpu_by_the_clock_lasts_units_times_the_figure() {
+    let (n, ns) = (1024u64, 12.0);
+    let r = app(
+        "jacobi",
+        2,
+        &[
+            "--n",
+            &n.to_string(),
+            "--iters",
+            "12",
+            "--cluster",
+            "het2",
+            "--cpu-emulation",
+            "clock",
+            "--cpu-ns-per-unit",
+            "12",
+        ],
+    );
+    assert_eq!(r["verified"], true, "{r}");
+    assert_eq!(r["emulation"]["cpu"], "clock", "{r}");
+    assert_eq!(r["emulation"]["cpu_ns_per_unit"], ns, "{r}");
+    for (i, power) in [(0usize, 1.0), (1, 0.5)] {
+        let rank = &r["ranks"][i];
+        let want = (n / 2 * n) as f64 * ns * 1e-9 / power;
+        let got = value(rank, "compute_s");
+        let over = rank["cpu_overruns"].as_u64().unwrap();
+        let pieces = rank["work_pieces"].as_u64().unwrap();
+        assert!(pieces >= 12, "{rank}");
+        // A piece lasts its time unless its real work ran over (a slow
+        // spell of the host beyond the figure's headroom); compute_s is
+        // a median over iterations, so a few such pieces do not move it.
+        assert!(4 * over <= pieces, "rank {i}: {over} of {pieces} ran over");
+        assert!(
+            got >= want && got <= 1.03 * want,
+            "rank {i}: compute {got} s, by the clock {want} s"
+        );
+        // The real work's own cost is reported, and the figure had
+        // headroom over it.
+        let real = rank["cpu_ns_per_unit"].as_f64().unwrap();
+        assert!(real > 0.0 && real < ns, "{rank}");
+    }
+}
+
 #[test]
 fn emulation_is_reported_per_resource() {
     let dir = scratch("emu");

@@ -416,3 +416,31 @@ fn show_prints_readable_tables_of_traces_and_profiles() {
     // Exactly one of --trace and --profile.
     fails(mheta().arg("show"));
 }
+
+#[test]
+fn jacobi_cpu_by_the_clock_needs_a_positive_figure_and_only_then() {
+    let l = jacobi_error(2, &["--n", "64", "--cpu-emulation", "clock"]);
+    assert!(
+        l.contains("--cpu-emulation clock needs --cpu-ns-per-unit NS"),
+        "{l}"
+    );
+    let l = jacobi_error(
+        2,
+        &[
+            "--n",
+            "64",
+            "--cpu-emulation",
+            "clock",
+            "--cpu-ns-per-unit=-3",
+        ],
+    );
+    assert!(
+        l.contains("--cpu-ns-per-unit -3: must be a positive"),
+        "{l}"
+    );
+    let l = jacobi_error(2, &["--n", "64", "--cpu-ns-per-unit", "5"]);
+    assert!(
+        l.contains("--cpu-ns-per-unit is for --cpu-emulation clock, not share"),
+        "{l}"
+    );
+}

@@ -303,7 +303,8 @@ impl Cg {
         };
         ctx.stage(|| {
             self.a.sweep(|rows, rp, vals, cols| {
-                ctx.work(|| {
+                let nonzeros = (rp[rp.len() - 1] - rp[0]) as u64;
+                ctx.work(nonzeros, || {
                     let base = rp[0];
                     for (i, r) in rows.enumerate() {
                         let (s, e) = (rp[i] - base, rp[i + 1] - base);
@@ -333,7 +334,7 @@ impl Cg {
             let alpha = rho / d;
             let rho0 = rho;
             ctx.stage(|| {
-                ctx.work(|| {
+                ctx.work(self.z.len() as u64, || {
                     for j in 0..self.z.len() {
                         self.z[j] += alpha * self.p[j];
                         self.r[j] -= alpha * self.q[j];
@@ -343,7 +344,7 @@ impl Cg {
             rho = dot(ctx, &self.r, &self.r);
             let beta = rho / rho0;
             ctx.stage(|| {
-                ctx.work(|| {
+                ctx.work(self.p.len() as u64, || {
                     for j in 0..self.p.len() {
                         self.p[j] = self.r[j] + beta * self.p[j];
                     }

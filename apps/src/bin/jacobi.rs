@@ -186,7 +186,8 @@ impl Kernel for Jacobi {
                 ],
                 |_, v| {
                     let (uv, fv) = v.split_at_mut(1);
-                    diff += ctx.work(|| {
+                    let points = (uv[0].data.len() / (n + 2) * n) as u64;
+                    diff += ctx.work(points, || {
                         sweep_piece(
                             n,
                             uv[0].data,

@@ -161,7 +161,7 @@ impl Kernel for Lanczos {
         let w = &mut self.w;
         ctx.stage(|| {
             sweep(&mut [(&mut self.a, Access::Read)], |rows, v| {
-                ctx.work(|| {
+                ctx.work(v[0].data.len() as u64, || {
                     for (i, row) in v[0].data.chunks_exact(full.len()).enumerate() {
                         w[rows.start + i] = row.iter().zip(full).map(|(a, x)| a * x).sum();
                     }
@@ -173,7 +173,7 @@ impl Kernel for Lanczos {
         comm::all_reduce(ctx.world, &local_alpha, &mut alpha, SystemOperation::sum());
         let beta = self.beta;
         ctx.stage(|| {
-            ctx.work(|| {
+            ctx.work(self.w.len() as u64, || {
                 for j in 0..self.w.len() {
                     self.w[j] -= alpha * self.v[j] + beta * self.v_prev[j];
                 }

@@ -196,7 +196,8 @@ impl Level {
                         |rows, v| {
                             let (uv, fv) = v.split_at_mut(1);
                             let s = rows.start;
-                            ctx.work(|| {
+                            let points = (rows.len() * n / 2) as u64;
+                            ctx.work(points, || {
                                 rbgs(
                                     uv[0].data,
                                     uv[0].above,
@@ -230,7 +231,8 @@ impl Level {
                 |_, v| {
                     let (uv, rest) = v.split_at_mut(1);
                     let (fv, rv) = rest.split_at_mut(1);
-                    s += ctx.work(|| {
+                    let points = (uv[0].data.len() / (n + 2) * n) as u64;
+                    s += ctx.work(points, || {
                         residual(
                             uv[0].data,
                             uv[0].above,
@@ -350,7 +352,8 @@ impl Mg {
                         &data[i as usize * wf..(i as usize + 1) * wf]
                     }
                 };
-                ctx.work(|| {
+                // One coarse point per odd fine row and coarse column.
+                ctx.work((nrows / 2 * nc) as u64, || {
                     // Coarse 0-based row J has its centre at fine 0-based row 2J + 1.
                     for i in 0..nrows {
                         let gi = ffirst + rows.start + i;
@@ -411,7 +414,7 @@ impl Mg {
         ctx.stage(|| {
             sweep(&mut [(&mut fl.u, Access::ReadWrite)], |rows, v| {
                 let data = &mut *v[0].data;
-                ctx.work(|| {
+                ctx.work((data.len() / wf * nf) as u64, || {
                     for (i, row) in data.chunks_exact_mut(wf).enumerate() {
                         let y = ffirst + rows.start + i + 1; // grid index
                         for (j, x) in row.iter_mut().enumerate().take(nf + 1).skip(1) {

@@ -94,7 +94,7 @@ impl Sor {
             sweep(&mut [(&mut self.u, Access::ReadWrite)], |rows, v| {
                 let (data, above, below) = (&mut *v[0].data, v[0].above, v[0].below);
                 let nrows = rows.len();
-                diff += ctx.work(|| {
+                diff += ctx.work((nrows * n / 2) as u64, || {
                     let mut d = 0.0;
                     for i in 0..nrows {
                         let gi = first + rows.start + i;

@@ -182,7 +182,8 @@ impl Kernel for Wavefront {
             ctx.stage(|| {
                 sweep(&mut [(&mut self.u, Access::ReadWrite)], |_, v| {
                     let (data, above_new, below) = (&mut *v[0].data, v[0].above_new, v[0].below);
-                    ctx.work(|| gs_rows(data, w, above_new, below, c0, c1));
+                    let points = (data.len() / w * (c1 - c0)) as u64;
+                    ctx.work(points, || gs_rows(data, w, above_new, below, c0, c1));
                 })
             })?;
             if let Some(d) = down {
