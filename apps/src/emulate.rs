@@ -39,14 +39,15 @@
 //!   while the rank beside it computes.
 //!   `--cpu-emulation clock` times pieces by their size, not their CPU
 //!   time: a piece of u units ([`Emulation::work`]'s measure, declared by
-//!   the kernel: points, nonzeros) lasts u × `--cpu-ns-per-unit` / (base
-//!   × power), waited out like `paced`. The other modes scale the real
+//!   the kernel: points, nonzeros) lasts u × ns / (base × power), waited
+//!   out like `paced`, with ns one figure or one per call site ([`Clock`],
+//!   from a calibration run's report). The other modes scale the real
 //!   work's CPU time, and this host's speed changes by itself (the same
 //!   cache-resident loop alone on a vCPU took 70 or 110–135 µs, switching
 //!   within seconds, per vCPU): jacobi's rank at power 0.5 computed the
 //!   same rows in 19–33 ms from run to run under `spin`, 66.08–66.09 ms
 //!   by the clock. Pieces whose real work outlasted their time are counted
-//!   (the report's `cpu_overruns`).
+//!   (the report's `cpu_overruns`, `cpu_overrun_s`).
 //! - **Memory** (`mem_limit_mb`): the storage rule keeps the rank's arrays
 //!   within the limit, and a `memory` cgroup enforces it. This kernel
 //!   refuses `memory.move_charge_at_immigrate`, so pages charged before a
@@ -82,8 +83,10 @@
 
 use crate::Resolved;
 use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::panic::Location;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 /// Throttled disk rate of a rank at `io_factor` 1, MB/s.
 pub const DEFAULT_DISK_MB_S: f64 = 100.0;
@@ -126,6 +129,91 @@ pub struct EmulationReport {
     /// Why a fallback was taken.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+}
+
+/// `--cpu-ns-per-unit` (`--cpu-emulation clock`): nanoseconds a unit of
+/// work lasts at `cpu_power` 1 on a whole core, for every piece of work or
+/// per call site of [`Emulation::work`] (`file:line`, from a calibration
+/// run's report: see [`Clock::from_report`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Clock {
+    Every(f64),
+    Sites(BTreeMap<String, f64>),
+}
+
+impl Clock {
+    /// Per-site figures from an app's JSON report (its last line that
+    /// starts with `{`): each site's largest `ranks[].cpu_sites[site]
+    /// .ns_per_unit` over the ranks, times `headroom`.
+    pub fn from_report(text: &str, headroom: f64) -> Result<Clock, String> {
+        let line = text
+            .lines()
+            .rev()
+            .find(|l| l.trim_start().starts_with('{'))
+            .ok_or("no JSON report line in it")?;
+        let v: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| format!("not a JSON report: {e}"))?;
+        let mut m: BTreeMap<String, f64> = BTreeMap::new();
+        for r in v["ranks"].as_array().ok_or("no ranks[] in the report")? {
+            let Some(sites) = r["cpu_sites"].as_object() else {
+                continue;
+            };
+            for (site, s) in sites {
+                if let Some(ns) = s["ns_per_unit"].as_f64()
+                    && ns.is_finite()
+                    && ns > 0.0
+                {
+                    let e = m.entry(site.clone()).or_insert(0.0);
+                    *e = e.max(ns * headroom);
+                }
+            }
+        }
+        if m.is_empty() {
+            return Err("no ranks[].cpu_sites with a positive ns_per_unit (an app's --json report of a run that did work is expected)".into());
+        }
+        Ok(Clock::Sites(m))
+    }
+}
+
+/// A call site's real work (per rank).
+#[derive(Default)]
+struct Site {
+    pieces: u64,
+    units: u64,
+    ns: u64,
+    overruns: u64,
+    overrun_s: f64,
+    /// The clock's nanoseconds per unit for this site.
+    clock_ns: Option<f64>,
+}
+
+/// A call site's real work, reported.
+#[derive(Serialize, Clone, Debug)]
+pub struct SiteReport {
+    /// CPU nanoseconds of real work per unit.
+    pub ns_per_unit: Option<f64>,
+    pub pieces: u64,
+    /// By the clock: pieces whose real work outlasted their time, and by
+    /// how long in all, seconds.
+    pub overruns: u64,
+    pub overrun_s: f64,
+    /// By the clock: the figure this site ran at (None: paced by CPU time).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clock_ns_per_unit: Option<f64>,
+}
+
+/// A rank's real work: per call site and in all.
+#[derive(Serialize, Clone, Debug, Default)]
+pub struct WorkStats {
+    pub ns_per_unit: Option<f64>,
+    pub pieces: u64,
+    pub overruns: u64,
+    pub overrun_s: f64,
+    pub sites: BTreeMap<String, SiteReport>,
+}
+
+fn site_name(at: &Location) -> String {
+    format!("{}:{}", at.file(), at.line())
 }
 
 /// One controller's group for this rank; removed on drop (the rank
@@ -204,14 +292,12 @@ pub struct Emulation {
     extra_per_unit: f64,
     /// Paced CPU: a piece of work that took CPU time c lasts c × this.
     cpu_pace: f64,
-    /// CPU by the clock: a piece of u units lasts u × this, seconds.
-    cpu_clock: f64,
-    /// Real work so far: pieces, CPU nanoseconds, units, and (by the
-    /// clock) the pieces whose real work outlasted their time.
-    pieces: AtomicU64,
-    work_ns: AtomicU64,
-    units: AtomicU64,
-    overruns: AtomicU64,
+    /// CPU by the clock: nanoseconds per unit at power 1 on a whole core.
+    clock: Option<Clock>,
+    /// Seconds per clock nanosecond on this rank: 1e-9 / (base × power).
+    clock_scale: f64,
+    /// Real work so far, per call site of [`Emulation::work`].
+    sites: Mutex<HashMap<&'static Location<'static>, Site>>,
     /// Scaled-I/O factor.
     pub io_scale: f64,
     /// Paced disk: seconds per byte.
@@ -372,11 +458,9 @@ impl Emulation {
             report: rep.clone(),
             extra_per_unit: 0.0,
             cpu_pace: 0.0,
-            cpu_clock: 0.0,
-            pieces: AtomicU64::new(0),
-            work_ns: AtomicU64::new(0),
-            units: AtomicU64::new(0),
-            overruns: AtomicU64::new(0),
+            clock: None,
+            clock_scale: 0.0,
+            sites: Mutex::new(HashMap::new()),
             io_scale: 1.0,
             pace: 0.0,
             cpu: None,
@@ -411,9 +495,12 @@ impl Emulation {
         if r.cpu_mode == "clock" {
             // By the clock: a piece of u units lasts u × ns / (base ×
             // power), whatever the host's speed did meanwhile.
-            let ns = r.cpu_ns_per_unit.unwrap_or(0.0);
-            e.cpu_clock = ns * 1e-9 / (base * spec.cpu_power);
-            rep.cpu_ns_per_unit = Some(ns);
+            e.clock = r.cpu_clock.clone();
+            e.clock_scale = 1e-9 / (base * spec.cpu_power);
+            rep.cpu_ns_per_unit = match &r.cpu_clock {
+                Some(Clock::Every(ns)) => Some(*ns),
+                _ => None,
+            };
             methods.push("clock");
         }
         if want_quota {
@@ -452,7 +539,7 @@ impl Emulation {
             e.extra_per_unit = (1.0 / spec.cpu_power - 1.0).max(0.0);
             methods.push("spin");
         }
-        if (rep.cpu_period_us > 0 || e.cpu_pace > 0.0 || e.cpu_clock > 0.0)
+        if (rep.cpu_period_us > 0 || e.cpu_pace > 0.0 || e.clock.is_some())
             && node_powers.len() as f64 > cores
         {
             rep.pinned_core = pin(local, node_powers);
@@ -562,26 +649,57 @@ impl Emulation {
         };
     }
 
-    /// Count a piece of real work of `units` that took `cpu` seconds of
-    /// CPU time.
-    fn count(&self, units: u64, cpu: f64) {
-        self.pieces.fetch_add(1, Ordering::Relaxed);
-        self.units.fetch_add(units, Ordering::Relaxed);
-        self.work_ns
-            .fetch_add((cpu.max(0.0) * 1e9) as u64, Ordering::Relaxed);
+    /// Count a piece of real work at `at` of `units` that took `cpu`
+    /// seconds of CPU time; by the clock, how long it lasts (None: the
+    /// clock has no figure for this site).
+    fn count(&self, at: &'static Location<'static>, units: u64, cpu: f64) -> Option<f64> {
+        let mut sites = self.sites.lock().unwrap_or_else(|p| p.into_inner());
+        let site = sites.entry(at).or_insert_with(|| Site {
+            clock_ns: match &self.clock {
+                Some(Clock::Every(ns)) => Some(*ns),
+                Some(Clock::Sites(m)) => m.get(&site_name(at)).copied(),
+                None => None,
+            },
+            ..Site::default()
+        });
+        site.pieces += 1;
+        site.units += units;
+        site.ns += (cpu.max(0.0) * 1e9) as u64;
+        site.clock_ns.map(|ns| units as f64 * ns * self.clock_scale)
     }
 
-    /// The real work so far: its CPU nanoseconds per unit (None before
-    /// any unit), and the pieces whose real work outlasted their time by
-    /// the clock, out of all pieces.
-    pub fn work_stats(&self) -> (Option<f64>, u64, u64) {
-        let units = self.units.load(Ordering::Relaxed);
-        let ns = self.work_ns.load(Ordering::Relaxed);
-        (
-            (units > 0).then(|| ns as f64 / units as f64),
-            self.overruns.load(Ordering::Relaxed),
-            self.pieces.load(Ordering::Relaxed),
-        )
+    fn overran(&self, at: &'static Location<'static>, by: f64) {
+        let mut sites = self.sites.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(site) = sites.get_mut(at) {
+            site.overruns += 1;
+            site.overrun_s += by;
+        }
+    }
+
+    /// The real work so far, per call site (`file:line`) and in all.
+    pub fn work_stats(&self) -> WorkStats {
+        let sites = self.sites.lock().unwrap_or_else(|p| p.into_inner());
+        let mut w = WorkStats::default();
+        let (mut units, mut ns) = (0u64, 0u64);
+        for (at, s) in sites.iter() {
+            units += s.units;
+            ns += s.ns;
+            w.pieces += s.pieces;
+            w.overruns += s.overruns;
+            w.overrun_s += s.overrun_s;
+            w.sites.insert(
+                site_name(at),
+                SiteReport {
+                    ns_per_unit: (s.units > 0).then(|| s.ns as f64 / s.units as f64),
+                    pieces: s.pieces,
+                    overruns: s.overruns,
+                    overrun_s: s.overrun_s,
+                    clock_ns_per_unit: s.clock_ns,
+                },
+            );
+        }
+        w.ns_per_unit = (units > 0).then(|| ns as f64 / units as f64);
+        w
     }
 
     /// Extra work for a relative power p < 1: after real work that took
@@ -612,7 +730,9 @@ impl Emulation {
     /// two recorded iterations, time no cluster with a CPU per rank
     /// would lose and the model does not predict. Work is CPU time
     /// either way, and the pacing and extra work count CPU time.
+    #[track_caller]
     pub fn work<R>(&self, units: u64, f: impl FnOnce() -> R) -> R {
+        let at = Location::caller();
         let idle = |on: bool| {
             if self.idle_work {
                 idle_policy(on);
@@ -631,24 +751,28 @@ impl Emulation {
                 }
             }
         };
-        if self.cpu_pace > 0.0 || self.cpu_clock > 0.0 {
+        if self.cpu_pace > 0.0 || self.clock.is_some() {
             let (c0, w0) = (thread_cpu(), std::time::Instant::now());
             idle(true);
             let r = f();
             let c = thread_cpu() - c0;
-            self.count(units, c);
+            let clocked = self.count(at, units, c);
             // The paced rest is waited out under the normal policy, so
             // the rank takes its core back on time from a neighbour that
             // computes.
             idle(false);
-            let lasts = if self.cpu_clock > 0.0 {
-                units as f64 * self.cpu_clock
-            } else {
-                c * self.cpu_pace
+            let lasts = match (clocked, self.clock.is_some()) {
+                (Some(t), _) => t,
+                // A site the clock has no figure for is paced by its CPU
+                // time, as `paced` does (clock_scale × 1e9 = 1 / (base ×
+                // power)).
+                (None, true) => c * self.clock_scale * 1e9,
+                (None, false) => c * self.cpu_pace,
             };
             let until = w0 + std::time::Duration::from_secs_f64(lasts);
-            if self.cpu_clock > 0.0 && std::time::Instant::now() > until {
-                self.overruns.fetch_add(1, Ordering::Relaxed);
+            let now = std::time::Instant::now();
+            if clocked.is_some() && now > until {
+                self.overran(at, (now - until).as_secs_f64());
             }
             wait_until(until);
             return r;
@@ -656,7 +780,7 @@ impl Emulation {
         idle(true);
         let t = thread_cpu();
         let r = f();
-        self.count(units, thread_cpu() - t);
+        self.count(at, units, thread_cpu() - t);
         if self.extra_per_unit > 0.0 {
             self.stretch(t);
         }
@@ -674,7 +798,31 @@ impl Emulation {
 
 #[cfg(test)]
 mod tests {
-    use super::core_slots;
+    use super::{Clock, core_slots};
+
+    #[test]
+    fn the_clock_takes_each_sites_largest_figure_times_the_headroom() {
+        let report = concat!(
+            r#"{"app":"x","ranks":["#,
+            r#"{"cpu_sites":{"a.rs:1":{"ns_per_unit":2.0},"b.rs:9":{"ns_per_unit":5.0}}},"#,
+            r#"{"cpu_sites":{"a.rs:1":{"ns_per_unit":3.0},"b.rs:9":{"ns_per_unit":null}}},"#,
+            r#"{"rank":2}]}"#
+        );
+        let c = Clock::from_report(&format!("a progress line\n{report}\n"), 2.5).unwrap();
+        let Clock::Sites(m) = c else { panic!("{c:?}") };
+        assert_eq!(m.len(), 2);
+        assert_eq!(m["a.rs:1"], 7.5);
+        assert_eq!(m["b.rs:9"], 12.5);
+        for bad in [
+            "",
+            "no json here",
+            "{\"ranks\":[{\"cpu_sites\":{}}]}",
+            "{\"app\":1}",
+            "{not json",
+        ] {
+            assert!(Clock::from_report(bad, 2.5).is_err(), "{bad}");
+        }
+    }
 
     /// Each core's summed power, from the slots.
     fn loads(powers: &[f64], cores: usize) -> Vec<f64> {

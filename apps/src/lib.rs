@@ -73,12 +73,19 @@ pub struct Common {
     #[arg(long, value_name = "HOW", default_value = "share", value_parser = ["share", "quota", "spin", "paced", "clock"])]
     pub cpu_emulation: String,
     /// With `--cpu-emulation clock`: nanoseconds a unit of work lasts at
-    /// cpu_power 1 on a whole core. Take it from a run's
-    /// `ranks[].cpu_ns_per_unit` (the real work's CPU time per unit) with
-    /// headroom for the host's slow spells (2.5x on this VM kind); the
-    /// report's `cpu_overruns` counts pieces that outlasted it.
-    #[arg(long, value_name = "NS")]
-    pub cpu_ns_per_unit: Option<f64>,
+    /// cpu_power 1 on a whole core, one figure for every piece of work, or
+    /// FILE, an earlier run's JSON report (a calibration run): each call
+    /// site of the kernel's work gets the largest CPU time per unit that
+    /// the report's ranks measured there (`ranks[].cpu_sites`), times
+    /// --cpu-headroom. The report's `cpu_overruns` counts pieces whose real
+    /// work outlasted their time.
+    #[arg(long, value_name = "NS|FILE")]
+    pub cpu_ns_per_unit: Option<String>,
+    /// With `--cpu-ns-per-unit FILE`: the factor over the calibration
+    /// run's figures, for the host's slow spells (this VM's speed changes
+    /// by up to 1.9x by itself).
+    #[arg(long, value_name = "X", default_value_t = 2.5)]
+    pub cpu_headroom: f64,
     /// Disk rate of a rank at io_factor 1, MB/s (each rank gets MB/s /
     /// io_factor; default 100). Given explicitly, every rank's disk is
     /// emulated even when all io_factors are equal.
@@ -160,7 +167,7 @@ pub struct Resolved {
     /// `--cpu-emulation`: share, quota, spin, paced or clock.
     pub cpu_mode: String,
     /// `--cpu-ns-per-unit` (clock).
-    pub cpu_ns_per_unit: Option<f64>,
+    pub cpu_clock: Option<emulate::Clock>,
     /// `--disk-emulation`: paced, throttle or scaled.
     pub disk_mode: String,
     /// Disk rate at io_factor 1, MB/s.
@@ -346,6 +353,7 @@ impl Ctx<'_> {
     /// rank of relative power p < 1 follows it with extra work until it
     /// has taken 1/p of its CPU time, or, by the clock, it lasts `units`
     /// times the clock's figure (see `emulate`).
+    #[track_caller]
     pub fn work<R>(&self, units: u64, f: impl FnOnce() -> R) -> R {
         self.emu.work(units, f)
     }
@@ -688,6 +696,26 @@ struct Checked {
     todo: u64,
     /// `--checkpoint-every` and where.
     checkpoints: Option<(u64, PathBuf)>,
+    /// `--cpu-ns-per-unit` (clock).
+    cpu_clock: Option<emulate::Clock>,
+}
+
+/// `--cpu-ns-per-unit NS|FILE` with `--cpu-headroom` (for a FILE).
+fn clock_figures(v: &str, headroom: f64) -> Result<emulate::Clock> {
+    if let Ok(ns) = v.trim().parse::<f64>() {
+        if !(ns.is_finite() && ns > 0.0) {
+            bail!("--cpu-ns-per-unit {ns}: must be a positive number of nanoseconds");
+        }
+        return Ok(emulate::Clock::Every(ns));
+    }
+    if !(headroom.is_finite() && headroom > 0.0) {
+        bail!("--cpu-headroom {headroom}: must be a positive factor");
+    }
+    let text = std::fs::read_to_string(v).map_err(|e| {
+        anyhow::anyhow!("--cpu-ns-per-unit {v}: neither a number nor a readable report: {e}")
+    })?;
+    emulate::Clock::from_report(&text, headroom)
+        .map_err(|e| anyhow::anyhow!("--cpu-ns-per-unit {v}: {e}"))
 }
 
 fn check(
@@ -716,16 +744,14 @@ fn check(
     {
         bail!("--disk-mb-s {r}: must be a positive rate in MB/s");
     }
-    match (c.cpu_emulation.as_str(), c.cpu_ns_per_unit) {
-        ("clock", None) => bail!("--cpu-emulation clock needs --cpu-ns-per-unit NS"),
-        ("clock", Some(ns)) if !(ns.is_finite() && ns > 0.0) => {
-            bail!("--cpu-ns-per-unit {ns}: must be a positive number of nanoseconds")
-        }
-        ("clock", _) | (_, None) => {}
+    let cpu_clock = match (c.cpu_emulation.as_str(), &c.cpu_ns_per_unit) {
+        ("clock", None) => bail!("--cpu-emulation clock needs --cpu-ns-per-unit NS|FILE"),
+        ("clock", Some(v)) => Some(clock_figures(v, c.cpu_headroom)?),
+        (_, None) => None,
         (mode, Some(_)) => {
             bail!("--cpu-ns-per-unit is for --cpu-emulation clock, not {mode}")
         }
-    }
+    };
     let mem_limit = cluster
         .rank
         .iter()
@@ -823,6 +849,7 @@ fn check(
         start,
         todo,
         checkpoints,
+        cpu_clock,
     })
 }
 
@@ -895,7 +922,7 @@ pub fn run<K: Kernel>(
             .fold(f64::MAX, f64::min),
         throttle_always: c.disk_mb_s.is_some(),
         cpu_mode: c.cpu_emulation.clone(),
-        cpu_ns_per_unit: c.cpu_ns_per_unit,
+        cpu_clock: ck.cpu_clock.clone(),
         disk_mode: c.disk_emulation.clone(),
         disk_mb_s: c.disk_mb_s.unwrap_or(emulate::DEFAULT_DISK_MB_S),
     };
@@ -1126,12 +1153,14 @@ pub fn run<K: Kernel>(
                 .collect(),
         )
     };
-    let (ns_per_unit, overruns, pieces) = ctx.emu.work_stats();
+    let work = ctx.emu.work_stats();
     let mine = json!({
         "rank": rank,
-        "cpu_ns_per_unit": ns_per_unit,
-        "work_pieces": pieces,
-        "cpu_overruns": overruns,
+        "cpu_ns_per_unit": work.ns_per_unit,
+        "work_pieces": work.pieces,
+        "cpu_overruns": work.overruns,
+        "cpu_overrun_s": work.overrun_s,
+        "cpu_sites": work.sites,
         "rows": ctx.dist.0[rank],
         "cpu_power": resolved.spec.cpu_power,
         "io_factor": resolved.spec.io_factor,

@@ -444,3 +444,40 @@ fn jacobi_cpu_by_the_clock_needs_a_positive_figure_and_only_then() {
         "{l}"
     );
 }
+
+#[test]
+fn jacobi_cpu_clock_from_a_missing_or_foreign_report_is_refused() {
+    let dir = scratch("clock-bad");
+    let l = jacobi_error(
+        2,
+        &[
+            "--n",
+            "64",
+            "--cpu-emulation",
+            "clock",
+            "--cpu-ns-per-unit",
+            "/nonexistent/cal.json",
+        ],
+    );
+    assert!(
+        l.contains(
+            "--cpu-ns-per-unit /nonexistent/cal.json: neither a number nor a readable report"
+        ),
+        "{l}"
+    );
+    let foreign = dir.join("profile.json");
+    std::fs::write(&foreign, "{\"version\":1,\"pairs\":[]}\n").unwrap();
+    let f = foreign.to_string_lossy().to_string();
+    let l = jacobi_error(
+        2,
+        &[
+            "--n",
+            "64",
+            "--cpu-emulation",
+            "clock",
+            "--cpu-ns-per-unit",
+            &f,
+        ],
+    );
+    assert!(l.contains(&f) && l.contains("no ranks[]"), "{l}");
+}
