@@ -106,11 +106,11 @@ for c in ${STUDY_CLUSTERS:-DC IO HY1 HY2}; do
     fi
     }
 done
-python3 - "$out" <<'PY'
+python3 - "$out" ${STUDY_CLUSTERS:-DC IO HY1 HY2} <<'PY'
 import json, os, statistics as st, sys
 out = sys.argv[1]
 apps = ["jacobi", "sor", "lanczos", "cg", "wavefront", "mg", "jacobi-pf"]
-cls = ["DC", "IO", "HY1", "HY2"]
+cls = sys.argv[2:]
 def load(tag, c):
     f = os.path.join(out, f"{tag}-{c}.json")
     try:

@@ -417,23 +417,23 @@ fn show_prints_readable_tables_of_traces_and_profiles() {
     fails(mheta().arg("show"));
 }
 
+/// jacobi's error line for `--cpu-emulation clock --cpu-ns-per-unit=NS`
+/// (or without the figure).
+fn clock_error(ns: Option<&str>) -> String {
+    let arg = ns.map(|v| format!("--cpu-ns-per-unit={v}"));
+    let mut args = vec!["--n", "64", "--cpu-emulation", "clock"];
+    args.extend(arg.as_deref());
+    jacobi_error(2, &args)
+}
+
 #[test]
 fn jacobi_cpu_by_the_clock_needs_a_positive_figure_and_only_then() {
-    let l = jacobi_error(2, &["--n", "64", "--cpu-emulation", "clock"]);
+    let l = clock_error(None);
     assert!(
         l.contains("--cpu-emulation clock needs --cpu-ns-per-unit NS"),
         "{l}"
     );
-    let l = jacobi_error(
-        2,
-        &[
-            "--n",
-            "64",
-            "--cpu-emulation",
-            "clock",
-            "--cpu-ns-per-unit=-3",
-        ],
-    );
+    let l = clock_error(Some("-3"));
     assert!(
         l.contains("--cpu-ns-per-unit -3: must be a positive"),
         "{l}"
@@ -448,17 +448,7 @@ fn jacobi_cpu_by_the_clock_needs_a_positive_figure_and_only_then() {
 #[test]
 fn jacobi_cpu_clock_from_a_missing_or_foreign_report_is_refused() {
     let dir = scratch("clock-bad");
-    let l = jacobi_error(
-        2,
-        &[
-            "--n",
-            "64",
-            "--cpu-emulation",
-            "clock",
-            "--cpu-ns-per-unit",
-            "/nonexistent/cal.json",
-        ],
-    );
+    let l = clock_error(Some("/nonexistent/cal.json"));
     assert!(
         l.contains(
             "--cpu-ns-per-unit /nonexistent/cal.json: neither a number nor a readable report"
@@ -468,16 +458,6 @@ fn jacobi_cpu_clock_from_a_missing_or_foreign_report_is_refused() {
     let foreign = dir.join("profile.json");
     std::fs::write(&foreign, "{\"version\":1,\"pairs\":[]}\n").unwrap();
     let f = foreign.to_string_lossy().to_string();
-    let l = jacobi_error(
-        2,
-        &[
-            "--n",
-            "64",
-            "--cpu-emulation",
-            "clock",
-            "--cpu-ns-per-unit",
-            &f,
-        ],
-    );
+    let l = clock_error(Some(&f));
     assert!(l.contains(&f) && l.contains("no ranks[]"), "{l}");
 }
