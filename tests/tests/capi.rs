@@ -67,14 +67,16 @@ fn check(name: &str, profile: &Path, trace: &Path, run: impl Fn(bool) -> serde_j
         "{reference}"
     );
     // The emulation slows rank 1's real work by extra work in proportion
-    // to it, but the real work itself is this shared VM's, and for the
-    // Fortran loop it is bimodal: the same 768 rows took about 1.6 or
-    // 3.2 ms of CPU time (at N = 384, cache-resident, 95 or 188 us), on
-    // either rank, changing from one allocation to the next. About 4 in
-    // 10 Fortran recordings saw rank 1 less than 1.5x slower per row (CI
-    // once 1.13x, and the plan, rightly for that recording, was 814,722).
-    // Such a recording is retried, at most five runs in all; the plan is
-    // then checked against the recording.
+    // to it, but the real work runs at this VM's speed, which the host
+    // changes by itself: the same 768 rows took about 1.6 or 3.2 ms of CPU
+    // (at N = 384, cache-resident, 95 or 188 us) on either rank, and a
+    // plain C loop pinned alone on a vCPU took 70 or 110-135 us,
+    // switching within seconds. About 4 in 10 Fortran recordings saw rank
+    // 1 less than 1.5x slower per row (CI once 1.13x, and the plan,
+    // rightly for that recording, was 814,722). Such a recording is
+    // retried, at most five runs in all; the plan is then checked against
+    // the recording. (`--cpu-emulation clock` takes the host's speed out;
+    // the C API has no units for it.)
     let mut attempt = 0;
     let (r, ratio) = loop {
         attempt += 1;
