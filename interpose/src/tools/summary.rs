@@ -98,9 +98,16 @@ fn rank_json(rank: u32, wall_ns: u64, s: &Stats, why: &str) -> String {
     o
 }
 
+/// Write `text` to `path` whole or not at all: a temporary file beside
+/// it, renamed over it (a rank killed mid-write, as mpirun's SIGKILL after
+/// its SIGTERM can, leaves no empty or half report).
 fn write_file(path: &std::path::Path, text: &str) {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = std::path::PathBuf::from(tmp);
     let r = std::fs::create_dir_all(path.parent().unwrap_or(std::path::Path::new(".")))
-        .and_then(|_| std::fs::write(path, text));
+        .and_then(|_| std::fs::write(&tmp, text))
+        .and_then(|_| std::fs::rename(&tmp, path));
     if let Err(e) = r {
         crate::warn(format!(
             "mheta[{}]: cannot write {}: {e}",
