@@ -19,7 +19,8 @@
 # ~10 s). About 45 minutes at REPEAT 2 on a 2-core VM.
 #
 # STUDY_CPU=clock runs every cell with `--cpu-emulation clock` instead:
-# each app and size is first calibrated by one uniform in-core run
+# each app and size is calibrated, before its first cell, by one uniform
+# in-core run
 # (`--cpu-emulation spin --iters 2`, its report kept as
 # OUT_DIR/cal-APP-SIZE.json) and then runs with `--cpu-ns-per-unit` that
 # report (each call site's largest CPU time per unit, times 2.5), so the
@@ -48,63 +49,57 @@ if [[ ! -s $out/p4.json ]]; then
 fi
 cpu=${STUDY_CPU:-paced}
 case $cpu in paced | clock) ;; *) echo "accuracy-study: STUDY_CPU=$cpu: paced or clock" >&2; exit 2 ;; esac
-# The calibration report of APP with SIZES (clock).
-cal_file() {
+# The CPU emulation's arguments for APP with SIZES, into the array `cpu_flags`.
+# Clock: the first cell of an app and size calibrates it (kept in OUT_DIR).
+cpu_flags_for() {
     local app=$1
     shift
-    echo "$out/cal-$app-$(echo "$*" | tr -c 'a-zA-Z0-9\n' _).json"
-}
-# The CPU emulation's arguments for APP with SIZES.
-cpu_args() {
     if [[ $cpu == paced ]]; then
-        echo "--cpu-emulation paced"
-    else
-        echo "--cpu-emulation clock --cpu-ns-per-unit $(cal_file "$@")"
+        cpu_flags=(--cpu-emulation paced)
+        return
     fi
-}
-if [[ $cpu == clock ]]; then
-    for a in "jacobi --n 2048" "sor --n 2560" "lanczos --n 2560" "cg --class A" "mg --n 2047" \
-        "mg --n 1023" "wavefront --n 2560 --tiles 8" "wavefront --n 2048 --tiles 8"; do
-        # shellcheck disable=SC2086 # app and sizes
-        cal=$(cal_file $a)
-        [[ -s $cal ]] && continue
-        # shellcheck disable=SC2086
-        set -- $a
-        app=$1
-        shift
+    local cal
+    cal="$out/cal-$app-$(echo "$*" | tr -c 'a-zA-Z0-9\n' _).json"
+    if [[ ! -s $cal ]]; then
         echo "accuracy-study: calibrating $app $* (uniform, spin, 2 iterations)" >&2
         mpirun -np 4 --oversubscribe "$(dirname "$mheta")/$app" "$@" --iters 2 \
             --cpu-emulation spin >"$cal.tmp" 2>"$cal.err" ||
             { cat "$cal.err" >&2; echo "accuracy-study: calibrating $app $* failed" >&2; exit 1; }
         mv "$cal.tmp" "$cal"
-    done
-fi
+    fi
+    cpu_flags=(--cpu-emulation clock --cpu-ns-per-unit "$cal")
+}
+# cell TAG APP CLUSTER ITERS [EXPERIMENT ARGS] -- SIZES
 cell() {
     local tag=$1 app=$2 c=$3 it=$4
     shift 4
+    local pre=()
+    while [[ $1 != -- ]]; do
+        pre+=("$1")
+        shift
+    done
+    shift
+    cpu_flags_for "$app" "$@"
     local s=$SECONDS rc=0
     rm -rf "$out/w-$tag-$c"
     "$mheta" experiment --app "$app" --cluster "$c" --np 4 --iters "$it" --repeat "$repeat" \
-        --profile "$out/p4.json" --dir "$out/w-$tag-$c" --json "$@" \
+        --profile "$out/p4.json" --dir "$out/w-$tag-$c" --json "${pre[@]}" -- "$@" "${cpu_flags[@]}" \
         >"$out/$tag-$c.json" 2>"$out/$tag-$c.err" || rc=$?
     echo "accuracy-study: $tag $c: exit $rc, $((SECONDS - s)) s" >&2
 }
 for c in ${STUDY_CLUSTERS:-DC IO HY1 HY2}; do
-    # shellcheck disable=SC2046 # cpu_args prints separate arguments
-    {
-    cell jacobi jacobi $c 8 -- --n 2048 $(cpu_args jacobi --n 2048)
-    [[ $c == DC ]] || cell jacobi-pf jacobi $c 8 --prefetch -- --n 2048 $(cpu_args jacobi --n 2048)
-    cell sor sor $c 8 -- --n 2560 $(cpu_args sor --n 2560)
-    cell lanczos lanczos $c 8 -- --n 2560 $(cpu_args lanczos --n 2560)
-    cell cg cg $c 8 -- --class A $(cpu_args cg --class A)
+    cell jacobi jacobi $c 8 -- --n 2048
+    [[ $c == DC ]] || cell jacobi-pf jacobi $c 8 --prefetch -- --n 2048
+    cell sor sor $c 8 -- --n 2560
+    cell lanczos lanczos $c 8 -- --n 2560
+    cell cg cg $c 8 -- --class A
     if [[ $c == DC ]]; then
-        cell mg mg $c 8 -- --n 2047 $(cpu_args mg --n 2047)
-        cell wavefront wavefront $c 8 -- --n 2560 --tiles 8 $(cpu_args wavefront --n 2560 --tiles 8)
+        cell mg mg $c 8 -- --n 2047
+        cell wavefront wavefront $c 8 -- --n 2560 --tiles 8
     else
-        cell mg mg $c 8 -- --n 1023 $(cpu_args mg --n 1023)
-        cell wavefront wavefront $c 3 -- --n 2048 --tiles 8 $(cpu_args wavefront --n 2048 --tiles 8)
+        cell mg mg $c 8 -- --n 1023
+        cell wavefront wavefront $c 3 -- --n 2048 --tiles 8
     fi
-    }
 done
 python3 - "$out" ${STUDY_CLUSTERS:-DC IO HY1 HY2} <<'PY'
 import json, os, statistics as st, sys

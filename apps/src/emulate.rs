@@ -290,12 +290,12 @@ pub struct Emulation {
     pub report: EmulationReport,
     /// Spin fallback: extra work per unit of real work.
     extra_per_unit: f64,
-    /// Paced CPU: a piece of work that took CPU time c lasts c × this.
+    /// Paced CPU (paced and clock): a piece of work that took CPU time c
+    /// lasts c × this, 1 / (base × power); by the clock, a piece of u
+    /// units lasts u × ns × this.
     cpu_pace: f64,
     /// CPU by the clock: nanoseconds per unit at power 1 on a whole core.
     clock: Option<Clock>,
-    /// Seconds per clock nanosecond on this rank: 1e-9 / (base × power).
-    clock_scale: f64,
     /// Real work so far, per call site of [`Emulation::work`].
     sites: Mutex<HashMap<&'static Location<'static>, Site>>,
     /// Scaled-I/O factor.
@@ -459,7 +459,6 @@ impl Emulation {
             extra_per_unit: 0.0,
             cpu_pace: 0.0,
             clock: None,
-            clock_scale: 0.0,
             sites: Mutex::new(HashMap::new()),
             io_scale: 1.0,
             pace: 0.0,
@@ -496,7 +495,7 @@ impl Emulation {
             // By the clock: a piece of u units lasts u × ns / (base ×
             // power), whatever the host's speed did meanwhile.
             e.clock = r.cpu_clock.clone();
-            e.clock_scale = 1e-9 / (base * spec.cpu_power);
+            e.cpu_pace = 1.0 / (base * spec.cpu_power);
             rep.cpu_ns_per_unit = match &r.cpu_clock {
                 Some(Clock::Every(ns)) => Some(*ns),
                 _ => None,
@@ -539,9 +538,7 @@ impl Emulation {
             e.extra_per_unit = (1.0 / spec.cpu_power - 1.0).max(0.0);
             methods.push("spin");
         }
-        if (rep.cpu_period_us > 0 || e.cpu_pace > 0.0 || e.clock.is_some())
-            && node_powers.len() as f64 > cores
-        {
+        if (rep.cpu_period_us > 0 || e.cpu_pace > 0.0) && node_powers.len() as f64 > cores {
             rep.pinned_core = pin(local, node_powers);
         }
         if node_powers.len() as f64 > cores {
@@ -650,9 +647,16 @@ impl Emulation {
     }
 
     /// Count a piece of real work at `at` of `units` that took `cpu`
-    /// seconds of CPU time; by the clock, how long it lasts (None: the
-    /// clock has no figure for this site).
-    fn count(&self, at: &'static Location<'static>, units: u64, cpu: f64) -> Option<f64> {
+    /// seconds of CPU time and, paced, `wall` seconds so far; by the
+    /// clock, how long it lasts (None: the clock has no figure for this
+    /// site), and an overrun when the work alone took longer.
+    fn count(
+        &self,
+        at: &'static Location<'static>,
+        units: u64,
+        cpu: f64,
+        wall: Option<f64>,
+    ) -> Option<f64> {
         let mut sites = self.sites.lock().unwrap_or_else(|p| p.into_inner());
         let site = sites.entry(at).or_insert_with(|| Site {
             clock_ns: match &self.clock {
@@ -665,15 +669,16 @@ impl Emulation {
         site.pieces += 1;
         site.units += units;
         site.ns += (cpu.max(0.0) * 1e9) as u64;
-        site.clock_ns.map(|ns| units as f64 * ns * self.clock_scale)
-    }
-
-    fn overran(&self, at: &'static Location<'static>, by: f64) {
-        let mut sites = self.sites.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(site) = sites.get_mut(at) {
+        let lasts = site
+            .clock_ns
+            .map(|ns| units as f64 * ns * 1e-9 * self.cpu_pace);
+        if let (Some(t), Some(w)) = (lasts, wall)
+            && w > t
+        {
             site.overruns += 1;
-            site.overrun_s += by;
+            site.overrun_s += w - t;
         }
+        lasts
     }
 
     /// The real work so far, per call site (`file:line`) and in all.
@@ -751,36 +756,27 @@ impl Emulation {
                 }
             }
         };
-        if self.cpu_pace > 0.0 || self.clock.is_some() {
+        if self.cpu_pace > 0.0 {
             let (c0, w0) = (thread_cpu(), std::time::Instant::now());
             idle(true);
             let r = f();
             let c = thread_cpu() - c0;
-            let clocked = self.count(at, units, c);
+            // By the clock, or by its CPU time (paced, and a site the
+            // clock has no figure for).
+            let lasts = self
+                .count(at, units, c, Some(w0.elapsed().as_secs_f64()))
+                .unwrap_or(c * self.cpu_pace);
             // The paced rest is waited out under the normal policy, so
             // the rank takes its core back on time from a neighbour that
             // computes.
             idle(false);
-            let lasts = match (clocked, self.clock.is_some()) {
-                (Some(t), _) => t,
-                // A site the clock has no figure for is paced by its CPU
-                // time, as `paced` does (clock_scale × 1e9 = 1 / (base ×
-                // power)).
-                (None, true) => c * self.clock_scale * 1e9,
-                (None, false) => c * self.cpu_pace,
-            };
-            let until = w0 + std::time::Duration::from_secs_f64(lasts);
-            let now = std::time::Instant::now();
-            if clocked.is_some() && now > until {
-                self.overran(at, (now - until).as_secs_f64());
-            }
-            wait_until(until);
+            wait_until(w0 + std::time::Duration::from_secs_f64(lasts));
             return r;
         }
         idle(true);
         let t = thread_cpu();
         let r = f();
-        self.count(at, units, thread_cpu() - t);
+        self.count(at, units, thread_cpu() - t, None);
         if self.extra_per_unit > 0.0 {
             self.stretch(t);
         }
