@@ -574,7 +574,7 @@ fn same_shape(a: &[Step], b: &[Step]) -> bool {
 }
 
 /// Per-rank result of one predicted iteration.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct RankTime {
     /// Finish time of the rank's iteration.
     pub total_s: f64,
@@ -749,6 +749,11 @@ pub struct Model {
     /// The cost of each full-world collective of the iteration, in order,
     /// measured from the trace ([`Model::calibrate_collectives`]).
     collective_s: Vec<f64>,
+    /// Replay two iterations back to back and price the second
+    /// ([`Model::laps`]); false when every rank's iteration ends at a
+    /// collective over all ranks, after which only its own computation
+    /// follows.
+    overlapping: bool,
 }
 
 impl Model {
@@ -798,7 +803,22 @@ impl Model {
             work_prefix,
             levels,
             collective_s: Vec::new(),
+            overlapping: false,
         };
+        model.overlapping = !model.programs.iter().all(|p| {
+            let last = p
+                .steps
+                .iter()
+                .rposition(|s| matches!(s, Step::Reduce { .. }));
+            last.is_some_and(|k| {
+                p.steps[k..].iter().all(|s| {
+                    matches!(
+                        s,
+                        Step::Reduce { .. } | Step::Compute { .. } | Step::StageEnd(_)
+                    )
+                })
+            })
+        });
         model.calibrate_collectives();
         Ok(model)
     }
@@ -832,7 +852,7 @@ impl Model {
     fn calibrate_collectives(&mut self) {
         let d = Dist(self.app.dist.clone());
         let mut costs = Vec::new();
-        if self.replay(&d, Some(&mut costs)).is_ok() {
+        if self.replay(&d, Some(&mut costs), 1).is_ok() {
             self.collective_s = costs;
         }
     }
@@ -1015,15 +1035,52 @@ impl Model {
 
     /// Predict one iteration under `d` (rows per rank).
     pub fn predict(&self, d: &Dist) -> Result<Prediction, ModelError> {
-        self.replay(d, None)
+        self.replay(d, None, self.laps())
     }
 
-    /// The time-ordered replay behind [`Model::predict`]. With `calib`,
+    /// One iteration under `d` replayed from a common start, as MHETA's
+    /// section 4 prices it: its equations' own reading, which the unit
+    /// tests check by hand. [`Model::predict`] differs only where
+    /// iterations overlap ([`Model::laps`]).
+    pub fn predict_first(&self, d: &Dist) -> Result<Prediction, ModelError> {
+        self.replay(d, None, 1)
+    }
+
+    /// How many iterations the replay runs back to back: 1 when every
+    /// rank's iteration ends at a collective over all ranks (the next one
+    /// starts together, so it repeats the first), else 2.
+    ///
+    /// Without such a collective, iterations overlap: in a pipeline
+    /// (MHETA eq. 4) the first rank starts its next sweep while the last
+    /// one still finishes this one, so a run's iteration lasts the
+    /// pipeline's period, not the fill of a cold start that a single
+    /// replay from a common start prices (wavefront at 4 ranks: a 166 ms
+    /// cold iteration against the 148-151 ms recorded). Each rank times
+    /// its own iteration, and the run's iteration is the longest of them
+    /// (the apps' `iter_median_s`), so the prediction is the longest
+    /// rank's second lap, from the end of its first to the end of its
+    /// second. Collectives' costs are measured on one lap
+    /// ([`Model::calibrate_collectives`]).
+    fn laps(&self) -> usize {
+        if self.overlapping { 2 } else { 1 }
+    }
+
+    /// The time-ordered replay behind [`Model::predict`], `laps`
+    /// iterations back to back (the last priced). With `calib`,
     /// each collective's cost is measured instead of looked up, and pushed
     /// there ([`Model::calibrate_collectives`]).
-    fn replay(&self, d: &Dist, mut calib: Option<&mut Vec<f64>>) -> Result<Prediction, ModelError> {
+    fn replay(
+        &self,
+        d: &Dist,
+        mut calib: Option<&mut Vec<f64>>,
+        laps: usize,
+    ) -> Result<Prediction, ModelError> {
         d.check(self.ranks(), self.rows())?;
         let p = self.ranks();
+        let len: Vec<usize> = self.programs.iter().map(|pr| pr.steps.len()).collect();
+        // Each rank's clock, times and sends at the end of its first lap.
+        let mut first_lap: Vec<Option<(f64, RankTime)>> = vec![None; p];
+        let mut send_base = vec![0usize; p];
         let net = &self.net;
         let levels = self.levels as usize;
         let factor = self.work_factors(d);
@@ -1071,8 +1128,12 @@ impl Model {
             let mut progress = false;
             for i in 0..p {
                 let prog = &self.programs[i].steps;
-                while pc[i] < prog.len() {
-                    let step = &prog[pc[i]];
+                while pc[i] < laps * len[i] {
+                    if pc[i] == len[i] && first_lap[i].is_none() {
+                        first_lap[i] = Some((clock[i], out[i]));
+                        send_base[i] = sends.done[i].len();
+                    }
+                    let step = &prog[pc[i] % len[i]];
                     // A message of rank i to recorded peer `to`, rerouted.
                     // Its number among i's sends is the count so far; it
                     // completes at once unless the receiver must take it.
@@ -1200,7 +1261,8 @@ impl Model {
                         }
                         Step::WaitSends(ns) => {
                             let done = &sends.done[i];
-                            let at = |n: &u32| done.get(*n as usize).copied().unwrap_or(0.0);
+                            let base = if pc[i] >= len[i] { send_base[i] } else { 0 };
+                            let at = |n: &u32| done.get(base + *n as usize).copied().unwrap_or(0.0);
                             if ns.iter().any(|n| at(n).is_nan()) {
                                 break;
                             }
@@ -1252,10 +1314,12 @@ impl Model {
                                     // Each rank's time inside it past the
                                     // last arrival (every rank's `pc` is
                                     // at this collective).
-                                    let took = |j: usize| match self.programs[j].steps.get(pc[j]) {
-                                        Some(Step::Reduce { took, .. }) => *took,
-                                        _ => 0.0,
-                                    };
+                                    let took =
+                                        |j: usize| match self.programs[j].steps.get(pc[j] % len[j])
+                                        {
+                                            Some(Step::Reduce { took, .. }) => *took,
+                                            _ => 0.0,
+                                        };
                                     // The last to arrive waited for no
                                     // one: its time there is the
                                     // collective's. Another rank can leave
@@ -1283,7 +1347,7 @@ impl Model {
                                 }
                                 None => self
                                     .collective_s
-                                    .get(nth_collective)
+                                    .get(nth_collective % self.collective_s.len().max(1))
                                     .copied()
                                     .unwrap_or(floor),
                             };
@@ -1307,7 +1371,7 @@ impl Model {
             if pc
                 .iter()
                 .zip(&self.programs)
-                .all(|(&c, pr)| c >= pr.steps.len())
+                .all(|(&c, pr)| c >= laps * pr.steps.len())
             {
                 break;
             }
@@ -1317,22 +1381,24 @@ impl Model {
                 // buffered send, a larger eager limit than the profile's):
                 // let the earliest such send complete when it was posted.
                 let held = (0..p)
-                    .filter_map(|i| match self.programs[i].steps.get(pc[i]) {
-                        Some(Step::WaitSends(ns)) => ns
-                            .iter()
-                            .map(|&n| n as usize)
-                            .find(|&n| sends.done[i].get(n).is_some_and(|t| t.is_nan()))
-                            .map(|n| (i, n)),
-                        _ => None,
-                    })
+                    .filter_map(
+                        |i| match self.programs[i].steps.get(pc[i] % len[i].max(1)) {
+                            Some(Step::WaitSends(ns)) => ns
+                                .iter()
+                                .map(|&n| {
+                                    n as usize + if pc[i] >= len[i] { send_base[i] } else { 0 }
+                                })
+                                .find(|&n| sends.done[i].get(n).is_some_and(|t| t.is_nan()))
+                                .map(|n| (i, n)),
+                            _ => None,
+                        },
+                    )
                     .min_by(|a, b| sends.posted[a.0][a.1].total_cmp(&sends.posted[b.0][b.1]));
                 if let Some((i, n)) = held {
                     sends.done[i][n] = sends.posted[i][n];
                     continue;
                 }
-                let rank = (0..p)
-                    .find(|&i| pc[i] < self.programs[i].steps.len())
-                    .unwrap_or(0);
+                let rank = (0..p).find(|&i| pc[i] < laps * len[i]).unwrap_or(0);
                 return Err(ModelError::Deadlock {
                     rank,
                     step: pc[rank],
@@ -1342,8 +1408,17 @@ impl Model {
         INFLIGHT.with(|m| *m.borrow_mut() = (inflight, sends));
         for i in 0..p {
             out[i].total_s = clock[i];
+            if let Some((t, o)) = first_lap[i] {
+                out[i] = RankTime {
+                    total_s: clock[i] - t,
+                    compute_s: out[i].compute_s - o.compute_s,
+                    io_s: out[i].io_s - o.io_s,
+                    overhead_s: out[i].overhead_s - o.overhead_s,
+                    wait_s: out[i].wait_s - o.wait_s,
+                };
+            }
         }
-        let per_iteration_s = clock.iter().fold(0.0f64, |a, &b| a.max(b));
+        let per_iteration_s = out.iter().fold(0.0f64, |a, r| a.max(r.total_s));
         Ok(Prediction {
             per_iteration_s,
             ranks: out,

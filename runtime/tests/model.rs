@@ -200,7 +200,7 @@ fn three_tile_pipeline_matches_eq_4() {
     let mut decl = app(vec![10, 10]);
     decl.tiles = Some(3);
     let m = Model::new(&traces, decl, &profile(2)).unwrap();
-    let pr = m.predict(&Dist(vec![10, 10])).unwrap();
+    let pr = m.predict_first(&Dist(vec![10, 10])).unwrap();
     // MHETA eq. 4, tile by tile: the wait of rank 1 at tile j is what has
     // passed on rank 0 when tile j is on its way (its j+1 tiles and send
     // overheads) plus the transfer, minus what rank 1 has done before
@@ -225,6 +225,28 @@ fn three_tile_pipeline_matches_eq_4() {
     );
     // The producer never waits.
     assert_eq!(pr.ranks[0].wait_s, 0.0);
+    // A run's iteration overlaps the previous one (no collective ends
+    // it): the producer starts its next sweep at once, so the steady
+    // iteration, the second of two back to back, is the producer's
+    // period 3 (tau0 + o_s), and the consumer, who starts it late by its
+    // last tile, waits tau0 + o_s - o_r - tau1 for each tile.
+    let steady = m.predict(&Dist(vec![10, 10])).unwrap();
+    let period = 3.0 * (tau0 + OS);
+    assert!(period < end1);
+    assert!(
+        (steady.per_iteration_s - period).abs() < 1e-12,
+        "{steady:?}"
+    );
+    assert!(
+        (steady.ranks[1].total_s - period).abs() < 1e-12,
+        "{steady:?}"
+    );
+    let each = tau0 + OS - OR - tau1;
+    assert!(
+        (steady.ranks[1].wait_s - 3.0 * each).abs() < 1e-12,
+        "{steady:?}"
+    );
+    assert_eq!(steady.ranks[0].wait_s, 0.0);
 }
 
 /// One rank that sweeps an out-of-core, read-only array of 100 rows of
@@ -561,8 +583,8 @@ fn a_sleeping_rank_notices_a_late_message_at_its_next_test() {
     assert_eq!((q.spin_s, q.wake_s), (0.0, 0.0), "a rank that never slept");
     let spinning = Model::new(&[b0, b1], app(vec![100, 100]), &profile(2)).unwrap();
     for d in [vec![100, 100], vec![150, 50]] {
-        let a = sleeping.predict(&Dist(d.clone())).unwrap();
-        let b = spinning.predict(&Dist(d.clone())).unwrap();
+        let a = sleeping.predict_first(&Dist(d.clone())).unwrap();
+        let b = spinning.predict_first(&Dist(d.clone())).unwrap();
         // The message comes long after the spin: the sleeper waits 20 us
         // more, the rest is the same.
         assert!(
@@ -633,7 +655,7 @@ fn a_send_above_the_eager_limit_waits_for_its_receiver() {
     }
     let end0 = |bytes: u64, op: Op, prof: &mheta_profile::ClusterProfile| {
         let m = Model::new(&send_then_compute(bytes, op), app(vec![10, 10]), prof).unwrap();
-        m.predict(&Dist(vec![10, 10])).unwrap().ranks[0].total_s
+        m.predict_first(&Dist(vec![10, 10])).unwrap().ranks[0].total_s
     };
     // 256 B fits: the send completes once posted, rank 0 computes at once.
     let eager = OS + 1e-3;

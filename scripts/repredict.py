@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Re-predict a stored accuracy study with another `mheta` binary.
+
+Usage: scripts/repredict.py OUT_DIR [MHETA]
+
+OUT_DIR is what `scripts/accuracy-study.sh OUT_DIR` left: one experiment
+report per cell (`<app>-<cluster>.json`), its instrumented trace
+(`w-<app>-<cluster>/trace`) and the profile (`p4.json`). For every point of
+every cell this runs `MHETA predict` (default: target/release/mheta) on the
+cell's own trace and profile, and compares it with the point's stored
+actual time (the median of its real runs), as the experiment does:
+diff = |p - a| / min(p, a). The real runs are not repeated, so a model
+change can be judged on the same measurements in seconds.
+
+Prints one line per cell (mean and max diff, and the stored ones), the sum
+of the cells' means, and the points split by the study's rule (an iteration
+of 250 ms or more counts as out of core). Exits 1 when a prediction fails.
+"""
+import glob
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+
+def main():
+    if len(sys.argv) not in (2, 3) or sys.argv[1] in ("-h", "--help"):
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    out = sys.argv[1]
+    mheta = sys.argv[2] if len(sys.argv) == 3 else "target/release/mheta"
+    profile = os.path.join(out, "p4.json")
+    if not os.path.isfile(profile):
+        print(f"repredict: {profile}: no profile (is {out} a study directory?)", file=sys.stderr)
+        return 2
+    cells = []
+    for path in sorted(glob.glob(os.path.join(out, "*-*.json"))):
+        tag = os.path.basename(path)[: -len(".json")]
+        try:
+            report = json.load(open(path))
+        except (OSError, ValueError):
+            continue
+        if isinstance(report, dict) and isinstance(report.get("rows"), list):
+            cells.append((tag, report))
+    if not cells:
+        print(f"repredict: {out}: no experiment reports", file=sys.stderr)
+        return 2
+    failed = 0
+    in_core, out_of_core, sums = [], [], [0.0, 0.0]
+    print(f"{'cell':<18} {'mean':>7} {'max':>7}   stored mean/max")
+    for tag, report in cells:
+        trace = os.path.join(out, f"w-{tag}", "trace")
+        diffs = []
+        for row in report["rows"]:
+            dist = ",".join(str(r) for r in row["dist"])
+            run = subprocess.run(
+                [mheta, "predict", "--profile", profile, "--trace", trace, "--dist", dist, "--json"],
+                capture_output=True,
+                text=True,
+            )
+            try:
+                p = json.loads(run.stdout)["per_iteration_s"]
+            except (ValueError, KeyError):
+                print(f"repredict: {tag} {dist}: {run.stderr.strip()[:300]}", file=sys.stderr)
+                failed += 1
+                continue
+            a = row["actual_s"]
+            d = 100.0 * abs(p - a) / min(p, a)
+            diffs.append(d)
+            (out_of_core if a >= 0.25 else in_core).append(d)
+        if not diffs:
+            continue
+        mean = statistics.mean(diffs)
+        sums[0] += mean
+        sums[1] += report.get("mean_diff_pct", float("nan"))
+        print(
+            f"{tag:<18} {mean:7.1f} {max(diffs):7.1f}   "
+            f"{report.get('mean_diff_pct', float('nan')):.1f}/{report.get('max_diff_pct', float('nan')):.1f}"
+        )
+    print(f"sum of the cells' means: {sums[0]:.1f} (stored {sums[1]:.1f}) over {len(cells)} cells")
+    for name, ds in (("out-of-core", out_of_core), ("in-core", in_core)):
+        if ds:
+            print(
+                f"{name} points {len(ds)}: median {statistics.median(ds):.1f}%, "
+                f"mean {statistics.mean(ds):.1f}%, within 2%: {sum(d <= 2 for d in ds)}, "
+                f"within 8%: {sum(d <= 8 for d in ds)}"
+            )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
