@@ -31,7 +31,9 @@
 # actual best in actual time, all %, and in parentheses the noise: the
 # median over the cell's points of the spread between the REPEAT runs of
 # one point (max - min over min, %). A second table splits each cell's
-# points into out-of-core (an iteration of 250 ms or more) and in-core.
+# points into out-of-core (some rank kept an array out of core in a real
+# run: the row's "out_of_core") and in-core. scripts/repredict.py OUT_DIR
+# re-predicts the stored points with another binary.
 # The JSON of every cell stays in OUT_DIR (default: a fresh temporary
 # directory).
 set -euo pipefail
@@ -128,11 +130,11 @@ for a in apps:
         cells.append(f"{d['mean_diff_pct']:.1f} / {d['max_diff_pct']:.1f} / "
                      f"{d['predicted_best_gap_pct']:.1f} ({d['noise_pct']:.0f})")
         for r in d["rows"]:
-            split.append((a, c, r["actual_s"] >= 0.25, r["diff_pct"]))
+            split.append((a, c, r.get("out_of_core", r["actual_s"] >= 0.25), r["diff_pct"]))
     name = "jacobi --prefetch" if a == "jacobi-pf" else a
     print(f"| {name} | " + " | ".join(cells) + " |")
 print()
-for ooc, what in [(True, "out-of-core points (iteration >= 250 ms)"), (False, "in-core points")]:
+for ooc, what in [(True, "out-of-core points"), (False, "in-core points")]:
     d = [x[3] for x in split if x[2] == ooc]
     if d:
         print(f"{what}: {len(d)}, mean diff {st.mean(d):.1f}%, median {st.median(d):.1f}%, "

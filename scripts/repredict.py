@@ -13,8 +13,10 @@ diff = |p - a| / min(p, a). The real runs are not repeated, so a model
 change can be judged on the same measurements in seconds.
 
 Prints one line per cell (mean and max diff, and the stored ones), the sum
-of the cells' means, and the points split by the study's rule (an iteration
-of 250 ms or more counts as out of core). Exits 1 when a prediction fails.
+of the cells' means, and the points split into out of core (some rank kept
+an array out of core: the row's `out_of_core`; in a report older than that
+field, an iteration of 250 ms or more) and in core. Exits 1 when a
+prediction fails.
 """
 import glob
 import json
@@ -68,7 +70,8 @@ def main():
             a = row["actual_s"]
             d = 100.0 * abs(p - a) / min(p, a)
             diffs.append(d)
-            (out_of_core if a >= 0.25 else in_core).append(d)
+            ooc = row.get("out_of_core")
+            (out_of_core if (a >= 0.25 if ooc is None else ooc) else in_core).append(d)
         if not diffs:
             continue
         mean = statistics.mean(diffs)

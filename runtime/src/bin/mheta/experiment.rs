@@ -51,6 +51,9 @@ pub struct Row {
     pub runs_s: Vec<f64>,
     /// (max − min) / median of `runs_s`, percent.
     pub spread_pct: f64,
+    /// Some rank kept an array out of core in some real run of this
+    /// point (its `out_of_core` list was not empty).
+    pub out_of_core: bool,
 }
 
 #[derive(Serialize, Debug)]
@@ -195,6 +198,11 @@ fn last_json(out: &[u8], what: &str) -> Result<serde_json::Value> {
 
 /// Run one job; its JSON result.
 fn run_job(mut c: Command, what: &str) -> Result<serde_json::Value> {
+    // Write back what earlier runs left dirty (an out-of-core run leaves
+    // ~100 MB of its files in the page cache) before this run starts,
+    // rather than in the kernel's flusher threads during it, 30 s later.
+    // (coreutils' sync(1); a failure to start it only loses that.)
+    let _ = Command::new("sync").status();
     let out = c
         .output()
         .with_context(|| format!("{what}: cannot start {:?}", c.get_program()))?;
@@ -324,6 +332,7 @@ pub fn run(a: &Args) -> Result<Report> {
         })
         .collect();
     let mut runs: Vec<Vec<f64>> = vec![Vec::new(); dists.len()];
+    let mut ooc = vec![false; dists.len()];
     for round in 0..a.repeat {
         for (i, (_, d)) in dists.iter().enumerate() {
             bar.set_message(format!("round {}/{}: run {d}", round + 1, a.repeat));
@@ -343,11 +352,14 @@ pub fn run(a: &Args) -> Result<Report> {
                     .as_f64()
                     .context("run result has no iter_median_s")?,
             );
+            ooc[i] |= out_of_core(&r);
             bar.inc(1);
         }
     }
     let mut rows = Vec::new();
-    for (((label, d), predicted_s), runs_s) in dists.iter().zip(predicted).zip(runs) {
+    for ((((label, d), predicted_s), runs_s), out_of_core) in
+        dists.iter().zip(predicted).zip(runs).zip(ooc)
+    {
         let mut sorted = runs_s.clone();
         sorted.sort_by(f64::total_cmp);
         let actual_s = median_sorted(&sorted);
@@ -359,6 +371,7 @@ pub fn run(a: &Args) -> Result<Report> {
             diff_pct: diff_pct(predicted_s, actual_s),
             spread_pct: 100.0 * (sorted[sorted.len() - 1] - sorted[0]) / actual_s,
             runs_s,
+            out_of_core,
         });
     }
     bar.finish_and_clear();
@@ -409,6 +422,15 @@ pub fn run(a: &Args) -> Result<Report> {
     })
 }
 
+/// Did some rank of a run keep an array out of core?
+fn out_of_core(run: &serde_json::Value) -> bool {
+    run["ranks"].as_array().is_some_and(|ranks| {
+        ranks
+            .iter()
+            .any(|k| k["out_of_core"].as_array().is_some_and(|v| !v.is_empty()))
+    })
+}
+
 /// The table, then the summary.
 pub fn print(r: &Report) {
     println!(
@@ -436,12 +458,12 @@ pub fn print(r: &Report) {
         r.emulation["wait"].as_str().unwrap_or("?"),
     );
     println!(
-        "{:>3}  {:<10} {:<28} {:>14} {:>14} {:>8} {:>9}",
-        "#", "point", "distribution", "predicted (s)", "actual (s)", "diff %", "spread %"
+        "{:>3}  {:<10} {:<28} {:>14} {:>14} {:>8} {:>9}  {}",
+        "#", "point", "distribution", "predicted (s)", "actual (s)", "diff %", "spread %", "core"
     );
     for (i, row) in r.rows.iter().enumerate() {
         println!(
-            "{:>3}  {:<10} {:<28} {:>14.6} {:>14.6} {:>8.2} {:>9}",
+            "{:>3}  {:<10} {:<28} {:>14.6} {:>14.6} {:>8.2} {:>9}  {}",
             i,
             row.label,
             Dist(row.dist.clone()).to_string(),
@@ -452,7 +474,8 @@ pub fn print(r: &Report) {
                 format!("{:.2}", row.spread_pct)
             } else {
                 "-".to_string()
-            }
+            },
+            if row.out_of_core { "out" } else { "in" }
         );
     }
     println!(
@@ -600,4 +623,23 @@ pub fn plot(r: &Report, path: &Path) -> Result<()> {
         .map_err(e)?;
     root.present().map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::out_of_core;
+    use serde_json::json;
+
+    #[test]
+    fn a_run_is_out_of_core_when_some_rank_kept_an_array_on_disk() {
+        let run = |lists: serde_json::Value| json!({ "ranks": lists });
+        assert!(!out_of_core(&run(
+            json!([{ "out_of_core": [] }, { "out_of_core": [] }])
+        )));
+        assert!(out_of_core(&run(
+            json!([{ "out_of_core": [] }, { "out_of_core": ["u"] }])
+        )));
+        // A report without per-rank lists says nothing of the kind.
+        assert!(!out_of_core(&json!({ "iter_median_s": 0.1 })));
+    }
 }
