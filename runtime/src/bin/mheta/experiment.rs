@@ -458,8 +458,8 @@ pub fn print(r: &Report) {
         r.emulation["wait"].as_str().unwrap_or("?"),
     );
     println!(
-        "{:>3}  {:<10} {:<28} {:>14} {:>14} {:>8} {:>9}  {}",
-        "#", "point", "distribution", "predicted (s)", "actual (s)", "diff %", "spread %", "core"
+        "{:>3}  {:<10} {:<28} {:>14} {:>14} {:>8} {:>9}  core",
+        "#", "point", "distribution", "predicted (s)", "actual (s)", "diff %", "spread %"
     );
     for (i, row) in r.rows.iter().enumerate() {
         println!(
