@@ -3,10 +3,14 @@
 //! per distribution): a Jacobi-like iteration (exchange, stage,
 //! reduction), the same with out-of-core I/O on a third of the ranks
 //! (eqs. 1-2 and the out-of-core rule in every evaluation), and a
-//! pipeline of 8 tiles (eq. 4). Run: `cargo bench -p mheta-runtime --bench
+//! pipeline of 8 tiles (eq. 4), and the same pipeline without the
+//! reduction ("wavefront": iterations overlap, so every evaluation replays
+//! two). Run: `cargo bench -p mheta-runtime --bench
 //! model`. Times are medians of 15 batches measured in this run.
 
-use mheta_runtime::synthetic::{app, hetero_cluster, jacobi_trace, pipeline_trace, profile};
+use mheta_runtime::synthetic::{
+    app, hetero_cluster, jacobi_trace, pipeline_trace, profile, wavefront_trace,
+};
 use mheta_runtime::{Dist, Model, search};
 use std::hint::black_box;
 use std::time::Instant;
@@ -24,7 +28,15 @@ fn main() {
     for p in [8u32, 64, 256, 1024] {
         let rows_per = 64u64;
         let rows = rows_per * p as u64;
-        let kinds: [(&str, Model); 3] = [
+        let tiled = |trace: fn(u32, u32, u32, u64, u64) -> mheta_trace::RankTrace| {
+            let traces: Vec<_> = (0..p)
+                .map(|r| trace(r, p, 8, 100_000 + (r as u64 % 5) * 20_000, 8 * 128))
+                .collect();
+            let mut decl = app(vec![rows_per; p as usize]);
+            decl.tiles = Some(8);
+            Model::new(&traces, decl, &profile(p)).expect("model")
+        };
+        let kinds: [(&str, Model); 4] = [
             ("jacobi", {
                 // Per-row costs spread over 1x..3x.
                 let traces: Vec<_> = (0..p)
@@ -38,14 +50,8 @@ fn main() {
                 let (traces, decl) = hetero_cluster(42, p, rows_per);
                 Model::new(&traces, decl, &profile(p)).expect("model")
             }),
-            ("pipeline", {
-                let traces: Vec<_> = (0..p)
-                    .map(|r| pipeline_trace(r, p, 8, 100_000 + (r as u64 % 5) * 20_000, 8 * 128))
-                    .collect();
-                let mut decl = app(vec![rows_per; p as usize]);
-                decl.tiles = Some(8);
-                Model::new(&traces, decl, &profile(p)).expect("model")
-            }),
+            ("pipeline", tiled(pipeline_trace)),
+            ("wavefront", tiled(wavefront_trace)),
         ];
         for (name, m) in &kinds {
             let d = Dist::block(p as usize, rows);

@@ -78,6 +78,11 @@ fn reduce_and_close(rank: u32, p: u32, mut events: Vec<Event>, t: u64) -> RankTr
             comm_size: p,
         },
     ));
+    close(rank, p, events, t + 100)
+}
+
+/// Wrap a synthetic iteration that ends at `t` as rank `rank`'s trace.
+fn close(rank: u32, p: u32, events: Vec<Event>, t: u64) -> RankTrace {
     RankTrace {
         rank,
         world_size: p,
@@ -86,7 +91,7 @@ fn reduce_and_close(rank: u32, p: u32, mut events: Vec<Event>, t: u64) -> RankTr
         files: vec![],
         iterations: vec![Iteration {
             index: 3,
-            duration_ns: t + 100 + 1000,
+            duration_ns: t + 1000,
             events,
         }],
     }
@@ -194,10 +199,23 @@ pub fn hetero_cluster(seed: u64, p: u32, rows_per_rank: u64) -> (Vec<RankTrace>,
     (traces, decl)
 }
 
-/// A pipelined (wavefront-like) iteration of `tiles` tiles: rank r waits
-/// for each tile from rank r-1, computes it (`compute_ns` per tile) and
-/// passes its last row to rank r+1 (MHETA eq. 4), then a reduction.
+/// A pipelined iteration of `tiles` tiles: rank r waits for each tile
+/// from rank r-1, computes it (`compute_ns` per tile) and passes its last
+/// row to rank r+1 (MHETA eq. 4), then a reduction.
 pub fn pipeline_trace(rank: u32, p: u32, tiles: u32, compute_ns: u64, bytes: u64) -> RankTrace {
+    let (events, t) = tiles_of(rank, p, tiles, compute_ns, bytes);
+    reduce_and_close(rank, p, events, t)
+}
+
+/// The same pipeline without the reduction, like the wavefront kernel:
+/// iterations overlap, so the model replays two ([`crate::Model::predict`]).
+pub fn wavefront_trace(rank: u32, p: u32, tiles: u32, compute_ns: u64, bytes: u64) -> RankTrace {
+    let (events, t) = tiles_of(rank, p, tiles, compute_ns, bytes);
+    close(rank, p, events, t)
+}
+
+/// The tiles of a pipelined iteration, and when they end.
+fn tiles_of(rank: u32, p: u32, tiles: u32, compute_ns: u64, bytes: u64) -> (Vec<Event>, u64) {
     let mut events = Vec::new();
     let mut t = 1000;
     for j in 0..tiles as i32 {
@@ -228,5 +246,5 @@ pub fn pipeline_trace(rank: u32, p: u32, tiles: u32, compute_ns: u64, bytes: u64
             t += 200;
         }
     }
-    reduce_and_close(rank, p, events, t)
+    (events, t)
 }
