@@ -198,6 +198,24 @@ const SLEPT_NS: u64 = 10_000;
 const DESCHEDULED: f64 = 3.0;
 
 impl Program {
+    /// Does the iteration end at a collective over all ranks, with only
+    /// the rank's own computation after it? Then the next iteration
+    /// starts together on every rank ([`Model::laps`]).
+    fn ends_at_a_collective(&self) -> bool {
+        let last = self
+            .steps
+            .iter()
+            .rposition(|s| matches!(s, Step::Reduce { .. }));
+        last.is_some_and(|k| {
+            self.steps[k..].iter().all(|s| {
+                matches!(
+                    s,
+                    Step::Reduce { .. } | Step::Compute { .. } | Step::StageEnd(_)
+                )
+            })
+        })
+    }
+
     /// How long the rank waits for something that happens `ahead` seconds
     /// from now: nothing if it is past; else until then and, when the rank
     /// sleeps between tests and the wait outlasts its spin, on average the
@@ -805,20 +823,7 @@ impl Model {
             collective_s: Vec::new(),
             overlapping: false,
         };
-        model.overlapping = !model.programs.iter().all(|p| {
-            let last = p
-                .steps
-                .iter()
-                .rposition(|s| matches!(s, Step::Reduce { .. }));
-            last.is_some_and(|k| {
-                p.steps[k..].iter().all(|s| {
-                    matches!(
-                        s,
-                        Step::Reduce { .. } | Step::Compute { .. } | Step::StageEnd(_)
-                    )
-                })
-            })
-        });
+        model.overlapping = !model.programs.iter().all(Program::ends_at_a_collective);
         model.calibrate_collectives();
         Ok(model)
     }
@@ -1078,7 +1083,8 @@ impl Model {
         d.check(self.ranks(), self.rows())?;
         let p = self.ranks();
         let len: Vec<usize> = self.programs.iter().map(|pr| pr.steps.len()).collect();
-        // Each rank's clock, times and sends at the end of its first lap.
+        // Each rank's clock and times at the end of its first lap, and its
+        // sends before the lap it is in (a WaitSends numbers them per lap).
         let mut first_lap: Vec<Option<(f64, RankTime)>> = vec![None; p];
         let mut send_base = vec![0usize; p];
         let net = &self.net;
@@ -1261,7 +1267,7 @@ impl Model {
                         }
                         Step::WaitSends(ns) => {
                             let done = &sends.done[i];
-                            let base = if pc[i] >= len[i] { send_base[i] } else { 0 };
+                            let base = send_base[i];
                             let at = |n: &u32| done.get(base + *n as usize).copied().unwrap_or(0.0);
                             if ns.iter().any(|n| at(n).is_nan()) {
                                 break;
@@ -1385,9 +1391,7 @@ impl Model {
                         |i| match self.programs[i].steps.get(pc[i] % len[i].max(1)) {
                             Some(Step::WaitSends(ns)) => ns
                                 .iter()
-                                .map(|&n| {
-                                    n as usize + if pc[i] >= len[i] { send_base[i] } else { 0 }
-                                })
+                                .map(|&n| send_base[i] + n as usize)
                                 .find(|&n| sends.done[i].get(n).is_some_and(|t| t.is_nan()))
                                 .map(|n| (i, n)),
                             _ => None,
