@@ -89,6 +89,20 @@ fn a_small_study_reports_real_runs() {
         assert_eq!(dist.iter().sum::<u64>(), 384);
         // DC has no memory limit: every array stays in core.
         assert_eq!(row["out_of_core"], serde_json::json!(false), "{row}");
+        // The stage part of the diff: the busiest rank's time in stages,
+        // which is part of its iteration (the slowest rank's iteration
+        // bounds every rank's own; medians of different runs, so 10%
+        // slack), and a positive prediction of it.
+        let (pb, ab) = (
+            row["predicted_busy_s"].as_f64().unwrap(),
+            row["actual_busy_s"].as_f64().unwrap(),
+        );
+        assert!(pb > 0.0 && pb <= p && ab > 0.0 && ab <= 1.1 * a, "{row}");
+        let bd = row["busy_diff_pct"].as_f64().unwrap();
+        assert!(
+            (bd - 100.0 * (pb - ab).abs() / pb.min(ab)).abs() < 1e-9,
+            "{row}"
+        );
         best = best.min(a);
     }
     assert_eq!(r["best_actual"]["actual_s"].as_f64().unwrap(), best);
@@ -98,6 +112,12 @@ fn a_small_study_reports_real_runs() {
         .sum::<f64>()
         / rows.len() as f64;
     assert!((r["mean_diff_pct"].as_f64().unwrap() - mean).abs() < 1e-9);
+    let busy: f64 = rows
+        .iter()
+        .map(|x| x["busy_diff_pct"].as_f64().unwrap())
+        .sum::<f64>()
+        / rows.len() as f64;
+    assert!((r["mean_busy_diff_pct"].as_f64().unwrap() - busy).abs() < 1e-9);
     // Block is the first point and the spectrum reaches Bal (here I-C/Bal).
     assert_eq!(rows[0]["dist"], serde_json::json!([192, 192]));
     // The drift is the Blk point's actual against the instrumented run's.

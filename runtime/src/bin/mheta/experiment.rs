@@ -51,6 +51,15 @@ pub struct Row {
     pub runs_s: Vec<f64>,
     /// (max − min) / median of `runs_s`, percent.
     pub spread_pct: f64,
+    /// The model's busiest rank: its time in stages (computation and
+    /// I/O, T_τ) per iteration. With `actual_busy_s` it splits a diff into
+    /// its stage part and the rest (communication and waiting).
+    pub predicted_busy_s: f64,
+    /// The median over the runs of the busiest rank's median time in
+    /// stages per iteration (the apps' `ranks[].stage_s`).
+    pub actual_busy_s: f64,
+    /// diff % of those two.
+    pub busy_diff_pct: f64,
     /// Some rank kept an array out of core in some real run of this
     /// point (its `out_of_core` list was not empty).
     pub out_of_core: bool,
@@ -69,6 +78,9 @@ pub struct Report {
     pub min_diff_pct: f64,
     pub mean_diff_pct: f64,
     pub max_diff_pct: f64,
+    /// Mean over the points of `busy_diff_pct`: how much of the diff is
+    /// already in the stages.
+    pub mean_busy_diff_pct: f64,
     pub best_actual: Row,
     pub best_predicted: Row,
     /// The predicted best is the actual best.
@@ -323,15 +335,17 @@ pub fn run(a: &Args) -> Result<Report> {
     // 4. A prediction for each, and --repeat real runs in interleaved
     // rounds.
     bar.set_length((dists.len() * a.repeat) as u64);
-    let predicted: Vec<f64> = dists
+    let predicted: Vec<(f64, f64)> = dists
         .iter()
         .map(|(_, d)| {
-            m.predict(d)
-                .map(|p| p.per_iteration_s)
-                .unwrap_or(f64::INFINITY)
+            m.predict(d).map_or((f64::INFINITY, f64::INFINITY), |p| {
+                let busy = p.ranks.iter().map(|k| k.compute_s).fold(0.0, f64::max);
+                (p.per_iteration_s, busy)
+            })
         })
         .collect();
     let mut runs: Vec<Vec<f64>> = vec![Vec::new(); dists.len()];
+    let mut busy: Vec<Vec<f64>> = vec![Vec::new(); dists.len()];
     let mut ooc = vec![false; dists.len()];
     for round in 0..a.repeat {
         for (i, (_, d)) in dists.iter().enumerate() {
@@ -352,17 +366,20 @@ pub fn run(a: &Args) -> Result<Report> {
                     .as_f64()
                     .context("run result has no iter_median_s")?,
             );
+            busy[i].push(busiest_stage(&r)?);
             ooc[i] |= out_of_core(&r);
             bar.inc(1);
         }
     }
     let mut rows = Vec::new();
-    for ((((label, d), predicted_s), runs_s), out_of_core) in
-        dists.iter().zip(predicted).zip(runs).zip(ooc)
+    for (((((label, d), (predicted_s, predicted_busy_s)), runs_s), mut busy), out_of_core) in
+        dists.iter().zip(predicted).zip(runs).zip(busy).zip(ooc)
     {
         let mut sorted = runs_s.clone();
         sorted.sort_by(f64::total_cmp);
         let actual_s = median_sorted(&sorted);
+        busy.sort_by(f64::total_cmp);
+        let actual_busy_s = median_sorted(&busy);
         rows.push(Row {
             label: label.clone(),
             dist: d.0.clone(),
@@ -370,12 +387,16 @@ pub fn run(a: &Args) -> Result<Report> {
             actual_s,
             diff_pct: diff_pct(predicted_s, actual_s),
             spread_pct: 100.0 * (sorted[sorted.len() - 1] - sorted[0]) / actual_s,
+            predicted_busy_s,
+            actual_busy_s,
+            busy_diff_pct: diff_pct(predicted_busy_s, actual_busy_s),
             runs_s,
             out_of_core,
         });
     }
     bar.finish_and_clear();
     let diffs: Vec<f64> = rows.iter().map(|r| r.diff_pct).collect();
+    let mean_busy_diff_pct = rows.iter().map(|r| r.busy_diff_pct).sum::<f64>() / rows.len() as f64;
     let instrumented_s = block_run["iter_median_s"]
         .as_f64()
         .context("the instrumented run's result has no iter_median_s")?;
@@ -408,6 +429,7 @@ pub fn run(a: &Args) -> Result<Report> {
         min_diff_pct: diffs.iter().copied().fold(f64::INFINITY, f64::min),
         mean_diff_pct: diffs.iter().sum::<f64>() / diffs.len() as f64,
         max_diff_pct: diffs.iter().copied().fold(0.0, f64::max),
+        mean_busy_diff_pct,
         predicted_best_is_best: best_predicted.dist == best_actual.dist,
         predicted_best_gap_pct: 100.0 * (best_predicted.actual_s / best_actual.actual_s - 1.0),
         best_actual,
@@ -419,6 +441,20 @@ pub fn run(a: &Args) -> Result<Report> {
         noise_pct,
         emulation,
         rows,
+    })
+}
+
+/// The busiest rank's median time in stages per iteration, s, of a run.
+fn busiest_stage(run: &serde_json::Value) -> Result<f64> {
+    let ranks = run["ranks"]
+        .as_array()
+        .filter(|v| !v.is_empty())
+        .context("run result has no ranks[]")?;
+    ranks.iter().try_fold(0.0f64, |m, k| {
+        let s = k["stage_s"]
+            .as_f64()
+            .context("run result has a rank without stage_s")?;
+        Ok(m.max(s))
     })
 }
 
@@ -458,12 +494,12 @@ pub fn print(r: &Report) {
         r.emulation["wait"].as_str().unwrap_or("?"),
     );
     println!(
-        "{:>3}  {:<10} {:<28} {:>14} {:>14} {:>8} {:>9}  core",
-        "#", "point", "distribution", "predicted (s)", "actual (s)", "diff %", "spread %"
+        "{:>3}  {:<10} {:<28} {:>14} {:>14} {:>8} {:>9} {:>8}  core",
+        "#", "point", "distribution", "predicted (s)", "actual (s)", "diff %", "spread %", "busy %"
     );
     for (i, row) in r.rows.iter().enumerate() {
         println!(
-            "{:>3}  {:<10} {:<28} {:>14.6} {:>14.6} {:>8.2} {:>9}  {}",
+            "{:>3}  {:<10} {:<28} {:>14.6} {:>14.6} {:>8.2} {:>9} {:>8.2}  {}",
             i,
             row.label,
             Dist(row.dist.clone()).to_string(),
@@ -475,12 +511,17 @@ pub fn print(r: &Report) {
             } else {
                 "-".to_string()
             },
+            row.busy_diff_pct,
             if row.out_of_core { "out" } else { "in" }
         );
     }
     println!(
         "diff: min {:.2}%  avg {:.2}%  max {:.2}%",
         r.min_diff_pct, r.mean_diff_pct, r.max_diff_pct
+    );
+    println!(
+        "busy: the busiest rank's time in stages (computation and I/O), predicted against measured: avg diff {:.2}%; the rest of a diff is communication and waiting",
+        r.mean_busy_diff_pct
     );
     if let Some(d) = r.drift_pct {
         println!(

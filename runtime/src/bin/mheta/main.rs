@@ -139,7 +139,10 @@ enum Cmd {
     /// figure 8 spectrum (Blk -> I-C -> I-C/Bal -> Bal -> Blk) and the GBS
     /// choice, a prediction and a real run. Prints predicted, actual and
     /// diff = |p - a| / min(p, a) per distribution, then min/avg/max diff
-    /// and whether the predicted best is the actual best.
+    /// and whether the predicted best is the actual best. Its "busy %"
+    /// column is the diff of the busiest rank's time in stages alone
+    /// (computation and I/O, predicted against measured): the rest of a
+    /// diff is communication and waiting.
     ///
     /// Example: mheta experiment --app jacobi --cluster IO --np 4 --plot io.svg
     Experiment {
