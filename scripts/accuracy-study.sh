@@ -32,7 +32,9 @@
 # median over the cell's points of the spread between the REPEAT runs of
 # one point (max - min over min, %). A second table splits each cell's
 # points into out-of-core (some rank kept an array out of core in a real
-# run: the row's "out_of_core") and in-core. scripts/repredict.py OUT_DIR
+# run: the row's "out_of_core") and in-core, each with the diff of the
+# busiest rank's time in stages alone (the rows' busy_diff_pct; the rest
+# of a diff is communication and waiting). scripts/repredict.py OUT_DIR
 # re-predicts the stored points with another binary.
 # The JSON of every cell stays in OUT_DIR (default: a fresh temporary
 # directory).
@@ -130,7 +132,8 @@ for a in apps:
         cells.append(f"{d['mean_diff_pct']:.1f} / {d['max_diff_pct']:.1f} / "
                      f"{d['predicted_best_gap_pct']:.1f} ({d['noise_pct']:.0f})")
         for r in d["rows"]:
-            split.append((a, c, r.get("out_of_core", r["actual_s"] >= 0.25), r["diff_pct"]))
+            split.append((a, c, r.get("out_of_core", r["actual_s"] >= 0.25), r["diff_pct"],
+                          r.get("busy_diff_pct")))
     name = "jacobi --prefetch" if a == "jacobi-pf" else a
     print(f"| {name} | " + " | ".join(cells) + " |")
 print()
@@ -139,4 +142,8 @@ for ooc, what in [(True, "out-of-core points"), (False, "in-core points")]:
     if d:
         print(f"{what}: {len(d)}, mean diff {st.mean(d):.1f}%, median {st.median(d):.1f}%, "
               f"within 2%: {sum(x <= 2 for x in d)}, within 8%: {sum(x <= 8 for x in d)}, max {max(d):.1f}%")
+        b = [x[4] for x in split if x[2] == ooc and x[4] is not None]
+        if b:
+            print(f"  their busiest rank's time in stages alone (busy %): mean diff {st.mean(b):.1f}%, "
+                  f"median {st.median(b):.2f}%, within 2%: {sum(x <= 2 for x in b)}")
 PY
