@@ -106,18 +106,18 @@ fn a_small_study_reports_real_runs() {
         best = best.min(a);
     }
     assert_eq!(r["best_actual"]["actual_s"].as_f64().unwrap(), best);
-    let mean: f64 = rows
-        .iter()
-        .map(|x| x["diff_pct"].as_f64().unwrap())
-        .sum::<f64>()
-        / rows.len() as f64;
-    assert!((r["mean_diff_pct"].as_f64().unwrap() - mean).abs() < 1e-9);
-    let busy: f64 = rows
-        .iter()
-        .map(|x| x["busy_diff_pct"].as_f64().unwrap())
-        .sum::<f64>()
-        / rows.len() as f64;
-    assert!((r["mean_busy_diff_pct"].as_f64().unwrap() - busy).abs() < 1e-9);
+    // The report's means are the means of its rows.
+    for (mean_key, row_key) in [
+        ("mean_diff_pct", "diff_pct"),
+        ("mean_busy_diff_pct", "busy_diff_pct"),
+    ] {
+        let mean = rows
+            .iter()
+            .map(|x| x[row_key].as_f64().unwrap())
+            .sum::<f64>()
+            / rows.len() as f64;
+        assert!((r[mean_key].as_f64().unwrap() - mean).abs() < 1e-9, "{r}");
+    }
     // Block is the first point and the spectrum reaches Bal (here I-C/Bal).
     assert_eq!(rows[0]["dist"], serde_json::json!([192, 192]));
     // The drift is the Blk point's actual against the instrumented run's.
