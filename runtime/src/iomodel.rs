@@ -6,7 +6,9 @@
 //! Where the costs come from:
 //! - **The trace**, for a rank that read or wrote the variable while
 //!   recorded: per-call overhead and per-byte cost by least squares over its
-//!   calls (pieces and the small halo reads give two sizes); with one size
+//!   calls, each size entering as its median
+//!   ([`mheta_profile::line_fit`]; pieces and the small halo reads give
+//!   two sizes); with one size
 //!   only, the profile's per-call overhead for that node and the rest per
 //!   byte. A rank that read or wrote only its other arrays: the same fit
 //!   over those calls (one disk per node). A rank that only read (or only
@@ -381,6 +383,12 @@ impl IoModel {
             c.insert(key, out.clone());
         }
         out
+    }
+
+    /// Does the app prefetch its reads (eq. 2), so that a stage's recorded
+    /// file calls are not its I/O time?
+    pub fn prefetching(&self) -> bool {
+        self.mem.prefetch
     }
 
     /// I/O seconds of `rank` in stage `k` under a plan, with `compute_s` the
