@@ -1118,7 +1118,10 @@ impl Model {
         let levels = self.levels as usize;
         let factor = self.work_factors(d);
         let plans = self.plans(d)?;
-        let calibrating = calib.is_some();
+        // Calibrating on the recorded distribution, each stage's
+        // synchronous I/O is taken as recorded: a disturbed file call the
+        // fit leaves out is the recorded run's, not a collective's.
+        let recorded_io = calib.is_some() && !self.io.as_ref().is_some_and(|io| io.prefetching());
         // Scaled computation since the last non-compute step (the current
         // stage's T_Φ, for the prefetch overlap of eq. 2).
         let mut stage_acc = vec![0.0f64; p];
@@ -1269,14 +1272,9 @@ impl Model {
                         Step::StageEnd(k) => {
                             // MHETA: T_γ = T_Φ + Σ_m T_ψ(m) (eqs. 1-2).
                             if let (Some(io), Some(Some(plan))) = (&self.io, plans.get(i)) {
-                                // Calibrating on the recorded distribution,
-                                // its synchronous I/O as recorded: a
-                                // disturbed file call the fit leaves out
-                                // is the recorded run's, not a collective's.
-                                let recorded = self.programs[i]
-                                    .stage_io_s
-                                    .get(*k as usize)
-                                    .filter(|_| calibrating && !io.prefetching());
+                                let recorded = recorded_io
+                                    .then(|| self.programs[i].stage_io_s.get(*k as usize))
+                                    .flatten();
                                 let t = match recorded {
                                     Some(&t) => t,
                                     None => io.stage_io(i, *k as usize, plan, stage_acc[i]),
