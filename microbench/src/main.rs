@@ -2,8 +2,9 @@
 //! launcher), and writes its cluster profile (format: `mheta-profile`).
 //! `mheta bench --np N` launches it.
 //!
-//! Per ordered pair (i, j): a ping-pong sweep (1 B to 4 MiB; one sample per
-//! round trip), a streaming bandwidth per size (window of 64, as osu_bw),
+//! Per ordered pair (i, j): a ping-pong sweep (1 B to 4 MiB, or to
+//! `--max-size` as OSU's `-m`; one sample per round trip), a streaming
+//! bandwidth per size (window of 64, as osu_bw),
 //! and the overheads by the logp_mpi method: o_s is the time of an eager
 //! 8-byte `MPI_Send`; o_r the time of an `MPI_Recv` whose 8-byte message
 //! has already arrived (the receiver first waits four round trips);
@@ -64,6 +65,13 @@ struct Args {
     /// Do not measure disks.
     #[arg(long)]
     no_disk: bool,
+    /// Largest message of the sweep and of the OSU loops, as OSU's `-m`
+    /// (bytes, or with K, M, G: `128M`; 64K to 1G). Default 4M, OSU's.
+    /// A redistribution moves tens of megabytes of rows that are not in
+    /// the cache; past the last-level cache a pair streams slower than at
+    /// 1 MiB, and this measures by how much.
+    #[arg(long, value_name = "SIZE", value_parser = |s: &str| mheta_profile::parse_max_size(s).map(|b| b as usize))]
+    max_size: Option<usize>,
 }
 
 const TAG: i32 = 0x4d43;
@@ -179,7 +187,8 @@ fn preflight(world: &SimpleCommunicator, args: &Args) -> Result<PathBuf> {
 fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>> {
     let disk_dir = preflight(world, args)?;
     if args.osu_only {
-        let (lat, bw) = mheta_microbench::osu::run(world, 0, 1);
+        let max = args.max_size.unwrap_or(mheta_microbench::osu::MAX_SIZE);
+        let (lat, bw) = mheta_microbench::osu::run(world, 0, 1, max);
         if world.rank() == 0 {
             print_osu(&OsuCompat {
                 src: 0,
@@ -208,7 +217,10 @@ fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>
     );
     over[0] = any[0];
     let serial = over[0] == 1;
-    let plan = net::Plan::new(args.quick);
+    let mut plan = net::Plan::new(args.quick);
+    if let Some(max) = args.max_size {
+        plan = plan.up_to(max);
+    }
     let schedule = rounds(p);
     let total_pairs = p * (p - 1);
     let bar = (me == 0 && std::io::stderr().is_terminal()).then(|| {
@@ -320,7 +332,8 @@ fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>
     // OSU's own loops and buffers, pair 0 -> 1 (mheta_microbench::osu).
     let osu = if args.osu_compat {
         quiet_barrier(world);
-        let (lat, bw) = mheta_microbench::osu::run(world, 0, 1);
+        let max = args.max_size.unwrap_or(mheta_microbench::osu::MAX_SIZE);
+        let (lat, bw) = mheta_microbench::osu::run(world, 0, 1, max);
         Some(OsuCompat {
             src: 0,
             dst: 1,

@@ -61,13 +61,45 @@ impl Plan {
         }
     }
 
+    /// The sweep's sizes up to `max` bytes, as OSU's `-m`: the default
+    /// sizes not above it, then powers of two past the default's largest
+    /// (4 MiB) and `max` itself. Sizes past 4 MiB take fewer ping-pongs
+    /// and streams ([`Plan::reps`], [`Plan::bw_iters`]) so that each moves
+    /// about what one at 4 MiB does.
+    pub fn up_to(mut self, max: usize) -> Plan {
+        let top = self.largest();
+        self.sizes.retain(|&s| s <= max);
+        let mut s = top * 2;
+        while s < max {
+            self.sizes.push(s);
+            s *= 2;
+        }
+        if self.sizes.last() != Some(&max) {
+            self.sizes.push(max);
+        }
+        self
+    }
+
     fn reps(&self, size: usize) -> usize {
         if size <= LARGE {
             self.reps_small
         } else if size <= 65536 {
             self.reps_medium
-        } else {
+        } else if size <= 4 << 20 {
             self.reps_large
+        } else {
+            (self.reps_large * (4 << 20) / size).max(3)
+        }
+    }
+
+    /// Timed and skipped windows of one stream at `size`.
+    fn bw_iters(&self, size: usize) -> (usize, usize) {
+        if size <= LARGE {
+            (self.bw_iters_small, self.bw_iters_small / 10 + 1)
+        } else if size <= 4 << 20 {
+            (self.bw_iters_large, 1)
+        } else {
+            ((self.bw_iters_large * (4 << 20) / size).max(2), 1)
         }
     }
 
@@ -357,11 +389,7 @@ pub fn measure_pair(world: &SimpleCommunicator, plan: &Plan, a: i32, b: i32) -> 
                 pa.send_with_tag(&sbuf[..size], TAG);
             }
         }
-        let (iters, skip) = if size <= LARGE {
-            (plan.bw_iters_small, plan.bw_iters_small / 10 + 1)
-        } else {
-            (plan.bw_iters_large, 1)
-        };
+        let (iters, skip) = plan.bw_iters(size);
         // The median of several streams: one stream is easily disturbed.
         let mut bws: Vec<f64> = (0..plan.bw_repeats)
             .map(|_| stream(world, a, b, &mut buf[..size], iters, skip))

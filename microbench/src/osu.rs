@@ -144,8 +144,23 @@ pub fn bandwidth(
     bufs: &mut Buffers,
     size: usize,
 ) -> f64 {
-    let me = comm.rank();
     let (iters, skip) = if size > LARGE { (20, 2) } else { (100, 10) };
+    bandwidth_with(comm, a, b, bufs, size, iters, skip)
+}
+
+/// osu_bw's loop for one size with `iters` timed and `skip` untimed
+/// windows of 64 (a bench that sets large moves beside it cannot afford
+/// OSU's 22 windows of 64 × 128 MiB at every repetition).
+pub fn bandwidth_with(
+    comm: &SimpleCommunicator,
+    a: i32,
+    b: i32,
+    bufs: &mut Buffers,
+    size: usize,
+    iters: usize,
+    skip: usize,
+) -> f64 {
+    let me = comm.rank();
     let Some(peer) = begin(comm, a, b, bufs, size) else {
         return 0.0;
     };
@@ -189,9 +204,17 @@ pub fn bandwidth(
     }
 }
 
-/// The sizes OSU sweeps by default: 1 B to 4 MiB, powers of two.
-pub fn sizes() -> Vec<usize> {
-    (0..=22).map(|k| 1usize << k).collect()
+/// The sizes OSU sweeps: 1 B to `max` (OSU's `-m`; its default is
+/// [`MAX_SIZE`], 4 MiB), powers of two, and `max`.
+pub fn sizes(max: usize) -> Vec<usize> {
+    let mut v: Vec<usize> = (0..usize::BITS)
+        .map(|k| 1usize << k)
+        .take_while(|&s| s <= max)
+        .collect();
+    if v.last() != Some(&max) {
+        v.push(max);
+    }
+    v
 }
 
 /// Latency (µs) and bandwidth (MB/s) per size.
@@ -200,13 +223,13 @@ pub type OsuTables = (Vec<(u64, f64)>, Vec<(u64, f64)>);
 /// Both OSU tests between ranks `a` and `b` of `comm`, in OSU's order
 /// (every latency size, then every bandwidth size); every rank calls it.
 /// The tables are meaningful on rank `a`.
-pub fn run(comm: &SimpleCommunicator, a: i32, b: i32) -> OsuTables {
-    let mut bufs = Buffers::new(MAX_SIZE);
-    let lat = sizes()
+pub fn run(comm: &SimpleCommunicator, a: i32, b: i32, max: usize) -> OsuTables {
+    let mut bufs = Buffers::new(max);
+    let lat = sizes(max)
         .into_iter()
         .map(|s| (s as u64, latency(comm, a, b, &mut bufs, s)))
         .collect();
-    let bw = sizes()
+    let bw = sizes(max)
         .into_iter()
         .map(|s| (s as u64, bandwidth(comm, a, b, &mut bufs, s)))
         .collect();

@@ -418,6 +418,37 @@ pub struct SizePoint {
     pub bandwidth_mbps: f64,
 }
 
+/// A message size as OSU's `-m` and `mheta bench --max-size` take it:
+/// bytes, or a number with `K`, `M` or `G` (binary: `128M` is 128 MiB;
+/// `KiB`, `MiB`, `GiB` too).
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(digits);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("{s:?}: not a size (bytes, or a number with K, M or G)"))?;
+    let shift = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        _ => return Err(format!("{s:?}: unknown unit {unit:?} (use K, M or G)")),
+    };
+    n.checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("{s:?}: too large"))
+}
+
+/// `mheta bench --max-size` (the microbench's too): a size by
+/// [`parse_bytes`] from 64 KiB to 1 GiB.
+pub fn parse_max_size(s: &str) -> Result<u64, String> {
+    let b = parse_bytes(s)?;
+    if !(64 << 10..=1 << 30).contains(&b) {
+        return Err(format!("{s}: must be from 64K to 1G"));
+    }
+    Ok(b)
+}
+
 /// Message size of [`PairCost::bandwidth_cold_bps`]: 8 MiB, the smallest
 /// move the redistribution target speaks of.
 pub const COLD_BYTES: usize = 8 << 20;
@@ -529,6 +560,22 @@ impl PairCost {
             .unwrap_or(&segs[segs.len() - 1]);
         let from = s.from_bytes as f64;
         s.base_s + s.per_byte_s * (bytes - from).max(0.0)
+    }
+
+    /// The streaming bandwidth (window of 64, as osu_bw) the sweep
+    /// measured at the largest size not above `bytes`, as (size, bytes/s);
+    /// the smallest size when every size is above; `None` without a sweep.
+    /// A profile measured with `--max-size` reaches the sizes a
+    /// redistribution moves, where the 1 MiB figure
+    /// ([`PairCost::bandwidth_bps`]) streams one cached buffer.
+    pub fn streaming_bps_at(&self, bytes: u64) -> Option<(u64, f64)> {
+        let at = self
+            .sweep
+            .iter()
+            .filter(|p| p.bytes <= bytes)
+            .max_by_key(|p| p.bytes)
+            .or_else(|| self.sweep.iter().min_by_key(|p| p.bytes))?;
+        Some((at.bytes, at.bandwidth_mbps * 1e6))
     }
 
     /// Time on the wire: the one-way time without the two overheads
@@ -1044,6 +1091,37 @@ pub fn fit_segments(points: &[(f64, f64)]) -> Vec<Segment> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_parse_as_osu_m_takes_them() {
+        assert_eq!(parse_bytes("4194304"), Ok(4 << 20));
+        assert_eq!(parse_bytes("128M"), Ok(128 << 20));
+        assert_eq!(parse_bytes("64KiB"), Ok(64 << 10));
+        assert_eq!(parse_bytes("1g"), Ok(1 << 30));
+        for bad in ["", "M", "12Q", "-4", "1.5M", "99999999999999G"] {
+            assert!(parse_bytes(bad).is_err(), "{bad:?} parsed");
+        }
+        assert_eq!(parse_max_size("64K"), Ok(64 << 10));
+        assert!(parse_max_size("32K").is_err() && parse_max_size("2G").is_err());
+    }
+
+    #[test]
+    fn streaming_bandwidth_is_read_at_the_largest_size_below() {
+        let mut c = PairCost::logp(0, 1, 1e-6, 1e-10, 1e-7, 1e-7);
+        assert_eq!(c.streaming_bps_at(8 << 20), None);
+        c.sweep = [(1u64 << 20, 9000.0), (8 << 20, 5500.0), (32 << 20, 4400.0)]
+            .into_iter()
+            .map(|(bytes, mbps)| SizePoint {
+                bytes,
+                one_way: Dist::point(1e-3),
+                bandwidth_mbps: mbps,
+            })
+            .collect();
+        assert_eq!(c.streaming_bps_at(8 << 20), Some((8 << 20, 5.5e9)));
+        assert_eq!(c.streaming_bps_at(20 << 20), Some((8 << 20, 5.5e9)));
+        assert_eq!(c.streaming_bps_at(1 << 30), Some((32 << 20, 4.4e9)));
+        assert_eq!(c.streaming_bps_at(4096), Some((1 << 20, 9.0e9)));
+    }
 
     #[test]
     fn a_line_fit_takes_each_sizes_median() {

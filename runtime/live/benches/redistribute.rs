@@ -8,25 +8,31 @@
 //! rank 1 to rank 0 and back (rows of 32 KiB; each rank starts with 64 MiB
 //! of its own rows plus the moved ones), five times each way after a
 //! warm-up move, and checks every value after every move. In the same
-//! sitting, interleaved with the moves, it measures the pair three ways:
+//! sitting, interleaved with the moves, it measures the pair four ways:
 //! - **cold**: one message of the move's size between buffers out of the
 //!   cache (`mheta_microbench::net::cold_one_way`, what the cluster
 //!   profile's `bandwidth_cold_bps` measures at 8 MiB). A move reads rows
 //!   last touched long ago and writes them where the receiver has not been
-//!   lately, so this is the pair's bandwidth for the same work, and the
-//!   ratio the target (0.8 for 8 MiB and more) is judged by;
+//!   lately, so this is the pair's bandwidth for the same work;
 //! - **1 msg**: one message of the move's size, as osu_latency does (a
 //!   ping-pong of the same two prefilled buffers, half the round trip; 3
 //!   round trips per rep): up to 16 MiB, buffers the last-level cache
 //!   (32 MiB here) largely keeps;
-//! - **osu_bw**: streaming bandwidth the way the profile's
-//!   `bandwidth_bps` is measured (a window of 64 non-blocking 1 MiB sends
-//!   of one cached buffer): 11-13 GB/s here, which no message of 8 MiB
-//!   or more reaches.
+//! - **osu_bw @size**: osu_bw's loop at the move's size (a window of 64
+//!   non-blocking sends of one prefilled buffer, then an acknowledgement;
+//!   `mheta_microbench::osu::bandwidth_with`, with fewer windows than
+//!   OSU's 22 so that 128 MiB fits a repetition), both directions: the
+//!   pairwise bandwidth for messages this large, which
+//!   `mheta bench --max-size 128M` (as `osu_bw -m 134217728`) records in
+//!   the profile's sweep, and the ratio the target (0.8 for 8 MiB and
+//!   more) is judged by;
+//! - **osu_bw 1MiB**: the same loop at 1 MiB, the way the profile's
+//!   `bandwidth_bps` is measured: the buffer stays in the cache, so it
+//!   streams faster (9-13 GB/s here) than any message of 8 MiB or more.
 //!
 //! With `MHETA_PROFILE` set it also prints the ratio to that profile's
-//! `bandwidth_cold_bps` for pair 1 -> 0 (its `bandwidth_bps` when the
-//! profile has no cold figure).
+//! streaming bandwidth for pair 1 -> 0 at the largest size of its sweep
+//! not above the move's (`PairCost::streaming_bps_at`), with that size.
 //!
 //! Every size runs twice, interleaved: with the row buffers in small
 //! (4 KiB) pages, the default, and in huge pages (`MHETA_HUGE_PAGES=1`;
@@ -147,17 +153,18 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn run(world: &SimpleCommunicator) {
     let me = world.rank() as usize;
-    let profile_bw = std::env::var_os("MHETA_PROFILE").and_then(|p| {
-        let prof = mheta_profile::ClusterProfile::load(std::path::Path::new(&p)).ok()?;
+    let profile = std::env::var_os("MHETA_PROFILE").map(|p| {
+        let prof =
+            mheta_profile::ClusterProfile::load(std::path::Path::new(&p)).unwrap_or_else(|e| {
+                eprintln!("redistribute bench: MHETA_PROFILE: {e:#}");
+                std::process::exit(2)
+            });
         prof.pairs
-            .iter()
+            .into_iter()
             .find(|c| c.src == 1 && c.dst == 0)
-            .map(|c| {
-                if c.bandwidth_cold_bps > 0.0 {
-                    c.bandwidth_cold_bps
-                } else {
-                    c.bandwidth_bps
-                }
+            .unwrap_or_else(|| {
+                eprintln!("redistribute bench: MHETA_PROFILE has no pair 1 -> 0");
+                std::process::exit(2)
             })
     });
     if me == 0 {
@@ -170,7 +177,7 @@ fn run(world: &SimpleCommunicator) {
         );
         println!("# pages: the row buffers' (4K, or 2M: MHETA_HUGE_PAGES=1), interleaved per size");
         println!(
-            "{:>10} {:>5} {:>10} {:>8} {:>10} {:>10} {:>10} {:>7} {:>10} {:>7} {:>12} {:>7} {:>9}",
+            "{:>10} {:>5} {:>10} {:>8} {:>10} {:>10} {:>10} {:>7} {:>10} {:>7} {:>12} {:>7} {:>12} {:>7} {:>15}",
             "bytes",
             "pages",
             "seconds",
@@ -181,22 +188,49 @@ fn run(world: &SimpleCommunicator) {
             "ratio",
             "1 msg GB/s",
             "ratio",
+            "osu_bw @size",
+            "ratio",
             "osu_bw 1MiB",
             "ratio",
-            "(profile)"
+            "profile ratio"
         );
     }
     for mib in SIZES_MIB {
         for huge in [false, true] {
             mheta_live::set_huge_pages(huge);
-            one_row(world, mib, huge, profile_bw);
+            one_row(world, mib, huge, profile.as_ref());
         }
     }
 }
 
+/// osu_bw's loop at `bytes` in both directions (1 -> 0, 0 -> 1), GB/s
+/// each: windows enough to move about 2 GiB, at least one, after one
+/// untimed window.
+fn osu_bw_both(
+    world: &SimpleCommunicator,
+    bufs: &mut mheta_microbench::osu::Buffers,
+    bytes: usize,
+) -> [f64; 2] {
+    let iters = ((2usize << 30) / (mheta_microbench::osu::WINDOW * bytes)).max(1);
+    let mut bw = [0.0f64; 2];
+    for (i, (s, d)) in [(1, 0), (0, 1)].into_iter().enumerate() {
+        world.barrier();
+        let x = mheta_microbench::osu::bandwidth_with(world, s, d, bufs, bytes, iters, 1);
+        let mut y = 0.0;
+        world.all_reduce_into(&x, &mut y, SystemOperation::max());
+        bw[i] = y * 1e-3;
+    }
+    bw
+}
+
 /// Measure and print one row of the table: moves of `mib` MiB between
 /// buffers of huge pages or not, and the pair beside them.
-fn one_row(world: &SimpleCommunicator, mib: u64, huge: bool, profile_bw: Option<f64>) {
+fn one_row(
+    world: &SimpleCommunicator,
+    mib: u64,
+    huge: bool,
+    profile: Option<&mheta_profile::PairCost>,
+) {
     let me = world.rank() as usize;
     let moved_rows = mib * 1024 * 1024 / (ROW as u64 * 8);
     let total = 2 * BASE_ROWS + moved_rows;
@@ -226,6 +260,7 @@ fn one_row(world: &SimpleCommunicator, mib: u64, huge: bool, profile_bw: Option<
     let mut bws = Vec::new();
     let mut one = Vec::new();
     let mut cold = Vec::new();
+    let mut at_size = Vec::new();
 
     let mut osu_bufs = mheta_microbench::osu::Buffers::new(1 << 20);
     let bytes = (moved_rows * ROW as u64 * 8) as usize;
@@ -235,28 +270,25 @@ fn one_row(world: &SimpleCommunicator, mib: u64, huge: bool, profile_bw: Option<
         secs.push(timed_move(world, &b, &a, &mut v));
         one.push(one_message(world, &mut msg_bufs, bytes));
         cold.push(cold_message(world, bytes));
-
-        // The profile's way (window of 64 × 1 MiB), both directions.
-        let mut bw = [0.0f64; 2];
-        for (i, (s, d)) in [(1, 0), (0, 1)].into_iter().enumerate() {
-            world.barrier();
-            let x = mheta_microbench::osu::bandwidth(world, s, d, &mut osu_bufs, 1 << 20);
-            let mut y = 0.0;
-            world.all_reduce_into(&x, &mut y, SystemOperation::max());
-            bw[i] = y * 1e6;
-        }
-        bws.extend(bw);
+        at_size.extend(osu_bw_both(world, &mut msg_bufs, bytes));
+        // The profile's way (window of 64 × 1 MiB).
+        bws.extend(osu_bw_both(world, &mut osu_bufs, 1 << 20));
     }
     if me == 0 {
         let s = median(secs);
         let gbs = bytes as f64 / s / 1e9;
         let bw = median(bws);
+        let at_size = median(at_size);
         let msg = bytes as f64 / median(one) / 1e9;
         let cold = bytes as f64 / median(cold) / 1e9;
 
-        let prof = profile_bw.map_or("-".to_string(), |p| format!("{:.2}", gbs * 1e9 / p));
+        let prof = profile
+            .and_then(|c| c.streaming_bps_at(bytes as u64))
+            .map_or("-".to_string(), |(at, bps)| {
+                format!("{:.2} @{}M", gbs * 1e9 / bps, at >> 20)
+            });
         println!(
-            "{:>10} {:>5} {:>10.6} {:>8.2} {:>10.2} {:>10.2} {:>10.2} {:>7.2} {:>10.2} {:>7.2} {:>12.2} {:>7.2} {:>9}",
+            "{:>10} {:>5} {:>10.6} {:>8.2} {:>10.2} {:>10.2} {:>10.2} {:>7.2} {:>10.2} {:>7.2} {:>12.2} {:>7.2} {:>12.2} {:>7.2} {:>15}",
             bytes,
             if huge { "2M" } else { "4K" },
             s,
@@ -267,8 +299,10 @@ fn one_row(world: &SimpleCommunicator, mib: u64, huge: bool, profile_bw: Option<
             gbs / cold,
             msg,
             gbs / msg,
-            bw / 1e9,
-            gbs * 1e9 / bw,
+            at_size,
+            gbs / at_size,
+            bw,
+            gbs / bw,
             prof
         );
     }

@@ -60,6 +60,12 @@ enum Cmd {
         /// Do not measure disks.
         #[arg(long)]
         no_disk: bool,
+        /// Largest message of the sweep and the OSU loops, as OSU's `-m`
+        /// (bytes, or with K, M, G: `128M`; 64K to 1G). Default 4M.
+        /// Redistributions move tens of megabytes; past the last-level
+        /// cache a pair streams slower than at 1 MiB.
+        #[arg(long, value_name = "SIZE", value_parser = mheta_profile::parse_max_size)]
+        max_size: Option<u64>,
     },
     /// Run an MPI launcher with the interposer loaded, recording the
     /// instrumented iterations into the trace directory.
@@ -404,6 +410,7 @@ struct BenchOpts {
     osu_only: bool,
     disk_dir: Option<PathBuf>,
     no_disk: bool,
+    max_size: Option<u64>,
 }
 
 fn bench(np: u32, o: &BenchOpts, output: Option<&Path>) -> Result<i32> {
@@ -454,6 +461,9 @@ fn bench(np: u32, o: &BenchOpts, output: Option<&Path>) -> Result<i32> {
     }
     if let Some(d) = &o.disk_dir {
         cmd.arg("--disk-dir").arg(d);
+    }
+    if let Some(m) = o.max_size {
+        cmd.arg("--max-size").arg(m.to_string());
     }
     if let Some(out) = output {
         cmd.arg("-o").arg(out);
@@ -559,6 +569,7 @@ fn main() {
                 osu_only,
                 disk_dir,
                 no_disk,
+                max_size,
             } => bench(
                 np,
                 &BenchOpts {
@@ -568,6 +579,7 @@ fn main() {
                     osu_only,
                     disk_dir,
                     no_disk,
+                    max_size,
                 },
                 output.as_deref(),
             ),
