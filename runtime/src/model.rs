@@ -193,6 +193,12 @@ pub struct Program {
     /// stage ordinal; the median over iterations of the same shape): what
     /// [`Model::calibrate_collectives`] replays in place of the I/O model.
     pub stage_io_s: Vec<f64>,
+    /// Each full-world collective's time in it (`took`), in step order,
+    /// one value per recorded iteration (iterations of the same shape;
+    /// otherwise the program's own one): the per-iteration figures that
+    /// [`Model::calibrate_collectives`] finds each iteration's last
+    /// arriver with.
+    pub reduce_tooks: Vec<Vec<f64>>,
 }
 
 /// A gap after a failed test longer than this is a sleep, not a spin.
@@ -299,6 +305,18 @@ impl Program {
                 median(&mut v)
             })
             .collect();
+        let reduce_tooks = (0..steps.len())
+            .filter(|&k| matches!(steps[k], Step::Reduce { .. }))
+            .map(|k| {
+                progs
+                    .iter()
+                    .map(|p| match p.steps[k] {
+                        Step::Reduce { took, .. } => took,
+                        _ => 0.0,
+                    })
+                    .collect()
+            })
+            .collect();
         Program {
             steps,
             scaled_s,
@@ -309,6 +327,7 @@ impl Program {
             spin_s,
             wake_s,
             stage_io_s,
+            reduce_tooks,
         }
     }
 
@@ -564,7 +583,22 @@ impl Program {
             spin_s,
             wake_s,
             stage_io_s,
+            reduce_tooks: Vec::new(),
         }
+        .with_own_tooks()
+    }
+
+    /// [`Program::reduce_tooks`] from the program's own steps.
+    fn with_own_tooks(mut self) -> Program {
+        self.reduce_tooks = self
+            .steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Reduce { took, .. } => Some(vec![*took]),
+                _ => None,
+            })
+            .collect();
+        self
     }
 }
 
@@ -788,11 +822,52 @@ pub struct Model {
     /// The cost of each full-world collective of the iteration, in order,
     /// measured from the trace ([`Model::calibrate_collectives`]).
     collective_s: Vec<f64>,
+    /// Per full-world collective, in order: the median over the recorded
+    /// iterations of the shortest time a rank spent in it that iteration
+    /// (that iteration's last arriver's). Empty when the ranks recorded
+    /// different collectives or iteration counts.
+    last_arrival_s: Vec<f64>,
     /// Replay two iterations back to back and price the second
     /// ([`Model::laps`]); false when every rank's iteration ends at a
     /// collective over all ranks, after which only its own computation
     /// follows.
     overlapping: bool,
+}
+
+/// [`Model::last_arrival_s`]: for each full-world collective, the median
+/// over the recorded iterations of the least time any rank spent in it
+/// that iteration. The rank that arrived last waited for no one, so its
+/// time there is the collective's own; which rank that is can change from
+/// iteration to iteration (jacobi on HY1: the two out-of-core ranks took
+/// turns, one waiting 6.9 ms for the other), which the median iteration
+/// of each rank, replayed, does not show.
+fn last_arrivals(programs: &[Program]) -> Vec<f64> {
+    let Some(first) = programs.first() else {
+        return Vec::new();
+    };
+    let (colls, iters) = (
+        first.reduce_tooks.len(),
+        first.reduce_tooks.first().map_or(0, Vec::len),
+    );
+    let aligned = programs
+        .iter()
+        .all(|p| p.reduce_tooks.len() == colls && p.reduce_tooks.iter().all(|t| t.len() == iters));
+    if !aligned || iters == 0 {
+        return Vec::new();
+    }
+    (0..colls)
+        .map(|k| {
+            let mut v: Vec<f64> = (0..iters)
+                .map(|it| {
+                    programs
+                        .iter()
+                        .map(|p| p.reduce_tooks[k][it])
+                        .fold(f64::INFINITY, f64::min)
+                })
+                .collect();
+            median(&mut v)
+        })
+        .collect()
 }
 
 impl Model {
@@ -842,8 +917,10 @@ impl Model {
             work_prefix,
             levels,
             collective_s: Vec::new(),
+            last_arrival_s: Vec::new(),
             overlapping: false,
         };
+        model.last_arrival_s = last_arrivals(&model.programs);
         model.overlapping = !model.programs.iter().all(Program::ends_at_a_collective);
         model.calibrate_collectives();
         Ok(model)
@@ -863,7 +940,11 @@ impl Model {
     /// is the time from the last arrival to the rank's leaving; the
     /// collective's cost is its mean over the ranks, and never less than
     /// the pairwise figures give. A rank's part is bounded by the last
-    /// arriver's time there plus 4 of the rank's sleeps ([`Program::sleep_s`])
+    /// arriver's time there (the replay's, or the median over the recorded
+    /// iterations of each one's last arriver, [`Model::last_arrival_s`],
+    /// whichever is less: jacobi on HY1 at 4 ranks, whose out-of-core ranks
+    /// took turns arriving last, went from 5.2% to 2.3% mean diff on
+    /// session 30's stored cell) plus 4 of the rank's sleeps ([`Program::sleep_s`])
     /// per round (⌈log₂P⌉ rounds): past that, the replay put the last
     /// arrival too early (the I/O model missed by 1% of a 1 s iteration,
     /// say), and charging that to the collective would add it to every
@@ -1371,10 +1452,20 @@ impl Model {
                                     // beyond that the replay got its
                                     // arrival wrong, and that error is not
                                     // the collective's cost.
+                                    // The replay's last arrivers, from
+                                    // median iterations; in each recorded
+                                    // iteration the last arriver can be
+                                    // another rank.
                                     let last = (0..p)
                                         .filter(|&j| at_reduce[j].is_none_or(|a| a >= entry))
                                         .map(took)
-                                        .fold(f64::INFINITY, f64::min);
+                                        .fold(f64::INFINITY, f64::min)
+                                        .min(
+                                            self.last_arrival_s
+                                                .get(nth_collective)
+                                                .copied()
+                                                .unwrap_or(f64::INFINITY),
+                                        );
                                     let rounds = (p as f64).log2().ceil().max(1.0);
                                     let past: f64 = (0..p)
                                         .map(|j| {
@@ -1464,5 +1555,53 @@ impl Model {
             per_iteration_s,
             ranks: out,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A program that records only its collectives' times, per iteration.
+    fn tooks(reduce_tooks: Vec<Vec<f64>>) -> Program {
+        Program {
+            steps: Vec::new(),
+            scaled_s: 0.0,
+            unscaled_s: 0.0,
+            measured_s: 0.0,
+            io: Vec::new(),
+            sleep_s: 0.0,
+            spin_s: 0.0,
+            wake_s: 0.0,
+            stage_io_s: Vec::new(),
+            reduce_tooks,
+        }
+    }
+
+    #[test]
+    fn the_last_arrival_is_found_in_each_iteration() {
+        // Two collectives, four iterations. In the first collective ranks 2
+        // and 3 take turns arriving last (0.3 ms inside) while the other
+        // waits 7 ms for it: each rank's median time there is 3.65 ms, the
+        // last arrival's 0.3 ms in every iteration.
+        let progs = [
+            tooks(vec![vec![7.3, 7.3, 7.3, 7.3], vec![1.0, 1.0, 1.0, 1.0]]),
+            tooks(vec![vec![7.3, 7.3, 7.3, 7.3], vec![2.0, 0.5, 2.0, 0.5]]),
+            tooks(vec![vec![0.3, 7.3, 0.3, 7.3], vec![0.2, 0.2, 0.2, 0.2]]),
+            tooks(vec![vec![7.3, 0.3, 7.3, 0.3], vec![0.9, 0.1, 0.9, 0.1]]),
+        ];
+        let got = last_arrivals(&progs);
+        assert_eq!(got.len(), 2);
+        assert!((got[0] - 0.3).abs() < 1e-12, "{got:?}");
+        // Second: per-iteration minima 0.2, 0.1, 0.2, 0.1.
+        assert!((got[1] - 0.15).abs() < 1e-12, "{got:?}");
+        // Ranks that recorded different collectives or iteration counts
+        // give nothing (the replay's own last arrivers are used).
+        let mut short = progs.clone();
+        short[1].reduce_tooks[0].pop();
+        assert!(last_arrivals(&short).is_empty());
+        let mut fewer = progs.clone();
+        fewer[3].reduce_tooks.pop();
+        assert!(last_arrivals(&fewer).is_empty());
     }
 }

@@ -224,6 +224,42 @@ fn json_output_is_the_profile() {
     assert!(from_file.nodes.iter().all(|n| n.disk.is_none()));
 }
 
+/// `--max-size` (OSU's `-m`) carries the profile's sweep and the OSU
+/// loops past 4 MiB, and the profile answers at a move's size.
+#[test]
+fn max_size_carries_the_sweep_past_4_mib() {
+    let dir = scratch("bench-max");
+    let out = dir.join("p.json");
+    ok(mheta()
+        .args([
+            "bench",
+            "--np",
+            "2",
+            "--quick",
+            "--no-disk",
+            "--max-size",
+            "12M",
+            "-o",
+        ])
+        .arg(&out));
+    let p = ClusterProfile::load(&out).unwrap();
+    for c in &p.pairs {
+        let sizes: Vec<u64> = c.sweep.iter().map(|s| s.bytes).collect();
+        assert_eq!(sizes.last(), Some(&(12 << 20)), "{sizes:?}");
+        assert!(sizes.contains(&(8 << 20)), "{sizes:?}");
+        let (at, bps) = c.streaming_bps_at(10 << 20).unwrap();
+        assert_eq!(at, 8 << 20);
+        assert!(bps > 1e8 && bps.is_finite(), "{bps}");
+    }
+    let only = ok(mheta().args(["bench", "--np", "2", "--osu-only", "--max-size", "8M"]));
+    let last_bw = only
+        .lines()
+        .rev()
+        .find(|l| l.split_whitespace().count() == 2)
+        .unwrap_or("");
+    assert!(last_bw.starts_with("8388608 "), "{only}");
+}
+
 #[test]
 fn microbench_runs_under_a_users_own_mpirun() {
     let dir = scratch("bench-own");
@@ -246,6 +282,8 @@ fn bad_input_is_refused_before_measuring() {
         vec!["--np", "two"],
         vec!["--np", "2", "--quick", "--bogus"],
         vec!["--np", "2", "--quick", "--disk-dir", "/nonexistent/dir"],
+        vec!["--np", "2", "--quick", "--max-size", "12Q"],
+        vec!["--np", "2", "--quick", "--max-size", "2G"],
     ] {
         let o = fails(mheta().arg("bench").args(&args).arg("-o").arg(&keep));
         let err = String::from_utf8_lossy(&o.stderr);
