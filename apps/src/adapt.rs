@@ -51,6 +51,20 @@
 //! (the model does not match this run even on a fresh recording), the
 //! watch takes the measured times as the expected ones from then on, so
 //! that it reacts to the next change instead of re-planning for ever.
+//!
+//! A re-plan that made things worse is undone ([`Revert`]): when the
+//! first window after a re-plan's move still drifts and its iteration
+//! time is more than [`REVERT_PCT`] % above the one measured on the old
+//! distribution in the window that triggered the re-plan, and that loss
+//! over the remaining iterations exceeds what the move took, the run
+//! moves back, and the watch then expects what the old distribution
+//! measured. This is a speed change that ended while the run was
+//! re-recording and moving: on this VM a vCPU runs faster or slower by
+//! itself for tens of iterations (a het2 run re-planned on rank 1 at 0.6
+//! of its predicted busy time, moved 192 rows to it, and then ran 26 ms
+//! an iteration for 45 iterations, against 20.6 before). A job that
+//! arrives and stays is no such case: after the re-plan the run is
+//! faster than it was with the job on the old distribution.
 
 use mpi::collective::{CommunicatorCollectives, Root, SystemOperation};
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -64,6 +78,9 @@ pub const DEFAULT_THRESHOLD_PCT: f64 = 25.0;
 pub const MIN_WATCHED_S: f64 = 2e-3;
 /// Iterations left alone after a plan (the move and the one after it).
 const SETTLE: u64 = 2;
+/// A re-plan whose first window runs this many percent slower than the
+/// old distribution did is undone (if that pays).
+pub const REVERT_PCT: f64 = 5.0;
 
 /// A drift that triggered a re-recording.
 #[derive(Serialize, Debug, Clone)]
@@ -77,6 +94,31 @@ pub struct Drift {
     /// Largest over smallest ratio of a rank's measured busy time to the
     /// model's, in that window.
     pub busy_spread: f64,
+}
+
+/// A re-plan undone: its first window ran slower than the distribution it
+/// replaced.
+#[derive(Serialize, Debug, Clone)]
+pub struct Revert {
+    /// The iteration that closed the window.
+    pub after: u64,
+    pub at_unix_s: f64,
+    /// The slowest rank's median iteration time in that window.
+    pub measured_s: f64,
+    /// The same on the old distribution, in the window that triggered
+    /// the re-plan.
+    pub before_s: f64,
+    /// The slowest rank's time in the move back (filled by the harness).
+    pub measured_move_s: Option<f64>,
+}
+
+/// What a window found.
+#[derive(Debug)]
+pub enum Verdict {
+    /// Two drifting windows in a row: record again and re-plan.
+    Drift(Drift),
+    /// The last re-plan made things worse: move back.
+    Revert(Revert),
 }
 
 /// The watch of one run.
@@ -93,6 +135,11 @@ pub struct Watch {
     strikes: u32,
     /// The first window after a re-plan decides whether to calibrate.
     after_replan: bool,
+    /// The iteration time (every rank's) and this rank's busy time
+    /// measured in the window that triggered the re-plan under way.
+    before: Option<(f64, Option<f64>)>,
+    /// The re-plan moved, taking this long (the price of moving back).
+    revert_cost: Option<f64>,
     /// Re-plan after this many iterations (a re-recording is under way).
     pub replan_at: Option<u64>,
 }
@@ -109,6 +156,15 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
+/// Undo a re-plan whose window ran `measured` seconds an iteration, when
+/// the old distribution ran `before`: more than [`REVERT_PCT`] % slower,
+/// and losing more over the `remaining` iterations than moving back
+/// costs (`move_s`, what the re-plan's move took).
+pub fn revert_pays(before: f64, measured: f64, move_s: f64, remaining: u64) -> bool {
+    measured > before * (1.0 + REVERT_PCT / 100.0)
+        && (measured - before) * remaining as f64 > move_s
+}
+
 impl Watch {
     pub fn new(threshold: f64) -> Watch {
         Watch {
@@ -120,13 +176,16 @@ impl Watch {
             busy: Vec::with_capacity(WINDOW),
             strikes: 0,
             after_replan: false,
+            before: None,
+            revert_cost: None,
             replan_at: None,
         }
     }
 
     /// A plan was made after iteration `it`; rank 0's `expected` time and
     /// `busy` (the model's busy time of every rank; the others pass
-    /// anything) are broadcast. Collective.
+    /// anything) are broadcast. `moved`: the slowest rank's time in the
+    /// move, if the plan moved. Collective.
     pub fn planned(
         &mut self,
         world: &SimpleCommunicator,
@@ -134,6 +193,7 @@ impl Watch {
         expected: f64,
         busy: &[f64],
         replan: bool,
+        moved: Option<f64>,
     ) {
         let p = world.size() as usize;
         let mut e = vec![f64::NAN; 1 + p];
@@ -157,20 +217,40 @@ impl Watch {
         self.busy.clear();
         self.strikes = 0;
         self.after_replan = replan;
+        self.revert_cost = moved.filter(|_| replan);
+        if !replan {
+            self.before = None;
+        }
         self.replan_at = None;
     }
 
-    /// Iteration `it` took `secs` here, `busy` of it inside stages. Every
-    /// [`WINDOW`] watched iterations this is collective (one allreduce);
-    /// returns the drift when a re-plan is due. Every rank returns the
-    /// same.
+    /// The run moved back after iteration `it` ([`Verdict::Revert`]):
+    /// expect what the old distribution measured before the re-plan.
+    pub fn reverted(&mut self, it: u64) {
+        if let Some((t, busy)) = self.before.take() {
+            self.expected = Some(t);
+            self.my_busy = busy;
+        }
+        self.from = it + 1 + SETTLE;
+        self.window.clear();
+        self.busy.clear();
+        self.strikes = 0;
+        self.after_replan = false;
+        self.revert_cost = None;
+    }
+
+    /// Iteration `it` of `iters` took `secs` here, `busy` of it inside
+    /// stages. Every [`WINDOW`] watched iterations this is collective (one
+    /// allreduce); returns the drift when a re-plan is due, or the revert
+    /// when the last re-plan is to be undone. Every rank returns the same.
     pub fn observe(
         &mut self,
         world: &SimpleCommunicator,
         it: u64,
+        iters: u64,
         secs: f64,
         busy: f64,
-    ) -> Option<Drift> {
+    ) -> Option<Verdict> {
         let expected = self.expected?;
         if it < self.from || self.replan_at.is_some() {
             return None;
@@ -201,7 +281,22 @@ impl Watch {
             1.0
         };
         let drifting = busy_spread - 1.0 > self.threshold;
-        if std::mem::take(&mut self.after_replan) && drifting {
+        let after_replan = std::mem::take(&mut self.after_replan);
+        let cost = self.revert_cost.take();
+        if after_replan
+            && drifting
+            && let (Some(cost), Some((before, _))) = (cost, self.before)
+            && revert_pays(before, measured, cost, iters.saturating_sub(it + 1))
+        {
+            return Some(Verdict::Revert(Revert {
+                after: it,
+                at_unix_s: unix_now(),
+                measured_s: measured,
+                before_s: before,
+                measured_move_s: None,
+            }));
+        }
+        if after_replan && drifting {
             // The model misses this run even on a fresh recording: watch
             // for change from what was measured.
             self.expected = Some(measured);
@@ -213,13 +308,36 @@ impl Watch {
         self.strikes = if drifting { self.strikes + 1 } else { 0 };
         (self.strikes >= 2).then(|| {
             self.strikes = 0;
-            Drift {
+            // What the distribution in force measured, should the re-plan
+            // have to be undone.
+            self.before = Some((measured, self.my_busy.map(|_| my_busy)));
+            Verdict::Drift(Drift {
                 after: it,
                 at_unix_s: unix_now(),
                 measured_s: measured,
                 expected_s: expected,
                 busy_spread,
-            }
+            })
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_replan_is_undone_only_when_it_lost_more_than_the_move_back() {
+        // The het2 case: 20.6 ms before, 26 ms after, 95 iterations left,
+        // a 2.5 ms move.
+        assert!(revert_pays(0.0206, 0.026, 0.0025, 95));
+        // Within 5 %: noise, kept.
+        assert!(!revert_pays(0.0206, 0.0216, 0.0025, 95));
+        // Slower, but too few iterations left to win back the move.
+        assert!(!revert_pays(0.0206, 0.026, 0.0025, 0));
+        assert!(!revert_pays(0.0206, 0.026, 0.03, 5));
+        assert!(revert_pays(0.0206, 0.026, 0.03, 6));
+        // Faster: never.
+        assert!(!revert_pays(0.026, 0.0206, 0.0, 1000));
     }
 }

@@ -440,6 +440,11 @@ pub struct AutoReport {
     /// The plans made after each drift, in order (their own `replans`
     /// and `drifts` are empty).
     pub replans: Vec<AutoReport>,
+    /// This re-plan's move was undone, it ran slower than the old
+    /// distribution (`adapt::Revert`); from then on `from_dist` is in
+    /// force again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reverted: Option<adapt::Revert>,
 }
 
 /// One plan with the model and GBS on the latest recorded iterations
@@ -540,6 +545,7 @@ fn plan_and_move<K: Kernel, F: Fn(&Ctx) -> Result<K>>(
         redistribute_s,
         drifts: Vec::new(),
         replans: Vec::new(),
+        reverted: None,
     };
     ctx.dist = plan.dist;
     Ok(r)
@@ -1086,28 +1092,53 @@ pub fn run<K: Kernel>(
                     r.predicted_from_s
                 };
                 let busy = r.predicted_busy_s.clone();
+                let move_s = r.measured_move_s.filter(|_| r.moved);
                 match (&mut auto_report, replan_now) {
                     (None, _) => auto_report = Some(r),
                     (Some(a), _) => a.replans.push(r),
                 }
                 if let Some(w) = watch.as_mut() {
-                    w.planned(world, it, expected, &busy, replan_now);
+                    w.planned(world, it, expected, &busy, replan_now, move_s);
                 }
-            } else if let Some(w) = watch.as_mut()
-                && let Some(drift) = w.observe(world, it, times[it as usize], stage_s[it as usize])
-                && it + 1 + mheta_live::instrumented_iterations().end + adapt::WINDOW as u64
-                    <= iters
-            {
-                // The next iterations are recorded again (the perturbed
-                // ones are left out of the medians), then the plan is
-                // made afresh; not when fewer than a window of
-                // iterations would be left after it to gain anything.
-                mheta_live::markers::rerecord();
-                let inst = mheta_live::instrumented_iterations();
-                w.replan_at = Some(it + 1 + inst.end);
-                rerecorded.extend((it + 1 + inst.start)..(it + 1 + inst.end));
-                if let Some(a) = auto_report.as_mut() {
-                    a.drifts.push(drift);
+            } else if let Some(w) = watch.as_mut() {
+                match w.observe(world, it, iters, times[it as usize], stage_s[it as usize]) {
+                    Some(adapt::Verdict::Drift(drift))
+                        if it
+                            + 1
+                            + mheta_live::instrumented_iterations().end
+                            + adapt::WINDOW as u64
+                            <= iters =>
+                    {
+                        // The next iterations are recorded again (the
+                        // perturbed ones are left out of the medians),
+                        // then the plan is made afresh; not when fewer
+                        // than a window of iterations would be left after
+                        // it to gain anything.
+                        mheta_live::markers::rerecord();
+                        let inst = mheta_live::instrumented_iterations();
+                        w.replan_at = Some(it + 1 + inst.end);
+                        rerecorded.extend((it + 1 + inst.start)..(it + 1 + inst.end));
+                        if let Some(a) = auto_report.as_mut() {
+                            a.drifts.push(drift);
+                        }
+                    }
+                    Some(adapt::Verdict::Revert(mut rev)) => {
+                        // Back to the distribution the last re-plan left.
+                        let a = auto_report.as_mut().context("a revert without a plan")?;
+                        let last = a.replans.last_mut().context("a revert without a re-plan")?;
+                        let back = Dist(last.from_dist.clone());
+                        world.barrier();
+                        let t1 = Instant::now();
+                        mover.go(world, &mut slot, &mut ctx, &back, it)?;
+                        let took = t1.elapsed().as_secs_f64();
+                        let mut worst = 0.0f64;
+                        world.all_reduce_into(&took, &mut worst, SystemOperation::max());
+                        rev.measured_move_s = Some(worst);
+                        last.reverted = Some(rev);
+                        moved.push(it);
+                        w.reverted(it);
+                    }
+                    _ => {}
                 }
             }
         }

@@ -333,14 +333,20 @@ fn drift_run(dir: &std::path::Path, profile: &std::path::Path, k: usize) -> Resu
     // core had 5-iteration medians of 16 ms for 24 windows and 3 ms, a
     // full core, for 6), and a re-plan on a 3 ms window rightly moves
     // rows back until the next drift.
+    // A re-plan that ran slower than the distribution it replaced was
+    // undone (`reverted`): from then on its `from_dist` is in force.
     let mut plans: Vec<(u64, u64)> = replans
         .iter()
         .filter(|p| p["moved"] == true)
-        .map(|p| {
-            (
+        .flat_map(|p| {
+            let moved = (
                 p["redistributed_after"].as_u64().unwrap(),
                 dist(&p["chosen_dist"])[0],
-            )
+            );
+            let back = p
+                .get("reverted")
+                .map(|r| (r["after"].as_u64().unwrap(), dist(&p["from_dist"])[0]));
+            std::iter::once(moved).chain(back)
         })
         .filter(|&(it, _)| it >= at)
         .collect();
