@@ -490,12 +490,8 @@ fn plan_and_move<K: Kernel, F: Fn(&Ctx) -> Result<K>>(
     let mut measured_move_s = None;
     let from = ctx.dist.clone();
     if plan.dist != ctx.dist {
-        world.barrier();
-        let t1 = Instant::now();
-        mover.go(world, slot, ctx, &plan.dist, it)?;
-        redistribute_s = t1.elapsed().as_secs_f64();
-        let mut worst = 0.0f64;
-        world.all_reduce_into(&redistribute_s, &mut worst, SystemOperation::max());
+        let (mine, worst) = mover.timed(world, slot, ctx, &plan.dist, it)?;
+        redistribute_s = mine;
         measured_move_s = Some(worst);
     }
     // Every rank gets the distribution; rank 0 also the details.
@@ -581,6 +577,28 @@ struct Mover<'a, F> {
 }
 
 impl<F> Mover<'_, F> {
+    /// [`Mover::go`] from a barrier, timed: returns this rank's seconds in
+    /// the move and the slowest rank's. Collective.
+    fn timed<K: Kernel>(
+        &mut self,
+        world: &SimpleCommunicator,
+        slot: &mut Option<K>,
+        ctx: &mut Ctx,
+        new: &Dist,
+        it: u64,
+    ) -> Result<(f64, f64)>
+    where
+        F: Fn(&Ctx) -> Result<K>,
+    {
+        world.barrier();
+        let t = Instant::now();
+        self.go(world, slot, ctx, new, it)?;
+        let mine = t.elapsed().as_secs_f64();
+        let mut worst = 0.0f64;
+        world.all_reduce_into(&mine, &mut worst, SystemOperation::max());
+        Ok((mine, worst))
+    }
+
     /// Move to `new` after local iteration `it` (collective); `ctx.dist`
     /// becomes `new`.
     fn go<K: Kernel>(
@@ -1127,12 +1145,7 @@ pub fn run<K: Kernel>(
                         let a = auto_report.as_mut().context("a revert without a plan")?;
                         let last = a.replans.last_mut().context("a revert without a re-plan")?;
                         let back = Dist(last.from_dist.clone());
-                        world.barrier();
-                        let t1 = Instant::now();
-                        mover.go(world, &mut slot, &mut ctx, &back, it)?;
-                        let took = t1.elapsed().as_secs_f64();
-                        let mut worst = 0.0f64;
-                        world.all_reduce_into(&took, &mut worst, SystemOperation::max());
+                        let (_, worst) = mover.timed(world, &mut slot, &mut ctx, &back, it)?;
                         rev.measured_move_s = Some(worst);
                         last.reverted = Some(rev);
                         moved.push(it);
