@@ -1296,6 +1296,7 @@ pub fn run<K: Kernel>(
             "cluster": c.cluster,
             "prefetch": c.prefetch,
             "huge_pages": mheta_live::huge_pages_wanted(),
+            "on_node_copy": mheta_live::on_node_copy_wanted(),
             "elapsed_s": elapsed_s,
             "iter_median_s": med(&job_times, 0, iters),
             "emulation": emulation,

@@ -36,14 +36,19 @@
 //!
 //! Every size runs twice, interleaved: with the row buffers in small
 //! (4 KiB) pages, the default, and in huge pages (`MHETA_HUGE_PAGES=1`;
-//! see `mheta_live::RowBuf`).
+//! see `mheta_live::RowBuf`). Within each, moves go both ways by turns:
+//! **both** (the default: the two ranks of the node each copy half of
+//! the rows, see `mheta_live::set_on_node_copy`) and **mpi** (one MPI
+//! message, `MHETA_ON_NODE_COPY=0`), and each prints its own line against
+//! the same pair figures.
 //!
-//! Columns: bytes moved, the pages, median seconds of a move (slowest
-//! rank), GB/s (decimal), the GB/s of the first move (rank 0's buffer
-//! grows into fresh memory, as in a run's first move; one sample), the
-//! GB/s of first touching a rank's rows (`RowBlock::zeroed`, as an app's
-//! start pays it; one sample), then for each way of measuring the pair its
-//! GB/s and the median move's ratio to it.
+//! Columns: bytes moved, the pages, the way, median seconds of a move
+//! (slowest rank), GB/s (decimal), the GB/s of the first move (rank 0's
+//! buffer grows into fresh memory, as in a run's first move; one sample,
+//! on the default way), the GB/s of first touching a rank's rows
+//! (`RowBlock::zeroed`, as an app's start pays it; one sample), then for
+//! each way of measuring the pair its GB/s and the median move's ratio to
+//! it.
 
 use mheta_live::RowBlock;
 use mheta_runtime::Dist;
@@ -177,9 +182,13 @@ fn run(world: &SimpleCommunicator) {
         );
         println!("# pages: the row buffers' (4K, or 2M: MHETA_HUGE_PAGES=1), interleaved per size");
         println!(
-            "{:>10} {:>5} {:>10} {:>8} {:>10} {:>10} {:>10} {:>7} {:>10} {:>7} {:>12} {:>7} {:>12} {:>7} {:>15}",
+            "# way: both (each rank of the node copies half, the default) or mpi (one message), by turns"
+        );
+        println!(
+            "{:>10} {:>5} {:>5} {:>10} {:>8} {:>10} {:>10} {:>10} {:>7} {:>10} {:>7} {:>12} {:>7} {:>12} {:>7} {:>15}",
             "bytes",
             "pages",
+            "way",
             "seconds",
             "GB/s",
             "first GB/s",
@@ -252,11 +261,16 @@ fn one_row(
             *x = value(first + i as u64, k);
         }
     }
-    // Warm-up: one move each way. The first grows rank 0's buffer
-    // into memory never touched before, as a run's first move does.
+    // Warm-up: one move each way, each way of copying. The first grows
+    // rank 0's buffer into memory never touched before, as a run's first
+    // move does.
+    mheta_live::set_on_node_copy(true);
     let first = timed_move(world, &a, &b, &mut v);
     timed_move(world, &b, &a, &mut v);
-    let mut secs = Vec::new();
+    mheta_live::set_on_node_copy(false);
+    timed_move(world, &a, &b, &mut v);
+    timed_move(world, &b, &a, &mut v);
+    let mut secs = [Vec::new(), Vec::new()];
     let mut bws = Vec::new();
     let mut one = Vec::new();
     let mut cold = Vec::new();
@@ -266,44 +280,59 @@ fn one_row(
     let bytes = (moved_rows * ROW as u64 * 8) as usize;
     let mut msg_bufs = mheta_microbench::osu::Buffers::new(bytes);
     for _ in 0..REPS {
-        secs.push(timed_move(world, &a, &b, &mut v));
-        secs.push(timed_move(world, &b, &a, &mut v));
+        for (k, on) in [true, false].into_iter().enumerate() {
+            mheta_live::set_on_node_copy(on);
+            secs[k].push(timed_move(world, &a, &b, &mut v));
+            secs[k].push(timed_move(world, &b, &a, &mut v));
+        }
         one.push(one_message(world, &mut msg_bufs, bytes));
         cold.push(cold_message(world, bytes));
         at_size.extend(osu_bw_both(world, &mut msg_bufs, bytes));
         // The profile's way (window of 64 × 1 MiB).
         bws.extend(osu_bw_both(world, &mut osu_bufs, 1 << 20));
     }
+    mheta_live::set_on_node_copy(true);
     if me == 0 {
-        let s = median(secs);
-        let gbs = bytes as f64 / s / 1e9;
         let bw = median(bws);
         let at_size = median(at_size);
         let msg = bytes as f64 / median(one) / 1e9;
         let cold = bytes as f64 / median(cold) / 1e9;
 
-        let prof = profile
-            .and_then(|c| c.streaming_bps_at(bytes as u64))
-            .map_or("-".to_string(), |(at, bps)| {
-                format!("{:.2} @{}M", gbs * 1e9 / bps, at >> 20)
-            });
-        println!(
-            "{:>10} {:>5} {:>10.6} {:>8.2} {:>10.2} {:>10.2} {:>10.2} {:>7.2} {:>10.2} {:>7.2} {:>12.2} {:>7.2} {:>12.2} {:>7.2} {:>15}",
-            bytes,
-            if huge { "2M" } else { "4K" },
-            s,
-            gbs,
-            bytes as f64 / first / 1e9,
-            alloc_bytes / worst_alloc / 1e9,
-            cold,
-            gbs / cold,
-            msg,
-            gbs / msg,
-            at_size,
-            gbs / at_size,
-            bw,
-            gbs / bw,
-            prof
-        );
+        for (k, way) in ["both", "mpi"].into_iter().enumerate() {
+            let s = median(std::mem::take(&mut secs[k]));
+            let gbs = bytes as f64 / s / 1e9;
+            let prof = profile
+                .and_then(|c| c.streaming_bps_at(bytes as u64))
+                .map_or("-".to_string(), |(at, bps)| {
+                    format!("{:.2} @{}M", gbs * 1e9 / bps, at >> 20)
+                });
+            let (first, alloc) = if k == 0 {
+                (
+                    format!("{:.2}", bytes as f64 / first / 1e9),
+                    format!("{:.2}", alloc_bytes / worst_alloc / 1e9),
+                )
+            } else {
+                ("-".into(), "-".into())
+            };
+            println!(
+                "{:>10} {:>5} {:>5} {:>10.6} {:>8.2} {:>10} {:>10} {:>10.2} {:>7.2} {:>10.2} {:>7.2} {:>12.2} {:>7.2} {:>12.2} {:>7.2} {:>15}",
+                bytes,
+                if huge { "2M" } else { "4K" },
+                way,
+                s,
+                gbs,
+                first,
+                alloc,
+                cold,
+                gbs / cold,
+                msg,
+                gbs / msg,
+                at_size,
+                gbs / at_size,
+                bw,
+                gbs / bw,
+                prof
+            );
+        }
     }
 }

@@ -17,8 +17,10 @@ use std::path::{Path, PathBuf};
 
 pub mod cpu;
 pub mod markers;
+mod onnode;
 mod rowbuf;
 
+pub use onnode::{on_node_copy_wanted, on_node_peers, set_on_node_copy};
 pub use rowbuf::{RowBuf, huge_pages_wanted, set_huge_pages};
 
 /// Tag of redistribution messages.
@@ -245,6 +247,48 @@ fn overlap(a: (u64, u64), b: (u64, u64)) -> Option<(u64, u64)> {
     (s < e).then_some((s, e))
 }
 
+/// Rows of the largest piece that changes rank in the move `old` -> `new`.
+fn largest_piece(old: &Dist, new: &Dist) -> u64 {
+    let (mut i, mut j, mut at, mut best) = (0, 0, 0u64, 0u64);
+    let (mut oe, mut ne) = (old.0[0], new.0[0]);
+    loop {
+        let end = oe.min(ne);
+        if i != j {
+            best = best.max(end - at);
+        }
+        at = end;
+        if oe == end {
+            i += 1;
+            if i == old.ranks() {
+                return best;
+            }
+            oe += old.0[i];
+        }
+        if ne == end {
+            j += 1;
+            if j == new.ranks() {
+                return best;
+            }
+            ne += new.0[j];
+        }
+    }
+}
+
+/// The ranks a move copies to and from directly (see [`onnode`]), when
+/// some piece of the move is large enough and the user did not turn it
+/// off. Collective over `world` (every rank decides the same from the
+/// same distributions).
+fn direct_peers<T>(
+    world: &SimpleCommunicator,
+    old: &Dist,
+    new: &Dist,
+    row_len: usize,
+) -> Option<onnode::Peers> {
+    let bytes = largest_piece(old, new) as usize * row_len * std::mem::size_of::<T>();
+    (bytes >= onnode::MIN_BYTES && onnode::on_node_copy_wanted())
+        .then(|| onnode::Peers::probe(world))
+}
+
 /// Move a row-distributed array from `old` to `new` (GEN_BLOCK both):
 /// `local` holds this rank's old rows of `row_len` values each; the result
 /// holds its new rows. A copy for callers that keep the old rows; the apps
@@ -338,7 +382,8 @@ pub fn redistribute_in_place<T: Equivalence + Copy + Default>(
         "local rows do not match the old distribution"
     );
     let old_len = v.len();
-    move_rows(world, &plan, row_len, v, 0, 0);
+    let peers = direct_peers::<T>(world, old, new, row_len);
+    move_rows(world, &plan, peers.as_ref(), row_len, v, 0, 0);
     let new_len = plan.new_rows as usize * row_len;
     v.truncate(new_len);
     if v.capacity() > new_len + new_len / 3 + 4096 && old_len > new_len {
@@ -425,7 +470,16 @@ impl<T: Copy + Default> RowBlock<T> {
             Some(p) if kept > 0 && p + new_len <= room => p,
             _ => 0,
         };
-        move_rows(world, &plan, w, &mut self.buf, self.start, place);
+        let peers = direct_peers::<T>(world, old, new, w);
+        move_rows(
+            world,
+            &plan,
+            peers.as_ref(),
+            w,
+            &mut self.buf,
+            self.start,
+            place,
+        );
         self.start = place;
         self.len = new_len;
         if self.buf.len() > 4 * new_len + 4096 {
@@ -503,7 +557,9 @@ impl<T: Copy + Default> Growable<T> for RowBuf<T> {
 
 /// The move itself: this rank's old rows are `buf[start..]` (rows of `w`
 /// values, `plan.old_rows` of them) and its new rows go to `buf[place..]`,
-/// the buffer growing as needed.
+/// the buffer growing as needed. Pieces to and from `peers` of at least
+/// [`onnode::MIN_BYTES`] are copied by both ends ([`onnode::exchange`]),
+/// the rest through MPI.
 ///
 /// When the kept rows are already where the new block puts them and no
 /// receive lands on an old row, the rank sends and receives at once.
@@ -513,16 +569,27 @@ impl<T: Copy + Default> Growable<T> for RowBuf<T> {
 /// row moving up passes every rank between; a cycle would need some rank's
 /// new block to lie both above and below its old one), so the ranks that
 /// wait for their sends form chains that end at a rank that only receives,
-/// which posts its receives at once. Collective over `world`.
+/// which posts its receives at once. A direct piece, too, completes only
+/// once its receiver is receiving, as an MPI send may. Collective over
+/// `world`.
 fn move_rows<T: Equivalence + Copy + Default>(
     world: &SimpleCommunicator,
     plan: &MovePlan,
+    peers: Option<&onnode::Peers>,
     w: usize,
     buf: &mut impl Growable<T>,
     start: usize,
     place: usize,
 ) {
     let w64 = w as u64;
+    let row_bytes = w * std::mem::size_of::<T>();
+    let direct =
+        |peer: usize, rows: u64| peers.is_some_and(|p| p.direct(peer, rows as usize * row_bytes));
+    let copy_direct = |sends: &[(usize, &[T])], recvs: &mut [(usize, &mut [T])]| {
+        if let Some(p) = peers {
+            onnode::exchange(world, p, sends, recvs);
+        }
+    };
     let at = |pos: u64, rows: u64| (pos * w64) as usize..((pos + rows) * w64) as usize;
     let old = start..start + plan.old_rows as usize * w;
     let need = old.end.max(place + plan.new_rows as usize * w);
@@ -541,7 +608,7 @@ fn move_rows<T: Equivalence + Copy + Default>(
         let (src, above) = hi.split_at_mut(old.len());
         let src: &[T] = src;
         mpi::request::scope(|scope| {
-            let reqs = post_sends(world, scope, src, &plan.sends, w64);
+            let (reqs, dsends) = post_sends(world, scope, src, &plan.sends, w64, direct);
             // New rows below the old ones land in `lo`, the rest in `above`.
             let below: Vec<_> = plan
                 .recvs
@@ -555,21 +622,18 @@ fn move_rows<T: Equivalence + Copy + Default>(
                 .copied()
                 .filter(|&(_, pos, _)| place + ((pos * w64) as usize) >= old.end)
                 .collect();
-            let mut recvs = Vec::new();
+            let (mut recvs, mut drecvs) = (Vec::new(), Vec::new());
             if !below.is_empty() {
-                recvs = post_recvs(world, scope, &mut lo[place..], 0, &below, w64);
+                (recvs, drecvs) =
+                    post_recvs(world, scope, &mut lo[place..], 0, &below, w64, direct);
             }
             if let Some(&(_, first, _)) = over.first() {
                 let off = place + (first * w64) as usize - old.end;
-                recvs.extend(post_recvs(
-                    world,
-                    scope,
-                    &mut above[off..],
-                    first,
-                    &over,
-                    w64,
-                ));
+                let (r, d) = post_recvs(world, scope, &mut above[off..], first, &over, w64, direct);
+                recvs.extend(r);
+                drecvs.extend(d);
             }
+            copy_direct(&dsends, &mut drecvs);
             for r in recvs {
                 r.wait();
             }
@@ -580,7 +644,8 @@ fn move_rows<T: Equivalence + Copy + Default>(
     } else {
         mpi::request::scope(|scope| {
             let src: &[T] = &buf[old.clone()];
-            let reqs = post_sends(world, scope, src, &plan.sends, w64);
+            let (reqs, dsends) = post_sends(world, scope, src, &plan.sends, w64, direct);
+            copy_direct(&dsends, &mut []);
             for s in reqs {
                 s.wait();
             }
@@ -590,7 +655,9 @@ fn move_rows<T: Equivalence + Copy + Default>(
             buf.copy_within(start + r.start..start + r.end, place + (to * w64) as usize);
         }
         mpi::request::scope(|scope| {
-            let recvs = post_recvs(world, scope, &mut buf[place..], 0, &plan.recvs, w64);
+            let (recvs, mut drecvs) =
+                post_recvs(world, scope, &mut buf[place..], 0, &plan.recvs, w64, direct);
+            copy_direct(&[], &mut drecvs);
             for r in recvs {
                 r.wait();
             }
@@ -598,31 +665,41 @@ fn move_rows<T: Equivalence + Copy + Default>(
     }
 }
 
+/// The MPI requests of a move's pieces, and the pieces copied directly.
+type Posted<'a, T, S, P> = (Vec<mpi::request::Request<'a, [T], S>>, Vec<(usize, P)>);
+
 /// Post a send of each `(peer, position, rows)` from `src`, whose first
-/// element is old-layout row 0 of this rank.
+/// element is old-layout row 0 of this rank, except those `direct` says
+/// are copied directly: those are returned, each with its rows.
 fn post_sends<'a, T: Equivalence, S: mpi::request::Scope<'a> + Copy>(
     world: &SimpleCommunicator,
     scope: S,
     src: &'a [T],
     sends: &[(usize, u64, u64)],
     w: u64,
-) -> Vec<mpi::request::Request<'a, [T], S>> {
-    sends
-        .iter()
-        .map(|&(j, pos, rows)| {
-            world.process_at_rank(j as i32).immediate_send_with_tag(
-                scope,
-                &src[(pos * w) as usize..((pos + rows) * w) as usize],
-                REDIST_TAG,
-            )
-        })
-        .collect()
+    direct: impl Fn(usize, u64) -> bool,
+) -> Posted<'a, T, S, &'a [T]> {
+    let (mut reqs, mut out) = (Vec::new(), Vec::new());
+    for &(j, pos, rows) in sends {
+        let piece = &src[(pos * w) as usize..((pos + rows) * w) as usize];
+        if direct(j, rows) {
+            out.push((j, piece));
+        } else {
+            reqs.push(
+                world
+                    .process_at_rank(j as i32)
+                    .immediate_send_with_tag(scope, piece, REDIST_TAG),
+            );
+        }
+    }
+    (reqs, out)
 }
 
 /// Split `buf`, whose first element is row position `base` (new layout),
 /// into the disjoint slices the receives `(peer, position, rows)` land in,
-/// and post a receive into each;
-/// receives come in rank order, hence in row order.
+/// and post a receive into each, except those `direct` says are copied
+/// directly: those slices are returned, each with its peer. Receives come
+/// in rank order, hence in row order.
 fn post_recvs<'a, T: Equivalence, S: mpi::request::Scope<'a> + Copy>(
     world: &SimpleCommunicator,
     scope: S,
@@ -630,18 +707,42 @@ fn post_recvs<'a, T: Equivalence, S: mpi::request::Scope<'a> + Copy>(
     mut base: u64,
     recvs: &[(usize, u64, u64)],
     w: u64,
-) -> Vec<mpi::request::Request<'a, [T], S>> {
-    let mut out = Vec::with_capacity(recvs.len());
+    direct: impl Fn(usize, u64) -> bool,
+) -> Posted<'a, T, S, &'a mut [T]> {
+    let (mut reqs, mut out) = (Vec::with_capacity(recvs.len()), Vec::new());
     for &(j, pos, rows) in recvs {
         let (piece, rest) = std::mem::take(&mut buf)[((pos - base) * w) as usize..]
             .split_at_mut((rows * w) as usize);
         buf = rest;
         base = pos + rows;
-        out.push(
-            world
-                .process_at_rank(j as i32)
-                .immediate_receive_into_with_tag(scope, piece, REDIST_TAG),
-        );
+        if direct(j, rows) {
+            out.push((j, piece));
+        } else {
+            reqs.push(
+                world
+                    .process_at_rank(j as i32)
+                    .immediate_receive_into_with_tag(scope, piece, REDIST_TAG),
+            );
+        }
     }
-    out
+    (reqs, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn largest_piece_is_the_longest_run_of_rows_that_changes_rank() {
+        let d = |v: &[u64]| Dist(v.to_vec());
+        // Rank 1 gives 5 rows to rank 0.
+        assert_eq!(largest_piece(&d(&[10, 10]), &d(&[15, 5])), 5);
+        // Nothing moves.
+        assert_eq!(largest_piece(&d(&[3, 4, 5]), &d(&[3, 4, 5])), 0);
+        // Rows 0..10 go 0 -> 1, 10..14 go 0 -> 2 and 14..20 go 1 -> 2;
+        // rank 2's own rows stay.
+        assert_eq!(largest_piece(&d(&[14, 6, 4]), &d(&[0, 10, 14])), 10);
+        // Empty ranks on either side.
+        assert_eq!(largest_piece(&d(&[0, 12, 0]), &d(&[4, 0, 8])), 8);
+    }
 }

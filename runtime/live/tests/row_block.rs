@@ -4,8 +4,9 @@
 //! after every move; the rows a rank keeps stay at the same address when
 //! its block only loses or gains rows at its ends; the buffer stays within
 //! four times the block. The random sequence runs again with rows of
-//! 64 KiB (blocks of up to 7.5 MiB, so buffers grow past their mappings),
-//! in small pages and in huge pages.
+//! 64 KiB (blocks of up to 15 MiB, so buffers grow past their mappings),
+//! in small pages and in huge pages, with the on-node copy by both ends
+//! (its pieces of 4 MiB or more) and, once more, through MPI alone.
 
 use mheta_live::RowBlock;
 use mheta_runtime::Dist;
@@ -17,7 +18,7 @@ const W: usize = 7;
 const N: u64 = 60;
 /// Row length and rows of the large case.
 const BIG_W: usize = 8192;
-const BIG_N: u64 = 120;
+const BIG_N: u64 = 240;
 
 fn main() {
     if std::env::var_os("OMPI_COMM_WORLD_SIZE").is_none() {
@@ -39,11 +40,22 @@ fn main() {
     let world = universe.world();
     assert_eq!(world.size(), 3);
     random_moves(&world, W, N, 200);
+    // Root may read and write any process of its own: the large moves
+    // below then copy by both ends (pieces of 4 MiB or more).
+    let peers = mheta_live::on_node_peers(&world);
+    // SAFETY: geteuid only reads the process's credentials.
+    if unsafe { libc::geteuid() } == 0 {
+        assert_eq!(peers, 2, "on-node peers of rank {}", world.rank());
+    }
     for huge in [false, true] {
         mheta_live::set_huge_pages(huge);
         random_moves(&world, BIG_W, BIG_N, 40);
     }
     mheta_live::set_huge_pages(false);
+    // The same moves through MPI alone.
+    mheta_live::set_on_node_copy(false);
+    random_moves(&world, BIG_W, BIG_N, 20);
+    mheta_live::set_on_node_copy(true);
     kept_rows_do_not_move(&world);
     if world.rank() == 0 {
         println!("row_block: ok");
