@@ -1319,7 +1319,10 @@ pub fn run<K: Kernel>(
         }
         println!("{report}");
     }
+    // Every rank's files go before any rank removes the directory, so
+    // that one of them finds it empty.
     drop(slot);
+    world.barrier();
     drop(scratch);
     Ok(())
 }

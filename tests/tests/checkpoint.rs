@@ -21,12 +21,15 @@ fn run(np: usize, app: &str, args: &[&str]) -> Value {
 
 /// Run with `MHETA_KILL=kill`; the job must die of it.
 fn killed(np: usize, app: &str, args: &[&str], kill: &str) {
-    let out = mpirun(np)
-        .env("MHETA_KILL", kill)
-        .arg(bin(app))
-        .args(args)
-        .output()
-        .unwrap();
+    // A killed run cannot remove its scratch directory: keep it here, not
+    // in /tmp.
+    let scr = scratch(&format!("killed-{app}-{}", kill.replace(':', "-")));
+    let mut c = mpirun(np);
+    c.env("MHETA_KILL", kill).arg(bin(app)).args(args);
+    if !args.contains(&"--scratch") {
+        c.arg("--scratch").arg(&scr);
+    }
+    let out = c.output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success() && err.contains("MHETA_KILL"),
