@@ -23,6 +23,50 @@ mod rowbuf;
 pub use onnode::{on_node_copy_wanted, on_node_peers, set_on_node_copy};
 pub use rowbuf::{RowBuf, huge_pages_wanted, set_huge_pages};
 
+/// An on/off setting of this process: what the program last set, else
+/// what an environment variable says (read once: `1`, `on`, `yes`, `true`
+/// or `0`, `off`, `no`, `false`), else a default.
+pub(crate) struct Switch {
+    /// 0 unset, 1 off, 2 on.
+    state: std::sync::atomic::AtomicU8,
+    var: &'static str,
+    default: bool,
+}
+
+impl Switch {
+    pub(crate) const fn new(var: &'static str, default: bool) -> Switch {
+        Switch {
+            state: std::sync::atomic::AtomicU8::new(0),
+            var,
+            default,
+        }
+    }
+
+    pub(crate) fn get(&self) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        match self.state.load(Relaxed) {
+            1 => false,
+            2 => true,
+            _ => {
+                let on = std::env::var(self.var).map_or(self.default, |v| {
+                    match v.trim().to_ascii_lowercase().as_str() {
+                        "1" | "on" | "yes" | "true" => true,
+                        "0" | "off" | "no" | "false" => false,
+                        _ => self.default,
+                    }
+                });
+                self.set(on);
+                on
+            }
+        }
+    }
+
+    pub(crate) fn set(&self, on: bool) {
+        self.state
+            .store(if on { 2 } else { 1 }, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// Tag of redistribution messages.
 const REDIST_TAG: i32 = 0x6d68; // "mh"
 

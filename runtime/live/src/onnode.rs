@@ -25,10 +25,10 @@
 //! All of the module's `unsafe` is here: the two system calls and the
 //! view of rows as bytes.
 
+use crate::Switch;
 use mpi::collective::CommunicatorCollectives;
 use mpi::point_to_point::{Destination, Source};
 use mpi::topology::{Communicator, SimpleCommunicator};
-use std::sync::atomic::{AtomicU8, Ordering};
 
 /// Tag of the address messages.
 const ADDR_TAG: i32 = 0x6d69;
@@ -41,33 +41,19 @@ const DONE_TAG: i32 = 0x6d6a;
 /// copy by both ends ran 1.4–2 times as fast (the redistribution bench).
 pub const MIN_BYTES: usize = 4 << 20;
 
-/// 0 unset (read `MHETA_ON_NODE_COPY`), 1 off, 2 on.
-static WANTED: AtomicU8 = AtomicU8::new(0);
+static WANTED: Switch = Switch::new("MHETA_ON_NODE_COPY", true);
 
 /// Whether moves between ranks of one node are copied by both ends: as
 /// [`set_on_node_copy`] said, else unless the environment says
 /// `MHETA_ON_NODE_COPY=0` (or `off`, `no`, `false`). On by default.
 pub fn on_node_copy_wanted() -> bool {
-    match WANTED.load(Ordering::Relaxed) {
-        1 => false,
-        2 => true,
-        _ => {
-            let off = std::env::var("MHETA_ON_NODE_COPY").is_ok_and(|v| {
-                matches!(
-                    v.trim().to_ascii_lowercase().as_str(),
-                    "0" | "off" | "no" | "false"
-                )
-            });
-            WANTED.store(if off { 1 } else { 2 }, Ordering::Relaxed);
-            !off
-        }
-    }
+    WANTED.get()
 }
 
 /// Turn on-node copying by both ends on or off for this process's later
 /// moves, whatever the environment says. Every rank must say the same.
 pub fn set_on_node_copy(on: bool) {
-    WANTED.store(if on { 2 } else { 1 }, Ordering::Relaxed);
+    WANTED.set(on);
 }
 
 /// How many ranks of `world` this rank can copy to and from directly (as
@@ -166,41 +152,46 @@ impl Peers {
 
 /// Copy `src` of this process to address `at` of process `pid`.
 fn push(pid: libc::pid_t, src: &[u8], at: u64) -> std::io::Result<()> {
-    let mut done = 0;
-    while done < src.len() {
-        let local = libc::iovec {
-            iov_base: src[done..].as_ptr() as *mut libc::c_void,
-            iov_len: src.len() - done,
-        };
-        let remote = libc::iovec {
-            iov_base: (at as usize + done) as *mut libc::c_void,
-            iov_len: src.len() - done,
-        };
-        // SAFETY: the local range is a live slice; the remote range is the
-        // peer's, checked by the kernel (EFAULT, not our memory).
-        let n = unsafe { libc::process_vm_writev(pid, &local, 1, &remote, 1, 0) };
-        if n <= 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        done += n as usize;
-    }
-    Ok(())
+    cross_copy(pid, src.as_ptr().cast_mut(), src.len(), at, true)
 }
 
 /// Copy from address `at` of process `pid` into `dst`.
 fn pull(pid: libc::pid_t, dst: &mut [u8], at: u64) -> std::io::Result<()> {
+    cross_copy(pid, dst.as_mut_ptr(), dst.len(), at, false)
+}
+
+/// `len` bytes between `local` here and `at` in process `pid`: written
+/// there (`process_vm_writev`) when `write`, else read from there
+/// (`process_vm_readv`), looping over partial copies.
+fn cross_copy(
+    pid: libc::pid_t,
+    local: *mut u8,
+    len: usize,
+    at: u64,
+    write: bool,
+) -> std::io::Result<()> {
     let mut done = 0;
-    while done < dst.len() {
-        let local = libc::iovec {
-            iov_base: dst[done..].as_mut_ptr() as *mut libc::c_void,
-            iov_len: dst.len() - done,
+    while done < len {
+        let here = libc::iovec {
+            // SAFETY: `done < len`, inside the caller's slice.
+            iov_base: unsafe { local.add(done) }.cast(),
+            iov_len: len - done,
         };
-        let remote = libc::iovec {
+        let there = libc::iovec {
             iov_base: (at as usize + done) as *mut libc::c_void,
-            iov_len: dst.len() - done,
+            iov_len: len - done,
         };
-        // SAFETY: as in `push`; the kernel writes only the local range.
-        let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
+        // SAFETY: the local range is the caller's live slice (read only
+        // when writing there, written only when reading from there); the
+        // remote range is the peer's, checked by the kernel (EFAULT, not
+        // our memory).
+        let n = unsafe {
+            if write {
+                libc::process_vm_writev(pid, &here, 1, &there, 1, 0)
+            } else {
+                libc::process_vm_readv(pid, &here, 1, &there, 1, 0)
+            }
+        };
         if n <= 0 {
             return Err(std::io::Error::last_os_error());
         }

@@ -29,43 +29,29 @@
 //! All of the module's `unsafe` is here: the mapping's life, and the slice
 //! over it.
 
+use crate::Switch;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU8, Ordering};
 
 /// Huge-page size the mapping is aligned to (x86-64 and aarch64 with 4 KiB
 /// base pages).
 const HUGE: usize = 2 << 20;
 const PAGE: usize = 4096;
 
-/// Huge pages: 0 unset (read `MHETA_HUGE_PAGES`), 1 off, 2 on.
-static HUGE_PAGES: AtomicU8 = AtomicU8::new(0);
+static HUGE_PAGES: Switch = Switch::new("MHETA_HUGE_PAGES", false);
 
 /// Whether new row buffers are advised to be huge pages: as
 /// [`set_huge_pages`] said, else when the environment says
 /// `MHETA_HUGE_PAGES=1` (or `on`, `yes`, `true`). Off by default: see the
 /// module doc for what they gain and, on some machines, cost.
 pub fn huge_pages_wanted() -> bool {
-    match HUGE_PAGES.load(Ordering::Relaxed) {
-        1 => false,
-        2 => true,
-        _ => {
-            let on = std::env::var("MHETA_HUGE_PAGES").is_ok_and(|v| {
-                matches!(
-                    v.trim().to_ascii_lowercase().as_str(),
-                    "1" | "on" | "yes" | "true"
-                )
-            });
-            HUGE_PAGES.store(if on { 2 } else { 1 }, Ordering::Relaxed);
-            on
-        }
-    }
+    HUGE_PAGES.get()
 }
 
 /// Advise (or not) huge pages for row buffers mapped from now on,
 /// whatever the environment says.
 pub fn set_huge_pages(on: bool) {
-    HUGE_PAGES.store(if on { 2 } else { 1 }, Ordering::Relaxed);
+    HUGE_PAGES.set(on);
 }
 
 /// A growable buffer of `T` in its own huge-page-advised mapping. Reads as
