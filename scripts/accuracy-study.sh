@@ -25,7 +25,9 @@
 # OUT_DIR/cal-APP-SIZE.json) and then runs with `--cpu-ns-per-unit` that
 # report (each call site's largest CPU time per unit, times 2.5), so the
 # CPU part of every run is timed by the clock, not by this host's speed.
-# STUDY_CLUSTERS (default "DC IO HY1 HY2") picks clusters.
+# STUDY_CLUSTERS (default "DC IO HY1 HY2") picks clusters, and STUDY_APPS
+# (default "jacobi jacobi-pf sor lanczos cg mg wavefront") the cells' apps
+# (jacobi-pf: jacobi --prefetch); the table shows only those.
 #
 # Prints, per cell: mean diff / max diff / the predicted best's gap to the
 # actual best in actual time, all %, and in parentheses the noise: the
@@ -42,6 +44,10 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 mheta=${MHETA:-$here/target/release/mheta}
 [[ -x $mheta ]] || { echo "accuracy-study: $mheta: not an executable (cargo build --release)" >&2; exit 2; }
+all_apps="jacobi jacobi-pf sor lanczos cg mg wavefront"
+for a in ${STUDY_APPS:-}; do
+    [[ " $all_apps " == *" $a "* ]] || { echo "accuracy-study: STUDY_APPS: unknown app $a (one of: $all_apps)" >&2; exit 2; }
+done
 out=${1:-$(mktemp -d)}
 repeat=${2:-2}
 mkdir -p "$out"
@@ -77,6 +83,7 @@ cpu_flags_for() {
 cell() {
     local tag=$1 app=$2 c=$3 it=$4
     shift 4
+    [[ " ${STUDY_APPS:-$all_apps} " == *" $tag "* ]] || return 0
     local pre=()
     while [[ $1 != -- ]]; do
         pre+=("$1")
@@ -105,10 +112,11 @@ for c in ${STUDY_CLUSTERS:-DC IO HY1 HY2}; do
         cell wavefront wavefront $c 3 -- --n 2048 --tiles 8
     fi
 done
-python3 - "$out" ${STUDY_CLUSTERS:-DC IO HY1 HY2} <<'PY'
+STUDY_APPS=${STUDY_APPS:-$all_apps} python3 - "$out" ${STUDY_CLUSTERS:-DC IO HY1 HY2} <<'PY'
 import json, os, statistics as st, sys
 out = sys.argv[1]
-apps = ["jacobi", "sor", "lanczos", "cg", "wavefront", "mg", "jacobi-pf"]
+chosen = os.environ["STUDY_APPS"].split()
+apps = [a for a in ["jacobi", "sor", "lanczos", "cg", "wavefront", "mg", "jacobi-pf"] if a in chosen]
 cls = sys.argv[2:]
 def load(tag, c):
     f = os.path.join(out, f"{tag}-{c}.json")

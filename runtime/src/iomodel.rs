@@ -397,12 +397,7 @@ impl IoModel {
         let Some(t) = self.touches.get(k) else {
             return 0.0;
         };
-        let mut total = 0.0;
-        for (a, touch) in t.iter().enumerate() {
-            if !plan.out_of_core[a] || !(touch.read || touch.write) {
-                continue;
-            }
-            let pieces = &plan.pieces[a];
+        let swept = |a: usize, touch: &Touch| {
             let r = if touch.read {
                 self.read[rank][a]
             } else {
@@ -413,14 +408,28 @@ impl IoModel {
             } else {
                 Line::default()
             };
-            let halo = touch.read && self.decls[a].halo;
-            total += if self.mem.prefetch && touch.read {
-                t_psi_prefetch(pieces, r, w, halo, compute_s)
-            } else {
-                t_psi(pieces, r, w, halo)
-            };
+            Swept {
+                pieces: &plan.pieces[a],
+                r,
+                w,
+                halo: touch.read && self.decls[a].halo,
+            }
+        };
+        let on_disk = |a: usize, touch: &Touch| plan.out_of_core[a] && (touch.read || touch.write);
+        let prefetched = |touch: &Touch| self.mem.prefetch && touch.read;
+        let mut total = 0.0;
+        for (a, touch) in t.iter().enumerate() {
+            if on_disk(a, touch) && !prefetched(touch) {
+                let s = swept(a, touch);
+                total += t_psi(s.pieces, s.r, s.w, s.halo);
+            }
         }
-        total
+        let lockstep = t
+            .iter()
+            .enumerate()
+            .filter(|&(a, touch)| on_disk(a, touch) && prefetched(touch))
+            .map(|(a, touch)| swept(a, touch));
+        total + t_psi_prefetch_lockstep(lockstep, compute_s)
     }
 }
 
@@ -460,18 +469,68 @@ pub fn t_psi(pieces: &[u64], r: Line, w: Line, halo: bool) -> f64 {
 /// trace recorded with the fig. 5 trick and is taken as 0). Halo reads are
 /// synchronous.
 pub fn t_psi_prefetch(pieces: &[u64], r: Line, w: Line, halo: bool, compute_s: f64) -> f64 {
-    let n = pieces.len().max(1) as f64;
+    t_psi_prefetch_lockstep(std::iter::once(Swept { pieces, r, w, halo }), compute_s)
+}
+
+/// One out-of-core array of a stage's sweep, for
+/// [`t_psi_prefetch_lockstep`]: its pieces, read and write lines, and
+/// whether each piece also reads a halo row.
+#[derive(Clone, Copy, Debug)]
+pub struct Swept<'a> {
+    pub pieces: &'a [u64],
+    pub r: Line,
+    pub w: Line,
+    pub halo: bool,
+}
+
+/// MHETA eq. 2 for several prefetched arrays swept in lockstep (the apps'
+/// `storage::sweep`: piece k of every array, in order, then the
+/// computation on piece k, then the write-backs). The rank has one disk,
+/// so the arrays' prefetches of piece k + 1 share one overlap window, the
+/// computation on piece k (`T_A` = the stage's computation / `N_L`): the
+/// window hides at most `T_A` of their reads together, not `T_A` each.
+/// Before the first window, each array's piece 0 is read synchronously
+/// and queues behind the prefetch of piece 1 that the array before it
+/// has just issued, so only the last array's piece-1 read falls in window
+/// 0. With one array this is eq. 2 as the paper has it. (jacobi at 4
+/// ranks on HY1 with `--prefetch`, u and f out of core: hiding `T_A` per
+/// array predicted Blk at 120.8 ms against 131.4 measured.)
+pub fn t_psi_prefetch_lockstep<'a>(
+    arrays: impl Iterator<Item = Swept<'a>> + Clone,
+    compute_s: f64,
+) -> f64 {
+    let n = arrays.clone().map(|a| a.pieces.len()).max().unwrap_or(0);
+    if n == 0 {
+        return 0.0;
+    }
+    let t_a = compute_s / n as f64;
+    let t_r =
+        |a: &Swept<'_>, k: usize| a.pieces.get(k).map_or(0.0, |&b| a.r.per_byte_s * padded(b));
     let mut t = 0.0;
-    for (k, &b) in pieces.iter().enumerate() {
-        let m = padded(b);
-        let t_r = r.per_byte_s * m;
-        let t_w = if w == Line::default() { 0.0 } else { w.time(m) };
-        let t_a = compute_s / n;
-        t += r.overhead_s + t_w;
-        t += if k == 0 { t_r } else { (t_r - t_a).max(0.0) };
-        if halo {
-            t += r.time(ALIGN as f64);
+    let mut m = 0;
+    for a in arrays.clone() {
+        m += 1;
+        for &b in a.pieces {
+            t += a.r.overhead_s;
+            if a.w != Line::default() {
+                t += a.w.time(padded(b));
+            }
+            if a.halo {
+                t += a.r.time(ALIGN as f64);
+            }
         }
+        t += t_r(&a, 0);
+    }
+    for (i, a) in arrays.clone().enumerate() {
+        t += if i + 1 < m {
+            t_r(&a, 1)
+        } else {
+            (t_r(&a, 1) - t_a).max(0.0)
+        };
+    }
+    for k in 2..n {
+        let window: f64 = arrays.clone().map(|a| t_r(&a, k)).sum();
+        t += (window - t_a).max(0.0);
     }
     t
 }
@@ -524,6 +583,35 @@ mod tests {
         let none = t_psi_prefetch(&pieces, R, w, false, 0.0);
         let eq1 = t_psi(&pieces, R, w, false);
         assert!((none - eq1).abs() < 1e-15, "{none} vs {eq1}");
+    }
+
+    #[test]
+    fn eq2_lockstep_arrays_share_one_window_per_piece() {
+        // u and f, 3 read-only pieces of 8192 bytes each (T_r = 81.92 us),
+        // swept in lockstep; T_A = compute / 3 = 100 us.
+        let pieces = [8192u64; 3];
+        let t_r = 8192e-8;
+        let t_a = 100e-6;
+        let arr = Swept {
+            pieces: &pieces,
+            r: R,
+            w: Line::default(),
+            halo: false,
+        };
+        let t = t_psi_prefetch_lockstep([arr, arr].into_iter(), 3.0 * t_a);
+        // Six issue overheads; u(0) and f(0) read at once, and u(1) too
+        // (f(0) queues behind it); window 0 hides f(1) (81.92 <= 100 us);
+        // window 1 holds u(2) + f(2) = 163.84 us and hides 100 of them.
+        let want = 6.0 * 1e-4 + 3.0 * t_r + (2.0 * t_r - t_a);
+        assert!((t - want).abs() < 1e-15, "{t} vs {want}");
+        // Each array on its own window would hide both piece-2 reads.
+        let apart = 2.0 * t_psi_prefetch(&pieces, R, Line::default(), false, 3.0 * t_a);
+        assert!((apart - (6.0 * 1e-4 + 2.0 * t_r)).abs() < 1e-15, "{apart}");
+        assert!(t > apart);
+        // One array in lockstep is eq. 2 itself.
+        let one = t_psi_prefetch_lockstep(std::iter::once(arr), 3.0 * t_a);
+        let eq2 = t_psi_prefetch(&pieces, R, Line::default(), false, 3.0 * t_a);
+        assert_eq!(one, eq2);
     }
 
     /// Two ranks; rank 0 read only `f` while recorded (stage 0, two call
