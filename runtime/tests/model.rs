@@ -671,3 +671,88 @@ fn a_send_above_the_eager_limit_waits_for_its_receiver() {
     // send as eager.
     assert!((end0(1 << 20, Op::Isend, &profile(2)) - eager).abs() < 1e-12);
 }
+
+/// Rank 0 computes 1 ms, posts a 4 KiB send to rank 1 (above the eager
+/// limit) and tests it every 41 us (1 us tests, 40 us sleeps) until it is
+/// done at `done_ns`. Rank 1 computes `recv_stage_ns`, then receives.
+fn handshake_pair(recv_stage_ns: u64, done_ns: u64) -> [RankTrace; 2] {
+    let m = |peer: i32| Msg {
+        peer,
+        tag: 0,
+        bytes: 4096,
+    };
+    let mut sender = vec![
+        ev(0, 0, None, What::StageBegin),
+        ev(1_000_000, 1_000_000, None, What::StageEnd),
+        ev(
+            1_000_000,
+            1_000_000,
+            Some(Op::Isend),
+            What::Isend { msg: m(1), req: 7 },
+        ),
+    ];
+    let mut t = 1_000_000;
+    while t + 1_000 < done_ns - 1_000 {
+        sender.push(ev(t, t + 1_000, Some(Op::Test), What::Complete(vec![])));
+        t += 41_000;
+    }
+    sender.push(ev(
+        done_ns - 1_000,
+        done_ns,
+        Some(Op::Test),
+        What::Complete(vec![Completion { req: 7, recv: None }]),
+    ));
+    let receiver = vec![
+        ev(0, 0, None, What::StageBegin),
+        ev(recv_stage_ns, recv_stage_ns, None, What::StageEnd),
+        ev(
+            recv_stage_ns,
+            done_ns.max(recv_stage_ns),
+            Some(Op::Recv),
+            What::Recv(m(0)),
+        ),
+    ];
+    [
+        rank_trace(0, 2, sender, vec![]),
+        rank_trace(1, 2, receiver, vec![]),
+    ]
+}
+
+#[test]
+fn a_handshake_costs_what_it_cost_in_the_recorded_iteration() {
+    let mut prof = profile(2);
+    for c in &mut prof.pairs {
+        c.eager_limit_bytes = Some(256);
+    }
+    // Both ranks reach the exchange at 1 ms, and the send took 100 us to
+    // complete where the replay gives the transfer, the acknowledgement
+    // and the sender's wake residual: the rest is the pair's handshake,
+    // and predicting the recorded distribution gives the recorded 100 us.
+    let m = Model::new(
+        &handshake_pair(1_000_000, 1_100_000),
+        app(vec![10, 10]),
+        &prof,
+    )
+    .unwrap();
+    let r0 = m.predict_first(&Dist(vec![10, 10])).unwrap().ranks[0];
+    assert!((r0.total_s - (1.1e-3 + OS)).abs() < 1e-9, "{r0:?}");
+    // On [8, 12] rank 1 computes 1.2 ms and takes the message then; the
+    // acknowledgement comes L later and rank 0 notices it a wake residual
+    // after that, plus the handshake: the recorded 100 us less what the
+    // replay gave (transfer and acknowledgement 2L + 4096 G, and the
+    // wake residual).
+    let p = mheta_runtime::model::Program::from_trace(&handshake_pair(1_000_000, 1_100_000)[0]);
+    let wake = p.wake_s;
+    assert!(wake > 0.0 && p.sleep_s == 40e-6, "{p:?}");
+    let handshake = 100e-6 - (2.0 * L + 4096.0 * G) - wake;
+    let r0 = m.predict_first(&Dist(vec![8, 12])).unwrap().ranks[0];
+    let want = 1.2e-3 + L + wake + handshake;
+    assert!((r0.total_s - want).abs() < 1e-9, "{r0:?} vs {want}");
+    // When the receiver computed 1 ms longer the send waited for it, not
+    // for a handshake: nothing is learned, the replay stands.
+    let late = handshake_pair(2_000_000, 2_050_000);
+    let wake = mheta_runtime::model::Program::from_trace(&late[0]).wake_s;
+    let m = Model::new(&late, app(vec![10, 10]), &prof).unwrap();
+    let r0 = m.predict_first(&Dist(vec![10, 10])).unwrap().ranks[0];
+    assert!((r0.total_s - (2e-3 + L + wake)).abs() < 1e-9, "{r0:?}");
+}
