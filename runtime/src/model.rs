@@ -172,6 +172,9 @@ pub(crate) struct Calib {
     /// Per rank: recorded minus replayed time of each send completion
     /// that waited for its receiver.
     handshakes: Vec<Vec<f64>>,
+    /// Per rank: send completions replayed so far (the index into its
+    /// `send_waits_s`).
+    send_waits_seen: Vec<usize>,
 }
 
 /// A rank's instrumented iteration as model input.
@@ -1325,11 +1328,9 @@ impl Model {
         let mut n_at_reduce = 0usize;
         // Collectives completed so far (the index into `collective_s`).
         let mut nth_collective = 0usize;
-        // Send completions each rank has replayed (the index into its
-        // `send_waits_s`, while calibrating).
-        let mut nth_wait_sends = vec![0usize; p];
         if let Some(c) = calib.as_deref_mut() {
             c.handshakes = vec![Vec::new(); p];
+            c.send_waits_seen = vec![0; p];
         }
         loop {
             let mut progress = false;
@@ -1482,23 +1483,25 @@ impl Model {
                             let last = ns.iter().map(at).fold(f64::NEG_INFINITY, f64::max);
                             let ahead = last - clock[i];
                             let mut wait = self.programs[i].waited(ahead);
-                            let nth = nth_wait_sends[i];
-                            nth_wait_sends[i] += 1;
-                            // The send waited for its receiver: a handshake.
-                            if ahead > 0.0 {
-                                let prog = &self.programs[i];
-                                let bound = HANDSHAKE_SLEEPS * prog.sleep_s;
-                                match calib.as_deref_mut() {
-                                    Some(c) => {
-                                        let took = prog.send_waits_s.get(nth).copied();
-                                        if let Some(took) = took.filter(|t| !t.is_nan())
-                                            && wait < bound
-                                        {
-                                            c.handshakes[i].push((took - wait).clamp(0.0, bound));
-                                        }
+                            // A send that waited for its receiver: a handshake.
+                            match calib.as_deref_mut() {
+                                Some(c) => {
+                                    let nth = c.send_waits_seen[i];
+                                    c.send_waits_seen[i] += 1;
+                                    let prog = &self.programs[i];
+                                    let bound = HANDSHAKE_SLEEPS * prog.sleep_s;
+                                    let took = prog.send_waits_s.get(nth).copied();
+                                    if ahead > 0.0
+                                        && let Some(took) = took.filter(|t| !t.is_nan())
+                                        && wait < bound
+                                    {
+                                        c.handshakes[i].push((took - wait).clamp(0.0, bound));
                                     }
-                                    None => wait += self.handshake_s.get(i).copied().unwrap_or(0.0),
                                 }
+                                None if ahead > 0.0 => {
+                                    wait += self.handshake_s.get(i).copied().unwrap_or(0.0)
+                                }
+                                None => {}
                             }
                             clock[i] += wait;
                             out[i].wait_s += wait;
