@@ -736,17 +736,24 @@ fn a_handshake_costs_what_it_cost_in_the_recorded_iteration() {
     .unwrap();
     let r0 = m.predict_first(&Dist(vec![10, 10])).unwrap().ranks[0];
     assert!((r0.total_s - (1.1e-3 + OS)).abs() < 1e-9, "{r0:?}");
-    // On [8, 12] rank 1 computes 1.2 ms and takes the message then; the
-    // acknowledgement comes L later and rank 0 notices it a wake residual
-    // after that, plus the handshake: the recorded 100 us less what the
-    // replay gave (transfer and acknowledgement 2L + 4096 G, and the
-    // wake residual).
+    // On [12, 8] rank 0 computes 1.2 ms and rank 1, done at 0.8 ms, is
+    // waiting for the message: a handshake again. The acknowledgement is
+    // back after the transfer and L (2L + 4096 G), rank 0 notices it a
+    // wake residual later, plus the handshake: the recorded 100 us less
+    // what the replay gave, so the send takes 100 us again.
     let p = mheta_runtime::model::Program::from_trace(&handshake_pair(1_000_000, 1_100_000)[0]);
     let wake = p.wake_s;
     assert!(wake > 0.0 && p.sleep_s == 40e-6, "{p:?}");
     let handshake = 100e-6 - (2.0 * L + 4096.0 * G) - wake;
+    assert!(handshake > 0.0);
+    let r0 = m.predict_first(&Dist(vec![12, 8])).unwrap().ranks[0];
+    let want = 1.2e-3 + OS + 100e-6;
+    assert!((r0.total_s - want).abs() < 1e-9, "{r0:?} vs {want}");
+    // On [8, 12] rank 1 computes 1.2 ms and finds the message there: no
+    // one to wake, no handshake. The acknowledgement comes L later and
+    // rank 0 notices it a wake residual after that.
     let r0 = m.predict_first(&Dist(vec![8, 12])).unwrap().ranks[0];
-    let want = 1.2e-3 + L + wake + handshake;
+    let want = 1.2e-3 + L + wake;
     assert!((r0.total_s - want).abs() < 1e-9, "{r0:?} vs {want}");
     // When the receiver computed 1 ms longer the send waited for it, not
     // for a handshake: nothing is learned, the replay stands.
