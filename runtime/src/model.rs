@@ -1069,8 +1069,9 @@ impl Model {
     /// 2.8-3.8 to 0.8-1.7; the session-34 rule (the median, over the sends
     /// the sender waited for, from recordings without file I/O only) left
     /// mg on IO, HY1 and HY2 with nothing learned. The costs are kept in
-    /// order, one per collective of the iteration; a trace that cannot be replayed keeps
-    /// the pairwise pricing (its prediction will say what is wrong).
+    /// order, one per collective of the iteration; a trace that cannot be
+    /// replayed keeps the pairwise pricing (its prediction will say what
+    /// is wrong).
     fn calibrate_collectives(&mut self) {
         let d = Dist(self.app.dist.clone());
         let mut calib = Calib::default();
