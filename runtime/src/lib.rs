@@ -11,6 +11,9 @@ pub mod iomodel;
 pub mod model;
 pub mod ooc;
 pub mod redist;
+pub mod risk;
+pub mod slowdown;
+pub mod stoch;
 pub mod search;
 pub mod synthetic;
 

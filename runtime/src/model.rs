@@ -913,6 +913,14 @@ pub struct Model {
     /// collective over all ranks, after which only its own computation
     /// follows.
     overlapping: bool,
+    /// Per rank, the mean CPU slowdown its computation and message
+    /// overheads run under (seed 000 eqs. 1-2; empty: dedicated).
+    cpu_slow: Vec<f64>,
+    /// Per pair `k(src, dst)`, the mean communication slowdown of its
+    /// transfers (seed 000 eq. 3; empty: dedicated).
+    net_slow: Vec<f64>,
+    /// The stochastic slowdowns the model was given ([`Model::with_load`]).
+    pub load: Option<crate::slowdown::Slowdowns>,
 }
 
 /// [`Model::last_arrival_s`]: for each full-world collective, the median
@@ -1001,6 +1009,9 @@ impl Model {
             handshake_s: Vec::new(),
             last_arrival_s: Vec::new(),
             overlapping: false,
+            cpu_slow: Vec::new(),
+            net_slow: Vec::new(),
+            load: None,
         };
         model.last_arrival_s = last_arrivals(&model.programs);
         model.overlapping = !model.programs.iter().all(Program::ends_at_a_collective);
@@ -1090,6 +1101,32 @@ impl Model {
         self.programs.len()
     }
 
+    /// The same model under a load: every rank's computation and message
+    /// overheads run `sd_i` times slower and every transfer `sd_{i->j}`
+    /// times (seed 000 eqs. 1 and 3), at the slowdowns' means;
+    /// [`Model::predict_stochastic`] carries their spread.
+    pub fn with_load(mut self, load: crate::slowdown::Slowdowns) -> Model {
+        let p = self.ranks();
+        assert_eq!(load.cpu.len(), p, "one CPU slowdown per rank");
+        if load.is_dedicated() {
+            self.cpu_slow.clear();
+            self.net_slow.clear();
+        } else {
+            self.cpu_slow = load.cpu.iter().map(|s| s.mean).collect();
+            self.net_slow = load.net.iter().map(|s| s.mean).collect();
+        }
+        self.load = Some(load);
+        self
+    }
+
+    fn cpu_factor(&self, i: usize) -> f64 {
+        self.cpu_slow.get(i).copied().unwrap_or(1.0)
+    }
+
+    fn net_factor(&self, k: usize) -> f64 {
+        self.net_slow.get(k).copied().unwrap_or(1.0)
+    }
+
     pub fn rows(&self) -> u64 {
         self.app.rows
     }
@@ -1125,15 +1162,16 @@ impl Model {
             None => None,
         };
         let (mut t, mut stage) = (0.0, 0.0);
+        let slow = self.cpu_factor(i);
         for step in &prog.steps {
             match step {
                 Step::Compute {
                     s, scaled: true, ..
                 } => {
-                    t += s * f;
+                    t += s * f * slow;
                     stage += s * f;
                 }
-                Step::Compute { s, .. } => t += s,
+                Step::Compute { s, .. } => t += s * slow,
                 Step::StageEnd(k) => {
                     if let (Some(io), Some(p)) = (&self.io, &plan) {
                         t += io.stage_io(i, *k as usize, p, stage);
@@ -1394,9 +1432,11 @@ impl Model {
                             let k = net.k(i, j);
                             let b = self.msg_bytes(d, i, to.bytes);
                             // MHETA eq. 3: arrival = T_tau(i) + O_send + T_{i->j}(q).
-                            let arrive = clock[i] + net.o_send(k) + net.transfer(k, b);
-                            clock[i] += net.o_send(k);
-                            out[i].overhead_s += net.o_send(k);
+                            let o = net.o_send(k) * self.cpu_factor(i);
+                            // Seed 000 eq. 3: the transfer slowed by sd_{i->j}.
+                            let arrive = clock[i] + o + net.transfer(k, b) * self.net_factor(k);
+                            clock[i] += o;
+                            out[i].overhead_s += o;
                             let waits = match mode {
                                 SendMode::Buffered => false,
                                 SendMode::Synchronous => true,
@@ -1452,7 +1492,7 @@ impl Model {
                                 sends.met_waiting[j][ack as usize] = waiting;
                             }
                             if pay {
-                                let o = net.o_recv(net.k(j, i));
+                                let o = net.o_recv(net.k(j, i)) * self.cpu_factor(i);
                                 clock[i] += o;
                                 out[i].overhead_s += o;
                             }
@@ -1464,11 +1504,13 @@ impl Model {
                     match step {
                         Step::Compute { s, scaled, level } => {
                             let lv = (*level as usize).min(levels - 1);
-                            let t = if *scaled {
-                                s * factor[i * levels + lv]
-                            } else {
-                                *s
-                            };
+                            // Seed 000 eq. 1: X = X_ded · sd_i.
+                            let t = self.cpu_factor(i)
+                                * if *scaled {
+                                    s * factor[i * levels + lv]
+                                } else {
+                                    *s
+                                };
                             if *scaled {
                                 stage_acc[i] += t;
                             }

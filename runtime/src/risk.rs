@@ -1,0 +1,164 @@
+//! Stochastic predictions and the risk-aware search (seed 004 on top of
+//! the MHETA replay).
+//!
+//! The replay prices one iteration at the mean slowdowns
+//! ([`crate::Model::with_load`]). Its spread follows seed 004's structural
+//! model of SOR, `ExTime = Σ_its Max_p{Comp_p} + Comm`: each rank's own
+//! busy time (everything but waiting) is split into the part the load
+//! slows (computation and message overheads, scaled by the rank's
+//! stochastic CPU slowdown: point × stochastic, table 2) and the part it
+//! does not (file I/O); the iteration is the Max over the ranks (Clark's
+//! rule, [`Stoch::max_corr`]; ranks on one node share its load and are
+//! related, ρ = 1); what the replay adds beyond the busiest rank (waits for
+//! messages and collectives) is a point value. The run is `iters` such
+//! iterations under one load, whose slowdowns already average the load
+//! over the run's window ([`crate::slowdown::LoadSpec::resolve`]).
+//!
+//! [`quantile_search`] minimises a quantile of the run time instead of its
+//! mean: GBS on the cost lines at each rank's quantile slowdown, then a
+//! line search between that plan and the mean-optimal one under the
+//! stochastic prediction itself.
+
+use crate::dist::Dist;
+use crate::model::{Model, ModelError, Prediction};
+use crate::search;
+use crate::stoch::Stoch;
+
+/// A stochastic prediction of one iteration.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct StochPrediction {
+    /// The replay at the mean slowdowns.
+    pub point: Prediction,
+    /// The iteration's time, mean ± sd.
+    pub per_iteration: Stoch,
+}
+
+impl StochPrediction {
+    pub fn total(&self, iters: u64) -> Stoch {
+        self.per_iteration.scale(iters as f64)
+    }
+}
+
+/// Seed 004's prediction of `d` under the model's load (module doc).
+pub fn predict_stochastic(m: &Model, d: &Dist) -> Result<StochPrediction, ModelError> {
+    let point = m.predict(d)?;
+    let Some(load) = &m.load else {
+        let t = point.per_iteration_s;
+        return Ok(StochPrediction {
+            point,
+            per_iteration: Stoch::point(t),
+        });
+    };
+    let mut busy: Vec<(Stoch, usize)> = Vec::new();
+    for (i, r) in point.ranks.iter().enumerate() {
+        let own = (r.total_s - r.wait_s).max(0.0);
+        let slowed = (r.compute_s - r.io_s + r.overhead_s).clamp(0.0, own);
+        let s = load.cpu[i];
+        let rel = if s.mean > 0.0 { s.sd / s.mean } else { 0.0 };
+        busy.push((Stoch::new(own, slowed * rel), load.node_of[i]));
+    }
+    let max_busy = busy.iter().map(|b| b.0.mean).fold(0.0, f64::max);
+    let top = max_related(&busy);
+    let t = point.per_iteration_s + (top.mean - max_busy).max(0.0);
+    Ok(StochPrediction {
+        point,
+        per_iteration: Stoch::new(t, top.sd),
+    })
+}
+
+/// Clark's Max over ranks, ranks on one node fully correlated: a node's
+/// ranks fold with ρ = 1 first, then the nodes with ρ = 0.
+fn max_related(xs: &[(Stoch, usize)]) -> Stoch {
+    let mut nodes: Vec<(usize, Stoch)> = Vec::new();
+    for &(x, n) in xs {
+        match nodes.iter_mut().find(|(m, _)| *m == n) {
+            Some((_, acc)) => *acc = acc.max_corr(x, 1.0),
+            None => nodes.push((n, x)),
+        }
+    }
+    Stoch::max_of(nodes.into_iter().map(|(_, s)| s)).unwrap_or(Stoch::ZERO)
+}
+
+/// A plan and what it is predicted to take.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Plan {
+    pub dist: Vec<u64>,
+    pub per_iteration: Stoch,
+    /// The objective's quantile of one iteration.
+    pub quantile_s: f64,
+}
+
+/// The risk-aware search's answer: the mean-optimal and the
+/// quantile-optimal plans, both priced at the quantile and the mean.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct RiskFound {
+    pub quantile: f64,
+    pub mean_plan: Plan,
+    pub quantile_plan: Plan,
+    /// Whether the plans differ.
+    pub differ: bool,
+    pub evaluations: u64,
+}
+
+fn plan(m: &Model, d: &Dist, q: f64) -> Result<Plan, ModelError> {
+    let s = predict_stochastic(m, d)?;
+    Ok(Plan {
+        dist: d.0.clone(),
+        per_iteration: s.per_iteration,
+        quantile_s: s.per_iteration.quantile(q),
+    })
+}
+
+fn quantile_cost(m: &Model, d: &Dist, q: f64) -> Result<f64, ModelError> {
+    match plan(m, d, q) {
+        Ok(p) => Ok(p.quantile_s),
+        Err(ModelError::TooSmall { .. }) => Ok(f64::INFINITY),
+        Err(e) => Err(e),
+    }
+}
+
+/// The distribution `t` of the way from `a` to `b`, summing to N.
+fn between(a: &Dist, b: &Dist, t: f64) -> Dist {
+    let w: Vec<f64> = a.0.iter().zip(&b.0).map(|(&x, &y)| (1.0 - t) * x as f64 + t * y as f64).collect();
+    Dist::proportional(&w, a.total())
+}
+
+/// Minimise the `q` quantile of the iteration time under the model's load
+/// (module doc). `m` carries the load; without one both plans are GBS's.
+pub fn quantile_search(m: &Model, q: f64) -> Result<RiskFound, ModelError> {
+    let mean = search::gbs(m)?;
+    let dm = Dist(mean.dist.clone());
+    let mut evals = mean.evaluations;
+    let mut best = (quantile_cost(m, &dm, q)?, dm.clone());
+    if let Some(load) = &m.load {
+        let z = crate::stoch::norm_quantile(q);
+        let mut at_q = load.clone();
+        for s in &mut at_q.cpu {
+            *s = Stoch::point(s.mean + z * s.sd);
+        }
+        let mq = m.clone().with_load(at_q);
+        let g = search::gbs(&mq)?;
+        evals += g.evaluations;
+        let dq = Dist(g.dist);
+        for k in 0..=20 {
+            let d = between(&dm, &dq, k as f64 / 20.0);
+            if d.check(m.ranks(), m.rows()).is_err() {
+                continue;
+            }
+            let c = quantile_cost(m, &d, q)?;
+            evals += 1;
+            if c < best.0 {
+                best = (c, d);
+            }
+        }
+    }
+    let mean_plan = plan(m, &dm, q)?;
+    let quantile_plan = plan(m, &best.1, q)?;
+    Ok(RiskFound {
+        quantile: q,
+        differ: mean_plan.dist != quantile_plan.dist,
+        mean_plan,
+        quantile_plan,
+        evaluations: evals,
+    })
+}

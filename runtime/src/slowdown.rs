@@ -1,0 +1,483 @@
+//! The slowdown model of Figueira and Berman (seed 000) and the load a
+//! prediction runs under.
+//!
+//! A node's *local slowdown* (eq. 2) follows from what its competing
+//! processes do: each computes a fraction of its time and communicates
+//! another; the probabilities that i of them compute, or communicate, at
+//! once come from a dynamic programme over the processes in O(p²)
+//! ([`activity_probabilities`]). The *communication slowdown* of a pair is
+//! its dedicated over its available bandwidth (eq. 3), and the *aggregate
+//! slowdown* of a parallel run combines the nodes' local slowdowns with
+//! their weights and the work each holds (eqs. 5, 8 and 12).
+//!
+//! [`LoadSpec`] is the load a prediction runs under, per node: either a
+//! description of the competing processes (eq. 2), or the CPU availability
+//! sensed on the node (`mheta sense`), a stochastic value or a mixture of
+//! modes (seed 004). [`LoadSpec::resolve`] turns it into per-rank
+//! stochastic CPU slowdowns and per-pair communication slowdowns for the
+//! model ([`crate::Model::with_load`]).
+
+use crate::stoch::{Mixture, ModeStat, Stoch};
+use serde::{Deserialize, Serialize};
+
+/// One competing process on a node: the fractions of its time it computes
+/// and communicates (the rest it is idle, blocked on something else).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Competitor {
+    /// Fraction of time communicating, 0..=1.
+    #[serde(default)]
+    pub comm: f64,
+    /// Fraction of time computing; default 1 - comm.
+    #[serde(default)]
+    pub compute: Option<f64>,
+}
+
+impl Competitor {
+    pub fn hog() -> Competitor {
+        Competitor {
+            comm: 0.0,
+            compute: Some(1.0),
+        }
+    }
+
+    pub fn compute(&self) -> f64 {
+        self.compute.unwrap_or(1.0 - self.comm).clamp(0.0, 1.0)
+    }
+}
+
+/// pp[i], pm[i] (i = 0..=p): the probabilities that exactly i of the
+/// competitors compute, and that exactly i communicate, at the same time,
+/// for independent competitors (seed 000 section 4, computed "by dynamic
+/// programming in O(p²)": adding competitor j updates the count
+/// distribution of the first j in O(j)).
+pub fn activity_probabilities(comps: &[Competitor]) -> (Vec<f64>, Vec<f64>) {
+    let count = |prob: &dyn Fn(&Competitor) -> f64| {
+        let mut dist = vec![1.0];
+        for c in comps {
+            let q = prob(c).clamp(0.0, 1.0);
+            let mut next = vec![0.0; dist.len() + 1];
+            for (i, &pi) in dist.iter().enumerate() {
+                next[i] += pi * (1.0 - q);
+                next[i + 1] += pi * q;
+            }
+            dist = next;
+        }
+        dist
+    };
+    (count(&|c| c.compute()), count(&|c| c.comm))
+}
+
+/// delay_comm^{i,k}: the delay one to i communicating competitors impose
+/// on a computation (seed 000 fig. 2), measured once per platform. The
+/// paper fits it per i as a two-piece line in the available bandwidth k;
+/// on a platform whose range is small one value serves (its section 4.2).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum DelayComm {
+    /// One value for every i and k.
+    Constant(f64),
+    /// Per i (from 1), a two-piece line in k: below `knee`,
+    /// `a0 + a1 k`; at or above, `b0 + b1 k`. The last entry serves
+    /// larger i.
+    Piecewise(Vec<TwoPiece>),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TwoPiece {
+    pub knee: f64,
+    pub a0: f64,
+    pub a1: f64,
+    pub b0: f64,
+    pub b1: f64,
+}
+
+impl Default for DelayComm {
+    fn default() -> Self {
+        DelayComm::Constant(0.0)
+    }
+}
+
+impl DelayComm {
+    /// delay_comm^{i,k}.
+    pub fn at(&self, i: usize, k: f64) -> f64 {
+        match self {
+            DelayComm::Constant(v) => *v,
+            DelayComm::Piecewise(v) => match v.get(i.saturating_sub(1)).or(v.last()) {
+                Some(t) if k < t.knee => t.a0 + t.a1 * k,
+                Some(t) => t.b0 + t.b1 * k,
+                None => 0.0,
+            },
+        }
+    }
+}
+
+/// Seed 000 eq. 2: `sd_a = 1 + Σ_i pp_{a,i}·i + Σ_i pm_{a,i}·delay_comm^{i,k}`.
+pub fn local_slowdown(comps: &[Competitor], delay: &DelayComm, k: f64) -> f64 {
+    let (pp, pm) = activity_probabilities(comps);
+    let cpu: f64 = pp.iter().enumerate().map(|(i, p)| p * i as f64).sum();
+    let comm: f64 = pm
+        .iter()
+        .enumerate()
+        .skip(1)
+        .map(|(i, p)| p * delay.at(i, k))
+        .sum();
+    1.0 + cpu + comm
+}
+
+/// Seed 000 eq. 3: `sd_{a->b} = ib_{a->b} / cb_{a->b}`.
+pub fn comm_slowdown(dedicated_bw: f64, current_bw: f64) -> f64 {
+    if current_bw > 0.0 && dedicated_bw > 0.0 {
+        (dedicated_bw / current_bw).max(1.0)
+    } else {
+        1.0
+    }
+}
+
+/// Seed 000 eq. 5 (load-dependent partitioning):
+/// `sd = Σ w_a / Σ (w_a / sd_a)`.
+pub fn aggregate_load_dependent(w: &[f64], sd: &[f64]) -> f64 {
+    let ded: f64 = w.iter().sum();
+    let now: f64 = w.iter().zip(sd).map(|(w, s)| w / s).sum();
+    ded / now
+}
+
+/// Seed 000 eq. 7: the extra work `ew_a = f_a·n - 1` of a node holding
+/// fraction `f_a` of the work.
+pub fn extra_work(f: f64, n: usize) -> f64 {
+    f * n as f64 - 1.0
+}
+
+/// Seed 000 eq. 9 (eq. 8 when both partitionings are the same): the
+/// aggregate slowdown of a constraint-based partitioning with work
+/// fractions `f_loaded` under load, against `f_ded` dedicated,
+/// `max_a{(1 + ew_{a,1})·sd_a / w_a} / max_a{(1 + ew_{a,2}) / w_a}`.
+pub fn aggregate_constraint(f_loaded: &[f64], f_ded: &[f64], w: &[f64], sd: &[f64]) -> f64 {
+    let n = w.len();
+    let top = (0..n)
+        .map(|a| (1.0 + extra_work(f_loaded[a], n)) * sd[a] / w[a])
+        .fold(0.0, f64::max);
+    let bottom = (0..n)
+        .map(|a| (1.0 + extra_work(f_ded[a], n)) / w[a])
+        .fold(0.0, f64::max);
+    top / bottom
+}
+
+/// What competes on one node, in a load description.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeLoad {
+    /// The job's ranks on this node.
+    pub ranks: Vec<usize>,
+    /// Competing processes (seed 000 eq. 2).
+    #[serde(default)]
+    pub competitors: Vec<Competitor>,
+    /// Available bandwidth k of the competitors' links, for
+    /// delay_comm^{i,k} (any unit the delay table was fitted in).
+    #[serde(default)]
+    pub competitor_bw: f64,
+    /// Or the CPU share a CPU-bound process gets on the node, sensed
+    /// (`mheta sense`): one value, or modes with shares and dwells.
+    #[serde(default)]
+    pub cpu_avail: Option<Mixture>,
+    /// The mode the node is in now (index into `cpu_avail`'s modes), if
+    /// known: a run shorter than that mode's dwell stays in it (seed 004
+    /// section 3.1).
+    #[serde(default)]
+    pub current_mode: Option<usize>,
+    /// Dedicated over available bandwidth of this node's links (eq. 3),
+    /// applied to every message to or from its ranks (default 1).
+    #[serde(default)]
+    pub bw_slowdown: Option<Stoch>,
+}
+
+/// The load a prediction runs under (`mheta predict --load FILE`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadSpec {
+    /// delay_comm for eq. 2 (default 0: communicating competitors take no
+    /// CPU from the job).
+    #[serde(default)]
+    pub delay_comm: DelayComm,
+    #[serde(default, rename = "node")]
+    pub nodes: Vec<NodeLoad>,
+}
+
+/// The slowdowns a run is priced with: per rank, its CPU slowdown over
+/// the run (a stochastic value), and per node pair the communication
+/// slowdown (`p x p`, row-major).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Slowdowns {
+    pub cpu: Vec<Stoch>,
+    /// Which node each rank is on (ranks on one node share its load:
+    /// their slowdowns are related).
+    pub node_of: Vec<usize>,
+    pub net: Vec<Stoch>,
+    /// Per node, how the CPU slowdown was formed: "dedicated",
+    /// "competitors (eq. 2)", "single mode", "mixture over the run".
+    pub how: Vec<String>,
+}
+
+impl Slowdowns {
+    pub fn dedicated(p: usize) -> Slowdowns {
+        Slowdowns {
+            cpu: vec![Stoch::point(1.0); p],
+            node_of: (0..p).collect(),
+            net: vec![Stoch::point(1.0); p * p],
+            how: vec!["dedicated".into(); p],
+        }
+    }
+
+    pub fn is_dedicated(&self) -> bool {
+        self.cpu.iter().chain(&self.net).all(|s| *s == Stoch::point(1.0))
+    }
+}
+
+/// Errors in a load description.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{path}: {msg}")]
+    Parse { path: String, msg: String },
+    #[error("{path}: rank {rank} is listed on two nodes")]
+    Twice { path: String, rank: usize },
+    #[error("{path}: rank {rank} is out of range (the job has {ranks} ranks)")]
+    Range {
+        path: String,
+        rank: usize,
+        ranks: usize,
+    },
+    #[error("{path}: node {node}: {msg}")]
+    Node {
+        path: String,
+        node: usize,
+        msg: String,
+    },
+}
+
+impl LoadSpec {
+    /// Parse TOML or JSON (by the first non-blank character), naming
+    /// `path` in every error.
+    pub fn parse(text: &str, path: &str) -> Result<LoadSpec, LoadError> {
+        let err = |msg: String| LoadError::Parse {
+            path: path.into(),
+            msg,
+        };
+        let spec: LoadSpec = if text.trim_start().starts_with('{') {
+            serde_json::from_str(text).map_err(|e| err(e.to_string()))?
+        } else {
+            toml::from_str(text).map_err(|e| err(e.to_string()))?
+        };
+        Ok(spec)
+    }
+
+    /// Per-rank and per-pair slowdowns for a job of `p` ranks whose run
+    /// lasts about `run_s` seconds (dedicated): a node's sensed mixture
+    /// becomes its single current mode when the run likely stays in it
+    /// (probability ≥ 0.9 of no switch, from the mode's dwell), else its
+    /// average over the run's window ([`Mixture::over_window`]).
+    pub fn resolve(&self, p: usize, run_s: f64, path: &str) -> Result<Slowdowns, LoadError> {
+        let mut s = Slowdowns::dedicated(p);
+        let mut seen = vec![false; p];
+        for (n, node) in self.nodes.iter().enumerate() {
+            let (cpu, how) = self.node_cpu(node, run_s).map_err(|msg| LoadError::Node {
+                path: path.into(),
+                node: n,
+                msg,
+            })?;
+            for &r in &node.ranks {
+                if r >= p {
+                    return Err(LoadError::Range {
+                        path: path.into(),
+                        rank: r,
+                        ranks: p,
+                    });
+                }
+                if std::mem::replace(&mut seen[r], true) {
+                    return Err(LoadError::Twice {
+                        path: path.into(),
+                        rank: r,
+                    });
+                }
+                s.cpu[r] = cpu;
+                s.node_of[r] = p + n;
+                s.how[r] = how.clone();
+            }
+        }
+        for a in 0..p {
+            for b in 0..p {
+                let f = |r: usize| self.bw_of(s.node_of[r], p);
+                s.net[a * p + b] = f(a).max_corr(f(b), 1.0);
+            }
+        }
+        Ok(s)
+    }
+
+    fn bw_of(&self, node: usize, p: usize) -> Stoch {
+        node.checked_sub(p)
+            .and_then(|n| self.nodes.get(n))
+            .and_then(|n| n.bw_slowdown)
+            .unwrap_or(Stoch::point(1.0))
+    }
+
+    /// A node's CPU slowdown over a run of `run_s` seconds.
+    fn node_cpu(&self, node: &NodeLoad, run_s: f64) -> Result<(Stoch, String), String> {
+        match (&node.cpu_avail, node.competitors.is_empty()) {
+            (Some(_), false) => Err("give competitors or cpu_avail, not both".into()),
+            (None, true) => Ok((Stoch::point(1.0), "dedicated".into())),
+            (None, false) => {
+                let sd = local_slowdown(&node.competitors, &self.delay_comm, node.competitor_bw);
+                Ok((Stoch::point(sd), "competitors (eq. 2)".into()))
+            }
+            (Some(mx), true) => avail_slowdown(mx, node.current_mode, run_s),
+        }
+    }
+}
+
+/// The CPU slowdown of a run of `run_s` dedicated seconds on a node whose
+/// CPU availability is the mixture `mx`: 1 / (the availability averaged
+/// over the run), its spread by the delta method. The run's own length
+/// under load is the window (one fixed-point step: T = run_s · sd).
+fn avail_slowdown(
+    mx: &Mixture,
+    current: Option<usize>,
+    run_s: f64,
+) -> Result<(Stoch, String), String> {
+    if mx.modes.is_empty() {
+        return Err("cpu_avail has no modes".into());
+    }
+    if mx.modes.iter().any(|m| !(m.value.mean > 0.0 && m.value.mean <= 1.5)) {
+        return Err("cpu_avail values must be CPU shares in (0, 1]".into());
+    }
+    let stays = current.and_then(|c| mx.modes.get(c)).filter(|m: &&ModeStat| {
+        m.mean_dwell_s <= 0.0 || (-run_s / (m.value.mean * m.mean_dwell_s)).exp() >= 0.9
+    });
+    if let Some(m) = stays.filter(|_| mx.modes.len() > 1) {
+        return Ok((m.value.recip(), "single mode (seed 004 sec. 3.1)".into()));
+    }
+    let rough = mx.moments().mean;
+    let window = run_s / rough.max(1e-3);
+    let avg = mx.over_window(window);
+    let how = if mx.modes.len() > 1 {
+        format!("mixture over a {window:.1} s run")
+    } else {
+        "one mode".into()
+    };
+    Ok((avg.recip(), how))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn comm(c: f64) -> Competitor {
+        Competitor {
+            comm: c,
+            compute: None,
+        }
+    }
+
+    /// Seed 000 section 4: the two-application example's probabilities.
+    #[test]
+    fn probabilities_of_the_papers_example() {
+        let (pp, pm) = activity_probabilities(&[comm(0.4), comm(0.3)]);
+        assert!((pp[1] - (0.6 * 0.3 + 0.7 * 0.4)).abs() < 1e-12);
+        assert!((pp[2] - 0.6 * 0.7).abs() < 1e-12);
+        assert!((pm[2] - 0.4 * 0.3).abs() < 1e-12);
+        assert!((pp.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+    }
+
+    /// Seed 000 section 4.1: one competitor communicating 45% of the time,
+    /// delay_comm = -0.20 + 0.49 k at k = 0.45 -> sd = 1.56.
+    #[test]
+    fn local_slowdown_of_fig3() {
+        let delay = DelayComm::Piecewise(vec![TwoPiece {
+            knee: 2.37,
+            a0: -0.20,
+            a1: 0.49,
+            b0: 1.38,
+            b1: -0.06,
+        }]);
+        assert!((delay.at(1, 0.45) - 0.0205).abs() < 1e-9);
+        let sd = local_slowdown(&[comm(0.45)], &delay, 0.45);
+        assert!((sd - 1.56).abs() < 0.005, "{sd}");
+    }
+
+    /// Seed 000 section 4.2: two competitors communicating 24% of the
+    /// time, delay_comm = 0.25 -> sd = 1 + 0.58·2 + 0.36·1 + 0.42·0.25 =
+    /// 2.625, which the paper prints as 2.6.
+    #[test]
+    fn local_slowdown_of_fig4() {
+        let sd = local_slowdown(&[comm(0.24), comm(0.24)], &DelayComm::Constant(0.25), 0.0);
+        assert!((sd - 2.6256).abs() < 1e-4, "{sd}");
+        // Pure hogs: round robin gives 1 + k.
+        let hogs = [Competitor::hog(); 3];
+        assert!((local_slowdown(&hogs, &DelayComm::Constant(0.25), 0.0) - 4.0).abs() < 1e-12);
+    }
+
+    /// Seed 000 eq. 5, fig. 11: sd = 7 / 3.67 = 1.9.
+    #[test]
+    fn aggregate_fig11() {
+        let sd = aggregate_load_dependent(&[2.0, 2.0, 2.0, 1.0], &[2.0, 2.0, 3.0, 1.0]);
+        assert!((sd - 7.0 / (1.0 + 1.0 + 2.0 / 3.0 + 1.0)).abs() < 1e-12);
+        assert!((sd - 1.9).abs() < 0.01);
+    }
+
+    /// Seed 000 eq. 12 on figs. 12-13.
+    #[test]
+    fn aggregate_fig12_13() {
+        let u = [0.25; 4];
+        // Homogeneous, node 1 loaded by two more applications: sd = 3.
+        let sd = aggregate_constraint(&u, &u, &[1.0; 4], &[3.0, 2.0, 2.0, 2.0]);
+        assert!((sd - 3.0).abs() < 1e-12);
+        // Fig. 13: f = 1/12, 3/12, 3/12, 5/12, node 4 twice as slow (w = 1
+        // for the slowest, 2 for the others), against uniform dedicated.
+        let f = [1.0 / 12.0, 3.0 / 12.0, 3.0 / 12.0, 5.0 / 12.0];
+        let w = [2.0, 2.0, 2.0, 1.0];
+        let sd = aggregate_constraint(&f, &u, &w, &[1.0; 4]);
+        // Eq. 12 gives (1 + 0.67)/1 over a dedicated max of 1/w = 1.
+        assert!((sd - 5.0 / 3.0).abs() < 1e-9, "{sd}");
+    }
+
+    #[test]
+    fn load_spec_parses_and_resolves() {
+        let text = r#"
+            delay_comm = 0.25
+            [[node]]
+            ranks = [0]
+            competitors = [{ comm = 0.24 }, { comm = 0.24 }]
+            [[node]]
+            ranks = [1]
+            cpu_avail = { modes = [{ value = { mean = 0.5, sd = 0.02 }, share = 1.0 }] }
+            bw_slowdown = { mean = 2.0, sd = 0.0 }
+        "#;
+        let spec = LoadSpec::parse(text, "l.toml").expect("parses");
+        let s = spec.resolve(3, 10.0, "l.toml").expect("resolves");
+        assert!((s.cpu[0].mean - 2.6256).abs() < 1e-4);
+        assert!((s.cpu[1].mean - 2.0).abs() < 0.01 && s.cpu[1].sd > 0.0);
+        assert_eq!(s.cpu[2], Stoch::point(1.0));
+        assert_eq!(s.net[1 * 3 + 2].mean, 2.0);
+        assert_eq!(s.net[0 * 3 + 2].mean, 1.0);
+        let bad = "[[node]]\nranks = [5]\n";
+        let e = LoadSpec::parse(bad, "b.toml")
+            .expect("parses")
+            .resolve(2, 1.0, "b.toml")
+            .expect_err("rank 5 of 2");
+        assert!(e.to_string().contains("b.toml") && e.to_string().contains("rank 5"));
+        let e = LoadSpec::parse("[[node]]\nrank = [0]\n", "c.toml").expect_err("unknown field");
+        assert!(e.to_string().contains("c.toml"));
+    }
+
+    #[test]
+    fn single_mode_when_the_run_stays() {
+        let mx = Mixture {
+            modes: vec![
+                ModeStat { value: Stoch::new(1.0, 0.02), share: 0.5, mean_dwell_s: 100.0 },
+                ModeStat { value: Stoch::new(0.5, 0.02), share: 0.5, mean_dwell_s: 100.0 },
+            ],
+        };
+        let (s, how) = avail_slowdown(&mx, Some(1), 2.0).expect("ok");
+        assert!((s.mean - 2.0).abs() < 1e-9 && how.contains("single"));
+        // A long run switches: the mixture's mean, 1/0.75.
+        let (s, how) = avail_slowdown(&mx, Some(1), 2000.0).expect("ok");
+        assert!((s.mean - 1.0 / 0.75).abs() < 1e-9 && how.contains("mixture"), "{how}");
+    }
+}
