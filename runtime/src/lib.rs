@@ -15,6 +15,7 @@ pub mod risk;
 pub mod slowdown;
 pub mod stoch;
 pub mod search;
+pub mod sense;
 pub mod synthetic;
 
 pub use dist::Dist;

@@ -10,6 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod experiment;
+mod load;
+mod loaded;
+mod sense;
 
 /// mheta: find and apply the best GEN_BLOCK row distribution for iterative
 /// MPI codes on heterogeneous or shared clusters, with the MHETA execution
@@ -27,6 +30,18 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Cmd {
+    /// Generate competing load beside a job (seed 000's generator): CPU
+    /// hogs, processes that alternate computation and communication
+    /// cycles, and bursty load that switches between levels. Pinned to
+    /// chosen cores; writes its timeline (JSON); stops cleanly on SIGINT
+    /// or SIGTERM.
+    Load(load::LoadArgs),
+    /// Sense the CPU availability and the available bandwidth of cores
+    /// over time, as the Network Weather Service did: samples,
+    /// HdrHistogram distributions with their modes, dwell times, and the
+    /// sensors' own overhead; optionally a load description for
+    /// `mheta predict --load`.
+    Sense(sense::SenseArgs),
     /// Measure the cluster: run mheta-microbench on N ranks under mpirun and
     /// write the cluster profile (JSON).
     Bench {
@@ -136,6 +151,19 @@ enum Cmd {
         /// iterations pays for it, as `--auto` decides.
         #[arg(long, value_name = "DIST")]
         from: Option<String>,
+        /// The load the run meets on a shared cluster: a load description
+        /// (TOML or JSON: per node its ranks and competing processes, or
+        /// its sensed CPU availability, and its links' slowdown) or a
+        /// `mheta sense` file written with --ranks. Computation and message
+        /// overheads are slowed per seed 000 eqs. 1-2, transfers per eq. 3;
+        /// the prediction carries mean ± 2σ (seed 004).
+        #[arg(long, value_name = "FILE")]
+        load: Option<PathBuf>,
+        /// Local-slowdown rule for competitors: sharing (eq. 2 under
+        /// processor sharing, the default) or paper (eq. 2 as published).
+        /// Overrides the file's `rule`.
+        #[arg(long)]
+        rule: Option<mheta_runtime::slowdown::LocalRule>,
         /// One JSON object on stdout instead of a table.
         #[arg(long)]
         json: bool,
@@ -220,10 +248,39 @@ enum Cmd {
         /// their predicted times.
         #[arg(long, value_name = "K")]
         spectrum: Option<usize>,
+        /// The load the run meets on a shared cluster: a load description
+        /// (TOML or JSON: per node its ranks and competing processes, or
+        /// its sensed CPU availability, and its links' slowdown) or a
+        /// `mheta sense` file written with --ranks. Computation and message
+        /// overheads are slowed per seed 000 eqs. 1-2, transfers per eq. 3;
+        /// the prediction carries mean ± 2σ (seed 004).
+        #[arg(long, value_name = "FILE")]
+        load: Option<PathBuf>,
+        /// Local-slowdown rule for competitors: sharing (eq. 2 under
+        /// processor sharing, the default) or paper (eq. 2 as published).
+        /// Overrides the file's `rule`.
+        #[arg(long)]
+        rule: Option<mheta_runtime::slowdown::LocalRule>,
+        /// With --load: also minimise this quantile of the iteration time
+        /// (e.g. 0.95) and print both plans, the mean-optimal and the
+        /// quantile-optimal, each at its mean and quantile.
+        #[arg(long, value_name = "Q", requires = "load", value_parser = parse_quantile)]
+        quantile: Option<f64>,
+        /// Iterations of the run: a load that switches modes is averaged
+        /// over the run's length (with --load).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+        iters: u64,
         /// One JSON object on stdout instead of text.
         #[arg(long)]
         json: bool,
     },
+}
+
+fn parse_quantile(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(q) if q > 0.0 && q < 1.0 => Ok(q),
+        _ => Err(format!("{s:?}: a quantile is a number strictly between 0 and 1")),
+    }
 }
 
 /// The model of `trace` on `profile`'s figures in the chosen mode, and the
@@ -560,6 +617,8 @@ fn main() {
     let cli = Cli::parse();
     let r = (|| -> Result<i32> {
         match cli.cmd {
+            Cmd::Load(a) => load::main(a),
+            Cmd::Sense(a) => sense::main(a),
             Cmd::Bench {
                 np,
                 quick,
@@ -764,12 +823,19 @@ fn main() {
                 iters,
                 mode,
                 from,
+                load,
+                rule,
                 json,
             } => {
-                let (m, prof) = load_model(&profile, &trace, mode)?;
+                let (mut m, prof) = load_model(&profile, &trace, mode)?;
+                if let Some(l) = &load {
+                    let spec = loaded::read(l, rule)?;
+                    m = loaded::apply(m, &spec, iters, l)?;
+                }
                 let note = mode_note(&prof, mode);
                 let d = Dist::parse(&dist, m.ranks(), m.rows())?;
-                let p = m.predict(&d)?;
+                let sp = mheta_runtime::risk::predict_stochastic(&m, &d)?;
+                let p = sp.point.clone();
                 let total_s = p.per_iteration_s * iters as f64;
                 let src = match &from {
                     Some(f) => Dist::parse(f, m.ranks(), m.rows())?,
@@ -788,6 +854,9 @@ fn main() {
                         "per_iteration_s": p.per_iteration_s,
                         "total_s": total_s,
                         "ranks": p.ranks,
+                        "load": m.load.as_ref().filter(|_| load.is_some()),
+                        "per_iteration": loaded::json(sp.per_iteration),
+                        "total": loaded::json(sp.total(iters)),
                         "move": {
                             "from": src.0,
                             "cost_s": cost.total_s,
@@ -820,6 +889,22 @@ fn main() {
                         "per iteration: {:.6} s   total ({iters} iterations): {:.6} s",
                         p.per_iteration_s, total_s
                     );
+                    if let (Some(l), Some(s)) = (&load, &m.load) {
+                        let (it, tot) = (sp.per_iteration, sp.total(iters));
+                        println!(
+                            "under load ({}): per iteration {:.6} ± {:.6} s (±2σ: {:.6} .. {:.6}); total {:.6} ± {:.6} s",
+                            l.display(),
+                            it.mean,
+                            2.0 * it.sd,
+                            it.range2().0,
+                            it.range2().1,
+                            tot.mean,
+                            2.0 * tot.sd
+                        );
+                        for line in loaded::describe(s) {
+                            println!("  {line}");
+                        }
+                    }
                     println!("{note}");
                     println!(
                         "move from {src}: {} bytes, predicted {:.6} s; gain over {iters} iterations {:.6} s: {}",
@@ -835,9 +920,55 @@ fn main() {
                 budget,
                 seed,
                 spectrum,
+                load,
+                rule,
+                quantile,
+                iters,
                 json,
             } => {
-                let (m, _) = load_model(&profile, &trace, ModeChoice::default())?;
+                let (mut m, _) = load_model(&profile, &trace, ModeChoice::default())?;
+                if let Some(l) = &load {
+                    let spec = loaded::read(l, rule)?;
+                    m = loaded::apply(m, &spec, iters, l)?;
+                }
+                if let Some(q) = quantile {
+                    let r = mheta_runtime::risk::quantile_search(&m, q)?;
+                    if json {
+                        println!("{}", serde_json::to_string(&r)?);
+                        return Ok(0);
+                    }
+                    let show = |name: &str, p: &mheta_runtime::risk::Plan| {
+                        println!(
+                            "{name:<16} {:<28} mean {:.6} s  ±2σ {:.6}  q{:.0} {:.6} s",
+                            Dist(p.dist.clone()).to_string(),
+                            p.per_iteration.mean,
+                            2.0 * p.per_iteration.sd,
+                            q * 100.0,
+                            p.quantile_s
+                        );
+                    };
+                    println!("per iteration, under load ({}):", load.as_ref().map(|l| l.display().to_string()).unwrap_or_default());
+                    show("mean-optimal", &r.mean_plan);
+                    show("quantile-optimal", &r.quantile_plan);
+                    if r.differ {
+                        let (a, b) = (&r.mean_plan, &r.quantile_plan);
+                        println!(
+                            "the plans differ: the quantile plan's q{:.0} is {:.2}% lower, its mean {:.2}% higher",
+                            q * 100.0,
+                            100.0 * (1.0 - b.quantile_s / a.quantile_s),
+                            100.0 * (b.per_iteration.mean / a.per_iteration.mean - 1.0)
+                        );
+                    } else {
+                        println!("the plans are the same distribution");
+                    }
+                    if let Some(s) = &m.load {
+                        for line in loaded::describe(s) {
+                            println!("  {line}");
+                        }
+                    }
+                    println!("evaluations:    {}", r.evaluations);
+                    return Ok(0);
+                }
                 if let Some(k) = spectrum {
                     let c = search::corners(&m);
                     let rows: Vec<serde_json::Value> = search::spectrum(&m, k)
