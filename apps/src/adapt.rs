@@ -341,3 +341,95 @@ mod tests {
         assert!(!revert_pays(0.026, 0.0206, 0.0, 1000));
     }
 }
+
+/// Change of a rank's sensed CPU slowdown, against the one the plan in
+/// force assumed, that plans again from the sensed load, percent.
+pub const SENSE_PCT: f64 = 15.0;
+
+/// The in-run CPU sensor (seed 000's local slowdown, measured where the
+/// job runs): a rank's *CPU share in its stages*, the thread CPU time it
+/// got over the wall time its stages took. A rank alone on its core gets
+/// about 1 (less where its stages wait on a disk or an emulation's
+/// pacing, which the ratio to the recorded share takes out); with k
+/// CPU-bound jobs beside it, 1/(k + 1). Its cost: two `clock_gettime`
+/// calls per stage (about 50 ns against stages of milliseconds) and,
+/// at a drift only, one `MPI_Allgather` of two doubles.
+///
+/// [`sensed_slowdowns`] turns the shares of the last window into each
+/// rank's CPU slowdown against the share it had while its trace was
+/// recorded, `base / share` (MHETA's computation times then scale by it,
+/// seed 000 eq. 1), with the spread of the window's per-iteration ratios
+/// as its sd (seed 004's stochastic value).
+pub fn stage_share(cpu_s: f64, wall_s: f64) -> Option<f64> {
+    (wall_s > 1e-6 && cpu_s > 0.0).then(|| (cpu_s / wall_s).min(1.0))
+}
+
+/// The median of the defined shares of iterations `range`.
+pub fn median_share(shares: &[Option<f64>], range: std::ops::Range<u64>) -> Option<f64> {
+    let mut v: Vec<f64> = range
+        .filter_map(|i| shares.get(i as usize).copied().flatten())
+        .collect();
+    (!v.is_empty()).then(|| median(&mut v))
+}
+
+/// Every rank's CPU slowdown since its base share: over the iterations
+/// `window`, mean ± sd of `base / share` per iteration (collective: one
+/// allgather). A rank without a share in the window or a base counts as
+/// unchanged (1 ± 0).
+pub fn sensed_slowdowns(
+    world: &SimpleCommunicator,
+    base: Option<f64>,
+    shares: &[Option<f64>],
+    window: std::ops::Range<u64>,
+) -> Vec<mheta_runtime::stoch::Stoch> {
+    let ratios: Vec<f64> = match base {
+        Some(b) => window
+            .filter_map(|i| shares.get(i as usize).copied().flatten())
+            .map(|s| b / s)
+            .collect(),
+        None => Vec::new(),
+    };
+    let mine = if ratios.is_empty() {
+        [1.0, 0.0]
+    } else {
+        let n = ratios.len() as f64;
+        let mean = ratios.iter().sum::<f64>() / n;
+        let var = ratios.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / n;
+        [mean, var.sqrt()]
+    };
+    let mut all = vec![0.0f64; 2 * world.size() as usize];
+    world.all_gather_into(&mine[..], &mut all[..]);
+    all.chunks_exact(2)
+        .map(|c| mheta_runtime::stoch::Stoch::new(c[0], c[1]))
+        .collect()
+}
+
+/// Whether the sensed slowdowns differ from the ones in force (`applied`,
+/// 1 where none) by more than [`SENSE_PCT`] on some rank.
+pub fn load_changed(sensed: &[mheta_runtime::stoch::Stoch], applied: &[f64]) -> bool {
+    sensed.iter().enumerate().any(|(i, s)| {
+        let a = applied.get(i).copied().unwrap_or(1.0);
+        (s.mean / a - 1.0).abs() * 100.0 > SENSE_PCT
+    })
+}
+
+#[cfg(test)]
+mod sense_tests {
+    use super::*;
+
+    #[test]
+    fn shares_and_changes() {
+        assert_eq!(stage_share(0.5, 1.0), Some(0.5));
+        assert_eq!(stage_share(1.2, 1.0), Some(1.0));
+        assert_eq!(stage_share(0.0, 1.0), None);
+        let sh = [Some(1.0), Some(0.9), None, Some(0.5), Some(0.52), Some(0.48)];
+        assert_eq!(median_share(&sh, 0..3), Some(1.0));
+        assert_eq!(median_share(&sh, 3..6), Some(0.5));
+        assert_eq!(median_share(&sh, 2..3), None);
+        use mheta_runtime::stoch::Stoch;
+        let s = [Stoch::new(2.0, 0.1), Stoch::new(1.0, 0.0)];
+        assert!(load_changed(&s, &[1.0, 1.0]));
+        assert!(!load_changed(&s, &[1.9, 1.0]));
+        assert!(load_changed(&[Stoch::new(1.0, 0.0)], &[2.0]));
+    }
+}

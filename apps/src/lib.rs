@@ -273,6 +273,9 @@ fn make_scratch(base: &Path, app: &str, tag: u32) -> Result<Scratch> {
 pub static READ_NS: AtomicU64 = AtomicU64::new(0);
 pub static WRITE_NS: AtomicU64 = AtomicU64::new(0);
 static STAGE_NS: AtomicU64 = AtomicU64::new(0);
+/// This rank's thread CPU time in stages (the in-run CPU sensor,
+/// [`adapt::stage_share`]).
+static STAGE_CPU_NS: AtomicU64 = AtomicU64::new(0);
 
 /// What a kernel reports about its storage.
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -334,11 +337,16 @@ impl Ctx<'_> {
     /// rank's rows): the interposer's stage markers around it, timed.
     pub fn stage<R>(&self, f: impl FnOnce() -> R) -> R {
         let t = Instant::now();
+        let cpu = mheta_live::cpu::thread_cpu();
         mheta_live::markers::stage_begin();
         let r = f();
         checkpoint::kill_point("iteration", self.rank);
         mheta_live::markers::stage_end();
         touches::stage_done();
+        STAGE_CPU_NS.fetch_add(
+            ((mheta_live::cpu::thread_cpu() - cpu).max(0.0) * 1e9) as u64,
+            Ordering::Relaxed,
+        );
         STAGE_NS.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
         r
     }
@@ -445,6 +453,11 @@ pub struct AutoReport {
     /// force again.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reverted: Option<adapt::Revert>,
+    /// A plan made on the sensed load, without recording again: each
+    /// rank's CPU slowdown since its trace was recorded, mean ± sd
+    /// (`adapt::sensed_slowdowns`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sensed_slowdown: Option<Vec<mheta_runtime::stoch::Stoch>>,
 }
 
 /// One plan with the model and GBS on the latest recorded iterations
@@ -460,6 +473,7 @@ fn plan_and_move<K: Kernel, F: Fn(&Ctx) -> Result<K>>(
     profile: &Path,
     it: u64,
     iters: u64,
+    sensed: Option<Vec<mheta_runtime::stoch::Stoch>>,
 ) -> Result<AutoReport> {
     let inst = mheta_live::instrumented_iterations();
     if decl.dist != ctx.dist.0 {
@@ -484,6 +498,7 @@ fn plan_and_move<K: Kernel, F: Fn(&Ctx) -> Result<K>>(
         profile,
         remaining,
         Some(&mover.rebuild),
+        sensed.as_deref(),
     )?;
     let plan_s = t0.elapsed().as_secs_f64();
     let mut redistribute_s = 0.0;
@@ -542,6 +557,7 @@ fn plan_and_move<K: Kernel, F: Fn(&Ctx) -> Result<K>>(
         drifts: Vec::new(),
         replans: Vec::new(),
         reverted: None,
+        sensed_slowdown: sensed,
     };
     ctx.dist = plan.dist;
     Ok(r)
@@ -1044,6 +1060,12 @@ pub fn run<K: Kernel>(
     let mut checkpoints: Vec<u64> = Vec::new();
     let mut times = Vec::with_capacity(iters as usize);
     let (mut stage_s, mut read_s, mut write_s) = (Vec::new(), Vec::new(), Vec::new());
+    // The in-run CPU sensor: this rank's CPU share in its stages, per
+    // iteration; its share while the trace in use was recorded; and the
+    // slowdowns the plan in force was made with (none: as recorded).
+    let mut shares: Vec<Option<f64>> = Vec::with_capacity(iters as usize);
+    let mut base_share: Option<f64> = None;
+    let mut applied: Vec<f64> = Vec::new();
     let mut auto_report: Option<AutoReport> = None;
     // Iterations after which rows moved, and iterations recorded again.
     let mut moved: Vec<u64> = Vec::new();
@@ -1055,10 +1077,11 @@ pub fn run<K: Kernel>(
         .map(|_| adapt::Watch::new(c.replan_threshold / 100.0));
     let t_start = Instant::now();
     for it in 0..iters {
-        let (s0, r0, w0) = (
+        let (s0, r0, w0, c0) = (
             STAGE_NS.load(Ordering::Relaxed),
             READ_NS.load(Ordering::Relaxed),
             WRITE_NS.load(Ordering::Relaxed),
+            STAGE_CPU_NS.load(Ordering::Relaxed),
         );
         let t = Instant::now();
         let kernel = slot.as_mut().context("no kernel")?;
@@ -1086,6 +1109,10 @@ pub fn run<K: Kernel>(
         }
         times.push(t.elapsed().as_secs_f64());
         stage_s.push((STAGE_NS.load(Ordering::Relaxed) - s0) as f64 * 1e-9);
+        shares.push(adapt::stage_share(
+            (STAGE_CPU_NS.load(Ordering::Relaxed) - c0) as f64 * 1e-9,
+            stage_s[it as usize],
+        ));
         read_s.push((READ_NS.load(Ordering::Relaxed) - r0) as f64 * 1e-9);
         write_s.push((WRITE_NS.load(Ordering::Relaxed) - w0) as f64 * 1e-9);
 
@@ -1098,8 +1125,18 @@ pub fn run<K: Kernel>(
         if let Some((at, profile)) = &ck.auto {
             let replan_now = watch.as_mut().is_some_and(|w| w.replan_at == Some(it + 1));
             if it + 1 == *at || replan_now {
+                // A plan on a fresh recording: the sensor's base is the
+                // share this rank had while it was recorded.
+                let inst = mheta_live::instrumented_iterations();
+                let recorded = if replan_now {
+                    (it + 1).saturating_sub(inst.end - inst.start)..it + 1
+                } else {
+                    inst
+                };
+                base_share = adapt::median_share(&shares, recorded);
+                applied.clear();
                 let r = plan_and_move(
-                    world, &mut slot, &mut mover, &mut ctx, &mut decl, profile, it, iters,
+                    world, &mut slot, &mut mover, &mut ctx, &mut decl, profile, it, iters, None,
                 )?;
                 if r.moved {
                     moved.push(it);
@@ -1119,7 +1156,48 @@ pub fn run<K: Kernel>(
                     w.planned(world, it, expected, &busy, replan_now, move_s);
                 }
             } else if let Some(w) = watch.as_mut() {
-                match w.observe(world, it, iters, times[it as usize], stage_s[it as usize]) {
+                let mut verdict =
+                    w.observe(world, it, iters, times[it as usize], stage_s[it as usize]);
+                // A drift asks the in-run sensor first: has a rank's CPU
+                // share changed since its trace was recorded (another job
+                // came or went)? Then plan on the sensed slowdowns with
+                // the slowdown model, without recording again.
+                if let Some(adapt::Verdict::Drift(drift)) = &verdict
+                    && it + 1 + adapt::WINDOW as u64 <= iters
+                {
+                    let window = (it + 1).saturating_sub(adapt::WINDOW as u64)..it + 1;
+                    let sensed = adapt::sensed_slowdowns(world, base_share, &shares, window);
+                    if adapt::load_changed(&sensed, &applied) {
+                        applied = sensed.iter().map(|s| s.mean).collect();
+                        let r = plan_and_move(
+                            world,
+                            &mut slot,
+                            &mut mover,
+                            &mut ctx,
+                            &mut decl,
+                            profile,
+                            it,
+                            iters,
+                            Some(sensed),
+                        )?;
+                        if r.moved {
+                            moved.push(it);
+                        }
+                        let expected = if r.moved {
+                            r.predicted_chosen_s
+                        } else {
+                            r.predicted_from_s
+                        };
+                        let move_s = r.measured_move_s.filter(|_| r.moved);
+                        w.planned(world, it, expected, &r.predicted_busy_s, true, move_s);
+                        if let Some(a) = auto_report.as_mut() {
+                            a.drifts.push(drift.clone());
+                            a.replans.push(r);
+                        }
+                        verdict = None;
+                    }
+                }
+                match verdict {
                     Some(adapt::Verdict::Drift(drift))
                         if it
                             + 1
@@ -1216,6 +1294,10 @@ pub fn run<K: Kernel>(
         "out_of_core": st.out_of_core,
         "icla_bytes": st.icla_bytes,
         "stage_s": med(&stage_s, 0, iters),
+        // The in-run CPU sensor: this rank's CPU share in its stages,
+        // median over the run, and per iteration.
+        "cpu_share": adapt::median_share(&shares, 0..iters),
+        "cpu_shares": shares,
         "read_s": med(&read_s, 0, iters),
         "write_s": med(&write_s, 0, iters),
         // Per iteration, stage time outside the reads and writes (the

@@ -398,6 +398,7 @@ fn plan(st: &mut State, remaining: u64) -> Result<(mheta_live::Plan, CString), S
         &profile,
         remaining,
         None,
+        None,
     )
     .map_err(|e| e.to_string())?;
     let mut j = serde_json::json!({

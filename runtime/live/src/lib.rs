@@ -193,6 +193,10 @@ pub struct Plan {
 /// distribution to run on. Collective over `world`. `rebuild_s_per_row`:
 /// what each rank took per row to build its arrays, for pricing a move
 /// through disk ([`Model::rebuild_s_per_row`]); None when not measured.
+/// `cpu_slowdown`: per rank, the CPU slowdown sensed since the trace was
+/// recorded (seed 000 eq. 1: its computation and message overheads run
+/// that many times slower; mean ± sd over the sensing window); None: the
+/// nodes are as they were when recorded.
 pub fn plan_in_run(
     world: &SimpleCommunicator,
     app: &AppDecl,
@@ -200,6 +204,7 @@ pub fn plan_in_run(
     profile: &Path,
     remaining: u64,
     rebuild_s_per_row: Option<&[f64]>,
+    cpu_slowdown: Option<&[mheta_runtime::stoch::Stoch]>,
 ) -> Result<Plan, LiveError> {
     let traces = gather_traces(world, dir)?;
     let p = world.size() as usize;
@@ -221,6 +226,14 @@ pub fn plan_in_run(
             let prof = ClusterProfile::load(profile).map_err(|e| e.to_string())?;
             let mut m = Model::new(&traces, app.clone(), &prof).map_err(|e| e.to_string())?;
             m.rebuild_s_per_row = rebuild_s_per_row.map(<[f64]>::to_vec);
+            if let Some(sd) = cpu_slowdown {
+                let mut load = mheta_runtime::slowdown::Slowdowns::dedicated(p);
+                load.cpu = sd.to_vec();
+                for h in &mut load.how {
+                    *h = "sensed in the run".into();
+                }
+                m = m.with_load(load);
+            }
             let now = Dist(app.dist.clone());
             let cur = m.predict(&now).map_err(|e| e.to_string())?;
             let f = search::gbs(&m).map_err(|e| e.to_string())?;
