@@ -4,6 +4,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 use mheta_profile::{ClusterProfile, ModeChoice};
 use mheta_runtime::{Dist, Model};
+use mheta_runtime::slowdown::LocalRule;
 use mheta_runtime::{analysis, search};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -123,6 +124,27 @@ enum Cmd {
         profile: Option<PathBuf>,
         /// JSON instead of tables (traces: one object with the app
         /// declaration and ranks; profile: the profile itself).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the slowdowns a load description means for each rank, by both
+    /// local-slowdown rules (seed 000 eq. 2 as published, and under
+    /// processor sharing), without a trace: what a job's computation on
+    /// each node is stretched by (eq. 1: X = X_ded · sd).
+    ///
+    /// Example: mheta slowdown --load load.toml --np 2
+    Slowdown {
+        /// Load description (TOML or JSON) or a `mheta sense` file.
+        #[arg(long, value_name = "FILE")]
+        load: PathBuf,
+        /// Ranks of the job.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+        np: u64,
+        /// Dedicated length of the run, seconds: a load that switches
+        /// modes is averaged over it.
+        #[arg(long, default_value_t = 60.0)]
+        run_s: f64,
+        /// One JSON object on stdout instead of a table.
         #[arg(long)]
         json: bool,
     },
@@ -812,6 +834,47 @@ fn main() {
                                 );
                             }
                         }
+                    }
+                }
+                Ok(0)
+            }
+            Cmd::Slowdown {
+                load,
+                np,
+                run_s,
+                json,
+            } => {
+                let name = load.display().to_string();
+                let mut out = Vec::new();
+                for rule in [LocalRule::Sharing, LocalRule::Paper] {
+                    let spec = loaded::read(&load, Some(rule))?;
+                    out.push(spec.resolve(np as usize, run_s, &name)?);
+                }
+                if json {
+                    let ranks: Vec<serde_json::Value> = (0..np as usize)
+                        .map(|r| {
+                            serde_json::json!({
+                                "rank": r,
+                                "sharing": loaded::json(out[0].cpu[r]),
+                                "paper": loaded::json(out[1].cpu[r]),
+                                "how": out[0].how[r],
+                            })
+                        })
+                        .collect();
+                    println!("{}", serde_json::json!({"load": name, "ranks": ranks}));
+                } else {
+                    println!(
+                        "{:>5} {:>22} {:>22}  how",
+                        "rank", "sharing (mean ± 2σ)", "eq. 2 (mean ± 2σ)"
+                    );
+                    for r in 0..np as usize {
+                        println!(
+                            "{:>5} {:>22} {:>22}  {}",
+                            r,
+                            format!("{:.4}", out[0].cpu[r]),
+                            format!("{:.4}", out[1].cpu[r]),
+                            out[0].how[r]
+                        );
                     }
                 }
                 Ok(0)

@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Seed 004's stochastic predictions on this machine: serial sor runs under
+bursty load that switches modes, predicted as mean ± 2σ from sensed CPU
+availability. Driven by scripts/stochastic-study.sh.
+
+1. Dedicated runs of each size (pinned to core 0): their mean ± sd.
+2. `mheta load` starts a bursty load on core 0: one hog switching on and
+   off with exponential dwells (random, seeded), and runs all through.
+3. `mheta sense` samples core 0's CPU availability for a while: modes
+   (1 and 0.5), their time shares and dwells, written as a load
+   description (`--ranks 0:0`).
+4. For each size, `mheta slowdown --load SENSE --run-s T` gives the CPU
+   slowdown of a run of T dedicated seconds as mean ± sd: the mixture of
+   modes averaged over the run's window (seed 004 sec. 2.1.2 with the
+   window's spread, runtime/src/stoch.rs). The prediction is the dedicated
+   time times it, seed 004 table 2's unrelated product.
+5. N runs of each size under the load, one after another: coverage is
+   the share inside mean ± 2σ; a run outside counts its distance to the
+   range relative to the run.
+A single-mode case (one hog all the time) is predicted and measured the
+same way.
+"""
+import json, os, statistics, subprocess, sys, time, platform, datetime, math
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "target", "release")
+MHETA = os.path.join(BIN, "mheta")
+OUT = sys.argv[1]
+QUICK = os.environ.get("STUDY_QUICK") == "1"
+RUNS = int(os.environ.get("STUDY_RUNS", "8" if QUICK else "30"))
+SENSE_S = 8 if QUICK else 30
+DWELL = "1.0,1.0"
+SEED = 7
+os.makedirs(OUT, exist_ok=True)
+W = os.path.join(OUT, "work")
+os.makedirs(W, exist_ok=True)
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+SIZES = [(512, 1000), (768, 800), (1024, 700)]
+
+
+def run_sor(n, iters):
+    out = subprocess.run(["taskset", "-c", "0", os.path.join(BIN, "sor"), "--n", str(n),
+                          "--iters", str(iters), "--cpu-emulation", "spin", "--wait", "poll"],
+                         env=ENV, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"stochastic-study: sor failed: {out.stderr[-2000:]}")
+    return json.loads(out.stdout)["elapsed_s"]
+
+
+def start_load(args, name):
+    ready = os.path.join(W, name + ".ready")
+    tl = os.path.join(W, name + ".timeline.json")
+    p = subprocess.Popen([MHETA, "load", "--quiet", "--cores", "0", "--timeline", tl,
+                          "--ready-file", ready] + args)
+    t0 = time.time()
+    while not os.path.exists(ready):
+        if p.poll() is not None or time.time() - t0 > 10:
+            sys.exit("stochastic-study: mheta load did not start")
+        time.sleep(0.01)
+    return p, tl
+
+
+def stop_load(p):
+    p.terminate()
+    if p.wait(timeout=10) != 0:
+        sys.exit("stochastic-study: mheta load exited non-zero")
+
+
+def sense(name):
+    f = os.path.join(W, name + ".sense.json")
+    subprocess.run([MHETA, "sense", "--cores", "0", "--duration", str(SENSE_S), "--interval", "0.1",
+                    "--ranks", "0:0", "-o", f], env=ENV, check=True, capture_output=True)
+    return f
+
+
+def slowdown(sense_file, run_s):
+    out = subprocess.run([MHETA, "slowdown", "--load", sense_file, "--np", "1",
+                          "--run-s", str(run_s), "--json"], env=ENV, capture_output=True, text=True, check=True)
+    r = json.loads(out.stdout)["ranks"][0]
+    return r["sharing"]["mean"], r["sharing"]["sd"], r["how"]
+
+
+def product(a, sa, b, sb):
+    """Seed 004 table 2, unrelated product."""
+    m = a * b
+    return m, m * math.sqrt((sa / a) ** 2 + (sb / b) ** 2)
+
+
+def study(case, load_args):
+    ded = {}
+    for n, iters in SIZES:
+        runs = [run_sor(n, iters) for _ in range(5 if QUICK else 8)]
+        ded[n] = (statistics.mean(runs), statistics.stdev(runs), runs)
+    p, tl = start_load(load_args, case)
+    try:
+        sf = sense(case)
+        cells = []
+        for n, iters in SIZES:
+            d, dsd, _ = ded[n]
+            s, ssd, how = slowdown(sf, d)
+            mean, sd = product(d, dsd, s, ssd)
+            runs = [run_sor(n, iters) for _ in range(RUNS)]
+            rows = []
+            for t in runs:
+                lo, hi = mean - 2 * sd, mean + 2 * sd
+                out = max(lo - t, t - hi, 0.0)
+                rows.append({"measured_s": t, "inside": out == 0.0, "err_outside_pct": 100.0 * out / t})
+            cells.append({"n": n, "iters": iters, "dedicated_s": d, "dedicated_sd": dsd,
+                          "slowdown": s, "slowdown_sd": ssd, "how": how,
+                          "predicted_s": mean, "predicted_sd": sd,
+                          "half_width_pct": 100.0 * 2 * sd / mean,
+                          "measured_mean_s": statistics.mean(runs),
+                          "coverage_pct": 100.0 * sum(r["inside"] for r in rows) / len(rows),
+                          "runs": rows})
+    finally:
+        stop_load(p)
+    sensed = json.load(open(sf))
+    allruns = [r for c in cells for r in c["runs"]]
+    outs = [r["err_outside_pct"] for r in allruns if not r["inside"]]
+    return {
+        "case": case, "load": load_args, "timeline": tl, "sense_file": sf,
+        "sensed_modes": sensed.get("load", {}).get("node", [{}])[0].get("cpu_avail"),
+        "cells": cells,
+        "coverage_pct": 100.0 * sum(r["inside"] for r in allruns) / len(allruns),
+        "max_err_outside_pct": max(outs) if outs else 0.0,
+        "mean_half_width_pct": statistics.mean(c["half_width_pct"] for c in cells),
+    }
+
+
+def main():
+    t0 = time.time()
+    bursty = study("bursty", ["--proc", "hog", "--levels", "0,1", "--dwell", DWELL,
+                              "--switch", "random", "--seed", str(SEED)])
+    single = study("single-mode", ["--proc", "hog"])
+    res = {
+        "command": "scripts/stochastic-study.sh " + OUT,
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "machine": f"{platform.node()}: {os.cpu_count()} cores, {platform.platform()}",
+        "emulation": "none: real contention. sor pinned to core 0 (taskset), `mheta load` hog pinned to core 0 "
+                     f"switching on and off (random, exponential dwells of mean {DWELL} s, seed {SEED}) or on all "
+                     "the time; the kernel time-shares the core (CFS). --cpu-emulation spin, uniform.",
+        "runs_per_size": RUNS,
+        "coverage_pct": bursty["coverage_pct"],
+        "max_err_outside_pct": bursty["max_err_outside_pct"],
+        "mean_half_width_pct": bursty["mean_half_width_pct"],
+        "single_mode": {k: single[k] for k in ("coverage_pct", "max_err_outside_pct", "mean_half_width_pct")},
+        "cases": [bursty, single],
+        "wall_s": time.time() - t0,
+    }
+    json.dump(res, open(os.path.join(OUT, "stochastic.json"), "w"), indent=1)
+    print(f"{'case':<12} {'n':>5} {'ded s':>7} {'slowdown (±2σ)':>16} {'pred s (±2σ)':>18} {'meas mean':>9} {'cover%':>6} {'half%':>6}")
+    for case in res["cases"]:
+        for c in case["cells"]:
+            print(f"{case['case']:<12} {c['n']:>5} {c['dedicated_s']:7.3f} {c['slowdown']:8.3f} ± {2*c['slowdown_sd']:5.3f} "
+                  f"{c['predicted_s']:9.3f} ± {2*c['predicted_sd']:6.3f} {c['measured_mean_s']:9.3f} {c['coverage_pct']:6.1f} {c['half_width_pct']:6.1f}")
+    print(f"bursty: coverage {res['coverage_pct']:.1f}% of {3*RUNS} runs, max error outside {res['max_err_outside_pct']:.1f}%, "
+          f"mean half-width {res['mean_half_width_pct']:.1f}%; single mode: coverage {single['coverage_pct']:.1f}%, "
+          f"max outside {single['max_err_outside_pct']:.1f}%, half-width {single['mean_half_width_pct']:.1f}%")
+    print(f"emulation: {res['emulation']}")
+    print(f"wrote {os.path.join(OUT, 'stochastic.json')} in {res['wall_s']:.0f} s")
+
+
+main()
