@@ -69,14 +69,16 @@ pub fn predict_stochastic(m: &Model, d: &Dist) -> Result<StochPrediction, ModelE
 /// Clark's Max over ranks, ranks on one node fully correlated: a node's
 /// ranks fold with ρ = 1 first, then the nodes with ρ = 0.
 fn max_related(xs: &[(Stoch, usize)]) -> Stoch {
-    let mut nodes: Vec<(usize, Stoch)> = Vec::new();
+    // Node ids are below 2p ([`crate::slowdown::Slowdowns::node_of`]).
+    let mut nodes: Vec<Option<Stoch>> = vec![None; 2 * xs.len() + 1];
     for &(x, n) in xs {
-        match nodes.iter_mut().find(|(m, _)| *m == n) {
-            Some((_, acc)) => *acc = acc.max_corr(x, 1.0),
-            None => nodes.push((n, x)),
-        }
+        let slot = &mut nodes[n.min(2 * xs.len())];
+        *slot = Some(match *slot {
+            Some(acc) => acc.max_corr(x, 1.0),
+            None => x,
+        });
     }
-    Stoch::max_of(nodes.into_iter().map(|(_, s)| s)).unwrap_or(Stoch::ZERO)
+    Stoch::max_of(nodes.into_iter().flatten()).unwrap_or(Stoch::ZERO)
 }
 
 /// A plan and what it is predicted to take.
