@@ -708,8 +708,8 @@ mod tests {
         assert!((s.cpu[0].mean - 2.6256).abs() < 1e-4);
         assert!((s.cpu[1].mean - 2.0).abs() < 0.01 && s.cpu[1].sd > 0.0);
         assert_eq!(s.cpu[2], Stoch::point(1.0));
-        assert_eq!(s.net[1 * 3 + 2].mean, 2.0);
-        assert_eq!(s.net[0 * 3 + 2].mean, 1.0);
+        assert_eq!(s.net[3 + 2].mean, 2.0);
+        assert_eq!(s.net[2].mean, 1.0);
         let bad = "[[node]]\nranks = [5]\n";
         let e = LoadSpec::parse(bad, "b.toml")
             .expect("parses")
