@@ -172,10 +172,10 @@ impl std::str::FromStr for LocalRule {
     }
 }
 
-/// `E[1 / (base + N)]` where N counts the successes of independent
-/// Bernoulli trials with probabilities `q` (the O(p²) count distribution
-/// of [`activity_probabilities`]).
-fn inv_count(q: &[f64], base: f64) -> f64 {
+/// `E[f(N)]` where N counts the successes of independent Bernoulli
+/// trials with probabilities `q` (the O(p²) count distribution of
+/// [`activity_probabilities`]).
+fn expect_count(q: &[f64], f: impl Fn(f64) -> f64) -> f64 {
     let mut dist = vec![1.0];
     for &p in q {
         let mut next = vec![0.0; dist.len() + 1];
@@ -185,7 +185,7 @@ fn inv_count(q: &[f64], base: f64) -> f64 {
         }
         dist = next;
     }
-    dist.iter().enumerate().map(|(i, p)| p / (base + i as f64)).sum()
+    dist.iter().enumerate().map(|(i, p)| p * f(i as f64)).sum()
 }
 
 /// Seed 000 eq. 2's question answered under processor sharing (our
@@ -216,7 +216,26 @@ fn inv_count(q: &[f64], base: f64) -> f64 {
 /// (O(p²) each, O(p³) an iteration). It reduces to eq. 2 for one
 /// competitor and for hogs.
 pub fn local_slowdown_sharing(comps: &[Competitor], delay: &DelayComm, k: f64) -> f64 {
+    local_slowdown_shared_node(comps, delay, k, 1, 1.0)
+}
+
+/// [`local_slowdown_sharing`] on a node whose `cpus` CPUs (cores, or a
+/// fraction of one) are shared by `ranks` of the job's processes and the
+/// competitors: a runnable task's rate is `min(1, (cpus - U) / (ranks +
+/// N))`, the job's dedicated rate `min(1, cpus / ranks)`. One rank on one
+/// CPU is seed 000's node; two ranks pinned to one core beside a hog run
+/// at a third of it each instead of half (slowdown 1.5); four ranks on a
+/// four-core node with one hog, `4/5` each (1.25).
+pub fn local_slowdown_shared_node(
+    comps: &[Competitor],
+    delay: &DelayComm,
+    k: f64,
+    ranks: usize,
+    cpus: f64,
+) -> f64 {
     let p = comps.len();
+    let own = ranks.max(1) as f64;
+    let cpus = if cpus > 0.0 { cpus } else { own };
     if p == 0 {
         return 1.0;
     }
@@ -236,14 +255,17 @@ pub fn local_slowdown_sharing(comps: &[Competitor], delay: &DelayComm, k: f64) -
             .map(|(_, x)| *x)
             .collect()
     };
-    // E[(1 - U_S) / (base + N_S)] over the competitors not in `skip`.
+    // E[min(1, (cpus - U_S) / (base + N_S))] over the competitors not in
+    // `skip`, linear in U where the CPUs are all taken (base + N >= cpus;
+    // with CPUs to spare, communication takes from the spare ones).
     let rate = |q: &[f64], s: &[f64], skip: &[usize], base: f64| -> f64 {
-        let mut r = inv_count(&others(q, skip), base);
+        let mut r = expect_count(&others(q, skip), |n| (cpus / (base + n)).min(1.0));
         for i in (0..p).filter(|i| !skip.contains(i)) {
             if s[i] > 0.0 && u[i] > 0.0 {
                 let mut sk = skip.to_vec();
                 sk.push(i);
-                r -= u[i] * s[i] * inv_count(&others(q, &sk), base);
+                let full = |n: f64| if base + n >= cpus { 1.0 / (base + n) } else { 0.0 };
+                r -= u[i] * s[i] * expect_count(&others(q, &sk), full);
             }
         }
         r.max(1e-9)
@@ -252,7 +274,7 @@ pub fn local_slowdown_sharing(comps: &[Competitor], delay: &DelayComm, k: f64) -
         let mut change: f64 = 0.0;
         let (mut nq, mut ns) = (q.clone(), s.clone());
         for j in 0..p {
-            let r = rate(&q, &s, &[j], 2.0);
+            let r = rate(&q, &s, &[j], own + 1.0);
             let busy = c[j] / r;
             let cycle = busy + m[j] + idle[j];
             if cycle > 0.0 {
@@ -270,7 +292,7 @@ pub fn local_slowdown_sharing(comps: &[Competitor], delay: &DelayComm, k: f64) -
             break;
         }
     }
-    1.0 / rate(&q, &s, &[], 1.0)
+    (cpus / own).min(1.0) / rate(&q, &s, &[], own)
 }
 
 /// Seed 000 eq. 3: `sd_{a->b} = ib_{a->b} / cb_{a->b}`.
@@ -317,6 +339,11 @@ pub fn aggregate_constraint(f_loaded: &[f64], f_ded: &[f64], w: &[f64], sd: &[f6
 pub struct NodeLoad {
     /// The job's ranks on this node.
     pub ranks: Vec<usize>,
+    /// CPUs (cores) the node's ranks and competitors share (default: one
+    /// per listed rank). A node described as one core holding two ranks
+    /// and a pinned competitor: `cpus = 1`.
+    #[serde(default)]
+    pub cpus: Option<f64>,
     /// Competing processes (seed 000 eq. 2).
     #[serde(default)]
     pub competitors: Vec<Competitor>,
@@ -483,10 +510,12 @@ impl LoadSpec {
                         "competitors (eq. 2)",
                     ),
                     LocalRule::Sharing => (
-                        local_slowdown_sharing(
+                        local_slowdown_shared_node(
                             &node.competitors,
                             &self.delay_comm,
                             node.competitor_bw,
+                            node.ranks.len().max(1),
+                            node.cpus.unwrap_or(node.ranks.len().max(1) as f64),
                         ),
                         "competitors (eq. 2, shared CPU)",
                     ),
@@ -638,6 +667,27 @@ mod tests {
             t += dt;
         }
         t / job
+    }
+
+    /// Ranks sharing a node's CPUs with competitors.
+    #[test]
+    fn shared_node() {
+        let d = DelayComm::Constant(0.0);
+        let hog = [Competitor::hog()];
+        // Two ranks pinned to one core beside a hog: 1/3 each, not 1/2.
+        let s = local_slowdown_shared_node(&hog, &d, 0.0, 2, 1.0);
+        assert!((s - 1.5).abs() < 1e-9, "{s}");
+        // Four ranks on four cores, one hog: 4/5 each.
+        let s = local_slowdown_shared_node(&hog, &d, 0.0, 4, 4.0);
+        assert!((s - 1.25).abs() < 1e-9, "{s}");
+        // Two ranks on four cores: the hog takes a spare core.
+        assert!((local_slowdown_shared_node(&hog, &d, 0.0, 2, 4.0) - 1.0).abs() < 1e-9);
+        // The default node is seed 000's.
+        let one = [Competitor::cycling(0.6, 0.4, Some(0.3))];
+        assert_eq!(
+            local_slowdown_shared_node(&one, &d, 0.0, 1, 1.0),
+            local_slowdown_sharing(&one, &d, 0.0)
+        );
     }
 
     /// Against the simulation, over the study's range of mixes: the
