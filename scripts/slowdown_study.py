@@ -4,9 +4,18 @@ of real kernels under real contention. Driven by scripts/slowdown-study.sh.
 
 For each configuration of 1-3 `mheta load` generators pinned to core 0 (their
 echo peers on core 1), runs a serial sor pinned to core 0 and a 2-rank jacobi
-(rank 0 on core 0, rank 1 on core 1), dedicated and loaded, interleaved
-(D L1 D L2 D ... so that every loaded run has a dedicated run on each side),
-and predicts the slowdown with mheta: each generator is first measured alone
+(rank 0 on core 0, rank 1 on core 1) while the generators switch on and off
+every second (a scripted level), and compares the iterations run with the
+load on against those run with it off, in the same run: this VM's vCPUs
+change speed by themselves by up to 2x within seconds, so dedicated and
+loaded runs one after another differ by as much as the effect measured,
+while windows a second apart see the same speed. Each iteration is placed
+by its midpoint on the generator's timeline and left out within 60 ms of a
+switch; measured slowdown = mean iteration time with the load on over the
+mean with it off. The noise floor is the same ratio between the odd and
+the even off-windows.
+
+mheta predicts the slowdown: each generator is first measured alone
 (its dedicated compute and communication fractions and the CPU its
 communication takes, from its timeline), the load description goes to
 `mheta slowdown` (sor: rank 0's local slowdown) and to `mheta predict --load`
@@ -20,7 +29,7 @@ BIN = os.path.join(ROOT, "target", "release")
 MHETA = os.path.join(BIN, "mheta")
 OUT = sys.argv[1]
 QUICK = os.environ.get("STUDY_QUICK") == "1"
-REPS = int(os.environ.get("STUDY_REPS", "1" if QUICK else "2"))
+REPS = int(os.environ.get("STUDY_REPS", "1"))
 os.makedirs(OUT, exist_ok=True)
 W = os.path.join(OUT, "work")
 os.makedirs(W, exist_ok=True)
@@ -43,11 +52,14 @@ CONFIGS = [
 ]
 if QUICK:
     CONFIGS = [CONFIGS[0], CONFIGS[4], CONFIGS[8]]
-# (app, n, iters, ranks): about 1.5-2 s dedicated each.
-APPS = [("sor", 768, 1600, 1), ("sor", 1536, 400, 1),
-        ("jacobi", 1024, 600, 2), ("jacobi", 2048, 220, 2)]
+# (app, n, iters, ranks): about 6 s dedicated each, so that with the load
+# on half the time a run lasts 9-15 s, five or more on/off periods.
+APPS = [("sor", 768, 5000, 1), ("sor", 1536, 1300, 1),
+        ("jacobi", 1024, 1800, 2), ("jacobi", 2048, 700, 2)]
 if QUICK:
-    APPS = [("sor", 768, 800, 1), ("jacobi", 1024, 300, 2)]
+    APPS = [("sor", 768, 2000, 1), ("jacobi", 1024, 800, 2)]
+DWELL = 1.0   # seconds on, seconds off
+GUARD = 0.06  # seconds around a switch left out
 
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 
@@ -66,17 +78,46 @@ def app_cmd(app, n, iters, np_):
 
 
 def run_app(app, n, iters, np_):
-    out = subprocess.run(app_cmd(app, n, iters, np_), env=ENV, capture_output=True, text=True)
+    out = subprocess.run(app_cmd(app, n, iters, np_), env=dict(ENV, MHETA_DEBUG_TIMES="1"),
+                         capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"slowdown-study: {app} failed: {out.stderr[-2000:]}")
-    r = json.loads(out.stdout)
-    return r["elapsed_s"]
+    return json.loads(out.stdout)
+
+
+def on_off(report, timeline):
+    """Mean iteration time with the load on and off, and the off-windows'
+    odd/even ratio (noise floor)."""
+    tl = json.load(open(timeline))
+    t0 = tl["start_unix_s"]
+    sw = [(x["t_s"] + t0, x["level"]) for x in tl["bursty"]["switches"]]
+    t = report["loop_start_unix_s"]
+    on, off = [], {0: [], 1: []}
+    for d in report["iter_times_s"][1:]:
+        mid, t = t + d / 2, t + d
+        k = max((i for i, (ts, _) in enumerate(sw) if ts <= mid), default=None)
+        if k is None:
+            continue
+        near = min(abs(mid - ts) for ts, _ in sw)
+        if near < GUARD or (k + 1 < len(sw) and sw[k + 1][0] - mid < GUARD):
+            continue
+        if sw[k][1] > 0:
+            on.append(d)
+        else:
+            off[k // 2 % 2].append(d)
+    alloff = off[0] + off[1]
+    if len(on) < 20 or len(alloff) < 20:
+        sys.exit(f"slowdown-study: too few iterations on ({len(on)}) or off ({len(alloff)})")
+    mean = lambda v: sum(v) / len(v)
+    noise = abs(mean(off[0]) / mean(off[1]) - 1.0) if off[0] and off[1] else None
+    return mean(on) / mean(alloff), noise, len(on), len(alloff)
 
 
 class Load:
-    """`mheta load` running beside the job, stopped with SIGTERM."""
+    """`mheta load` running beside the job, stopped with SIGTERM; with
+    `switching`, all its processes on for DWELL s, off for DWELL s."""
 
-    def __init__(self, gens, timeline, duration=None):
+    def __init__(self, gens, timeline, duration=None, switching=False):
         ready = timeline + ".ready"
         cmd = [MHETA, "load", "--quiet", "--cores", "0", "--peer-core", "1",
                "--timeline", timeline, "--ready-file", ready]
@@ -84,6 +125,8 @@ class Load:
             cmd += ["--proc", spec(g)]
         if duration:
             cmd += ["--duration", str(duration)]
+        if switching:
+            cmd += ["--levels", f"0,{len(gens)}", "--dwell", str(DWELL), "--switch", "scripted"]
         self.p = subprocess.Popen(cmd)
         t0 = time.time()
         while not os.path.exists(ready):
@@ -153,16 +196,18 @@ def main():
     ded_pairs = []
     for (app, n, iters, np_) in APPS:
         cells = {i: [] for i in range(len(CONFIGS))}
+        counts = {i: [] for i in range(len(CONFIGS))}
         for rep in range(REPS):
-            prev = run_app(app, n, iters, np_)
             for i, cfg in enumerate(CONFIGS):
-                ld = Load(cfg, os.path.join(W, f"run-{app}-{n}-{i}-{rep}.json"))
-                loaded = run_app(app, n, iters, np_)
+                tl = os.path.join(W, f"run-{app}-{n}-{i}-{rep}.json")
+                ld = Load(cfg, tl, switching=True)
+                rep_json = run_app(app, n, iters, np_)
                 ld.stop()
-                nxt = run_app(app, n, iters, np_)
-                ded_pairs.append(abs(nxt / prev - 1.0))
-                cells[i].append(loaded / ((prev + nxt) / 2.0))
-                prev = nxt
+                ratio, noise, n_on, n_off = on_off(rep_json, tl)
+                cells[i].append(ratio)
+                counts[i].append([n_on, n_off])
+                if noise is not None:
+                    ded_pairs.append(noise)
         for i, cfg in enumerate(CONFIGS):
             cals = [cal[g] for g in cfg]
             desc = load_desc(cals, np_)
@@ -184,7 +229,7 @@ def main():
                 "generators": [c["spec"] for c in cals],
                 "load": [{k: round(v, 4) for k, v in c.items() if k != "spec"} for c in cals],
                 "predicted": pred, "predicted_paper": pred_paper,
-                "measured": meas, "measured_runs": cells[i],
+                "measured": meas, "measured_runs": cells[i], "iterations_on_off": counts[i],
                 "err_pct": 100.0 * abs(pred - meas) / meas,
                 "err_paper_pct": 100.0 * abs(pred_paper - meas) / meas,
             })
@@ -195,9 +240,10 @@ def main():
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "machine": f"{platform.node()}: {os.cpu_count()} cores, {platform.platform()}",
         "emulation": "none: real contention. `mheta load` generators (threads) pinned to core 0 beside the "
-                     "job's rank on core 0, their echo peers on core 1 beside jacobi's rank 1; the kernel "
-                     "time-shares the cores (CFS). Kernels: --cpu-emulation spin on uniform (no extra work, "
-                     "no cgroup), --wait poll.",
+                     "job's rank on core 0, their echo peers on core 1 beside jacobi's rank 1, switched on and "
+                     f"off every {DWELL} s; the kernel time-shares the cores (CFS). Kernels: --cpu-emulation "
+                     "spin on uniform (no extra work, no cgroup), --wait poll. Measured: iterations with the "
+                     "load on against those with it off, in the same run.",
         "cycle": CYCLE, "reps": REPS,
         "rows": rows,
         "mean_err_pct": statistics.mean(errs), "max_err_pct": max(errs),
@@ -213,7 +259,7 @@ def main():
         print(f"{r['app']:<7} {r['n']:>5} {r['np']:>2}  {g:<38} {r['predicted']:6.3f} {r['predicted_paper']:6.3f} {r['measured']:6.3f} {r['err_pct']:5.1f} {r['err_paper_pct']:5.1f}")
     print(f"mean error {res['mean_err_pct']:.1f}%, max {res['max_err_pct']:.1f}% "
           f"(eq. 2 as published: mean {res['paper_rule']['mean_err_pct']:.1f}%, max {res['paper_rule']['max_err_pct']:.1f}%); "
-          f"noise floor (consecutive dedicated runs) median {res['noise_floor_pct']:.1f}%, max {res['noise_floor_max_pct']:.1f}%")
+          f"noise floor (odd against even off-windows of a run) median {res['noise_floor_pct']:.1f}%, max {res['noise_floor_max_pct']:.1f}%")
     print(f"emulation: {res['emulation']}")
     print(f"wrote {os.path.join(OUT, 'slowdown.json')} in {res['wall_s']:.0f} s")
 

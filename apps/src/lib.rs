@@ -1076,6 +1076,7 @@ pub fn run<K: Kernel>(
         .filter(|_| c.replan_threshold > 0.0)
         .map(|_| adapt::Watch::new(c.replan_threshold / 100.0));
     let t_start = Instant::now();
+    let loop_start_unix_s = adapt::unix_now();
     for it in 0..iters {
         let (s0, r0, w0, c0) = (
             STAGE_NS.load(Ordering::Relaxed),
@@ -1386,7 +1387,10 @@ pub fn run<K: Kernel>(
             "auto": auto_report,
         });
         if std::env::var_os("MHETA_DEBUG_TIMES").is_some() {
+            // With when the loop began on rank 0's clock, to set the
+            // iterations beside another program's timeline.
             report["iter_times_s"] = json!(job_times);
+            report["loop_start_unix_s"] = json!(loop_start_unix_s);
         }
         if let (Some(obj), Value::Object(ex)) = (report.as_object_mut(), extra) {
             obj.extend(ex);
