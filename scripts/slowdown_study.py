@@ -58,7 +58,7 @@ APPS = [("sor", 768, 5000, 1), ("sor", 1536, 1300, 1),
         ("jacobi", 1024, 1800, 2), ("jacobi", 2048, 700, 2)]
 if QUICK:
     APPS = [("sor", 768, 2000, 1), ("jacobi", 1024, 800, 2)]
-DWELL = 1.0   # seconds on, seconds off
+DWELL = 0.5   # seconds on, seconds off
 GUARD = 0.06  # seconds around a switch left out
 
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
