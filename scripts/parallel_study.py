@@ -13,7 +13,7 @@ Per app (jacobi, sor):
    over the same replay dedicated.
 3. The spectrum, run under the load: node 0's ranks given 100% down to 40%
    of Block's rows, node 1's the rest, each run's median iteration.
-4. --auto from a dedicated start, the hog arriving mid-run (a scripted
+4. --auto --replan-on sensed from a dedicated start, the hog arriving mid-run (a scripted
    `mheta load` level): the in-run sensor sees node 0's CPU share fall,
    the plan is made on the sensed slowdowns; the median iteration after
    that plan against the best of the spectrum.
@@ -123,7 +123,7 @@ def main():
             ld = Load(f"auto-{app}-{rep}", ["--levels", "0,1", "--dwell", f"{LOAD_AT},100000", "--switch", "scripted"])
             env = dict(ENV, MHETA_DEBUG_TIMES="1")
             r = run([MHETA, "run", "--trace-dir", os.path.join(W, f"auto-{app}-{rep}"), "--"]
-                    + cmd(app, n, iters * 4, ["--auto", "--profile", prof]), env=env)
+                    + cmd(app, n, iters * 4, ["--auto", "--replan-on", "sensed", "--profile", prof]), env=env)
             ld.stop()
             a = r["auto"]
             sensed = [p for p in a["replans"] if p.get("sensed_slowdown")]

@@ -373,7 +373,7 @@ pub fn median_share(shares: &[Option<f64>], range: std::ops::Range<u64>) -> Opti
 }
 
 /// Every rank's CPU slowdown since its base share: over the iterations
-/// `window`, mean ± sd of `base / share` per iteration (collective: one
+/// `window`, median ± sd of `base / share` per iteration (collective: one
 /// allgather). A rank without a share in the window or a base counts as
 /// unchanged (1 ± 0).
 pub fn sensed_slowdowns(
@@ -392,10 +392,13 @@ pub fn sensed_slowdowns(
     let mine = if ratios.is_empty() {
         [1.0, 0.0]
     } else {
+        // The median as the centre: a window that straddles a job's
+        // arrival is judged by most of its iterations.
         let n = ratios.len() as f64;
         let mean = ratios.iter().sum::<f64>() / n;
         let var = ratios.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / n;
-        [mean, var.sqrt()]
+        let mut sorted = ratios.clone();
+        [median(&mut sorted), var.sqrt()]
     };
     let mut all = vec![0.0f64; 2 * world.size() as usize];
     world.all_gather_into(&mine[..], &mut all[..]);

@@ -129,6 +129,13 @@ pub struct Common {
     /// and move again if it pays. 0 turns it off.
     #[arg(long, value_name = "PCT", default_value_t = adapt::DEFAULT_THRESHOLD_PCT)]
     pub replan_threshold: f64,
+    /// With --auto, how a drift is answered: `record` (record a few
+    /// iterations again and plan on them) or `sensed` (when a rank's CPU
+    /// share in its stages has changed by more than 15% since its trace
+    /// was recorded, plan at once on the sensed slowdowns with seed 000's
+    /// model, without recording; otherwise record).
+    #[arg(long, value_name = "HOW", default_value = "record", value_parser = ["record", "sensed"])]
+    pub replan_on: String,
     /// With --move-to: move after this many iterations (as --auto-at).
     #[arg(long, value_name = "ITER", requires = "move_to")]
     pub move_at: Option<u64>,
@@ -1066,6 +1073,7 @@ pub fn run<K: Kernel>(
     let mut shares: Vec<Option<f64>> = Vec::with_capacity(iters as usize);
     let mut base_share: Option<f64> = None;
     let mut applied: Vec<f64> = Vec::new();
+    let mut pending_sensed: Option<Vec<mheta_runtime::stoch::Stoch>> = None;
     let mut auto_report: Option<AutoReport> = None;
     // Iterations after which rows moved, and iterations recorded again.
     let mut moved: Vec<u64> = Vec::new();
@@ -1126,18 +1134,23 @@ pub fn run<K: Kernel>(
         if let Some((at, profile)) = &ck.auto {
             let replan_now = watch.as_mut().is_some_and(|w| w.replan_at == Some(it + 1));
             if it + 1 == *at || replan_now {
-                // A plan on a fresh recording: the sensor's base is the
-                // share this rank had while it was recorded.
-                let inst = mheta_live::instrumented_iterations();
-                let recorded = if replan_now {
-                    (it + 1).saturating_sub(inst.end - inst.start)..it + 1
+                let sensed = pending_sensed.take();
+                if let Some(s) = &sensed {
+                    applied = s.iter().map(|x| x.mean).collect();
                 } else {
-                    inst
-                };
-                base_share = adapt::median_share(&shares, recorded);
-                applied.clear();
+                    // A plan on a fresh recording: the sensor's base is
+                    // the share this rank had while it was recorded.
+                    let inst = mheta_live::instrumented_iterations();
+                    let recorded = if replan_now {
+                        (it + 1).saturating_sub(inst.end - inst.start)..it + 1
+                    } else {
+                        inst
+                    };
+                    base_share = adapt::median_share(&shares, recorded);
+                    applied.clear();
+                }
                 let r = plan_and_move(
-                    world, &mut slot, &mut mover, &mut ctx, &mut decl, profile, it, iters, None,
+                    world, &mut slot, &mut mover, &mut ctx, &mut decl, profile, it, iters, sensed,
                 )?;
                 if r.moved {
                     moved.push(it);
@@ -1159,41 +1172,22 @@ pub fn run<K: Kernel>(
             } else if let Some(w) = watch.as_mut() {
                 let mut verdict =
                     w.observe(world, it, iters, times[it as usize], stage_s[it as usize]);
-                // A drift asks the in-run sensor first: has a rank's CPU
-                // share changed since its trace was recorded (another job
-                // came or went)? Then plan on the sensed slowdowns with
-                // the slowdown model, without recording again.
-                if let Some(adapt::Verdict::Drift(drift)) = &verdict
-                    && it + 1 + adapt::WINDOW as u64 <= iters
+                // With `--replan-on sensed`, a drift asks the in-run sensor
+                // first: has a rank's CPU share changed since its trace was
+                // recorded (another job came or went)? Then the next
+                // iteration plans on the sensed slowdowns, without
+                // recording again.
+                if c.replan_on == "sensed"
+                    && let Some(adapt::Verdict::Drift(drift)) = &verdict
+                    && it + 2 + adapt::WINDOW as u64 <= iters
                 {
                     let window = (it + 1).saturating_sub(adapt::WINDOW as u64)..it + 1;
                     let sensed = adapt::sensed_slowdowns(world, base_share, &shares, window);
                     if adapt::load_changed(&sensed, &applied) {
-                        applied = sensed.iter().map(|s| s.mean).collect();
-                        let r = plan_and_move(
-                            world,
-                            &mut slot,
-                            &mut mover,
-                            &mut ctx,
-                            &mut decl,
-                            profile,
-                            it,
-                            iters,
-                            Some(sensed),
-                        )?;
-                        if r.moved {
-                            moved.push(it);
-                        }
-                        let expected = if r.moved {
-                            r.predicted_chosen_s
-                        } else {
-                            r.predicted_from_s
-                        };
-                        let move_s = r.measured_move_s.filter(|_| r.moved);
-                        w.planned(world, it, expected, &r.predicted_busy_s, true, move_s);
+                        w.replan_at = Some(it + 2);
+                        pending_sensed = Some(sensed);
                         if let Some(a) = auto_report.as_mut() {
                             a.drifts.push(drift.clone());
-                            a.replans.push(r);
                         }
                         verdict = None;
                     }
