@@ -38,13 +38,22 @@ ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIR
 SIZES = [(512, 1000), (768, 800), (1024, 700)]
 
 
-def run_sor(n, iters):
+def run_sor(n, iters, cpu=None):
+    """The run's loop time; with `cpu` (a list), also appends the loop's
+    own slowdown: its wall time over the CPU time it got, from the
+    in-run sensor (each iteration's CPU share in its stage), which the
+    vCPU's own speed does not move."""
     out = subprocess.run(["taskset", "-c", "0", os.path.join(BIN, "sor"), "--n", str(n),
                           "--iters", str(iters), "--cpu-emulation", "spin", "--wait", "poll"],
-                         env=ENV, capture_output=True, text=True)
+                         env=dict(ENV, MHETA_DEBUG_TIMES="1"), capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"stochastic-study: sor failed: {out.stderr[-2000:]}")
-    return json.loads(out.stdout)["elapsed_s"]
+    r = json.loads(out.stdout)
+    if cpu is not None:
+        ts, sh = r["iter_times_s"], r["ranks"][0]["cpu_shares"]
+        got = sum(t * x for t, x in zip(ts, sh) if x)
+        cpu.append(sum(t for t, x in zip(ts, sh) if x) / got)
+    return r["elapsed_s"]
 
 
 def start_load(args, name):
@@ -99,18 +108,26 @@ def study(case, load_args):
             d, dsd, _ = ded[n]
             s, ssd, how = slowdown(sf, d)
             mean, sd = product(d, dsd, s, ssd)
-            runs = [run_sor(n, iters) for _ in range(RUNS)]
+            cpu = []
+            runs = [run_sor(n, iters, cpu) for _ in range(RUNS)]
             rows = []
-            for t in runs:
+            for t, sl in zip(runs, cpu):
                 lo, hi = mean - 2 * sd, mean + 2 * sd
                 out = max(lo - t, t - hi, 0.0)
-                rows.append({"measured_s": t, "inside": out == 0.0, "err_outside_pct": 100.0 * out / t})
+                # The run's own slowdown against the predicted slowdown's
+                # range: free of the dedicated baseline and the VM's speed.
+                out_s = max((s - 2 * ssd) - sl, sl - (s + 2 * ssd), 0.0)
+                rows.append({"measured_s": t, "inside": out == 0.0, "err_outside_pct": 100.0 * out / t,
+                             "slowdown": sl, "slowdown_inside": out_s == 0.0,
+                             "slowdown_err_outside_pct": 100.0 * out_s / sl})
             cells.append({"n": n, "iters": iters, "dedicated_s": d, "dedicated_sd": dsd,
                           "slowdown": s, "slowdown_sd": ssd, "how": how,
                           "predicted_s": mean, "predicted_sd": sd,
                           "half_width_pct": 100.0 * 2 * sd / mean,
                           "measured_mean_s": statistics.mean(runs),
                           "coverage_pct": 100.0 * sum(r["inside"] for r in rows) / len(rows),
+                          "slowdown_mean": statistics.mean(r["slowdown"] for r in rows),
+                          "slowdown_coverage_pct": 100.0 * sum(r["slowdown_inside"] for r in rows) / len(rows),
                           "runs": rows})
     finally:
         stop_load(p)
@@ -123,6 +140,9 @@ def study(case, load_args):
         "cells": cells,
         "coverage_pct": 100.0 * sum(r["inside"] for r in allruns) / len(allruns),
         "max_err_outside_pct": max(outs) if outs else 0.0,
+        "slowdown_coverage_pct": 100.0 * sum(r["slowdown_inside"] for r in allruns) / len(allruns),
+        "slowdown_max_err_outside_pct": max([r["slowdown_err_outside_pct"] for r in allruns if not r["slowdown_inside"]] or [0.0]),
+        "slowdown_mean_half_width_pct": statistics.mean(200.0 * c["slowdown_sd"] / c["slowdown"] for c in cells),
         "mean_half_width_pct": statistics.mean(c["half_width_pct"] for c in cells),
     }
 
@@ -143,19 +163,29 @@ def main():
         "coverage_pct": bursty["coverage_pct"],
         "max_err_outside_pct": bursty["max_err_outside_pct"],
         "mean_half_width_pct": bursty["mean_half_width_pct"],
-        "single_mode": {k: single[k] for k in ("coverage_pct", "max_err_outside_pct", "mean_half_width_pct")},
+        "slowdown_coverage_pct": bursty["slowdown_coverage_pct"],
+        "slowdown_max_err_outside_pct": bursty["slowdown_max_err_outside_pct"],
+        "slowdown_mean_half_width_pct": bursty["slowdown_mean_half_width_pct"],
+        "single_mode": {k: single[k] for k in ("coverage_pct", "max_err_outside_pct", "mean_half_width_pct",
+                                               "slowdown_coverage_pct", "slowdown_max_err_outside_pct",
+                                               "slowdown_mean_half_width_pct")},
         "cases": [bursty, single],
         "wall_s": time.time() - t0,
     }
     json.dump(res, open(os.path.join(OUT, "stochastic.json"), "w"), indent=1)
-    print(f"{'case':<12} {'n':>5} {'ded s':>7} {'slowdown (±2σ)':>16} {'pred s (±2σ)':>18} {'meas mean':>9} {'cover%':>6} {'half%':>6}")
+    print(f"{'case':<12} {'n':>5} {'ded s':>7} {'slowdown (±2σ)':>16} {'pred s (±2σ)':>18} {'meas mean':>9} {'cover%':>6} {'half%':>6} {'meas sd':>7} {'sd cov%':>7}")
     for case in res["cases"]:
         for c in case["cells"]:
             print(f"{case['case']:<12} {c['n']:>5} {c['dedicated_s']:7.3f} {c['slowdown']:8.3f} ± {2*c['slowdown_sd']:5.3f} "
-                  f"{c['predicted_s']:9.3f} ± {2*c['predicted_sd']:6.3f} {c['measured_mean_s']:9.3f} {c['coverage_pct']:6.1f} {c['half_width_pct']:6.1f}")
+                  f"{c['predicted_s']:9.3f} ± {2*c['predicted_sd']:6.3f} {c['measured_mean_s']:9.3f} {c['coverage_pct']:6.1f} {c['half_width_pct']:6.1f} "
+                  f"{c['slowdown_mean']:7.3f} {c['slowdown_coverage_pct']:7.1f}")
     print(f"bursty: coverage {res['coverage_pct']:.1f}% of {3*RUNS} runs, max error outside {res['max_err_outside_pct']:.1f}%, "
           f"mean half-width {res['mean_half_width_pct']:.1f}%; single mode: coverage {single['coverage_pct']:.1f}%, "
           f"max outside {single['max_err_outside_pct']:.1f}%, half-width {single['mean_half_width_pct']:.1f}%")
+    print(f"the runs' own slowdown (loop wall over the CPU it got) against the predicted slowdown: bursty coverage "
+          f"{res['slowdown_coverage_pct']:.1f}%, max outside {res['slowdown_max_err_outside_pct']:.1f}%, half-width "
+          f"{res['slowdown_mean_half_width_pct']:.1f}%; single mode {single['slowdown_coverage_pct']:.1f}%, "
+          f"{single['slowdown_max_err_outside_pct']:.1f}%, {single['slowdown_mean_half_width_pct']:.1f}%")
     print(f"emulation: {res['emulation']}")
     print(f"wrote {os.path.join(OUT, 'stochastic.json')} in {res['wall_s']:.0f} s")
 
