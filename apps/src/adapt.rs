@@ -425,7 +425,14 @@ mod sense_tests {
         assert_eq!(stage_share(0.5, 1.0), Some(0.5));
         assert_eq!(stage_share(1.2, 1.0), Some(1.0));
         assert_eq!(stage_share(0.0, 1.0), None);
-        let sh = [Some(1.0), Some(0.9), None, Some(0.5), Some(0.52), Some(0.48)];
+        let sh = [
+            Some(1.0),
+            Some(0.9),
+            None,
+            Some(0.5),
+            Some(0.52),
+            Some(0.48),
+        ];
         assert_eq!(median_share(&sh, 0..3), Some(1.0));
         assert_eq!(median_share(&sh, 3..6), Some(0.5));
         assert_eq!(median_share(&sh, 2..3), None);

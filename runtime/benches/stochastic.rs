@@ -47,8 +47,16 @@ fn main() {
         let m = Model::new(&traces, app(vec![rows_per; p as usize]), &profile(p)).expect("model");
         let bursty = Mixture {
             modes: vec![
-                ModeStat { value: Stoch::new(1.0, 0.02), share: 0.6, mean_dwell_s: 2.0 },
-                ModeStat { value: Stoch::new(0.5, 0.02), share: 0.4, mean_dwell_s: 2.0 },
+                ModeStat {
+                    value: Stoch::new(1.0, 0.02),
+                    share: 0.6,
+                    mean_dwell_s: 2.0,
+                },
+                ModeStat {
+                    value: Stoch::new(0.5, 0.02),
+                    share: 0.4,
+                    mean_dwell_s: 2.0,
+                },
             ],
         };
         let spec = LoadSpec {

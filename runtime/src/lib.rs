@@ -12,10 +12,10 @@ pub mod model;
 pub mod ooc;
 pub mod redist;
 pub mod risk;
-pub mod slowdown;
-pub mod stoch;
 pub mod search;
 pub mod sense;
+pub mod slowdown;
+pub mod stoch;
 pub mod synthetic;
 
 pub use dist::Dist;

@@ -121,7 +121,11 @@ fn quantile_cost(m: &Model, d: &Dist, q: f64) -> Result<f64, ModelError> {
 
 /// The distribution `t` of the way from `a` to `b`, summing to N.
 fn between(a: &Dist, b: &Dist, t: f64) -> Dist {
-    let w: Vec<f64> = a.0.iter().zip(&b.0).map(|(&x, &y)| (1.0 - t) * x as f64 + t * y as f64).collect();
+    let w: Vec<f64> =
+        a.0.iter()
+            .zip(&b.0)
+            .map(|(&x, &y)| (1.0 - t) * x as f64 + t * y as f64)
+            .collect();
     Dist::proportional(&w, a.total())
 }
 

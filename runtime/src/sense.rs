@@ -454,8 +454,15 @@ pub fn mixture_from_series(
         let n = xs.len() as f64;
         let mean = xs.iter().sum::<f64>() / n;
         let sd = (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt();
-        let time: f64 = (0..series.len()).filter(|&i| cls[i] == m).map(|i| w[i]).sum();
-        let full: Vec<f64> = runs.iter().filter(|r| r.0 == m && !r.2).map(|r| r.1).collect();
+        let time: f64 = (0..series.len())
+            .filter(|&i| cls[i] == m)
+            .map(|i| w[i])
+            .sum();
+        let full: Vec<f64> = runs
+            .iter()
+            .filter(|r| r.0 == m && !r.2)
+            .map(|r| r.1)
+            .collect();
         let all: Vec<f64> = runs.iter().filter(|r| r.0 == m).map(|r| r.1).collect();
         let pick = if full.is_empty() { &all } else { &full };
         let dwell = pick.iter().sum::<f64>() / pick.len().max(1) as f64;
@@ -477,7 +484,11 @@ pub fn current_mode(classes: &[usize]) -> Option<usize> {
     let last = *tail.last()?;
     let count = |m: usize| tail.iter().filter(|&&c| c == m).count();
     let best = tail.iter().copied().max_by_key(|&m| count(m))?;
-    Some(if count(best) > count(last) { best } else { last })
+    Some(if count(best) > count(last) {
+        best
+    } else {
+        last
+    })
 }
 
 /// Summarise a time series `(t, value)` sampled every `interval_s`: the
@@ -650,7 +661,10 @@ impl SenseFile {
 
     /// Write atomically: a temporary file beside `path`, then rename.
     pub fn save(&self, path: &Path) -> io::Result<()> {
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let tmp = path.with_file_name(format!(".{name}.tmp{}", std::process::id()));
         std::fs::write(&tmp, self.to_json() + "\n")?;
         std::fs::rename(&tmp, path).inspect_err(|_| {
@@ -684,7 +698,9 @@ pub fn parse_ranks(s: &str, cores: &[usize]) -> Result<Vec<(usize, Vec<usize>)>,
             .parse()
             .map_err(|_| format!("{part:?}: core {c:?} is not a number"))?;
         if !cores.contains(&core) {
-            return Err(format!("{part:?}: core {core} is not sensed (--cores {cores:?})"));
+            return Err(format!(
+                "{part:?}: core {core} is not sensed (--cores {cores:?})"
+            ));
         }
         if out.iter().any(|o| o.0 == core) {
             return Err(format!("{part:?}: core {core} is listed twice"));
@@ -729,7 +745,10 @@ pub fn load_spec(file: &SenseFile, map: &[(usize, Vec<usize>)]) -> LoadSpec {
         .iter()
         .map(|(core, ranks)| {
             let c = file.cores.iter().find(|c| c.core == *core);
-            let p = file.pairs.iter().find(|p| p.core == *core && !p.samples.is_empty());
+            let p = file
+                .pairs
+                .iter()
+                .find(|p| p.core == *core && !p.samples.is_empty());
             NodeLoad {
                 ranks: ranks.clone(),
                 cpu_avail: c
@@ -789,10 +808,15 @@ fn sleep_until(t: Instant, stop: &AtomicBool) -> bool {
 /// `stop` is set. The result has no `load` ([`load_spec`]).
 pub fn sense(s: &Settings, stop: &AtomicBool) -> io::Result<SenseFile> {
     if s.cores.is_empty() {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "no cores to sense"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "no cores to sense",
+        ));
     }
     if s.interval_s.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater)
-        || s.probe_s.partial_cmp(&0.0).is_none_or(|o| o == std::cmp::Ordering::Less)
+        || s.probe_s
+            .partial_cmp(&0.0)
+            .is_none_or(|o| o == std::cmp::Ordering::Less)
     {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -825,9 +849,10 @@ pub fn sense(s: &Settings, stop: &AtomicBool) -> io::Result<SenseFile> {
     for &core in &s.cores {
         clients.push(match &peer_addr {
             Some(_) if s.bw_peer == Some(BwPeer::Core(core)) => None,
-            Some(a) => Some(BwClient::connect(a, s.bw_bytes).map_err(|e| {
-                io::Error::new(e.kind(), format!("bandwidth peer {a}: {e}"))
-            })?),
+            Some(a) => Some(
+                BwClient::connect(a, s.bw_bytes)
+                    .map_err(|e| io::Error::new(e.kind(), format!("bandwidth peer {a}: {e}")))?,
+            ),
             None => None,
         });
     }
@@ -921,7 +946,11 @@ pub fn sense(s: &Settings, stop: &AtomicBool) -> io::Result<SenseFile> {
     for (&core, r) in s.cores.iter().zip(&runs) {
         cores.push(CoreSense {
             core,
-            samples: r.cpu.iter().map(|&(t, v)| [round_sig(t, 7), round_sig(v, 6)]).collect(),
+            samples: r
+                .cpu
+                .iter()
+                .map(|&(t, v)| [round_sig(t, 7), round_sig(v, 6)])
+                .collect(),
             summary: summarize(&r.cpu, s.interval_s),
         });
         // No pair from the peer's own core (client and server would
@@ -930,16 +959,25 @@ pub fn sense(s: &Settings, stop: &AtomicBool) -> io::Result<SenseFile> {
             let ded = r.bw.iter().map(|b| b.1).fold(0.0, f64::max);
             let sl: Vec<f64> = r.bw.iter().map(|b| ded / b.1).collect();
             let m = mean(&sl);
-            let sd = (sl.iter().map(|x| (x - m).powi(2)).sum::<f64>() / sl.len().max(1) as f64).sqrt();
+            let sd =
+                (sl.iter().map(|x| (x - m).powi(2)).sum::<f64>() / sl.len().max(1) as f64).sqrt();
             let gb: Vec<(f64, f64)> = r.bw.iter().map(|&(t, b)| (t, b * 1e-9)).collect();
             pairs.push(PairSense {
                 core,
                 peer: peer.clone(),
-                samples: r.bw.iter().map(|&(t, v)| [round_sig(t, 7), round_sig(v, 6)]).collect(),
+                samples: r
+                    .bw
+                    .iter()
+                    .map(|&(t, v)| [round_sig(t, 7), round_sig(v, 6)])
+                    .collect(),
                 dedicated_bps: ded,
                 unit: "GB/s".into(),
                 summary: summarize(&gb, s.interval_s),
-                slowdown: if sl.is_empty() { Stoch::point(1.0) } else { Stoch::new(m, sd) },
+                slowdown: if sl.is_empty() {
+                    Stoch::point(1.0)
+                } else {
+                    Stoch::new(m, sd)
+                },
             });
         }
     }
@@ -987,7 +1025,9 @@ mod tests {
             for &(v, d) in visits {
                 let n = (d / dt).round() as usize;
                 for _ in 0..n {
-                    k = k.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    k = k
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
                     let u = (k >> 11) as f64 / (1u64 << 53) as f64;
                     out.push((t, v * (1.0 + 0.04 * (u - 0.5))));
                     t += dt;
@@ -1033,7 +1073,10 @@ mod tests {
         let sm = summarize(&s, 0.2);
         let m = &sm.mixture.modes;
         assert_eq!(m.len(), 2);
-        assert!((m[0].share - 0.5).abs() < 0.05 && (m[1].share - 0.5).abs() < 0.05, "{m:?}");
+        assert!(
+            (m[0].share - 0.5).abs() < 0.05 && (m[1].share - 0.5).abs() < 0.05,
+            "{m:?}"
+        );
         assert!((m[0].mean_dwell_s - 1.0).abs() < 0.2 && (m[1].mean_dwell_s - 1.0).abs() < 0.2);
     }
 
@@ -1061,7 +1104,10 @@ mod tests {
         let sm = summarize(&s, 0.05);
         let m = &sm.mixture.modes;
         assert_eq!(m.len(), 3, "{:?}", sm.dist.modes);
-        for (mode, (share, dwell)) in m.iter().zip([(0.5 / 3.0, 0.5), (1.0 / 3.0, 1.0), (0.5, 1.5)]) {
+        for (mode, (share, dwell)) in m
+            .iter()
+            .zip([(0.5 / 3.0, 0.5), (1.0 / 3.0, 1.0), (0.5, 1.5)])
+        {
             assert!((mode.share - share).abs() < 0.05, "{m:?}");
             assert!((mode.mean_dwell_s - dwell).abs() < 0.2 * dwell, "{m:?}");
         }
@@ -1128,7 +1174,9 @@ mod tests {
         let (a, b) = (&back.cores[0].summary.mixture, &f2.cores[0].summary.mixture);
         assert_eq!(a.modes.len(), 2);
         for (x, y) in a.modes.iter().zip(&b.modes) {
-            assert!((x.share - y.share).abs() < 1e-12 && (x.value.mean - y.value.mean).abs() < 1e-12);
+            assert!(
+                (x.share - y.share).abs() < 1e-12 && (x.value.mean - y.value.mean).abs() < 1e-12
+            );
         }
         assert_eq!(back.cores[0].summary.dist.modes.len(), 2);
         assert!(back.load.is_some());
@@ -1140,8 +1188,12 @@ mod tests {
         let e = SenseFile::parse("{", "bad.json").expect_err("garbled");
         assert!(e.to_string().starts_with("bad.json: not a JSON"), "{e}");
         let e = SenseFile::parse(r#"{"format":"other","version":1}"#, "o.json").expect_err("fmt");
-        assert!(e.to_string().contains("o.json") && e.to_string().contains("format"), "{e}");
-        let e = SenseFile::parse(r#"{"format":"mheta-sense","version":9}"#, "v.json").expect_err("v");
+        assert!(
+            e.to_string().contains("o.json") && e.to_string().contains("format"),
+            "{e}"
+        );
+        let e =
+            SenseFile::parse(r#"{"format":"mheta-sense","version":9}"#, "v.json").expect_err("v");
         assert!(e.to_string().contains("version 9"), "{e}");
         let e = read_sense_file(Path::new("/nonexistent/s.json")).expect_err("missing");
         assert!(e.to_string().starts_with("/nonexistent/s.json:"), "{e}");

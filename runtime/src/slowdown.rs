@@ -136,9 +136,15 @@ impl DelayComm {
 pub fn local_slowdown(comps: &[Competitor], delay: &DelayComm, k: f64) -> f64 {
     let (pp, pm) = activity_probabilities(comps);
     let cpu: f64 = pp.iter().enumerate().map(|(i, p)| p * i as f64).sum();
-    let own = comps.iter().filter(|c| c.comm > 0.0).all(|c| c.comm_cpu.is_some());
+    let own = comps
+        .iter()
+        .filter(|c| c.comm > 0.0)
+        .all(|c| c.comm_cpu.is_some());
     let comm: f64 = if own {
-        comps.iter().map(|c| c.comm * c.comm_cpu.unwrap_or(0.0)).sum()
+        comps
+            .iter()
+            .map(|c| c.comm * c.comm_cpu.unwrap_or(0.0))
+            .sum()
     } else {
         pm.iter()
             .enumerate()
@@ -167,7 +173,9 @@ impl std::str::FromStr for LocalRule {
         match s {
             "paper" => Ok(LocalRule::Paper),
             "sharing" => Ok(LocalRule::Sharing),
-            _ => Err(format!("local slowdown rule {s:?}: expected paper or sharing")),
+            _ => Err(format!(
+                "local slowdown rule {s:?}: expected paper or sharing"
+            )),
         }
     }
 }
@@ -462,7 +470,10 @@ impl Slowdowns {
     }
 
     pub fn is_dedicated(&self) -> bool {
-        self.cpu.iter().chain(&self.net).all(|s| *s == Stoch::point(1.0))
+        self.cpu
+            .iter()
+            .chain(&self.net)
+            .all(|s| *s == Stoch::point(1.0))
     }
 }
 
@@ -602,12 +613,18 @@ fn avail_slowdown(
     if mx.modes.is_empty() {
         return Err("cpu_avail has no modes".into());
     }
-    if mx.modes.iter().any(|m| !(m.value.mean > 0.0 && m.value.mean <= 1.5)) {
+    if mx
+        .modes
+        .iter()
+        .any(|m| !(m.value.mean > 0.0 && m.value.mean <= 1.5))
+    {
         return Err("cpu_avail values must be CPU shares in (0, 1]".into());
     }
-    let stays = current.and_then(|c| mx.modes.get(c)).filter(|m: &&ModeStat| {
-        m.mean_dwell_s <= 0.0 || (-run_s / (m.value.mean * m.mean_dwell_s)).exp() >= 0.9
-    });
+    let stays = current
+        .and_then(|c| mx.modes.get(c))
+        .filter(|m: &&ModeStat| {
+            m.mean_dwell_s <= 0.0 || (-run_s / (m.value.mean * m.mean_dwell_s)).exp() >= 0.9
+        });
     if let Some(m) = stays.filter(|_| mx.modes.len() > 1) {
         return Ok((m.value.recip(), "single mode (seed 004 sec. 3.1)".into()));
     }
@@ -688,14 +705,20 @@ mod tests {
             let one = [Competitor::cycling(c, m, Some(0.3))];
             let b = local_slowdown_sharing(&one, &d, 0.0);
             let exact = (2.0 * c + m) / (c + 0.7 * m);
-            assert!((b - exact).abs() < 1e-6, "comm {m}: exact {exact}, sharing {b}");
+            assert!(
+                (b - exact).abs() < 1e-6,
+                "comm {m}: exact {exact}, sharing {b}"
+            );
             assert!(local_slowdown(&one, &d, 0.0) <= exact + 1e-12);
             // Communication that would take 90% of the CPU gets its fair
             // half beside the job.
             let one = [Competitor::cycling(c, m, Some(0.9))];
             let b = local_slowdown_sharing(&one, &d, 0.0);
             let exact = (2.0 * c + m) / (c + 0.5 * m);
-            assert!((b - exact).abs() < 1e-6, "comm {m}: exact {exact}, sharing {b}");
+            assert!(
+                (b - exact).abs() < 1e-6,
+                "comm {m}: exact {exact}, sharing {b}"
+            );
         }
         for k in 1..4 {
             let hogs = vec![Competitor::hog(); k];
@@ -789,7 +812,10 @@ mod tests {
             let sim = simulate(cs, &mut rng);
             let ours = local_slowdown_sharing(&comps, &d, 0.0);
             let paper = local_slowdown(&comps, &d, 0.0);
-            assert!((ours / sim - 1.0).abs() < 0.03, "{cs:?}: sim {sim}, sharing {ours}");
+            assert!(
+                (ours / sim - 1.0).abs() < 0.03,
+                "{cs:?}: sim {sim}, sharing {ours}"
+            );
             if cs.iter().all(|c| c.2 <= 0.3) {
                 assert!(paper < sim, "{cs:?}: sim {sim}, eq. 2 {paper}");
             }
@@ -857,14 +883,25 @@ mod tests {
     fn single_mode_when_the_run_stays() {
         let mx = Mixture {
             modes: vec![
-                ModeStat { value: Stoch::new(1.0, 0.02), share: 0.5, mean_dwell_s: 100.0 },
-                ModeStat { value: Stoch::new(0.5, 0.02), share: 0.5, mean_dwell_s: 100.0 },
+                ModeStat {
+                    value: Stoch::new(1.0, 0.02),
+                    share: 0.5,
+                    mean_dwell_s: 100.0,
+                },
+                ModeStat {
+                    value: Stoch::new(0.5, 0.02),
+                    share: 0.5,
+                    mean_dwell_s: 100.0,
+                },
             ],
         };
         let (s, how) = avail_slowdown(&mx, Some(1), 2.0).expect("ok");
         assert!((s.mean - 2.0).abs() < 1e-9 && how.contains("single"));
         // A long run switches: the mixture's mean, 1/0.75.
         let (s, how) = avail_slowdown(&mx, Some(1), 2000.0).expect("ok");
-        assert!((s.mean - 1.0 / 0.75).abs() < 1e-9 && how.contains("mixture"), "{how}");
+        assert!(
+            (s.mean - 1.0 / 0.75).abs() < 1e-9 && how.contains("mixture"),
+            "{how}"
+        );
     }
 }

@@ -257,7 +257,8 @@ pub fn norm_cdf(x: f64) -> f64 {
     let t = 1.0 / (1.0 + 0.327_591_1 * z);
     let poly = t
         * (0.254_829_592
-            + t * (-0.284_496_736 + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+            + t * (-0.284_496_736
+                + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
     let erf = 1.0 - poly * (-z * z).exp();
     if x >= 0.0 {
         0.5 * (1.0 + erf)
@@ -335,7 +336,10 @@ mod tests {
         assert_eq!(Stoch::sum_related([x, y]), Stoch::new(15.0, 1.5));
         let u = Stoch::sum_unrelated([x, y]);
         assert!((u.sd - 1.25f64.sqrt()).abs() < 1e-12);
-        assert_eq!(x.mul_related(y), Stoch::new(50.0, 1.0 * 5.0 + 0.5 * 10.0 + 0.5));
+        assert_eq!(
+            x.mul_related(y),
+            Stoch::new(50.0, 1.0 * 5.0 + 0.5 * 10.0 + 0.5)
+        );
         let m = x.mul_unrelated(y);
         assert!((m.sd - 50.0 * (0.01f64 + 0.01).sqrt()).abs() < 1e-9);
         assert_eq!(x.mul_unrelated(Stoch::ZERO), Stoch::ZERO);
@@ -357,7 +361,11 @@ mod tests {
     #[test]
     fn clark_max_matches_sampling() {
         let cases = [
-            vec![Stoch::new(4.0, 0.25), Stoch::new(3.0, 1.0), Stoch::new(3.0, 0.5)],
+            vec![
+                Stoch::new(4.0, 0.25),
+                Stoch::new(3.0, 1.0),
+                Stoch::new(3.0, 0.5),
+            ],
             vec![Stoch::new(1.0, 0.1), Stoch::new(1.0, 0.1)],
             vec![Stoch::new(10.0, 0.1), Stoch::new(1.0, 0.1)],
             vec![Stoch::new(2.0, 0.3); 4],
@@ -367,12 +375,23 @@ mod tests {
             let c = Stoch::max_of(xs.iter().copied()).expect("non-empty");
             let n = 200_000;
             let s: Vec<f64> = (0..n)
-                .map(|_| xs.iter().map(|x| x.mean + x.sd * gauss(&mut r)).fold(f64::MIN, f64::max))
+                .map(|_| {
+                    xs.iter()
+                        .map(|x| x.mean + x.sd * gauss(&mut r))
+                        .fold(f64::MIN, f64::max)
+                })
                 .collect();
             let mean = s.iter().sum::<f64>() / n as f64;
             let sd = (s.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64).sqrt();
-            assert!((c.mean - mean).abs() < 0.02 * mean.abs().max(0.1), "{xs:?}: {c} vs {mean}");
-            assert!((c.sd - sd).abs() < 0.1 * sd + 0.005, "{xs:?}: sd {} vs {sd}", c.sd);
+            assert!(
+                (c.mean - mean).abs() < 0.02 * mean.abs().max(0.1),
+                "{xs:?}: {c} vs {mean}"
+            );
+            assert!(
+                (c.sd - sd).abs() < 0.1 * sd + 0.005,
+                "{xs:?}: sd {} vs {sd}",
+                c.sd
+            );
             // The paper's largest-mean choice under-predicts overlapping maxima.
             let largest = xs.iter().map(|x| x.mean).fold(f64::MIN, f64::max);
             assert!(c.mean >= largest - 1e-9);
@@ -387,8 +406,16 @@ mod tests {
     fn paper_mixture_and_window() {
         let mx = Mixture {
             modes: vec![
-                ModeStat { value: Stoch::new(1.0, 0.05), share: 0.5, mean_dwell_s: 2.0 },
-                ModeStat { value: Stoch::new(0.5, 0.05), share: 0.5, mean_dwell_s: 2.0 },
+                ModeStat {
+                    value: Stoch::new(1.0, 0.05),
+                    share: 0.5,
+                    mean_dwell_s: 2.0,
+                },
+                ModeStat {
+                    value: Stoch::new(0.5, 0.05),
+                    share: 0.5,
+                    mean_dwell_s: 2.0,
+                },
             ],
         };
         let p = mx.paper();
@@ -400,7 +427,10 @@ mod tests {
         // Short window: nearly all the spread; long window: ~ sqrt(2 tau / T).
         assert!(mx.over_window(0.01).sd > 0.99 * m.sd);
         let long = mx.over_window(400.0).sd / m.sd;
-        assert!((long - (2.0f64 / 400.0).sqrt()).abs() < 0.01 * long + 1e-4, "{long}");
+        assert!(
+            (long - (2.0f64 / 400.0).sqrt()).abs() < 0.01 * long + 1e-4,
+            "{long}"
+        );
     }
 
     /// The windowed spread against a simulated two-mode switch with
@@ -429,12 +459,24 @@ mod tests {
         let sd = (avgs.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / avgs.len() as f64).sqrt();
         let mx = Mixture {
             modes: vec![
-                ModeStat { value: Stoch::point(1.0), share: 0.5, mean_dwell_s: d },
-                ModeStat { value: Stoch::point(0.5), share: 0.5, mean_dwell_s: d },
+                ModeStat {
+                    value: Stoch::point(1.0),
+                    share: 0.5,
+                    mean_dwell_s: d,
+                },
+                ModeStat {
+                    value: Stoch::point(0.5),
+                    share: 0.5,
+                    mean_dwell_s: d,
+                },
             ],
         };
         let pred = mx.over_window(w);
         assert!((pred.mean - mean).abs() < 0.01);
-        assert!((pred.sd - sd).abs() < 0.15 * sd, "predicted {} simulated {sd}", pred.sd);
+        assert!(
+            (pred.sd - sd).abs() < 0.15 * sd,
+            "predicted {} simulated {sd}",
+            pred.sd
+        );
     }
 }

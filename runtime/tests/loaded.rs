@@ -18,7 +18,11 @@ fn tmp(name: &str, text: &str) -> PathBuf {
 }
 
 fn json(out: std::process::Output) -> serde_json::Value {
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).expect("json")
 }
 
@@ -68,7 +72,11 @@ fn bad_loads_are_named() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("mheta-no-such-load.toml"));
     let f = tmp("bad.toml", "[[node]]\nrankz = [0]\n");
-    let out = mheta().args(["slowdown", "--load"]).arg(&f).output().expect("run");
+    let out = mheta()
+        .args(["slowdown", "--load"])
+        .arg(&f)
+        .output()
+        .expect("run");
     assert!(!out.status.success());
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(e.contains("bad.toml") && e.contains("rankz"), "{e}");
@@ -81,7 +89,11 @@ fn bad_loads_are_named() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("rank 3"));
     let f = tmp("s.json", r#"{"format": "mheta-sense", "version": 1}"#);
-    let out = mheta().args(["slowdown", "--load"]).arg(&f).output().expect("run");
+    let out = mheta()
+        .args(["slowdown", "--load"])
+        .arg(&f)
+        .output()
+        .expect("run");
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no load object"));
 }

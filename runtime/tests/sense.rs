@@ -51,13 +51,26 @@ impl Drop for Hog {
 
 fn sense_core0(out: &Path, extra: &[&str]) -> sense::SenseFile {
     let o = mheta()
-        .args(["sense", "--cores", "0", "--duration", "1.5", "--interval", "0.1", "-o"])
+        .args([
+            "sense",
+            "--cores",
+            "0",
+            "--duration",
+            "1.5",
+            "--interval",
+            "0.1",
+            "-o",
+        ])
         .arg(out)
         .args(extra)
         .output()
         .expect("run mheta sense");
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{text}\n{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     assert!(text.contains("overhead"), "{text}");
     sense::read_sense_file(out).expect("sense file")
 }
@@ -82,7 +95,9 @@ fn a_hog_halves_availability_and_idle_is_near_one() {
     assert_eq!(load.nodes.len(), 1);
     assert_eq!(load.nodes[0].ranks, vec![0, 1]);
     let mx = load.nodes[0].cpu_avail.as_ref().expect("cpu_avail");
-    assert!(!mx.modes.is_empty() && (mx.modes.iter().map(|m| m.share).sum::<f64>() - 1.0).abs() < 1e-9);
+    assert!(
+        !mx.modes.is_empty() && (mx.modes.iter().map(|m| m.share).sum::<f64>() - 1.0).abs() < 1e-9
+    );
     // It parses as a load description on its own.
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&f).expect("read")).expect("json");
@@ -97,7 +112,15 @@ fn a_hog_halves_availability_and_idle_is_near_one() {
 fn bandwidth_pair_and_json() {
     let _g = CORE0.lock().unwrap_or_else(|e| e.into_inner());
     let o = mheta()
-        .args(["sense", "--cores", "0,1", "--duration", "0.6", "--interval", "0.1"])
+        .args([
+            "sense",
+            "--cores",
+            "0,1",
+            "--duration",
+            "0.6",
+            "--interval",
+            "0.1",
+        ])
         .args(["--bw-peer-core", "1", "--ranks", "0:0;1:1", "--json"])
         .output()
         .expect("run");
@@ -124,8 +147,21 @@ fn fails_naming(args: &[&str], culprit: &str) {
 
 #[test]
 fn bad_input_names_the_culprit() {
-    let base = ["sense", "--cores", "0", "--duration", "0.2", "--interval", "0.1"];
-    let with = |r: &'static str| base.iter().copied().chain(["--ranks", r]).collect::<Vec<_>>();
+    let base = [
+        "sense",
+        "--cores",
+        "0",
+        "--duration",
+        "0.2",
+        "--interval",
+        "0.1",
+    ];
+    let with = |r: &'static str| {
+        base.iter()
+            .copied()
+            .chain(["--ranks", r])
+            .collect::<Vec<_>>()
+    };
     fails_naming(&with("0:0;3:1"), "core 3 is not sensed");
     fails_naming(&with("0:0,x"), "rank \"x\"");
     fails_naming(&with("0-1"), "CORE:RANKS");
@@ -137,13 +173,26 @@ fn bad_input_names_the_culprit() {
     let garbled = tmp("garbled.json");
     std::fs::write(&garbled, "{\"format\": \"mheta-sense\", ").expect("write");
     let e = sense::read_sense_file(&garbled).expect_err("garbled");
-    assert!(e.to_string().contains("garbled.json") && e.to_string().contains("JSON"), "{e}");
+    assert!(
+        e.to_string().contains("garbled.json") && e.to_string().contains("JSON"),
+        "{e}"
+    );
     let other = tmp("other.json");
-    std::fs::write(&other, r#"{"format": "mheta-cluster-profile", "version": 2}"#).expect("write");
+    std::fs::write(
+        &other,
+        r#"{"format": "mheta-cluster-profile", "version": 2}"#,
+    )
+    .expect("write");
     let e = sense::read_sense_file(&other).expect_err("format");
-    assert!(e.to_string().contains("other.json") && e.to_string().contains("format"), "{e}");
+    assert!(
+        e.to_string().contains("other.json") && e.to_string().contains("format"),
+        "{e}"
+    );
     // An unwritable output is an error naming it.
-    fails_naming(&[&base[..], &["-o", "/nonexistent-dir/s.json"]].concat(), "/nonexistent-dir/s.json");
+    fails_naming(
+        &[&base[..], &["-o", "/nonexistent-dir/s.json"]].concat(),
+        "/nonexistent-dir/s.json",
+    );
 }
 
 /// Not a test: how many samples make stable modes. Reads the sense file
@@ -152,7 +201,9 @@ fn bad_input_names_the_culprit() {
 #[test]
 #[ignore]
 fn prefixes() {
-    let Ok(p) = std::env::var("MHETA_SENSE_FILE") else { return };
+    let Ok(p) = std::env::var("MHETA_SENSE_FILE") else {
+        return;
+    };
     let f = sense::read_sense_file(Path::new(&p)).expect("file");
     let c = &f.cores[0];
     let series: Vec<(f64, f64)> = c.samples.iter().map(|s| (s[0], s[1])).collect();
@@ -163,9 +214,20 @@ fn prefixes() {
             .mixture
             .modes
             .iter()
-            .map(|m| format!("{:.3} ({:.0}%, {:.2} s)", m.value.mean, 100.0 * m.share, m.mean_dwell_s))
+            .map(|m| {
+                format!(
+                    "{:.3} ({:.0}%, {:.2} s)",
+                    m.value.mean,
+                    100.0 * m.share,
+                    m.mean_dwell_s
+                )
+            })
             .collect();
         println!("{n:5} samples: {}", modes.join(" | "));
-        n = if n * 2 > series.len() && n < series.len() { series.len() } else { n * 2 };
+        n = if n * 2 > series.len() && n < series.len() {
+            series.len()
+        } else {
+            n * 2
+        };
     }
 }

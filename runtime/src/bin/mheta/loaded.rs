@@ -40,7 +40,9 @@ pub fn read(path: &Path, rule: Option<LocalRule>) -> Result<LoadSpec> {
 /// `m` under the load of `spec` for a run of `iters` iterations (the run's
 /// dedicated length is the window a switching load is averaged over).
 pub fn apply(m: Model, spec: &LoadSpec, iters: u64, path: &Path) -> Result<Model> {
-    let base = m.predict(&mheta_runtime::Dist(m.app.dist.clone()))?.per_iteration_s;
+    let base = m
+        .predict(&mheta_runtime::Dist(m.app.dist.clone()))?
+        .per_iteration_s;
     let s = spec.resolve(m.ranks(), base * iters as f64, &path.display().to_string())?;
     Ok(m.with_load(s))
 }
@@ -51,12 +53,17 @@ pub fn describe(s: &Slowdowns) -> Vec<String> {
     let mut out = Vec::new();
     for r in 0..p {
         if s.cpu[r] != Stoch::point(1.0) {
-            out.push(format!("rank {r}: CPU slowdown {:.3} ({})", s.cpu[r], s.how[r]));
+            out.push(format!(
+                "rank {r}: CPU slowdown {:.3} ({})",
+                s.cpu[r], s.how[r]
+            ));
         }
         for q in 0..p {
             let n = s.net[r * p + q];
             if q != r && n != Stoch::point(1.0) {
-                out.push(format!("rank {r} -> {q}: communication slowdown {n:.3} (eq. 3)"));
+                out.push(format!(
+                    "rank {r} -> {q}: communication slowdown {n:.3} (eq. 3)"
+                ));
             }
         }
     }

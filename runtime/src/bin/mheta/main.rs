@@ -3,8 +3,8 @@
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 use mheta_profile::{ClusterProfile, ModeChoice};
-use mheta_runtime::{Dist, Model};
 use mheta_runtime::slowdown::LocalRule;
+use mheta_runtime::{Dist, Model};
 use mheta_runtime::{analysis, search};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -301,7 +301,9 @@ enum Cmd {
 fn parse_quantile(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(q) if q > 0.0 && q < 1.0 => Ok(q),
-        _ => Err(format!("{s:?}: a quantile is a number strictly between 0 and 1")),
+        _ => Err(format!(
+            "{s:?}: a quantile is a number strictly between 0 and 1"
+        )),
     }
 }
 
@@ -1010,7 +1012,12 @@ fn main() {
                             p.quantile_s
                         );
                     };
-                    println!("per iteration, under load ({}):", load.as_ref().map(|l| l.display().to_string()).unwrap_or_default());
+                    println!(
+                        "per iteration, under load ({}):",
+                        load.as_ref()
+                            .map(|l| l.display().to_string())
+                            .unwrap_or_default()
+                    );
                     show("mean-optimal", &r.mean_plan);
                     show("quantile-optimal", &r.quantile_plan);
                     if r.differ {

@@ -114,7 +114,8 @@ pub fn main(a: SenseArgs) -> Result<i32> {
         eprintln!(
             "mheta sense: serving bandwidth probes on {}{} until SIGINT/SIGTERM",
             l.local_addr()?,
-            a.bw_peer_core.map_or(String::new(), |c| format!(", pinned to core {c}"))
+            a.bw_peer_core
+                .map_or(String::new(), |c| format!(", pinned to core {c}"))
         );
         if let Some(c) = a.bw_peer_core {
             sense::pin_to_core(c)?;
@@ -140,7 +141,11 @@ pub fn main(a: SenseArgs) -> Result<i32> {
         bail!("--duration {}: must be > 0", a.duration);
     }
     if a.method == Method::Probe && !(a.probe > 0.0 && a.probe < a.interval) {
-        bail!("--probe {}: must be > 0 and below --interval {}", a.probe, a.interval);
+        bail!(
+            "--probe {}: must be > 0 and below --interval {}",
+            a.probe,
+            a.interval
+        );
     }
     let map = match &a.ranks {
         Some(r) => Some(sense::parse_ranks(r, &cores).map_err(|e| anyhow::anyhow!("--ranks {e}"))?),
@@ -150,7 +155,11 @@ pub fn main(a: SenseArgs) -> Result<i32> {
         cores,
         duration_s: a.duration,
         interval_s: a.interval,
-        probe_s: if a.method == Method::Probe { a.probe } else { 0.0 },
+        probe_s: if a.method == Method::Probe {
+            a.probe
+        } else {
+            0.0
+        },
         method: a.method,
         bw_peer: match (&a.bw_peer_core, &a.bw_peer) {
             (Some(c), _) => Some(BwPeer::Core(*c)),
@@ -168,7 +177,8 @@ pub fn main(a: SenseArgs) -> Result<i32> {
         f.load = Some(sense::load_spec(&f, m));
     }
     if let Some(o) = &a.output {
-        f.save(o).with_context(|| format!("cannot write {}", o.display()))?;
+        f.save(o)
+            .with_context(|| format!("cannot write {}", o.display()))?;
     }
     if a.json {
         println!("{}", f.to_json());
@@ -292,7 +302,11 @@ fn table(f: &SenseFile) -> String {
         );
     }
     if let Some(l) = &f.load {
-        let _ = writeln!(o, "load for `mheta predict --load`: {} node(s) (in the JSON file's \"load\")", l.nodes.len());
+        let _ = writeln!(
+            o,
+            "load for `mheta predict --load`: {} node(s) (in the JSON file's \"load\")",
+            l.nodes.len()
+        );
     }
     o
 }
