@@ -1271,7 +1271,7 @@ pub fn run<K: Kernel>(
         )
     };
     let work = ctx.emu.work_stats();
-    let mine = json!({
+    let mut mine = json!({
         "rank": rank,
         "cpu_ns_per_unit": work.ns_per_unit,
         "work_pieces": work.pieces,
@@ -1292,7 +1292,6 @@ pub fn run<K: Kernel>(
         // The in-run CPU sensor: this rank's CPU share in its stages,
         // median over the run (per iteration with MHETA_DEBUG_TIMES).
         "cpu_share": adapt::median_share(&shares, 0..iters),
-        "cpu_shares": std::env::var_os("MHETA_DEBUG_TIMES").map(|_| &shares),
         "read_s": med(&read_s, 0, iters),
         "write_s": med(&write_s, 0, iters),
         // Per iteration, stage time outside the reads and writes (the
@@ -1310,6 +1309,9 @@ pub fn run<K: Kernel>(
         ),
         "notes": ctx.emu.report.notes,
     });
+    if std::env::var_os("MHETA_DEBUG_TIMES").is_some() {
+        mine["cpu_shares"] = json!(shares);
+    }
     let ranks = gather_json(world, &mine);
     ctx.emu.stop();
     if let Some(a) = auto_report.as_mut() {
