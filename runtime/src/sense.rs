@@ -68,6 +68,11 @@ pub fn thread_cpu_s() -> f64 {
     clock_s(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
+/// CPU time of the whole process, seconds (`CLOCK_PROCESS_CPUTIME_ID`).
+pub fn process_cpu_s() -> f64 {
+    clock_s(libc::CLOCK_PROCESS_CPUTIME_ID)
+}
+
 /// The calling thread's kernel task id.
 pub fn gettid() -> i32 {
     // SAFETY: gettid has no arguments and cannot fail.

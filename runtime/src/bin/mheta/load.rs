@@ -101,6 +101,7 @@
 //! ```
 
 use anyhow::{Context, Result, bail};
+use mheta_runtime::sense::{pin_to_core, process_cpu_s, thread_cpu_s};
 use serde::Serialize;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -534,49 +535,6 @@ fn signal_name(sig: i32) -> &'static str {
     }
 }
 
-/// This thread's CPU time in seconds.
-fn thread_cpu() -> f64 {
-    clock_s(libc::CLOCK_THREAD_CPUTIME_ID)
-}
-
-fn clock_s(clock: libc::clockid_t) -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid out-pointer.
-    unsafe { libc::clock_gettime(clock, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
-
-/// Cores this process may run on.
-fn allowed_cores() -> Result<Vec<usize>> {
-    // SAFETY: cpu_set_t is plain data; the calls get a valid pointer/size.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            bail!("sched_getaffinity: {}", io::Error::last_os_error());
-        }
-        Ok((0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect())
-    }
-}
-
-/// Pin the calling thread to `core`.
-fn pin_to(core: usize) -> io::Result<()> {
-    // SAFETY: as above; tid 0 = the calling thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_ZERO(&mut set);
-        libc::CPU_SET(core, &mut set);
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
-
 fn check_cores(cores: &[usize], allowed: &[usize], what: &str) -> Result<()> {
     for &c in cores {
         if !allowed.contains(&c) {
@@ -884,7 +842,7 @@ struct EchoStats {
 /// (also in the middle of a burst, which is not counted) or stop. The
 /// statistics are returned also after an error.
 fn serve_echo(mut s: TcpStream, stop: &dyn Fn() -> bool) -> (EchoStats, io::Result<()>) {
-    let cpu0 = thread_cpu();
+    let cpu0 = thread_cpu_s();
     let mut st = EchoStats::default();
     if let Err(e) = setup_stream(&s) {
         return (st, Err(e));
@@ -923,7 +881,7 @@ fn serve_echo(mut s: TcpStream, stop: &dyn Fn() -> bool) -> (EchoStats, io::Resu
             }
         }
     })();
-    st.cpu_s = thread_cpu() - cpu0;
+    st.cpu_s = thread_cpu_s() - cpu0;
     match r {
         // The client may close first when we stop.
         Err(_) if stop() => (st, Ok(())),
@@ -954,7 +912,7 @@ fn worker(
     ctl: &Ctl,
 ) -> Result<ProcStats> {
     if let Some(c) = core {
-        pin_to(c).with_context(|| format!("process {i}: cannot pin to core {c}"))?;
+        pin_to_core(c).with_context(|| format!("process {i}: cannot pin to core {c}"))?;
     }
     let mut conn = match (&spec.kind, peer) {
         (Kind::Cycle { comm, .. }, Some(addr)) if *comm > 0.0 => {
@@ -966,7 +924,7 @@ fn worker(
         _ => None,
     };
     ctl.ready.fetch_add(1, Relaxed);
-    let cpu0 = thread_cpu();
+    let cpu0 = thread_cpu_s();
     let mut st = ProcStats::default();
     let mut gate = Gate::new(ctl, i);
     let stop = || ctl.stopping();
@@ -991,12 +949,12 @@ fn worker(
                     break;
                 }
                 if compute_cpu > 0.0 {
-                    let (c0, w0) = (thread_cpu(), Instant::now());
+                    let (c0, w0) = (thread_cpu_s(), Instant::now());
                     let mut paused = Duration::ZERO;
                     let mut stopped = false;
                     loop {
                         spin_chunk(&mut state);
-                        if thread_cpu() - c0 >= compute_cpu {
+                        if thread_cpu_s() - c0 >= compute_cpu {
                             break;
                         }
                         match gate.pass() {
@@ -1007,14 +965,14 @@ fn worker(
                             }
                         }
                     }
-                    st.compute_cpu_s += thread_cpu() - c0;
+                    st.compute_cpu_s += thread_cpu_s() - c0;
                     st.compute_wall_s += w0.elapsed().saturating_sub(paused).as_secs_f64();
                     if stopped {
                         break 'cycles;
                     }
                 }
                 if let Some(s) = conn.as_mut() {
-                    let (c0, w0) = (thread_cpu(), Instant::now());
+                    let (c0, w0) = (thread_cpu_s(), Instant::now());
                     let mut paused = Duration::ZERO;
                     let mut stopped = false;
                     let mut err = None;
@@ -1049,7 +1007,7 @@ fn worker(
                             }
                         }
                     }
-                    st.comm_cpu_s += thread_cpu() - c0;
+                    st.comm_cpu_s += thread_cpu_s() - c0;
                     st.comm_wall_s += w0.elapsed().saturating_sub(paused).as_secs_f64();
                     if let Some(e) = err {
                         gate.finish();
@@ -1065,14 +1023,14 @@ fn worker(
     }
     gate.finish();
     st.active_s = gate.active_s;
-    st.cpu_s = thread_cpu() - cpu0;
+    st.cpu_s = thread_cpu_s() - cpu0;
     Ok(st)
 }
 
 /// The local echo peer of cycle process `i`: accept one connection, serve it.
 fn echo_peer(listener: TcpListener, core: Option<usize>, ctl: &Ctl) -> Result<EchoStats> {
     if let Some(c) = core {
-        pin_to(c).with_context(|| format!("echo peer: cannot pin to core {c}"))?;
+        pin_to_core(c).with_context(|| format!("echo peer: cannot pin to core {c}"))?;
     }
     ctl.ready.fetch_add(1, Relaxed);
     listener.set_nonblocking(true)?;
@@ -1270,10 +1228,6 @@ fn print_summary(tl: &Timeline) {
     }
 }
 
-fn process_cpu() -> f64 {
-    clock_s(libc::CLOCK_PROCESS_CPUTIME_ID)
-}
-
 // ---------------------------------------------------------------- main
 
 pub fn main(a: LoadArgs) -> Result<i32> {
@@ -1290,7 +1244,10 @@ pub fn main(a: LoadArgs) -> Result<i32> {
     if let Some(r) = &a.ready_file {
         check_dir_of(r, "--ready-file")?;
     }
-    let allowed = allowed_cores()?;
+    let allowed = mheta_runtime::sense::allowed_cores();
+    if allowed.is_empty() {
+        bail!("sched_getaffinity: cannot read the cores this process may run on");
+    }
     if let Some(c) = a.peer_core {
         check_cores(&[c], &allowed, "--peer-core")?;
     }
@@ -1607,7 +1564,7 @@ fn run_load(
         error: error.clone(),
         peer: Some(a.peer.clone().unwrap_or_else(|| "loopback".into())),
         peer_core: a.peer_core,
-        process_cpu_s: process_cpu(),
+        process_cpu_s: process_cpu_s(),
         procs: procs_out,
         bursty: bursty_out,
         echo: None,
@@ -1669,7 +1626,7 @@ fn echo_server(a: &LoadArgs, addr: &str, argv: Vec<String>) -> Result<i32> {
                     .name("echo".into())
                     .spawn(move || {
                         if let Some(core) = pc {
-                            pin_to(core)?;
+                            pin_to_core(core)?;
                         }
                         let (st, r) = serve_echo(s, &|| c.stopping());
                         if let Err(e) = &r
@@ -1725,7 +1682,7 @@ fn echo_server(a: &LoadArgs, addr: &str, argv: Vec<String>) -> Result<i32> {
         error: None,
         peer: None,
         peer_core: a.peer_core,
-        process_cpu_s: process_cpu(),
+        process_cpu_s: process_cpu_s(),
         procs: Vec::new(),
         bursty: None,
         echo: Some(echo),
