@@ -1,0 +1,13 @@
+//! Emulated hosts on one machine, so that mheta meets real links without a
+//! real cluster. This crate owns the hosts-and-links part of a cluster spec
+//! ([`spec`]), building and removing a lab of network namespaces on a
+//! bridge with each host's link shaped by tc on its own ends ([`lab`]),
+//! the user-space relay that adds one-way latency where the kernel has no
+//! netem ([`relay`]), the launcher agent that lets Open MPI's `mpirun`
+//! start daemons inside the hosts ([`agent`]), and Slurm daemons per host
+//! ([`slurm`]). It is MPI-free; the `mheta hosts` subcommands drive it.
+
+pub mod spec;
+pub mod relay;
+
+pub use spec::{HostSpec, Lab, LabTable, SpecError};
