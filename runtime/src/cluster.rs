@@ -9,12 +9,18 @@
 //! io_factor = 1.0      # optional: disk slowdown (1.0 if absent)
 //! ```
 //!
+//! A spec may instead describe hosts and their links (`[[host]]` tables,
+//! see [`mheta_hosts::spec`]): each host carries `ranks` ranks of its
+//! CPU, memory and disk, in host order, and `mheta hosts` builds the hosts
+//! and links on this machine. Such a spec's [`ClusterSpec::lab`] is set.
+//!
 //! Built-in names: `uniform` (every rank at power 1.0, any rank count), the
 //! files shipped in the repository's `clusters/` folder by file stem
 //! (`het2`, `het4`, `dc4`, `io8`, `hy1_4`, ...), and the MHETA paper's
 //! table 1 configurations `DC`, `IO`, `HY1` and `HY2`, which pick the
 //! file for the job's size (2, 4 or 8 ranks).
 
+use mheta_hosts::{HostSpec, Lab, LabTable};
 use serde::Deserialize;
 use std::path::Path;
 
@@ -33,11 +39,27 @@ fn one() -> f64 {
     1.0
 }
 
-/// A whole cluster spec.
-#[derive(Deserialize, Clone, Debug, PartialEq)]
-#[serde(deny_unknown_fields)]
+/// A whole cluster spec: one entry per rank, and the hosts and links when
+/// the spec has `[[host]]` tables.
+#[derive(Clone, Debug, PartialEq)]
 pub struct ClusterSpec {
     pub rank: Vec<RankSpec>,
+    /// Hosts and links (`[[host]]` specs), with rank `r` on host
+    /// `lab.rank_hosts()[r]`.
+    pub lab: Option<Lab>,
+}
+
+/// The file as written: `[[rank]]` tables, or `[[host]]` tables with an
+/// optional `[lab]`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpecFile {
+    #[serde(default)]
+    rank: Vec<RankSpec>,
+    #[serde(default)]
+    host: Vec<HostSpec>,
+    #[serde(default)]
+    lab: Option<LabTable>,
 }
 
 /// A cluster spec that could not be used.
@@ -49,6 +71,8 @@ pub enum ClusterError {
     Unknown { name: String, builtins: String },
     #[error("--cluster {name}: defined for 2, 4 and 8 ranks, but the job has {ranks}")]
     Size { name: String, ranks: usize },
+    #[error("--cluster {name}: defined for any number of ranks; name a spec file or a built-in with hosts")]
+    NeedsSize { name: String },
     #[error("{path}: {detail}")]
     Invalid { path: String, detail: String },
     #[error("{path}: describes {found} ranks but the job has {expected}")]
@@ -75,6 +99,9 @@ const BUILTINS: &[(&str, &str)] = &[
     ("hy2_2", include_str!("../../clusters/hy2_2.toml")),
     ("hy2_4", include_str!("../../clusters/hy2_4.toml")),
     ("hy2_8", include_str!("../../clusters/hy2_8.toml")),
+    ("net2", include_str!("../../clusters/net2.toml")),
+    ("net4", include_str!("../../clusters/net4.toml")),
+    ("netcpu4", include_str!("../../clusters/netcpu4.toml")),
 ];
 
 /// The paper's table 1 names and the job sizes they are defined for.
@@ -93,15 +120,65 @@ impl ClusterSpec {
                 };
                 ranks
             ],
+            lab: None,
         }
     }
 
-    /// Parse TOML text; `path` names the source in errors.
+    /// Parse TOML text; `path` names the source in errors (and its file
+    /// stem names a lab that has no `[lab] name`).
     pub fn parse(text: &str, path: &str) -> Result<Self, ClusterError> {
-        let spec: ClusterSpec = toml::from_str(text).map_err(|e| ClusterError::Invalid {
+        let file: SpecFile = toml::from_str(text).map_err(|e| ClusterError::Invalid {
             path: path.into(),
             detail: e.to_string().replace('\n', " "),
         })?;
+        let spec = match (file.rank.is_empty(), file.host.is_empty()) {
+            (false, false) => {
+                return Err(ClusterError::Invalid {
+                    path: path.into(),
+                    detail: "has both [[rank]] and [[host]] tables: use one (a host carries `ranks` ranks)".into(),
+                });
+            }
+            (_, false) => {
+                let stem = Path::new(path)
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .unwrap_or("lab");
+                let lab = Lab::new(file.lab, file.host, path, stem).map_err(|e| {
+                    ClusterError::Invalid {
+                        path: e.path,
+                        detail: e.detail,
+                    }
+                })?;
+                let rank = lab
+                    .rank_hosts()
+                    .into_iter()
+                    .map(|h| {
+                        let h = &lab.hosts[h];
+                        RankSpec {
+                            cpu_power: h.cpu_power,
+                            mem_limit_mb: h.mem_limit_mb,
+                            io_factor: h.io_factor,
+                        }
+                    })
+                    .collect();
+                ClusterSpec {
+                    rank,
+                    lab: Some(lab),
+                }
+            }
+            _ => {
+                if file.lab.is_some() {
+                    return Err(ClusterError::Invalid {
+                        path: path.into(),
+                        detail: "[lab] needs [[host]] tables".into(),
+                    });
+                }
+                ClusterSpec {
+                    rank: file.rank,
+                    lab: None,
+                }
+            }
+        };
         for (i, r) in spec.rank.iter().enumerate() {
             let bad = |detail: String| ClusterError::Invalid {
                 path: path.into(),
@@ -122,7 +199,7 @@ impl ClusterSpec {
         if spec.rank.is_empty() {
             return Err(ClusterError::Invalid {
                 path: path.into(),
-                detail: "no [[rank]] tables".into(),
+                detail: "no [[rank]] or [[host]] tables".into(),
             });
         }
         Ok(spec)
@@ -130,15 +207,42 @@ impl ClusterSpec {
 
     /// Resolve `--cluster NAME|FILE` for a job of `ranks` ranks.
     pub fn resolve(name: &str, ranks: usize) -> Result<Self, ClusterError> {
-        let spec = if name == "uniform" {
-            return Ok(Self::uniform(ranks));
-        } else if Path::new(name).is_file() {
+        let spec = Self::lookup(name, Some(ranks))?;
+        if spec.rank.len() != ranks {
+            return Err(ClusterError::Ranks {
+                path: name.into(),
+                found: spec.rank.len(),
+                expected: ranks,
+            });
+        }
+        Ok(spec)
+    }
+
+    /// Load `NAME|FILE` whatever its rank count (`mheta hosts`, and a
+    /// job that takes its size from the spec). `uniform` and the paper's
+    /// table 1 names need a size: they are refused here.
+    pub fn load(name: &str) -> Result<Self, ClusterError> {
+        Self::lookup(name, None)
+    }
+
+    fn lookup(name: &str, ranks: Option<usize>) -> Result<Self, ClusterError> {
+        if name == "uniform" {
+            return match ranks {
+                Some(r) => Ok(Self::uniform(r)),
+                None => Err(ClusterError::NeedsSize { name: name.into() }),
+            };
+        }
+        if Path::new(name).is_file() {
             let text = std::fs::read_to_string(name).map_err(|e| ClusterError::Invalid {
                 path: name.into(),
                 detail: e.to_string(),
             })?;
-            Self::parse(&text, name)?
-        } else if let Some((_, stem)) = TABLE1.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            return Self::parse(&text, name);
+        }
+        if let Some((_, stem)) = TABLE1.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            let Some(ranks) = ranks else {
+                return Err(ClusterError::NeedsSize { name: name.into() });
+            };
             if !TABLE1_SIZES.contains(&ranks) {
                 return Err(ClusterError::Size {
                     name: name.into(),
@@ -151,28 +255,19 @@ impl ClusterSpec {
                 .find(|(n, _)| *n == file)
                 .map(|(_, t)| *t)
                 .unwrap_or_default();
-            Self::parse(text, name)?
-        } else if let Some((_, text)) = BUILTINS.iter().find(|(n, _)| n.eq_ignore_ascii_case(name))
-        {
-            Self::parse(text, name)?
-        } else {
-            return Err(ClusterError::Unknown {
-                name: name.into(),
-                builtins: BUILTINS
-                    .iter()
-                    .map(|(n, _)| *n)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            });
-        };
-        if spec.rank.len() != ranks {
-            return Err(ClusterError::Ranks {
-                path: name.into(),
-                found: spec.rank.len(),
-                expected: ranks,
-            });
+            return Self::parse(text, name);
         }
-        Ok(spec)
+        if let Some((n, text)) = BUILTINS.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            return Self::parse(text, n);
+        }
+        Err(ClusterError::Unknown {
+            name: name.into(),
+            builtins: BUILTINS
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
     }
 }
 
@@ -236,5 +331,40 @@ mod tests {
             ClusterSpec::resolve("nope", 2),
             Err(ClusterError::Unknown { .. })
         ));
+    }
+
+    #[test]
+    fn hosts_give_each_rank_its_hosts_figures() {
+        let s = ClusterSpec::resolve("netcpu4", 4).unwrap();
+        let lab = s.lab.as_ref().unwrap();
+        assert_eq!(lab.name, "netcpu4");
+        assert_eq!(
+            s.rank.iter().map(|r| r.cpu_power).collect::<Vec<_>>(),
+            vec![1.0, 1.0, 0.75, 0.5]
+        );
+        assert_eq!(lab.pair_rate(0, 3), Some(100e6));
+        assert_eq!(lab.pair_rate(1, 2), Some(200e6));
+        let two = ClusterSpec::parse(
+            "[[host]]\nname = \"a\"\nranks = 3\ncpu_power = 0.5\n[[host]]\nname = \"b\"\ncpu_power = 1.0\n",
+            "dir/two.toml",
+        )
+        .unwrap();
+        assert_eq!(two.rank.len(), 4);
+        assert_eq!(two.rank[2].cpu_power, 0.5);
+        assert_eq!(two.rank[3].cpu_power, 1.0);
+        assert_eq!(two.lab.unwrap().name, "two");
+        assert!(matches!(
+            ClusterSpec::resolve("net4", 2),
+            Err(ClusterError::Ranks { found: 4, .. })
+        ));
+        assert_eq!(ClusterSpec::load("net2").unwrap().rank.len(), 2);
+        assert!(ClusterSpec::load("DC").is_err());
+        let e = ClusterSpec::parse(
+            "[[rank]]\ncpu_power = 1.0\n[[host]]\nname = \"a\"\ncpu_power = 1.0\n",
+            "m.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("m.toml") && e.contains("both"), "{e}");
     }
 }
