@@ -4,10 +4,11 @@
 //! bridge with each host's link shaped by tc on its own ends ([`lab`]),
 //! the user-space relay that adds one-way latency where the kernel has no
 //! netem ([`relay`]), the launcher agent that lets Open MPI's `mpirun`
-//! start daemons inside the hosts ([`agent`]), and Slurm daemons per host
-//! ([`slurm`]). It is MPI-free; the `mheta hosts` subcommands drive it.
+//! start daemons inside the hosts ([`agent`]). It is MPI-free; the `mheta hosts` subcommands drive it.
 
-pub mod spec;
+pub mod agent;
+pub mod lab;
 pub mod relay;
+pub mod spec;
 
 pub use spec::{HostSpec, Lab, LabTable, SpecError};

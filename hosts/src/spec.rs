@@ -64,7 +64,7 @@ pub struct LabTable {
 }
 
 /// A set of emulated hosts and their links.
-#[derive(Serialize, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Lab {
     /// The lab's name: it prefixes every namespace and names its state.
     pub name: String,

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod experiment;
+mod hosts;
 mod load;
 mod loaded;
 mod sense;
@@ -31,6 +32,10 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Cmd {
+    /// Emulated hosts and links on this machine (network namespaces on a
+    /// bridge, shaped links, added latency), and mpirun across them:
+    /// `mheta hosts up|down|status|mpirun|env SPEC`.
+    Hosts(hosts::HostsArgs),
     /// Generate competing load beside a job (seed 000's generator): CPU
     /// hogs, processes that alternate computation and communication
     /// cycles, and bursty load that switches between levels. Pinned to
@@ -641,6 +646,7 @@ fn main() {
     let cli = Cli::parse();
     let r = (|| -> Result<i32> {
         match cli.cmd {
+            Cmd::Hosts(a) => hosts::main(a),
             Cmd::Load(a) => load::main(a),
             Cmd::Sense(a) => sense::main(a),
             Cmd::Bench {

@@ -1,0 +1,177 @@
+//! Launching Open MPI across a lab's hosts.
+//!
+//! `mpirun` stays in the root namespace. Its rsh launcher runs the agent
+//! (`mheta hosts agent LAB`) with a host name and the daemon's command; the
+//! agent enters that host's network and UTS namespaces (`nsenter`), sets
+//! the host's own TMPDIR (Open MPI's session directories) and runs the
+//! command. The daemons reach `mpirun` at the bridge's address, and ranks
+//! on different hosts talk through the TCP BTL on the lab's subnet, over
+//! the shaped links.
+//!
+//! Settings found necessary on a 2-core machine: `--bind-to none` (else
+//! each host's daemon binds its rank to core 0 and all ranks share one
+//! core), and `mpi_yield_when_idle 1` when ranks outnumber cores.
+
+use crate::lab::{LabError, read_state, tmp_dir, uts_file};
+use crate::spec::Lab;
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+/// The options `mpirun` needs to run across `lab`: `agent` is the agent's
+/// command line (program and arguments, no spaces or colons inside
+/// either: Open MPI splits the value on spaces), `cores` the machine's.
+/// `user` is the user's own mpirun arguments: options already there
+/// (`--map-by`, `--bind-to`, `-np`) are not added again.
+pub fn mpirun_args(lab: &Lab, agent: &[String], cores: usize, user: &[OsString]) -> Vec<String> {
+    let has = |flag: &str| {
+        user.iter().any(|a| {
+            let a = a.to_string_lossy();
+            a == flag || a.starts_with(&format!("{flag}="))
+        })
+    };
+    let hosts: Vec<String> = lab
+        .hosts
+        .iter()
+        .map(|h| format!("{}:{}", h.name, h.ranks))
+        .collect();
+    let cidr = lab.cidr();
+    let mut v = vec![
+        "--host".to_string(),
+        hosts.join(","),
+        "--mca".into(),
+        "plm_rsh_agent".into(),
+        agent.join(" "),
+        "--mca".into(),
+        "plm_rsh_no_tree_spawn".into(),
+        "1".into(),
+        "--mca".into(),
+        "btl".into(),
+        "self,vader,tcp".into(),
+        "--mca".into(),
+        "btl_tcp_if_include".into(),
+        cidr.clone(),
+        "--mca".into(),
+        "oob_tcp_if_include".into(),
+        cidr,
+    ];
+    if !has("--bind-to") {
+        v.extend(["--bind-to".into(), "none".into()]);
+    }
+    if !has("--map-by") {
+        v.extend(["--map-by".into(), "slot".into()]);
+    }
+    if !has("-np") && !has("-n") && !has("--np") {
+        v.extend(["-np".into(), lab.ranks().to_string()]);
+    }
+    let max_on_one = lab.hosts.iter().map(|h| h.ranks).sum::<usize>();
+    if max_on_one > cores {
+        v.extend(["--mca".into(), "mpi_yield_when_idle".into(), "1".into()]);
+    }
+    if crate::lab::is_root() {
+        v.push("--allow-run-as-root".into());
+    }
+    v
+}
+
+/// The environment that makes a plain `mpirun` (started by Slurm's
+/// `salloc`, say) use the lab's subnet: `OMPI_MCA_*` settings.
+pub fn mca_env(lab: &Lab, cores: usize) -> Vec<(String, String)> {
+    let mut v = vec![
+        ("OMPI_MCA_btl".into(), "self,vader,tcp".into()),
+        ("OMPI_MCA_btl_tcp_if_include".into(), lab.cidr()),
+        ("OMPI_MCA_oob_tcp_if_include".into(), lab.cidr()),
+        ("OMPI_MCA_hwloc_base_binding_policy".into(), "none".into()),
+    ];
+    if lab.ranks() > cores {
+        v.push(("OMPI_MCA_mpi_yield_when_idle".into(), "1".into()));
+    }
+    v
+}
+
+/// The agent: run `cmd` (one shell command line, as the rsh launcher
+/// passes it) on `host` of lab `name`. Replaces this process.
+pub fn exec_on(name: &str, host: &str, cmd: &[OsString]) -> Result<std::convert::Infallible, LabError> {
+    let Some(st) = read_state(name)? else {
+        return Err(LabError::State {
+            path: crate::lab::state_dir(name).display().to_string(),
+            detail: format!("lab {name} is not up: run `mheta hosts up` with its spec"),
+        });
+    };
+    let lab = &st.lab;
+    // The launcher may name a host by name or by address.
+    let Some(i) = lab
+        .host_index(host)
+        .or_else(|| (0..lab.hosts.len()).find(|&i| lab.host_ip(i) == host))
+    else {
+        return Err(LabError::State {
+            path: crate::lab::state_dir(name).display().to_string(),
+            detail: format!(
+                "no host {host:?} in lab {name} (hosts: {})",
+                lab.hosts
+                    .iter()
+                    .map(|h| h.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        });
+    };
+    let h = &lab.hosts[i].name;
+    let tmp = tmp_dir(name, h);
+    let _ = std::fs::create_dir_all(&tmp);
+    let line = cmd
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let err = Command::new("nsenter")
+        .arg(format!("--net=/run/netns/{}", lab.netns(i)))
+        .arg(format!("--uts={}", uts_file(name, h).display()))
+        .arg("--")
+        .arg("sh")
+        .arg("-c")
+        .arg(line)
+        .env("TMPDIR", &tmp)
+        .exec();
+    Err(LabError::Command {
+        cmd: "nsenter".into(),
+        detail: err.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mpirun_args_name_the_hosts_and_the_subnet() {
+        let lab = Lab::new(
+            None,
+            (0..2)
+                .map(|i| crate::HostSpec {
+                    name: format!("h{i}"),
+                    ranks: 2,
+                    cpu_power: 1.0,
+                    mem_limit_mb: None,
+                    io_factor: 1.0,
+                    rate: None,
+                    latency: None,
+                    to: Default::default(),
+                })
+                .collect(),
+            "x.toml",
+            "x",
+        )
+        .unwrap();
+        let a = mpirun_args(&lab, &["/bin/mheta".into(), "hosts".into(), "agent".into(), "x".into()], 2, &[]);
+        let s = a.join(" ");
+        assert!(s.contains("--host h0:2,h1:2"), "{s}");
+        assert!(s.contains(&format!("btl_tcp_if_include {}", lab.cidr())), "{s}");
+        assert!(s.contains("plm_rsh_agent /bin/mheta hosts agent x"), "{s}");
+        assert!(s.contains("--bind-to none") && s.contains("-np 4"), "{s}");
+        assert!(s.contains("mpi_yield_when_idle 1"), "4 ranks on 2 cores: {s}");
+        let a = mpirun_args(&lab, &["m".into()], 8, &["-np".into(), "2".into(), "--bind-to=core".into()]);
+        let s = a.join(" ");
+        assert!(!s.contains("-np") && !s.contains("--bind-to") && !s.contains("yield"), "{s}");
+    }
+}

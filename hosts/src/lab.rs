@@ -1,0 +1,751 @@
+//! Building, inspecting and removing a lab: one network namespace per
+//! host, all on one bridge in the root namespace through veth pairs, each
+//! host's link shaped on its own two ends.
+//!
+//! ```text
+//!  root namespace                              host namespace mheta-LAB-HOST
+//!  bridge TAGbr (A.B.C.1) -- TAGhIa  ======  TAGhIb (A.B.C.10+I)
+//!                 with latency:  TAGhId == TAGhIc <relay> TAGhIa == TAGhIb
+//! ```
+//!
+//! - The host's sending direction is shaped on `TAGhIb` (inside the host),
+//!   its receiving direction on `TAGhIa` (the root side): `tbf` at the
+//!   host's rate, or `htb` with one class per destination picked by `u32`
+//!   filters on the peer's address when the host has per-destination
+//!   rates. The bursts stay small (32 KiB at 1 Gbit/s, 16 KiB at most
+//!   rates below): a large burst lets a 1 MiB message pass above the rate.
+//! - Added latency: a relay process ([`crate::relay`]) holds every frame
+//!   between `TAGhIa` and `TAGhIc` for the latency, both ways.
+//! - Each host has its own UTS namespace (its hostname is the host's name),
+//!   bind-mounted under the lab's state directory, and its own TMPDIR.
+//!
+//! Everything a lab makes is named from its name (namespaces
+//! `mheta-LAB-HOST`) or its tag (interfaces `TAG...`, see [`Lab::tag`]),
+//! and listed in its state file, `/run/mheta/hosts/LAB/state.json`, which
+//! is written before anything is made: `down` removes what the state file
+//! lists and what carries those names, and nothing else, also after a
+//! crash.
+
+use crate::spec::Lab;
+use serde::{Deserialize, Serialize};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Where labs keep their state.
+pub const STATE_ROOT: &str = "/run/mheta/hosts";
+
+/// A lab operation that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum LabError {
+    #[error("mheta hosts: needs root (it makes network namespaces and tc qdiscs); run it with sudo or as root")]
+    NotRoot,
+    #[error("mheta hosts: {0}")]
+    Clash(String),
+    #[error(
+        "mheta hosts: the kernel has no `{qdisc}` qdisc ({detail}); the lab needs tbf, and htb with u32 for per-destination rates"
+    )]
+    MissingQdisc { qdisc: String, detail: String },
+    #[error("mheta hosts: `{cmd}` failed: {detail}")]
+    Command { cmd: String, detail: String },
+    #[error("mheta hosts: {path}: {detail}")]
+    State { path: String, detail: String },
+}
+
+/// What a lab's state file records.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub struct State {
+    /// The format of this file.
+    pub version: u32,
+    pub lab: Lab,
+    /// Every step of `up` finished.
+    pub complete: bool,
+    /// Relay processes, by host name.
+    pub relays: Vec<(String, u32)>,
+    /// Daemons started for the lab (Slurm, munge): name and pid.
+    #[serde(default)]
+    pub daemons: Vec<(String, u32)>,
+}
+
+const STATE_VERSION: u32 = 1;
+
+/// True when this process runs as root.
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|e| e == "0"))
+        })
+        .unwrap_or(false)
+}
+
+/// The lab's state directory.
+pub fn state_dir(name: &str) -> PathBuf {
+    Path::new(STATE_ROOT).join(name)
+}
+
+/// Host `host`'s UTS namespace file.
+pub fn uts_file(name: &str, host: &str) -> PathBuf {
+    state_dir(name).join("uts").join(host)
+}
+
+/// Host `host`'s TMPDIR (Open MPI's session directories go there).
+pub fn tmp_dir(name: &str, host: &str) -> PathBuf {
+    std::env::temp_dir()
+        .join(format!("mheta-hosts-{name}"))
+        .join(host)
+}
+
+/// Read a lab's state file (None: the lab is not up).
+pub fn read_state(name: &str) -> Result<Option<State>, LabError> {
+    let path = state_dir(name).join("state.json");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(LabError::State {
+                path: path.display().to_string(),
+                detail: e.to_string(),
+            });
+        }
+    };
+    let st: State = serde_json::from_str(&text).map_err(|e| LabError::State {
+        path: path.display().to_string(),
+        detail: format!("{e}; remove the lab by hand (ip netns, ip link) and delete this file"),
+    })?;
+    if st.version != STATE_VERSION {
+        return Err(LabError::State {
+            path: path.display().to_string(),
+            detail: format!(
+                "version {} but this mheta writes {STATE_VERSION}",
+                st.version
+            ),
+        });
+    }
+    Ok(Some(st))
+}
+
+/// Write the state file atomically (a temporary file, then a rename).
+pub fn write_state(st: &State) -> Result<(), LabError> {
+    let dir = state_dir(&st.lab.name);
+    let err = |e: std::io::Error| LabError::State {
+        path: dir.display().to_string(),
+        detail: e.to_string(),
+    };
+    std::fs::create_dir_all(&dir).map_err(err)?;
+    let tmp = dir.join("state.json.tmp");
+    let text = serde_json::to_string_pretty(st).map_err(|e| LabError::State {
+        path: tmp.display().to_string(),
+        detail: e.to_string(),
+    })?;
+    std::fs::write(&tmp, text).map_err(err)?;
+    std::fs::rename(&tmp, dir.join("state.json")).map_err(err)
+}
+
+/// Run a command; its stderr on failure.
+pub(crate) fn sh(prog: &str, args: &[&str]) -> Result<String, LabError> {
+    let out = Command::new(prog)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| LabError::Command {
+            cmd: format!("{prog} {}", args.join(" ")),
+            detail: e.to_string(),
+        })?;
+    if !out.status.success() {
+        return Err(LabError::Command {
+            cmd: format!("{prog} {}", args.join(" ")),
+            detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// `ip` inside namespace `ns` (or the root namespace).
+fn ip(ns: Option<&str>, args: &[&str]) -> Result<String, LabError> {
+    match ns {
+        Some(n) => {
+            let mut a = vec!["-n", n];
+            a.extend_from_slice(args);
+            sh("ip", &a)
+        }
+        None => sh("ip", args),
+    }
+}
+
+/// `tc` inside namespace `ns` (or the root namespace).
+fn tc(ns: Option<&str>, args: &[&str]) -> Result<String, LabError> {
+    match ns {
+        Some(n) => {
+            let mut a = vec!["netns", "exec", n, "tc"];
+            a.extend_from_slice(args);
+            sh("ip", &a)
+        }
+        None => sh("tc", args),
+    }
+}
+
+/// Names of the network namespaces on this machine.
+pub fn namespaces() -> Vec<String> {
+    sh("ip", &["netns", "list"])
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect()
+}
+
+/// Names of the root namespace's interfaces.
+pub fn interfaces() -> Vec<String> {
+    sh("ip", &["-o", "link", "show"])
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let name = l.split(':').nth(1)?.trim();
+            Some(name.split('@').next().unwrap_or(name).to_string())
+        })
+        .collect()
+}
+
+/// The bucket of a tbf or htb class at `rate` bits/s: about 260 µs of
+/// the rate, at least 16 KiB (one GSO frame needs a few).
+pub fn burst_bytes(rate: f64) -> u64 {
+    ((rate / 8.0 * 262e-6).ceil() as u64).max(16 * 1024)
+}
+
+/// Interface names of host `i`: (root side, host side, relay's bridge
+/// side, bridge port) — the last two only with latency.
+pub fn host_ifaces(lab: &Lab, i: usize) -> [String; 4] {
+    let t = lab.tag();
+    [
+        format!("{t}h{i}a"),
+        format!("{t}h{i}b"),
+        format!("{t}h{i}c"),
+        format!("{t}h{i}d"),
+    ]
+}
+
+/// The bridge's name.
+pub fn bridge(lab: &Lab) -> String {
+    format!("{}br", lab.tag())
+}
+
+/// What `up` did.
+#[derive(Debug, PartialEq)]
+pub enum Up {
+    /// Built now.
+    Built,
+    /// Already up with this spec: nothing done.
+    AlreadyUp,
+}
+
+/// Is the lab up with exactly this spec, and everything present?
+pub fn is_up(lab: &Lab) -> Result<bool, LabError> {
+    let Some(st) = read_state(&lab.name)? else {
+        return Ok(false);
+    };
+    if !st.complete || &st.lab != lab {
+        return Ok(false);
+    }
+    let ns = namespaces();
+    let ifs = interfaces();
+    let all_ns = (0..lab.hosts.len()).all(|i| ns.contains(&lab.netns(i)));
+    let relays_alive = st.relays.iter().all(|(_, pid)| alive(*pid));
+    Ok(all_ns && ifs.contains(&bridge(lab)) && relays_alive)
+}
+
+/// Bring the lab up (as root). `relay` is the command that runs a relay,
+/// to which `A C DELAY_SECONDS` are appended (`mheta hosts relay`).
+/// Idempotent: a lab already up with this spec is left alone; one up with
+/// another spec, or half made, is taken down first.
+pub fn up(lab: &Lab, relay: &[OsString]) -> Result<Up, LabError> {
+    if !is_root() {
+        return Err(LabError::NotRoot);
+    }
+    if is_up(lab)? {
+        return Ok(Up::AlreadyUp);
+    }
+    if read_state(&lab.name)?.is_some() {
+        down(&lab.name)?;
+    }
+    check_clashes(lab)?;
+    let mut st = State {
+        version: STATE_VERSION,
+        lab: lab.clone(),
+        complete: false,
+        relays: vec![],
+        daemons: vec![],
+    };
+    write_state(&st)?;
+    match build(lab, relay, &mut st) {
+        Ok(()) => {
+            st.complete = true;
+            write_state(&st)?;
+            Ok(Up::Built)
+        }
+        Err(e) => {
+            let _ = write_state(&st);
+            let _ = down(&lab.name);
+            Err(e)
+        }
+    }
+}
+
+/// Refuse when a name the lab would make is taken by something it did not
+/// make, or its subnet is in use.
+fn check_clashes(lab: &Lab) -> Result<(), LabError> {
+    let ns = namespaces();
+    for i in 0..lab.hosts.len() {
+        if ns.contains(&lab.netns(i)) {
+            return Err(LabError::Clash(format!(
+                "network namespace {} exists but lab {} is not up (no {}); it was not made by mheta hosts, or its state was lost: remove it (`ip netns del {}`) or rename the lab ([lab] name)",
+                lab.netns(i),
+                lab.name,
+                state_dir(&lab.name).join("state.json").display(),
+                lab.netns(i)
+            )));
+        }
+    }
+    let tag = lab.tag();
+    if let Some(f) = interfaces().into_iter().find(|f| f.starts_with(&tag)) {
+        return Err(LabError::Clash(format!(
+            "interface {f} exists and lab {} would use names starting with {tag}; it was not made by mheta hosts for this lab: remove it or rename the lab ([lab] name)",
+            lab.name
+        )));
+    }
+    let cidr_prefix = {
+        let [a, b, c] = lab.subnet;
+        format!("{a}.{b}.{c}.")
+    };
+    let addrs = sh("ip", &["-o", "-4", "addr", "show"]).unwrap_or_default();
+    if let Some(l) = addrs
+        .lines()
+        .find(|l| l.contains(&format!("inet {cidr_prefix}")))
+    {
+        return Err(LabError::Clash(format!(
+            "subnet {} is in use on this machine ({}); set another in the spec's [lab] subnet",
+            lab.cidr(),
+            l.split_whitespace().take(4).collect::<Vec<_>>().join(" ")
+        )));
+    }
+    Ok(())
+}
+
+fn build(lab: &Lab, relay: &[OsString], st: &mut State) -> Result<(), LabError> {
+    let br = bridge(lab);
+    ip(None, &["link", "add", &br, "type", "bridge"])?;
+    // The qdiscs the lab needs, tried on its own bridge first.
+    for (q, args) in [
+        ("tbf", vec!["rate", "1gbit", "burst", "32k", "latency", "50ms"]),
+        ("htb", vec!["default", "1"]),
+    ] {
+        let mut a = vec!["qdisc", "add", "dev", &br, "root", "handle", "1:", q];
+        a.extend(args);
+        tc(None, &a).map_err(|e| LabError::MissingQdisc {
+            qdisc: q.into(),
+            detail: e.to_string(),
+        })?;
+        tc(None, &["qdisc", "del", "dev", &br, "root"])?;
+    }
+    let bridge_cidr = format!("{}/24", lab.bridge_ip());
+    ip(None, &["addr", "add", &bridge_cidr, "dev", &br])?;
+    ip(None, &["link", "set", &br, "up"])?;
+    for i in 0..lab.hosts.len() {
+        build_host(lab, i, relay, st)?;
+        write_state(st)?;
+    }
+    Ok(())
+}
+
+fn build_host(lab: &Lab, i: usize, relay: &[OsString], st: &mut State) -> Result<(), LabError> {
+    let h = &lab.hosts[i];
+    let ns = lab.netns(i);
+    let [a, b, c, d] = host_ifaces(lab, i);
+    let br = bridge(lab);
+    ip(None, &["netns", "add", &ns])?;
+    // The host's own hostname.
+    let uts = uts_file(&lab.name, &h.name);
+    let io = |e: std::io::Error| LabError::State {
+        path: uts.display().to_string(),
+        detail: e.to_string(),
+    };
+    std::fs::create_dir_all(uts.parent().unwrap_or(Path::new("/"))).map_err(io)?;
+    std::fs::write(&uts, b"").map_err(io)?;
+    let uts_arg = format!("--uts={}", uts.display());
+    sh("unshare", &[&uts_arg, "hostname", &h.name])?;
+    std::fs::create_dir_all(tmp_dir(&lab.name, &h.name)).map_err(|e| LabError::State {
+        path: tmp_dir(&lab.name, &h.name).display().to_string(),
+        detail: e.to_string(),
+    })?;
+    ip(None, &["link", "add", &a, "type", "veth", "peer", "name", &b])?;
+    ip(None, &["link", "set", &b, "netns", &ns])?;
+    let addr = format!("{}/24", lab.host_ip(i));
+    ip(Some(&ns), &["link", "set", "lo", "up"])?;
+    ip(Some(&ns), &["addr", "add", &addr, "dev", &b])?;
+    ip(Some(&ns), &["link", "set", &b, "up"])?;
+    // Sending direction, inside the host; receiving, on the root side.
+    shape(lab, i, Some(&ns), &b, "dst")?;
+    shape(lab, i, None, &a, "src")?;
+    match h.latency {
+        Some(lat) if lat > 0.0 => {
+            ip(None, &["link", "add", &c, "type", "veth", "peer", "name", &d])?;
+            for f in [&a, &c, &d] {
+                ip(None, &["link", "set", f, "up"])?;
+            }
+            ip(None, &["link", "set", &d, "master", &br])?;
+            let pid = start_relay(lab, &h.name, relay, &a, &c, lat)?;
+            st.relays.push((h.name.clone(), pid));
+        }
+        _ => {
+            ip(None, &["link", "set", &a, "master", &br])?;
+            ip(None, &["link", "set", &a, "up"])?;
+        }
+    }
+    Ok(())
+}
+
+/// Shape one end of host `i`'s link: `dir` is `dst` on the host's side
+/// (the peer is the packet's destination) and `src` on the root side.
+fn shape(lab: &Lab, i: usize, ns: Option<&str>, dev: &str, dir: &str) -> Result<(), LabError> {
+    let h = &lab.hosts[i];
+    let rate_arg = |r: f64| format!("{}bit", r.round() as u64);
+    if h.to.is_empty() {
+        if let Some(r) = h.rate {
+            let burst = burst_bytes(r).to_string();
+            tc(
+                ns,
+                &[
+                    "qdisc", "replace", "dev", dev, "root", "tbf", "rate", &rate_arg(r),
+                    "burst", &burst, "latency", "50ms",
+                ],
+            )?;
+        }
+        return Ok(());
+    }
+    // htb: class 1:1 the host's rate (or unshaped), 1:(10+k) per destination.
+    let base = h.rate.unwrap_or(100e9);
+    tc(
+        ns,
+        &["qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "1"],
+    )?;
+    let class = |id: &str, r: f64| -> Result<(), LabError> {
+        let burst = burst_bytes(r).to_string();
+        tc(
+            ns,
+            &[
+                "class", "add", "dev", dev, "parent", "1:", "classid", id, "htb", "rate",
+                &rate_arg(r), "ceil", &rate_arg(r), "burst", &burst, "cburst", &burst,
+            ],
+        )?;
+        Ok(())
+    };
+    class("1:1", base)?;
+    for (k, (dst, r)) in h.to.iter().enumerate() {
+        let Some(j) = lab.host_index(dst) else {
+            continue;
+        };
+        let id = format!("1:{}", 10 + k);
+        class(&id, *r)?;
+        let peer = format!("{}/32", lab.host_ip(j));
+        tc(
+            ns,
+            &[
+                "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1",
+                "u32", "match", "ip", dir, &peer, "flowid", &id,
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+fn start_relay(
+    lab: &Lab,
+    host: &str,
+    relay: &[OsString],
+    a: &str,
+    c: &str,
+    latency: f64,
+) -> Result<u32, LabError> {
+    let Some((prog, args)) = relay.split_first() else {
+        return Err(LabError::Command {
+            cmd: "relay".into(),
+            detail: "no relay command given".into(),
+        });
+    };
+    let log = state_dir(&lab.name).join(format!("relay-{host}.log"));
+    let io = |e: std::io::Error| LabError::State {
+        path: log.display().to_string(),
+        detail: e.to_string(),
+    };
+    let out = std::fs::File::create(&log).map_err(io)?;
+    let err = out.try_clone().map_err(io)?;
+    // setsid: the relay outlives this command, in a session of its own.
+    let child = Command::new("setsid")
+        .arg(prog)
+        .args(args)
+        .arg(a)
+        .arg(c)
+        .arg(format!("{latency}"))
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .map_err(|e| LabError::Command {
+            cmd: format!("setsid {}", prog.to_string_lossy()),
+            detail: e.to_string(),
+        })?;
+    let pid = child.id();
+    // The relay says "ready" once its sockets are bound.
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(5) {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains("ready") {
+            return Ok(pid);
+        }
+        if !alive(pid) {
+            return Err(LabError::Command {
+                cmd: format!("relay for host {host}"),
+                detail: format!("exited: {}", text.trim()),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(LabError::Command {
+        cmd: format!("relay for host {host}"),
+        detail: format!("not ready after 5 s (log {})", log.display()),
+    })
+}
+
+/// Is `pid` a live process (not a zombie)?
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => s
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|st| st != "Z" && st != "X"),
+        Err(_) => false,
+    }
+}
+
+/// The command line of `pid`, arguments joined by spaces.
+fn cmdline(pid: u32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| {
+            b.split(|&c| c == 0)
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default()
+}
+
+/// Stop `pid` if it is alive and its command line contains `must`
+/// (a recycled pid is left alone): SIGTERM, then SIGKILL after 3 s.
+pub fn stop_process(pid: u32, must: &str) {
+    if !alive(pid) || !cmdline(pid).contains(must) {
+        return;
+    }
+    let p = pid.to_string();
+    let _ = sh("kill", &["-TERM", &p]);
+    let t = Instant::now();
+    while alive(pid) && t.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if alive(pid) {
+        let _ = sh("kill", &["-KILL", &p]);
+    }
+}
+
+/// What `down` removed.
+#[derive(Debug, Default)]
+pub struct Down {
+    pub namespaces: Vec<String>,
+    pub interfaces: Vec<String>,
+    pub processes: Vec<(String, u32)>,
+    /// False when the lab was not up (nothing to do).
+    pub was_up: bool,
+}
+
+/// Take lab `name` down: its daemons and relays (by pid, checked against
+/// their command lines), its namespaces, its interfaces (by its tag), its
+/// UTS mounts, its state and TMPDIRs. Without a state file, nothing is
+/// touched.
+pub fn down(name: &str) -> Result<Down, LabError> {
+    if !is_root() {
+        return Err(LabError::NotRoot);
+    }
+    let mut done = Down::default();
+    let Some(st) = read_state(name)? else {
+        return Ok(done);
+    };
+    done.was_up = true;
+    let lab = &st.lab;
+    for (d, pid) in st.daemons.iter().rev() {
+        stop_process(*pid, d.split(':').next().unwrap_or(d));
+        done.processes.push((d.clone(), *pid));
+    }
+    for (h, pid) in &st.relays {
+        stop_process(*pid, &lab.tag());
+        done.processes.push((format!("relay:{h}"), *pid));
+    }
+    let ns = namespaces();
+    for i in 0..lab.hosts.len() {
+        let n = lab.netns(i);
+        if ns.contains(&n) {
+            ip(None, &["netns", "del", &n])?;
+            done.namespaces.push(n);
+        }
+    }
+    let tag = lab.tag();
+    // A veth's peer goes with it; list again after each removal.
+    for _ in 0..4 * (lab.hosts.len() + 1) {
+        let Some(f) = interfaces().into_iter().find(|f| f.starts_with(&tag)) else {
+            break;
+        };
+        ip(None, &["link", "del", &f])?;
+        done.interfaces.push(f);
+    }
+    for h in &lab.hosts {
+        let uts = uts_file(name, &h.name);
+        if uts.exists() {
+            let _ = sh("umount", &[&uts.display().to_string()]);
+        }
+    }
+    let _ = std::fs::remove_dir_all(std::env::temp_dir().join(format!("mheta-hosts-{name}")));
+    let dir = state_dir(name);
+    // The state file goes last: a crash before this leaves it for the next down.
+    if let Err(e) = std::fs::remove_dir_all(&dir)
+        && dir.exists()
+    {
+        return Err(LabError::State {
+            path: dir.display().to_string(),
+            detail: e.to_string(),
+        });
+    }
+    Ok(done)
+}
+
+/// One host's status.
+#[derive(Serialize, Debug)]
+pub struct HostStatus {
+    pub name: String,
+    pub netns: String,
+    pub ip: String,
+    pub ranks: usize,
+    pub present: bool,
+    pub rate_bps: Option<f64>,
+    pub latency_s: Option<f64>,
+    pub relay_pid: Option<u32>,
+    pub relay_alive: Option<bool>,
+    /// The qdiscs on the host's two ends, as `tc qdisc show` gives them.
+    pub qdiscs: Vec<String>,
+}
+
+/// A lab's status.
+#[derive(Serialize, Debug)]
+pub struct Status {
+    pub lab: String,
+    /// "up", "down" or "partial".
+    pub state: String,
+    pub subnet: String,
+    pub bridge: String,
+    pub hosts: Vec<HostStatus>,
+    pub daemons: Vec<(String, u32, bool)>,
+}
+
+/// The status of `lab` (read-only; any user).
+pub fn status(lab: &Lab) -> Result<Status, LabError> {
+    let st = read_state(&lab.name)?;
+    let ns = namespaces();
+    let ifs = interfaces();
+    let mut hosts = vec![];
+    for (i, h) in lab.hosts.iter().enumerate() {
+        let n = lab.netns(i);
+        let present = ns.contains(&n);
+        let relay = st
+            .as_ref()
+            .and_then(|s| s.relays.iter().find(|(r, _)| r == &h.name).map(|x| x.1));
+        let [a, b, ..] = host_ifaces(lab, i);
+        let mut qdiscs = vec![];
+        if present {
+            for (nsx, dev) in [(Some(n.as_str()), &b), (None, &a)] {
+                if let Ok(q) = tc(nsx, &["qdisc", "show", "dev", dev]) {
+                    qdiscs.extend(q.lines().map(|l| format!("{dev}: {}", l.trim())));
+                }
+            }
+        }
+        hosts.push(HostStatus {
+            name: h.name.clone(),
+            netns: n,
+            ip: lab.host_ip(i),
+            ranks: h.ranks,
+            present,
+            rate_bps: h.rate,
+            latency_s: h.latency,
+            relay_pid: relay,
+            relay_alive: relay.map(alive),
+            qdiscs,
+        });
+    }
+    let all = hosts.iter().all(|h| h.present && h.relay_alive != Some(false))
+        && ifs.contains(&bridge(lab));
+    let any = hosts.iter().any(|h| h.present) || ifs.iter().any(|f| f.starts_with(&lab.tag()));
+    let state = match (&st, all, any) {
+        (Some(s), true, _) if s.complete && &s.lab == lab => "up",
+        (Some(s), true, _) if s.complete => "up (another spec)",
+        (None, _, false) => "down",
+        _ => "partial",
+    };
+    Ok(Status {
+        lab: lab.name.clone(),
+        state: state.into(),
+        subnet: lab.cidr(),
+        bridge: bridge(lab),
+        hosts,
+        daemons: st
+            .map(|s| {
+                s.daemons
+                    .iter()
+                    .map(|(n, p)| (n.clone(), *p, alive(*p)))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bursts_stay_small() {
+        assert_eq!(burst_bytes(1e9), 32_750);
+        assert_eq!(burst_bytes(200e6), 16 * 1024);
+        assert!(burst_bytes(10e9) > 300_000);
+    }
+
+    #[test]
+    fn names_fit_linux_limits() {
+        let hosts: Vec<crate::HostSpec> = (0..100)
+            .map(|i| crate::HostSpec {
+                name: format!("host{i}"),
+                ranks: 1,
+                cpu_power: 1.0,
+                mem_limit_mb: None,
+                io_factor: 1.0,
+                rate: None,
+                latency: None,
+                to: Default::default(),
+            })
+            .collect();
+        let lab = Lab::new(None, hosts, "x.toml", "a-rather-long-lab-name").unwrap();
+        for i in [0, 99] {
+            for f in host_ifaces(&lab, i) {
+                assert!(f.len() <= 15, "{f}");
+            }
+        }
+        assert!(bridge(&lab).len() <= 15);
+    }
+}
