@@ -1,0 +1,514 @@
+//! The latency relay: a user-space forwarder that adds one-way latency to
+//! an emulated host's link.
+//!
+//! Why it exists: the usual way to delay a link is the kernel's `netem`
+//! qdisc, and the machines mheta's labs run on may have no `netem` (nor
+//! `fq` with its time-based release). So a host whose link has an added
+//! latency gets a split link instead:
+//!
+//! ```text
+//! namespace veth  <->  A   (root namespace, not on the bridge)
+//!                      |   the relay: every frame, both directions, held `delay`
+//!                      C  <->  D  (enslaved to the bridge)
+//! ```
+//!
+//! [`run`] opens one `AF_PACKET`/`SOCK_RAW` socket bound (`ETH_P_ALL`) to
+//! `A` and one to `C`, and copies each frame received on one to the other,
+//! sending it at its receive time plus `delay`, in order, each direction
+//! on its own threads (a reader, and with a delay a sender that sleeps
+//! until shortly before the deadline and then spins, so that the added
+//! latency is accurate to some 10 µs on an idle core).
+//!
+//! The sockets use `PACKET_VNET_HDR`: each frame read comes with its
+//! `virtio_net_hdr`, which is written back unchanged with the frame on the
+//! other side. Large offloaded frames (TSO/GSO, up to 64 KiB) and partial
+//! checksums thus cross the relay as they are, so TCP through it reaches
+//! several Gbit/s. Only frames that arrive on an interface are forwarded
+//! (`PACKET_IGNORE_OUTGOING`, and the packet type is checked as well):
+//! the relay's own transmissions are never read back.
+//!
+//! Limits:
+//! - the relay adds latency only; rates are tc's business on the link's
+//!   other ends. Frames are never reordered, duplicated or lost on
+//!   purpose: there is no jitter or loss model.
+//! - it costs CPU: two copies of each frame, a thread per direction (two
+//!   with a delay), and a short spin before each delayed send. On a
+//!   loaded machine the wake-ups come late and the added latency grows
+//!   accordingly.
+//! - frames waiting out their delay are held in memory, up to
+//!   [`MAX_QUEUED_BYTES`] per direction; beyond that, frames are dropped
+//!   (as a full router buffer would) and counted in [`Stats`].
+//! - frames larger than [`MAX_FRAME`] (BIG TCP) are dropped and counted.
+//! - it needs `CAP_NET_RAW` (and `CAP_NET_ADMIN` for its large socket
+//!   buffers; without it, the system's maximum buffer sizes apply).
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// The size of the `virtio_net_hdr` that precedes each frame.
+const VNET_HDR_LEN: usize = 10;
+
+/// The largest frame carried, headers included: a 64 KiB GSO frame and
+/// its link, network and transport headers.
+pub const MAX_FRAME: usize = 65536 + 512;
+
+/// The most bytes of frames held waiting out their delay, per direction.
+pub const MAX_QUEUED_BYTES: usize = 128 << 20;
+
+/// The receive and send buffers asked of each socket.
+const SOCKET_BUFFER: libc::c_int = 32 << 20;
+
+/// How often each thread looks at the stop flag, at most.
+const POLL: Duration = Duration::from_millis(100);
+
+/// How long before a frame's deadline its sender stops sleeping and
+/// spins: above the usual wake-up latency of a sleeping thread.
+const SPIN_NS: u64 = 50_000;
+
+/// The frames and bytes forwarded in one direction, and those dropped.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Frames sent on.
+    pub frames: AtomicU64,
+    /// Bytes of the frames sent on (Ethernet frames, without the
+    /// `virtio_net_hdr`).
+    pub bytes: AtomicU64,
+    /// Frames not sent on: too large, over the queue's limit, or refused
+    /// by the outgoing interface (down, or its peer's backlog full).
+    pub dropped: AtomicU64,
+}
+
+/// What a relay has done so far, by direction. It may be read while the
+/// relay runs.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Frames received on `a` and sent on `c`.
+    pub a_to_c: Counters,
+    /// Frames received on `c` and sent on `a`.
+    pub c_to_a: Counters,
+}
+
+/// Forward every frame between interfaces `a` and `c`, in both
+/// directions, each `delay` after it arrived, until `stop` is set (it is
+/// looked at every 100 ms at least).
+///
+/// Both interfaces must exist; they should be up (frames are not carried
+/// while one is down, but the relay keeps running). Errors name the
+/// interface concerned, as `relay: interface mhr0a: no such device`.
+pub fn run(a: &str, c: &str, delay: Duration, stop: &AtomicBool) -> io::Result<()> {
+    run_with_stats(a, c, delay, stop, &Stats::default())
+}
+
+/// As [`run`], counting the frames forwarded and dropped in `stats`.
+pub fn run_with_stats(
+    a: &str,
+    c: &str,
+    delay: Duration,
+    stop: &AtomicBool,
+    stats: &Stats,
+) -> io::Result<()> {
+    let sa = PacketSocket::open(a)?;
+    let sc = PacketSocket::open(c)?;
+    let delay_ns = u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX);
+    // Set when a thread fails, so that the others end too.
+    let failed = AtomicBool::new(false);
+    let done = || stop.load(Ordering::Relaxed) || failed.load(Ordering::Relaxed);
+    let report = |r: io::Result<()>| {
+        if r.is_err() {
+            failed.store(true, Ordering::Relaxed);
+        }
+        r
+    };
+    let queued = [AtomicUsize::new(0), AtomicUsize::new(0)];
+    let directions = [
+        (&sa, &sc, &stats.a_to_c, &queued[0]),
+        (&sc, &sa, &stats.c_to_a, &queued[1]),
+    ];
+    std::thread::scope(|s| {
+        let mut handles = Vec::new();
+        for (from, to, counters, queued) in directions {
+            if delay_ns == 0 {
+                handles.push(s.spawn(move || report(forward(from, to, &done, counters))));
+            } else {
+                let (tx, rx) = mpsc::channel();
+                let queue = Queue {
+                    tx,
+                    queued,
+                    delay_ns,
+                };
+                handles.push(s.spawn(move || report(enqueue(from, &queue, &done, counters))));
+                handles.push(s.spawn(move || report(send_due(&rx, to, queued, &done, counters))));
+            }
+        }
+        // Join them all, then give the first error.
+        let results: Vec<io::Result<()>> = handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(io::Error::other("relay: a thread panicked")))
+            })
+            .collect();
+        results.into_iter().collect()
+    })
+}
+
+/// A frame waiting out its delay: its `virtio_net_hdr` and the frame.
+struct Frame {
+    /// When to send it, `CLOCK_MONOTONIC` nanoseconds.
+    due: u64,
+    data: Box<[u8]>,
+}
+
+/// The way from a direction's reader to its sender.
+struct Queue<'a> {
+    tx: mpsc::Sender<Frame>,
+    /// Bytes of the frames in the channel.
+    queued: &'a AtomicUsize,
+    delay_ns: u64,
+}
+
+/// Without a delay: send each frame on as soon as it is read.
+fn forward(
+    from: &PacketSocket,
+    to: &PacketSocket,
+    done: &dyn Fn() -> bool,
+    counters: &Counters,
+) -> io::Result<()> {
+    let mut buf = vec![0u8; VNET_HDR_LEN + MAX_FRAME];
+    while !done() {
+        match from.recv(&mut buf)? {
+            Received::Frame(n) => to.send_counted(&buf[..n], counters)?,
+            Received::TooLarge => {
+                counters.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+            Received::Nothing => {}
+        }
+    }
+    Ok(())
+}
+
+/// With a delay, the reader: stamp each frame with its deadline and queue
+/// it for the sender.
+fn enqueue(
+    from: &PacketSocket,
+    queue: &Queue<'_>,
+    done: &dyn Fn() -> bool,
+    counters: &Counters,
+) -> io::Result<()> {
+    let mut buf = vec![0u8; VNET_HDR_LEN + MAX_FRAME];
+    while !done() {
+        match from.recv(&mut buf)? {
+            Received::Frame(n) => {
+                let due = now_ns().saturating_add(queue.delay_ns);
+                if queue.queued.load(Ordering::Relaxed) + n > MAX_QUEUED_BYTES {
+                    counters.dropped.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                queue.queued.fetch_add(n, Ordering::Relaxed);
+                let frame = Frame {
+                    due,
+                    data: buf[..n].into(),
+                };
+                if queue.tx.send(frame).is_err() {
+                    // The sender has ended: so do we.
+                    return Ok(());
+                }
+            }
+            Received::TooLarge => {
+                counters.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+            Received::Nothing => {}
+        }
+    }
+    Ok(())
+}
+
+/// With a delay, the sender: send each queued frame at its deadline.
+fn send_due(
+    rx: &mpsc::Receiver<Frame>,
+    to: &PacketSocket,
+    queued: &AtomicUsize,
+    done: &dyn Fn() -> bool,
+    counters: &Counters,
+) -> io::Result<()> {
+    set_timer_slack_min();
+    while !done() {
+        let frame = match rx.recv_timeout(POLL) {
+            Ok(f) => f,
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(()),
+        };
+        queued.fetch_sub(frame.data.len(), Ordering::Relaxed);
+        if !wait_until(frame.due, done) {
+            break;
+        }
+        to.send_counted(&frame.data, counters)?;
+    }
+    Ok(())
+}
+
+/// `CLOCK_MONOTONIC`, in nanoseconds.
+fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always
+    // exists, so the call cannot fail.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Wait until `CLOCK_MONOTONIC` reaches `deadline` (ns): sleep until
+/// [`SPIN_NS`] before it, then spin. False if `done` turned true first
+/// (it is looked at every [`POLL`] while sleeping).
+fn wait_until(deadline: u64, done: &dyn Fn() -> bool) -> bool {
+    let poll_ns = POLL.as_nanos() as u64;
+    loop {
+        let now = now_ns();
+        if now >= deadline {
+            return true;
+        }
+        let left = deadline - now;
+        if left <= SPIN_NS {
+            std::hint::spin_loop();
+            continue;
+        }
+        if done() {
+            return false;
+        }
+        let wake = (deadline - SPIN_NS).min(now + poll_ns);
+        let ts = libc::timespec {
+            tv_sec: (wake / 1_000_000_000) as libc::time_t,
+            tv_nsec: (wake % 1_000_000_000) as libc::c_long,
+        };
+        // SAFETY: `ts` is a valid timespec; a null remainder is allowed
+        // with TIMER_ABSTIME. An early return (EINTR) is harmless: the
+        // loop looks at the clock again.
+        unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+}
+
+/// Make this thread's timed sleeps end on time: the default timer slack
+/// (50 µs) would be added to every delay.
+fn set_timer_slack_min() {
+    // SAFETY: PR_SET_TIMERSLACK takes one integer argument and affects the
+    // calling thread only. Failure leaves the default slack: ignored.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+}
+
+/// What one read gave.
+enum Received {
+    /// A frame that arrived on the interface, of this length with its
+    /// `virtio_net_hdr`.
+    Frame(usize),
+    /// A frame too large for the buffer (dropped).
+    TooLarge,
+    /// Nothing to forward: the timeout passed, a signal came, the frame
+    /// was the interface's own outgoing one, or the interface went down.
+    Nothing,
+}
+
+/// A raw packet socket on one interface, with `virtio_net_hdr`s.
+struct PacketSocket {
+    fd: OwnedFd,
+    name: String,
+}
+
+impl PacketSocket {
+    /// Open and bind the socket for interface `name`.
+    fn open(name: &str) -> io::Result<PacketSocket> {
+        let no_device = || {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("relay: interface {name}: no such device"),
+            )
+        };
+        let cname = CString::new(name).map_err(|_| no_device())?;
+        // SAFETY: `cname` is a valid NUL-terminated string that outlives
+        // the call.
+        let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) };
+        if ifindex == 0 {
+            return Err(no_device());
+        }
+        let ctx = |what: &str, e: io::Error| {
+            io::Error::new(e.kind(), format!("relay: interface {name}: {what}: {e}"))
+        };
+        // Protocol 0: the socket receives nothing until it is bound to the
+        // interface below.
+        // SAFETY: plain socket(2) call with constant arguments.
+        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+        if fd < 0 {
+            return Err(ctx("packet socket", io::Error::last_os_error()));
+        }
+        // SAFETY: `fd` is a freshly opened descriptor owned by nothing else.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let sock = PacketSocket {
+            fd,
+            name: name.to_string(),
+        };
+        let one: libc::c_int = 1;
+        sock.set(libc::SOL_PACKET, libc::PACKET_VNET_HDR, &one)
+            .map_err(|e| ctx("PACKET_VNET_HDR", e))?;
+        sock.set(libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, &one)
+            .map_err(|e| ctx("PACKET_IGNORE_OUTGOING", e))?;
+        for (force, plain) in [
+            (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF),
+            (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF),
+        ] {
+            // Without CAP_NET_ADMIN, settle for the system's maximum.
+            if sock.set(libc::SOL_SOCKET, force, &SOCKET_BUFFER).is_err() {
+                sock.set(libc::SOL_SOCKET, plain, &SOCKET_BUFFER)
+                    .map_err(|e| ctx("socket buffer", e))?;
+            }
+        }
+        let timeout = libc::timeval {
+            tv_sec: 0,
+            tv_usec: POLL.as_micros() as libc::suseconds_t,
+        };
+        for opt in [libc::SO_RCVTIMEO, libc::SO_SNDTIMEO] {
+            sock.set(libc::SOL_SOCKET, opt, &timeout)
+                .map_err(|e| ctx("socket timeout", e))?;
+        }
+        let ifindex = libc::c_int::try_from(ifindex).map_err(|_| no_device())?;
+        // SAFETY: sockaddr_ll is plain data, for which all zeroes is valid.
+        let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        addr.sll_family = libc::AF_PACKET as libc::c_ushort;
+        addr.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
+        addr.sll_ifindex = ifindex;
+        // SAFETY: `addr` is a valid sockaddr_ll and the length given is its
+        // size.
+        let rc = unsafe {
+            libc::bind(
+                sock.fd.as_raw_fd(),
+                (&raw const addr).cast::<libc::sockaddr>(),
+                size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+            )
+        };
+        if rc != 0 {
+            return Err(ctx("bind", io::Error::last_os_error()));
+        }
+        // Promiscuous while the socket lives (the kernel counts and undoes
+        // it on close), for interfaces that filter frames by address.
+        // SAFETY: packet_mreq is plain data, for which all zeroes is valid.
+        let mut mreq: libc::packet_mreq = unsafe { std::mem::zeroed() };
+        mreq.mr_ifindex = ifindex;
+        mreq.mr_type = libc::PACKET_MR_PROMISC as libc::c_ushort;
+        sock.set(libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq)
+            .map_err(|e| ctx("promiscuous mode", e))?;
+        Ok(sock)
+    }
+
+    /// Set a socket option to `value`.
+    fn set<T>(&self, level: libc::c_int, opt: libc::c_int, value: &T) -> io::Result<()> {
+        // SAFETY: `value` points to a live `T` of the size given; the
+        // kernel only reads it.
+        let rc = unsafe {
+            libc::setsockopt(
+                self.fd.as_raw_fd(),
+                level,
+                opt,
+                (value as *const T).cast::<libc::c_void>(),
+                size_of::<T>() as libc::socklen_t,
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    /// Read one frame and its `virtio_net_hdr` into `buf`, waiting
+    /// [`POLL`] at most.
+    fn recv(&self, buf: &mut [u8]) -> io::Result<Received> {
+        // SAFETY: sockaddr_ll is plain data, for which all zeroes is valid.
+        let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        let mut from_len = size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+        // SAFETY: `buf` is writable for `buf.len()` bytes, `from` for
+        // `from_len`; MSG_TRUNC only changes the length returned (the
+        // frame's full length), not what is written.
+        let n = unsafe {
+            libc::recvfrom(
+                self.fd.as_raw_fd(),
+                buf.as_mut_ptr().cast::<libc::c_void>(),
+                buf.len(),
+                libc::MSG_TRUNC,
+                (&raw mut from).cast::<libc::sockaddr>(),
+                &mut from_len,
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::EAGAIN | libc::EINTR | libc::ENETDOWN) => Ok(Received::Nothing),
+                _ => Err(self.error("receive", e)),
+            };
+        }
+        let n = n as usize;
+        if from.sll_pkttype == libc::PACKET_OUTGOING || n <= VNET_HDR_LEN {
+            Ok(Received::Nothing)
+        } else if n > buf.len() {
+            Ok(Received::TooLarge)
+        } else {
+            Ok(Received::Frame(n))
+        }
+    }
+
+    /// Send one frame with its `virtio_net_hdr`, counting it as forwarded
+    /// or dropped. Errors are only those that will not pass: the
+    /// interface is gone, or the socket broken.
+    fn send_counted(&self, frame: &[u8], counters: &Counters) -> io::Result<()> {
+        loop {
+            // SAFETY: `frame` is readable for `frame.len()` bytes; the
+            // socket is bound, so no address is needed.
+            let n = unsafe {
+                libc::send(
+                    self.fd.as_raw_fd(),
+                    frame.as_ptr().cast::<libc::c_void>(),
+                    frame.len(),
+                    0,
+                )
+            };
+            if n >= 0 {
+                counters.frames.fetch_add(1, Ordering::Relaxed);
+                let bytes = frame.len().saturating_sub(VNET_HDR_LEN) as u64;
+                counters.bytes.fetch_add(bytes, Ordering::Relaxed);
+                return Ok(());
+            }
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                // The interface is down, its peer's backlog full, the send
+                // buffer full past the timeout, or the frame refused: lost,
+                // as on a wire.
+                Some(
+                    libc::ENOBUFS | libc::EAGAIN | libc::ENETDOWN | libc::EMSGSIZE | libc::EINVAL,
+                ) => {
+                    counters.dropped.fetch_add(1, Ordering::Relaxed);
+                    return Ok(());
+                }
+                _ => return Err(self.error("send", e)),
+            }
+        }
+    }
+
+    /// An error of `what` on this socket, naming its interface.
+    fn error(&self, what: &str, e: io::Error) -> io::Error {
+        io::Error::new(
+            e.kind(),
+            format!("relay: interface {}: {what}: {e}", self.name),
+        )
+    }
+}
