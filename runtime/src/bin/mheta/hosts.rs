@@ -150,12 +150,35 @@ impl Drop for Lease {
     }
 }
 
+/// Inside a Slurm allocation (`salloc`, `sbatch`), Open MPI's mpirun
+/// takes its hosts from Slurm and starts its daemons with srun.
+pub fn in_slurm() -> bool {
+    std::env::var_os("SLURM_JOB_ID").is_some()
+}
+
+/// What an Open MPI `mpirun` needs to run across the lab, given the
+/// user's own arguments: the hosts and the agent, or under Slurm only
+/// what Slurm does not give (`--bind-to none`); and the `OMPI_MCA_*`
+/// environment (the lab's subnet), which also reaches an mpirun started
+/// by `salloc`.
+pub fn launch(lab: &Lab, user: &[OsString]) -> Result<(Vec<String>, Vec<(String, String)>)> {
+    let env = agent::mca_env(lab, cores());
+    let args = if in_slurm() {
+        let bound = user.iter().any(|a| a.to_string_lossy().starts_with("--bind-to"));
+        if bound { vec![] } else { vec!["--bind-to".into(), "none".into()] }
+    } else {
+        agent::mpirun_args(lab, &agent_cmd(lab)?, cores(), user)
+    };
+    Ok((args, env))
+}
+
 /// An mpirun command across the lab: `mpirun` (or $MHETA_MPIRUN) with
 /// the lab's options, then `user`.
 pub fn mpirun_across(lab: &Lab, user: &[OsString]) -> Result<Command> {
     let launcher = std::env::var_os("MHETA_MPIRUN").unwrap_or_else(|| "mpirun".into());
     let mut cmd = Command::new(launcher);
-    cmd.args(agent::mpirun_args(lab, &agent_cmd(lab)?, cores(), user));
+    let (args, env) = launch(lab, user)?;
+    cmd.args(args).envs(env);
     cmd.args(user);
     Ok(cmd)
 }

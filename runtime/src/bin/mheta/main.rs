@@ -49,11 +49,17 @@ enum Cmd {
     /// `mheta predict --load`.
     Sense(sense::SenseArgs),
     /// Measure the cluster: run mheta-microbench on N ranks under mpirun and
-    /// write the cluster profile (JSON).
+    /// write the cluster profile (JSON). With `--cluster` naming a spec with
+    /// hosts, the ranks run across its emulated hosts (brought up for the
+    /// measurement if they are down) and every pair is measured over its
+    /// link.
     Bench {
-        /// Ranks to measure (at least 2).
-        #[arg(long)]
-        np: u32,
+        /// Ranks to measure (at least 2; default: the --cluster spec's).
+        #[arg(long, required_unless_present = "cluster")]
+        np: Option<u32>,
+        /// A cluster spec with [[host]] tables: measure across its hosts.
+        #[arg(long, value_name = "SPEC")]
+        cluster: Option<String>,
         /// Fewer sizes and repetitions.
         #[arg(long)]
         quick: bool,
@@ -112,6 +118,12 @@ enum Cmd {
         /// no iterations (MHETA_RECORD_ALL=1).
         #[arg(long, conflicts_with_all = ["iteration", "count"])]
         whole_run: bool,
+        /// A cluster spec with [[host]] tables: run across its emulated
+        /// hosts (brought up for the run if they are down). An Open MPI
+        /// mpirun given as the launcher gets the hosts and the agent; any
+        /// launcher (salloc ... mpirun) gets the lab's OMPI_MCA_* settings.
+        #[arg(long, value_name = "SPEC")]
+        cluster: Option<String>,
         /// The launcher and its arguments, after `--`.
         #[arg(last = true, value_name = "LAUNCHER ARGS")]
         launcher: Vec<OsString>,
@@ -490,6 +502,7 @@ fn status_code(st: std::process::ExitStatus) -> i32 {
 
 /// What `mheta bench` passes on to mheta-microbench.
 struct BenchOpts {
+    cluster: Option<String>,
     quick: bool,
     json: bool,
     osu_compat: bool,
@@ -499,7 +512,21 @@ struct BenchOpts {
     max_size: Option<u64>,
 }
 
-fn bench(np: u32, o: &BenchOpts, output: Option<&Path>) -> Result<i32> {
+fn bench(np: Option<u32>, o: &BenchOpts, output: Option<&Path>) -> Result<i32> {
+    let lab = match &o.cluster {
+        Some(c) => Some(hosts::lab_of(c)?),
+        None => None,
+    };
+    let np = match (np, &lab) {
+        (Some(n), Some(l)) if n as usize != l.ranks() => bail!(
+            "--np {n}: the cluster {} has {} ranks on its hosts",
+            l.name,
+            l.ranks()
+        ),
+        (Some(n), _) => n,
+        (None, Some(l)) => l.ranks() as u32,
+        (None, None) => bail!("--np N or --cluster SPEC is needed"),
+    };
     if np < 2 {
         bail!("--np {np}: the microbenchmarks measure pairs of ranks and need at least 2");
     }
@@ -519,10 +546,20 @@ fn bench(np: u32, o: &BenchOpts, output: Option<&Path>) -> Result<i32> {
             exe.display()
         );
     }
+    let _lease = match &lab {
+        Some(l) => Some(hosts::Lease::take(l)?),
+        None => None,
+    };
     let launcher = std::env::var_os("MHETA_MPIRUN").unwrap_or_else(|| "mpirun".into());
-    let mut cmd = Command::new(&launcher);
-    cmd.arg("-np").arg(np.to_string());
-    if is_open_mpi_launcher(&launcher) {
+    let mut cmd = match &lab {
+        Some(l) => hosts::mpirun_across(l, &[])?,
+        None => {
+            let mut c = Command::new(&launcher);
+            c.arg("-np").arg(np.to_string());
+            c
+        }
+    };
+    if lab.is_none() && is_open_mpi_launcher(&launcher) {
         let cores = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1);
@@ -560,14 +597,29 @@ fn bench(np: u32, o: &BenchOpts, output: Option<&Path>) -> Result<i32> {
     Ok(status_code(st))
 }
 
-fn run(
-    trace_dir: &Path,
+/// What `mheta run` was asked to record.
+struct RunOpts<'a> {
+    trace_dir: &'a Path,
     iteration: u64,
     count: u64,
     whole_run: bool,
-    tools: &str,
-    launcher: &[OsString],
-) -> Result<i32> {
+    tools: &'a str,
+    cluster: Option<&'a str>,
+}
+
+fn run(o: &RunOpts, launcher: &[OsString]) -> Result<i32> {
+    let RunOpts {
+        trace_dir,
+        iteration,
+        count,
+        whole_run,
+        tools,
+        cluster,
+    } = *o;
+    let lab = match cluster {
+        Some(c) => Some(hosts::lab_of(c)?),
+        None => None,
+    };
     for t in tools.split(',').map(str::trim) {
         if !matches!(t, "recorder" | "summary") {
             bail!("--tools {tools}: unknown tool {t:?}; known: recorder, summary");
@@ -601,7 +653,18 @@ fn run(
         }
         _ => lib.clone().into_os_string(),
     };
+    let _lease = match &lab {
+        Some(l) => Some(hosts::Lease::take(l)?),
+        None => None,
+    };
     let mut cmd = Command::new(prog);
+    if let Some(l) = &lab {
+        let (args, env) = hosts::launch(l, rest)?;
+        cmd.envs(env);
+        if is_open_mpi_launcher(prog) {
+            cmd.args(args);
+        }
+    }
     cmd.env("MHETA_TRACE_DIR", &dir)
         .env("MHETA_TOOLS", tools)
         .env("MHETA_INSTRUMENT_ITER", iteration.to_string())
@@ -651,6 +714,7 @@ fn main() {
             Cmd::Sense(a) => sense::main(a),
             Cmd::Bench {
                 np,
+                cluster,
                 quick,
                 output,
                 json,
@@ -662,6 +726,7 @@ fn main() {
             } => bench(
                 np,
                 &BenchOpts {
+                    cluster,
                     quick,
                     json,
                     osu_compat,
@@ -678,8 +743,19 @@ fn main() {
                 count,
                 whole_run,
                 tools,
+                cluster,
                 launcher,
-            } => run(&trace_dir, iteration, count, whole_run, &tools, &launcher),
+            } => run(
+                &RunOpts {
+                    trace_dir: &trace_dir,
+                    iteration,
+                    count,
+                    whole_run,
+                    tools: &tools,
+                    cluster: cluster.as_deref(),
+                },
+                &launcher,
+            ),
             Cmd::Experiment {
                 app,
                 cluster,
