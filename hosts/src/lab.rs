@@ -241,12 +241,16 @@ pub enum Up {
     AlreadyUp,
 }
 
-/// Is the lab up with exactly this spec, and everything present?
-pub fn is_up(lab: &Lab) -> Result<bool, LabError> {
+/// Is the lab up with exactly this spec, and everything present (with
+/// its Slurm daemons when `slurm`)?
+pub fn is_up(lab: &Lab, slurm: bool) -> Result<bool, LabError> {
     let Some(st) = read_state(&lab.name)? else {
         return Ok(false);
     };
     if !st.complete || &st.lab != lab {
+        return Ok(false);
+    }
+    if slurm && (st.daemons.is_empty() || !st.daemons.iter().all(|(_, p)| alive(*p))) {
         return Ok(false);
     }
     let ns = namespaces();
@@ -258,14 +262,34 @@ pub fn is_up(lab: &Lab) -> Result<bool, LabError> {
 
 /// Bring the lab up (as root). `relay` is the command that runs a relay,
 /// to which `A C DELAY_SECONDS` are appended (`mheta hosts relay`).
-/// Idempotent: a lab already up with this spec is left alone; one up with
-/// another spec, or half made, is taken down first.
-pub fn up(lab: &Lab, relay: &[OsString]) -> Result<Up, LabError> {
+/// With `slurm`, also munged, slurmctld and a slurmd per host
+/// ([`crate::slurm`]). Idempotent: a lab already up with this spec (and
+/// Slurm, if asked) is left alone; one up with another spec, or half
+/// made, is taken down first.
+pub fn up(lab: &Lab, relay: &[OsString], slurm: bool) -> Result<Up, LabError> {
     if !is_root() {
         return Err(LabError::NotRoot);
     }
-    if is_up(lab)? {
+    if is_up(lab, slurm)? {
         return Ok(Up::AlreadyUp);
+    }
+    if slurm
+        && let Some(st) = read_state(&lab.name)?
+        && st.complete
+        && &st.lab == lab
+        && st.daemons.is_empty()
+        && is_up(lab, false)?
+    {
+        // Up without Slurm: add it.
+        let mut st = st;
+        return match crate::slurm::start(lab) {
+            Ok(d) => {
+                st.daemons = d;
+                write_state(&st)?;
+                Ok(Up::Built)
+            }
+            Err(e) => Err(e),
+        };
     }
     if read_state(&lab.name)?.is_some() {
         down(&lab.name)?;
@@ -279,7 +303,13 @@ pub fn up(lab: &Lab, relay: &[OsString]) -> Result<Up, LabError> {
         daemons: vec![],
     };
     write_state(&st)?;
-    match build(lab, relay, &mut st) {
+    let built = build(lab, relay, &mut st).and_then(|()| {
+        if slurm {
+            st.daemons = crate::slurm::start(lab)?;
+        }
+        Ok(())
+    });
+    match built {
         Ok(()) => {
             st.complete = true;
             write_state(&st)?;

@@ -27,6 +27,12 @@ enum HostsCmd {
         /// Cluster spec with [[host]] tables (a file or a built-in name:
         /// net2, net4, netcpu4).
         spec: String,
+        /// Also start Slurm: munged, slurmctld, and one slurmd per host
+        /// (in its namespace), in the background under mheta's
+        /// supervision; `mheta hosts env` prints SLURM_CONF for srun and
+        /// salloc.
+        #[arg(long)]
+        slurm: bool,
     },
     /// Remove everything `up` made for the spec (by name, also after a
     /// crash): daemons, relays, namespaces, interfaces, state.
@@ -121,7 +127,7 @@ pub struct Lease {
 
 impl Lease {
     pub fn take(lab: &Lab) -> Result<Lease> {
-        let made = match lab::up(lab, &relay_cmd()?)? {
+        let made = match lab::up(lab, &relay_cmd()?, false)? {
             lab::Up::Built => {
                 eprintln!(
                     "mheta: hosts of {} brought up for this job ({} hosts on {}); they go down after it",
@@ -185,9 +191,9 @@ pub fn mpirun_across(lab: &Lab, user: &[OsString]) -> Result<Command> {
 
 pub fn main(a: HostsArgs) -> Result<i32> {
     match a.cmd {
-        HostsCmd::Up { spec } => {
+        HostsCmd::Up { spec, slurm } => {
             let lab = lab_of(&spec)?;
-            match lab::up(&lab, &relay_cmd()?)? {
+            match lab::up(&lab, &relay_cmd()?, slurm)? {
                 lab::Up::Built => println!(
                     "{}: up: {} hosts, {} ranks, subnet {} (bridge {} at {})",
                     lab.name,
@@ -247,7 +253,10 @@ pub fn main(a: HostsArgs) -> Result<i32> {
         }
         HostsCmd::Env { spec } => {
             let lab = lab_of(&spec)?;
-            for (k, v) in agent::mca_env(&lab, cores()) {
+            for (k, v) in agent::mca_env(&lab, cores())
+                .into_iter()
+                .chain(mheta_hosts::slurm::client_env(&lab))
+            {
                 println!("export {k}={v}");
             }
             Ok(0)
