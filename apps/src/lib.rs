@@ -1271,8 +1271,20 @@ pub fn run<K: Kernel>(
         )
     };
     let work = ctx.emu.work_stats();
+    let host = hostname();
+    let mut notes = ctx.emu.report.notes.clone();
+    if let Some(lab) = &ck.cluster.lab {
+        let want = &lab.hosts[lab.rank_hosts()[rank]].name;
+        if &host != want {
+            notes.push(format!(
+                "rank {rank} ran on host {host}, but {} puts it on {want}: the spec's links were not in its way (launch with `mheta hosts mpirun {}` or `mheta run --cluster`)",
+                c.cluster, c.cluster
+            ));
+        }
+    }
     let mut mine = json!({
         "rank": rank,
+        "host": host,
         "cpu_ns_per_unit": work.ns_per_unit,
         "work_pieces": work.pieces,
         "cpu_overruns": work.overruns,
@@ -1307,7 +1319,7 @@ pub fn run<K: Kernel>(
             0,
             iters
         ),
-        "notes": ctx.emu.report.notes,
+        "notes": notes,
     });
     if std::env::var_os("MHETA_DEBUG_TIMES").is_some() {
         mine["cpu_shares"] = json!(shares);
@@ -1430,4 +1442,11 @@ pub fn main_with_mpi(app: &str, body: impl FnOnce(&SimpleCommunicator) -> Result
         }
     };
     std::process::exit(code)
+}
+
+/// This node's hostname (an emulated host's own, inside its namespace).
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
 }

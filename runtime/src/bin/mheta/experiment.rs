@@ -155,7 +155,11 @@ pub fn diff_pct(p: f64, a: f64) -> f64 {
 
 /// `mpirun` (or `$MHETA_MPIRUN`) for `np` ranks; Open MPI's gets
 /// `--oversubscribe`, and `--allow-run-as-root` as root, as `mheta bench`.
-fn mpirun(np: usize) -> Command {
+/// On a cluster with hosts, across them.
+fn mpirun(np: usize, lab: Option<&mheta_hosts::Lab>) -> Result<Command> {
+    if let Some(l) = lab {
+        return super::hosts::mpirun_across(l, &[]);
+    }
     let launcher = std::env::var_os("MHETA_MPIRUN").unwrap_or_else(|| "mpirun".into());
     let mut c = Command::new(&launcher);
     if super::is_open_mpi_launcher(&launcher) {
@@ -165,7 +169,7 @@ fn mpirun(np: usize) -> Command {
         }
     }
     c.args(["-np", &np.to_string()]);
-    c
+    Ok(c)
 }
 
 /// The app's own arguments: the defaults for the study unless the user
@@ -253,6 +257,13 @@ fn check_answer(
 
 pub fn run(a: &Args) -> Result<Report> {
     let bin = check(a)?;
+    let lab = ClusterSpec::resolve(&a.cluster, a.np)
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .lab;
+    let _lease = match &lab {
+        Some(l) => Some(super::hosts::Lease::take(l)?),
+        None => None,
+    };
     std::fs::create_dir_all(&a.dir)
         .with_context(|| format!("cannot create {}", a.dir.display()))?;
     let me = std::env::current_exe()?;
@@ -267,8 +278,13 @@ pub fn run(a: &Args) -> Result<Report> {
         None => {
             bar.set_message("measuring the cluster (mheta bench --quick)");
             let p = a.dir.join("profile.json");
-            let st = Command::new(&me)
-                .args(["bench", "--quick", "--np", &a.np.to_string(), "-o"])
+            let mut bench = Command::new(&me);
+            bench.args(["bench", "--quick", "--np", &a.np.to_string()]);
+            if lab.is_some() {
+                bench.args(["--cluster", &a.cluster]);
+            }
+            let st = bench
+                .arg("-o")
                 .arg(&p)
                 .stdout(std::process::Stdio::null())
                 .status()?;
@@ -283,13 +299,19 @@ pub fn run(a: &Args) -> Result<Report> {
     bar.set_message("instrumented run on Block");
     let trace = a.dir.join("trace");
     let mut launch = Command::new(&me);
+    let mpi = mpirun(a.np, lab.as_ref())?;
+    for (k, v) in mpi.get_envs() {
+        if let Some(v) = v {
+            launch.env(k, v);
+        }
+    }
     launch
         .arg("run")
         .arg("--trace-dir")
         .arg(&trace)
         .arg("--")
-        .arg(mpirun(a.np).get_program())
-        .args(mpirun(a.np).get_args())
+        .arg(mpi.get_program())
+        .args(mpi.get_args())
         .arg(&bin)
         .args(app_args(a, instrumented_iters(a.iters)));
     let block_run = run_job(launch, "the instrumented run")?;
@@ -350,7 +372,7 @@ pub fn run(a: &Args) -> Result<Report> {
     for round in 0..a.repeat {
         for (i, (_, d)) in dists.iter().enumerate() {
             bar.set_message(format!("round {}/{}: run {d}", round + 1, a.repeat));
-            let mut c = mpirun(a.np);
+            let mut c = mpirun(a.np, lab.as_ref())?;
             c.arg(&bin)
                 .args(app_args(a, a.iters))
                 .arg("--dist")
