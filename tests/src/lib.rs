@@ -113,3 +113,61 @@ pub fn quick_profile(dir: &Path, np: usize) -> PathBuf {
         .arg(&p));
     p
 }
+
+/// Run with a time limit: on expiry the whole process group (mpirun,
+/// its daemons and ranks) is killed and the test fails, instead of
+/// hanging the suite. Requires success; returns stdout.
+pub fn ok_within(cmd: &mut Command, limit: std::time::Duration) -> String {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    let mut child = cmd
+        .process_group(0)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut so = child.stdout.take().unwrap();
+    let mut se = child.stderr.take().unwrap();
+    let t_out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = so.read_to_string(&mut s);
+        s
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = se.read_to_string(&mut s);
+        s
+    });
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break Some(st);
+        }
+        if start.elapsed() > limit {
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", child.id())])
+                .status();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let (out, err) = (t_out.join().unwrap(), t_err.join().unwrap());
+    match status {
+        Some(st) if st.success() => out,
+        Some(st) => panic!("{cmd:?} failed ({st}):\nstdout:\n{out}\nstderr:\n{err}"),
+        None => panic!("{cmd:?} did not finish within {limit:?}; killed:\nstdout:\n{out}\nstderr:\n{err}"),
+    }
+}
+
+/// True when this process runs as root (network namespaces, tc, cgroups).
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|e| e == "0"))
+        })
+        .unwrap_or(false)
+}

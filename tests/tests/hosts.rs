@@ -1,0 +1,227 @@
+//! Emulated hosts: a lab's shaped link and relay measured from inside its
+//! namespaces, nothing left after `down`, and a 4-rank jacobi `--auto`
+//! across net4. Root only (namespaces, tc): skipped otherwise.
+
+use mheta_tests::*;
+use std::process::Command;
+use std::time::Duration;
+
+/// A TCP peer for the measurements, run inside a host's namespace:
+/// `serve PORT`, `rtt HOST PORT N` (median round trip of 8 bytes, µs) and
+/// `bulk HOST PORT SECONDS` (goodput, Mbit/s).
+const PEER: &str = r#"
+import socket, sys, time
+cmd = sys.argv[1]
+if cmd == "serve":
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("0.0.0.0", int(sys.argv[2]))); s.listen(4)
+    for _ in range(2):
+        c, _ = s.accept(); c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        mode = c.recv(1)
+        if mode == b"e":
+            while True:
+                b = c.recv(64)
+                if not b: break
+                c.sendall(b)
+        else:
+            while c.recv(1 << 20): pass
+            c.sendall(b"k")
+        c.close()
+elif cmd == "rtt":
+    s = socket.create_connection((sys.argv[2], int(sys.argv[3])))
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1); s.sendall(b"e"); v = []
+    for i in range(int(sys.argv[4])):
+        t = time.perf_counter(); s.sendall(b"x" * 8)
+        got = 0
+        while got < 8: got += len(s.recv(64))
+        v.append(time.perf_counter() - t)
+    v.sort(); print(v[len(v) // 2] * 1e6)
+else:
+    s = socket.create_connection((sys.argv[2], int(sys.argv[3]))); s.sendall(b"b")
+    buf = b"x" * (1 << 20); n = 0; t = time.perf_counter()
+    while time.perf_counter() - t < float(sys.argv[4]): s.sendall(buf); n += len(buf)
+    s.shutdown(socket.SHUT_WR); s.recv(1); dt = time.perf_counter() - t
+    print(n * 8 / dt / 1e6)
+"#;
+
+/// Takes the lab down when the test ends, pass or fail.
+struct Down(String);
+impl Drop for Down {
+    fn drop(&mut self) {
+        let _ = mheta().args(["hosts", "down", &self.0]).output();
+    }
+}
+
+fn in_ns(ns: &str, script: &std::path::Path, args: &[&str]) -> Command {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", ns, "python3"]).arg(script).args(args);
+    c
+}
+
+/// Median of `k` runs of a peer measurement from `from` to `to` (its
+/// address `to_ip`), each against a fresh server.
+fn measure(script: &std::path::Path, from: &str, to: &str, to_ip: &str, what: &[&str]) -> f64 {
+    let mut v = vec![];
+    for port in [5301, 5302, 5303] {
+        let p = port.to_string();
+        let mut server = in_ns(to, script, &["serve", &p]).spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let mut args = vec![what[0], to_ip, &p];
+        args.extend_from_slice(&what[1..]);
+        let out = ok_within(&mut in_ns(from, script, &args), Duration::from_secs(60));
+        v.push(out.trim().parse::<f64>().unwrap());
+        // The server takes one echo and one bulk connection; it ends when
+        // killed.
+        let _ = server.kill();
+        let _ = server.wait();
+    }
+    v.sort_by(f64::total_cmp);
+    v[1]
+}
+
+#[test]
+fn two_hosts_shape_the_link_add_the_latency_and_leave_nothing() {
+    if !is_root() {
+        eprintln!("hosts: skipped (needs root)");
+        return;
+    }
+    let dir = scratch("hosts-two");
+    let spec = dir.join("ittwo.toml");
+    // a: a 200 Mbit/s link; b: 1 Gbit/s with 1 ms added one way; c: 1 Gbit/s.
+    std::fs::write(
+        &spec,
+        "[lab]\nname = \"ittwo\"\nsubnet = \"10.77.252.0/24\"\n\
+         [[host]]\nname = \"a\"\ncpu_power = 1.0\nrate = \"200mbit\"\n\
+         [[host]]\nname = \"b\"\ncpu_power = 1.0\nrate = \"1gbit\"\nlatency = \"1ms\"\n\
+         [[host]]\nname = \"c\"\ncpu_power = 1.0\nrate = \"1gbit\"\n",
+    )
+    .unwrap();
+    let script = dir.join("peer.py");
+    std::fs::write(&script, PEER).unwrap();
+    let spec_s = spec.to_str().unwrap().to_string();
+    let guard = Down(spec_s.clone());
+    ok(mheta().args(["hosts", "up", &spec_s]));
+    // Idempotent.
+    let again = ok(mheta().args(["hosts", "up", &spec_s]));
+    assert!(again.contains("already up"), "{again}");
+    let st = ok(mheta().args(["hosts", "status", &spec_s, "--json"]));
+    let st: serde_json::Value = serde_json::from_str(&st).unwrap();
+    assert_eq!(st["state"], "up");
+    // Each host has its own hostname.
+    let h = ok(Command::new("nsenter")
+        .arg("--uts=/run/mheta/hosts/ittwo/uts/b")
+        .arg("hostname"));
+    assert_eq!(h.trim(), "b");
+
+    // The 200 Mbit/s link, c -> a: goodput within 10% of the rate
+    // (TCP/IP headers take ~4% of each frame).
+    let mbit = measure(&script, "mheta-ittwo-c", "mheta-ittwo-a", "10.77.252.10", &["bulk", "3"]);
+    eprintln!("hosts: c -> a over a 200 Mbit/s link: {mbit:.1} Mbit/s");
+    assert!((mbit - 200.0).abs() <= 20.0, "{mbit} Mbit/s on a 200 Mbit/s link");
+    // The relay: c <-> b round trip less c <-> a's is the 2 x 1 ms added.
+    let near = measure(&script, "mheta-ittwo-c", "mheta-ittwo-a", "10.77.252.10", &["rtt", "300"]);
+    let far = measure(&script, "mheta-ittwo-c", "mheta-ittwo-b", "10.77.252.11", &["rtt", "300"]);
+    let added_us = far - near;
+    eprintln!("hosts: round trip c <-> a {near:.0} us, c <-> b {far:.0} us: added {added_us:.0} us (expected 2000)");
+    assert!((added_us - 2000.0).abs() <= 200.0, "added {added_us} us");
+
+    let down = ok(mheta().args(["hosts", "down", &spec_s]));
+    assert!(down.contains("down"), "{down}");
+    drop(guard);
+    let ns = ok(Command::new("ip").args(["netns", "list"]));
+    assert!(!ns.contains("mheta-ittwo-"), "namespaces left: {ns}");
+    let tag = st["bridge"].as_str().unwrap().trim_end_matches("br").to_string();
+    let links = ok(Command::new("ip").args(["-o", "link", "show"]));
+    assert!(!links.contains(&tag), "interfaces {tag}* left: {links}");
+    let relays = ok(Command::new("ps").args(["-eo", "args"]));
+    assert!(
+        !relays.lines().any(|l| l.contains("hosts relay") && l.contains(&tag)),
+        "a relay is left: {relays}"
+    );
+    assert!(!std::path::Path::new("/run/mheta/hosts/ittwo").exists());
+    let st = mheta().args(["hosts", "status", &spec_s]).output().unwrap();
+    assert_eq!(st.status.code(), Some(3), "status of a lab that is down");
+}
+
+#[test]
+fn refuses_a_name_it_did_not_make() {
+    if !is_root() {
+        eprintln!("hosts: skipped (needs root)");
+        return;
+    }
+    let dir = scratch("hosts-clash");
+    let spec = dir.join("itclash.toml");
+    std::fs::write(
+        &spec,
+        "[lab]\nname = \"itclash\"\nsubnet = \"10.77.253.0/24\"\n[[host]]\nname = \"x\"\ncpu_power = 1.0\n",
+    )
+    .unwrap();
+    // Someone else's namespace with the lab's name.
+    ok(Command::new("ip").args(["netns", "add", "mheta-itclash-x"]));
+    let out = fails(mheta().args(["hosts", "up", spec.to_str().unwrap()]));
+    let _ = Command::new("ip").args(["netns", "del", "mheta-itclash-x"]).status();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("mheta-itclash-x") && err.contains("not made by mheta hosts"), "{err}");
+    // Nothing was made, and the foreign namespace was not touched by up.
+    assert!(!std::path::Path::new("/run/mheta/hosts/itclash").exists());
+    // A spec without hosts is refused with its name.
+    let out = fails(mheta().args(["hosts", "up", "het2"]));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("het2"));
+}
+
+#[test]
+fn jacobi_auto_runs_and_verifies_across_net4() {
+    if !is_root() {
+        eprintln!("hosts: skipped (needs root)");
+        return;
+    }
+    let dir = scratch("hosts-net4");
+    let was_up = mheta()
+        .args(["hosts", "status", "net4"])
+        .output()
+        .unwrap()
+        .status
+        .success();
+    let profile = dir.join("net4.json");
+    let out = ok_within(
+        mheta()
+            .args(["bench", "--cluster", "net4", "--quick", "--no-disk", "-o"])
+            .arg(&profile),
+        Duration::from_secs(400),
+    );
+    assert!(out.contains("h2"), "the profile names the hosts:\n{out}");
+    let trace = dir.join("trace");
+    let out = ok_within(
+        mheta()
+            .args(["run", "--cluster", "net4", "--trace-dir"])
+            .arg(&trace)
+            .arg("--")
+            .arg("mpirun")
+            .arg(bin("jacobi"))
+            .args(["--n", "2048", "--iters", "40", "--cluster", "net4", "--auto", "--profile"])
+            .arg(&profile),
+        Duration::from_secs(300),
+    );
+    let r = last_json(&out);
+    assert_eq!(r["verified"], true, "{r}");
+    let hosts: Vec<&str> = r["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(hosts, ["h0", "h1", "h2", "h3"]);
+    assert!(r["auto"]["chosen_dist"].as_array().is_some(), "{r}");
+    assert_eq!(
+        r["auto"]["chosen_dist"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap())
+            .sum::<u64>(),
+        2048
+    );
+    // The hosts were down before (as on a fresh machine): they are again.
+    let after = mheta().args(["hosts", "status", "net4"]).output().unwrap();
+    assert_eq!(after.status.success(), was_up, "net4 left as it was found");
+}
