@@ -28,6 +28,10 @@
 # STUDY_CLUSTERS (default "DC IO HY1 HY2") picks clusters, and STUDY_APPS
 # (default "jacobi jacobi-pf sor lanczos cg mg wavefront") the cells' apps
 # (jacobi-pf: jacobi --prefetch); the table shows only those.
+# A cluster with hosts (net4, netcpu4, a spec with [[host]] tables) gets a
+# profile of its own, measured across its emulated hosts (`mheta bench
+# --cluster C --quick`, kept as OUT_DIR/p4-C.json), and its hosts stay up
+# for the whole study (taken down at the end if they were down).
 #
 # Prints, per cell: mean diff / max diff / the predicted best's gap to the
 # actual best in actual time, all %, and in parentheses the noise: the
@@ -52,11 +56,33 @@ out=${1:-$(mktemp -d)}
 repeat=${2:-2}
 mkdir -p "$out"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-if [[ ! -s $out/p4.json ]]; then
-    echo "accuracy-study: measuring the profile (mheta bench --np 4 --quick)" >&2
-    "$mheta" bench --np 4 --quick --output "$out/p4.json" >"$out/bench.log" 2>&1 ||
-        { cat "$out/bench.log" >&2; echo "accuracy-study: the profile failed" >&2; exit 1; }
-fi
+# The profile of cluster C, into the variable `profile`: the shared one,
+# or for a cluster with hosts its own, measured across them.
+labs_made=()
+trap 'for l in "${labs_made[@]}"; do "$mheta" hosts down "$l" >/dev/null || true; done' EXIT
+profile_for() {
+    local c=$1 rc=0
+    "$mheta" hosts status "$c" >/dev/null 2>&1 || rc=$?
+    if [[ $rc == 1 || $rc == 2 ]]; then
+        profile=$out/p4.json
+        if [[ ! -s $profile ]]; then
+            echo "accuracy-study: measuring the profile (mheta bench --np 4 --quick)" >&2
+            "$mheta" bench --np 4 --quick --output "$profile" >"$out/bench.log" 2>&1 ||
+                { cat "$out/bench.log" >&2; echo "accuracy-study: the profile failed" >&2; exit 1; }
+        fi
+        return
+    fi
+    if [[ $rc != 0 ]]; then
+        "$mheta" hosts up "$c" >&2
+        labs_made+=("$c")
+    fi
+    profile=$out/p4-$c.json
+    if [[ ! -s $profile ]]; then
+        echo "accuracy-study: measuring the profile across the hosts of $c (mheta bench --cluster $c --quick)" >&2
+        "$mheta" bench --cluster "$c" --quick --output "$profile" >"$out/bench-$c.log" 2>&1 ||
+            { cat "$out/bench-$c.log" >&2; echo "accuracy-study: the profile of $c failed" >&2; exit 1; }
+    fi
+}
 cpu=${STUDY_CPU:-paced}
 case $cpu in paced | clock) ;; *) echo "accuracy-study: STUDY_CPU=$cpu: paced or clock" >&2; exit 2 ;; esac
 # The CPU emulation's arguments for APP with SIZES, into the array `cpu_flags`.
@@ -91,10 +117,11 @@ cell() {
     done
     shift
     cpu_flags_for "$app" "$@"
+    profile_for "$c"
     local s=$SECONDS rc=0
     rm -rf "$out/w-$tag-$c"
     "$mheta" experiment --app "$app" --cluster "$c" --np 4 --iters "$it" --repeat "$repeat" \
-        --profile "$out/p4.json" --dir "$out/w-$tag-$c" --json "${pre[@]}" -- "$@" "${cpu_flags[@]}" \
+        --profile "$profile" --dir "$out/w-$tag-$c" --json "${pre[@]}" -- "$@" "${cpu_flags[@]}" \
         >"$out/$tag-$c.json" 2>"$out/$tag-$c.err" || rc=$?
     echo "accuracy-study: $tag $c: exit $rc, $((SECONDS - s)) s" >&2
 }
