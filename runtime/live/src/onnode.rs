@@ -16,9 +16,11 @@
 //! A pair takes this way only when it can: [`Peers::probe`] (collective)
 //! has every rank read a token from, and write one into, every other rank
 //! with these calls, and a pair qualifies only when all four worked both
-//! ways. Ranks on other nodes, in another PID namespace, or forbidden by
-//! `ptrace` rules (Yama `ptrace_scope`, containers) move through MPI as
-//! before. Pieces under [`MIN_BYTES`] always move through MPI.
+//! ways, and only between ranks of one network namespace: ranks on
+//! other nodes, on other emulated hosts (`mheta hosts`: one machine, but
+//! each host its own network namespace, whose moves must cross its link),
+//! in another PID namespace, or forbidden by `ptrace` rules (Yama
+//! `ptrace_scope`, containers) move through MPI as before. Pieces under [`MIN_BYTES`] always move through MPI.
 //! `MHETA_ON_NODE_COPY=0` (or [`set_on_node_copy`]) turns the whole way
 //! off; the redistribution bench sets both side by side.
 //!
@@ -90,20 +92,22 @@ impl Peers {
             &*token as *const u64 as u64,
             *token,
             slots.as_mut_ptr() as u64,
+            net_namespace(),
         ];
-        let mut all = vec![0u64; 4 * n];
+        let mut all = vec![0u64; 5 * n];
         world.all_gather_into(&mine[..], &mut all[..]);
         let info = |j: usize| {
             (
-                all[4 * j] as libc::pid_t,
-                all[4 * j + 1],
-                all[4 * j + 2],
-                all[4 * j + 3],
+                all[5 * j] as libc::pid_t,
+                all[5 * j + 1],
+                all[5 * j + 2],
+                all[5 * j + 3],
             )
         };
+        let same_host = |j: usize| all[5 * j + 4] == all[5 * me + 4];
         let mut ok = vec![0u8; n];
         for (j, o) in ok.iter_mut().enumerate() {
-            if j == me {
+            if j == me || !same_host(j) {
                 continue;
             }
             let (p, taddr, tval, saddr) = info(j);
@@ -148,6 +152,13 @@ impl Peers {
     pub fn direct(&self, rank: usize, bytes: usize) -> bool {
         bytes >= MIN_BYTES && self.pid(rank).is_some()
     }
+}
+
+/// The inode of this process's network namespace (0 when unknown): ranks
+/// in different ones are on different hosts, real or emulated.
+fn net_namespace() -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self/ns/net").map_or(0, |m| m.ino())
 }
 
 /// Copy `src` of this process to address `at` of process `pid`.
