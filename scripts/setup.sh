@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Installs what mheta needs on a fresh Debian machine (idempotent):
 # Open MPI (libopenmpi-dev, openmpi-bin), libclang-dev for mpi-sys bindgen,
-# gfortran for the Fortran test, python3 for the demo summary. Sourced by
-# demo.sh and test.sh.
+# gfortran for the Fortran test, python3 for the demo summary, and Slurm
+# (slurmctld, slurmd, slurm-client, munge) for `mheta hosts up --slurm`,
+# which runs the daemons itself with files of its own (the packages' services
+# and /etc/slurm, /etc/munge are not used).
+# Sourced by demo.sh and test.sh.
 set -euo pipefail
 
 need=()
-for pkg in libopenmpi-dev openmpi-bin libclang-dev gfortran; do
+for pkg in libopenmpi-dev openmpi-bin libclang-dev gfortran slurmctld slurmd slurm-client munge; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 command -v python3 >/dev/null 2>&1 || need+=(python3)
