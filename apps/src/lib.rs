@@ -1077,6 +1077,8 @@ pub fn run<K: Kernel>(
     let mut auto_report: Option<AutoReport> = None;
     // Iterations after which rows moved, and iterations recorded again.
     let mut moved: Vec<u64> = Vec::new();
+    // --move-to's move: after which iteration, to what, bytes, seconds.
+    let mut forced_move: Option<serde_json::Value> = None;
     let mut rerecorded: Vec<u64> = Vec::new();
     let mut watch = ck
         .auto
@@ -1128,7 +1130,17 @@ pub fn run<K: Kernel>(
         if let Some((at, d)) = &ck.move_to
             && it + 1 == *at
         {
-            mover.go(world, &mut slot, &mut ctx, d, it)?;
+            let from = ctx.dist.clone();
+            let (_, worst) = mover.timed(world, &mut slot, &mut ctx, d, it)?;
+            let bytes = moved_bytes(&decl, &from, d);
+            forced_move = Some(json!({
+                "after": it,
+                "from": from.0,
+                "to": d.0,
+                "bytes": bytes,
+                "measured_s": worst,
+                "bytes_per_s": bytes as f64 / worst,
+            }));
             moved.push(it);
         }
         if let Some((at, profile)) = &ck.auto {
@@ -1373,6 +1385,7 @@ pub fn run<K: Kernel>(
             "rows": rows,
             "dist": ctx.dist.0,
             "iters": ck.iters,
+            "move": forced_move,
             "resumed_from": ck.resume.as_ref().map(|(p, m)| json!({
                 "checkpoint": p,
                 "iteration": m.iteration,
@@ -1449,4 +1462,34 @@ fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_string())
         .unwrap_or_default()
+}
+
+/// Bytes of the declared arrays that change rank in a move from `from` to
+/// `to` (rows whose owner changes, each array on its own grid level).
+fn moved_bytes(decl: &mheta_trace::AppDecl, from: &Dist, to: &Dist) -> u64 {
+    let mut total = 0u64;
+    for a in &decl.arrays {
+        let (mut f, mut t) = (from.clone(), to.clone());
+        for _ in 0..a.level.unwrap_or(0) {
+            (f, t) = (f.coarser(), t.coarser());
+        }
+        let (fo, to_) = (f.offsets(), t.offsets());
+        let row_bytes = |r: u64| -> u64 {
+            match (&decl.work_per_row, a.per_work) {
+                (Some(w), true) => w.get(r as usize).copied().unwrap_or(0) * a.bytes_per_row,
+                _ => a.bytes_per_row,
+            }
+        };
+        for i in 0..f.0.len() {
+            for j in 0..t.0.len() {
+                if i == j {
+                    continue;
+                }
+                let s = fo[i].max(to_[j]);
+                let e = (fo[i] + f.0[i]).min(to_[j] + t.0[j]);
+                total += (s..e).map(row_bytes).sum::<u64>();
+            }
+        }
+    }
+    total
 }

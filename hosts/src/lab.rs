@@ -751,7 +751,7 @@ mod tests {
 
     #[test]
     fn bursts_stay_small() {
-        assert_eq!(burst_bytes(1e9), 32_750);
+        assert_eq!(burst_bytes(1e9), 32_751);
         assert_eq!(burst_bytes(200e6), 16 * 1024);
         assert!(burst_bytes(10e9) > 300_000);
     }
