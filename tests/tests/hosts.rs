@@ -225,3 +225,62 @@ fn jacobi_auto_runs_and_verifies_across_net4() {
     let after = mheta().args(["hosts", "status", "net4"]).output().unwrap();
     assert_eq!(after.status.success(), was_up, "net4 left as it was found");
 }
+
+#[test]
+fn a_checkpoint_from_net4_resumes_on_other_hosts_with_the_exact_answer() {
+    if !is_root() {
+        eprintln!("hosts: skipped (needs root)");
+        return;
+    }
+    let dir = scratch("hosts-checkpoint");
+    // Two hosts of two ranks each: other hosts, another mapping of ranks.
+    let spec = dir.join("itpairs.toml");
+    std::fs::write(
+        &spec,
+        "[lab]\nname = \"itpairs\"\nsubnet = \"10.77.254.0/24\"\n\
+         [[host]]\nname = \"p0\"\nranks = 2\ncpu_power = 1.0\nrate = \"1gbit\"\n\
+         [[host]]\nname = \"p1\"\nranks = 2\ncpu_power = 1.0\nrate = \"200mbit\"\n",
+    )
+    .unwrap();
+    let spec = spec.to_str().unwrap();
+    let ck = dir.join("ck");
+    let jacobi = bin("jacobi");
+    let limit = Duration::from_secs(120);
+    let first = last_json(&ok_within(
+        mheta()
+            .args(["hosts", "mpirun", "net4", "--"])
+            .arg(&jacobi)
+            .args(["--n", "1024", "--iters", "20", "--cluster", "net4", "--dist", "100,300,400,224"])
+            .args(["--checkpoint-every", "10", "--checkpoint-dir"])
+            .arg(&ck),
+        limit,
+    ));
+    assert_eq!(first["verified"], true, "{first}");
+    let resumed = last_json(&ok_within(
+        mheta()
+            .args(["hosts", "mpirun", spec, "--"])
+            .arg(&jacobi)
+            .args(["--n", "1024", "--iters", "40", "--cluster", spec, "--resume"])
+            .arg(&ck),
+        limit,
+    ));
+    let straight = last_json(&ok_within(
+        mheta()
+            .args(["hosts", "mpirun", spec, "--"])
+            .arg(&jacobi)
+            .args(["--n", "1024", "--iters", "40", "--cluster", spec]),
+        limit,
+    ));
+    assert!(resumed["resumed_from"]["iteration"].as_u64().unwrap() >= 10, "{resumed}");
+    let hosts: Vec<&str> = resumed["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(hosts, ["p0", "p0", "p1", "p1"]);
+    assert_eq!(resumed["verified"], true, "{resumed}");
+    // Bit for bit: jacobi's grid does not depend on the distribution.
+    assert_eq!(resumed["checksum"], straight["checksum"]);
+    assert_eq!(resumed["error"], straight["error"]);
+}
