@@ -91,7 +91,11 @@ pub fn mca_env(lab: &Lab, cores: usize) -> Vec<(String, String)> {
 
 /// The agent: run `cmd` (one shell command line, as the rsh launcher
 /// passes it) on `host` of lab `name`. Replaces this process.
-pub fn exec_on(name: &str, host: &str, cmd: &[OsString]) -> Result<std::convert::Infallible, LabError> {
+pub fn exec_on(
+    name: &str,
+    host: &str,
+    cmd: &[OsString],
+) -> Result<std::convert::Infallible, LabError> {
     let Some(st) = read_state(name)? else {
         return Err(LabError::State {
             path: crate::lab::state_dir(name).display().to_string(),
@@ -163,15 +167,39 @@ mod tests {
             "x",
         )
         .unwrap();
-        let a = mpirun_args(&lab, &["/bin/mheta".into(), "hosts".into(), "agent".into(), "x".into()], 2, &[]);
+        let a = mpirun_args(
+            &lab,
+            &[
+                "/bin/mheta".into(),
+                "hosts".into(),
+                "agent".into(),
+                "x".into(),
+            ],
+            2,
+            &[],
+        );
         let s = a.join(" ");
         assert!(s.contains("--host h0:2,h1:2"), "{s}");
-        assert!(s.contains(&format!("btl_tcp_if_include {}", lab.cidr())), "{s}");
+        assert!(
+            s.contains(&format!("btl_tcp_if_include {}", lab.cidr())),
+            "{s}"
+        );
         assert!(s.contains("plm_rsh_agent /bin/mheta hosts agent x"), "{s}");
         assert!(s.contains("--bind-to none") && s.contains("-np 4"), "{s}");
-        assert!(s.contains("mpi_yield_when_idle 1"), "4 ranks on 2 cores: {s}");
-        let a = mpirun_args(&lab, &["m".into()], 8, &["-np".into(), "2".into(), "--bind-to=core".into()]);
+        assert!(
+            s.contains("mpi_yield_when_idle 1"),
+            "4 ranks on 2 cores: {s}"
+        );
+        let a = mpirun_args(
+            &lab,
+            &["m".into()],
+            8,
+            &["-np".into(), "2".into(), "--bind-to=core".into()],
+        );
         let s = a.join(" ");
-        assert!(!s.contains("-np") && !s.contains("--bind-to") && !s.contains("yield"), "{s}");
+        assert!(
+            !s.contains("-np") && !s.contains("--bind-to") && !s.contains("yield"),
+            "{s}"
+        );
     }
 }

@@ -39,7 +39,9 @@ pub const STATE_ROOT: &str = "/run/mheta/hosts";
 /// A lab operation that failed.
 #[derive(Debug, thiserror::Error)]
 pub enum LabError {
-    #[error("mheta hosts: needs root (it makes network namespaces and tc qdiscs); run it with sudo or as root")]
+    #[error(
+        "mheta hosts: needs root (it makes network namespaces and tc qdiscs); run it with sudo or as root"
+    )]
     NotRoot,
     #[error("mheta hosts: {0}")]
     Clash(String),
@@ -368,7 +370,10 @@ fn build(lab: &Lab, relay: &[OsString], st: &mut State) -> Result<(), LabError> 
     ip(None, &["link", "add", &br, "type", "bridge"])?;
     // The qdiscs the lab needs, tried on its own bridge first.
     for (q, args) in [
-        ("tbf", vec!["rate", "1gbit", "burst", "32k", "latency", "50ms"]),
+        (
+            "tbf",
+            vec!["rate", "1gbit", "burst", "32k", "latency", "50ms"],
+        ),
         ("htb", vec!["default", "1"]),
     ] {
         let mut a = vec!["qdisc", "add", "dev", &br, "root", "handle", "1:", q];
@@ -409,7 +414,10 @@ fn build_host(lab: &Lab, i: usize, relay: &[OsString], st: &mut State) -> Result
         path: tmp_dir(&lab.name, &h.name).display().to_string(),
         detail: e.to_string(),
     })?;
-    ip(None, &["link", "add", &a, "type", "veth", "peer", "name", &b])?;
+    ip(
+        None,
+        &["link", "add", &a, "type", "veth", "peer", "name", &b],
+    )?;
     ip(None, &["link", "set", &b, "netns", &ns])?;
     let addr = format!("{}/24", lab.host_ip(i));
     ip(Some(&ns), &["link", "set", "lo", "up"])?;
@@ -420,7 +428,10 @@ fn build_host(lab: &Lab, i: usize, relay: &[OsString], st: &mut State) -> Result
     shape(lab, i, None, &a, "src")?;
     match h.latency {
         Some(lat) if lat > 0.0 => {
-            ip(None, &["link", "add", &c, "type", "veth", "peer", "name", &d])?;
+            ip(
+                None,
+                &["link", "add", &c, "type", "veth", "peer", "name", &d],
+            )?;
             for f in [&a, &c, &d] {
                 ip(None, &["link", "set", f, "up"])?;
             }
@@ -447,8 +458,18 @@ fn shape(lab: &Lab, i: usize, ns: Option<&str>, dev: &str, dir: &str) -> Result<
             tc(
                 ns,
                 &[
-                    "qdisc", "replace", "dev", dev, "root", "tbf", "rate", &rate_arg(r),
-                    "burst", &burst, "latency", "50ms",
+                    "qdisc",
+                    "replace",
+                    "dev",
+                    dev,
+                    "root",
+                    "tbf",
+                    "rate",
+                    &rate_arg(r),
+                    "burst",
+                    &burst,
+                    "latency",
+                    "50ms",
                 ],
             )?;
         }
@@ -458,15 +479,32 @@ fn shape(lab: &Lab, i: usize, ns: Option<&str>, dev: &str, dir: &str) -> Result<
     let base = h.rate.unwrap_or(100e9);
     tc(
         ns,
-        &["qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "1"],
+        &[
+            "qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "1",
+        ],
     )?;
     let class = |id: &str, r: f64| -> Result<(), LabError> {
         let burst = burst_bytes(r).to_string();
         tc(
             ns,
             &[
-                "class", "add", "dev", dev, "parent", "1:", "classid", id, "htb", "rate",
-                &rate_arg(r), "ceil", &rate_arg(r), "burst", &burst, "cburst", &burst,
+                "class",
+                "add",
+                "dev",
+                dev,
+                "parent",
+                "1:",
+                "classid",
+                id,
+                "htb",
+                "rate",
+                &rate_arg(r),
+                "ceil",
+                &rate_arg(r),
+                "burst",
+                &burst,
+                "cburst",
+                &burst,
             ],
         )?;
         Ok(())
@@ -482,8 +520,8 @@ fn shape(lab: &Lab, i: usize, ns: Option<&str>, dev: &str, dir: &str) -> Result<
         tc(
             ns,
             &[
-                "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1",
-                "u32", "match", "ip", dir, &peer, "flowid", &id,
+                "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+                "match", "ip", dir, &peer, "flowid", &id,
             ],
         )?;
     }
@@ -719,7 +757,9 @@ pub fn status(lab: &Lab) -> Result<Status, LabError> {
             qdiscs,
         });
     }
-    let all = hosts.iter().all(|h| h.present && h.relay_alive != Some(false))
+    let all = hosts
+        .iter()
+        .all(|h| h.present && h.relay_alive != Some(false))
         && ifs.contains(&bridge(lab));
     let any = hosts.iter().any(|h| h.present) || ifs.iter().any(|f| f.starts_with(&lab.tag()));
     let state = match (&st, all, any) {

@@ -102,7 +102,11 @@ pub fn parse_rate(s: &str) -> Result<f64, String> {
         "KB" | "kB" => 8e3,
         "MB" => 8e6,
         "GB" => 8e9,
-        u => return Err(format!("rate {s:?}: unknown unit {u:?} (use kbit, mbit, gbit)")),
+        u => {
+            return Err(format!(
+                "rate {s:?}: unknown unit {u:?} (use kbit, mbit, gbit)"
+            ));
+        }
     };
     let r = v * k;
     if !(r.is_finite() && r >= 8e3) {
@@ -449,9 +453,11 @@ latency = "0.5ms"
             .unwrap_err()
             .to_string();
         assert!(e.contains("t.toml") && e.contains("to.z"), "{e}");
-        let e = lab("[[host]]\nname = \"a\"\ncpu_power = 1.0\n[[host]]\nname = \"a\"\ncpu_power = 1.0\n")
-            .unwrap_err()
-            .to_string();
+        let e = lab(
+            "[[host]]\nname = \"a\"\ncpu_power = 1.0\n[[host]]\nname = \"a\"\ncpu_power = 1.0\n",
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("host 1 (a)") && e.contains("twice"), "{e}");
         let e = lab("[[host]]\nname = \"a b\"\ncpu_power = 1.0\n")
             .unwrap_err()

@@ -71,7 +71,9 @@ pub enum ClusterError {
     Unknown { name: String, builtins: String },
     #[error("--cluster {name}: defined for 2, 4 and 8 ranks, but the job has {ranks}")]
     Size { name: String, ranks: usize },
-    #[error("--cluster {name}: its size comes from the job (--np); here a spec with its own ranks is needed (a file, or a built-in with hosts: net2, net4, netcpu4)")]
+    #[error(
+        "--cluster {name}: its size comes from the job (--np); here a spec with its own ranks is needed (a file, or a built-in with hosts: net2, net4, netcpu4)"
+    )]
     NeedsSize { name: String },
     #[error("{path}: {detail}")]
     Invalid { path: String, detail: String },

@@ -156,7 +156,9 @@ pub fn ok_within(cmd: &mut Command, limit: std::time::Duration) -> String {
     match status {
         Some(st) if st.success() => out,
         Some(st) => panic!("{cmd:?} failed ({st}):\nstdout:\n{out}\nstderr:\n{err}"),
-        None => panic!("{cmd:?} did not finish within {limit:?}; killed:\nstdout:\n{out}\nstderr:\n{err}"),
+        None => panic!(
+            "{cmd:?} did not finish within {limit:?}; killed:\nstdout:\n{out}\nstderr:\n{err}"
+        ),
     }
 }
 

@@ -54,7 +54,9 @@ impl Drop for Down {
 
 fn in_ns(ns: &str, script: &std::path::Path, args: &[&str]) -> Command {
     let mut c = Command::new("ip");
-    c.args(["netns", "exec", ns, "python3"]).arg(script).args(args);
+    c.args(["netns", "exec", ns, "python3"])
+        .arg(script)
+        .args(args);
     c
 }
 
@@ -115,14 +117,37 @@ fn two_hosts_shape_the_link_add_the_latency_and_leave_nothing() {
 
     // The 200 Mbit/s link, c -> a: goodput within 10% of the rate
     // (TCP/IP headers take ~4% of each frame).
-    let mbit = measure(&script, "mheta-ittwo-c", "mheta-ittwo-a", "10.77.252.10", &["bulk", "3"]);
+    let mbit = measure(
+        &script,
+        "mheta-ittwo-c",
+        "mheta-ittwo-a",
+        "10.77.252.10",
+        &["bulk", "3"],
+    );
     eprintln!("hosts: c -> a over a 200 Mbit/s link: {mbit:.1} Mbit/s");
-    assert!((mbit - 200.0).abs() <= 20.0, "{mbit} Mbit/s on a 200 Mbit/s link");
+    assert!(
+        (mbit - 200.0).abs() <= 20.0,
+        "{mbit} Mbit/s on a 200 Mbit/s link"
+    );
     // The relay: c <-> b round trip less c <-> a's is the 2 x 1 ms added.
-    let near = measure(&script, "mheta-ittwo-c", "mheta-ittwo-a", "10.77.252.10", &["rtt", "300"]);
-    let far = measure(&script, "mheta-ittwo-c", "mheta-ittwo-b", "10.77.252.11", &["rtt", "300"]);
+    let near = measure(
+        &script,
+        "mheta-ittwo-c",
+        "mheta-ittwo-a",
+        "10.77.252.10",
+        &["rtt", "300"],
+    );
+    let far = measure(
+        &script,
+        "mheta-ittwo-c",
+        "mheta-ittwo-b",
+        "10.77.252.11",
+        &["rtt", "300"],
+    );
     let added_us = far - near;
-    eprintln!("hosts: round trip c <-> a {near:.0} us, c <-> b {far:.0} us: added {added_us:.0} us (expected 2000)");
+    eprintln!(
+        "hosts: round trip c <-> a {near:.0} us, c <-> b {far:.0} us: added {added_us:.0} us (expected 2000)"
+    );
     assert!((added_us - 2000.0).abs() <= 200.0, "added {added_us} us");
 
     let down = ok(mheta().args(["hosts", "down", &spec_s]));
@@ -130,12 +155,18 @@ fn two_hosts_shape_the_link_add_the_latency_and_leave_nothing() {
     drop(guard);
     let ns = ok(Command::new("ip").args(["netns", "list"]));
     assert!(!ns.contains("mheta-ittwo-"), "namespaces left: {ns}");
-    let tag = st["bridge"].as_str().unwrap().trim_end_matches("br").to_string();
+    let tag = st["bridge"]
+        .as_str()
+        .unwrap()
+        .trim_end_matches("br")
+        .to_string();
     let links = ok(Command::new("ip").args(["-o", "link", "show"]));
     assert!(!links.contains(&tag), "interfaces {tag}* left: {links}");
     let relays = ok(Command::new("ps").args(["-eo", "args"]));
     assert!(
-        !relays.lines().any(|l| l.contains("hosts relay") && l.contains(&tag)),
+        !relays
+            .lines()
+            .any(|l| l.contains("hosts relay") && l.contains(&tag)),
         "a relay is left: {relays}"
     );
     assert!(!std::path::Path::new("/run/mheta/hosts/ittwo").exists());
@@ -159,9 +190,14 @@ fn refuses_a_name_it_did_not_make() {
     // Someone else's namespace with the lab's name.
     ok(Command::new("ip").args(["netns", "add", "mheta-itclash-x"]));
     let out = fails(mheta().args(["hosts", "up", spec.to_str().unwrap()]));
-    let _ = Command::new("ip").args(["netns", "del", "mheta-itclash-x"]).status();
+    let _ = Command::new("ip")
+        .args(["netns", "del", "mheta-itclash-x"])
+        .status();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("mheta-itclash-x") && err.contains("not made by mheta hosts"), "{err}");
+    assert!(
+        err.contains("mheta-itclash-x") && err.contains("not made by mheta hosts"),
+        "{err}"
+    );
     // Nothing was made, and the foreign namespace was not touched by up.
     assert!(!std::path::Path::new("/run/mheta/hosts/itclash").exists());
     // A spec without hosts is refused with its name.
@@ -198,7 +234,16 @@ fn jacobi_auto_runs_and_verifies_across_net4() {
             .arg("--")
             .arg("mpirun")
             .arg(bin("jacobi"))
-            .args(["--n", "2048", "--iters", "40", "--cluster", "net4", "--auto", "--profile"])
+            .args([
+                "--n",
+                "2048",
+                "--iters",
+                "40",
+                "--cluster",
+                "net4",
+                "--auto",
+                "--profile",
+            ])
             .arg(&profile),
         Duration::from_secs(300),
     );
@@ -250,7 +295,16 @@ fn a_checkpoint_from_net4_resumes_on_other_hosts_with_the_exact_answer() {
         mheta()
             .args(["hosts", "mpirun", "net4", "--"])
             .arg(&jacobi)
-            .args(["--n", "1024", "--iters", "20", "--cluster", "net4", "--dist", "100,300,400,224"])
+            .args([
+                "--n",
+                "1024",
+                "--iters",
+                "20",
+                "--cluster",
+                "net4",
+                "--dist",
+                "100,300,400,224",
+            ])
             .args(["--checkpoint-every", "10", "--checkpoint-dir"])
             .arg(&ck),
         limit,
@@ -260,7 +314,15 @@ fn a_checkpoint_from_net4_resumes_on_other_hosts_with_the_exact_answer() {
         mheta()
             .args(["hosts", "mpirun", spec, "--"])
             .arg(&jacobi)
-            .args(["--n", "1024", "--iters", "40", "--cluster", spec, "--resume"])
+            .args([
+                "--n",
+                "1024",
+                "--iters",
+                "40",
+                "--cluster",
+                spec,
+                "--resume",
+            ])
             .arg(&ck),
         limit,
     ));
@@ -271,7 +333,10 @@ fn a_checkpoint_from_net4_resumes_on_other_hosts_with_the_exact_answer() {
             .args(["--n", "1024", "--iters", "40", "--cluster", spec]),
         limit,
     ));
-    assert!(resumed["resumed_from"]["iteration"].as_u64().unwrap() >= 10, "{resumed}");
+    assert!(
+        resumed["resumed_from"]["iteration"].as_u64().unwrap() >= 10,
+        "{resumed}"
+    );
     let hosts: Vec<&str> = resumed["ranks"]
         .as_array()
         .unwrap()

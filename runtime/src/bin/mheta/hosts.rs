@@ -58,7 +58,11 @@ enum HostsCmd {
         /// Cluster spec with [[host]] tables.
         spec: String,
         /// mpirun's arguments (the program and its arguments included).
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "MPIRUN ARGS")]
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "MPIRUN ARGS"
+        )]
         args: Vec<OsString>,
     },
     /// Print the shell lines that make a plain mpirun (under salloc, or
@@ -151,7 +155,10 @@ impl Drop for Lease {
         if self.made
             && let Err(e) = lab::down(&self.lab.name)
         {
-            eprintln!("mheta: could not take the hosts of {} down: {e}", self.lab.name);
+            eprintln!(
+                "mheta: could not take the hosts of {} down: {e}",
+                self.lab.name
+            );
         }
     }
 }
@@ -170,8 +177,14 @@ pub fn in_slurm() -> bool {
 pub fn launch(lab: &Lab, user: &[OsString]) -> Result<(Vec<String>, Vec<(String, String)>)> {
     let env = agent::mca_env(lab, cores());
     let args = if in_slurm() {
-        let bound = user.iter().any(|a| a.to_string_lossy().starts_with("--bind-to"));
-        if bound { vec![] } else { vec!["--bind-to".into(), "none".into()] }
+        let bound = user
+            .iter()
+            .any(|a| a.to_string_lossy().starts_with("--bind-to"));
+        if bound {
+            vec![]
+        } else {
+            vec!["--bind-to".into(), "none".into()]
+        }
     } else {
         agent::mpirun_args(lab, &agent_cmd(lab)?, cores(), user)
     };
@@ -218,7 +231,10 @@ pub fn main(a: HostsArgs) -> Result<i32> {
                     d.processes.len()
                 );
             } else {
-                println!("{name}: not up (no state in {})", lab::state_dir(&name).display());
+                println!(
+                    "{name}: not up (no state in {})",
+                    lab::state_dir(&name).display()
+                );
             }
             Ok(0)
         }
@@ -284,7 +300,10 @@ fn relay(a: &str, c: &str, delay_s: f64) -> Result<i32> {
         bail!("relay: delay {delay_s} s: must be between 0 and 1");
     }
     let delay = std::time::Duration::from_secs_f64(delay_s);
-    println!("relay {a} <-> {c}: ready, holding frames {:.3} ms", delay_s * 1e3);
+    println!(
+        "relay {a} <-> {c}: ready, holding frames {:.3} ms",
+        delay_s * 1e3
+    );
     mheta_hosts::relay::run(a, c, delay, &STOP)?;
     Ok(0)
 }
@@ -314,7 +333,11 @@ fn print_status(s: &lab::Status) {
         if let Some(p) = h.relay_pid {
             println!(
                 "    relay pid {p}: {}",
-                if h.relay_alive == Some(true) { "running" } else { "NOT running" }
+                if h.relay_alive == Some(true) {
+                    "running"
+                } else {
+                    "NOT running"
+                }
             );
         }
         for q in &h.qdiscs {
@@ -322,6 +345,9 @@ fn print_status(s: &lab::Status) {
         }
     }
     for (n, p, alive) in &s.daemons {
-        println!("daemon {n} pid {p}: {}", if *alive { "running" } else { "NOT running" });
+        println!(
+            "daemon {n} pid {p}: {}",
+            if *alive { "running" } else { "NOT running" }
+        );
     }
 }
