@@ -3,6 +3,7 @@
 //! set their figures beside the profile's, measured the same way in the
 //! same sitting.
 
+pub mod budget;
 pub mod net;
 pub mod node;
 pub mod osu;
