@@ -1,5 +1,6 @@
 //! Point-to-point measurements of one ordered pair, and OSU's loops.
 
+use crate::budget::{self, StreamCounts, budgeted_count};
 use mheta_profile::{Dist, ModeChoice, PairCost, SizePoint, fit_segments};
 use mpi::point_to_point::{Destination, Source};
 use mpi::request::WaitGuard;
@@ -12,7 +13,8 @@ pub const WINDOW: usize = 64;
 /// OSU's switch between small- and large-message loop counts.
 pub const LARGE: usize = 8192;
 
-/// How much to measure.
+/// How much to measure: nominal counts (what a pair on shared memory
+/// takes), and the time budgets that bound them on a slow pair.
 pub struct Plan {
     pub sizes: Vec<usize>,
     pub reps_small: usize,
@@ -28,6 +30,19 @@ pub struct Plan {
     pub rounds: usize,
     /// 8-byte ping-pongs per round.
     pub pp_per_round: usize,
+    /// Seconds of the sweep (ping-pongs and streams) per size of weight 1
+    /// ([`budget::size_weight`]); each size gets its share of what is
+    /// left ([`budget::share`]), so time that fast sizes do not use goes
+    /// to the slow ones.
+    pub sweep_s_per_size: f64,
+    /// Timed round trips a size keeps however long they take.
+    pub min_reps: usize,
+    /// Seconds of the cold-buffer round trips ([`cold_one_way_within`]).
+    pub cold_s: f64,
+    /// Seconds of the interleaved small figures (o_s, o_r, 8 B one-way).
+    pub small_s: f64,
+    /// Seconds after which the eager-limit probe gives up ([`eager_limit`]).
+    pub eager_s: f64,
 }
 
 impl Plan {
@@ -44,6 +59,11 @@ impl Plan {
                 bw_repeats: 3,
                 rounds: 5,
                 pp_per_round: 100,
+                sweep_s_per_size: 0.5,
+                min_reps: 2,
+                cold_s: 0.5,
+                small_s: 1.0,
+                eager_s: 3.0,
             }
         } else {
             Plan {
@@ -57,6 +77,11 @@ impl Plan {
                 bw_repeats: 5,
                 rounds: 15,
                 pp_per_round: 200,
+                sweep_s_per_size: 1.0,
+                min_reps: 5,
+                cold_s: 3.0,
+                small_s: 4.0,
+                eager_s: 6.0,
             }
         }
     }
@@ -132,15 +157,105 @@ fn spin(d: Duration) {
     }
 }
 
-/// Streaming bandwidth from `a` to `b` in decimal MB/s (window of
-/// [`WINDOW`] non-blocking sends, then a 4-byte acknowledgement).
+/// Stay out of MPI for `d`: spinning up to [`EAGER_QUIET`] (as long as
+/// shared memory needs), sleeping beyond it so that a longer quiet leaves
+/// the core to the ranks that share it.
+fn idle(d: Duration) {
+    if d <= EAGER_QUIET {
+        spin(d);
+    } else {
+        std::thread::sleep(d);
+    }
+}
+
+/// Counts decided by `a` (the rank that times), sent to `b`: both ranks
+/// return `a`'s `v`.
+fn agree(world: &SimpleCommunicator, a: i32, b: i32, v: &[u64]) -> Vec<u64> {
+    if world.rank() == a {
+        world.process_at_rank(b).send_with_tag(v, TAG);
+        v.to_vec()
+    } else {
+        let mut out = vec![0u64; v.len()];
+        world
+            .process_at_rank(a)
+            .receive_into_with_tag(&mut out[..], TAG);
+        out
+    }
+}
+
+/// One round trip of `size` bytes a -> b -> a; its time on `a` (0 on `b`).
+fn round_trip(
+    world: &SimpleCommunicator,
+    a: i32,
+    b: i32,
+    sbuf: &[u8],
+    buf: &mut [u8],
+    size: usize,
+) -> f64 {
+    if world.rank() == a {
+        let pb = world.process_at_rank(b);
+        let t = Instant::now();
+        pb.send_with_tag(&sbuf[..size], TAG);
+        pb.receive_into_with_tag(&mut buf[..size], TAG);
+        t.elapsed().as_secs_f64()
+    } else {
+        let pa = world.process_at_rank(a);
+        pa.receive_into_with_tag(&mut buf[..size], TAG);
+        pa.send_with_tag(&sbuf[..size], TAG);
+        0.0
+    }
+}
+
+/// Ping-pong of `size` bytes: `warm` untimed round trips, then `reps`
+/// timed ones, of which `a` keeps RTT/2 (empty on `b`). Within
+/// `budget_s`: the first round trip is timed to decide how many of the
+/// other warm-ups fit in a fifth of the budget, the median warm-up to
+/// decide how many timed ones fit in what is left (at least `min_reps`).
+#[allow(clippy::too_many_arguments)]
+fn ping_pong(
+    world: &SimpleCommunicator,
+    a: i32,
+    b: i32,
+    sbuf: &[u8],
+    buf: &mut [u8],
+    size: usize,
+    (warm, reps, min_reps): (usize, usize, usize),
+    budget_s: f64,
+) -> Vec<f64> {
+    let t0 = Instant::now();
+    let first = round_trip(world, a, b, sbuf, buf, size);
+    let more = budgeted_count(warm.saturating_sub(1), 0, 0.2 * budget_s, first);
+    let more = agree(world, a, b, &[more as u64])[0] as usize;
+    let mut w = vec![first];
+    for _ in 0..more {
+        w.push(round_trip(world, a, b, sbuf, buf, size));
+    }
+    let left = budget_s - t0.elapsed().as_secs_f64();
+    let n = budgeted_count(reps, min_reps, left, median(&mut w));
+    let n = agree(world, a, b, &[n as u64])[0] as usize;
+    let mut samples = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = round_trip(world, a, b, sbuf, buf, size);
+        if world.rank() == a {
+            samples.push(t / 2.0);
+        }
+    }
+    samples
+}
+
+/// `MHETA_DEBUG_COUNTS` set: the counts each loop took go to stderr.
+fn debug_counts() -> bool {
+    std::env::var_os("MHETA_DEBUG_COUNTS").is_some()
+}
+
+/// Streaming bandwidth from `a` to `b` in decimal MB/s (windows of
+/// `window` non-blocking sends, then a 4-byte acknowledgement).
 fn stream(
     world: &SimpleCommunicator,
     a: i32,
     b: i32,
     buf: &mut [u8],
-    iters: usize,
-    skip: usize,
+    (window, iters, skip): (usize, usize, usize),
 ) -> f64 {
     let me = world.rank();
     let size = buf.len();
@@ -153,7 +268,7 @@ fn stream(
         }
         if me == a {
             mpi::request::scope(|sc| {
-                let _g: Vec<WaitGuard<[u8], _>> = (0..WINDOW)
+                let _g: Vec<WaitGuard<[u8], _>> = (0..window)
                     .map(|_| WaitGuard::from(pb.immediate_send_with_tag(sc, &buf[..], TAG)))
                     .collect();
             });
@@ -162,7 +277,7 @@ fn stream(
             // All receives land in one buffer, as osu_bw's do.
             let ptr = buf.as_mut_ptr();
             mpi::request::scope(|sc| {
-                let _g: Vec<WaitGuard<[u8], _>> = (0..WINDOW)
+                let _g: Vec<WaitGuard<[u8], _>> = (0..window)
                     .map(|_| {
                         // SAFETY: the window's receives write the same bytes
                         // (the data is discarded, as in osu_bw); no Rust code
@@ -176,7 +291,51 @@ fn stream(
         }
     }
     let secs = t0.elapsed().as_secs_f64().max(1e-12);
-    (size * WINDOW * iters) as f64 / 1e6 / secs
+    (size * window * iters) as f64 / 1e6 / secs
+}
+
+/// The streaming bandwidth at `buf.len()` bytes (MB/s, the median of the
+/// streams; meaningful on `a`), `nominal` counts within `budget_s`. A
+/// message of this size took `per_msg_s` one way in the ping-pong (on
+/// `a`): a window holds at most what takes a quarter of the budget
+/// ([`budget::stream_window`]; fewer, longer windows measure a slow link
+/// better than many short ones, each of which ends in a handshake); one
+/// window is sent and timed, then the streams are cut to fit
+/// ([`budget::stream_counts`]).
+fn bandwidth(
+    world: &SimpleCommunicator,
+    a: i32,
+    b: i32,
+    buf: &mut [u8],
+    nominal: StreamCounts,
+    per_msg_s: f64,
+    budget_s: f64,
+) -> f64 {
+    let window = budget::stream_window(nominal.window, per_msg_s, budget_s / 4.0);
+    let window = agree(world, a, b, &[window as u64])[0] as usize;
+    let t = Instant::now();
+    stream(world, a, b, buf, (window, 1, 0));
+    let w_s = t.elapsed().as_secs_f64();
+    let c = budget::stream_counts(StreamCounts { window, ..nominal }, w_s, budget_s - w_s);
+    let v = agree(
+        world,
+        a,
+        b,
+        &[c.iters as u64, c.skip as u64, c.repeats as u64],
+    );
+    let (iters, skip, repeats) = (v[0] as usize, v[1] as usize, v[2] as usize);
+    if world.rank() == a && debug_counts() {
+        eprintln!(
+            "mheta-microbench: {a}->{b} {} B: {repeats} streams of {skip}+{iters} windows of {window} (a window took {:.6} s)",
+            buf.len(),
+            w_s
+        );
+    }
+    // The median of several streams: one stream is easily disturbed.
+    let mut bws: Vec<f64> = (0..repeats)
+        .map(|_| stream(world, a, b, buf, (window, iters, skip)))
+        .collect();
+    median(&mut bws)
 }
 
 /// Bytes of the largest CPU cache (sysfs; 32 MiB when it cannot be read).
@@ -209,7 +368,27 @@ pub fn last_level_cache_bytes() -> usize {
 /// timing, so that every message reads a region the cache has lost since
 /// it was last touched and lands in another. A redistribution moves rows
 /// like that; `bandwidth_bps`'s stream resends one cached buffer.
+/// Unbounded in time: [`cold_one_way_within`] with no budget.
 pub fn cold_one_way(world: &SimpleCommunicator, a: i32, b: i32, size: usize) -> f64 {
+    cold_one_way_within(world, a, b, size, f64::INFINITY, 3, 0.0)
+}
+
+/// [`cold_one_way`] within `budget_s` when a round trip takes about
+/// `trip_s` (known on `a`; 0: unknown): three passes through the pools
+/// when they fit, else as many round trips as fit, at least
+/// `min_samples` (`a` decides and tells `b`). A rank whose pools hold
+/// more regions than the round trips use writes only those it uses (one
+/// more than the round trips): on a link slow enough to cut the count the
+/// transfer, not the cache, sets the time.
+pub fn cold_one_way_within(
+    world: &SimpleCommunicator,
+    a: i32,
+    b: i32,
+    size: usize,
+    budget_s: f64,
+    min_samples: usize,
+    trip_s: f64,
+) -> f64 {
     let me = world.rank();
     let (pa, pb) = (world.process_at_rank(a), world.process_at_rank(b));
     let local: usize = std::env::var("OMPI_COMM_WORLD_LOCAL_SIZE")
@@ -220,19 +399,27 @@ pub fn cold_one_way(world: &SimpleCommunicator, a: i32, b: i32, size: usize) -> 
     let want = 3 * last_level_cache_bytes() / local;
     // Regions per pool (one pool to send from, one to receive into).
     let n = want.div_ceil(2 * size).max(2);
+    let timed = budgeted_count(3 * n, min_samples.max(1), budget_s, trip_s);
+    let timed = agree(world, a, b, &[timed as u64])[0] as usize;
+    let n = n.min(timed + 1);
     let sp = vec![3u8; n * size];
     let mut rp = vec![4u8; n * size];
-    let reps = 3 * n + 1;
-    let mut samples = Vec::with_capacity(reps);
-    for r in 0..reps {
+    // A one-byte round trip waits for both ranks' pools to be written.
+    let mut one = [0u8; 1];
+    round_trip(world, a, b, &[5u8], &mut one, 1);
+    if me == a && debug_counts() {
+        eprintln!(
+            "mheta-microbench: {a}->{b} cold {size} B: {timed} round trips (about {trip_s:.6} s each), {n} regions a pool"
+        );
+    }
+    let mut samples = Vec::with_capacity(timed);
+    for r in 1..=timed {
         let k = (r % n) * size;
         if me == a {
             let t = Instant::now();
             pb.send_with_tag(&sp[k..k + size], TAG);
             pb.receive_into_with_tag(&mut rp[k..k + size], TAG);
-            if r > 0 {
-                samples.push(t.elapsed().as_secs_f64() / 2.0);
-            }
+            samples.push(t.elapsed().as_secs_f64() / 2.0);
         } else {
             pa.receive_into_with_tag(&mut rp[k..k + size], TAG);
             pa.send_with_tag(&sp[k..k + size], TAG);
@@ -242,11 +429,14 @@ pub fn cold_one_way(world: &SimpleCommunicator, a: i32, b: i32, size: usize) -> 
 }
 
 /// How long the eager-limit probe's sender tests its send for completion,
-/// while the receiver stays out of MPI for [`EAGER_QUIET`].
+/// while the receiver stays out of MPI for [`EAGER_QUIET`] (the least of
+/// each; [`budget::eager_times`] lengthens them on a slow pair).
 const EAGER_HOLD: Duration = Duration::from_micros(250);
 const EAGER_QUIET: Duration = Duration::from_micros(1000);
 /// Probes of each size in [`eager_limit`].
 const EAGER_PROBES: usize = 3;
+/// Takes of one probe before [`eager_limit`] gives up.
+const EAGER_TRIES: usize = 8;
 
 /// The largest message, in bytes, that `a` can send to `b` and see
 /// complete before `b` has posted its receive: the MPI library's eager
@@ -255,66 +445,108 @@ const EAGER_PROBES: usize = 3;
 /// buffers (the sizes probed go up to the shorter); the result is on `a`
 /// (None on `b`); `u64::MAX` when every size probed completed.
 ///
-/// Each probe: `a` tells `b` the size, `b` answers and then stays out of
-/// MPI for [`EAGER_QUIET`] (it spins, so nothing can progress a receive
-/// on its side), `a` posts a non-blocking send of that size and tests it for
-/// [`EAGER_HOLD`]. A send that completes then went to a buffer; any other
-/// cannot complete until `b` takes it. A probe in which `a` lost its core
-/// (fewer than 8 tests inside the hold, or a completion seen more than
-/// [`EAGER_QUIET`] after `a` sent the size, when `b` may have left its
-/// quiet) is taken again.
+/// Each probe: `a` tells `b` the size and the quiet, `b` answers
+/// (synchronously: the answer has reached `a` when `b` goes on) and then
+/// stays out of MPI for the quiet (it spins, or sleeps when the quiet is
+/// longer than [`EAGER_QUIET`], so nothing can progress a receive on its
+/// side), `a` waits a small round trip, posts a non-blocking send of that
+/// size and tests it for the hold. A send that completes then went to a
+/// buffer; any other cannot complete until `b` takes it. The hold and
+/// quiet scale with the pair: at least [`EAGER_HOLD`] and
+/// [`EAGER_QUIET`], the hold four one-way times of the size (`one_way`,
+/// from the sweep) and the quiet the hold and eight small round trips
+/// (`rtt_s`) ([`budget::eager_times`]). A probe in which `a` lost its
+/// core (fewer than 8 tests inside the hold, or a completion, or the end
+/// of the hold, seen after the quiet since `a` sent the size, when `b`
+/// may have left its quiet) is taken again with a longer quiet
+/// ([`budget::next_slack`]: at least twice what the take overran; later
+/// probes start from that quiet); after
+/// [`EAGER_TRIES`] takes, or when a take would end past `budget_s`, the
+/// probe gives up and the limit is unknown (None on `a` too).
 ///
 /// A size counts as eager when any of [`EAGER_PROBES`] probes completed
-/// (`b` takes nothing while it spins). Sizes are scanned up a grid (powers
-/// of two and the midpoints between them) to the first that never
+/// (`b` takes nothing while it stays out). Sizes are scanned up a grid
+/// (powers of two and the midpoints between them) to the first that never
 /// completes, then bisected between it and the last that did.
+#[allow(clippy::too_many_arguments)]
 pub fn eager_limit(
     world: &SimpleCommunicator,
     a: i32,
     b: i32,
     sbuf: &[u8],
     rbuf: &mut [u8],
+    one_way: &dyn Fn(usize) -> f64,
+    rtt_s: f64,
+    budget_s: f64,
 ) -> Option<u64> {
     let me = world.rank();
     let (pa, pb) = (world.process_at_rank(a), world.process_at_rank(b));
     let largest = sbuf.len().min(rbuf.len());
     if me == b {
         loop {
-            let mut size = 0u64;
-            pa.receive_into_with_tag(&mut size, TAG);
-            if size == u64::MAX {
+            // (size, quiet in ns)
+            let mut msg = [0u64; 2];
+            pa.receive_into_with_tag(&mut msg[..], TAG);
+            if msg[0] == u64::MAX {
                 return None;
             }
             // `a` sends only after this, so that no progress call of `b`
-            // (the receive of the size) can take the probe.
-            pa.send_with_tag(&1u8, TAG);
-            spin(EAGER_QUIET);
-            pa.receive_into_with_tag(&mut rbuf[..size as usize], TAG);
+            // (the receive of the size) can take the probe. Synchronous:
+            // it returns once `a` has matched it, so the answer has left
+            // before `b` stays out (a library may write a small message
+            // only at its next progress call: Open MPI's TCP BTL does).
+            pa.synchronous_send_with_tag(&1u8, TAG);
+            idle(Duration::from_nanos(msg[1]));
+            pa.receive_into_with_tag(&mut rbuf[..msg[0] as usize], TAG);
             pa.send_with_tag(&0u8, TAG);
         }
     }
-    let completes_alone = |size: usize| -> bool {
-        loop {
+    let start = Instant::now();
+    // The slack the last take that could not be kept called for: the
+    // next probes start from it.
+    let learned = std::cell::Cell::new(0.0f64);
+    // Some(completed alone), None: no take could be kept.
+    let completes_alone = |size: usize| -> Option<bool> {
+        let (hold, slack) = budget::eager_times(
+            one_way(size),
+            rtt_s,
+            EAGER_HOLD.as_secs_f64(),
+            EAGER_QUIET.as_secs_f64(),
+        );
+        let mut slack = slack.max(learned.get());
+        for _ in 0..EAGER_TRIES {
+            if start.elapsed().as_secs_f64() + hold + slack > budget_s {
+                return None;
+            }
+            let quiet = Duration::from_secs_f64(hold + slack);
+            let hold_d = Duration::from_secs_f64(hold);
             let since = Instant::now();
-            pb.send_with_tag(&(size as u64), TAG);
+            pb.send_with_tag(&[size as u64, quiet.as_nanos() as u64][..], TAG);
             let mut go = 0u8;
             pb.receive_into_with_tag(&mut go, TAG);
-            // (completed within the hold, tests made, the hold was kept)
-            let (done, tests, kept) = mpi::request::scope(|sc| {
+            // `b` leaves MPI once the match reaches it, a round trip.
+            spin(Duration::from_secs_f64(rtt_s.max(0.0)));
+            // (completed within the hold, tests made, the hold was kept,
+            // time from `since` to the end)
+            let (done, tests, kept, end) = mpi::request::scope(|sc| {
                 let mut req = pb.immediate_send_with_tag(sc, &sbuf[..size], TAG);
                 let t = Instant::now();
                 let mut tests = 0usize;
                 loop {
-                    if t.elapsed() >= EAGER_HOLD {
+                    if t.elapsed() >= hold_d {
+                        let end = since.elapsed();
                         req.wait();
-                        break (false, tests, true);
+                        break (false, tests, end < quiet, end);
                     }
                     tests += 1;
                     match req.test() {
                         // `b`'s quiet began after `since` and lasts
-                        // EAGER_QUIET: a test that returned later than
+                        // `quiet`: a test that returned later than
                         // that (`a` lost its core) proves nothing.
-                        Ok(_) => break (true, tests, since.elapsed() < EAGER_QUIET),
+                        Ok(_) => {
+                            let end = since.elapsed();
+                            break (true, tests, end < quiet, end);
+                        }
                         Err(r) => req = r,
                     }
                 }
@@ -322,11 +554,26 @@ pub fn eager_limit(
             let mut ack = 0u8;
             pb.receive_into_with_tag(&mut ack, TAG);
             if kept && (done || tests >= 8) {
-                return done;
+                return Some(done);
+            }
+            if debug_counts() {
+                eprintln!(
+                    "mheta-microbench: {a}->{b} eager probe of {size} B taken again: done {done}, {tests} tests, kept {kept}, hold {hold_d:?}, quiet {quiet:?}, {end:?} since the size was sent"
+                );
+            }
+            slack = budget::next_slack(slack, end.as_secs_f64() - hold);
+            learned.set(slack);
+        }
+        None
+    };
+    let eager = |size: usize| -> Option<bool> {
+        for _ in 0..EAGER_PROBES {
+            if completes_alone(size)? {
+                return Some(true);
             }
         }
+        Some(false)
     };
-    let eager = |size: usize| (0..EAGER_PROBES).any(|_| completes_alone(size));
     let mut grid: Vec<usize> = Vec::new();
     let mut s = 1usize;
     while s < largest {
@@ -337,30 +584,38 @@ pub fn eager_limit(
         s *= 2;
     }
     grid.push(largest);
-    let mut limit = u64::MAX;
-    let mut lo = 0usize;
-    for &size in &grid {
-        if !eager(size) {
-            // eager(lo), !eager(hi)
-            let mut hi = size;
-            while lo + 1 < hi {
-                let mid = lo + (hi - lo) / 2;
-                if eager(mid) {
-                    lo = mid;
-                } else {
-                    hi = mid;
+    let scan = || -> Option<u64> {
+        let mut lo = 0usize;
+        for &size in &grid {
+            if !eager(size)? {
+                // eager(lo), !eager(hi)
+                let mut hi = size;
+                while lo + 1 < hi {
+                    let mid = lo + (hi - lo) / 2;
+                    if eager(mid)? {
+                        lo = mid;
+                    } else {
+                        hi = mid;
+                    }
                 }
+                return Some(lo as u64);
             }
-            limit = lo as u64;
-            break;
+            lo = size;
         }
-        lo = size;
-    }
-    pb.send_with_tag(&u64::MAX, TAG);
-    Some(limit)
+        Some(u64::MAX)
+    };
+    let limit = scan();
+    pb.send_with_tag(&[u64::MAX, 0][..], TAG);
+    limit
 }
 
 /// Measure pair `a -> b`; both ranks call it; the result is on rank `a`.
+///
+/// Every loop is bounded by time as well as by count (`plan`'s budgets;
+/// [`budget`]): on shared memory the nominal counts fit and are taken,
+/// on a slow link each loop takes what fits, never fewer than its
+/// minimum. The rank that times (`a`) decides each count and sends it to
+/// `b`.
 pub fn measure_pair(world: &SimpleCommunicator, plan: &Plan, a: i32, b: i32) -> Option<PairCost> {
     let me = world.rank();
     let (pa, pb) = (world.process_at_rank(a), world.process_at_rank(b));
@@ -369,59 +624,129 @@ pub fn measure_pair(world: &SimpleCommunicator, plan: &Plan, a: i32, b: i32) -> 
     let mut buf = vec![1u8; plan.largest()];
     let sbuf = vec![2u8; plan.largest()];
     let mut ack = 0u8;
-    let eager = eager_limit(world, a, b, &sbuf, &mut buf);
-    // Ping-pong sweep: one sample per round trip, RTT/2.
+    // Ping-pong sweep: one sample per round trip, RTT/2; then streams.
+    // Each size gets its share of the sweep's budget, 40% of it for the
+    // ping-pong and the rest (at least half) for the streams.
+    let sweep_s: f64 = plan.sweep_s_per_size
+        * plan
+            .sizes
+            .iter()
+            .map(|&s| budget::size_weight(s))
+            .sum::<f64>();
+    let t_sweep = Instant::now();
     let mut sweep: Vec<(usize, Vec<f64>, f64)> = Vec::new();
-    for &size in &plan.sizes {
+    for (i, &size) in plan.sizes.iter().enumerate() {
+        let share = budget::share(sweep_s - t_sweep.elapsed().as_secs_f64(), &plan.sizes[i..]);
+        let t_size = Instant::now();
         let reps = plan.reps(size);
         let warm = (reps / 10).max(2);
-        let mut samples = Vec::with_capacity(reps);
-        for r in 0..reps + warm {
-            if me == a {
-                let t = Instant::now();
-                pb.send_with_tag(&sbuf[..size], TAG);
-                pb.receive_into_with_tag(&mut buf[..size], TAG);
-                if r >= warm {
-                    samples.push(t.elapsed().as_secs_f64() / 2.0);
-                }
-            } else {
-                pa.receive_into_with_tag(&mut buf[..size], TAG);
-                pa.send_with_tag(&sbuf[..size], TAG);
-            }
-        }
+        let samples = ping_pong(
+            world,
+            a,
+            b,
+            &sbuf,
+            &mut buf,
+            size,
+            (warm, reps, plan.min_reps),
+            0.4 * share,
+        );
+        let per_msg = if me == a {
+            median(&mut samples.clone())
+        } else {
+            0.0
+        };
         let (iters, skip) = plan.bw_iters(size);
-        // The median of several streams: one stream is easily disturbed.
-        let mut bws: Vec<f64> = (0..plan.bw_repeats)
-            .map(|_| stream(world, a, b, &mut buf[..size], iters, skip))
-            .collect();
-        let bw = median(&mut bws);
+        let nominal = StreamCounts {
+            window: WINDOW,
+            iters,
+            skip,
+            repeats: plan.bw_repeats,
+        };
+        let left = (share - t_size.elapsed().as_secs_f64()).max(0.5 * share);
+        let bw = bandwidth(world, a, b, &mut buf[..size], nominal, per_msg, left);
+        if me == a && debug_counts() {
+            eprintln!(
+                "mheta-microbench: {a}->{b} {size} B: {} round trips, streams in {:.3} s of a {:.3} s share",
+                samples.len(),
+                t_size.elapsed().as_secs_f64(),
+                share
+            );
+        }
         sweep.push((size, samples, bw));
     }
-    let cold = cold_one_way(world, a, b, mheta_profile::COLD_BYTES);
+    // The small round trip (from the sweep's 8-byte median; on `a`).
+    let rtt8 = if me == a {
+        sweep
+            .iter_mut()
+            .find(|s| s.0 >= 8)
+            .map(|s| 2.0 * median(&mut s.1.clone()))
+            .unwrap_or(1e-5)
+    } else {
+        0.0
+    };
+    let curve: Vec<(f64, f64)> = if me == a {
+        sweep
+            .iter()
+            .map(|(size, s, _)| (*size as f64, median(&mut s.clone())))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let one_way = |size: usize| budget::interpolate(&curve, size as f64).unwrap_or(0.0);
+    let t_eager = Instant::now();
+    let eager = eager_limit(world, a, b, &sbuf, &mut buf, &one_way, rtt8, plan.eager_s);
+    if me == a && debug_counts() {
+        eprintln!(
+            "mheta-microbench: {a}->{b} sweep {:.3} s, eager limit {eager:?} in {:.3} s",
+            t_eager.duration_since(t_sweep).as_secs_f64(),
+            t_eager.elapsed().as_secs_f64()
+        );
+    }
+    let cold = cold_one_way_within(
+        world,
+        a,
+        b,
+        mheta_profile::COLD_BYTES,
+        plan.cold_s,
+        plan.min_reps - 1,
+        2.0 * one_way(mheta_profile::COLD_BYTES),
+    );
     // The small figures, in interleaved rounds: each round takes 8-byte
     // ping-pongs, then o_s, then o_r samples, so that a drift of the
     // machine shows as a difference between rounds (spread, modes) and
     // not as a difference between figures.
     // o_r: b posts the receive after the message has arrived; it first
-    // waits four small round trips (from the sweep's 8-byte median).
-    let mut delay = [0.0f64];
+    // waits four small round trips. The counts per round fit the small
+    // figures' budget (at least 20 each).
+    let mut small = [0.0f64; 3];
     if me == a {
-        let rtt8 = sweep
-            .iter_mut()
-            .find(|s| s.0 >= 8)
-            .map(|s| 2.0 * median(&mut s.1.clone()))
-            .unwrap_or(1e-5);
-        delay[0] = (4.0 * rtt8).max(20e-6);
-        pb.send_with_tag(&delay[..], TAG);
+        let delay = (4.0 * rtt8).max(20e-6);
+        let (pp, over) = budget::small_counts(
+            (plan.pp_per_round, plan.overhead_reps, 10),
+            plan.rounds,
+            rtt8,
+            delay,
+            plan.small_s,
+            20,
+        );
+        small = [delay, pp as f64, over as f64];
+        if debug_counts() {
+            eprintln!(
+                "mheta-microbench: {a}->{b} small figures: {} rounds of {pp} ping-pongs, {over} o_s and o_r (RTT {rtt8:.6} s); eager limit {eager:?}",
+                plan.rounds
+            );
+        }
+        pb.send_with_tag(&small[..], TAG);
     } else {
-        pa.receive_into_with_tag(&mut delay[..], TAG);
+        pa.receive_into_with_tag(&mut small[..], TAG);
     }
-    let delay = Duration::from_secs_f64(delay[0]);
-    let n_over = plan.overhead_reps;
+    let delay = Duration::from_secs_f64(small[0]);
+    let (pp_per_round, n_over) = (small[1] as usize, small[2] as usize);
+    let t_small = Instant::now();
     let (mut pp, mut os, mut or) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..plan.rounds {
-        let mut round = Vec::with_capacity(plan.pp_per_round);
-        for r in 0..plan.pp_per_round + 10 {
+        let mut round = Vec::with_capacity(pp_per_round);
+        for r in 0..pp_per_round + 10 {
             if me == a {
                 let t = Instant::now();
                 pb.send_with_tag(&sbuf[..8], TAG);
@@ -463,6 +788,13 @@ pub fn measure_pair(world: &SimpleCommunicator, plan: &Plan, a: i32, b: i32) -> 
             }
         }
         or.push(round);
+    }
+    if me == a && debug_counts() {
+        eprintln!(
+            "mheta-microbench: {a}->{b} small figures in {:.3} s; the pair in {:.3} s",
+            t_small.elapsed().as_secs_f64(),
+            t_sweep.elapsed().as_secs_f64()
+        );
     }
     // o_r samples were taken at b: send them to a.
     if me == b {
