@@ -4,15 +4,19 @@
 //!
 //! Per ordered pair (i, j): a ping-pong sweep (1 B to 4 MiB, or to
 //! `--max-size` as OSU's `-m`; one sample per round trip), a streaming
-//! bandwidth per size (window of 64, as osu_bw),
+//! bandwidth per size (windows of 64, as osu_bw, or fewer sends where a
+//! window would outlast its share of the time),
 //! and the overheads by the logp_mpi method: o_s is the time of an eager
 //! 8-byte `MPI_Send`; o_r the time of an `MPI_Recv` whose 8-byte message
 //! has already arrived (the receiver first waits four round trips);
 //! L = one-way(8 B) − o_s − o_r. The one-way times are fitted piecewise
 //! linear with breakpoints at protocol changes. Pairs are scheduled in
 //! rounds of disjoint pairs (round-robin shifts, as mpiGraph): no rank is
-//! in two measurements at once; when a node runs more ranks than it has
-//! cores the pairs of a round go one at a time, and waiting ranks sleep.
+//! in two measurements at once; when a node (a kernel, which emulated
+//! hosts share) runs more ranks than it has cores the pairs of a round go
+//! one at a time, and waiting ranks sleep. Every loop is bounded by time
+//! as well as by count (`mheta_microbench::budget`): on shared memory the
+//! nominal counts fit and are taken, across a slow link what fits.
 //!
 //! Per node: CPU power from a reference kernel (weights w = t_slowest /
 //! t, the slowest rank has 1, as in the slowdown seed), the memory an
@@ -132,6 +136,21 @@ fn from_rank<T: serde::de::DeserializeOwned>(world: &SimpleCommunicator, r: i32)
 
 fn host_names(world: &SimpleCommunicator) -> Vec<String> {
     let name = mpi::environment::processor_name().unwrap_or_default();
+    gather_strings(world, &name)
+}
+
+/// The kernel each rank runs on (its boot id; the host name where there
+/// is none): ranks on one kernel share its cores, whatever their host
+/// names (hosts emulated as network and UTS namespaces share a kernel).
+fn kernel_ids(world: &SimpleCommunicator, host: &str) -> Vec<String> {
+    let id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    gather_strings(world, if id.is_empty() { host } else { &id })
+}
+
+/// Every rank's `name` (up to 255 bytes), on every rank.
+fn gather_strings(world: &SimpleCommunicator, name: &str) -> Vec<String> {
     let mut mine = [0u8; 256];
     let nb = name.as_bytes();
     mine[..nb.len().min(255)].copy_from_slice(&nb[..nb.len().min(255)]);
@@ -203,12 +222,15 @@ fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>
     let me = world.rank() as usize;
     let hosts = host_names(world);
     let local: Vec<usize> = (0..p).filter(|&r| hosts[r] == hosts[me]).collect();
+    let kernels = kernel_ids(world, &hosts[me]);
+    let sharing = (0..p).filter(|&r| kernels[r] == kernels[me]).count();
     // Online CPUs of the node (not this rank's affinity: mpirun binds
     // each rank to one core).
     // SAFETY: sysconf only reads a system value.
     let cores = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
-    // Oversubscribed anywhere: measure one pair at a time.
-    let mut over = [u8::from(local.len() > cores)];
+    // Oversubscribed anywhere (more ranks on a kernel than it has cores,
+    // whether or not they name one host): measure one pair at a time.
+    let mut over = [u8::from(sharing > cores)];
     let mut any = [0u8];
     world.all_reduce_into(
         &over[..],
@@ -356,7 +378,7 @@ fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>
         nodes.len(),
         t0.elapsed().as_secs_f64(),
         if serial {
-            "one pair at a time: a node runs more ranks than it has cores"
+            "one pair at a time: a node (a kernel) runs more ranks than it has cores"
         } else {
             "rounds of disjoint pairs in parallel"
         }
