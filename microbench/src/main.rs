@@ -203,18 +203,27 @@ fn preflight(world: &SimpleCommunicator, args: &Args) -> Result<PathBuf> {
     Ok(disk_dir)
 }
 
+/// OSU's own loops and buffers, pair 0 -> 1, up to `max` bytes
+/// (mheta_microbench::osu::run); meaningful on rank 0.
+fn osu_compat(world: &SimpleCommunicator, max: usize) -> OsuCompat {
+    let r = mheta_microbench::osu::run(world, 0, 1, max);
+    OsuCompat {
+        src: 0,
+        dst: 1,
+        latency_us: r.latency_us,
+        bandwidth_mbps: r.bandwidth_mbps,
+        latency_iters: r.latency_iters,
+        bandwidth_iters: r.bandwidth_iters,
+    }
+}
+
 fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>> {
     let disk_dir = preflight(world, args)?;
     if args.osu_only {
         let max = args.max_size.unwrap_or(mheta_microbench::osu::MAX_SIZE);
-        let (lat, bw) = mheta_microbench::osu::run(world, 0, 1, max);
+        let o = osu_compat(world, max);
         if world.rank() == 0 {
-            print_osu(&OsuCompat {
-                src: 0,
-                dst: 1,
-                latency_us: lat,
-                bandwidth_mbps: bw,
-            });
+            print_osu(&o);
         }
         return Ok(None);
     }
@@ -355,13 +364,7 @@ fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>
     let osu = if args.osu_compat {
         quiet_barrier(world);
         let max = args.max_size.unwrap_or(mheta_microbench::osu::MAX_SIZE);
-        let (lat, bw) = mheta_microbench::osu::run(world, 0, 1, max);
-        Some(OsuCompat {
-            src: 0,
-            dst: 1,
-            latency_us: lat,
-            bandwidth_mbps: bw,
-        })
+        Some(osu_compat(world, max))
     } else {
         None
     };
@@ -552,6 +555,26 @@ fn print_osu(o: &OsuCompat) {
     for (s, b) in &o.bandwidth_mbps {
         println!("{s:<10}{b:>20.2}");
     }
+    let cut = |name: &str, iters: &[(u64, u64)], nominal: &dyn Fn(u64) -> u64| {
+        let v: Vec<String> = iters
+            .iter()
+            .filter(|&&(s, n)| n < nominal(s))
+            .map(|&(s, n)| format!("{s} ({n} of {})", nominal(s)))
+            .collect();
+        if !v.is_empty() {
+            println!(
+                "# {name}: fewer timed iterations than OSU's, to fit {} s a size: {}",
+                mheta_microbench::osu::BUDGET_S,
+                v.join(", ")
+            );
+        }
+    };
+    cut("latency", &o.latency_iters, &|s| {
+        mheta_microbench::osu::default_counts(s as usize).0 as u64
+    });
+    cut("bandwidth", &o.bandwidth_iters, &|s| {
+        mheta_microbench::osu::default_counts(s as usize).1 as u64
+    });
 }
 
 fn main() {

@@ -217,21 +217,181 @@ pub fn sizes(max: usize) -> Vec<usize> {
     v
 }
 
-/// Latency (µs) and bandwidth (MB/s) per size.
-pub type OsuTables = (Vec<(u64, f64)>, Vec<(u64, f64)>);
+/// OSU's timed iterations at `size`: (osu_latency's round trips,
+/// osu_bw's windows).
+pub fn default_counts(size: usize) -> (usize, usize) {
+    if size > LARGE {
+        (1000, 20)
+    } else {
+        (10000, 100)
+    }
+}
+
+/// Seconds each size of each OSU test may take in [`run`] (OSU's own
+/// counts take under a second a size on shared memory; at 200 Mbit/s
+/// osu_bw's 22 windows of 64 × 4 MiB take four minutes).
+pub const BUDGET_S: f64 = 3.0;
+
+/// Counts decided by `a` (the rank that times) sent to its `peer`; both
+/// return `a`'s `v`.
+fn agree(comm: &SimpleCommunicator, a: i32, peer: &Process<'_>, v: usize) -> usize {
+    if comm.rank() == a {
+        peer.send_with_tag(&(v as u64), 102);
+        v
+    } else {
+        let mut x = 0u64;
+        peer.receive_into_with_tag(&mut x, 102);
+        x as usize
+    }
+}
+
+/// An OSU loop bounded by time: `skip` untimed then `iters` timed
+/// iterations of `one` (which returns its time on `a`), summed as OSU
+/// sums them. The first skipped iteration is timed on `a` to decide how
+/// many more skipped ones fit in a fifth of `budget_s`, their median how
+/// many timed ones fit in what is left (at least one); `a` sends each
+/// count to its peer. Returns (total timed seconds, timed iterations).
+fn bounded(
+    comm: &SimpleCommunicator,
+    a: i32,
+    peer: &Process<'_>,
+    (iters, skip): (usize, usize),
+    budget_s: f64,
+    mut one: impl FnMut() -> f64,
+) -> (f64, usize) {
+    let t0 = Instant::now();
+    let first = one();
+    let more = crate::budget::budgeted_count(skip.saturating_sub(1), 0, 0.2 * budget_s, first);
+    let more = agree(comm, a, peer, more);
+    let mut w = vec![first];
+    for _ in 0..more {
+        w.push(one());
+    }
+    w.sort_by(f64::total_cmp);
+    let est = w[w.len() / 2];
+    let left = budget_s - t0.elapsed().as_secs_f64();
+    let n = agree(
+        comm,
+        a,
+        peer,
+        crate::budget::budgeted_count(iters, 1, left, est),
+    );
+    let total = (0..n).map(|_| one()).sum();
+    (total, n)
+}
+
+/// [`latency`] within `budget_s` ([`bounded`]): (µs on rank `a`, 0
+/// elsewhere; timed round trips).
+pub fn latency_within(
+    comm: &SimpleCommunicator,
+    a: i32,
+    b: i32,
+    bufs: &mut Buffers,
+    size: usize,
+    budget_s: f64,
+) -> (f64, usize) {
+    let counts = if size > LARGE {
+        (1000, 10)
+    } else {
+        (10000, 100)
+    };
+    let me = comm.rank();
+    let Some(peer) = begin(comm, a, b, bufs, size) else {
+        return (0.0, 0);
+    };
+    let (total, n) = bounded(comm, a, &peer, counts, budget_s, || {
+        if me == a {
+            let t = Instant::now();
+            peer.send_with_tag(&bufs.s.get(size)[..], 1);
+            peer.receive_into_with_tag(bufs.r.get(size), 1);
+            t.elapsed().as_secs_f64()
+        } else {
+            peer.receive_into_with_tag(bufs.r.get(size), 1);
+            peer.send_with_tag(&bufs.s.get(size)[..], 1);
+            0.0
+        }
+    });
+    (total * 1e6 / (2.0 * n.max(1) as f64), n)
+}
+
+/// [`bandwidth`] within `budget_s` ([`bounded`]; windows of 64 still):
+/// (MB/s on rank `a`, 0 elsewhere; timed windows).
+pub fn bandwidth_within(
+    comm: &SimpleCommunicator,
+    a: i32,
+    b: i32,
+    bufs: &mut Buffers,
+    size: usize,
+    budget_s: f64,
+) -> (f64, usize) {
+    let counts = if size > LARGE { (20, 2) } else { (100, 10) };
+    let me = comm.rank();
+    let Some(peer) = begin(comm, a, b, bufs, size) else {
+        return (0.0, 0);
+    };
+    let mut ack = [0u8; 1];
+    let (total, n) = bounded(comm, a, &peer, counts, budget_s, || {
+        if me == a {
+            let t = Instant::now();
+            let s = &bufs.s.get(size)[..];
+            mpi::request::scope(|sc| {
+                let _g: Vec<WaitGuard<[u8], _>> = (0..WINDOW)
+                    .map(|_| WaitGuard::from(peer.immediate_send_with_tag(sc, s, 100)))
+                    .collect();
+            });
+            peer.receive_into_with_tag(&mut ack[..], 101);
+            t.elapsed().as_secs_f64()
+        } else {
+            let r = bufs.r.get(size);
+            let (ptr, n) = (r.as_mut_ptr(), r.len());
+            mpi::request::scope(|sc| {
+                let _g: Vec<WaitGuard<[u8], _>> = (0..WINDOW)
+                    .map(|_| {
+                        // SAFETY: as in `bandwidth_with`: the window's
+                        // receives all write the same discarded bytes.
+                        let s = unsafe { std::slice::from_raw_parts_mut(ptr, n) };
+                        WaitGuard::from(peer.immediate_receive_into_with_tag(sc, s, 100))
+                    })
+                    .collect();
+            });
+            peer.send_with_tag(&ack[..], 101);
+            0.0
+        }
+    });
+    let mbps = if me == a {
+        (size * WINDOW * n) as f64 / 1e6 / total.max(1e-12)
+    } else {
+        0.0
+    };
+    (mbps, n)
+}
 
 /// Both OSU tests between ranks `a` and `b` of `comm`, in OSU's order
-/// (every latency size, then every bandwidth size); every rank calls it.
-/// The tables are meaningful on rank `a`.
-pub fn run(comm: &SimpleCommunicator, a: i32, b: i32, max: usize) -> OsuTables {
+/// (every latency size, then every bandwidth size), each size within
+/// [`BUDGET_S`] (OSU's counts where they fit); every rank calls it. The
+/// tables, and the timed iterations of each size, are meaningful on `a`.
+pub fn run(comm: &SimpleCommunicator, a: i32, b: i32, max: usize) -> OsuRun {
     let mut bufs = Buffers::new(max);
-    let lat = sizes(max)
-        .into_iter()
-        .map(|s| (s as u64, latency(comm, a, b, &mut bufs, s)))
-        .collect();
-    let bw = sizes(max)
-        .into_iter()
-        .map(|s| (s as u64, bandwidth(comm, a, b, &mut bufs, s)))
-        .collect();
-    (lat, bw)
+    let mut out = OsuRun::default();
+    for s in sizes(max) {
+        let (us, n) = latency_within(comm, a, b, &mut bufs, s, BUDGET_S);
+        out.latency_us.push((s as u64, us));
+        out.latency_iters.push((s as u64, n as u64));
+    }
+    for s in sizes(max) {
+        let (mbps, n) = bandwidth_within(comm, a, b, &mut bufs, s, BUDGET_S);
+        out.bandwidth_mbps.push((s as u64, mbps));
+        out.bandwidth_iters.push((s as u64, n as u64));
+    }
+    out
+}
+
+/// What [`run`] measured: latency (µs) and bandwidth (MB/s) per size, and
+/// the timed iterations (round trips, windows) each size took.
+#[derive(Default, Debug, Clone)]
+pub struct OsuRun {
+    pub latency_us: Vec<(u64, f64)>,
+    pub bandwidth_mbps: Vec<(u64, f64)>,
+    pub latency_iters: Vec<(u64, u64)>,
+    pub bandwidth_iters: Vec<(u64, u64)>,
 }

@@ -626,6 +626,14 @@ pub struct OsuCompat {
     pub dst: u32,
     pub latency_us: Vec<(u64, f64)>,
     pub bandwidth_mbps: Vec<(u64, f64)>,
+    /// Timed round trips of each latency size: OSU's counts where they
+    /// fit the time budget of a size, fewer on a slow link. Empty: not
+    /// recorded (profiles from before it was).
+    #[serde(default)]
+    pub latency_iters: Vec<(u64, u64)>,
+    /// Timed windows of each bandwidth size, likewise.
+    #[serde(default)]
+    pub bandwidth_iters: Vec<(u64, u64)>,
 }
 
 /// A measured cluster.
