@@ -504,6 +504,7 @@ fn print_tables(p: &ClusterProfile) {
         "Bandwidth of one 8 MiB message between buffers out of the cache (MB/s)",
         &|c| c.bandwidth_cold_bps / 1e6,
     );
+    print!("{}", p.link_tables());
     println!("# Nodes");
     println!(
         "{:>5} {:<12} {:>10} {:>12} {:>10} {:>10} {:>10} {:>10}  disk method",

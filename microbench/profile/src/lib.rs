@@ -923,6 +923,122 @@ impl ClusterProfile {
         p
     }
 
+    /// The hosts the ranks sit on, each once, in the order of their first
+    /// rank ([`ClusterProfile::hosts`]), with their ranks.
+    pub fn host_ranks(&self) -> Vec<(String, Vec<u32>)> {
+        let mut out: Vec<(String, Vec<u32>)> = Vec::new();
+        for (r, h) in self.hosts.iter().enumerate() {
+            match out.iter_mut().find(|(name, _)| name == h) {
+                Some((_, ranks)) => ranks.push(r as u32),
+                None => out.push((h.clone(), vec![r as u32])),
+            }
+        }
+        out
+    }
+
+    /// A pair figure host by host: cell `[i][j]` is the median of `f`
+    /// over the measured pairs from a rank on host `i` to a rank on host
+    /// `j` ([`ClusterProfile::host_ranks`] order; the mean of the middle
+    /// two for an even count), `None` where there is no such pair (the
+    /// diagonal of a host with one rank).
+    pub fn link_matrix(&self, f: impl Fn(&PairCost) -> f64) -> Vec<Vec<Option<f64>>> {
+        let hosts = self.host_ranks();
+        let index = |r: u32| {
+            self.hosts
+                .get(r as usize)
+                .and_then(|h| hosts.iter().position(|(name, _)| name == h))
+        };
+        let n = hosts.len();
+        let mut cells: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); n]; n];
+        for c in &self.pairs {
+            if let (Some(i), Some(j)) = (index(c.src), index(c.dst)) {
+                let v = f(c);
+                if v.is_finite() {
+                    cells[i][j].push(v);
+                }
+            }
+        }
+        cells
+            .into_iter()
+            .map(|row| {
+                row.into_iter()
+                    .map(|mut v| {
+                        if v.is_empty() {
+                            return None;
+                        }
+                        v.sort_by(f64::total_cmp);
+                        let m = v.len();
+                        Some(if m % 2 == 1 {
+                            v[m / 2]
+                        } else {
+                            0.5 * (v[m / 2 - 1] + v[m / 2])
+                        })
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The link matrices as the tools print them, when the ranks sit on
+    /// more than one host (empty otherwise): the streaming bandwidth at
+    /// 1 MiB (MB/s) and the 8-byte one-way time (median, µs), rows the
+    /// source host and columns the destination, each cell the median over
+    /// the rank pairs between the two hosts ([`ClusterProfile::link_matrix`]).
+    pub fn link_tables(&self) -> String {
+        use std::fmt::Write as _;
+        let hosts = self.host_ranks();
+        if hosts.len() < 2 || self.hosts.len() != self.np as usize {
+            return String::new();
+        }
+        let mut out = String::new();
+        let ranks: Vec<String> = hosts
+            .iter()
+            .map(|(h, r)| {
+                let r: Vec<String> = r.iter().map(u32::to_string).collect();
+                format!("{h}: {}", r.join(","))
+            })
+            .collect();
+        let _ = writeln!(out, "# Hosts (ranks): {}", ranks.join("; "));
+        let lw = hosts.iter().map(|h| h.0.len()).max().unwrap_or(0).max(6);
+        let cw = (lw + 2).max(10);
+        let table = |out: &mut String, title: &str, m: Vec<Vec<Option<f64>>>| {
+            let _ = writeln!(
+                out,
+                "# Link matrix: {title} (rows: source host, columns: destination; median over the rank pairs between the hosts)"
+            );
+            let _ = write!(out, "{:<lw$}", "#");
+            for (h, _) in &hosts {
+                let _ = write!(out, "{h:>cw$}");
+            }
+            let _ = writeln!(out);
+            for (i, (h, _)) in hosts.iter().enumerate() {
+                let _ = write!(out, "{h:<lw$}");
+                for cell in &m[i] {
+                    match cell {
+                        Some(v) => {
+                            let _ = write!(out, "{v:>cw$.2}");
+                        }
+                        None => {
+                            let _ = write!(out, "{:>cw$}", "-");
+                        }
+                    }
+                }
+                let _ = writeln!(out);
+            }
+        };
+        table(
+            &mut out,
+            "bandwidth at 1 MiB (MB/s)",
+            self.link_matrix(|c| c.bandwidth_bps / 1e6),
+        );
+        table(
+            &mut out,
+            "latency, 8 B one-way (us)",
+            self.link_matrix(|c| c.one_way_small.p50 * 1e6),
+        );
+        out
+    }
+
     /// Every multi-modal figure: (src, dst, figure, its modes as text).
     pub fn multi_modal(&self) -> Vec<(u32, u32, &'static str, String)> {
         let mut out = Vec::new();
@@ -1168,6 +1284,66 @@ mod tests {
         p.pairs.push(PairCost::logp(0, 1, 1e-6, 1e-10, 2e-7, 3e-7));
         p.pairs.push(PairCost::logp(1, 0, 1e-6, 1e-10, 2e-7, 3e-7));
         p
+    }
+
+    #[test]
+    fn the_link_matrix_takes_the_median_over_the_rank_pairs_between_hosts() {
+        // Ranks 0, 2 on host a; 1, 3 on host b; 4 alone on host c.
+        let hosts: Vec<String> = ["a", "b", "a", "b", "c"].map(String::from).to_vec();
+        let mut p = ClusterProfile::new(5, hosts, "test");
+        let host = |r: u32| ["a", "b", "a", "b", "c"][r as usize];
+        for s in 0..5u32 {
+            for d in 0..5u32 {
+                if s == d {
+                    continue;
+                }
+                let mut c = PairCost::logp(s, d, 1e-6, 1e-10, 1e-7, 1e-7);
+                // Bandwidth (MB/s) by host pair, the rank pair's numbers
+                // spread around it; a-a 1000, a-b 100, with c 25.
+                let base = match (host(s), host(d)) {
+                    ("a", "a") | ("b", "b") => 1000.0,
+                    ("c", _) | (_, "c") => 25.0,
+                    _ => 100.0,
+                };
+                c.bandwidth_bps = (base + (s + d) as f64) * 1e6;
+                c.one_way_small = Dist::point(if base == 25.0 { 80e-6 } else { 20e-6 });
+                p.pairs.push(c);
+            }
+        }
+        p.validate().unwrap();
+        assert_eq!(
+            p.host_ranks(),
+            vec![
+                ("a".to_string(), vec![0, 2]),
+                ("b".to_string(), vec![1, 3]),
+                ("c".to_string(), vec![4])
+            ]
+        );
+        let m = p.link_matrix(|c| c.bandwidth_bps / 1e6);
+        // a -> a: pairs 0->2 and 2->0, both 1002: 1002.
+        assert_eq!(m[0][0], Some(1002.0));
+        // a -> b: 0->1 101, 0->3 103, 2->1 103, 2->3 105: median 103.
+        assert_eq!(m[0][1], Some(103.0));
+        // c -> a: 4->0 29, 4->2 31: the mean of the middle two, 30.
+        assert_eq!(m[2][0], Some(30.0));
+        // c has one rank: no pair within it.
+        assert_eq!(m[2][2], None);
+        let text = p.link_tables();
+        assert!(
+            text.contains("# Hosts (ranks): a: 0,2; b: 1,3; c: 4"),
+            "{text}"
+        );
+        assert!(text.contains("bandwidth at 1 MiB (MB/s)") && text.contains("8 B one-way"));
+        let row_c = text
+            .lines()
+            .filter(|l| l.starts_with('c'))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .collect::<Vec<_>>();
+        assert_eq!(row_c[0], vec!["c", "30.00", "31.00", "-"], "{text}");
+        assert_eq!(row_c[1], vec!["c", "80.00", "80.00", "-"], "{text}");
+        // One host: no link tables.
+        let one = ClusterProfile::new(2, vec!["h".into(), "h".into()], "t");
+        assert_eq!(one.link_tables(), "");
     }
 
     #[test]

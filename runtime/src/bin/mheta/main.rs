@@ -441,6 +441,7 @@ fn show_profile(p: &ClusterProfile) {
             f(d.map(|d| d.write_per_byte_s), 1e9),
         );
     }
+    print!("{}", p.link_tables());
 }
 
 fn exe_dir() -> Result<PathBuf> {
