@@ -571,10 +571,10 @@ fn print_osu(o: &OsuCompat) {
         }
     };
     cut("latency", &o.latency_iters, &|s| {
-        mheta_microbench::osu::default_counts(s as usize).0 as u64
+        mheta_microbench::osu::latency_counts(s as usize).0 as u64
     });
     cut("bandwidth", &o.bandwidth_iters, &|s| {
-        mheta_microbench::osu::default_counts(s as usize).1 as u64
+        mheta_microbench::osu::bandwidth_counts(s as usize).0 as u64
     });
 }
 

@@ -15,6 +15,10 @@
 //! - **timing**: each timed iteration is timed alone and the times are
 //!   summed (`t_total += t_end - t_start`), so time between iterations is
 //!   not counted; the bandwidth test's acknowledgement is one `MPI_CHAR`.
+//!
+//! [`run`] takes OSU's counts where a size fits [`BUDGET_S`] (always on
+//! shared memory) and fewer across a slow link, where OSU's own counts
+//! take minutes a size; the windows stay 64.
 
 use mpi::collective::CommunicatorCollectives;
 use mpi::point_to_point::{Destination, Source};
@@ -94,11 +98,7 @@ fn begin<'c>(
 /// defaults: 10000 iterations and 100 skipped up to 8 KiB, 1000 and 10
 /// above. Returns the latency in µs on rank `a`, 0 elsewhere.
 pub fn latency(comm: &SimpleCommunicator, a: i32, b: i32, bufs: &mut Buffers, size: usize) -> f64 {
-    let (iters, skip) = if size > LARGE {
-        (1000, 10)
-    } else {
-        (10000, 100)
-    };
+    let (iters, skip) = latency_counts(size);
     latency_with(comm, a, b, bufs, size, iters, skip)
 }
 
@@ -144,7 +144,7 @@ pub fn bandwidth(
     bufs: &mut Buffers,
     size: usize,
 ) -> f64 {
-    let (iters, skip) = if size > LARGE { (20, 2) } else { (100, 10) };
+    let (iters, skip) = bandwidth_counts(size);
     bandwidth_with(comm, a, b, bufs, size, iters, skip)
 }
 
@@ -217,14 +217,18 @@ pub fn sizes(max: usize) -> Vec<usize> {
     v
 }
 
-/// OSU's timed iterations at `size`: (osu_latency's round trips,
-/// osu_bw's windows).
-pub fn default_counts(size: usize) -> (usize, usize) {
+/// osu_latency's (timed, skipped) round trips at `size`.
+pub fn latency_counts(size: usize) -> (usize, usize) {
     if size > LARGE {
-        (1000, 20)
+        (1000, 10)
     } else {
         (10000, 100)
     }
+}
+
+/// osu_bw's (timed, skipped) windows at `size`.
+pub fn bandwidth_counts(size: usize) -> (usize, usize) {
+    if size > LARGE { (20, 2) } else { (100, 10) }
 }
 
 /// Seconds each size of each OSU test may take in [`run`] (OSU's own
@@ -290,11 +294,7 @@ pub fn latency_within(
     size: usize,
     budget_s: f64,
 ) -> (f64, usize) {
-    let counts = if size > LARGE {
-        (1000, 10)
-    } else {
-        (10000, 100)
-    };
+    let counts = latency_counts(size);
     let me = comm.rank();
     let Some(peer) = begin(comm, a, b, bufs, size) else {
         return (0.0, 0);
@@ -324,7 +324,7 @@ pub fn bandwidth_within(
     size: usize,
     budget_s: f64,
 ) -> (f64, usize) {
-    let counts = if size > LARGE { (20, 2) } else { (100, 10) };
+    let counts = bandwidth_counts(size);
     let me = comm.rank();
     let Some(peer) = begin(comm, a, b, bufs, size) else {
         return (0.0, 0);
