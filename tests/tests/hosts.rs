@@ -226,6 +226,35 @@ fn jacobi_auto_runs_and_verifies_across_net4() {
         Duration::from_secs(400),
     );
     assert!(out.contains("h2"), "the profile names the hosts:\n{out}");
+    // Every pair over its link: through h2 the 200 Mbit/s link's 25 MB/s,
+    // through h3 its 1 ms more, each within 15%.
+    let p: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&profile).unwrap()).unwrap();
+    let pair = |s: u64, d: u64| {
+        p["pairs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["src"] == s && c["dst"] == d)
+            .unwrap()
+            .clone()
+    };
+    for (s, d) in [(0, 2), (2, 1), (3, 2)] {
+        let mb_s = pair(s, d)["bandwidth_bps"].as_f64().unwrap() / 1e6;
+        assert!(
+            (mb_s - 25.0).abs() <= 0.15 * 25.0,
+            "{s} -> {d}: {mb_s} MB/s"
+        );
+    }
+    let one_way = |s, d| pair(s, d)["one_way_small"]["p50"].as_f64().unwrap();
+    for (s, d) in [(0, 3), (3, 1), (2, 3)] {
+        let added = one_way(s, d) - one_way(0, 1);
+        assert!(
+            (added - 1e-3).abs() <= 0.15e-3,
+            "{s} -> {d}: {added} s added"
+        );
+    }
+    assert_eq!(p["links"].as_array().unwrap().len(), 16, "the spec's links");
     let trace = dir.join("trace");
     let out = ok_within(
         mheta()

@@ -664,6 +664,22 @@ pub struct ClusterProfile {
     /// it are not told apart.
     #[serde(default)]
     pub timer_s: f64,
+    /// The links the cluster spec gave, when the profile was measured
+    /// across emulated hosts (`mheta bench --cluster`): what the measured
+    /// link matrix is held against. Empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<SpecLink>,
+}
+
+/// One ordered pair of hosts as the cluster spec shaped it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct SpecLink {
+    pub src: String,
+    pub dst: String,
+    /// The pair's rate, bits per second (None: not shaped).
+    pub rate_bps: Option<f64>,
+    /// One-way latency added on the pair, seconds.
+    pub added_latency_s: f64,
 }
 
 /// The largest time any single profile figure may take: an overhead,
@@ -722,6 +738,7 @@ impl ClusterProfile {
             nodes: Vec::new(),
             osu: None,
             timer_s: 0.0,
+            links: Vec::new(),
         }
     }
 
@@ -1036,6 +1053,47 @@ impl ClusterProfile {
             "latency, 8 B one-way (us)",
             self.link_matrix(|c| c.one_way_small.p50 * 1e6),
         );
+        if !self.links.is_empty() {
+            let spec = |f: &dyn Fn(&SpecLink) -> Option<f64>| -> Vec<Vec<Option<f64>>> {
+                hosts
+                    .iter()
+                    .map(|(a, _)| {
+                        hosts
+                            .iter()
+                            .map(|(b, _)| {
+                                self.links
+                                    .iter()
+                                    .find(|l| &l.src == a && &l.dst == b)
+                                    .and_then(f)
+                            })
+                            .collect()
+                    })
+                    .collect()
+            };
+            table(
+                &mut out,
+                "the spec's rate (MB/s = Mbit/s / 8; '-' unshaped)",
+                spec(&|l| l.rate_bps.map(|r| r / 8e6)),
+            );
+            let measured = self.link_matrix(|c| c.bandwidth_bps);
+            let nominal = spec(&|l| l.rate_bps);
+            let ratio = measured
+                .iter()
+                .zip(&nominal)
+                .map(|(m, n)| {
+                    m.iter()
+                        .zip(n)
+                        .map(|(m, n)| Some((*m)? / (*n)? * 8.0))
+                        .collect()
+                })
+                .collect();
+            table(&mut out, "measured bandwidth over the spec's rate", ratio);
+            table(
+                &mut out,
+                "the spec's added one-way latency (us)",
+                spec(&|l| (l.src != l.dst).then_some(l.added_latency_s * 1e6)),
+            );
+        }
         out
     }
 
@@ -1284,6 +1342,32 @@ mod tests {
         p.pairs.push(PairCost::logp(0, 1, 1e-6, 1e-10, 2e-7, 3e-7));
         p.pairs.push(PairCost::logp(1, 0, 1e-6, 1e-10, 2e-7, 3e-7));
         p
+    }
+
+    #[test]
+    fn the_spec_links_print_beside_the_measured_ones() {
+        let mut p = two();
+        assert!(!p.link_tables().contains("spec"));
+        p.links = vec![
+            SpecLink {
+                src: "a".into(),
+                dst: "b".into(),
+                rate_bps: Some(200e6),
+                added_latency_s: 1e-3,
+            },
+            SpecLink {
+                src: "b".into(),
+                dst: "a".into(),
+                rate_bps: Some(200e6),
+                added_latency_s: 1e-3,
+            },
+        ];
+        let t = p.link_tables();
+        assert!(t.contains("the spec's rate"), "{t}");
+        // 200 Mbit/s is 25 MB/s; the latency is 1000 us.
+        assert!(t.contains("25.00") && t.contains("1000.00"), "{t}");
+        let back: ClusterProfile = serde_json::from_str(&p.to_json()).unwrap();
+        assert_eq!(back.links, p.links);
     }
 
     #[test]

@@ -163,6 +163,9 @@ impl Drop for Lease {
     }
 }
 
+/// Environment variables to set, in order.
+pub type Env = Vec<(String, String)>;
+
 /// Inside a Slurm allocation (`salloc`, `sbatch`), Open MPI's mpirun
 /// takes its hosts from Slurm and starts its daemons with srun.
 pub fn in_slurm() -> bool {
@@ -174,7 +177,7 @@ pub fn in_slurm() -> bool {
 /// what Slurm does not give (`--bind-to none`); and the `OMPI_MCA_*`
 /// environment (the lab's subnet), which also reaches an mpirun started
 /// by `salloc`.
-pub fn launch(lab: &Lab, user: &[OsString]) -> Result<(Vec<String>, Vec<(String, String)>)> {
+pub fn launch(lab: &Lab, user: &[OsString]) -> Result<(Vec<String>, Env)> {
     let env = agent::mca_env(lab, cores());
     let args = if in_slurm() {
         let bound = user

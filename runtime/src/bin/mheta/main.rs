@@ -595,7 +595,26 @@ fn bench(np: Option<u32>, o: &BenchOpts, output: Option<&Path>) -> Result<i32> {
     let st = cmd
         .status()
         .with_context(|| format!("cannot start {}", launcher.to_string_lossy()))?;
+    if let (true, Some(l), Some(out)) = (st.success(), &lab, output) {
+        record_links(l, out)?;
+    }
     Ok(status_code(st))
+}
+
+/// Add the spec's links to a profile measured across its hosts.
+fn record_links(lab: &mheta_hosts::Lab, path: &Path) -> Result<()> {
+    let mut p = ClusterProfile::load(path)?;
+    p.links = (0..lab.hosts.len())
+        .flat_map(|a| (0..lab.hosts.len()).map(move |b| (a, b)))
+        .map(|(a, b)| mheta_profile::SpecLink {
+            src: lab.hosts[a].name.clone(),
+            dst: lab.hosts[b].name.clone(),
+            rate_bps: if a == b { None } else { lab.pair_rate(a, b) },
+            added_latency_s: lab.pair_latency(a, b),
+        })
+        .collect();
+    p.save(path)?;
+    Ok(())
 }
 
 /// What `mheta run` was asked to record.
