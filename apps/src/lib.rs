@@ -1480,13 +1480,12 @@ fn moved_bytes(decl: &mheta_trace::AppDecl, from: &Dist, to: &Dist) -> u64 {
                 _ => a.bytes_per_row,
             }
         };
-        for i in 0..f.0.len() {
-            for j in 0..t.0.len() {
+        for (i, (&fs, &fl)) in fo.iter().zip(&f.0).enumerate() {
+            for (j, (&ts, &tl)) in to_.iter().zip(&t.0).enumerate() {
                 if i == j {
                     continue;
                 }
-                let s = fo[i].max(to_[j]);
-                let e = (fo[i] + f.0[i]).min(to_[j] + t.0[j]);
+                let (s, e) = (fs.max(ts), (fs + fl).min(ts + tl));
                 total += (s..e).map(row_bytes).sum::<u64>();
             }
         }
