@@ -152,16 +152,7 @@ mod tests {
         let lab = Lab::new(
             None,
             (0..2)
-                .map(|i| crate::HostSpec {
-                    name: format!("h{i}"),
-                    ranks: 2,
-                    cpu_power: 1.0,
-                    mem_limit_mb: None,
-                    io_factor: 1.0,
-                    rate: None,
-                    latency: None,
-                    to: Default::default(),
-                })
+                .map(|i| crate::spec::plain_host(&format!("h{i}"), 2))
                 .collect(),
             "x.toml",
             "x",

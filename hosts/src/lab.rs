@@ -799,16 +799,7 @@ mod tests {
     #[test]
     fn names_fit_linux_limits() {
         let hosts: Vec<crate::HostSpec> = (0..100)
-            .map(|i| crate::HostSpec {
-                name: format!("host{i}"),
-                ranks: 1,
-                cpu_power: 1.0,
-                mem_limit_mb: None,
-                io_factor: 1.0,
-                rate: None,
-                latency: None,
-                to: Default::default(),
-            })
+            .map(|i| crate::spec::plain_host(&format!("host{i}"), 1))
             .collect();
         let lab = Lab::new(None, hosts, "x.toml", "a-rather-long-lab-name").unwrap();
         for i in [0, 99] {

@@ -561,22 +561,12 @@ fn start_daemons(lab: &Lab) -> Result<Vec<(String, u32)>, LabError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::HostSpec;
 
     fn lab() -> Lab {
         let hosts = ["a0", "b1", "c2"]
             .iter()
             .enumerate()
-            .map(|(i, n)| HostSpec {
-                name: n.to_string(),
-                ranks: i + 1,
-                cpu_power: 1.0,
-                mem_limit_mb: None,
-                io_factor: 1.0,
-                rate: None,
-                latency: None,
-                to: Default::default(),
-            })
+            .map(|(i, n)| crate::spec::plain_host(n, i + 1))
             .collect();
         Lab::new(None, hosts, "x.toml", "MyLab").unwrap_or_else(|e| panic!("{e}"))
     }

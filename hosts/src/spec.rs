@@ -36,13 +36,13 @@ pub struct HostSpec {
     #[serde(default = "one")]
     pub io_factor: f64,
     /// The link's rate, bits per second, in each direction.
-    #[serde(default, with = "opt_rate")]
+    #[serde(default, deserialize_with = "opt_rate")]
     pub rate: Option<f64>,
     /// One-way latency added on the link, seconds.
-    #[serde(default, with = "opt_secs")]
+    #[serde(default, deserialize_with = "opt_secs")]
     pub latency: Option<f64>,
     /// Per-destination rates, bits per second, by host name.
-    #[serde(default, with = "rate_map")]
+    #[serde(default, deserialize_with = "rate_map")]
     pub to: BTreeMap<String, f64>,
 }
 
@@ -138,84 +138,43 @@ pub fn parse_secs(s: &str) -> Result<f64, String> {
     Ok(d)
 }
 
-mod opt_rate {
-    use serde::{Deserialize, Deserializer, Serializer};
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum R {
-            N(f64),
-            S(String),
-        }
-        match Option::<R>::deserialize(d)? {
-            None => Ok(None),
-            Some(R::N(v)) => super::parse_rate(&v.to_string())
-                .map(Some)
-                .map_err(serde::de::Error::custom),
-            Some(R::S(s)) => super::parse_rate(&s)
-                .map(Some)
-                .map_err(serde::de::Error::custom),
-        }
-    }
-    pub fn serialize<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
-        match v {
-            Some(r) => s.serialize_f64(*r),
-            None => s.serialize_none(),
+/// A figure written as a number or as text with a unit.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Figure {
+    Number(f64),
+    Text(String),
+}
+
+impl Figure {
+    fn parse(self, f: fn(&str) -> Result<f64, String>) -> Result<f64, String> {
+        match self {
+            Figure::Number(v) => f(&v.to_string()),
+            Figure::Text(s) => f(&s),
         }
     }
 }
 
-mod opt_secs {
-    use serde::{Deserialize, Deserializer, Serializer};
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum R {
-            N(f64),
-            S(String),
-        }
-        match Option::<R>::deserialize(d)? {
-            None => Ok(None),
-            Some(R::N(v)) => super::parse_secs(&v.to_string())
-                .map(Some)
-                .map_err(serde::de::Error::custom),
-            Some(R::S(s)) => super::parse_secs(&s)
-                .map(Some)
-                .map_err(serde::de::Error::custom),
-        }
-    }
-    pub fn serialize<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
-        match v {
-            Some(r) => s.serialize_f64(*r),
-            None => s.serialize_none(),
-        }
-    }
+fn opt_rate<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    Option::<Figure>::deserialize(d)?
+        .map(|v| v.parse(parse_rate))
+        .transpose()
+        .map_err(serde::de::Error::custom)
 }
 
-mod rate_map {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use std::collections::BTreeMap;
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, f64>, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum R {
-            N(f64),
-            S(String),
-        }
-        let m = BTreeMap::<String, R>::deserialize(d)?;
-        m.into_iter()
-            .map(|(k, v)| {
-                let r = match v {
-                    R::N(n) => super::parse_rate(&n.to_string()),
-                    R::S(s) => super::parse_rate(&s),
-                };
-                r.map(|r| (k, r)).map_err(serde::de::Error::custom)
-            })
-            .collect()
-    }
-    pub fn serialize<S: Serializer>(v: &BTreeMap<String, f64>, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_map(v.iter())
-    }
+fn opt_secs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    Option::<Figure>::deserialize(d)?
+        .map(|v| v.parse(parse_secs))
+        .transpose()
+        .map_err(serde::de::Error::custom)
+}
+
+fn rate_map<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<String, f64>, D::Error> {
+    BTreeMap::<String, Figure>::deserialize(d)?
+        .into_iter()
+        .map(|(k, v)| v.parse(parse_rate).map(|r| (k, r)))
+        .collect::<Result<_, _>>()
+        .map_err(serde::de::Error::custom)
 }
 
 /// FNV-1a of a name: the lab's short tag and default subnet come from it.
@@ -383,6 +342,21 @@ fn parse_subnet(s: &str) -> Result<[u8; 3], String> {
         return Err("write it as A.B.C.0/24".into());
     }
     Ok([o[0], o[1], o[2]])
+}
+
+/// A host of power 1 with no shaping, for tests.
+#[cfg(test)]
+pub(crate) fn plain_host(name: &str, ranks: usize) -> HostSpec {
+    HostSpec {
+        name: name.into(),
+        ranks,
+        cpu_power: 1.0,
+        mem_limit_mb: None,
+        io_factor: 1.0,
+        rate: None,
+        latency: None,
+        to: Default::default(),
+    }
 }
 
 #[cfg(test)]

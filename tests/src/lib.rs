@@ -163,13 +163,4 @@ pub fn ok_within(cmd: &mut Command, limit: std::time::Duration) -> String {
 }
 
 /// True when this process runs as root (network namespaces, tc, cgroups).
-pub fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(2).map(|e| e == "0"))
-        })
-        .unwrap_or(false)
-}
+pub use mheta_hosts::lab::is_root;
