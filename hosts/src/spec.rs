@@ -81,20 +81,31 @@ pub struct SpecError {
     pub detail: String,
 }
 
+/// Split `t` into its leading number and the unit after it; errors name
+/// the `what` and the original text `s`.
+fn number_unit<'a>(
+    t: &'a str,
+    s: &str,
+    what: &str,
+    example: &str,
+) -> Result<(f64, &'a str), String> {
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v = num
+        .parse()
+        .map_err(|_| format!("{what} {s:?}: expected a number with a unit, as \"{example}\""))?;
+    Ok((v, unit.trim()))
+}
+
 /// Parse a rate: bits per second as a number, or with a unit (`kbit`,
 /// `mbit`, `gbit`, as tc; `/s` and `bps` accepted; `KB`, `MB`, `GB` with
 /// a capital B are bytes).
 pub fn parse_rate(s: &str) -> Result<f64, String> {
     let t = s.trim();
-    let t = t.strip_suffix("/s").unwrap_or(t);
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("rate {s:?}: expected a number with a unit, as \"200mbit\""))?;
-    let k = match unit.trim() {
+    let (v, unit) = number_unit(t.strip_suffix("/s").unwrap_or(t), s, "rate", "200mbit")?;
+    let k = match unit {
         "" | "bit" | "bps" => 1.0,
         "kbit" | "Kbit" | "kbps" => 1e3,
         "mbit" | "Mbit" | "mbps" | "Mbps" => 1e6,
@@ -117,15 +128,8 @@ pub fn parse_rate(s: &str) -> Result<f64, String> {
 
 /// Parse a duration: `1ms`, `250us`, `0.5s` (a bare number is seconds).
 pub fn parse_secs(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("latency {s:?}: expected a number with a unit, as \"1ms\""))?;
-    let k = match unit.trim() {
+    let (v, unit) = number_unit(s.trim(), s, "latency", "1ms")?;
+    let k = match unit {
         "" | "s" => 1.0,
         "ms" => 1e-3,
         "us" | "µs" => 1e-6,

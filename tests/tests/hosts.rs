@@ -2,6 +2,7 @@
 //! namespaces, nothing left after `down`, and a 4-rank jacobi `--auto`
 //! across net4. Root only (namespaces, tc): skipped otherwise.
 
+#![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 use mheta_tests::*;
 use std::process::Command;
 use std::time::Duration;
