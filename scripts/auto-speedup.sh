@@ -7,7 +7,7 @@
 # (rank 1 at CPU power 0.5, emulated by spin: one core per rank) on
 # Block, then on the speed-proportional split 2048,1024 given by hand
 # (`--dist`: the static ideal, what the best fixed distribution gives in
-# this sitting), then with the default `--auto` (no --auto-at) under
+# this run), then with the default `--auto` (no --auto-at) under
 # `mheta run`, and prints the three elapsed times (the apps' `elapsed_s`:
 # the iteration loop, with the recording, the plan and the move), the
 # re-plans and the chosen distribution, and the ratios Block / auto and

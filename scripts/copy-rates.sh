@@ -10,7 +10,7 @@
 # process (what Open MPI's CMA does for a large on-node message), each in
 # small (4 KiB) and in huge (2 MiB) pages; then (scripts/pipe-copy.c, on
 # two cores) a move from one process's resident small pages to another's,
-# pulled with process_vm_readv and, in the same sitting, pipelined through
+# pulled with process_vm_readv and, in the same run, pipelined through
 # four shared 2 MiB buffers with both cores copying, five times each way.
 # The redistribution bench
 # (`cargo bench -p mheta-live --bench redistribute`) and `MHETA_HUGE_PAGES`

@@ -5,7 +5,7 @@
 #
 # OSU_PT2PT_DIR holds built osu_latency and osu_bw (OSU 7.4:
 # c/mpi/pt2pt/standard after ./configure CC=mpicc && make). Each round runs,
-# in one sitting, a bracket:
+# in one run, a bracket:
 #   OSU (osu_latency, osu_bw)            -> a
 #   mheta bench --np 2 --osu-only        -> OSU's loops and buffers, in a
 #                                           process of their own as OSU's

@@ -1,7 +1,7 @@
 //! The measurements of `mheta-microbench` (pairs: [`net`]; nodes:
 //! [`node`]; OSU's own loops: [`osu`]) as a library, so that benches elsewhere in the workspace can
 //! set their figures beside the profile's, measured the same way in the
-//! same sitting.
+//! same run.
 
 pub mod budget;
 pub mod net;

@@ -1036,8 +1036,8 @@ impl Model {
     /// arriver's time there (the replay's, or the median over the recorded
     /// iterations of each one's last arriver, [`Model::last_arrival_s`],
     /// whichever is less: jacobi on HY1 at 4 ranks, whose out-of-core ranks
-    /// took turns arriving last, went from 5.2% to 2.3% mean diff on
-    /// session 30's stored cell) plus 4 of the rank's sleeps ([`Program::sleep_s`])
+    /// took turns arriving last, goes from 5.2% to 2.3% mean diff with
+    /// it) plus 4 of the rank's sleeps ([`Program::sleep_s`])
     /// per round (⌈log₂P⌉ rounds): past that, the replay put the last
     /// arrival too early (the I/O model missed by 1% of a 1 s iteration,
     /// say), and charging that to the collective would add it to every
@@ -1059,7 +1059,7 @@ impl Model {
     /// replay, after the transfer, the receiver's wake residual, the
     /// acknowledgement and the sender's own wait; on a recorded node with
     /// more ranks than cores it took longer (mg at 4 ranks on 2 cores on
-    /// DC, session 34: each halo phase of the slowest rank took 0.25-0.5
+    /// DC: each halo phase of the slowest rank took 0.25-0.5
     /// ms, and its V-cycle spent 33-39 ms outside its stages against 18
     /// replayed). Over those send completions that the replay has waiting
     /// less than [`HANDSHAKE_SLEEPS`] of the rank's sleeps, the mean of
@@ -1073,13 +1073,12 @@ impl Model {
     /// rank on DC: 210 send completions, 82 of them not waiting at all in
     /// the replay, 24 ms recorded against 13 replayed). From a recording
     /// with file I/O a rank needs [`HANDSHAKE_MIN_SAMPLES_WITH_IO`]
-    /// samples. Re-predicting the stored 4-rank clock studies
-    /// (`scripts/repredict.py`, session 35) took the sums of the cells'
-    /// means from 42.0 / 57.9 / 8.3 / 90.7 (sessions 34, 32, 30, 29) to
-    /// 34.0 / 55.7 / 6.3 / 86.4, and every mg cell of session 34 from
-    /// 2.8-3.8 to 0.8-1.7; the session-34 rule (the median, over the sends
-    /// the sender waited for, from recordings without file I/O only) left
-    /// mg on IO, HY1 and HY2 with nothing learned. The costs are kept in
+    /// samples. On four stored 4-rank clock studies (`scripts/repredict.py`)
+    /// this rule gives sums of the cells' means of 34.0 / 55.7 / 6.3 / 86.4
+    /// where the median over the sends the sender waited for, from
+    /// recordings without file I/O only, gives 42.0 / 57.9 / 8.3 / 90.7 (mg
+    /// cells 0.8-1.7 against 2.8-3.8; that rule learns nothing for mg on
+    /// IO, HY1 and HY2). The costs are kept in
     /// order, one per collective of the iteration; a trace that cannot be
     /// replayed keeps the pairwise pricing (its prediction will say what
     /// is wrong).

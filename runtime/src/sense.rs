@@ -209,7 +209,7 @@ pub fn passive_avail(core: usize) -> io::Result<f64> {
 /// session's autogroup, and counts a task that polls (runnable in 20% of
 /// scans, 2.5% of the CPU) as a whole competitor: hence probe is the
 /// default. The probe reads high when short (a waking thread gets about
-/// a millisecond extra): with 2 hogs in one session 0.52 at 5 ms, 0.40 at
+/// a millisecond extra): with 2 hogs in the probe's own Unix session: 0.52 at 5 ms, 0.40 at
 /// 10 ms, 0.375 at 20 ms, 0.336 at 50 ms. Costs: the probe takes
 /// probe/interval of the core (its CPU time measured: 10.2% idle and
 /// 5.8% beside one hog at 10 ms/100 ms); a passive sample is a /proc scan

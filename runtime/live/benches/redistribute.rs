@@ -8,7 +8,7 @@
 //! rank 1 to rank 0 and back (rows of 32 KiB; each rank starts with 64 MiB
 //! of its own rows plus the moved ones), five times each way after a
 //! warm-up move, and checks every value after every move. In the same
-//! sitting, interleaved with the moves, it measures the pair four ways:
+//! run, interleaved with the moves, it measures the pair four ways:
 //! - **cold**: one message of the move's size between buffers out of the
 //!   cache (`mheta_microbench::net::cold_one_way`, what the cluster
 //!   profile's `bandwidth_cold_bps` measures at 8 MiB). A move reads rows
