@@ -1132,7 +1132,7 @@ pub fn run<K: Kernel>(
         {
             let from = ctx.dist.clone();
             let (_, worst) = mover.timed(world, &mut slot, &mut ctx, d, it)?;
-            let bytes = moved_bytes(&decl, &from, d);
+            let bytes = mheta_runtime::redist::moved_bytes(&decl, &from, d);
             forced_move = Some(json!({
                 "after": it,
                 "from": from.0,
@@ -1462,33 +1462,4 @@ fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_string())
         .unwrap_or_default()
-}
-
-/// Bytes of the declared arrays that change rank in a move from `from` to
-/// `to` (rows whose owner changes, each array on its own grid level).
-fn moved_bytes(decl: &mheta_trace::AppDecl, from: &Dist, to: &Dist) -> u64 {
-    let mut total = 0u64;
-    for a in &decl.arrays {
-        let (mut f, mut t) = (from.clone(), to.clone());
-        for _ in 0..a.level.unwrap_or(0) {
-            (f, t) = (f.coarser(), t.coarser());
-        }
-        let (fo, to_) = (f.offsets(), t.offsets());
-        let row_bytes = |r: u64| -> u64 {
-            match (&decl.work_per_row, a.per_work) {
-                (Some(w), true) => w.get(r as usize).copied().unwrap_or(0) * a.bytes_per_row,
-                _ => a.bytes_per_row,
-            }
-        };
-        for (i, (&fs, &fl)) in fo.iter().zip(&f.0).enumerate() {
-            for (j, (&ts, &tl)) in to_.iter().zip(&t.0).enumerate() {
-                if i == j {
-                    continue;
-                }
-                let (s, e) = (fs.max(ts), (fs + fl).min(ts + tl));
-                total += (s..e).map(row_bytes).sum::<u64>();
-            }
-        }
-    }
-    total
 }

@@ -64,8 +64,7 @@ pub fn mpirun_args(lab: &Lab, agent: &[String], cores: usize, user: &[OsString])
     if !has("-np") && !has("-n") && !has("--np") {
         v.extend(["-np".into(), lab.ranks().to_string()]);
     }
-    let max_on_one = lab.hosts.iter().map(|h| h.ranks).sum::<usize>();
-    if max_on_one > cores {
+    if lab.ranks() > cores {
         v.extend(["--mca".into(), "mpi_yield_when_idle".into(), "1".into()]);
     }
     if crate::lab::is_root() {

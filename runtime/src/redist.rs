@@ -55,6 +55,37 @@ pub struct MoveCost {
     pub rank_s: Vec<f64>,
 }
 
+/// Bytes of the declared arrays that change rank in a move from `from` to
+/// `to` (rows whose owner changes, each array on its own grid level),
+/// from the declaration alone: what `--move-to` reports beside its
+/// measured time. [`Model::move_cost`] counts the same bytes per rank.
+pub fn moved_bytes(decl: &mheta_trace::AppDecl, from: &Dist, to: &Dist) -> u64 {
+    let mut total = 0u64;
+    for a in &decl.arrays {
+        let (mut f, mut t) = (from.clone(), to.clone());
+        for _ in 0..a.level.unwrap_or(0) {
+            (f, t) = (f.coarser(), t.coarser());
+        }
+        let (fo, to_) = (f.offsets(), t.offsets());
+        let row_bytes = |r: u64| -> u64 {
+            match (&decl.work_per_row, a.per_work) {
+                (Some(w), true) => w.get(r as usize).copied().unwrap_or(0) * a.bytes_per_row,
+                _ => a.bytes_per_row,
+            }
+        };
+        for (i, (&fs, &fl)) in fo.iter().zip(&f.0).enumerate() {
+            for (j, (&ts, &tl)) in to_.iter().zip(&t.0).enumerate() {
+                if i == j {
+                    continue;
+                }
+                let (s, e) = (fs.max(ts), (fs + fl).min(ts + tl));
+                total += (s..e).map(row_bytes).sum::<u64>();
+            }
+        }
+    }
+    total
+}
+
 /// Rows `[start, end)` of rank `r` under `d` (offsets given).
 fn span(offs: &[u64], d: &Dist, r: usize) -> (u64, u64) {
     (offs[r], offs[r] + d.0[r])
@@ -307,6 +338,22 @@ pub fn decide(current_s: f64, chosen_s: f64, cost_s: f64, remaining: u64) -> Dec
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn moved_bytes_counts_rows_that_change_rank_on_their_level() {
+        let decl: mheta_trace::AppDecl = serde_json::from_str(
+            r#"{"version": 3, "app": "t", "rows": 8, "dist": [8, 0],
+                "arrays": [{"name": "u", "bytes_per_row": 10, "read_only": false},
+                           {"name": "c", "bytes_per_row": 1, "read_only": true, "level": 1}]}"#,
+        )
+        .unwrap();
+        // Fine level: rows 4..8 change rank (40 bytes); the coarse level
+        // halves the boundaries, 2 of its 4 rows move (2 bytes).
+        let b = moved_bytes(&decl, &Dist(vec![8, 0]), &Dist(vec![4, 4]));
+        assert_eq!(b, 42);
+        assert_eq!(moved_bytes(&decl, &Dist(vec![4, 4]), &Dist(vec![4, 4])), 0);
+    }
+
     use super::*;
 
     #[test]

@@ -260,10 +260,7 @@ pub fn run(a: &Args) -> Result<Report> {
     let lab = ClusterSpec::resolve(&a.cluster, a.np)
         .map_err(|e| anyhow::anyhow!("{e}"))?
         .lab;
-    let _lease = match &lab {
-        Some(l) => Some(super::hosts::Lease::take(l)?),
-        None => None,
-    };
+    let _lease = lab.as_ref().map(super::hosts::Lease::take).transpose()?;
     std::fs::create_dir_all(&a.dir)
         .with_context(|| format!("cannot create {}", a.dir.display()))?;
     let me = std::env::current_exe()?;

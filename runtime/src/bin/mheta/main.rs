@@ -514,10 +514,7 @@ struct BenchOpts {
 }
 
 fn bench(np: Option<u32>, o: &BenchOpts, output: Option<&Path>) -> Result<i32> {
-    let lab = match &o.cluster {
-        Some(c) => Some(hosts::lab_of(c)?),
-        None => None,
-    };
+    let lab = o.cluster.as_deref().map(hosts::lab_of).transpose()?;
     let np = match (np, &lab) {
         (Some(n), Some(l)) if n as usize != l.ranks() => bail!(
             "--np {n}: the cluster {} has {} ranks on its hosts",
@@ -547,10 +544,7 @@ fn bench(np: Option<u32>, o: &BenchOpts, output: Option<&Path>) -> Result<i32> {
             exe.display()
         );
     }
-    let _lease = match &lab {
-        Some(l) => Some(hosts::Lease::take(l)?),
-        None => None,
-    };
+    let _lease = lab.as_ref().map(hosts::Lease::take).transpose()?;
     let launcher = std::env::var_os("MHETA_MPIRUN").unwrap_or_else(|| "mpirun".into());
     let mut cmd = match &lab {
         Some(l) => hosts::mpirun_across(l, &[])?,
@@ -636,10 +630,7 @@ fn run(o: &RunOpts, launcher: &[OsString]) -> Result<i32> {
         tools,
         cluster,
     } = *o;
-    let lab = match cluster {
-        Some(c) => Some(hosts::lab_of(c)?),
-        None => None,
-    };
+    let lab = cluster.map(hosts::lab_of).transpose()?;
     for t in tools.split(',').map(str::trim) {
         if !matches!(t, "recorder" | "summary") {
             bail!("--tools {tools}: unknown tool {t:?}; known: recorder, summary");
@@ -673,10 +664,7 @@ fn run(o: &RunOpts, launcher: &[OsString]) -> Result<i32> {
         }
         _ => lib.clone().into_os_string(),
     };
-    let _lease = match &lab {
-        Some(l) => Some(hosts::Lease::take(l)?),
-        None => None,
-    };
+    let _lease = lab.as_ref().map(hosts::Lease::take).transpose()?;
     let mut cmd = Command::new(prog);
     if let Some(l) = &lab {
         let (args, env) = hosts::launch(l, rest)?;
