@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
-# The 4-rank accuracy study of issue 8 (the MHETA paper's section 5 on our
-# own runs): every kernel on DC, IO, HY1 and HY2, and jacobi --prefetch on
+# The accuracy study (the MHETA paper's section 5 on our own runs): every kernel on DC, IO, HY1 and HY2, and jacobi --prefetch on
 # the three clusters with a disk, then one table.
 #
 #   scripts/accuracy-study.sh [OUT_DIR] [REPEAT]
 #
-# Every cell is one `mheta experiment --app A --cluster C --np 4 --iters I
-# --repeat REPEAT --profile OUT_DIR/p4.json --json -- SIZES
-# --cpu-emulation paced` (REPEAT default 2), all against one profile
-# measured first (`mheta bench --np 4 --quick`; kept if OUT_DIR/p4.json
-# exists). Emulation: 4 ranks on this machine's cores, paced CPU (pinned,
+# Every cell is one `mheta experiment --app A --cluster C --np NP --iters I
+# --repeat REPEAT --profile OUT_DIR/pNP.json --json -- SIZES
+# --cpu-emulation paced` (REPEAT default 2, NP default 4), all against one
+# profile measured first (`mheta bench --np NP --quick`; kept if
+# OUT_DIR/pNP.json exists). Emulation: 4 ranks on this machine's cores, paced CPU (pinned,
 # work under SCHED_IDLE), paced disk, memory cgroup, sleep waits; each
 # cell's JSON records it under "emulation".
 # Sizes: jacobi --n 2048; sor and lanczos --n 2560; cg --class A; mg --n
@@ -17,6 +16,10 @@
 # does not fit IO's 8 MB); wavefront --n 2560 --tiles 8 on DC and --n 2048
 # --tiles 8 --iters 3 elsewhere (an out-of-core iteration at 2560 takes
 # ~10 s). About 45 minutes at REPEAT 2 on a 2-core VM.
+#
+# STUDY_NP (default 4) sets the rank count (the built-in clusters DC, IO,
+# HY1 and HY2 have 2-, 4- and 8-rank forms; the profile is then
+# OUT_DIR/pNP.json). Every cell also draws OUT_DIR/TAG-C.svg (--plot).
 #
 # STUDY_CPU=clock runs every cell with `--cpu-emulation clock` instead:
 # each app and size is calibrated, before its first cell, by one uniform
@@ -54,6 +57,7 @@ for a in ${STUDY_APPS:-}; do
 done
 out=${1:-$(mktemp -d)}
 repeat=${2:-2}
+np=${STUDY_NP:-4}
 mkdir -p "$out"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # The profile of cluster C, into the variable `profile`: the shared one,
@@ -64,10 +68,10 @@ profile_for() {
     local c=$1 rc=0
     "$mheta" hosts status "$c" >/dev/null 2>&1 || rc=$?
     if [[ $rc == 1 || $rc == 2 ]]; then
-        profile=$out/p4.json
+        profile=$out/p$np.json
         if [[ ! -s $profile ]]; then
-            echo "accuracy-study: measuring the profile (mheta bench --np 4 --quick)" >&2
-            "$mheta" bench --np 4 --quick --output "$profile" >"$out/bench.log" 2>&1 ||
+            echo "accuracy-study: measuring the profile (mheta bench --np $np --quick)" >&2
+            "$mheta" bench --np "$np" --quick --output "$profile" >"$out/bench.log" 2>&1 ||
                 { cat "$out/bench.log" >&2; echo "accuracy-study: the profile failed" >&2; exit 1; }
         fi
         return
@@ -76,7 +80,7 @@ profile_for() {
         "$mheta" hosts up "$c" >&2
         labs_made+=("$c")
     fi
-    profile=$out/p4-$c.json
+    profile=$out/p$np-$c.json
     if [[ ! -s $profile ]]; then
         echo "accuracy-study: measuring the profile across the hosts of $c (mheta bench --cluster $c --quick)" >&2
         "$mheta" bench --cluster "$c" --quick --output "$profile" >"$out/bench-$c.log" 2>&1 ||
@@ -98,7 +102,7 @@ cpu_flags_for() {
     cal="$out/cal-$app-$(echo "$*" | tr -c 'a-zA-Z0-9\n' _).json"
     if [[ ! -s $cal ]]; then
         echo "accuracy-study: calibrating $app $* (uniform, spin, 2 iterations)" >&2
-        mpirun -np 4 --oversubscribe "$(dirname "$mheta")/$app" "$@" --iters 2 \
+        mpirun -np "$np" --oversubscribe "$(dirname "$mheta")/$app" "$@" --iters 2 \
             --cpu-emulation spin >"$cal.tmp" 2>"$cal.err" ||
             { cat "$cal.err" >&2; echo "accuracy-study: calibrating $app $* failed" >&2; exit 1; }
         mv "$cal.tmp" "$cal"
@@ -120,8 +124,9 @@ cell() {
     profile_for "$c"
     local s=$SECONDS rc=0
     rm -rf "$out/w-$tag-$c"
-    "$mheta" experiment --app "$app" --cluster "$c" --np 4 --iters "$it" --repeat "$repeat" \
-        --profile "$profile" --dir "$out/w-$tag-$c" --json "${pre[@]}" -- "$@" "${cpu_flags[@]}" \
+    "$mheta" experiment --app "$app" --cluster "$c" --np "$np" --iters "$it" --repeat "$repeat" \
+        --profile "$profile" --dir "$out/w-$tag-$c" --plot "$out/$tag-$c.svg" --json "${pre[@]}" \
+        -- "$@" "${cpu_flags[@]}" \
         >"$out/$tag-$c.json" 2>"$out/$tag-$c.err" || rc=$?
     echo "accuracy-study: $tag $c: exit $rc, $((SECONDS - s)) s" >&2
 }

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Runs every study and rewrites docs/RESULTS.md from what they printed.
+#
+#   scripts/results.sh [--quick] OUT
+#
+# Each study writes its JSON, its table (OUT/NAME/table.txt) and its SVGs
+# under OUT/NAME; scripts/results_md.py then writes docs/RESULTS.md from
+# them, stamped with the date, this machine, each study's emulation and
+# the command that ran it, and copies the SVGs to docs/results/.
+# --quick runs the small form of every study (fewer cells, fewer rounds:
+# about 15 minutes on a 2-core VM); without it the full studies run
+# (a few hours).
+# When a study fails, its error is kept in OUT/NAME/stderr.txt, the
+# others still run, OUT/RESULTS.md shows the failure, docs/RESULTS.md is
+# left as it was, and the exit status is 1.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+quick=0
+if [[ ${1:-} == --quick ]]; then
+    quick=1
+    shift
+fi
+[[ $# == 1 ]] || { echo "usage: scripts/results.sh [--quick] OUT" >&2; exit 2; }
+out=$(mkdir -p "$1" && cd "$1" && pwd)
+cd "$here"
+source scripts/setup.sh
+cargo build --release --workspace --locked -q
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+: >"$out/index.tsv"
+
+# study NAME TITLE EMULATION -- COMMAND...: run COMMAND in OUT/NAME, keep
+# its stdout as the table, and list it in OUT/index.tsv.
+study() {
+    local name=$1 title=$2 emulation=$3
+    shift 4
+    local dir=$out/$name s=$SECONDS rc=0
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    echo "results: $name: $*" >&2
+    env "$@" >"$dir/table.txt" 2>"$dir/stderr.txt" || rc=$?
+    echo "results: $name: exit $rc, $((SECONDS - s)) s" >&2
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$title" "$emulation" "$rc" "$((SECONDS - s))" "$*" \
+        >>"$out/index.tsv"
+}
+
+if [[ $quick == 1 ]]; then
+    clusters=DC apps="jacobi cg" rounds=2 sq=1
+else
+    clusters="DC IO HY1 HY2" apps="jacobi jacobi-pf sor lanczos cg mg wavefront" rounds=6 sq=0
+fi
+clock="clock: compute timed from declared units (--cpu-ns-per-unit), 4 ranks on 2 cores"
+study accuracy-clock "MHETA accuracy, 4 ranks, compute by the clock" "$clock" -- \
+    STUDY_CPU=clock STUDY_NP=4 STUDY_CLUSTERS="$clusters" STUDY_APPS="$apps" \
+    scripts/accuracy-study.sh "$out/accuracy-clock/work" 2
+study accuracy-real "MHETA accuracy, 2 ranks, real compute" \
+    "paced: real compute, one core per rank, paced to the rank's CPU power" -- \
+    STUDY_CPU=paced STUDY_NP=2 STUDY_CLUSTERS="$clusters" STUDY_APPS="$apps" \
+    scripts/accuracy-study.sh "$out/accuracy-real/work" 2
+if [[ $quick == 1 ]]; then
+    study links-net4 "Link matrix of emulated hosts (net4)" \
+        "hosts: network namespaces, tbf-shaped veths, a latency relay for h3" -- \
+        scripts/link-matrix.sh net4 "$out/links-net4/work"
+else
+    study accuracy-hosts "MHETA accuracy across emulated hosts" \
+        "$clock; hosts: network namespaces, shaped links" -- \
+        STUDY_CPU=clock STUDY_NP=4 STUDY_CLUSTERS="net4 netcpu4" STUDY_APPS="jacobi cg" \
+        scripts/accuracy-study.sh "$out/accuracy-hosts/work" 2
+    study links-net4 "Link matrix of emulated hosts (net4)" \
+        "hosts: network namespaces, tbf-shaped veths, a latency relay for h3" -- \
+        scripts/link-matrix.sh net4 "$out/links-net4/work"
+fi
+study auto-speedup "--auto against Block and the static ideal (jacobi, het2)" \
+    "spin: one core per rank, rank 1 at CPU power 0.5" -- \
+    scripts/auto-speedup.sh "$rounds"
+for s in slowdown stochastic risk parallel; do
+    study "$s" "$s study" "see the table's emulation line" -- \
+        STUDY_QUICK=$sq "scripts/$s-study.sh" "$out/$s/work"
+done
+for s in place scale; do
+    [[ -x scripts/$s-study.sh ]] || continue
+    study "$s" "$s study" "see the table's emulation line" -- \
+        STUDY_QUICK=$sq "scripts/$s-study.sh" "$out/$s/work"
+done
+
+cmd="scripts/results.sh OUT"
+[[ $quick == 0 ]] || cmd="scripts/results.sh --quick OUT"
+python3 scripts/results_md.py "$out" "$cmd"
+if awk -F'\t' '$4 != 0 { bad = 1 } END { exit bad }' "$out/index.tsv"; then
+    mkdir -p docs/results
+    rm -f docs/results/*.svg
+    find "$out" -name '*.svg' -exec sh -c 'for f; do
+        rel=${f#'"$out"'/}; cp "$f" "docs/results/$(echo "$rel" | tr / -)"; done' sh {} +
+    cp "$out/RESULTS-docs.md" docs/RESULTS.md.tmp
+    mv docs/RESULTS.md.tmp docs/RESULTS.md
+    echo "results: wrote docs/RESULTS.md and docs/results/" >&2
+else
+    echo "results: some studies failed (see $out/RESULTS.md and $out/*/stderr.txt); docs/RESULTS.md left as it was" >&2
+    exit 1
+fi

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Writes RESULTS.md from the studies scripts/results.sh ran.
+
+    scripts/results_md.py OUT COMMAND
+
+Reads OUT/index.tsv (one line per study: name, title, emulation, exit
+status, seconds, command) and each study's OUT/NAME/table.txt, and writes
+two copies of the page: OUT/RESULTS.md (SVG links into OUT) and
+OUT/RESULTS-docs.md (SVG links into docs/results/, where results.sh copies
+them). Every figure on the page is what a study printed; nothing is typed.
+"""
+import datetime
+import os
+import platform
+import subprocess
+import sys
+
+
+def machine():
+    cpu = "unknown CPU"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        kb = int(open("/proc/meminfo").readline().split()[1])
+        mem = f", {kb / 2**20:.0f} GiB"
+    except (OSError, ValueError, IndexError):
+        pass
+    mpi = subprocess.run(["mpirun", "--version"], capture_output=True, text=True).stdout
+    mpi = mpi.splitlines()[0] if mpi else "mpirun: unknown"
+    return f"{os.cpu_count()} × {cpu}{mem}, Linux {platform.release()}, {mpi}"
+
+
+def studies(out):
+    path = os.path.join(out, "index.tsv")
+    try:
+        lines = open(path).read().splitlines()
+    except OSError as e:
+        sys.exit(f"results_md: {path}: {e}")
+    for n, line in enumerate(lines, 1):
+        f = line.split("\t")
+        if len(f) != 6:
+            sys.exit(f"results_md: {path}:{n}: expected 6 tab-separated fields, got {len(f)}")
+        yield dict(name=f[0], title=f[1], emulation=f[2], rc=int(f[3]), secs=int(f[4]), cmd=f[5])
+
+
+def svgs(out, name):
+    found = []
+    for root, _, files in os.walk(os.path.join(out, name)):
+        found += [os.path.relpath(os.path.join(root, f), out) for f in files if f.endswith(".svg")]
+    return sorted(found)
+
+
+def section(out, s, svg_link):
+    table = os.path.join(out, s["name"], "table.txt")
+    text = open(table).read().rstrip() if os.path.exists(table) else ""
+    lines = [f"## {s['title']}", "",
+             f"- command: `{s['cmd']}`",
+             f"- emulation: {s['emulation']}",
+             f"- took {s['secs']} s" + ("" if s["rc"] == 0 else f"; **failed with exit status {s['rc']}**"),
+             ""]
+    if s["rc"] != 0:
+        err = os.path.join(out, s["name"], "stderr.txt")
+        tail = open(err).read().splitlines()[-15:] if os.path.exists(err) else []
+        lines += ["```text", *tail, "```", ""]
+    if text:
+        lines += ["```text", text, "```", ""]
+    for f in svgs(out, s["name"]):
+        lines += [f"![{os.path.basename(f)}]({svg_link(f)})", ""]
+    return lines
+
+
+def page(out, cmd, all_studies, svg_link):
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    head = ["# Results", "",
+            "Every table and plot below is what a study printed, written by",
+            f"`{cmd}` (scripts/results.sh); run it again to regenerate this page.", "",
+            f"- date: {now}",
+            f"- machine: {machine()}",
+            "- emulation: given per study (docs/EMULATION.md says what each method does and does not test)",
+            "- noise: each accuracy table gives, in parentheses, the spread of one distribution's repeated runs", ""]
+    head += ["| study | took | status |", "|---|---|---|"]
+    head += [f"| [{s['title']}](#{anchor(s['title'])}) | {s['secs']} s | {'ok' if s['rc'] == 0 else 'failed'} |"
+             for s in all_studies]
+    head.append("")
+    for s in all_studies:
+        head += section(out, s, svg_link)
+    return "\n".join(head) + "\n"
+
+
+def anchor(title):
+    keep = "".join(c for c in title.lower() if c.isalnum() or c in " -")
+    return keep.replace(" ", "-")
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit("usage: scripts/results_md.py OUT COMMAND")
+    out, cmd = sys.argv[1], sys.argv[2]
+    all_studies = list(studies(out))
+    here = page(out, cmd, all_studies, lambda f: f)
+    docs = page(out, cmd, all_studies, lambda f: "results/" + f.replace("/", "-"))
+    for name, text in [("RESULTS.md", here), ("RESULTS-docs.md", docs)]:
+        tmp = os.path.join(out, name + ".tmp")
+        with open(tmp, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, os.path.join(out, name))
+
+
+if __name__ == "__main__":
+    main()
