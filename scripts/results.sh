@@ -6,7 +6,8 @@
 # Each study writes its JSON, its table (OUT/NAME/table.txt) and its SVGs
 # under OUT/NAME; scripts/results_md.py then writes docs/RESULTS.md from
 # them, stamped with the date, this machine, each study's emulation and
-# the command that ran it, and copies the SVGs to docs/results/.
+# the command that ran it, copies the SVGs to docs/results/, and rewrites
+# the README's headline table (between its results:begin/end markers).
 # --quick runs the small form of every study (fewer cells, fewer rounds:
 # about 15 minutes on a 2-core VM); without it the full studies run
 # (a few hours).
@@ -39,7 +40,8 @@ study() {
     echo "results: $name: $*" >&2
     env "$@" >"$dir/table.txt" 2>"$dir/stderr.txt" || rc=$?
     echo "results: $name: exit $rc, $((SECONDS - s)) s" >&2
-    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$title" "$emulation" "$rc" "$((SECONDS - s))" "$*" \
+    local shown="$*"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$title" "$emulation" "$rc" "$((SECONDS - s))" "${shown//$out/OUT}" \
         >>"$out/index.tsv"
 }
 
@@ -92,7 +94,17 @@ if awk -F'\t' '$4 != 0 { bad = 1 } END { exit bad }' "$out/index.tsv"; then
         rel=${f#'"$out"'/}; cp "$f" "docs/results/$(echo "$rel" | tr / -)"; done' sh {} +
     cp "$out/RESULTS-docs.md" docs/RESULTS.md.tmp
     mv docs/RESULTS.md.tmp docs/RESULTS.md
-    echo "results: wrote docs/RESULTS.md and docs/results/" >&2
+    python3 - "$out/README-block.md" <<'PY'
+import re, sys
+block = open(sys.argv[1]).read()
+text = open("README.md").read()
+new, n = re.subn(r"<!-- results:begin.*?<!-- results:end -->\n", lambda m: block, text, flags=re.S)
+if n != 1:
+    sys.exit("results: README.md: expected one <!-- results:begin --> ... <!-- results:end --> block")
+open("README.md.tmp", "w").write(new)
+PY
+    mv README.md.tmp README.md
+    echo "results: wrote docs/RESULTS.md, docs/results/ and the README's results table" >&2
 else
     echo "results: some studies failed (see $out/RESULTS.md and $out/*/stderr.txt); docs/RESULTS.md left as it was" >&2
     exit 1

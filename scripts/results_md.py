@@ -10,7 +10,10 @@ OUT/RESULTS-docs.md (SVG links into docs/results/, where results.sh copies
 them). Every figure on the page is what a study printed; nothing is typed.
 """
 import datetime
+import glob
+import json
 import os
+import re
 import platform
 import subprocess
 import sys
@@ -98,6 +101,62 @@ def anchor(title):
     return keep.replace(" ", "-")
 
 
+def accuracy_headline(out, name):
+    cells = []
+    for f in sorted(glob.glob(os.path.join(out, name, "work", "*.json"))):
+        try:
+            d = json.load(open(f))
+        except (OSError, ValueError):
+            continue
+        if isinstance(d, dict) and "mean_diff_pct" in d:
+            cells.append(d)
+    if not cells:
+        return None
+    noise = sorted(c["noise_pct"] for c in cells if c.get("noise_pct") is not None)
+    mid = f", noise floor {noise[len(noise) // 2]:.1f}%" if noise else ""
+    return (f"{len(cells)} cells: mean error {sum(c['mean_diff_pct'] for c in cells) / len(cells):.1f}%, "
+            f"max {max(c['max_diff_pct'] for c in cells):.1f}%, predicted best within "
+            f"{max(c['predicted_best_gap_pct'] for c in cells):.1f}% of the actual best{mid}")
+
+
+# A study's headline: the line of its table that starts with one of these.
+LINES = {
+    "auto-speedup": r"^# median ratio|^# auto against",
+    "links-net4": r"ratio|MB/s",
+    "slowdown": r"^mean error",
+    "stochastic": r"^bursty: coverage",
+    "risk": r"^quantile plan against",
+    "parallel": r"aggregate slowdown",
+    "place": r"chosen|headline",
+    "scale": r"max|headline",
+}
+
+
+def headline(out, s):
+    if s["rc"] != 0:
+        return "failed"
+    if s["name"].startswith("accuracy"):
+        return accuracy_headline(out, s["name"]) or "no cells"
+    table = os.path.join(out, s["name"], "table.txt")
+    text = open(table).read().splitlines() if os.path.exists(table) else []
+    pat = LINES.get(s["name"])
+    hits = [l.strip("# ").strip() for l in text if pat and re.search(pat, l)]
+    return "; ".join(hits[:2]) if hits else (text[-1] if text else "")
+
+
+def readme_block(out, cmd, all_studies):
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    rows = ["<!-- results:begin (written by scripts/results.sh; do not edit) -->",
+            f"Written by `{cmd}` on {now}, {machine()}; tables and plots in",
+            "[docs/RESULTS.md](docs/RESULTS.md).", "",
+            "| study | emulation | result | regenerate |", "|---|---|---|---|"]
+    for s in all_studies:
+        h = headline(out, s).replace("|", "/")
+        rows.append(f"| {s['title']} | {s['emulation']} | {h} | `{s['cmd']}` |")
+    rows.append("<!-- results:end -->")
+    return "\n".join(rows) + "\n"
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit("usage: scripts/results_md.py OUT COMMAND")
@@ -105,7 +164,8 @@ def main():
     all_studies = list(studies(out))
     here = page(out, cmd, all_studies, lambda f: f)
     docs = page(out, cmd, all_studies, lambda f: "results/" + f.replace("/", "-"))
-    for name, text in [("RESULTS.md", here), ("RESULTS-docs.md", docs)]:
+    block = readme_block(out, cmd, all_studies)
+    for name, text in [("RESULTS.md", here), ("RESULTS-docs.md", docs), ("README-block.md", block)]:
         tmp = os.path.join(out, name + ".tmp")
         with open(tmp, "w") as fh:
             fh.write(text)
