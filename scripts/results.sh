@@ -71,6 +71,9 @@ else
         "hosts: network namespaces, tbf-shaped veths, a latency relay for h3" -- \
         scripts/link-matrix.sh net4 "$out/links-net4/work"
 fi
+study move-rate "Redistribution across a 1 Gbit/s link, beside a TCP stream" \
+    "hosts: two network namespaces, each link shaped to 1 Gbit/s by tbf" -- \
+    scripts/move-rate.sh "$rounds" 1gbit
 study auto-speedup "--auto against Block and the static ideal (jacobi, het2)" \
     "spin: one core per rank, rank 1 at CPU power 0.5" -- \
     scripts/auto-speedup.sh "$rounds"

@@ -123,6 +123,7 @@ def accuracy_headline(out, name):
 LINES = {
     "auto-speedup": r"^# median ratio|^# auto against",
     "links-net4": r"ratio|MB/s",
+    "move-rate": r"^move of 64 MiB",
     "slowdown": r"^mean error",
     "stochastic": r"^bursty: coverage",
     "risk": r"^quantile plan against",
