@@ -25,19 +25,66 @@ pub const APPS: &[(&str, &[&str])] = &[
     ("mg", &["--n", "2047"]),
 ];
 
+#[derive(clap::Args, Debug)]
 pub struct Args {
+    /// Kernel: jacobi, sor, lanczos, cg, wavefront or mg.
+    #[arg(long)]
     pub app: String,
+    /// Emulated cluster: DC, IO, HY1, HY2, a built-in name or a TOML file.
+    #[arg(long)]
     pub cluster: String,
+    /// Ranks (must match the cluster).
+    #[arg(long)]
     pub np: usize,
+    /// Out-of-core sweeps prefetch (MHETA eq. 2).
+    #[arg(long)]
     pub prefetch: bool,
+    /// Distributions along the spectrum (at least 3; GBS's is added).
+    #[arg(long, default_value_t = 9)]
     pub points: usize,
+    /// Iterations of each real run (its median iteration is "actual");
+    /// cg runs its NPB class's count.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..))]
     pub iters: u64,
+    /// Real runs per distribution, in interleaved rounds (every point
+    /// once, then again): "actual" is the median of the runs' median
+    /// iterations, and the JSON gives each run and the spread. A
+    /// shared machine drifts between runs; one run per point shows
+    /// that drift as model error.
+    #[arg(long, default_value_t = 1, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub repeat: usize,
+    /// One JSON object on stdout instead of the table.
+    #[arg(long)]
     pub json: bool,
+    /// Also draw predicted and actual time over the spectrum as SVG.
+    #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+    /// Cluster profile from `mheta bench` (default: measure one now).
+    #[arg(long)]
     pub profile: Option<PathBuf>,
+    /// Working directory for the profile and trace.
+    #[arg(long, default_value = "mheta-experiment")]
     pub dir: PathBuf,
+    /// Arguments for the kernel instead of the study's defaults (sizes).
+    #[arg(last = true, value_name = "APP ARGS")]
     pub app_args: Vec<OsString>,
+}
+
+/// `mheta experiment`: run the study, then draw, print or write it.
+pub fn main(a: Args) -> Result<i32> {
+    let r = run(&a)?;
+    if let Some(p) = &a.plot {
+        plot(&r, p)?;
+    }
+    if a.json {
+        println!("{}", serde_json::to_string(&r)?);
+    } else {
+        print(&r);
+        if let Some(p) = &a.plot {
+            println!("plot:           {}", p.display());
+        }
+    }
+    Ok(0)
 }
 
 #[derive(Serialize, Clone, Debug)]

@@ -1,0 +1,176 @@
+//! `mheta bench`: run mheta-microbench on N ranks under mpirun (or across
+//! a spec's emulated hosts) and write the cluster profile.
+
+use super::hosts;
+use super::launch::{exe_dir, is_open_mpi_launcher, is_root, status_code};
+use anyhow::{Context, Result, bail};
+use mheta_profile::ClusterProfile;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[derive(clap::Args, Debug)]
+pub struct BenchArgs {
+    /// Ranks to measure (at least 2; default: the --cluster spec's).
+    #[arg(long, required_unless_present = "cluster")]
+    np: Option<u32>,
+    /// A cluster spec with [[host]] tables: measure across its hosts.
+    #[arg(long, value_name = "SPEC")]
+    cluster: Option<String>,
+    /// Fewer sizes and repetitions.
+    #[arg(long)]
+    quick: bool,
+    /// Where to write the profile.
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "PROFILE.json",
+        required_unless_present = "osu_only"
+    )]
+    output: Option<PathBuf>,
+    /// Print the profile as JSON on stdout instead of the tables.
+    #[arg(long)]
+    json: bool,
+    /// Also run OSU's osu_latency and osu_bw loops (pair 0 -> 1).
+    #[arg(long)]
+    osu_compat: bool,
+    /// Run only OSU's loops (pair 0 -> 1) in a process that measures
+    /// nothing else, as OSU's programs do; write no profile.
+    #[arg(long, conflicts_with_all = ["json", "osu_compat", "output"])]
+    osu_only: bool,
+    /// Directory whose disk is measured (default: $TMPDIR or /tmp).
+    #[arg(long, value_name = "DIR")]
+    disk_dir: Option<PathBuf>,
+    /// Do not measure disks.
+    #[arg(long)]
+    no_disk: bool,
+    /// Largest message of the sweep and the OSU loops, as OSU's `-m`
+    /// (bytes, or with K, M, G: `128M`; 64K to 1G). Default 4M.
+    /// Redistributions move tens of megabytes; past the last-level
+    /// cache a pair streams slower than at 1 MiB.
+    #[arg(long, value_name = "SIZE", value_parser = mheta_profile::parse_max_size)]
+    max_size: Option<u64>,
+}
+
+/// `mheta bench`: check the arguments, run the microbenchmarks, and add
+/// the spec's links to the profile when the ranks ran across hosts.
+pub fn main(a: BenchArgs) -> Result<i32> {
+    let lab = a.cluster.as_deref().map(hosts::lab_of).transpose()?;
+    let np = ranks(a.np, lab.as_ref())?;
+    let output = a.output.as_deref();
+    if let Some(out) = output {
+        check_writable(out)?;
+    }
+    if let Some(d) = &a.disk_dir
+        && !a.no_disk
+        && !d.is_dir()
+    {
+        bail!("--disk-dir {}: not a directory", d.display());
+    }
+    let exe = exe_dir()?.join("mheta-microbench");
+    if !exe.is_file() {
+        bail!(
+            "{} not found; build it with `cargo build --release -p mheta-microbench`",
+            exe.display()
+        );
+    }
+    let _lease = lab.as_ref().map(hosts::Lease::take).transpose()?;
+    let launcher = std::env::var_os("MHETA_MPIRUN").unwrap_or_else(|| "mpirun".into());
+    let mut cmd = match &lab {
+        Some(l) => hosts::mpirun_across(l, &[])?,
+        None => local_mpirun(&launcher, np),
+    };
+    cmd.arg(&exe);
+    microbench_args(&mut cmd, &a);
+    let st = cmd
+        .status()
+        .with_context(|| format!("cannot start {}", launcher.to_string_lossy()))?;
+    if let (true, Some(l), Some(out)) = (st.success(), &lab, output) {
+        record_links(l, out)?;
+    }
+    Ok(status_code(st))
+}
+
+/// The ranks to measure: `--np`, or the spec's, which must agree.
+fn ranks(np: Option<u32>, lab: Option<&mheta_hosts::Lab>) -> Result<u32> {
+    let np = match (np, lab) {
+        (Some(n), Some(l)) if n as usize != l.ranks() => bail!(
+            "--np {n}: the cluster {} has {} ranks on its hosts",
+            l.name,
+            l.ranks()
+        ),
+        (Some(n), _) => n,
+        (None, Some(l)) => l.ranks() as u32,
+        (None, None) => bail!("--np N or --cluster SPEC is needed"),
+    };
+    if np < 2 {
+        bail!("--np {np}: the microbenchmarks measure pairs of ranks and need at least 2");
+    }
+    Ok(np)
+}
+
+/// `launcher -np N` on this machine; Open MPI's gets `--oversubscribe`
+/// when the ranks outnumber the cores, and `--allow-run-as-root` as root.
+fn local_mpirun(launcher: &std::ffi::OsString, np: u32) -> Command {
+    let mut c = Command::new(launcher);
+    c.arg("-np").arg(np.to_string());
+    if is_open_mpi_launcher(launcher) {
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
+        if np as usize > cores {
+            c.arg("--oversubscribe");
+        }
+        if is_root() {
+            c.arg("--allow-run-as-root");
+        }
+    }
+    c
+}
+
+/// The flags mheta-microbench takes from `mheta bench`.
+fn microbench_args(cmd: &mut Command, a: &BenchArgs) {
+    for (on, flag) in [
+        (a.quick, "--quick"),
+        (a.json, "--json"),
+        (a.osu_compat, "--osu-compat"),
+        (a.osu_only, "--osu-only"),
+        (a.no_disk, "--no-disk"),
+    ] {
+        if on {
+            cmd.arg(flag);
+        }
+    }
+    if let Some(d) = &a.disk_dir {
+        cmd.arg("--disk-dir").arg(d);
+    }
+    if let Some(m) = a.max_size {
+        cmd.arg("--max-size").arg(m.to_string());
+    }
+    if let Some(out) = &a.output {
+        cmd.arg("-o").arg(out);
+    }
+}
+
+fn check_writable(path: &Path) -> Result<()> {
+    let probe = path.with_extension(format!("probe.{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .with_context(|| format!("-o {}: cannot write there", path.display()))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
+/// Add the spec's links to a profile measured across its hosts.
+fn record_links(lab: &mheta_hosts::Lab, path: &Path) -> Result<()> {
+    let mut p = ClusterProfile::load(path)?;
+    p.links = (0..lab.hosts.len())
+        .flat_map(|a| (0..lab.hosts.len()).map(move |b| (a, b)))
+        .map(|(a, b)| mheta_profile::SpecLink {
+            src: lab.hosts[a].name.clone(),
+            dst: lab.hosts[b].name.clone(),
+            rate_bps: if a == b { None } else { lab.pair_rate(a, b) },
+            added_latency_s: lab.pair_latency(a, b),
+        })
+        .collect();
+    p.save(path)?;
+    Ok(())
+}
