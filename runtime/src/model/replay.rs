@@ -1,0 +1,550 @@
+//! The time-ordered replay behind [`Model::predict`]: every rank's program
+//! stepped in turn, each step kind priced by its own function with the
+//! MHETA equation (seed 003, section 4.2) or seed 000 equation it
+//! implements. A rank that cannot go on (a receive whose message has not
+//! been sent, a collective not everyone reached) yields to the next.
+
+use super::{
+    Calib, HANDSHAKE_SLEEPS, INFLIGHT, Inflight, Model, ModelError, NO_ACK, Peer, Prediction,
+    RankTime, SendMode, Sends, Step,
+};
+use crate::dist::Dist;
+use crate::iomodel::PlanSummary;
+use mheta_trace::Topology;
+use std::sync::Arc;
+
+/// The state of one replay: each rank's clock, times and program counter,
+/// the messages in flight and the sends' completions.
+pub(super) struct Replay<'a> {
+    m: &'a Model,
+    d: &'a Dist,
+    /// With it, each collective's cost is measured and pushed there
+    /// instead of looked up ([`Model::calibrate_collectives`]).
+    calib: Option<&'a mut Calib>,
+    laps: usize,
+    p: usize,
+    len: Vec<usize>,
+    /// Each rank's clock and times at the end of its first lap.
+    first_lap: Vec<Option<(f64, RankTime)>>,
+    /// Each rank's sends before the lap it is in (a WaitSends numbers
+    /// them per lap).
+    send_base: Vec<usize>,
+    /// Work factors W'/W per rank and level.
+    factor: Vec<f64>,
+    plans: Vec<Option<Arc<PlanSummary>>>,
+    /// Calibrating on the recorded distribution, each stage's synchronous
+    /// I/O is taken as recorded: a disturbed file call the fit leaves out
+    /// is the recorded run's, not a collective's.
+    recorded_io: bool,
+    /// Scaled computation since the last non-compute step (the current
+    /// stage's T_Φ, for the prefetch overlap of eq. 2).
+    stage_acc: Vec<f64>,
+    clock: Vec<f64>,
+    out: Vec<RankTime>,
+    pc: Vec<usize>,
+    /// Arrival times of messages in flight, per (src, dst, tag), FIFO.
+    inflight: Inflight,
+    sends: Sends,
+    /// Ranks blocked at a collective, with their entry time, and how many
+    /// are there (a count, so that each arrival is O(1)).
+    at_reduce: Vec<Option<f64>>,
+    n_at_reduce: usize,
+    /// Collectives completed so far (the index into `collective_s`).
+    nth_collective: usize,
+}
+
+impl<'a> Replay<'a> {
+    /// A replay of `laps` iterations of `m` under `d`, every rank at 0.
+    pub(super) fn new(
+        m: &'a Model,
+        d: &'a Dist,
+        mut calib: Option<&'a mut Calib>,
+        laps: usize,
+    ) -> Result<Replay<'a>, ModelError> {
+        let p = m.ranks();
+        let recorded_io = calib.is_some() && !m.io.as_ref().is_some_and(|io| io.prefetching());
+        if let Some(c) = calib.as_deref_mut() {
+            c.handshakes = vec![Vec::new(); p];
+            c.send_waits_seen = vec![0; p];
+        }
+        let (inflight, sends) = warm_maps(p);
+        let zero = RankTime {
+            total_s: 0.0,
+            compute_s: 0.0,
+            io_s: 0.0,
+            overhead_s: 0.0,
+            wait_s: 0.0,
+        };
+        Ok(Replay {
+            len: m.programs.iter().map(|pr| pr.steps.len()).collect(),
+            factor: m.work_factors(d),
+            plans: m.plans(d)?,
+            m,
+            d,
+            calib,
+            laps,
+            p,
+            first_lap: vec![None; p],
+            send_base: vec![0; p],
+            recorded_io,
+            stage_acc: vec![0.0; p],
+            clock: vec![0.0; p],
+            out: vec![zero; p],
+            pc: vec![0; p],
+            inflight,
+            sends,
+            at_reduce: vec![None; p],
+            n_at_reduce: 0,
+            nth_collective: 0,
+        })
+    }
+
+    /// Step every rank as far as it can go, round after round, until all
+    /// finished their laps; a round where none moved releases a held send
+    /// or is a deadlock.
+    pub(super) fn run(mut self) -> Result<Prediction, ModelError> {
+        loop {
+            let mut progress = false;
+            for i in 0..self.p {
+                progress |= self.advance(i);
+            }
+            if (0..self.p).all(|i| self.pc[i] >= self.laps * self.len[i]) {
+                return Ok(self.finish());
+            }
+            if !progress && !self.release_held() {
+                let rank = (0..self.p)
+                    .find(|&i| self.pc[i] < self.laps * self.len[i])
+                    .unwrap_or(0);
+                return Err(ModelError::Deadlock {
+                    rank,
+                    step: self.pc[rank],
+                });
+            }
+        }
+    }
+
+    /// Run rank `i` until it blocks or finishes; whether it moved.
+    fn advance(&mut self, i: usize) -> bool {
+        let mut progress = false;
+        while self.pc[i] < self.laps * self.len[i] {
+            if self.pc[i] == self.len[i] && self.first_lap[i].is_none() {
+                self.first_lap[i] = Some((self.clock[i], self.out[i]));
+                self.send_base[i] = self.sends.done[i].len();
+            }
+            if !self.step(i) {
+                break;
+            }
+            self.pc[i] += 1;
+            progress = true;
+        }
+        progress
+    }
+
+    /// Rank `i`'s current step; false when it must wait for another rank.
+    fn step(&mut self, i: usize) -> bool {
+        let m = self.m;
+        let step = &m.programs[i].steps[self.pc[i] % self.len[i]];
+        if !matches!(step, Step::Compute { .. } | Step::StageEnd(_)) {
+            self.stage_acc[i] = 0.0;
+        }
+        match step {
+            Step::Compute { s, scaled, level } => self.compute(i, *s, *scaled, *level),
+            Step::StageEnd(k) => self.stage_end(i, *k as usize),
+            Step::Send(to, mode) => self.send(i, to, *mode),
+            Step::Recv(from) => return self.receive_all(i, std::slice::from_ref(from), true),
+            Step::WaitRecvs(froms) => return self.receive_all(i, froms, true),
+            Step::WaitSends(ns) => return self.wait_sends(i, ns),
+            Step::Probe(from) => return self.receive_all(i, std::slice::from_ref(from), false),
+            Step::Peek(from) => return self.peek(i, from),
+            Step::MatchedRecv => self.matched_recv(i),
+            Step::Reduce { bytes, .. } => return self.reduce(i, *bytes),
+        }
+        true
+    }
+
+    fn active(&self, i: usize) -> bool {
+        self.d.0[i] > 0 || self.m.app.topology == Topology::Fixed
+    }
+
+    /// Computation: MHETA T_Φ' = T_Φ · W'/W inside a stage, stretched by
+    /// the rank's CPU slowdown (seed 000 eq. 1: X = X_ded · sd_i).
+    fn compute(&mut self, i: usize, s: f64, scaled: bool, level: u32) {
+        let levels = self.m.levels as usize;
+        let lv = (level as usize).min(levels - 1);
+        let w = if scaled {
+            s * self.factor[i * levels + lv]
+        } else {
+            s
+        };
+        let t = self.m.cpu_factor(i) * w;
+        if scaled {
+            self.stage_acc[i] += t;
+        }
+        self.clock[i] += t;
+        self.out[i].compute_s += t;
+    }
+
+    /// The end of stage `k`: its I/O under the plan, MHETA eq. 1
+    /// (synchronous) or eq. 2 (prefetching, T_A = the stage's T_Φ so
+    /// far); T_γ = T_Φ + Σ_m T_ψ(m).
+    fn stage_end(&mut self, i: usize, k: usize) {
+        if let (Some(io), Some(Some(plan))) = (&self.m.io, self.plans.get(i)) {
+            let recorded = self
+                .recorded_io
+                .then(|| self.m.programs[i].stage_io_s.get(k))
+                .flatten();
+            let t = match recorded {
+                Some(&t) => t,
+                None => io.stage_io(i, k, plan, self.stage_acc[i]),
+            };
+            self.clock[i] += t;
+            self.out[i].compute_s += t;
+            self.out[i].io_s += t;
+        }
+        self.stage_acc[i] = 0.0;
+    }
+
+    /// A message of rank `i` to recorded peer `to`, rerouted under the
+    /// distribution: MHETA eq. 3, arrival = T_τ(i) + O_send + T_{i→j}(q),
+    /// with the transfer slowed by sd_{i→j} (seed 000 eq. 3). Its number
+    /// among i's sends is the count so far; it completes at once unless
+    /// the receiver must take it ([`SendMode`]).
+    fn send(&mut self, i: usize, to: &Peer, mode: SendMode) {
+        let m = self.m;
+        let net = &m.net;
+        let n = self.sends.done[i].len() as u32;
+        let j = if self.active(i) {
+            m.route(self.d, i, to.rank)
+        } else {
+            None
+        };
+        let mut ack = NO_ACK;
+        if let Some(j) = j {
+            let k = net.k(i, j);
+            let b = m.msg_bytes(self.d, i, to.bytes);
+            let o = net.o_send(k) * m.cpu_factor(i);
+            let arrive = self.clock[i] + o + net.transfer(k, b) * m.net_factor(k);
+            self.clock[i] += o;
+            self.out[i].overhead_s += o;
+            let waits = match mode {
+                SendMode::Buffered => false,
+                SendMode::Synchronous => true,
+                SendMode::Standard => b > net.eager(k) as f64,
+            };
+            if waits {
+                ack = n;
+            }
+            self.inflight
+                .entry((i, j, to.tag))
+                .or_default()
+                .push_back((arrive, ack));
+        }
+        let t = self.clock[i];
+        self.sends.posted[i].push(t);
+        self.sends.met_waiting[i].push(false);
+        self.sends.done[i].push(if ack == NO_ACK { t } else { f64::NAN });
+    }
+
+    /// The recorded source of a receive of rank `i`, rerouted; None: no
+    /// message under this distribution.
+    fn source(&self, i: usize, from: &Peer) -> Option<usize> {
+        if !self.active(i) {
+            return None;
+        }
+        self.m.route(self.d, i, from.rank)
+    }
+
+    /// The message rank `i` receives from `from` has been sent (or none
+    /// comes).
+    fn ready(&self, i: usize, from: &Peer) -> bool {
+        match self.source(i, from) {
+            None => true,
+            Some(j) => self
+                .inflight
+                .get(&(j, i, from.tag))
+                .is_some_and(|q| !q.is_empty()),
+        }
+    }
+
+    /// Receives of `froms` once all were sent (Recv, WaitRecvs; Probe
+    /// without `pay`); false while one is missing.
+    fn receive_all(&mut self, i: usize, froms: &[Peer], pay: bool) -> bool {
+        if !froms.iter().all(|f| self.ready(i, f)) {
+            return false;
+        }
+        for f in froms {
+            self.receive(i, f, pay);
+        }
+        true
+    }
+
+    /// MHETA eqs. 3 and 5: wait T_w for the arrival, then pay O_recv
+    /// (slowed by the rank's CPU slowdown) when `pay`. A send that waited
+    /// for its receiver completes when the receiver's acknowledgement
+    /// reaches it.
+    fn receive(&mut self, i: usize, from: &Peer, pay: bool) {
+        let Some(j) = self.source(i, from) else {
+            return;
+        };
+        let m = self.m;
+        let net = &m.net;
+        let (arrive, ack) = self
+            .inflight
+            .get_mut(&(j, i, from.tag))
+            .and_then(|q| q.pop_front())
+            .unwrap_or((self.clock[i], NO_ACK));
+        let waiting = arrive > self.clock[i];
+        let wait = m.programs[i].waited(arrive - self.clock[i]);
+        self.clock[i] += wait;
+        self.out[i].wait_s += wait;
+        if ack != NO_ACK
+            && let Some(t) = self.sends.done[j].get_mut(ack as usize)
+        {
+            *t = self.clock[i] + net.latency(net.k(i, j));
+            self.sends.met_waiting[j][ack as usize] = waiting;
+        }
+        if pay {
+            let o = net.o_recv(net.k(j, i)) * m.cpu_factor(i);
+            self.clock[i] += o;
+            self.out[i].overhead_s += o;
+        }
+    }
+
+    /// Completion of sends `ns`: wait until the last completed (MHETA
+    /// eq. 3's T_w on the sender's side for a send its receiver must
+    /// take), plus the rank's handshake latency when a receiver was
+    /// already waiting; false while one is not yet taken.
+    fn wait_sends(&mut self, i: usize, ns: &[u32]) -> bool {
+        let base = self.send_base[i];
+        let done = &self.sends.done[i];
+        let at = |n: &u32| done.get(base + *n as usize).copied().unwrap_or(0.0);
+        if ns.iter().any(|n| at(n).is_nan()) {
+            return false;
+        }
+        let last = ns.iter().map(at).fold(f64::NEG_INFINITY, f64::max);
+        let wait = self.m.programs[i].waited(last - self.clock[i]);
+        let handshake = ns.iter().any(|n| {
+            self.sends.met_waiting[i]
+                .get(base + *n as usize)
+                .copied()
+                .unwrap_or(false)
+        });
+        let wait = wait + self.handshake(i, wait, handshake);
+        self.clock[i] += wait;
+        self.out[i].wait_s += wait;
+        true
+    }
+
+    /// What a send completion whose receiver was already waiting adds:
+    /// the rank's handshake latency ([`Model::calibrate_collectives`]);
+    /// calibrating, nothing, but the recorded excess is kept.
+    fn handshake(&mut self, i: usize, wait: f64, handshake: bool) -> f64 {
+        let prog = &self.m.programs[i];
+        match self.calib.as_deref_mut() {
+            Some(c) => {
+                let nth = c.send_waits_seen[i];
+                c.send_waits_seen[i] += 1;
+                let bound = HANDSHAKE_SLEEPS * prog.sleep_s;
+                let took = prog.send_waits_s.get(nth).copied();
+                if handshake
+                    && let Some(took) = took.filter(|t| !t.is_nan())
+                    && wait < bound
+                {
+                    c.handshakes[i].push((took - wait).clamp(0.0, bound));
+                }
+                0.0
+            }
+            None if handshake => self.m.handshake_s.get(i).copied().unwrap_or(0.0),
+            None => 0.0,
+        }
+    }
+
+    /// A plain probe: wait for the message's arrival (MHETA eq. 3's T_w)
+    /// and leave it for a receive; false while it is not sent.
+    fn peek(&mut self, i: usize, from: &Peer) -> bool {
+        if !self.ready(i, from) {
+            return false;
+        }
+        if let Some(j) = self.source(i, from)
+            && let Some(&(arrive, _)) = self.inflight.get(&(j, i, from.tag)).and_then(|q| q.front())
+        {
+            let wait = (arrive - self.clock[i]).max(0.0);
+            self.clock[i] += wait;
+            self.out[i].wait_s += wait;
+        }
+        true
+    }
+
+    /// The receive of a probed message: MHETA eq. 5's O_recv (the
+    /// profile's mean).
+    fn matched_recv(&mut self, i: usize) {
+        if self.active(i) {
+            let o = self.m.net.mean[1];
+            self.clock[i] += o;
+            self.out[i].overhead_s += o;
+        }
+    }
+
+    /// A collective over all ranks: each waits for the last to arrive,
+    /// then all leave together after its cost; false while some rank is
+    /// not there yet.
+    fn reduce(&mut self, i: usize, bytes: f64) -> bool {
+        if self.at_reduce[i].is_none() {
+            self.at_reduce[i] = Some(self.clock[i]);
+            self.n_at_reduce += 1;
+        }
+        if self.n_at_reduce < self.p {
+            return false;
+        }
+        self.n_at_reduce = 0;
+        let entry = self
+            .at_reduce
+            .iter()
+            .flatten()
+            .fold(0.0f64, |a, &b| a.max(b));
+        let floor = self.m.net.reduce(bytes);
+        let cost = if self.calib.is_some() {
+            let c = self.measured_collective(entry, floor);
+            if let Some(cal) = self.calib.as_deref_mut() {
+                cal.collectives.push(c);
+            }
+            c
+        } else {
+            let costs = &self.m.collective_s;
+            costs
+                .get(self.nth_collective % costs.len().max(1))
+                .copied()
+                .unwrap_or(floor)
+        };
+        self.nth_collective += 1;
+        let done = entry + cost;
+        for j in 0..self.p {
+            let e = self.at_reduce[j].take().unwrap_or(entry);
+            self.out[j].wait_s += entry - e;
+            self.out[j].overhead_s += done - entry;
+            self.clock[j] = done;
+            if j != i {
+                self.pc[j] += 1;
+            }
+        }
+        true
+    }
+
+    /// A collective's cost from the recorded iteration: each rank's time
+    /// inside it past the last arrival, averaged, never below `floor`
+    /// (the profile's pairwise figures).
+    ///
+    /// The last to arrive waited for no one: its time there is the
+    /// collective's. Another rank can leave later, by the wake-ups of its
+    /// rounds, but not by more than 4 sleeps a round: beyond that the
+    /// replay got its arrival wrong, and that error is not the
+    /// collective's cost. The replay's last arrivers come from median
+    /// iterations; in each recorded iteration the last arriver can be
+    /// another rank ([`Model::last_arrival_s`]).
+    fn measured_collective(&self, entry: f64, floor: f64) -> f64 {
+        let (m, p) = (self.m, self.p);
+        // Every rank's `pc` is at this collective.
+        let took = |j: usize| match m.programs[j].steps.get(self.pc[j] % self.len[j]) {
+            Some(Step::Reduce { took, .. }) => *took,
+            _ => 0.0,
+        };
+        let last = (0..p)
+            .filter(|&j| self.at_reduce[j].is_none_or(|a| a >= entry))
+            .map(took)
+            .fold(f64::INFINITY, f64::min)
+            .min(
+                m.last_arrival_s
+                    .get(self.nth_collective)
+                    .copied()
+                    .unwrap_or(f64::INFINITY),
+            );
+        let rounds = (p as f64).log2().ceil().max(1.0);
+        let past: f64 = (0..p)
+            .map(|j| {
+                let waited = entry - self.at_reduce[j].unwrap_or(entry);
+                let cap = last + 4.0 * rounds * m.programs[j].sleep_s;
+                (took(j) - waited).clamp(0.0, cap)
+            })
+            .sum();
+        (past / p as f64).max(floor)
+    }
+
+    /// No rank could move. The recorded run finished, so a send its rank
+    /// waits for here was not held by its receiver there (a persistent
+    /// buffered send, a larger eager limit than the profile's): let the
+    /// earliest such send complete when it was posted. False when there
+    /// is none (a deadlock).
+    fn release_held(&mut self) -> bool {
+        let (m, sends) = (self.m, &self.sends);
+        let held = (0..self.p)
+            .filter_map(
+                |i| match m.programs[i].steps.get(self.pc[i] % self.len[i].max(1)) {
+                    Some(Step::WaitSends(ns)) => ns
+                        .iter()
+                        .map(|&n| self.send_base[i] + n as usize)
+                        .find(|&n| sends.done[i].get(n).is_some_and(|t| t.is_nan()))
+                        .map(|n| (i, n)),
+                    _ => None,
+                },
+            )
+            .min_by(|a, b| sends.posted[a.0][a.1].total_cmp(&sends.posted[b.0][b.1]));
+        match held {
+            Some((i, n)) => {
+                self.sends.done[i][n] = self.sends.posted[i][n];
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Each rank's times over its last lap, and the iteration: the last
+    /// rank to finish. The message maps go back for the next replay.
+    fn finish(mut self) -> Prediction {
+        let maps = (
+            std::mem::take(&mut self.inflight),
+            std::mem::take(&mut self.sends),
+        );
+        INFLIGHT.with(|m| *m.borrow_mut() = maps);
+        let mut out = self.out;
+        for i in 0..self.p {
+            out[i].total_s = self.clock[i];
+            if let Some((t, o)) = self.first_lap[i] {
+                out[i] = RankTime {
+                    total_s: self.clock[i] - t,
+                    compute_s: out[i].compute_s - o.compute_s,
+                    io_s: out[i].io_s - o.io_s,
+                    overhead_s: out[i].overhead_s - o.overhead_s,
+                    wait_s: out[i].wait_s - o.wait_s,
+                };
+            }
+        }
+        let per_iteration_s = out.iter().fold(0.0f64, |a, r| a.max(r.total_s));
+        Prediction {
+            per_iteration_s,
+            ranks: out,
+        }
+    }
+}
+
+/// The thread's message map and send table, emptied for `p` ranks. They
+/// are kept per thread between evaluations (a search evaluates many
+/// distributions on the same channels), so that an evaluation allocates
+/// nothing once warm.
+fn warm_maps(p: usize) -> (Inflight, Sends) {
+    let (mut inflight, mut sends) = INFLIGHT.with(|m| std::mem::take(&mut *m.borrow_mut()));
+    if inflight.len() > 16 * p + 1024 {
+        inflight = Default::default();
+    }
+    for q in inflight.values_mut() {
+        q.clear();
+    }
+    sends.done.resize_with(p, Vec::new);
+    sends.posted.resize_with(p, Vec::new);
+    sends.met_waiting.resize_with(p, Vec::new);
+    for i in 0..p {
+        sends.done[i].clear();
+        sends.posted[i].clear();
+        sends.met_waiting[i].clear();
+    }
+    (inflight, sends)
+}
