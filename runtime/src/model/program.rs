@@ -1,0 +1,488 @@
+//! A rank's [`Program`] from its recorded iterations: one iteration's
+//! events read into steps ([`Program::from_events`]) and several
+//! iterations of the same shape merged into their medians
+//! ([`Program::from_trace`]).
+
+use super::{DESCHEDULED, Peer, Program, SLEPT_NS, SendMode, Step, median, same_shape, send_mode};
+use crate::iomodel::IoObs;
+use mheta_trace::{Event, RankTrace, What};
+use std::collections::HashMap;
+
+impl Program {
+    /// A rank's program from its recorded iterations. With several
+    /// iterations of the same shape (same steps in the same order), each
+    /// compute gap is the median over the iterations, so one disturbed
+    /// iteration does not skew the prediction; otherwise the iteration of
+    /// median duration is used.
+    pub fn from_trace(t: &RankTrace) -> Program {
+        let progs: Vec<Program> = t
+            .iterations
+            .iter()
+            .map(|it| Program::from_events(&it.events, it.duration_ns, t.world_size))
+            .collect();
+        let mut durations: Vec<f64> = progs.iter().map(|p| p.measured_s).collect();
+        let measured_s = median(&mut durations);
+        let io: Vec<IoObs> = progs.iter().flat_map(|p| p.io.iter().copied()).collect();
+        let same_shape = progs
+            .windows(2)
+            .all(|w| same_shape(&w[0].steps, &w[1].steps));
+        if progs.len() == 1 || !same_shape {
+            let mut by_time: Vec<&Program> = progs.iter().collect();
+            by_time.sort_by(|a, b| a.measured_s.total_cmp(&b.measured_s));
+            let mut p = by_time[by_time.len() / 2].clone();
+            p.io = io;
+            return p;
+        }
+        let over = |f: fn(&Program) -> f64| median(&mut progs.iter().map(f).collect::<Vec<_>>());
+        let (steps, scaled_s, unscaled_s) = median_steps(&progs);
+        Program {
+            reduce_tooks: reduce_tooks(&progs, &steps),
+            steps,
+            scaled_s,
+            unscaled_s,
+            measured_s,
+            io,
+            sleep_s: over(|p| p.sleep_s),
+            spin_s: over(|p| p.spin_s),
+            wake_s: over(|p| p.wake_s),
+            stage_io_s: median_series(&progs, |p| &p.stage_io_s),
+            send_waits_s: median_series(&progs, |p| &p.send_waits_s),
+        }
+    }
+
+    /// Turn one recorded iteration into steps: gaps between calls are
+    /// compute; time inside communication calls is dropped (the model
+    /// recomputes it); file I/O calls are kept apart as observations and
+    /// the model recomputes a stage's I/O for any distribution (MHETA's
+    /// T_γ = T_Φ + Σ T_ψ(m)). When the iteration has stage markers only
+    /// gaps inside stages scale; without them every gap scales. Level
+    /// markers put the stages that follow on a grid level. Only the thread
+    /// that initialised MPI (thread 0) is modelled.
+    /// Collectives over fewer than `world` ranks cost nothing here (their
+    /// members are not recorded).
+    pub fn from_events(events: &[Event], duration_ns: u64, world: u32) -> Program {
+        let mut r = Reading::new(events.iter().any(|e| matches!(e.what, What::StageBegin)));
+        for e in events.iter().filter(|e| e.thread == 0) {
+            let waiting_since = r.time(e);
+            r.event(e, waiting_since, world);
+        }
+        r.gap(duration_ns);
+        r.finish(duration_ns)
+    }
+
+    /// [`Program::reduce_tooks`] from the program's own steps.
+    fn with_own_tooks(mut self) -> Program {
+        self.reduce_tooks = self
+            .steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Reduce { took, .. } => Some(vec![*took]),
+                _ => None,
+            })
+            .collect();
+        self
+    }
+}
+
+/// The steps of iterations of the same shape with each collective's time
+/// and each compute gap the median over the iterations; the sums of the
+/// scaled and the unscaled gaps.
+fn median_steps(progs: &[Program]) -> (Vec<Step>, f64, f64) {
+    let mut steps = progs[0].steps.clone();
+    let (mut scaled_s, mut unscaled_s) = (0.0, 0.0);
+    let median_at = |k: usize| {
+        let mut v: Vec<f64> = progs
+            .iter()
+            .map(|p| match p.steps[k] {
+                Step::Reduce { took, .. } => took,
+                Step::Compute { s, .. } => s,
+                _ => 0.0,
+            })
+            .collect();
+        median(&mut v)
+    };
+    for (k, step) in steps.iter_mut().enumerate() {
+        match step {
+            Step::Reduce { took, .. } => *took = median_at(k),
+            Step::Compute { s, scaled, .. } => {
+                *s = median_at(k);
+                if *scaled {
+                    scaled_s += *s;
+                } else {
+                    unscaled_s += *s;
+                }
+            }
+            _ => {}
+        }
+    }
+    (steps, scaled_s, unscaled_s)
+}
+
+/// Per full-world collective of `steps`, its time in each iteration.
+fn reduce_tooks(progs: &[Program], steps: &[Step]) -> Vec<Vec<f64>> {
+    (0..steps.len())
+        .filter(|&k| matches!(steps[k], Step::Reduce { .. }))
+        .map(|k| {
+            progs
+                .iter()
+                .map(|p| match p.steps[k] {
+                    Step::Reduce { took, .. } => took,
+                    _ => 0.0,
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Element by element, the median over the iterations of a series (as
+/// long as the first iteration's), NaNs left out; NaN where none is known.
+fn median_series(progs: &[Program], of: fn(&Program) -> &Vec<f64>) -> Vec<f64> {
+    (0..of(&progs[0]).len())
+        .map(|k| {
+            let mut v: Vec<f64> = progs
+                .iter()
+                .filter_map(|p| of(p).get(k).copied())
+                .filter(|x| !x.is_nan())
+                .collect();
+            if v.is_empty() {
+                f64::NAN
+            } else {
+                median(&mut v)
+            }
+        })
+        .collect()
+}
+
+/// One iteration's events read so far ([`Program::from_events`]).
+struct Reading {
+    has_stages: bool,
+    steps: Vec<Step>,
+    scaled_s: f64,
+    unscaled_s: f64,
+    in_stage: bool,
+    level: u32,
+    stage: u32,
+    io: Vec<IoObs>,
+    /// End of the last event, ns.
+    last: u64,
+    irecv_open: HashMap<u32, ()>,
+    /// Non-blocking sends in flight: request -> the send's number.
+    isend_open: HashMap<u32, u32>,
+    n_sends: u32,
+    /// Non-blocking collectives in flight: request -> (step index,
+    /// waiting so far). Only waiting counts as time in one: what the rank
+    /// computed or read while it was in flight, the replay puts after it.
+    icoll_open: HashMap<u32, (usize, u64)>,
+    /// Nanoseconds spent so far in calls that test or wait for requests,
+    /// and in the gaps after tests that found nothing done.
+    waiting_ns: u64,
+    sleeps: Vec<f64>,
+    /// The current wait's first failed test, and whether it has slept.
+    wait_from: Option<(u64, bool)>,
+    /// The spin before each wait's first sleep.
+    spins: Vec<f64>,
+    send_waits_s: Vec<f64>,
+    /// After a test that found nothing done, the rank is waiting (a
+    /// polling loop, perhaps sleeping between tests): not computation.
+    polling: bool,
+}
+
+fn peer(m: &mheta_trace::Msg) -> Peer {
+    Peer {
+        rank: m.peer.max(0) as usize,
+        tag: m.tag,
+        bytes: m.bytes as f64,
+    }
+}
+
+impl Reading {
+    fn new(has_stages: bool) -> Reading {
+        Reading {
+            has_stages,
+            steps: Vec::new(),
+            scaled_s: 0.0,
+            unscaled_s: 0.0,
+            in_stage: false,
+            level: 0,
+            stage: 0,
+            io: Vec::new(),
+            last: 0,
+            irecv_open: HashMap::new(),
+            isend_open: HashMap::new(),
+            n_sends: 0,
+            icoll_open: HashMap::new(),
+            waiting_ns: 0,
+            sleeps: Vec::new(),
+            wait_from: None,
+            spins: Vec::new(),
+            send_waits_s: Vec::new(),
+            polling: false,
+        }
+    }
+
+    /// The time from the last event to `to` is computation (MHETA T_Φ),
+    /// scaled inside a stage (or everywhere without stage markers); it
+    /// joins the previous compute step of the same kind and level.
+    fn gap(&mut self, to: u64) {
+        if to <= self.last {
+            return;
+        }
+        let s = (to - self.last) as f64 * 1e-9;
+        let scaled = self.in_stage || !self.has_stages;
+        if scaled {
+            self.scaled_s += s;
+        } else {
+            self.unscaled_s += s;
+        }
+        let level = self.level;
+        match self.steps.last_mut() {
+            Some(Step::Compute {
+                s: prev,
+                scaled: sc,
+                level: l,
+            }) if *sc == scaled && *l == level => *prev += s,
+            _ => self.steps.push(Step::Compute { s, scaled, level }),
+        }
+    }
+
+    /// The time before event `e` (computation, or waiting while polling)
+    /// and the waiting inside it; the start of the wait it belongs to.
+    fn time(&mut self, e: &Event) -> Option<u64> {
+        if !self.polling {
+            self.gap(e.t0_ns);
+        } else {
+            let g = e.t0_ns.saturating_sub(self.last);
+            self.waiting_ns += g;
+            self.sleeps.push(g as f64 * 1e-9);
+            if g > SLEPT_NS
+                && let Some((from, slept @ false)) = &mut self.wait_from
+            {
+                self.spins
+                    .push(self.last.saturating_sub(*from) as f64 * 1e-9);
+                *slept = true;
+            }
+        }
+        if matches!(e.what, What::Complete(_) | What::ICollective { .. }) {
+            self.waiting_ns += e.t1_ns.saturating_sub(e.t0_ns);
+        }
+        let waiting_since = self.wait_from.map(|(from, _)| from);
+        self.polling = matches!(&e.what, What::Complete(c) if c.is_empty())
+            || matches!(&e.what, What::Poll(None) | What::NoMatch);
+        if !self.polling {
+            self.wait_from = None;
+        } else if self.wait_from.is_none() {
+            self.wait_from = Some((e.t0_ns, false));
+        }
+        self.last = e.t1_ns;
+        waiting_since
+    }
+
+    /// The step (or I/O observation, or marker) event `e` stands for.
+    fn event(&mut self, e: &Event, waiting_since: Option<u64>, world: u32) {
+        let secs = e.t1_ns.saturating_sub(e.t0_ns) as f64 * 1e-9;
+        match &e.what {
+            What::FileRead { file, bytes, .. } | What::FileIread { file, bytes, .. } => {
+                self.file(*file, false, *bytes, secs)
+            }
+            What::FileWrite { file, bytes, .. } | What::FileIwrite { file, bytes, .. } => {
+                self.file(*file, true, *bytes, secs)
+            }
+            What::StageBegin => self.in_stage = true,
+            What::StageEnd => {
+                if self.in_stage {
+                    self.steps.push(Step::StageEnd(self.stage));
+                    self.stage += 1;
+                }
+                self.in_stage = false;
+            }
+            What::Level(l) => self.level = *l,
+            What::Complete(done) => self.complete(e, done, waiting_since),
+            What::Collective {
+                bytes, comm_size, ..
+            } if *comm_size == world => self.steps.push(Step::Reduce {
+                bytes: *bytes as f64,
+                took: secs,
+            }),
+            // Non-blocking collectives are taken as blocking ones at
+            // their start; their time runs until their completion.
+            What::ICollective {
+                bytes,
+                comm_size,
+                req,
+                ..
+            } if *comm_size == world => {
+                let w0 = self.waiting_ns - e.t1_ns.saturating_sub(e.t0_ns);
+                self.icoll_open.insert(*req, (self.steps.len(), w0));
+                self.steps.push(Step::Reduce {
+                    bytes: *bytes as f64,
+                    took: 0.0,
+                })
+            }
+            _ => self.point_to_point(e),
+        }
+    }
+
+    /// A file call: an I/O observation of the current stage (MHETA
+    /// T_r(m), T_w(m)), not a step.
+    fn file(&mut self, file: u32, write: bool, bytes: u64, secs: f64) {
+        self.io.push(IoObs {
+            stage: self.in_stage.then_some(self.stage),
+            file,
+            write,
+            bytes,
+            secs,
+        });
+    }
+
+    /// A send, receive, probe or request start: its steps (MHETA eqs.
+    /// 3-5 price them).
+    fn point_to_point(&mut self, e: &Event) {
+        match &e.what {
+            What::Send(m) if m.peer >= 0 => {
+                self.steps.push(Step::Send(peer(m), send_mode(e.op)));
+                self.blocking_send_done();
+            }
+            What::Isend { msg: m, req } if m.peer >= 0 => {
+                self.isend(peer(m), send_mode(e.op), *req)
+            }
+            What::Recv(m) if m.peer >= 0 => self.steps.push(Step::Recv(peer(m))),
+            What::Irecv { req } => {
+                self.irecv_open.insert(*req, ());
+            }
+            // Persistent requests begin as the Isend or Irecv they stand
+            // for.
+            What::Start(started) => {
+                for s in started {
+                    match s {
+                        mheta_trace::Started::Send { msg, req } if msg.peer >= 0 => {
+                            self.isend(peer(msg), SendMode::Standard, *req)
+                        }
+                        mheta_trace::Started::Recv { req } => {
+                            self.irecv_open.insert(*req, ());
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            // MPI_Sendrecv: the send is posted, then the receive waits
+            // (both nodes send before blocking, as eq. 5 assumes).
+            What::Sendrecv { send, recv } => {
+                if send.peer >= 0 {
+                    self.steps.push(Step::Send(peer(send), SendMode::Standard));
+                }
+                if recv.peer >= 0 {
+                    self.steps.push(Step::Recv(peer(recv)));
+                }
+                if send.peer >= 0 {
+                    self.blocking_send_done();
+                }
+            }
+            What::Probe(m) if m.peer >= 0 => self.steps.push(Step::Probe(peer(m))),
+            What::Peek(m) if m.peer >= 0 => self.steps.push(Step::Peek(peer(m))),
+            What::MatchedRecv { .. } => self.steps.push(Step::MatchedRecv),
+            _ => {}
+        }
+    }
+
+    /// A non-blocking send posted: numbered, open until its completion.
+    fn isend(&mut self, to: Peer, mode: SendMode, req: u32) {
+        self.steps.push(Step::Send(to, mode));
+        self.isend_open.insert(req, self.n_sends);
+        self.n_sends += 1;
+    }
+
+    /// The completion of the blocking send just posted (its time is not
+    /// known apart from the call's).
+    fn blocking_send_done(&mut self) {
+        self.steps.push(Step::WaitSends(vec![self.n_sends]));
+        self.send_waits_s.push(f64::NAN);
+        self.n_sends += 1;
+    }
+
+    /// Requests completed: the collectives' times, then the receives and
+    /// the sends waited for, with the sends' wait since the first test.
+    fn complete(
+        &mut self,
+        e: &Event,
+        done: &[mheta_trace::Completion],
+        waiting_since: Option<u64>,
+    ) {
+        for c in done {
+            if let Some((k, w0)) = self.icoll_open.remove(&c.req)
+                && let Step::Reduce { took, .. } = &mut self.steps[k]
+            {
+                *took = (self.waiting_ns - w0) as f64 * 1e-9;
+            }
+        }
+        let recvs: Vec<Peer> = done
+            .iter()
+            .filter(|c| self.irecv_open.remove(&c.req).is_some())
+            .filter_map(|c| c.recv.as_ref().filter(|m| m.peer >= 0).map(peer))
+            .collect();
+        let sends: Vec<u32> = done
+            .iter()
+            .filter(|c| c.recv.is_none())
+            .filter_map(|c| self.isend_open.remove(&c.req))
+            .collect();
+        if !recvs.is_empty() {
+            self.steps.push(Step::WaitRecvs(recvs));
+        }
+        if !sends.is_empty() {
+            self.steps.push(Step::WaitSends(sends));
+            let from = waiting_since.unwrap_or(e.t0_ns);
+            self.send_waits_s
+                .push(e.t1_ns.saturating_sub(from) as f64 * 1e-9);
+        }
+    }
+
+    /// The program: the steps, the I/O per stage, and how the rank waits
+    /// (its sleeps, spin and wake-up).
+    fn finish(mut self, duration_ns: u64) -> Program {
+        let (sleep_s, wake_s) = sleep_and_wake(&mut self.sleeps);
+        let spin_s = median(&mut self.spins);
+        let mut stage_io_s = vec![0.0; self.stage as usize];
+        for o in &self.io {
+            if let Some(x) = o.stage.and_then(|k| stage_io_s.get_mut(k as usize)) {
+                *x += o.secs;
+            }
+        }
+        Program {
+            steps: self.steps,
+            scaled_s: self.scaled_s,
+            unscaled_s: self.unscaled_s,
+            measured_s: duration_ns as f64 * 1e-9,
+            io: self.io,
+            sleep_s,
+            spin_s,
+            wake_s,
+            stage_io_s,
+            reduce_tooks: Vec::new(),
+            send_waits_s: self.send_waits_s,
+        }
+        .with_own_tooks()
+    }
+}
+
+/// [`Program::sleep_s`] (the 90th percentile of the gaps after failed
+/// tests) and [`Program::wake_s`] (the mean residual E[G^2] / (2 E[G]) of
+/// the sleeps). A gap of more than DESCHEDULED times the median sleep is
+/// not the rank's own sleep: the core was taken (on the emulated nodes,
+/// by a neighbour's disk I/O) and the rank's next test came late. Such
+/// gaps belong to the recorded run, not to the rank's way of waiting, and
+/// left in they would dominate E[G^2] / (2 E[G]).
+fn sleep_and_wake(sleeps: &mut [f64]) -> (f64, f64) {
+    sleeps.sort_by(f64::total_cmp);
+    let sleep_s = sleeps.get(sleeps.len() * 9 / 10).copied().unwrap_or(0.0);
+    let slept: Vec<f64> = sleeps
+        .iter()
+        .copied()
+        .filter(|&g| g * 1e9 > SLEPT_NS as f64)
+        .collect();
+    let cap = slept.get(slept.len() / 2).map_or(0.0, |m| DESCHEDULED * m);
+    let (g2, g1) = slept
+        .iter()
+        .filter(|&&g| g <= cap)
+        .fold((0.0, 0.0), |(g2, g1), &g| (g2 + g * g, g1 + g));
+    let wake_s = if g1 > 0.0 { g2 / (2.0 * g1) } else { 0.0 };
+    (sleep_s, wake_s)
+}
