@@ -122,6 +122,202 @@ fn stem(path: &str) -> &str {
     }
 }
 
+/// Per rank, per array: (read, write) samples of (bytes, seconds).
+type Samples = (Vec<(f64, f64)>, Vec<(f64, f64)>);
+
+/// Stage `k`'s row of the stage table, grown to it (`n` arrays).
+fn stage_row(touches: &mut Vec<Vec<Touch>>, k: usize, n: usize) -> &mut [Touch] {
+    if touches.len() <= k {
+        touches.resize(k + 1, vec![Touch::default(); n]);
+    }
+    &mut touches[k]
+}
+
+/// From the recorded file calls of every rank: which stage read or wrote
+/// which array, and per rank and array the calls' (bytes, seconds).
+fn observed(
+    app: &AppDecl,
+    arrays: &[usize],
+    files: &[Vec<String>],
+    obs: &[Vec<IoObs>],
+) -> (Vec<Vec<Touch>>, Vec<Vec<Samples>>) {
+    let p = app.dist.len();
+    let n = arrays.len();
+    let which = |rank: usize, file: u32| -> Option<usize> {
+        let name = files.get(rank)?.get(file as usize)?;
+        let s = stem(name);
+        arrays
+            .iter()
+            .position(|&a| app.arrays[a].file.as_deref() == Some(s))
+    };
+    let mut touches: Vec<Vec<Touch>> = Vec::new();
+    let mut samples: Vec<Vec<Samples>> = vec![vec![(Vec::new(), Vec::new()); n]; p];
+    for (rank, list) in obs.iter().enumerate().take(p) {
+        for o in list {
+            let Some(a) = which(rank, o.file) else {
+                continue;
+            };
+            if let Some(k) = o.stage {
+                let t = &mut stage_row(&mut touches, k as usize, n)[a];
+                if o.write {
+                    t.write = true;
+                } else {
+                    t.read = true;
+                }
+            }
+            let s = &mut samples[rank][a];
+            let v = if o.write { &mut s.1 } else { &mut s.0 };
+            v.push((o.bytes as f64, o.secs));
+        }
+    }
+    (touches, samples)
+}
+
+/// An array no rank had on disk: the stages that the declaration says
+/// sweep it (`AppDecl::stage_access`), else once per iteration in the
+/// first stage.
+fn declared_touches(app: &AppDecl, arrays: &[usize], touches: &mut Vec<Vec<Touch>>) {
+    let n = arrays.len();
+    for (a, &ai) in arrays.iter().enumerate() {
+        if touches.iter().any(|t| t[a].read || t[a].write) {
+            continue;
+        }
+        let decl = &app.arrays[ai];
+        let declared: Vec<(usize, Touch)> = app
+            .stage_access
+            .iter()
+            .flatten()
+            .enumerate()
+            .filter_map(|(k, stage)| {
+                let x = stage
+                    .iter()
+                    .find(|x| Some(x.file.as_str()) == decl.file.as_deref())?;
+                let t = Touch {
+                    read: x.read,
+                    write: x.write && !decl.read_only,
+                };
+                (t.read || t.write).then_some((k, t))
+            })
+            .collect();
+        if declared.is_empty() {
+            stage_row(touches, 0, n)[a] = Touch {
+                read: true,
+                write: !decl.read_only,
+            };
+        }
+        for (k, t) in declared {
+            stage_row(touches, k, n)[a] = t;
+        }
+    }
+}
+
+/// MHETA eq. 1's O_r + T_r(m) (or O_w + T_w(m)) as a line in the bytes
+/// of a call, fitted to `pts` (bytes, seconds); with one size only, the
+/// profile's overhead `profile_o` (at most the mean call) and the rest
+/// per byte. None without samples.
+fn fit(pts: &[(f64, f64)], profile_o: Option<f64>) -> Option<Line> {
+    if pts.is_empty() {
+        return None;
+    }
+    let distinct = pts.iter().any(|q| q.0 != pts[0].0);
+    if distinct
+        && let Some((o, b)) = mheta_profile::line_fit(pts)
+        && b > 0.0
+    {
+        return Some(Line {
+            overhead_s: o,
+            per_byte_s: b,
+        });
+    }
+    let o = profile_o.unwrap_or(0.0);
+    let (bytes, secs) = pts.iter().fold((0.0, 0.0), |a, q| (a.0 + q.0, a.1 + q.1));
+    let n = pts.len() as f64;
+    Some(Line {
+        overhead_s: o.min(secs / n),
+        per_byte_s: ((secs - n * o.min(secs / n)) / bytes.max(1.0)).max(0.0),
+    })
+}
+
+/// The profile's (overhead, per byte) times how much slower than its
+/// `other_per_byte` the node's fit of the other direction ran.
+fn scaled_line(o: f64, b: f64, other: Option<Line>, other_per_byte: f64) -> Line {
+    let x = match other {
+        Some(l) if other_per_byte > 0.0 && l.per_byte_s > other_per_byte => {
+            l.per_byte_s / other_per_byte
+        }
+        _ => 1.0,
+    };
+    Line {
+        overhead_s: o * x,
+        per_byte_s: b * x,
+    }
+}
+
+/// One rank's read and write lines per array: its own calls to the array,
+/// else its calls to its other arrays (one disk per node), else the
+/// profile's line for the node `d`, scaled by how much slower than the
+/// profile the node's recorded calls of the other direction ran (the disk
+/// of a node slowed by another job, or an emulated one, is slow both
+/// ways). None where nothing is known.
+type Lines = Vec<Option<Line>>;
+fn rank_lines(samples: &[Samples], d: Option<&mheta_profile::DiskCost>) -> (Lines, Lines) {
+    let pooled = |write: bool| -> Vec<(f64, f64)> {
+        samples
+            .iter()
+            .flat_map(|s| if write { &s.1 } else { &s.0 })
+            .copied()
+            .collect()
+    };
+    let node_r = fit(&pooled(false), d.map(|d| d.read_overhead_s));
+    let node_w = fit(&pooled(true), d.map(|d| d.write_overhead_s));
+    let prof_r = d.map(|d| {
+        scaled_line(
+            d.read_overhead_s,
+            d.read_per_byte_s,
+            node_w,
+            d.write_per_byte_s,
+        )
+    });
+    let prof_w = d.map(|d| {
+        scaled_line(
+            d.write_overhead_s,
+            d.write_per_byte_s,
+            node_r,
+            d.read_per_byte_s,
+        )
+    });
+    samples
+        .iter()
+        .map(|(r, w)| {
+            (
+                fit(r, d.map(|d| d.read_overhead_s)).or(node_r).or(prof_r),
+                fit(w, d.map(|d| d.write_overhead_s)).or(node_w).or(prof_w),
+            )
+        })
+        .unzip()
+}
+
+/// Every rank's line for every array: where a rank's is unknown, the mean
+/// of the other ranks' for that array.
+fn fill(m: Vec<Lines>) -> Vec<Vec<Line>> {
+    let mean = |a: usize| {
+        let known: Vec<Line> = m.iter().filter_map(|r| r[a]).collect();
+        let n = known.len().max(1) as f64;
+        Line {
+            overhead_s: known.iter().map(|l| l.overhead_s).sum::<f64>() / n,
+            per_byte_s: known.iter().map(|l| l.per_byte_s).sum::<f64>() / n,
+        }
+    };
+    m.iter()
+        .map(|r| {
+            r.iter()
+                .enumerate()
+                .map(|(a, l)| l.unwrap_or_else(|| mean(a)))
+                .collect()
+        })
+        .collect()
+}
+
 impl IoModel {
     /// Build from the declaration, each rank's file table and recorded
     /// calls (all recorded iterations), the number of recorded iterations
@@ -144,188 +340,27 @@ impl IoModel {
             return None;
         }
         let p = app.dist.len();
-        let which = |rank: usize, file: u32| -> Option<usize> {
-            let name = files.get(rank)?.get(file as usize)?;
-            let s = stem(name);
-            arrays
-                .iter()
-                .position(|&a| app.arrays[a].file.as_deref() == Some(s))
-        };
-        // Stage associations, from every rank that did I/O.
-        let mut touches: Vec<Vec<Touch>> = Vec::new();
-        // Stage k's row of the table, grown to it.
-        fn stage(touches: &mut Vec<Vec<Touch>>, k: usize, n: usize) -> &mut [Touch] {
-            if touches.len() <= k {
-                touches.resize(k + 1, vec![Touch::default(); n]);
-            }
-            &mut touches[k]
-        }
-        let n = arrays.len();
-        // Per rank, per array: (read, write) samples of (bytes, seconds).
-        type Samples = (Vec<(f64, f64)>, Vec<(f64, f64)>);
-        let mut samples: Vec<Vec<Samples>> = vec![vec![(Vec::new(), Vec::new()); arrays.len()]; p];
-        for (rank, list) in obs.iter().enumerate().take(p) {
-            for o in list {
-                let Some(a) = which(rank, o.file) else {
-                    continue;
-                };
-                if let Some(k) = o.stage {
-                    let t = &mut stage(&mut touches, k as usize, n)[a];
-                    if o.write {
-                        t.write = true;
-                    } else {
-                        t.read = true;
-                    }
-                }
-                let s = &mut samples[rank][a];
-                let v = if o.write { &mut s.1 } else { &mut s.0 };
-                v.push((o.bytes as f64, o.secs));
-            }
-        }
-        // An array no rank had on disk: the stages that the declaration
-        // says sweep it (`AppDecl::stage_access`), else once per
-        // iteration in the first stage.
-        for (a, &ai) in arrays.iter().enumerate() {
-            if touches.iter().any(|t| t[a].read || t[a].write) {
-                continue;
-            }
-            let decl = &app.arrays[ai];
-            let declared: Vec<(usize, Touch)> = app
-                .stage_access
-                .iter()
-                .flatten()
-                .enumerate()
-                .filter_map(|(k, stage)| {
-                    let x = stage
-                        .iter()
-                        .find(|x| Some(x.file.as_str()) == decl.file.as_deref())?;
-                    let t = Touch {
-                        read: x.read,
-                        write: x.write && !decl.read_only,
-                    };
-                    (t.read || t.write).then_some((k, t))
-                })
-                .collect();
-            if declared.is_empty() {
-                stage(&mut touches, 0, n)[a] = Touch {
-                    read: true,
-                    write: !decl.read_only,
-                };
-            }
-            for (k, t) in declared {
-                stage(&mut touches, k, n)[a] = t;
-            }
-        }
-        let node_disk = |rank: usize| {
-            prof.nodes
+        let (mut touches, samples) = observed(app, &arrays, files, obs);
+        declared_touches(app, &arrays, &mut touches);
+        let (mut read, mut write) = (Vec::with_capacity(p), Vec::with_capacity(p));
+        for (rank, s) in samples.iter().enumerate() {
+            let disk = prof
+                .nodes
                 .iter()
                 .find(|n| n.rank as usize == rank)
-                .and_then(|n| n.disk.as_ref())
-        };
-        let fit = |pts: &[(f64, f64)], profile_o: Option<f64>| -> Option<Line> {
-            if pts.is_empty() {
-                return None;
-            }
-            let distinct = pts.iter().any(|q| q.0 != pts[0].0);
-            if distinct
-                && let Some((o, b)) = mheta_profile::line_fit(pts)
-                && b > 0.0
-            {
-                return Some(Line {
-                    overhead_s: o,
-                    per_byte_s: b,
-                });
-            }
-            let o = profile_o.unwrap_or(0.0);
-            let (bytes, secs) = pts.iter().fold((0.0, 0.0), |a, q| (a.0 + q.0, a.1 + q.1));
-            let n = pts.len() as f64;
-            Some(Line {
-                overhead_s: o.min(secs / n),
-                per_byte_s: ((secs - n * o.min(secs / n)) / bytes.max(1.0)).max(0.0),
-            })
-        };
-        // A rank's own calls to an array, else its calls to its other
-        // arrays (one disk per node), else the profile's line for the
-        // node, scaled by how much slower than the profile the node's
-        // recorded calls of the other direction ran (the disk of a node
-        // slowed by another job, or an emulated one, is slow both ways).
-        let mut read = vec![vec![None; arrays.len()]; p];
-        let mut write = vec![vec![None; arrays.len()]; p];
-        for rank in 0..p {
-            let d = node_disk(rank);
-            let pooled = |write: bool| -> Vec<(f64, f64)> {
-                samples[rank]
-                    .iter()
-                    .flat_map(|s| if write { &s.1 } else { &s.0 })
-                    .copied()
-                    .collect()
-            };
-            let node_r = fit(&pooled(false), d.map(|d| d.read_overhead_s));
-            let node_w = fit(&pooled(true), d.map(|d| d.write_overhead_s));
-            // The profile's (overhead, per byte) times how much slower than
-            // its `other_per_byte` the node's fit of the other direction ran.
-            let scaled = |o: f64, b: f64, other: Option<Line>, other_per_byte: f64| {
-                let x = match other {
-                    Some(l) if other_per_byte > 0.0 && l.per_byte_s > other_per_byte => {
-                        l.per_byte_s / other_per_byte
-                    }
-                    _ => 1.0,
-                };
-                Line {
-                    overhead_s: o * x,
-                    per_byte_s: b * x,
-                }
-            };
-            let prof_r = d.map(|d| {
-                scaled(
-                    d.read_overhead_s,
-                    d.read_per_byte_s,
-                    node_w,
-                    d.write_per_byte_s,
-                )
-            });
-            let prof_w = d.map(|d| {
-                scaled(
-                    d.write_overhead_s,
-                    d.write_per_byte_s,
-                    node_r,
-                    d.read_per_byte_s,
-                )
-            });
-            for a in 0..arrays.len() {
-                let (r, w) = &samples[rank][a];
-                read[rank][a] = fit(r, d.map(|d| d.read_overhead_s)).or(node_r).or(prof_r);
-                write[rank][a] = fit(w, d.map(|d| d.write_overhead_s)).or(node_w).or(prof_w);
-            }
+                .and_then(|n| n.disk.as_ref());
+            let (r, w) = rank_lines(s, disk);
+            read.push(r);
+            write.push(w);
         }
-        let fill = |m: Vec<Vec<Option<Line>>>| -> Vec<Vec<Line>> {
-            (0..p)
-                .map(|rank| {
-                    (0..arrays.len())
-                        .map(|a| {
-                            m[rank][a].unwrap_or_else(|| {
-                                let known: Vec<Line> = m.iter().filter_map(|r| r[a]).collect();
-                                let n = known.len().max(1) as f64;
-                                Line {
-                                    overhead_s: known.iter().map(|l| l.overhead_s).sum::<f64>() / n,
-                                    per_byte_s: known.iter().map(|l| l.per_byte_s).sum::<f64>() / n,
-                                }
-                            })
-                        })
-                        .collect()
-                })
-                .collect()
-        };
-        let work_prefix = app.work_per_row.as_deref().map(crate::dist::prefix_sums);
-        let (read, write) = (fill(read), fill(write));
         Some(IoModel {
             decls: arrays.iter().map(|&i| app.arrays[i].clone()).collect(),
+            work_prefix: app.work_per_row.as_deref().map(crate::dist::prefix_sums),
+            read: fill(read),
+            write: fill(write),
             arrays,
             mem,
             touches,
-            read,
-            write,
-            work_prefix,
             cache: Mutex::new(HashMap::new()),
         })
     }
