@@ -4,6 +4,11 @@
 //! predicted against actual, the summary, JSON and an SVG like figures
 //! 10-11.
 
+mod cpu;
+mod plot;
+
+pub use plot::plot;
+
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use mheta_profile::ClusterProfile;
@@ -11,7 +16,7 @@ use mheta_runtime::cluster::ClusterSpec;
 use mheta_runtime::{Dist, Model, search};
 use serde::Serialize;
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 /// The kernels `experiment` knows, with the arguments that size them for a
@@ -48,10 +53,11 @@ pub struct Args {
     pub iters: u64,
     /// Real runs per distribution, in interleaved rounds (every point
     /// once, then again): "actual" is the median of the runs' median
-    /// iterations, and the JSON gives each run and the spread. A
-    /// shared machine drifts between runs; one run per point shows
-    /// that drift as model error.
-    #[arg(long, default_value_t = 1, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    /// iterations, and the JSON gives each run and the spread; their
+    /// median spread is the noise floor. A shared machine drifts between
+    /// runs; one run per point shows that drift as model error (with
+    /// --repeat 1 the first point runs once more, for the noise floor).
+    #[arg(long, default_value_t = 2, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub repeat: usize,
     /// One JSON object on stdout instead of the table.
     #[arg(long)]
@@ -65,6 +71,14 @@ pub struct Args {
     /// Working directory for the profile and trace.
     #[arg(long, default_value = "mheta-experiment")]
     pub dir: PathBuf,
+    /// How the kernels emulate CPU power: auto takes clock (calibrated by
+    /// one uniform run) when the ranks outnumber this host's cores, where
+    /// the other modes inherit the host's speed changes and the ranks'
+    /// contention (jacobi on DC, 4 ranks on 2 cores, under share: mean
+    /// diff 23%, max 58%), else the apps' default (share). Or share,
+    /// quota, spin, paced or clock; or give the kernel's flags after `--`.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "share", "quota", "spin", "paced", "clock"])]
+    pub cpu_emulation: String,
     /// Arguments for the kernel instead of the study's defaults (sizes).
     #[arg(last = true, value_name = "APP ARGS")]
     pub app_args: Vec<OsString>,
@@ -142,10 +156,16 @@ pub struct Report {
     /// percent: how far the machine drifted between the run the model
     /// learned from and the real runs, on the same distribution.
     pub drift_pct: Option<f64>,
-    /// Median over the points of `spread_pct` (with `--repeat` > 1): the
-    /// run-to-run noise of one distribution, below which a diff cannot be
-    /// told from chance.
+    /// The host's noise floor: the median over the points of
+    /// `spread_pct` (with `--repeat` > 1; with one run per point, the
+    /// spread of the first point's run and one more): the run-to-run
+    /// noise of one distribution, below which a diff cannot be told from
+    /// chance.
     pub noise_pct: Option<f64>,
+    /// How `noise_pct` was measured.
+    pub noise_from: String,
+    /// The runs' CPU emulation and why it was chosen.
+    pub cpu_emulation: String,
     /// The Block run's emulation report (cgroups, disk, cache).
     pub emulation: serde_json::Value,
 }
@@ -219,17 +239,23 @@ fn mpirun(np: usize, lab: Option<&mheta_hosts::Lab>) -> Result<Command> {
     Ok(c)
 }
 
-/// The app's own arguments: the defaults for the study unless the user
-/// gave some, then the cluster, iterations and prefetching.
-fn app_args(a: &Args, iters: u64) -> Vec<OsString> {
-    let mut v: Vec<OsString> = if a.app_args.is_empty() {
+/// The kernel's sizes: the user's arguments, else the study's defaults.
+fn sizes(a: &Args) -> Vec<OsString> {
+    if a.app_args.is_empty() {
         APPS.iter()
             .find(|(n, _)| *n == a.app)
             .map(|(_, d)| d.iter().map(OsString::from).collect())
             .unwrap_or_default()
     } else {
         a.app_args.clone()
-    };
+    }
+}
+
+/// The app's own arguments: the defaults for the study unless the user
+/// gave some, then the cluster, iterations, prefetching and the CPU
+/// emulation's flags `cpu`.
+fn app_args(a: &Args, iters: u64, cpu: &[OsString]) -> Vec<OsString> {
+    let mut v = sizes(a);
     v.extend(["--cluster", &a.cluster].iter().map(OsString::from));
     // cg runs its NPB class's iteration count, which its verification
     // value needs.
@@ -239,6 +265,7 @@ fn app_args(a: &Args, iters: u64) -> Vec<OsString> {
     if a.prefetch {
         v.push("--prefetch".into());
     }
+    v.extend(cpu.iter().cloned());
     v
 }
 
@@ -302,6 +329,29 @@ fn check_answer(
     Ok(())
 }
 
+/// A study under way: the kernel, the cluster's hosts, the runs' CPU
+/// flags, the progress bar, and (sor) the first real run every other is
+/// held to.
+struct Study<'a> {
+    a: &'a Args,
+    bin: PathBuf,
+    lab: Option<mheta_hosts::Lab>,
+    cpu: Vec<OsString>,
+    bar: ProgressBar,
+    reference: Option<serde_json::Value>,
+}
+
+/// Each point's real runs: median iterations, busiest stages, and
+/// whether some rank was out of core.
+struct Measured {
+    runs: Vec<Vec<f64>>,
+    busy: Vec<Vec<f64>>,
+    ooc: Vec<bool>,
+}
+
+/// The study: profile, CPU emulation (calibrated when it is the clock),
+/// one instrumented run on Block and its model, the points, their
+/// predictions and real runs, the noise floor, and the summary.
 pub fn run(a: &Args) -> Result<Report> {
     let bin = check(a)?;
     let lab = ClusterSpec::resolve(&a.cluster, a.np)
@@ -310,72 +360,205 @@ pub fn run(a: &Args) -> Result<Report> {
     let _lease = lab.as_ref().map(super::hosts::Lease::take).transpose()?;
     std::fs::create_dir_all(&a.dir)
         .with_context(|| format!("cannot create {}", a.dir.display()))?;
-    let me = std::env::current_exe()?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let choice = cpu::choose(a, cores)?;
     let bar = ProgressBar::new(0);
     bar.set_style(
         ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
             .expect("template"),
     );
-    // 1. The profile.
-    let profile = match &a.profile {
-        Some(p) => p.clone(),
-        None => {
-            bar.set_message("measuring the cluster (mheta bench --quick)");
-            let p = a.dir.join("profile.json");
-            let mut bench = Command::new(&me);
-            bench.args(["bench", "--quick", "--np", &a.np.to_string()]);
-            if lab.is_some() {
-                bench.args(["--cluster", &a.cluster]);
-            }
-            let st = bench
-                .arg("-o")
-                .arg(&p)
-                .stdout(std::process::Stdio::null())
-                .status()?;
-            if !st.success() {
-                bail!("mheta bench failed ({st})");
-            }
-            p
-        }
+    let mut s = Study {
+        a,
+        bin,
+        lab,
+        cpu: choice.flags,
+        bar,
+        reference: None,
     };
-    let prof = ClusterProfile::load(&profile)?;
-    // 2. One instrumented run on Block.
-    bar.set_message("instrumented run on Block");
-    let trace = a.dir.join("trace");
-    let mut launch = Command::new(&me);
-    let mpi = mpirun(a.np, lab.as_ref())?;
-    for (k, v) in mpi.get_envs() {
-        if let Some(v) = v {
-            launch.env(k, v);
+    let prof = ClusterProfile::load(&s.profile()?)?;
+    if choice.calibrate {
+        s.calibrate()?;
+    }
+    let (block_run, m) = s.instrumented(&prof)?;
+    let (dists, g) = points(&m, a.points)?;
+    let predicted: Vec<(f64, f64)> = dists.iter().map(|(_, d)| predict(&m, d)).collect();
+    let measured = s.measure(&dists)?;
+    let noise = match a.repeat {
+        1 => s.noise_run(&dists[0].1, measured.runs[0][0])?,
+        _ => (
+            None,
+            format!("the median spread of {} runs per point", a.repeat),
+        ),
+    };
+    s.bar.finish_and_clear();
+    let rows = rows(&dists, predicted, measured);
+    let blk = search::corners(&m).blk;
+    summarise(a, rows, &block_run, &blk, g, noise, choice.why)
+}
+
+impl Study<'_> {
+    /// The cluster profile: `--profile`, or `mheta bench --quick` now.
+    fn profile(&self) -> Result<PathBuf> {
+        let a = self.a;
+        if let Some(p) = &a.profile {
+            return Ok(p.clone());
         }
+        self.bar
+            .set_message("measuring the cluster (mheta bench --quick)");
+        let p = a.dir.join("profile.json");
+        let mut bench = Command::new(std::env::current_exe()?);
+        bench.args(["bench", "--quick", "--np", &a.np.to_string()]);
+        if self.lab.is_some() {
+            bench.args(["--cluster", &a.cluster]);
+        }
+        let st = bench
+            .arg("-o")
+            .arg(&p)
+            .stdout(std::process::Stdio::null())
+            .status()?;
+        if !st.success() {
+            bail!("mheta bench failed ({st})");
+        }
+        Ok(p)
     }
-    launch
-        .arg("run")
-        .arg("--trace-dir")
-        .arg(&trace)
-        .arg("--")
-        .arg(mpi.get_program())
-        .args(mpi.get_args())
-        .arg(&bin)
-        .args(app_args(a, instrumented_iters(a.iters)));
-    let block_run = run_job(launch, "the instrumented run")?;
-    // sor's short runs cannot meet its exact-solution check: each is held
-    // to the first real run (Blk, the spectrum's first point).
-    let sor = a.app == "sor";
-    if !sor {
-        check_answer(&block_run, "the instrumented run", None)?;
+
+    /// The clock's figures: one uniform in-core run of the kernel's sizes
+    /// (2 iterations, `--cpu-emulation spin`) measures each call site's
+    /// CPU nanoseconds per unit; its report, kept in the working
+    /// directory, is the runs' `--cpu-ns-per-unit`.
+    fn calibrate(&mut self) -> Result<()> {
+        let a = self.a;
+        self.bar
+            .set_message("calibrating the clock (uniform, spin, 2 iterations)");
+        let cal = a.dir.join("cpu-calibration.json");
+        let mut c = mpirun(a.np, None)?;
+        c.arg(&self.bin)
+            .args(cpu::without_cpu_flags(&sizes(a)))
+            .args(["--iters", "2", "--cpu-emulation", "spin"]);
+        let r = run_job(c, "the clock's calibration run")?;
+        std::fs::write(&cal, format!("{r}\n"))
+            .with_context(|| format!("cannot write {}", cal.display()))?;
+        self.cpu.push("--cpu-ns-per-unit".into());
+        self.cpu.push(cal.into_os_string());
+        Ok(())
     }
-    let mut reference: Option<serde_json::Value> = None;
-    let emulation = block_run["emulation"].clone();
-    let traces = mheta_trace::read_dir(&trace)?;
-    let app = mheta_trace::read_app(&trace)?;
-    let m = Model::new(&traces, app, &prof)?;
-    // 3. The spectrum and the GBS choice.
-    let mut dists: Vec<(String, Dist)> = search::spectrum(&m, a.points)
+
+    /// One instrumented run on Block under `mheta run`; its result and
+    /// the model of its trace.
+    fn instrumented(&self, prof: &ClusterProfile) -> Result<(serde_json::Value, Model)> {
+        let a = self.a;
+        self.bar.set_message("instrumented run on Block");
+        let trace = a.dir.join("trace");
+        let mut launch = Command::new(std::env::current_exe()?);
+        let mpi = mpirun(a.np, self.lab.as_ref())?;
+        for (k, v) in mpi.get_envs() {
+            if let Some(v) = v {
+                launch.env(k, v);
+            }
+        }
+        launch
+            .arg("run")
+            .arg("--trace-dir")
+            .arg(&trace)
+            .arg("--")
+            .arg(mpi.get_program())
+            .args(mpi.get_args())
+            .arg(&self.bin)
+            .args(app_args(a, instrumented_iters(a.iters), &self.cpu));
+        let block_run = run_job(launch, "the instrumented run")?;
+        // sor's short runs cannot meet its exact-solution check: each is
+        // held to the first real run (Blk, the spectrum's first point).
+        if a.app != "sor" {
+            check_answer(&block_run, "the instrumented run", None)?;
+        }
+        let traces = mheta_trace::read_dir(&trace)?;
+        let app = mheta_trace::read_app(&trace)?;
+        let m = Model::new(&traces, app, prof)?;
+        Ok((block_run, m))
+    }
+
+    /// One real run on `d`, its answer checked; its result.
+    fn real_run(&mut self, d: &Dist) -> Result<serde_json::Value> {
+        let a = self.a;
+        let mut c = mpirun(a.np, self.lab.as_ref())?;
+        c.arg(&self.bin)
+            .args(app_args(a, a.iters, &self.cpu))
+            .arg("--dist")
+            .arg(d.to_string());
+        let what = format!("the run on {d}");
+        let r = run_job(c, &what)?;
+        match (&self.reference, a.app == "sor") {
+            (None, true) => self.reference = Some(r.clone()),
+            _ => check_answer(&r, &what, self.reference.as_ref())?,
+        }
+        Ok(r)
+    }
+
+    /// `--repeat` real runs of every point, in interleaved rounds.
+    fn measure(&mut self, dists: &[(String, Dist)]) -> Result<Measured> {
+        let a = self.a;
+        self.bar.set_length((dists.len() * a.repeat) as u64);
+        let n = dists.len();
+        let mut m = Measured {
+            runs: vec![Vec::new(); n],
+            busy: vec![Vec::new(); n],
+            ooc: vec![false; n],
+        };
+        for round in 0..a.repeat {
+            for (i, (_, d)) in dists.iter().enumerate() {
+                self.bar
+                    .set_message(format!("round {}/{}: run {d}", round + 1, a.repeat));
+                let r = self.real_run(d)?;
+                m.runs[i].push(iter_median(&r)?);
+                m.busy[i].push(busiest_stage(&r)?);
+                m.ooc[i] |= out_of_core(&r);
+                self.bar.inc(1);
+            }
+        }
+        Ok(m)
+    }
+
+    /// With one run per point, the noise floor from the first point `d`
+    /// (its run took `first_s`) run once more: (max - min) / median of
+    /// the two, percent.
+    fn noise_run(&mut self, d: &Dist, first_s: f64) -> Result<(Option<f64>, String)> {
+        self.bar
+            .set_message(format!("run {d} again for the noise floor"));
+        let again = iter_median(&self.real_run(d)?)?;
+        let mut v = [first_s, again];
+        v.sort_by(f64::total_cmp);
+        let spread = 100.0 * (v[1] - v[0]) / median_sorted(&v);
+        Ok((
+            Some(spread),
+            format!("the first point ({d}) run twice: {first_s:.6} s and {again:.6} s"),
+        ))
+    }
+}
+
+/// The run's median iteration, s.
+fn iter_median(r: &serde_json::Value) -> Result<f64> {
+    r["iter_median_s"]
+        .as_f64()
+        .context("run result has no iter_median_s")
+}
+
+/// The model's iteration and its busiest rank's time in stages (∞ for a
+/// distribution it cannot price).
+fn predict(m: &Model, d: &Dist) -> (f64, f64) {
+    m.predict(d).map_or((f64::INFINITY, f64::INFINITY), |p| {
+        let busy = p.ranks.iter().map(|k| k.compute_s).fold(0.0, f64::max);
+        (p.per_iteration_s, busy)
+    })
+}
+
+/// The figure 8 spectrum of `k` distributions with its corners named,
+/// and the GBS choice (added, or named where it is one of them).
+fn points(m: &Model, k: usize) -> Result<(Vec<(String, Dist)>, search::Found)> {
+    let mut dists: Vec<(String, Dist)> = search::spectrum(m, k)
         .into_iter()
         .map(|d| (String::new(), d))
         .collect();
-    let c = search::corners(&m);
+    let c = search::corners(m);
     for (label, d) in [
         ("Blk", &c.blk),
         ("I-C", &c.ic),
@@ -386,7 +569,7 @@ pub fn run(a: &Args) -> Result<Report> {
             x.0 = label.into();
         }
     }
-    let g = search::gbs(&m)?;
+    let g = search::gbs(m)?;
     let gd = Dist(g.dist.clone());
     match dists.iter_mut().find(|x| x.1 == gd) {
         Some(x) => {
@@ -398,48 +581,18 @@ pub fn run(a: &Args) -> Result<Report> {
         }
         None => dists.push(("GBS".into(), gd)),
     }
-    // 4. A prediction for each, and --repeat real runs in interleaved
-    // rounds.
-    bar.set_length((dists.len() * a.repeat) as u64);
-    let predicted: Vec<(f64, f64)> = dists
-        .iter()
-        .map(|(_, d)| {
-            m.predict(d).map_or((f64::INFINITY, f64::INFINITY), |p| {
-                let busy = p.ranks.iter().map(|k| k.compute_s).fold(0.0, f64::max);
-                (p.per_iteration_s, busy)
-            })
-        })
-        .collect();
-    let mut runs: Vec<Vec<f64>> = vec![Vec::new(); dists.len()];
-    let mut busy: Vec<Vec<f64>> = vec![Vec::new(); dists.len()];
-    let mut ooc = vec![false; dists.len()];
-    for round in 0..a.repeat {
-        for (i, (_, d)) in dists.iter().enumerate() {
-            bar.set_message(format!("round {}/{}: run {d}", round + 1, a.repeat));
-            let mut c = mpirun(a.np, lab.as_ref())?;
-            c.arg(&bin)
-                .args(app_args(a, a.iters))
-                .arg("--dist")
-                .arg(d.to_string());
-            let what = format!("the run on {d}");
-            let r = run_job(c, &what)?;
-            match (&reference, sor) {
-                (None, true) => reference = Some(r.clone()),
-                _ => check_answer(&r, &what, reference.as_ref())?,
-            }
-            runs[i].push(
-                r["iter_median_s"]
-                    .as_f64()
-                    .context("run result has no iter_median_s")?,
-            );
-            busy[i].push(busiest_stage(&r)?);
-            ooc[i] |= out_of_core(&r);
-            bar.inc(1);
-        }
-    }
+    Ok((dists, g))
+}
+
+/// Each point's row: predicted against the median of its runs.
+fn rows(dists: &[(String, Dist)], predicted: Vec<(f64, f64)>, m: Measured) -> Vec<Row> {
     let mut rows = Vec::new();
-    for (((((label, d), (predicted_s, predicted_busy_s)), runs_s), mut busy), out_of_core) in
-        dists.iter().zip(predicted).zip(runs).zip(busy).zip(ooc)
+    for (((((label, d), (predicted_s, predicted_busy_s)), runs_s), mut busy), out_of_core) in dists
+        .iter()
+        .zip(predicted)
+        .zip(m.runs)
+        .zip(m.busy)
+        .zip(m.ooc)
     {
         let mut sorted = runs_s.clone();
         sorted.sort_by(f64::total_cmp);
@@ -460,7 +613,19 @@ pub fn run(a: &Args) -> Result<Report> {
             out_of_core,
         });
     }
-    bar.finish_and_clear();
+    rows
+}
+
+/// The report: the rows, their diffs, drift and noise, and the bests.
+fn summarise(
+    a: &Args,
+    rows: Vec<Row>,
+    block_run: &serde_json::Value,
+    blk: &Dist,
+    g: search::Found,
+    (noise, noise_from): (Option<f64>, String),
+    cpu_emulation: String,
+) -> Result<Report> {
     let diffs: Vec<f64> = rows.iter().map(|r| r.diff_pct).collect();
     let mean_busy_diff_pct = rows.iter().map(|r| r.busy_diff_pct).sum::<f64>() / rows.len() as f64;
     let instrumented_s = block_run["iter_median_s"]
@@ -468,23 +633,20 @@ pub fn run(a: &Args) -> Result<Report> {
         .context("the instrumented run's result has no iter_median_s")?;
     let drift_pct = rows
         .iter()
-        .find(|r| r.dist == c.blk.0)
+        .find(|r| r.dist == blk.0)
         .map(|r| 100.0 * (r.actual_s / instrumented_s - 1.0));
-    let noise_pct = (a.repeat > 1).then(|| {
+    let noise_pct = noise.or_else(|| {
         let mut s: Vec<f64> = rows.iter().map(|r| r.spread_pct).collect();
         s.sort_by(f64::total_cmp);
-        median_sorted(&s)
+        (a.repeat > 1).then(|| median_sorted(&s))
     });
-    let best_actual = rows
-        .iter()
-        .min_by(|x, y| x.actual_s.total_cmp(&y.actual_s))
-        .cloned()
-        .context("no rows")?;
-    let best_predicted = rows
-        .iter()
-        .min_by(|x, y| x.predicted_s.total_cmp(&y.predicted_s))
-        .cloned()
-        .context("no rows")?;
+    let best = |f: fn(&Row) -> f64| {
+        rows.iter()
+            .min_by(|x, y| f(x).total_cmp(&f(y)))
+            .cloned()
+            .context("no rows")
+    };
+    let (best_actual, best_predicted) = (best(|r| r.actual_s)?, best(|r| r.predicted_s)?);
     Ok(Report {
         app: a.app.clone(),
         cluster: a.cluster.clone(),
@@ -505,7 +667,9 @@ pub fn run(a: &Args) -> Result<Report> {
         instrumented_s,
         drift_pct,
         noise_pct,
-        emulation,
+        noise_from,
+        cpu_emulation,
+        emulation: block_run["emulation"].clone(),
         rows,
     })
 }
@@ -533,7 +697,7 @@ fn out_of_core(run: &serde_json::Value) -> bool {
     })
 }
 
-/// The table, then the summary.
+/// The header, the table, then the summary.
 pub fn print(r: &Report) {
     println!(
         "# mheta experiment: {} on {} with {} ranks{}, {} iterations per run (median iteration), {}",
@@ -551,14 +715,22 @@ pub fn print(r: &Report) {
             "one run per point".to_string()
         }
     );
+    let e = |k: &str| r.emulation[k].as_str().unwrap_or("?").to_string();
     println!(
         "# emulation: cpu {}, memory {}, disk {}, cache {}, wait {}",
-        r.emulation["cpu"].as_str().unwrap_or("?"),
-        r.emulation["memory"].as_str().unwrap_or("?"),
-        r.emulation["disk"].as_str().unwrap_or("?"),
-        r.emulation["cache"].as_str().unwrap_or("?"),
-        r.emulation["wait"].as_str().unwrap_or("?"),
+        e("cpu"),
+        e("memory"),
+        e("disk"),
+        e("cache"),
+        e("wait"),
     );
+    println!("# cpu emulation: {}", r.cpu_emulation);
+    table(r);
+    summary(r);
+}
+
+/// One line per point: predicted, actual, diff, spread, busy diff, core.
+fn table(r: &Report) {
     println!(
         "{:>3}  {:<10} {:<28} {:>14} {:>14} {:>8} {:>9} {:>8}  core",
         "#", "point", "distribution", "predicted (s)", "actual (s)", "diff %", "spread %", "busy %"
@@ -581,8 +753,16 @@ pub fn print(r: &Report) {
             if row.out_of_core { "out" } else { "in" }
         );
     }
+}
+
+/// The diffs beside the noise floor, the busy part, the drift, and the
+/// bests.
+fn summary(r: &Report) {
+    let noise = r
+        .noise_pct
+        .map_or("not measured".to_string(), |n| format!("{n:.2}%"));
     println!(
-        "diff: min {:.2}%  avg {:.2}%  max {:.2}%",
+        "diff: min {:.2}%  avg {:.2}%  max {:.2}%  (noise floor {noise})",
         r.min_diff_pct, r.mean_diff_pct, r.max_diff_pct
     );
     println!(
@@ -597,7 +777,8 @@ pub fn print(r: &Report) {
     }
     if let Some(n) = r.noise_pct {
         println!(
-            "noise: the runs of one distribution spread {n:.2}% (median over the points); diffs below that cannot be told from chance"
+            "noise: runs of one distribution spread {n:.2}% ({}); diffs below that cannot be told from chance",
+            r.noise_from
         );
     }
     println!(
@@ -619,117 +800,6 @@ pub fn print(r: &Report) {
             )
         }
     );
-}
-
-/// Predicted and actual time over the spectrum, the best marked (as the
-/// paper's figures 10-11).
-pub fn plot(r: &Report, path: &Path) -> Result<()> {
-    use plotters::prelude::*;
-    let root = SVGBackend::new(path, (900, 520)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let n = r.rows.len();
-    let ymax = r
-        .rows
-        .iter()
-        .flat_map(|x| [x.predicted_s, x.actual_s])
-        .filter(|v| v.is_finite())
-        .fold(0.0f64, f64::max)
-        * 1.1;
-    let title = format!(
-        "{} on {} ({} ranks{}): predicted vs actual, mean diff {:.1}%",
-        r.app,
-        r.cluster,
-        r.np,
-        if r.prefetch { ", prefetch" } else { "" },
-        r.mean_diff_pct
-    );
-    let e = |e: DrawingAreaErrorKind<_>| anyhow::anyhow!("{e}");
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(110)
-        .y_label_area_size(70)
-        .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0.0..ymax)
-        .map_err(e)?;
-    let labels: Vec<String> = r
-        .rows
-        .iter()
-        .map(|x| {
-            let d = Dist(x.dist.clone()).to_string();
-            if x.label.is_empty() {
-                d
-            } else {
-                format!("{} {}", x.label, d)
-            }
-        })
-        .collect();
-    chart
-        .configure_mesh()
-        .x_labels(n)
-        .x_label_formatter(&|x| {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < labels.len() {
-                labels[i as usize].clone()
-            } else {
-                String::new()
-            }
-        })
-        .x_label_style(
-            ("sans-serif", 10)
-                .into_font()
-                .transform(FontTransform::Rotate90),
-        )
-        .y_desc("time per iteration (s)")
-        .draw()
-        .map_err(e)?;
-    let pred: Vec<(f64, f64)> = r
-        .rows
-        .iter()
-        .enumerate()
-        .map(|(i, x)| (i as f64, x.predicted_s))
-        .collect();
-    let act: Vec<(f64, f64)> = r
-        .rows
-        .iter()
-        .enumerate()
-        .map(|(i, x)| (i as f64, x.actual_s))
-        .collect();
-    chart
-        .draw_series(LineSeries::new(pred.clone(), BLUE.stroke_width(2)))
-        .map_err(e)?
-        .label("predicted (MHETA)")
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLUE.stroke_width(2)));
-    chart
-        .draw_series(pred.iter().map(|&p| Circle::new(p, 4, BLUE.filled())))
-        .map_err(e)?;
-    chart
-        .draw_series(LineSeries::new(act.clone(), RED.stroke_width(2)))
-        .map_err(e)?
-        .label("actual (median iteration)")
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RED.stroke_width(2)));
-    chart
-        .draw_series(act.iter().map(|&p| TriangleMarker::new(p, 5, RED.filled())))
-        .map_err(e)?;
-    if let Some(b) = r.rows.iter().position(|x| x.dist == r.best_actual.dist) {
-        chart
-            .draw_series(std::iter::once(Circle::new(
-                (b as f64, r.rows[b].actual_s),
-                10,
-                BLACK.stroke_width(2),
-            )))
-            .map_err(e)?
-            .label("best actual")
-            .legend(|(x, y)| Circle::new((x + 10, y), 6, BLACK.stroke_width(2)));
-    }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(e)?;
-    root.present().map_err(|e| anyhow::anyhow!("{e}"))?;
-    Ok(())
 }
 
 #[cfg(test)]
