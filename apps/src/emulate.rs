@@ -432,6 +432,20 @@ fn block_device(dir: &Path) -> Option<String> {
     Some(format!("{major}:{minor}"))
 }
 
+/// A blkio cgroup throttling reads and writes on the block device under
+/// `scratch` to `bps` bytes a second.
+fn throttle(scratch: &Path, bps: u64) -> Result<Group, String> {
+    let dev = block_device(scratch)
+        .ok_or_else(|| format!("no block device under {}", scratch.display()))?;
+    make_group(
+        "blkio",
+        &[
+            ("blkio.throttle.read_bps_device", format!("{dev} {bps}")),
+            ("blkio.throttle.write_bps_device", format!("{dev} {bps}")),
+        ],
+    )
+}
+
 impl Emulation {
     /// Set up this rank's emulation. `node_powers`: the `cpu_power` of the
     /// ranks that share this rank's node (itself included); `local`: this
@@ -441,7 +455,6 @@ impl Emulation {
             cache: "n/a".into(),
             ..Default::default()
         };
-        let spec = &r.spec;
         // Online CPUs, not this process's affinity (mpirun binds ranks).
         // SAFETY: sysconf only reads a system value.
         let cores = (unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }).max(1) as f64;
@@ -469,90 +482,9 @@ impl Emulation {
             idle_work: false,
         };
         rep.base_share = base;
-        // Modes (`--cpu-emulation`): "share" (default) gives every rank its
-        // base share of a core with a quota (only needed when the node's
-        // ranks could otherwise steal each other's time) and emulates the
-        // relative power by extra work; "quota" puts base × power in the
-        // quota; "spin" uses extra work only.
-        let powers_differ = node_powers.iter().any(|&p| p != 1.0);
-        let (want_quota, share) = match r.cpu_mode.as_str() {
-            "quota" => (powers_differ || base < 1.0, base * spec.cpu_power),
-            "spin" | "paced" | "clock" => (false, 1.0),
-            _ => (base < 1.0, base),
-        };
-        let spin = (r.cpu_mode == "share" || r.cpu_mode == "spin") && spec.cpu_power != 1.0;
-        let mut methods: Vec<&str> = Vec::new();
-        if r.cpu_mode == "paced" {
-            // MHETA-style emulation by time, like the paced disk: a piece
-            // of work that took CPU time c lasts c / (base × power).
-            let f = 1.0 / (base * spec.cpu_power);
-            if f > 1.0 + 1e-12 {
-                e.cpu_pace = f;
-                methods.push("paced");
-            }
-        }
-        if r.cpu_mode == "clock" {
-            // By the clock: a piece of u units lasts u × ns / (base ×
-            // power), whatever the host's speed did meanwhile.
-            e.clock = r.cpu_clock.clone();
-            e.cpu_pace = 1.0 / (base * spec.cpu_power);
-            rep.cpu_ns_per_unit = match &r.cpu_clock {
-                Some(Clock::Every(ns)) => Some(*ns),
-                _ => None,
-            };
-            methods.push("clock");
-        }
-        if want_quota {
-            let min_share = if r.cpu_mode == "quota" {
-                node_powers.iter().fold(f64::MAX, |a, &p| a.min(p)) * base
-            } else {
-                base
-            };
-            let period = ((1000.0 / min_share).ceil() as u64).clamp(1000, 100_000);
-            let quota = ((share * period as f64).round() as u64).max(1000);
-            match make_group(
-                "cpu",
-                &[
-                    ("cpu.cfs_period_us", period.to_string()),
-                    ("cpu.cfs_quota_us", quota.to_string()),
-                ],
-            ) {
-                Ok(g) => {
-                    methods.push("cgroup-quota");
-                    rep.cpu_period_us = period;
-                    e.cpu = Some(g);
-                }
-                Err(why) => {
-                    rep.notes.push(format!(
-                        "cpu: {why}; extra work instead, and ranks time-share the cores"
-                    ));
-                    rep.base_share = 1.0;
-                    e.extra_per_unit = (1.0 / spec.cpu_power - 1.0).max(0.0);
-                    methods.push("spin");
-                }
-            }
-        } else {
-            rep.base_share = if r.cpu_mode == "spin" { 1.0 } else { base };
-        }
-        if spin && !methods.contains(&"spin") {
-            e.extra_per_unit = (1.0 / spec.cpu_power - 1.0).max(0.0);
-            methods.push("spin");
-        }
-        if (rep.cpu_period_us > 0 || e.cpu_pace > 0.0) && node_powers.len() as f64 > cores {
-            rep.pinned_core = pin(local, node_powers);
-        }
+        let methods = e.start_cpu(r, node_powers, base, &mut rep);
         if node_powers.len() as f64 > cores {
-            // Only when the way back is allowed too (an unprivileged
-            // thread may be refused the normal policy by RLIMIT_NICE).
-            if idle_policy(true) && idle_policy(false) {
-                e.idle_work = true;
-                rep.work_policy = Some("idle".into());
-            } else {
-                idle_policy(false);
-                rep.notes.push(
-                    "cpu: cannot switch between SCHED_IDLE and the normal policy; work runs under the normal policy".into(),
-                );
-            }
+            e.crowded(node_powers, local, &mut rep);
         }
         rep.cpu = if methods.is_empty() {
             "none".into()
@@ -565,50 +497,167 @@ impl Emulation {
             "none".into()
         };
         e.mem_limit = r.mem_limit;
-        let scaled = |rep: &mut EmulationReport, e: &mut Emulation| {
-            rep.disk = "scaled-io".into();
-            e.io_scale = spec.io_factor / r.min_io_factor;
-        };
-        let rate = r.disk_mb_s;
-        let wanted = r.io_factors_differ || r.throttle_always;
-        match r.disk_mode.as_str() {
-            _ if !wanted => rep.disk = "none".into(),
-            "scaled" => scaled(&mut rep, &mut e),
-            "throttle" => {
-                let bps = (rate * 1e6 / spec.io_factor) as u64;
-                let group = block_device(scratch)
-                    .ok_or_else(|| format!("no block device under {}", scratch.display()))
-                    .and_then(|dev| {
-                        make_group(
-                            "blkio",
-                            &[
-                                ("blkio.throttle.read_bps_device", format!("{dev} {bps}")),
-                                ("blkio.throttle.write_bps_device", format!("{dev} {bps}")),
-                            ],
-                        )
-                    });
-                match group {
-                    Ok(g) => {
-                        rep.disk = "blkio-throttle".into();
-                        rep.disk_mb_s = Some(rate);
-                        e._blkio = Some(g);
-                    }
-                    Err(why) => {
-                        rep.notes.push(format!("disk: {why}; paced I/O instead"));
-                        rep.disk = "paced".into();
-                        rep.disk_mb_s = Some(rate);
-                        e.pace = spec.io_factor / (rate * 1e6);
-                    }
-                }
-            }
-            _ => {
-                rep.disk = "paced".into();
-                rep.disk_mb_s = Some(rate);
-                e.pace = spec.io_factor / (rate * 1e6);
-            }
-        }
+        e.start_disk(r, scratch, &mut rep);
         e.report = rep;
         e
+    }
+
+    /// The CPU emulation of `--cpu-emulation`: "share" (default) gives
+    /// every rank its base share of a core with a quota (only needed when
+    /// the node's ranks could otherwise steal each other's time) and
+    /// emulates the relative power by extra work; "quota" puts base ×
+    /// power in the quota; "spin" uses extra work only; "paced" and
+    /// "clock" time the pieces of work. The methods used.
+    fn start_cpu(
+        &mut self,
+        r: &Resolved,
+        node_powers: &[f64],
+        base: f64,
+        rep: &mut EmulationReport,
+    ) -> Vec<&'static str> {
+        let spec = &r.spec;
+        let powers_differ = node_powers.iter().any(|&p| p != 1.0);
+        let (want_quota, share) = match r.cpu_mode.as_str() {
+            "quota" => (powers_differ || base < 1.0, base * spec.cpu_power),
+            "spin" | "paced" | "clock" => (false, 1.0),
+            _ => (base < 1.0, base),
+        };
+        let spin = (r.cpu_mode == "share" || r.cpu_mode == "spin") && spec.cpu_power != 1.0;
+        let mut methods = self.timed_cpu(r, base, rep);
+        if want_quota {
+            let min_share = if r.cpu_mode == "quota" {
+                node_powers.iter().fold(f64::MAX, |a, &p| a.min(p)) * base
+            } else {
+                base
+            };
+            methods.push(self.cpu_quota(share, min_share, spec.cpu_power, rep));
+        } else {
+            rep.base_share = if r.cpu_mode == "spin" { 1.0 } else { base };
+        }
+        if spin && !methods.contains(&"spin") {
+            self.extra_per_unit = (1.0 / spec.cpu_power - 1.0).max(0.0);
+            methods.push("spin");
+        }
+        methods
+    }
+
+    /// "paced": MHETA-style emulation by time, like the paced disk: a
+    /// piece of work that took CPU time c lasts c / (base × power).
+    /// "clock": a piece of u units lasts u × ns / (base × power), whatever
+    /// the host's speed did meanwhile.
+    fn timed_cpu(
+        &mut self,
+        r: &Resolved,
+        base: f64,
+        rep: &mut EmulationReport,
+    ) -> Vec<&'static str> {
+        let power = r.spec.cpu_power;
+        let mut methods = Vec::new();
+        if r.cpu_mode == "paced" {
+            let f = 1.0 / (base * power);
+            if f > 1.0 + 1e-12 {
+                self.cpu_pace = f;
+                methods.push("paced");
+            }
+        }
+        if r.cpu_mode == "clock" {
+            self.clock = r.cpu_clock.clone();
+            self.cpu_pace = 1.0 / (base * power);
+            rep.cpu_ns_per_unit = match &r.cpu_clock {
+                Some(Clock::Every(ns)) => Some(*ns),
+                _ => None,
+            };
+            methods.push("clock");
+        }
+        methods
+    }
+
+    /// A `cpu` cgroup with `share` of a core (its period fits the
+    /// smallest share `min_share` of the node); without one, extra work
+    /// for the relative `power` and ranks time-share the cores. The
+    /// method used.
+    fn cpu_quota(
+        &mut self,
+        share: f64,
+        min_share: f64,
+        power: f64,
+        rep: &mut EmulationReport,
+    ) -> &'static str {
+        let period = ((1000.0 / min_share).ceil() as u64).clamp(1000, 100_000);
+        let quota = ((share * period as f64).round() as u64).max(1000);
+        match make_group(
+            "cpu",
+            &[
+                ("cpu.cfs_period_us", period.to_string()),
+                ("cpu.cfs_quota_us", quota.to_string()),
+            ],
+        ) {
+            Ok(g) => {
+                rep.cpu_period_us = period;
+                self.cpu = Some(g);
+                "cgroup-quota"
+            }
+            Err(why) => {
+                rep.notes.push(format!(
+                    "cpu: {why}; extra work instead, and ranks time-share the cores"
+                ));
+                rep.base_share = 1.0;
+                self.extra_per_unit = (1.0 / power - 1.0).max(0.0);
+                "spin"
+            }
+        }
+    }
+
+    /// More ranks than cores on the node: a quota'd or timed rank pins
+    /// itself to one core, and work runs under `SCHED_IDLE` (only when the
+    /// way back is allowed too: an unprivileged thread may be refused the
+    /// normal policy by RLIMIT_NICE).
+    fn crowded(&mut self, node_powers: &[f64], local: usize, rep: &mut EmulationReport) {
+        if rep.cpu_period_us > 0 || self.cpu_pace > 0.0 {
+            rep.pinned_core = pin(local, node_powers);
+        }
+        if idle_policy(true) && idle_policy(false) {
+            self.idle_work = true;
+            rep.work_policy = Some("idle".into());
+        } else {
+            idle_policy(false);
+            rep.notes.push(
+                "cpu: cannot switch between SCHED_IDLE and the normal policy; work runs under the normal policy".into(),
+            );
+        }
+    }
+
+    /// The disk emulation of `--disk-emulation` when the ranks' disks
+    /// differ or `--disk-mb-s` was given: scaled I/O, a blkio throttle, or
+    /// paced I/O (the default, and the throttle's fallback).
+    fn start_disk(&mut self, r: &Resolved, scratch: &Path, rep: &mut EmulationReport) {
+        let spec = &r.spec;
+        let rate = r.disk_mb_s;
+        let wanted = r.io_factors_differ || r.throttle_always;
+        let paced = |rep: &mut EmulationReport, e: &mut Emulation| {
+            rep.disk = "paced".into();
+            rep.disk_mb_s = Some(rate);
+            e.pace = spec.io_factor / (rate * 1e6);
+        };
+        match r.disk_mode.as_str() {
+            _ if !wanted => rep.disk = "none".into(),
+            "scaled" => {
+                rep.disk = "scaled-io".into();
+                self.io_scale = spec.io_factor / r.min_io_factor;
+            }
+            "throttle" => match throttle(scratch, (rate * 1e6 / spec.io_factor) as u64) {
+                Ok(g) => {
+                    rep.disk = "blkio-throttle".into();
+                    rep.disk_mb_s = Some(rate);
+                    self._blkio = Some(g);
+                }
+                Err(why) => {
+                    rep.notes.push(format!("disk: {why}; paced I/O instead"));
+                    paced(rep, self);
+                }
+            },
+            _ => paced(rep, self),
+        }
     }
 
     /// After the arrays are built: join a memory cgroup bounding what this

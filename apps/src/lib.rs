@@ -486,18 +486,7 @@ fn plan_and_move<K: Kernel, F: Fn(&Ctx) -> Result<K>>(
     sensed: Option<Vec<mheta_runtime::stoch::Stoch>>,
 ) -> Result<AutoReport> {
     let inst = mheta_live::instrumented_iterations();
-    if decl.dist != ctx.dist.0 {
-        decl.dist = ctx.dist.0.clone();
-        if ctx.rank == 0 {
-            let dir = mheta_live::trace_dir();
-            mheta_trace::write_app(&dir, decl).with_context(|| {
-                format!(
-                    "cannot rewrite {}",
-                    dir.join(mheta_trace::APP_FILE).display()
-                )
-            })?;
-        }
-    }
+    declare_dist(ctx, decl)?;
     let t0 = Instant::now();
     let at_unix_s = adapt::unix_now();
     let remaining = iters - (it + 1);
@@ -519,7 +508,40 @@ fn plan_and_move<K: Kernel, F: Fn(&Ctx) -> Result<K>>(
         redistribute_s = mine;
         measured_move_s = Some(worst);
     }
-    // Every rank gets the distribution; rank 0 also the details.
+    let mut r = auto_report(&plan, from, remaining);
+    r.instrumented_iterations = inst;
+    r.redistributed_after = it;
+    r.at_unix_s = at_unix_s;
+    r.measured_move_s = measured_move_s;
+    r.plan_s = plan_s;
+    r.redistribute_s = redistribute_s;
+    r.sensed_slowdown = sensed;
+    ctx.dist = plan.dist;
+    Ok(r)
+}
+
+/// The declaration's distribution is the one in force (rank 0 rewrites
+/// app.json), so that a re-plan models the rows the trace saw.
+fn declare_dist(ctx: &Ctx, decl: &mut mheta_trace::AppDecl) -> Result<()> {
+    if decl.dist != ctx.dist.0 {
+        decl.dist = ctx.dist.0.clone();
+        if ctx.rank == 0 {
+            let dir = mheta_live::trace_dir();
+            mheta_trace::write_app(&dir, decl).with_context(|| {
+                format!(
+                    "cannot rewrite {}",
+                    dir.join(mheta_trace::APP_FILE).display()
+                )
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// What a plan from `from` with `remaining` iterations to go says, for
+/// the report: every rank gets the distribution, rank 0 also the details.
+/// The timings and the iteration are the caller's to fill in.
+fn auto_report(plan: &mheta_live::Plan, from: Dist, remaining: u64) -> AutoReport {
     let (chosen, moved, reason, pc, gain, cost, bytes, evals) =
         match (&plan.found, &plan.decision, &plan.cost) {
             (Some(f), Some(d), Some(c)) => (
@@ -543,10 +565,10 @@ fn plan_and_move<K: Kernel, F: Fn(&Ctx) -> Result<K>>(
                 0,
             ),
         };
-    let r = AutoReport {
-        instrumented_iterations: inst,
-        redistributed_after: it,
-        at_unix_s,
+    AutoReport {
+        instrumented_iterations: 0..0,
+        redistributed_after: 0,
+        at_unix_s: 0.0,
         from_dist: from.0,
         chosen_dist: chosen,
         moved,
@@ -557,20 +579,18 @@ fn plan_and_move<K: Kernel, F: Fn(&Ctx) -> Result<K>>(
         predicted_gain_s: gain,
         predicted_move_s: cost,
         move_bytes: bytes,
-        measured_move_s,
+        measured_move_s: None,
         measured_from_s: None,
         measured_chosen_s: None,
         evaluations: evals,
         predicted_busy_s: plan.predicted_busy_s.clone(),
-        plan_s,
-        redistribute_s,
+        plan_s: 0.0,
+        redistribute_s: 0.0,
         drifts: Vec::new(),
         replans: Vec::new(),
         reverted: None,
-        sensed_slowdown: sensed,
-    };
-    ctx.dist = plan.dist;
-    Ok(r)
+        sensed_slowdown: None,
+    }
 }
 
 /// How a run moves its distributed arrays to a new distribution.
@@ -768,6 +788,9 @@ fn clock_figures(v: &str, headroom: f64) -> Result<emulate::Clock> {
         .map_err(|e| anyhow::anyhow!("--cpu-ns-per-unit {v}: {e}"))
 }
 
+/// Check the common options for the problem on `np` ranks before
+/// anything is allocated: the distribution, cluster, iterations, limits,
+/// the CPU clock, `--resume`, checkpoints, `--auto` and `--move-to`.
 fn check(
     c: &Common,
     np: usize,
@@ -784,16 +807,7 @@ fn check(
     if iters == 0 {
         bail!("--iters must be at least 1");
     }
-    if let Some(m) = c.mem_limit
-        && !(m.is_finite() && m > 0.0)
-    {
-        bail!("--mem-limit {m}: must be a positive number of MB");
-    }
-    if let Some(r) = c.disk_mb_s
-        && !(r.is_finite() && r > 0.0)
-    {
-        bail!("--disk-mb-s {r}: must be a positive rate in MB/s");
-    }
+    check_rates(c)?;
     let cpu_clock = match (c.cpu_emulation.as_str(), &c.cpu_ns_per_unit) {
         ("clock", None) => bail!("--cpu-emulation clock needs --cpu-ns-per-unit NS|FILE"),
         ("clock", Some(v)) => Some(clock_figures(v, c.cpu_headroom)?),
@@ -819,7 +833,44 @@ fn check(
     };
     let start = resume.as_ref().map_or(0, |(_, m)| m.iteration);
     let todo = iters - start;
-    let checkpoints = match (c.checkpoint_every, &c.checkpoint_dir, &c.resume) {
+    let move_to = match (&c.move_to, c.move_at) {
+        (Some(text), Some(at)) => Some((at, check_move(text, at, np, rows, todo)?)),
+        _ => None,
+    };
+    Ok(Checked {
+        dist,
+        cluster,
+        iters,
+        mem_limit,
+        auto: check_auto(c, np, start, todo)?,
+        move_to,
+        resume,
+        start,
+        todo,
+        checkpoints: check_checkpoints(c)?,
+        cpu_clock,
+    })
+}
+
+/// `--mem-limit` and `--disk-mb-s` are positive.
+fn check_rates(c: &Common) -> Result<()> {
+    if let Some(m) = c.mem_limit
+        && !(m.is_finite() && m > 0.0)
+    {
+        bail!("--mem-limit {m}: must be a positive number of MB");
+    }
+    if let Some(r) = c.disk_mb_s
+        && !(r.is_finite() && r > 0.0)
+    {
+        bail!("--disk-mb-s {r}: must be a positive rate in MB/s");
+    }
+    Ok(())
+}
+
+/// `--checkpoint-every K` and its directory (`--checkpoint-dir`, else
+/// `--resume`'s), probed.
+fn check_checkpoints(c: &Common) -> Result<Option<(u64, PathBuf)>> {
+    Ok(match (c.checkpoint_every, &c.checkpoint_dir, &c.resume) {
         (Some(0), _, _) => bail!("--checkpoint-every must be at least 1"),
         (Some(k), Some(d), _) | (Some(k), None, Some(d)) => {
             checkpoint::prepare_dir(d, "--checkpoint-dir")?;
@@ -835,72 +886,64 @@ fn check(
             )
         }
         (None, None, _) => None,
-    };
-    let auto = if c.auto {
-        let inst = mheta_live::instrumented_iterations();
-        let at = c.auto_at.unwrap_or(inst.end);
-        if at < inst.end {
-            bail!(
-                "--auto-at {at} must come after the instrumented iterations {}..{}",
-                inst.start,
-                inst.end
-            );
-        }
-        if at >= todo {
-            bail!(
-                "--auto needs more iterations: it redistributes after iteration {at} but {} {todo}",
-                if start > 0 {
-                    format!("after resuming at {start}, the iterations left are")
-                } else {
-                    "--iters is".to_string()
-                }
-            );
-        }
-        if !mheta_live::interposer_loaded() {
-            bail!(
-                "--auto needs the interposer to record an iteration: run under `mheta run -- mpirun ...`"
-            );
-        }
-        let profile = c.profile.clone().context(
-            "--auto needs a cluster profile: pass --profile FILE (from `mheta bench`) or set MHETA_PROFILE",
-        )?;
-        if !profile.is_file() {
-            bail!(
-                "--profile {}: no such file; create it with `mheta bench --np {np} -o {}`",
-                profile.display(),
-                profile.display()
-            );
-        }
-        Some((at, profile))
-    } else {
-        None
-    };
-    let move_to = match (&c.move_to, c.move_at) {
-        (Some(text), Some(at)) => {
-            let d = Dist::parse(text, np, rows).context("--move-to")?;
-            if at == 0 || at >= todo {
-                bail!(
-                    "--move-at {at}: must be between 1 and {} (the iterations this run does, less one): the move follows that many iterations",
-                    todo - 1
-                );
-            }
-            Some((at, d))
-        }
-        _ => None,
-    };
-    Ok(Checked {
-        dist,
-        cluster,
-        iters,
-        mem_limit,
-        auto,
-        move_to,
-        resume,
-        start,
-        todo,
-        checkpoints,
-        cpu_clock,
     })
+}
+
+/// `--auto`: after which iteration it plans, and the profile; it needs
+/// the instrumented iterations before that, iterations after it, the
+/// interposer and a profile.
+fn check_auto(c: &Common, np: usize, start: u64, todo: u64) -> Result<Option<(u64, PathBuf)>> {
+    if !c.auto {
+        return Ok(None);
+    }
+    let inst = mheta_live::instrumented_iterations();
+    let at = c.auto_at.unwrap_or(inst.end);
+    if at < inst.end {
+        bail!(
+            "--auto-at {at} must come after the instrumented iterations {}..{}",
+            inst.start,
+            inst.end
+        );
+    }
+    if at >= todo {
+        bail!(
+            "--auto needs more iterations: it redistributes after iteration {at} but {} {todo}",
+            if start > 0 {
+                format!("after resuming at {start}, the iterations left are")
+            } else {
+                "--iters is".to_string()
+            }
+        );
+    }
+    if !mheta_live::interposer_loaded() {
+        bail!(
+            "--auto needs the interposer to record an iteration: run under `mheta run -- mpirun ...`"
+        );
+    }
+    let profile = c.profile.clone().context(
+        "--auto needs a cluster profile: pass --profile FILE (from `mheta bench`) or set MHETA_PROFILE",
+    )?;
+    if !profile.is_file() {
+        bail!(
+            "--profile {}: no such file; create it with `mheta bench --np {np} -o {}`",
+            profile.display(),
+            profile.display()
+        );
+    }
+    Ok(Some((at, profile)))
+}
+
+/// `--move-to DIST --move-at AT`: the distribution, after an iteration
+/// this run does.
+fn check_move(text: &str, at: u64, np: usize, rows: u64, todo: u64) -> Result<Dist> {
+    let d = Dist::parse(text, np, rows).context("--move-to")?;
+    if at == 0 || at >= todo {
+        bail!(
+            "--move-at {at}: must be between 1 and {} (the iterations this run does, less one): the move follows that many iterations",
+            todo - 1
+        );
+    }
+    Ok(d)
 }
 
 fn host_hash() -> u64 {

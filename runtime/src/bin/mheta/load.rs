@@ -1324,6 +1324,124 @@ pub fn main(a: LoadArgs) -> Result<i32> {
 
 type BurstyCfg = (Vec<usize>, Vec<f64>, SwitchMode, Option<u64>, usize);
 
+/// Spawn thread `name` running `f`; its error stops the whole load.
+fn spawn_guarded<T: Send + 'static>(
+    name: String,
+    ctl: &Arc<Ctl>,
+    f: impl FnOnce(&Ctl) -> Result<T> + Send + 'static,
+) -> Result<JoinHandle<Result<T>>, String> {
+    let c = ctl.clone();
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(move || {
+            let r = f(&c);
+            if let Err(e) = &r {
+                c.fail(format!("{e:#}"));
+            }
+            r
+        })
+        .map_err(|e| format!("cannot start a thread: {e}"))
+}
+
+/// The threads of a load: the echo peers (their listeners give the
+/// workers' addresses) and the workers; how many must report ready; the
+/// first failure to start one.
+struct Threads {
+    echo: Vec<Option<JoinHandle<Result<EchoStats>>>>,
+    workers: Vec<JoinHandle<Result<ProcStats>>>,
+    expected: usize,
+    start_err: Option<String>,
+}
+
+/// Start an echo peer for every cycle process that communicates (unless
+/// an external peer answers), then one worker per process.
+fn start_threads(
+    a: &LoadArgs,
+    procs: &[ProcSpec],
+    cores: &Option<Vec<usize>>,
+    ext_peer: Option<SocketAddr>,
+    ctl: &Arc<Ctl>,
+) -> Result<Threads> {
+    let mut t = Threads {
+        echo: Vec::new(),
+        workers: Vec::new(),
+        expected: procs.len(),
+        start_err: None,
+    };
+    let mut peer_addrs = Vec::new();
+    for (i, p) in procs.iter().enumerate() {
+        let needs_peer = matches!(p.kind, Kind::Cycle { comm, .. } if comm > 0.0);
+        if !needs_peer || ext_peer.is_some() {
+            t.echo.push(None);
+            peer_addrs.push(ext_peer);
+            continue;
+        }
+        let l = TcpListener::bind(("127.0.0.1", 0)).context("cannot open a loopback socket")?;
+        peer_addrs.push(Some(l.local_addr()?));
+        let pc = a.peer_core;
+        match spawn_guarded(format!("echo{i}"), ctl, move |c| echo_peer(l, pc, c)) {
+            Ok(h) => {
+                t.echo.push(Some(h));
+                t.expected += 1;
+            }
+            Err(e) => {
+                t.start_err = Some(e);
+                t.echo.push(None);
+                return Ok(t);
+            }
+        }
+    }
+    for (i, p) in procs.iter().enumerate() {
+        let (p2, core, addr) = (p.clone(), core_of(cores, i), peer_addrs[i]);
+        match spawn_guarded(format!("load{i}"), ctl, move |c| {
+            worker(i, &p2, core, addr, c)
+        }) {
+            Ok(h) => t.workers.push(h),
+            Err(e) => {
+                t.start_err = Some(e);
+                break;
+            }
+        }
+    }
+    Ok(t)
+}
+
+/// The core process `i` is pinned to (round robin over `--cores`).
+fn core_of(cores: &Option<Vec<usize>>, i: usize) -> Option<usize> {
+    cores.as_ref().map(|c| c[i % c.len()])
+}
+
+/// The level switches of a bursty load: its schedule, when the next
+/// switch is due, and the switches so far.
+struct Switcher<'a> {
+    levels: &'a [usize],
+    sched: Schedule,
+    next: Instant,
+    done: Vec<SwitchOut>,
+}
+
+impl Switcher<'_> {
+    /// Switch to the schedule's next level if it is due at `now` (`t0`:
+    /// the start); whether it switched.
+    fn switch(&mut self, ctl: &Ctl, t0: Instant, now: Instant) -> bool {
+        if now < self.next {
+            return false;
+        }
+        let Some((idx, d)) = self.sched.next() else {
+            return false;
+        };
+        ctl.set_level(self.levels[idx]);
+        self.done.push(SwitchOut {
+            t_s: (now - t0).as_secs_f64(),
+            index: idx,
+            level: self.levels[idx],
+        });
+        self.next += Duration::from_secs_f64(d);
+        true
+    }
+}
+
+/// Run the load until a signal, `--duration`, or an error; the timeline.
 fn run_load(
     a: &LoadArgs,
     argv: Vec<String>,
@@ -1335,96 +1453,35 @@ fn run_load(
     let n = procs.len();
     let ctl = Arc::new(Ctl::new(n));
     let ready = ReadyFile(a.ready_file.clone());
-    let core_of = |i: usize| cores.as_ref().map(|c| c[i % c.len()]);
-
-    // Echo peers first (their listeners give the workers' addresses).
-    let mut echo_handles: Vec<Option<JoinHandle<Result<EchoStats>>>> = Vec::new();
-    let mut peer_addrs = Vec::new();
-    let mut expected = n;
-    let mut start_err = None;
-    for (i, p) in procs.iter().enumerate() {
-        let needs_peer = matches!(p.kind, Kind::Cycle { comm, .. } if comm > 0.0);
-        if !needs_peer || ext_peer.is_some() {
-            echo_handles.push(None);
-            peer_addrs.push(ext_peer);
-            continue;
-        }
-        let l = TcpListener::bind(("127.0.0.1", 0)).context("cannot open a loopback socket")?;
-        peer_addrs.push(Some(l.local_addr()?));
-        let (c, pc) = (ctl.clone(), a.peer_core);
-        let h = std::thread::Builder::new()
-            .name(format!("echo{i}"))
-            .spawn(move || {
-                let r = echo_peer(l, pc, &c);
-                if let Err(e) = &r {
-                    c.fail(format!("{e:#}"));
-                }
-                r
-            });
-        match h {
-            Ok(h) => {
-                echo_handles.push(Some(h));
-                expected += 1;
-            }
-            Err(e) => {
-                start_err = Some(format!("cannot start a thread: {e}"));
-                echo_handles.push(None);
-                break;
-            }
-        }
+    let threads = start_threads(a, &procs, &cores, ext_peer, &ctl)?;
+    if let Some(e) = &threads.start_err {
+        ctl.fail(e.clone());
     }
-    let mut handles = Vec::new();
-    if start_err.is_none() {
-        for (i, p) in procs.iter().enumerate() {
-            let (c, p2, core, addr) = (ctl.clone(), p.clone(), core_of(i), peer_addrs[i]);
-            let h = std::thread::Builder::new()
-                .name(format!("load{i}"))
-                .spawn(move || {
-                    let r = worker(i, &p2, core, addr, &c);
-                    if let Err(e) = &r {
-                        c.fail(format!("{e:#}"));
-                    }
-                    r
-                });
-            match h {
-                Ok(h) => handles.push(h),
-                Err(e) => {
-                    start_err = Some(format!("cannot start a thread: {e}"));
-                    break;
-                }
-            }
-        }
-    }
-    if let Some(e) = start_err {
-        ctl.fail(e);
-    }
-
     // Wait until every thread is pinned and running.
-    while ctl.ready.load(Relaxed) < expected && !ctl.stopping() {
+    while ctl.ready.load(Relaxed) < threads.expected && !ctl.stopping() {
         std::thread::sleep(Duration::from_millis(1));
     }
     let t0 = Instant::now();
     let start_wall = SystemTime::now();
-    let mut switches = Vec::new();
-    let mut sched = None;
-    let mut next_switch = t0;
+    let mut switcher = None;
     if !ctl.stopping() {
-        match &bursty {
+        switcher = match &bursty {
             Some((levels, dwell, mode, seed, start)) => {
-                let mut s = Schedule::new(dwell.clone(), *mode, seed.unwrap_or(0), *start);
-                if let Some((idx, d)) = s.next() {
-                    ctl.set_level(levels[idx]);
-                    switches.push(SwitchOut {
-                        t_s: 0.0,
-                        index: idx,
-                        level: levels[idx],
-                    });
-                    next_switch = t0 + Duration::from_secs_f64(d);
-                }
-                sched = Some(s);
+                let sched = Schedule::new(dwell.clone(), *mode, seed.unwrap_or(0), *start);
+                let mut s = Switcher {
+                    levels,
+                    sched,
+                    next: t0,
+                    done: Vec::new(),
+                };
+                s.switch(&ctl, t0, t0);
+                Some(s)
             }
-            None => ctl.set_level(n),
-        }
+            None => {
+                ctl.set_level(n);
+                None
+            }
+        };
         if let Err(e) = ready.create() {
             ctl.fail(format!("{e:#}"));
         } else if !a.quiet {
@@ -1436,110 +1493,34 @@ fn run_load(
         }
     }
     let deadline = a.duration.map(|d| t0 + Duration::from_secs_f64(d));
-    // The control loop: level switches, duration, signals, errors.
-    let mut stopped_by = loop {
-        let sig = SIGNAL.load(Relaxed);
-        if sig != 0 {
-            break signal_name(sig).to_string();
-        }
-        if ctl.stopping() {
-            break "error".to_string();
-        }
-        let now = Instant::now();
-        if deadline.is_some_and(|d| now >= d) {
-            break "duration".to_string();
-        }
-        if let (Some(s), Some((levels, ..))) = (sched.as_mut(), bursty.as_ref())
-            && now >= next_switch
-            && let Some((idx, d)) = s.next()
-        {
-            ctl.set_level(levels[idx]);
-            switches.push(SwitchOut {
-                t_s: (now - t0).as_secs_f64(),
-                index: idx,
-                level: levels[idx],
-            });
-            next_switch += Duration::from_secs_f64(d);
-            continue;
-        }
-        let mut wait = Duration::from_millis(10);
-        if let Some(d) = deadline {
-            wait = wait.min(d.saturating_duration_since(now));
-        }
-        if sched.is_some() {
-            wait = wait.min(next_switch.saturating_duration_since(now));
-        }
-        std::thread::sleep(wait);
-    };
+    let mut stopped_by = control_loop(&ctl, t0, deadline, switcher.as_mut());
+    let switches = switcher.map(|s| s.done).unwrap_or_default();
     let elapsed = t0.elapsed().as_secs_f64();
     let end_wall = SystemTime::now();
     ctl.request_stop();
-
-    let mut stats = Vec::new();
-    for h in handles {
-        stats.push(
+    let stats: Vec<Result<ProcStats>> = (threads.workers.into_iter())
+        .map(|h| {
             h.join()
-                .unwrap_or_else(|_| Err(anyhow::anyhow!("a load thread panicked"))),
-        );
-    }
-    let mut peer_stats = Vec::new();
-    for h in echo_handles {
-        peer_stats.push(h.map(|h| {
-            h.join()
-                .unwrap_or_else(|_| Err(anyhow::anyhow!("an echo thread panicked")))
-        }));
-    }
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("a load thread panicked")))
+        })
+        .collect();
+    let peer_cpu: Vec<Option<f64>> = (threads.echo.into_iter())
+        .map(|h| {
+            let r = h?.join().ok()?;
+            r.ok().map(|e| e.cpu_s)
+        })
+        .collect();
     let error = ctl.error();
     if error.is_some() {
         stopped_by = "error".into();
     }
-
     let procs_out: Vec<ProcOut> = procs
         .iter()
         .enumerate()
         .map(|(i, p)| {
-            let st = stats
-                .get(i)
-                .and_then(|r| r.as_ref().ok())
-                .cloned()
-                .unwrap_or_default();
-            let peer_cpu_s = peer_stats
-                .get(i)
-                .and_then(|x| x.as_ref())
-                .and_then(|r| r.as_ref().ok())
-                .map(|e| e.cpu_s);
-            let (kind, comm, cycle_s, msgs, bytes) = match p.kind {
-                Kind::Hog => ("hog", None, None, None, None),
-                Kind::Cycle {
-                    comm,
-                    cycle_s,
-                    msgs,
-                    bytes,
-                } => ("cycle", Some(comm), Some(cycle_s), Some(msgs), Some(bytes)),
-            };
-            let busy = st.compute_wall_s + st.comm_wall_s;
-            ProcOut {
-                index: i,
-                kind,
-                spec: p.text.clone(),
-                core: core_of(i),
-                comm,
-                cycle_s,
-                msgs,
-                bytes,
-                active_s: st.active_s,
-                cpu_s: st.cpu_s,
-                cycles: st.cycles,
-                bursts: st.bursts,
-                bytes_sent: st.bytes_sent,
-                compute_cpu_s: st.compute_cpu_s,
-                compute_wall_s: st.compute_wall_s,
-                comm_wall_s: st.comm_wall_s,
-                comm_cpu_s: st.comm_cpu_s,
-                comm_fraction: (kind == "cycle" && busy > 0.0).then(|| st.comm_wall_s / busy),
-                comm_cpu_share: (st.comm_wall_s > 0.0).then(|| st.comm_cpu_s / st.comm_wall_s),
-                peer_cpu_s,
-            }
+            let st = stats.get(i).and_then(|r| r.as_ref().ok()).cloned();
+            let peer = peer_cpu.get(i).copied().flatten();
+            proc_out(i, p, st.unwrap_or_default(), core_of(&cores, i), peer)
         })
         .collect();
     let bursty_out = bursty.map(|(levels, dwell, mode, seed, start)| BurstyOut {
@@ -1570,6 +1551,84 @@ fn run_load(
         echo: None,
     };
     finish(a, &tl, ready, error)
+}
+
+/// The control loop: level switches, the deadline, signals, errors; what
+/// stopped the load.
+fn control_loop(
+    ctl: &Ctl,
+    t0: Instant,
+    deadline: Option<Instant>,
+    mut switcher: Option<&mut Switcher>,
+) -> String {
+    loop {
+        let sig = SIGNAL.load(Relaxed);
+        if sig != 0 {
+            return signal_name(sig).to_string();
+        }
+        if ctl.stopping() {
+            return "error".to_string();
+        }
+        let now = Instant::now();
+        if deadline.is_some_and(|d| now >= d) {
+            return "duration".to_string();
+        }
+        if let Some(s) = switcher.as_deref_mut()
+            && s.switch(ctl, t0, now)
+        {
+            continue;
+        }
+        let mut wait = Duration::from_millis(10);
+        if let Some(d) = deadline {
+            wait = wait.min(d.saturating_duration_since(now));
+        }
+        if let Some(s) = switcher.as_deref() {
+            wait = wait.min(s.next.saturating_duration_since(now));
+        }
+        std::thread::sleep(wait);
+    }
+}
+
+/// Process `i`'s part of the timeline: its spec and what it did.
+fn proc_out(
+    i: usize,
+    p: &ProcSpec,
+    st: ProcStats,
+    core: Option<usize>,
+    peer_cpu_s: Option<f64>,
+) -> ProcOut {
+    let (kind, comm, cycle_s, msgs, bytes) = match p.kind {
+        Kind::Hog => ("hog", None, None, None, None),
+        Kind::Cycle {
+            comm,
+            cycle_s,
+            msgs,
+            bytes,
+        } => ("cycle", Some(comm), Some(cycle_s), Some(msgs), Some(bytes)),
+    };
+    let busy = st.compute_wall_s + st.comm_wall_s;
+    ProcOut {
+        index: i,
+        kind,
+        spec: p.text.clone(),
+        core,
+        comm,
+        cycle_s,
+        msgs,
+        bytes,
+        active_s: st.active_s,
+        cpu_s: st.cpu_s,
+        cycles: st.cycles,
+        bursts: st.bursts,
+        bytes_sent: st.bytes_sent,
+        compute_cpu_s: st.compute_cpu_s,
+        compute_wall_s: st.compute_wall_s,
+        comm_wall_s: st.comm_wall_s,
+        comm_cpu_s: st.comm_cpu_s,
+        comm_fraction: (kind == "cycle" && busy > 0.0).then(|| st.comm_wall_s / busy),
+        comm_cpu_share: (st.comm_wall_s > 0.0).then(|| st.comm_cpu_s / st.comm_wall_s),
+        peer_cpu_s,
+    }
 }
 
 /// Write the timeline, remove the ready file, print the summary.
