@@ -57,6 +57,12 @@ struct Args {
     /// Interior grid is N×N, N = 2^k − 1; its N rows are distributed.
     #[arg(long, default_value_t = 511)]
     n: u64,
+    /// Rows of the interior grid instead of N (M = 2^j − 1): an M×N grid
+    /// on a rectangle of the same spacing, so that the messages (rows of
+    /// N) stay the same while the work changes (seed 002's runs). Levels
+    /// coarsen both sides until one side has one point.
+    #[arg(long, value_name = "M")]
+    rows: Option<u64>,
     #[command(flatten)]
     common: Common,
 }
@@ -151,6 +157,8 @@ impl Level {
         let w = n + 2;
         let st = |i: usize| disk[i].then_some(&ctx.storage);
         let h = h_of(n);
+        let m = dist.total() as usize;
+        let lam = PI * PI * (1.0 + ((n as f64 + 1.0) / (m as f64 + 1.0)).powi(2));
         // The finest level's arrays by their file stems (also in core:
         // the declaration's stage accesses name them so); coarse levels
         // by their size.
@@ -164,10 +172,10 @@ impl Level {
         let u = Rows::new(&name("u"), w, rows, true, pieces, st(0), |_, _| {})?;
         let f = Rows::new(&name("f"), w, rows, true, pieces, st(1), |r, row| {
             if rhs {
-                let y = (first + r + 1) as f64 * h;
+                let y = (first + r + 1) as f64 * h_of(m);
                 for (j, v) in row.iter_mut().enumerate().take(n + 1).skip(1) {
                     let x = j as f64 * h;
-                    *v = 2.0 * PI * PI * (PI * x).sin() * (PI * y).sin();
+                    *v = lam * (PI * x).sin() * (PI * y).sin();
                 }
             }
         })?;
@@ -249,11 +257,12 @@ impl Level {
     }
 }
 
-/// Levels 1.. (in core) below a fine level of n points per side on `fine`.
+/// Levels 1.. (in core) below a fine level of n points per row on
+/// `fine`, until a side has one point.
 fn coarse_levels(ctx: &Ctx, n: usize, fine: &Dist) -> Result<Vec<Level>> {
     let (mut nl, mut d) = (n, fine.clone());
     let mut out = Vec::new();
-    while nl > 1 {
+    while nl > 1 && d.total() > 1 {
         nl = (nl - 1) / 2;
         d = d.coarser();
         let rows = d.0[ctx.rank] as usize;
@@ -389,9 +398,10 @@ impl Mg {
         let (wf, wc) = (nf + 2, nc + 2);
         let cu = cl.u.core().expect("coarse levels are in core");
         let crows = cl.dist.0[ctx.rank] as usize;
-        // Coarse row with grid index K (0 and nc+1 are the zero boundary).
+        let mc = cl.dist.total() as usize;
+        // Coarse row with grid index K (0 and mc+1 are the zero boundary).
         let crow = |k: usize| -> Option<&[f64]> {
-            if k == 0 || k == nc + 1 {
+            if k == 0 || k == mc + 1 {
                 return None;
             }
             let q = k - 1; // 0-based
@@ -443,7 +453,7 @@ fn coarse_ghosts(
     me: usize,
 ) -> (Vec<f64>, Vec<f64>) {
     let p = fine.ranks();
-    let nc = coarse.n as u64;
+    let mc = coarse.dist.total();
     let coffs = coarse.dist.offsets();
     let cend = |r: usize| coffs[r] + coarse.dist.0[r];
     let owner = |q: u64| (0..p).find(|&j| coffs[j] <= q && q < cend(j));
@@ -451,7 +461,7 @@ fn coarse_ghosts(
         if fine.0[r] == 0 {
             return [None, None];
         }
-        [coffs[r].checked_sub(1), Some(cend(r)).filter(|&q| q < nc)]
+        [coffs[r].checked_sub(1), Some(cend(r)).filter(|&q| q < mc)]
     };
     let w = coarse.n + 2;
     let local = coarse.u.core().expect("coarse levels are in core");
@@ -583,14 +593,23 @@ impl Kernel for Mg {
     fn finish(&mut self, ctx: &Ctx) -> Result<Value> {
         let n = self.n;
         let h = h_of(n);
-        let mu = 8.0 / (h * h) * (PI * h / 2.0).sin().powi(2);
-        let scale = 2.0 * PI * PI / mu;
         let fine = &mut self.levels[0];
+        let m = fine.dist.total() as usize;
+        let hy = h_of(m);
+        // −Δ_h of sin(πx)·sin(πy/L_y) on the grid: μ_h = (4 − 2cos πh −
+        // 2cos πh_y)/h² (8 sin²(πh/2)/h² on the square), f = λ·φ.
+        let lam = PI * PI * (1.0 + (hy / h).powi(2));
+        let mu = if m == n {
+            8.0 / (h * h) * (PI * h / 2.0).sin().powi(2)
+        } else {
+            (4.0 - 2.0 * (PI * h).cos() - 2.0 * (PI * hy).cos()) / (h * h)
+        };
+        let scale = if m == n { 2.0 * PI * PI / mu } else { lam / mu };
         let (first, w) = (fine.first, n + 2);
         let (mut alg, mut disc, mut sum) = (0.0f64, 0.0f64, 0.0f64);
         sweep(&mut [(&mut fine.u, Access::Read)], |rows, v| {
             for (i, r) in rows.enumerate() {
-                let y = (first + r + 1) as f64 * h;
+                let y = (first + r + 1) as f64 * hy;
                 for j in 1..=n {
                     let phi = (PI * j as f64 * h).sin() * (PI * y).sin();
                     let val = v[0].data[i * w + j];
@@ -630,6 +649,7 @@ impl Kernel for Mg {
         let worst = useful.iter().copied().fold(0.0f64, f64::max);
         Ok(json!({
             "n": n,
+            "rows": m,
             "levels": self.levels.len(),
             "residual_norms": self.norms,
             "convergence_factor": factor,
@@ -654,8 +674,15 @@ fn body(world: &SimpleCommunicator) -> Result<()> {
             args.n
         );
     }
+    let rows = args.rows.unwrap_or(args.n);
+    if rows < 1 || !(rows + 1).is_power_of_two() || rows > args.n {
+        bail!(
+            "--rows {rows}: multigrid needs M = 2^j - 1 with 1 <= M <= N (--n {})",
+            args.n
+        );
+    }
     let n = args.n as usize;
-    run(world, "mg", &args.common, args.n, 10, json!({}), |ctx| {
+    run(world, "mg", &args.common, rows, 10, json!({}), |ctx| {
         Mg::new(ctx, n)
     })
 }
