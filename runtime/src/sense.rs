@@ -812,34 +812,7 @@ fn sleep_until(t: Instant, stop: &AtomicBool) -> bool {
 /// that sensors do not measure each other); for `duration_s` or until
 /// `stop` is set. The result has no `load` ([`load_spec`]).
 pub fn sense(s: &Settings, stop: &AtomicBool) -> io::Result<SenseFile> {
-    if s.cores.is_empty() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "no cores to sense",
-        ));
-    }
-    if s.interval_s.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater)
-        || s.probe_s
-            .partial_cmp(&0.0)
-            .is_none_or(|o| o == std::cmp::Ordering::Less)
-    {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "interval must be > 0 and probe >= 0",
-        ));
-    }
-    let allowed = allowed_cores();
-    for &c in s.cores.iter().chain(match &s.bw_peer {
-        Some(BwPeer::Core(c)) => Some(c),
-        _ => None,
-    }) {
-        if !allowed.contains(&c) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("core {c} is not available (allowed: {allowed:?})"),
-            ));
-        }
-    }
+    check_settings(s)?;
     let server = match &s.bw_peer {
         Some(BwPeer::Core(c)) => Some(EchoServer::start("127.0.0.1:0", Some(*c))?),
         _ => None,
@@ -864,61 +837,12 @@ pub fn sense(s: &Settings, stop: &AtomicBool) -> io::Result<SenseFile> {
     let token = Mutex::new(());
     let t0 = Instant::now() + Duration::from_millis(20);
     let ticks = (s.duration_s / s.interval_s).ceil().max(1.0) as usize;
+    let clock = Ticks { t0, ticks, stop };
     let runs: Vec<CoreRun> = std::thread::scope(|sc| {
-        let hs: Vec<_> = s
-            .cores
-            .iter()
-            .zip(clients)
-            .map(|(&core, mut client)| {
-                let token = &token;
-                sc.spawn(move || {
-                    let mut r = CoreRun::default();
-                    if let Err(e) = pin_to_core(core) {
-                        r.err = Some(e.to_string());
-                        return r;
-                    }
-                    let c0 = thread_cpu_s();
-                    for k in 0..ticks {
-                        let tick = t0 + Duration::from_secs_f64(k as f64 * s.interval_s);
-                        if !sleep_until(tick, stop) {
-                            break;
-                        }
-                        let t = tick.duration_since(t0).as_secs_f64();
-                        let a = Instant::now();
-                        let v = match s.method {
-                            Method::Probe => cpu_probe(s.probe_s),
-                            Method::Passive => match passive_avail(core) {
-                                Ok(v) => v,
-                                Err(e) => {
-                                    r.err = Some(format!("/proc scan: {e}"));
-                                    break;
-                                }
-                            },
-                        };
-                        r.cpu_sample_s.push(a.elapsed().as_secs_f64());
-                        r.cpu.push((t, v));
-                        if let Some(cl) = client.as_mut() {
-                            // After every core's probe of this tick.
-                            let after = tick + Duration::from_secs_f64(s.probe_s.max(0.002));
-                            if !sleep_until(after, stop) {
-                                break;
-                            }
-                            let _g = token.lock().unwrap_or_else(|e| e.into_inner());
-                            match cl.probe() {
-                                Ok((bps, dt)) => {
-                                    r.bw.push((t, bps));
-                                    r.bw_s.push(dt);
-                                }
-                                Err(e) => {
-                                    r.err = Some(format!("bandwidth probe: {e}"));
-                                    break;
-                                }
-                            }
-                        }
-                    }
-                    r.thread_cpu_s = thread_cpu_s() - c0;
-                    r
-                })
+        let hs: Vec<_> = (s.cores.iter().zip(clients))
+            .map(|(&core, client)| {
+                let (token, clock) = (&token, &clock);
+                sc.spawn(move || sense_core(s, core, client, token, clock))
             })
             .collect();
         hs.into_iter()
@@ -943,9 +867,6 @@ pub fn sense(s: &Settings, stop: &AtomicBool) -> io::Result<SenseFile> {
     {
         return Err(io::Error::other(e.clone()));
     }
-    let mean = |xs: &[f64]| xs.iter().sum::<f64>() / xs.len().max(1) as f64;
-    let all_cpu_s: Vec<f64> = runs.iter().flat_map(|r| r.cpu_sample_s.clone()).collect();
-    let all_bw_s: Vec<f64> = runs.iter().flat_map(|r| r.bw_s.clone()).collect();
     let mut cores = Vec::new();
     let mut pairs = Vec::new();
     for (&core, r) in s.cores.iter().zip(&runs) {
@@ -961,33 +882,152 @@ pub fn sense(s: &Settings, stop: &AtomicBool) -> io::Result<SenseFile> {
         // No pair from the peer's own core (client and server would
         // share it).
         if let Some(peer) = s.bw_peer.as_ref().filter(|p| **p != BwPeer::Core(core)) {
-            let ded = r.bw.iter().map(|b| b.1).fold(0.0, f64::max);
-            let sl: Vec<f64> = r.bw.iter().map(|b| ded / b.1).collect();
-            let m = mean(&sl);
-            let sd =
-                (sl.iter().map(|x| (x - m).powi(2)).sum::<f64>() / sl.len().max(1) as f64).sqrt();
-            let gb: Vec<(f64, f64)> = r.bw.iter().map(|&(t, b)| (t, b * 1e-9)).collect();
-            pairs.push(PairSense {
-                core,
-                peer: peer.clone(),
-                samples: r
-                    .bw
-                    .iter()
-                    .map(|&(t, v)| [round_sig(t, 7), round_sig(v, 6)])
-                    .collect(),
-                dedicated_bps: ded,
-                unit: "GB/s".into(),
-                summary: summarize(&gb, s.interval_s),
-                slowdown: if sl.is_empty() {
-                    Stoch::point(1.0)
-                } else {
-                    Stoch::new(m, sd)
-                },
-            });
+            pairs.push(pair_sense(s, core, peer, r));
         }
     }
     let sensed = elapsed.min(ticks as f64 * s.interval_s).max(1e-9);
-    let overhead = Overhead {
+    Ok(SenseFile {
+        format: FORMAT.into(),
+        version: VERSION,
+        settings: s.clone(),
+        elapsed_s: elapsed,
+        interrupted: stop.load(Ordering::SeqCst),
+        overhead: overhead(s, &runs, sensed),
+        cores,
+        pairs,
+        warnings,
+        load: None,
+    })
+}
+
+/// The sensors' common ticks: the first, how many, and the stop flag.
+struct Ticks<'a> {
+    t0: Instant,
+    ticks: usize,
+    stop: &'a AtomicBool,
+}
+
+fn mean(xs: &[f64]) -> f64 {
+    xs.iter().sum::<f64>() / xs.len().max(1) as f64
+}
+
+/// Cores to sense, a positive interval, a probe of at least 0, and every
+/// core (the peer's too) available to this process.
+fn check_settings(s: &Settings) -> io::Result<()> {
+    let invalid = |m: String| Err(io::Error::new(io::ErrorKind::InvalidInput, m));
+    if s.cores.is_empty() {
+        return invalid("no cores to sense".into());
+    }
+    if s.interval_s.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater)
+        || s.probe_s
+            .partial_cmp(&0.0)
+            .is_none_or(|o| o == std::cmp::Ordering::Less)
+    {
+        return invalid("interval must be > 0 and probe >= 0".into());
+    }
+    let allowed = allowed_cores();
+    for &c in s.cores.iter().chain(match &s.bw_peer {
+        Some(BwPeer::Core(c)) => Some(c),
+        _ => None,
+    }) {
+        if !allowed.contains(&c) {
+            return invalid(format!("core {c} is not available (allowed: {allowed:?})"));
+        }
+    }
+    Ok(())
+}
+
+/// One core's sensor, pinned to it: at every tick a CPU sample, then,
+/// with a `client`, a bandwidth probe holding `token` (one at a time
+/// across cores, after the tick's CPU probes).
+fn sense_core(
+    s: &Settings,
+    core: usize,
+    mut client: Option<BwClient>,
+    token: &Mutex<()>,
+    clock: &Ticks,
+) -> CoreRun {
+    let mut r = CoreRun::default();
+    if let Err(e) = pin_to_core(core) {
+        r.err = Some(e.to_string());
+        return r;
+    }
+    let c0 = thread_cpu_s();
+    for k in 0..clock.ticks {
+        let tick = clock.t0 + Duration::from_secs_f64(k as f64 * s.interval_s);
+        if !sleep_until(tick, clock.stop) {
+            break;
+        }
+        let t = tick.duration_since(clock.t0).as_secs_f64();
+        let a = Instant::now();
+        let v = match s.method {
+            Method::Probe => cpu_probe(s.probe_s),
+            Method::Passive => match passive_avail(core) {
+                Ok(v) => v,
+                Err(e) => {
+                    r.err = Some(format!("/proc scan: {e}"));
+                    break;
+                }
+            },
+        };
+        r.cpu_sample_s.push(a.elapsed().as_secs_f64());
+        r.cpu.push((t, v));
+        if let Some(cl) = client.as_mut() {
+            // After every core's probe of this tick.
+            let after = tick + Duration::from_secs_f64(s.probe_s.max(0.002));
+            if !sleep_until(after, clock.stop) {
+                break;
+            }
+            let _g = token.lock().unwrap_or_else(|e| e.into_inner());
+            match cl.probe() {
+                Ok((bps, dt)) => {
+                    r.bw.push((t, bps));
+                    r.bw_s.push(dt);
+                }
+                Err(e) => {
+                    r.err = Some(format!("bandwidth probe: {e}"));
+                    break;
+                }
+            }
+        }
+    }
+    r.thread_cpu_s = thread_cpu_s() - c0;
+    r
+}
+
+/// A core's bandwidth samples to `peer`: the dedicated bandwidth (the
+/// best sample) and the slowdown of each sample against it, mean ± sd
+/// (seed 000 eq. 3's sd_{i->j}).
+fn pair_sense(s: &Settings, core: usize, peer: &BwPeer, r: &CoreRun) -> PairSense {
+    let ded = r.bw.iter().map(|b| b.1).fold(0.0, f64::max);
+    let sl: Vec<f64> = r.bw.iter().map(|b| ded / b.1).collect();
+    let m = mean(&sl);
+    let sd = (sl.iter().map(|x| (x - m).powi(2)).sum::<f64>() / sl.len().max(1) as f64).sqrt();
+    let gb: Vec<(f64, f64)> = r.bw.iter().map(|&(t, b)| (t, b * 1e-9)).collect();
+    PairSense {
+        core,
+        peer: peer.clone(),
+        samples: r
+            .bw
+            .iter()
+            .map(|&(t, v)| [round_sig(t, 7), round_sig(v, 6)])
+            .collect(),
+        dedicated_bps: ded,
+        unit: "GB/s".into(),
+        summary: summarize(&gb, s.interval_s),
+        slowdown: if sl.is_empty() {
+            Stoch::point(1.0)
+        } else {
+            Stoch::new(m, sd)
+        },
+    }
+}
+
+/// The sensors' own cost over `sensed` seconds.
+fn overhead(s: &Settings, runs: &[CoreRun], sensed: f64) -> Overhead {
+    let all_cpu_s: Vec<f64> = runs.iter().flat_map(|r| r.cpu_sample_s.clone()).collect();
+    let all_bw_s: Vec<f64> = runs.iter().flat_map(|r| r.bw_s.clone()).collect();
+    Overhead {
         probe_duty: match s.method {
             Method::Probe => s.probe_s / s.interval_s,
             Method::Passive => 0.0,
@@ -1001,19 +1041,7 @@ pub fn sense(s: &Settings, stop: &AtomicBool) -> io::Result<SenseFile> {
         },
         bw_probe_s: mean(&all_bw_s),
         bw_probe_duty: mean(&all_bw_s) / s.interval_s,
-    };
-    Ok(SenseFile {
-        format: FORMAT.into(),
-        version: VERSION,
-        settings: s.clone(),
-        elapsed_s: elapsed,
-        interrupted: stop.load(Ordering::SeqCst),
-        overhead,
-        cores,
-        pairs,
-        warnings,
-        load: None,
-    })
+    }
 }
 
 #[cfg(test)]
