@@ -822,18 +822,7 @@ pub fn sense(s: &Settings, stop: &AtomicBool) -> io::Result<SenseFile> {
         (Some(BwPeer::Addr(a)), None) => Some(a.clone()),
         _ => None,
     };
-    // Connect first, so that a wrong peer fails at once.
-    let mut clients = Vec::new();
-    for &core in &s.cores {
-        clients.push(match &peer_addr {
-            Some(_) if s.bw_peer == Some(BwPeer::Core(core)) => None,
-            Some(a) => Some(
-                BwClient::connect(a, s.bw_bytes)
-                    .map_err(|e| io::Error::new(e.kind(), format!("bandwidth peer {a}: {e}")))?,
-            ),
-            None => None,
-        });
-    }
+    let clients = connect(s, peer_addr.as_deref())?;
     let token = Mutex::new(());
     let t0 = Instant::now() + Duration::from_millis(20);
     let ticks = (s.duration_s / s.interval_s).ceil().max(1.0) as usize;
@@ -898,6 +887,23 @@ pub fn sense(s: &Settings, stop: &AtomicBool) -> io::Result<SenseFile> {
         warnings,
         load: None,
     })
+}
+
+/// Each core's bandwidth client to `peer` (none on the peer's own core),
+/// connected first, so that a wrong peer fails at once.
+fn connect(s: &Settings, peer: Option<&str>) -> io::Result<Vec<Option<BwClient>>> {
+    let mut clients = Vec::new();
+    for &core in &s.cores {
+        clients.push(match peer {
+            Some(_) if s.bw_peer == Some(BwPeer::Core(core)) => None,
+            Some(a) => Some(
+                BwClient::connect(a, s.bw_bytes)
+                    .map_err(|e| io::Error::new(e.kind(), format!("bandwidth peer {a}: {e}")))?,
+            ),
+            None => None,
+        });
+    }
+    Ok(clients)
 }
 
 /// The sensors' common ticks: the first, how many, and the stop flag.

@@ -1353,6 +1353,26 @@ struct Threads {
     start_err: Option<String>,
 }
 
+impl Threads {
+    /// Wait for every thread: each worker's result, and each echo peer's
+    /// CPU seconds (None without a peer, or if it failed).
+    fn join(self) -> (Vec<Result<ProcStats>>, Vec<Option<f64>>) {
+        let stats = (self.workers.into_iter())
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a load thread panicked")))
+            })
+            .collect();
+        let peer_cpu = (self.echo.into_iter())
+            .map(|h| {
+                let r = h?.join().ok()?;
+                r.ok().map(|e| e.cpu_s)
+            })
+            .collect();
+        (stats, peer_cpu)
+    }
+}
+
 /// Start an echo peer for every cycle process that communicates (unless
 /// an external peer answers), then one worker per process.
 fn start_threads(
@@ -1465,32 +1485,7 @@ fn run_load(
     let start_wall = SystemTime::now();
     let mut switcher = None;
     if !ctl.stopping() {
-        switcher = match &bursty {
-            Some((levels, dwell, mode, seed, start)) => {
-                let sched = Schedule::new(dwell.clone(), *mode, seed.unwrap_or(0), *start);
-                let mut s = Switcher {
-                    levels,
-                    sched,
-                    next: t0,
-                    done: Vec::new(),
-                };
-                s.switch(&ctl, t0, t0);
-                Some(s)
-            }
-            None => {
-                ctl.set_level(n);
-                None
-            }
-        };
-        if let Err(e) = ready.create() {
-            ctl.fail(format!("{e:#}"));
-        } else if !a.quiet {
-            eprintln!(
-                "mheta load: {n} process(es) running as threads of pid {}; stop with Ctrl-C or kill -TERM {}",
-                std::process::id(),
-                std::process::id()
-            );
-        }
+        switcher = begin(a, &ctl, bursty.as_ref(), &ready, t0);
     }
     let deadline = a.duration.map(|d| t0 + Duration::from_secs_f64(d));
     let mut stopped_by = control_loop(&ctl, t0, deadline, switcher.as_mut());
@@ -1498,18 +1493,7 @@ fn run_load(
     let elapsed = t0.elapsed().as_secs_f64();
     let end_wall = SystemTime::now();
     ctl.request_stop();
-    let stats: Vec<Result<ProcStats>> = (threads.workers.into_iter())
-        .map(|h| {
-            h.join()
-                .unwrap_or_else(|_| Err(anyhow::anyhow!("a load thread panicked")))
-        })
-        .collect();
-    let peer_cpu: Vec<Option<f64>> = (threads.echo.into_iter())
-        .map(|h| {
-            let r = h?.join().ok()?;
-            r.ok().map(|e| e.cpu_s)
-        })
-        .collect();
+    let (stats, peer_cpu) = threads.join();
     let error = ctl.error();
     if error.is_some() {
         stopped_by = "error".into();
@@ -1551,6 +1535,45 @@ fn run_load(
         echo: None,
     };
     finish(a, &tl, ready, error)
+}
+
+/// Every thread runs: set the first level (of the bursty schedule, else
+/// all processes), create the ready file, say so; the switcher.
+fn begin<'a>(
+    a: &LoadArgs,
+    ctl: &Ctl,
+    bursty: Option<&'a BurstyCfg>,
+    ready: &ReadyFile,
+    t0: Instant,
+) -> Option<Switcher<'a>> {
+    let switcher = match bursty {
+        Some((levels, dwell, mode, seed, start)) => {
+            let sched = Schedule::new(dwell.clone(), *mode, seed.unwrap_or(0), *start);
+            let mut s = Switcher {
+                levels,
+                sched,
+                next: t0,
+                done: Vec::new(),
+            };
+            s.switch(ctl, t0, t0);
+            Some(s)
+        }
+        None => {
+            ctl.set_level(ctl.active.len());
+            None
+        }
+    };
+    if let Err(e) = ready.create() {
+        ctl.fail(format!("{e:#}"));
+    } else if !a.quiet {
+        eprintln!(
+            "mheta load: {} process(es) running as threads of pid {}; stop with Ctrl-C or kill -TERM {}",
+            ctl.active.len(),
+            std::process::id(),
+            std::process::id()
+        );
+    }
+    switcher
 }
 
 /// The control loop: level switches, the deadline, signals, errors; what
