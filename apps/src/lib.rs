@@ -26,6 +26,7 @@ pub mod adapt;
 pub mod checkpoint;
 pub mod comm;
 pub mod emulate;
+pub mod farm;
 pub mod grid;
 pub mod harmonic;
 pub mod mpiio;
