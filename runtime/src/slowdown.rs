@@ -254,81 +254,16 @@ pub fn local_slowdown_shared_node(
     let c: Vec<f64> = comps.iter().map(Competitor::compute).collect();
     let m: Vec<f64> = comps.iter().map(|x| x.comm.clamp(0.0, 1.0)).collect();
     let idle: Vec<f64> = (0..p).map(|j| (1.0 - c[j] - m[j]).max(0.0)).collect();
-    // Without measured figures, one communicating competitor's delay.
-    let u: Vec<f64> = comps
-        .iter()
-        .map(|x| x.comm_cpu.unwrap_or_else(|| delay.at(1, k)).clamp(0.0, 1.0))
-        .collect();
-    // The competitors' states: 0 computing, 1 communicating, 2 idle.
-    let states: Vec<Vec<u8>> = if p <= 9 {
-        (0..3usize.pow(p as u32))
-            .map(|mut x| {
-                (0..p)
-                    .map(|_| {
-                        let d = (x % 3) as u8;
-                        x /= 3;
-                        d
-                    })
-                    .collect()
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let mut rng = crate::search::Rng::new(0x5eed);
-    // E[rate of a task always runnable], with competitor `fixed` computing
-    // (or none), over the other competitors' states.
-    let expect = |q: &[f64], s: &[f64], fixed: Option<usize>, rng: &mut crate::search::Rng| {
-        let rate_in = |st: &[u8]| -> f64 {
-            let mut dem: Vec<f64> = vec![1.0; own];
-            for j in 0..p {
-                match st[j] {
-                    0 => dem.push(1.0),
-                    1 if u[j] > 0.0 => dem.push(u[j]),
-                    _ => {}
-                }
-            }
-            fair_level(&mut dem, cpus).min(1.0)
-        };
-        let prob = |j: usize, st: u8| match st {
-            0 => q[j],
-            1 => s[j],
-            _ => (1.0 - q[j] - s[j]).max(0.0),
-        };
-        if p <= 9 {
-            let mut e = 0.0;
-            for st in &states {
-                if fixed.is_some_and(|f| st[f] != 0) {
-                    continue;
-                }
-                let pr: f64 = (0..p)
-                    .filter(|&j| Some(j) != fixed)
-                    .map(|j| prob(j, st[j]))
-                    .product();
-                if pr > 0.0 {
-                    e += pr * rate_in(st);
-                }
-            }
-            e
-        } else {
-            let n = 20_000;
-            let mut st = vec![2u8; p];
-            let mut e = 0.0;
-            for _ in 0..n {
-                for j in 0..p {
-                    let x = rng.unit();
-                    st[j] = if Some(j) == fixed || x < q[j] {
-                        0
-                    } else if x < q[j] + s[j] {
-                        1
-                    } else {
-                        2
-                    };
-                }
-                e += rate_in(&st);
-            }
-            e / n as f64
-        }
+    let mut node = SharedNode {
+        own,
+        cpus,
+        // Without measured figures, one communicating competitor's delay.
+        u: comps
+            .iter()
+            .map(|x| x.comm_cpu.unwrap_or_else(|| delay.at(1, k)).clamp(0.0, 1.0))
+            .collect(),
+        states: if p <= 9 { all_states(p) } else { Vec::new() },
+        rng: crate::search::Rng::new(0x5eed),
     };
     let (mut q, mut s) = (c.clone(), m.clone());
     for _ in 0..200 {
@@ -338,7 +273,7 @@ pub fn local_slowdown_shared_node(
             if c[j] <= 0.0 {
                 continue;
             }
-            let r = expect(&q, &s, Some(j), &mut rng).max(1e-9);
+            let r = node.expect(&q, &s, Some(j)).max(1e-9);
             let busy = c[j] / r;
             let cycle = busy + m[j] + idle[j];
             nq[j] = busy / cycle;
@@ -354,7 +289,100 @@ pub fn local_slowdown_shared_node(
             break;
         }
     }
-    (cpus / own as f64).min(1.0) / expect(&q, &s, None, &mut rng).max(1e-9)
+    (cpus / own as f64).min(1.0) / node.expect(&q, &s, None).max(1e-9)
+}
+
+/// Every state of `p` competitors: 0 computing, 1 communicating, 2 idle.
+fn all_states(p: usize) -> Vec<Vec<u8>> {
+    (0..3usize.pow(p as u32))
+        .map(|mut x| {
+            (0..p)
+                .map(|_| {
+                    let d = (x % 3) as u8;
+                    x /= 3;
+                    d
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// A node under processor sharing ([`local_slowdown_shared_node`]): the
+/// job's `own` ranks on `cpus` CPUs, each competitor's CPU demand `u`
+/// while it communicates, the competitors' states (p ≤ 9), and the seeded
+/// generator that draws states beyond.
+struct SharedNode {
+    own: usize,
+    cpus: f64,
+    u: Vec<f64>,
+    states: Vec<Vec<u8>>,
+    rng: crate::search::Rng,
+}
+
+impl SharedNode {
+    /// The rate of a task always runnable in state `st`: its max-min fair
+    /// share ([`fair_level`]).
+    fn rate_in(&self, st: &[u8]) -> f64 {
+        let mut dem: Vec<f64> = vec![1.0; self.own];
+        for (j, &x) in st.iter().enumerate() {
+            match x {
+                0 => dem.push(1.0),
+                1 if self.u[j] > 0.0 => dem.push(self.u[j]),
+                _ => {}
+            }
+        }
+        fair_level(&mut dem, self.cpus).min(1.0)
+    }
+
+    /// E[rate of a task always runnable], with competitor `fixed`
+    /// computing (or none), over the other competitors' states, which
+    /// compute with probability `q` and communicate with `s`.
+    fn expect(&mut self, q: &[f64], s: &[f64], fixed: Option<usize>) -> f64 {
+        let p = self.u.len();
+        if p > 9 {
+            return self.sampled(q, s, fixed);
+        }
+        let prob = |j: usize, st: u8| match st {
+            0 => q[j],
+            1 => s[j],
+            _ => (1.0 - q[j] - s[j]).max(0.0),
+        };
+        let mut e = 0.0;
+        for st in &self.states {
+            if fixed.is_some_and(|f| st[f] != 0) {
+                continue;
+            }
+            let pr: f64 = (0..p)
+                .filter(|&j| Some(j) != fixed)
+                .map(|j| prob(j, st[j]))
+                .product();
+            if pr > 0.0 {
+                e += pr * self.rate_in(st);
+            }
+        }
+        e
+    }
+
+    /// [`SharedNode::expect`] over 20 000 drawn states.
+    fn sampled(&mut self, q: &[f64], s: &[f64], fixed: Option<usize>) -> f64 {
+        let (n, p) = (20_000, self.u.len());
+        let mut st = vec![2u8; p];
+        let mut e = 0.0;
+        for _ in 0..n {
+            for j in 0..p {
+                let x = self.rng.unit();
+                st[j] = if Some(j) == fixed || x < q[j] {
+                    0
+                } else if x < q[j] + s[j] {
+                    1
+                } else {
+                    2
+                };
+            }
+            e += self.rate_in(&st);
+        }
+        e / n as f64
+    }
 }
 
 /// Seed 000 eq. 3: `sd_{a->b} = ib_{a->b} / cb_{a->b}`.
