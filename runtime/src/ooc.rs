@@ -240,82 +240,12 @@ pub fn plan(
     let mut best: Option<(u64, usize, MemPlan)> = None;
     let mut smallest_row = u64::MAX;
     for mask in 1u32..(1 << needs.len()) {
-        let s: Vec<usize> = (0..needs.len()).filter(|i| mask & (1 << i) != 0).collect();
-        let in_core: u64 = (0..needs.len())
-            .filter(|i| mask & (1 << i) == 0)
-            .map(|i| needs[i].total())
-            .sum();
-        // Bytes of each row of all arrays of S.
-        let row_sum = s
-            .iter()
-            .skip(1)
-            .fold(needs[s[0]].row_bytes.clone(), |acc, &i| {
-                acc.add(&needs[i].row_bytes)
-            });
-        // A stencil array on disk keeps a few rows in memory: its first
-        // and last rows, the carry, and the halo read of the next piece.
-        let halo_rows: u64 = s
-            .iter()
-            .filter(|&&i| needs[i].halo)
-            .map(|&i| {
-                let b = needs[i].row_bytes.max();
-                (4 * b + round_up(b, ALIGN)) as u64
-            })
-            .sum();
-        let pad = (s.len() * ALIGN) as u64;
-        let max_row = row_sum.max() as u64;
-        let cost = |limit: u64| nbuf as u64 * (limit + pad) + halo_rows;
-        smallest_row = smallest_row.min(in_core + cost(max_row));
-        let Some(avail) = m.checked_sub(fixed + in_core) else {
+        let (candidate, row_cost) = plan_of(mask, m.checked_sub(fixed), needs, nbuf);
+        smallest_row = smallest_row.min(row_cost);
+        let Some(candidate) = candidate else {
             continue;
         };
-        // The largest piece limit whose cost fits: the cost grows with
-        // the limit and does not depend on how many pieces it makes, so
-        // the limit follows from the budget, and one greedy cut gives the
-        // pieces.
-        let Some(room) = avail.checked_sub(halo_rows).map(|r| r / nbuf as u64) else {
-            continue;
-        };
-        let Some(limit) = room.checked_sub(pad) else {
-            continue;
-        };
-        if limit < max_row {
-            continue;
-        }
-        let Some(pieces) = pieces_within(&row_sum, limit as usize) else {
-            continue;
-        };
-        let icla = pieces
-            .iter()
-            .map(|p| row_sum.sum(p.clone()))
-            .max()
-            .unwrap_or(0);
-        let candidate = MemPlan {
-            out_of_core: (0..needs.len()).map(|i| mask & (1 << i) != 0).collect(),
-            pieces,
-            icla_bytes: icla,
-            buffers: nbuf,
-        };
-        // Estimated I/O per sweep, in bytes (module docs).
-        let traffic: u64 = s
-            .iter()
-            .map(|&i| {
-                let moved: u64 = candidate
-                    .pieces
-                    .iter()
-                    .map(|p| {
-                        let b = needs[i].row_bytes.sum(p.clone()) as usize;
-                        round_up(b.max(1), ALIGN) as u64 + CALL_BYTES
-                    })
-                    .sum();
-                let halo = if needs[i].halo {
-                    candidate.pieces.len() as u64 * (ALIGN as u64 + CALL_BYTES)
-                } else {
-                    0
-                };
-                moved * if needs[i].read_only { 1 } else { 2 } + halo
-            })
-            .sum();
+        let traffic = traffic(mask, needs, &candidate);
         let better = match &best {
             None => true,
             Some((t, n, _)) => traffic < *t || (traffic == *t && candidate.pieces.len() < *n),
@@ -335,6 +265,87 @@ pub fn plan(
         row: smallest_row.saturating_sub(0),
         need: fixed + smallest_row,
     })
+}
+
+/// The plan with the arrays of `mask` on disk and `nbuf` buffers in the
+/// `free` bytes the fixed data leave of the budget (None: they exceed
+/// it), if one fits; and what one row of them costs with the in-core
+/// arrays (for the error when nothing fits).
+fn plan_of(mask: u32, free: Option<u64>, needs: &[Need], nbuf: usize) -> (Option<MemPlan>, u64) {
+    let s: Vec<usize> = (0..needs.len()).filter(|i| mask & (1 << i) != 0).collect();
+    let in_core: u64 = (0..needs.len())
+        .filter(|i| mask & (1 << i) == 0)
+        .map(|i| needs[i].total())
+        .sum();
+    // Bytes of each row of all arrays of S.
+    let row_sum = s
+        .iter()
+        .skip(1)
+        .fold(needs[s[0]].row_bytes.clone(), |acc, &i| {
+            acc.add(&needs[i].row_bytes)
+        });
+    // A stencil array on disk keeps a few rows in memory: its first and
+    // last rows, the carry, and the halo read of the next piece.
+    let halo_rows: u64 = s
+        .iter()
+        .filter(|&&i| needs[i].halo)
+        .map(|&i| {
+            let b = needs[i].row_bytes.max();
+            (4 * b + round_up(b, ALIGN)) as u64
+        })
+        .sum();
+    let pad = (s.len() * ALIGN) as u64;
+    let max_row = row_sum.max() as u64;
+    let cost = |limit: u64| nbuf as u64 * (limit + pad) + halo_rows;
+    let row_cost = in_core + cost(max_row);
+    // The largest piece limit whose cost fits: the cost grows with the
+    // limit and does not depend on how many pieces it makes, so the limit
+    // follows from the budget, and one greedy cut gives the pieces.
+    let limit = free
+        .and_then(|f| f.checked_sub(in_core))
+        .and_then(|avail| avail.checked_sub(halo_rows))
+        .map(|r| r / nbuf as u64)
+        .and_then(|room| room.checked_sub(pad))
+        .filter(|&limit| limit >= max_row);
+    let Some(pieces) = limit.and_then(|l| pieces_within(&row_sum, l as usize)) else {
+        return (None, row_cost);
+    };
+    let icla = pieces
+        .iter()
+        .map(|p| row_sum.sum(p.clone()))
+        .max()
+        .unwrap_or(0);
+    let plan = MemPlan {
+        out_of_core: (0..needs.len()).map(|i| mask & (1 << i) != 0).collect(),
+        pieces,
+        icla_bytes: icla,
+        buffers: nbuf,
+    };
+    (Some(plan), row_cost)
+}
+
+/// Estimated I/O of a sweep under `plan` (the arrays of `mask` on disk),
+/// in bytes (module docs).
+fn traffic(mask: u32, needs: &[Need], plan: &MemPlan) -> u64 {
+    (0..needs.len())
+        .filter(|i| mask & (1 << i) != 0)
+        .map(|i| {
+            let moved: u64 = plan
+                .pieces
+                .iter()
+                .map(|p| {
+                    let b = needs[i].row_bytes.sum(p.clone()) as usize;
+                    round_up(b.max(1), ALIGN) as u64 + CALL_BYTES
+                })
+                .sum();
+            let halo = if needs[i].halo {
+                plan.pieces.len() as u64 * (ALIGN as u64 + CALL_BYTES)
+            } else {
+                0
+            };
+            moved * if needs[i].read_only { 1 } else { 2 } + halo
+        })
+        .sum()
 }
 
 #[cfg(test)]
