@@ -1,0 +1,561 @@
+//! farm: an MPI master/worker task farm, the application the work-rate
+//! placement model (`mheta place`) describes (seed 001, section 2).
+//!
+//! A master (any rank, `--master`) hands tasks to a set of workers
+//! (`--workers`, default every other rank) by self-scheduling: each
+//! worker holds one task, or two with `--window 2` (the second arrives
+//! while it computes the first), and on each result the master sends
+//! that worker the next task, then checks the result and adds it in. The
+//! master does no task work. When every result is in it sends each
+//! worker a stop message. Ranks outside the set stay idle and exit.
+//!
+//! Tasks (`--task`): `mandel`, tiles of a Mandelbrot image whose counts
+//! (64 KiB a 128-pixel tile) go back to the master, so a run is bound by
+//! the transfers into the master's host; `ep`, batches of NPB EP's
+//! Gaussian pairs (a 96-byte result), bound by compute. Every result is
+//! verified by the master (see `mheta_apps::farm`); the run is verified
+//! when every task's was and the totals match (EP: NPB's published sums;
+//! mandel: the image's total, and with `--verify-serial` a serial
+//! recomputation). `--calibrate K` runs no farm: each rank in turn times
+//! K tasks as a worker and K master steps, the inputs T_SlaveCPU(i) and
+//! T_MasterCPU(i) of the placement model.
+//!
+//! CPU power is emulated per rank from `--cluster` as in the other apps
+//! (`mheta_apps::emulate`): a task's work and the master's work on a
+//! result run inside `Emulation::work`.
+
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use mheta_apps::emulate::{Clock, Emulation};
+use mheta_apps::farm::{self, Kind, ep, mandel};
+use mheta_apps::{Resolved, comm, main_with_mpi, parse_args};
+use mheta_runtime::cluster::ClusterSpec;
+use mpi::collective::CommunicatorCollectives;
+use mpi::point_to_point::{Destination, MatchedReceiveVec, Message, Source, Status};
+use mpi::topology::{Communicator, SimpleCommunicator};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+/// MPI master/worker task farm: Mandelbrot tiles or NPB EP batches.
+#[derive(Parser, Debug)]
+#[command(name = "farm", version)]
+struct Args {
+    /// Task kind: mandel (communication-heavy) or ep (compute-heavy).
+    #[arg(long, default_value = "mandel", value_parser = ["mandel", "ep"])]
+    task: String,
+    /// EP class: S (2^24 pairs, 256 tasks), W (2^25, 512) or A (2^28, 4096).
+    #[arg(long, default_value = "W")]
+    class: String,
+    /// Mandelbrot image side, pixels.
+    #[arg(long, default_value_t = 2048)]
+    size: u32,
+    /// Mandelbrot tile side, pixels (a task).
+    #[arg(long, default_value_t = 128)]
+    tile: u32,
+    /// Mandelbrot iteration limit.
+    #[arg(long, default_value_t = 64)]
+    max_iter: u32,
+    /// The master's rank.
+    #[arg(long, default_value_t = 0)]
+    master: usize,
+    /// Worker ranks, `r1,r2,...` (default: every rank but the master).
+    #[arg(long)]
+    workers: Option<String>,
+    /// Tasks a worker holds at once: 1, or 2 (one prefetched).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=2))]
+    window: u32,
+    /// Mandel: recompute the whole image serially on the master after the
+    /// run and compare its total.
+    #[arg(long)]
+    verify_serial: bool,
+    /// No farm: each rank in turn times K tasks as a worker and K master
+    /// steps; the report gives the means per rank.
+    #[arg(long, value_name = "K")]
+    calibrate: Option<u64>,
+    /// Emulated cluster: a TOML spec or a built-in name (as the other apps).
+    #[arg(long, default_value = "uniform")]
+    cluster: String,
+    /// How cpu_power is emulated (see the other apps' --help).
+    #[arg(long, value_name = "HOW", default_value = "share", value_parser = ["share", "quota", "spin", "paced", "clock"])]
+    cpu_emulation: String,
+    /// With `--cpu-emulation clock`: ns per unit of work (a pixel, an EP
+    /// pair) at cpu_power 1, or FILE, a farm report whose `ranks[].cpu_sites`
+    /// give each call site's figure (times --cpu-headroom).
+    #[arg(long, value_name = "NS|FILE")]
+    cpu_ns_per_unit: Option<String>,
+    /// With `--cpu-ns-per-unit FILE`: the factor over its figures.
+    #[arg(long, value_name = "X", default_value_t = 2.5)]
+    cpu_headroom: f64,
+    /// How ranks wait for messages: poll, sleep, or auto (sleep when a
+    /// node has more ranks than cores).
+    #[arg(long, value_name = "HOW", default_value = "auto", value_parser = ["auto", "poll", "sleep"])]
+    wait: String,
+}
+
+const TAG_TASK: i32 = 11;
+const TAG_STOP: i32 = 12;
+const TAG_RESULT: i32 = 13;
+
+fn main() {
+    let born = Instant::now();
+    main_with_mpi("farm", |world| {
+        let Some(args) = parse_args::<Args>(world)? else {
+            return Ok(());
+        };
+        body(world, &args, born)
+    })
+}
+
+/// Set up (checks, emulation, hosts), then calibrate or farm.
+fn body(world: &SimpleCommunicator, args: &Args, born: Instant) -> Result<()> {
+    let np = world.size() as usize;
+    let kind = mheta_apps::agree(world, make_kind(args))?;
+    let workers = mheta_apps::agree(
+        world,
+        farm::parse_workers(args.workers.as_deref(), np, args.master),
+    )?;
+    let cluster = mheta_apps::agree(world, check_cluster(args, np))?;
+    let hosts = gather_hosts(world);
+    let emu = start_emulation(world, args, &cluster, &hosts);
+    if let Some(k) = args.calibrate {
+        return calibrate(world, args, kind, k, &emu, &hosts);
+    }
+    barrier(world);
+    let t0 = Instant::now();
+    let startup_s = t0.duration_since(born).as_secs_f64();
+    let me = world.rank() as usize;
+    if me == args.master {
+        let run = master(world, kind, &workers, args.window, &emu, t0)?;
+        let sites = gather_sites(world, &emu, args.master);
+        let (ok, report) = report(args, run, &hosts, &cluster, &emu, startup_s, sites);
+        println!("{report}");
+        if !ok {
+            bail!("verification failed");
+        }
+        return Ok(());
+    }
+    if workers.contains(&me) {
+        worker(world, &kind, args.master, &emu);
+    }
+    gather_sites(world, &emu, args.master);
+    Ok(())
+}
+
+/// The task kind from the options.
+fn make_kind(args: &Args) -> Result<Kind> {
+    Ok(match args.task.as_str() {
+        "ep" => Kind::Ep {
+            class: ep::class(&args.class)?,
+            total: ep::Sums::default(),
+        },
+        _ => Kind::Mandel {
+            m: mandel::Mandel::new(args.size, args.tile, args.max_iter)?,
+            total: 0,
+            image: Vec::new(),
+        },
+    })
+}
+
+/// The cluster spec for `np` ranks, and the clock's figures.
+fn check_cluster(args: &Args, np: usize) -> Result<(ClusterSpec, Option<Clock>)> {
+    let spec = ClusterSpec::resolve(&args.cluster, np)?;
+    let clock = match (args.cpu_emulation.as_str(), &args.cpu_ns_per_unit) {
+        ("clock", None) => bail!("--cpu-emulation clock needs --cpu-ns-per-unit NS|FILE"),
+        ("clock", Some(v)) => Some(clock_figures(v, args.cpu_headroom)?),
+        (_, None) => None,
+        (mode, Some(_)) => bail!("--cpu-ns-per-unit is for --cpu-emulation clock, not {mode}"),
+    };
+    if let Some(c) = args.calibrate
+        && c == 0
+    {
+        bail!("--calibrate must be at least 1 task");
+    }
+    Ok((spec, clock))
+}
+
+/// `--cpu-ns-per-unit NS|FILE`.
+fn clock_figures(v: &str, headroom: f64) -> Result<Clock> {
+    if let Ok(ns) = v.trim().parse::<f64>() {
+        if !(ns.is_finite() && ns > 0.0) {
+            bail!("--cpu-ns-per-unit {ns}: must be a positive number of nanoseconds");
+        }
+        return Ok(Clock::Every(ns));
+    }
+    if !(headroom.is_finite() && headroom > 0.0) {
+        bail!("--cpu-headroom {headroom}: must be a positive factor");
+    }
+    let text = std::fs::read_to_string(v).with_context(|| {
+        format!("--cpu-ns-per-unit {v}: neither a number nor a readable report")
+    })?;
+    Clock::from_report(&text, headroom).map_err(|e| anyhow::anyhow!("--cpu-ns-per-unit {v}: {e}"))
+}
+
+/// This node's host name (an emulated host's own, in its namespace).
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Every rank's host name, on every rank (64 bytes each at most).
+fn gather_hosts(world: &SimpleCommunicator) -> Vec<String> {
+    let mut mine = [0u8; 64];
+    let h = hostname();
+    let n = h.len().min(64);
+    mine[..n].copy_from_slice(&h.as_bytes()[..n]);
+    let mut all = vec![0u8; 64 * world.size() as usize];
+    world.all_gather_into(&mine[..], &mut all[..]);
+    all.chunks(64)
+        .map(|c| {
+            let end = c.iter().position(|&b| b == 0).unwrap_or(64);
+            String::from_utf8_lossy(&c[..end]).into_owned()
+        })
+        .collect()
+}
+
+/// Start this rank's CPU emulation for its node (the ranks on the same
+/// host), and choose how it waits.
+fn start_emulation(
+    world: &SimpleCommunicator,
+    args: &Args,
+    (spec, clock): &(ClusterSpec, Option<Clock>),
+    hosts: &[String],
+) -> Emulation {
+    let (np, me) = (world.size() as usize, world.rank() as usize);
+    let node: Vec<usize> = (0..np).filter(|&j| hosts[j] == hosts[me]).collect();
+    let powers: Vec<f64> = node.iter().map(|&j| spec.rank[j].cpu_power).collect();
+    let local = node.iter().position(|&j| j == me).unwrap_or(0);
+    let r = Resolved {
+        spec: spec.rank[me].clone(),
+        mem_limit: None,
+        io_factors_differ: false,
+        min_io_factor: 1.0,
+        throttle_always: false,
+        cpu_mode: args.cpu_emulation.clone(),
+        cpu_clock: clock.clone(),
+        disk_mode: "paced".into(),
+        disk_mb_s: mheta_apps::emulate::DEFAULT_DISK_MB_S,
+    };
+    let mut emu = Emulation::start(&r, &powers, local, &std::env::temp_dir());
+    // SAFETY: sysconf takes a constant and returns a number.
+    let cores = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
+    let sleep = match args.wait.as_str() {
+        "sleep" => true,
+        "poll" => false,
+        _ => node.len() > cores,
+    };
+    comm::set_sleep(sleep);
+    emu.report.wait = if sleep { "sleep" } else { "poll" }.into();
+    emu
+}
+
+/// `MPI_Barrier`, waiting as `--wait` says.
+fn barrier(world: &SimpleCommunicator) {
+    comm::complete(world.immediate_barrier());
+}
+
+/// Send `data` to rank `to` with `tag`, waiting as `--wait` says.
+fn send(world: &SimpleCommunicator, to: usize, tag: i32, data: &[u8]) {
+    let p = world.process_at_rank(to as i32);
+    mpi::request::scope(|s| comm::complete(p.immediate_send_with_tag(s, data, tag)));
+}
+
+/// Wait for a message (from `from`, or anyone) with `tag` (or any tag)
+/// and receive it as bytes.
+fn receive(world: &SimpleCommunicator, from: Option<usize>, tag: Option<i32>) -> (Vec<u8>, Status) {
+    let probe = || -> Option<(Message, Status)> {
+        match (from, tag) {
+            (Some(r), Some(t)) => world
+                .process_at_rank(r as i32)
+                .immediate_matched_probe_with_tag(t),
+            (Some(r), None) => world.process_at_rank(r as i32).immediate_matched_probe(),
+            (None, Some(t)) => world.any_process().immediate_matched_probe_with_tag(t),
+            (None, None) => world.any_process().immediate_matched_probe(),
+        }
+    };
+    let start = Instant::now();
+    let matched = loop {
+        if let Some(m) = probe() {
+            break m;
+        }
+        if comm::sleeping() && start.elapsed() > Duration::from_micros(30) {
+            std::thread::sleep(Duration::from_micros(50));
+        } else {
+            std::hint::spin_loop();
+        }
+    };
+    matched.matched_receive_vec::<u8>()
+}
+
+/// The first u64 words of a message.
+fn words<const N: usize>(b: &[u8]) -> Result<[u64; N]> {
+    if b.len() < 8 * N {
+        bail!(
+            "a message of {} bytes, expected at least {}",
+            b.len(),
+            8 * N
+        );
+    }
+    let mut out = [0u64; N];
+    for (i, w) in out.iter_mut().enumerate() {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(&b[8 * i..8 * i + 8]);
+        *w = u64::from_le_bytes(a);
+    }
+    Ok(out)
+}
+
+/// A worker: compute each task the master sends, send its result with
+/// the task's index and compute time, until the stop message.
+fn worker(world: &SimpleCommunicator, kind: &Kind, master: usize, emu: &Emulation) {
+    loop {
+        let (buf, status) = receive(world, Some(master), None);
+        if status.tag() == TAG_STOP {
+            return;
+        }
+        let Ok([k]) = words::<1>(&buf) else {
+            continue;
+        };
+        let t = Instant::now();
+        let payload = emu.work(kind.units(k), || kind.compute(k));
+        let busy_ns = t.elapsed().as_nanos() as u64;
+        let mut out = Vec::with_capacity(16 + payload.len());
+        out.extend_from_slice(&k.to_le_bytes());
+        out.extend_from_slice(&busy_ns.to_le_bytes());
+        out.extend_from_slice(&payload);
+        send(world, master, TAG_RESULT, &out);
+    }
+}
+
+/// A worker's share of the run, as the master saw it.
+#[derive(Default, Clone)]
+struct Share {
+    tasks: u64,
+    busy_s: f64,
+}
+
+/// What the master's farm produced.
+struct Run {
+    kind: Kind,
+    workers: Vec<usize>,
+    shares: Vec<Share>,
+    elapsed_s: f64,
+    master_s: f64,
+    /// The first result that failed its check, and how many did.
+    failure: Option<String>,
+    failed: u64,
+}
+
+/// The master: hand out `window` tasks per worker, then one more per
+/// result; check and absorb every result; stop the workers.
+fn master(
+    world: &SimpleCommunicator,
+    kind: Kind,
+    workers: &[usize],
+    window: u32,
+    emu: &Emulation,
+    t0: Instant,
+) -> Result<Run> {
+    let tasks = kind.tasks();
+    let mut next = 0u64;
+    for _ in 0..window {
+        for &w in workers {
+            if next < tasks {
+                send(world, w, TAG_TASK, &next.to_le_bytes());
+                next += 1;
+            }
+        }
+    }
+    let mut run = Run {
+        kind,
+        workers: workers.to_vec(),
+        shares: vec![Share::default(); workers.len()],
+        elapsed_s: 0.0,
+        master_s: 0.0,
+        failure: None,
+        failed: 0,
+    };
+    let mut seen = vec![false; tasks as usize];
+    for _ in 0..tasks {
+        let (buf, status) = receive(world, None, Some(TAG_RESULT));
+        let src = status.source_rank() as usize;
+        if next < tasks {
+            send(world, src, TAG_TASK, &next.to_le_bytes());
+            next += 1;
+        }
+        let t = Instant::now();
+        let checked = absorb(&mut run, &mut seen, src, &buf, emu);
+        run.master_s += t.elapsed().as_secs_f64();
+        if let Err(e) = checked {
+            run.failed += 1;
+            run.failure.get_or_insert(format!("{e:#}"));
+        }
+    }
+    run.elapsed_s = t0.elapsed().as_secs_f64();
+    for &w in workers {
+        send(world, w, TAG_STOP, &[]);
+    }
+    Ok(run)
+}
+
+/// Check one result message from worker `src` and add it in.
+fn absorb(run: &mut Run, seen: &mut [bool], src: usize, buf: &[u8], emu: &Emulation) -> Result<()> {
+    let [k, busy_ns] = words::<2>(buf)?;
+    let Some(i) = run.workers.iter().position(|&w| w == src) else {
+        bail!("a result from rank {src}, not a worker");
+    };
+    run.shares[i].tasks += 1;
+    run.shares[i].busy_s += busy_ns as f64 * 1e-9;
+    match seen.get_mut(k as usize) {
+        None => bail!("rank {src} returned task {k}, which does not exist"),
+        Some(true) => bail!("rank {src} returned task {k} twice"),
+        Some(s) => *s = true,
+    }
+    let payload = &buf[farm::RESULT_HEADER as usize..];
+    let units = run.kind.master_units(k);
+    emu.work(units, || run.kind.absorb(k, payload))
+        .with_context(|| format!("the result of task {k} from rank {src}"))
+}
+
+/// Every rank's CPU work per call site, gathered on the master as JSON
+/// (for `--cpu-ns-per-unit FILE`). Collective.
+fn gather_sites(world: &SimpleCommunicator, emu: &Emulation, master: usize) -> Vec<Value> {
+    let stats = emu.work_stats();
+    let text = json!({"rank": world.rank(), "cpu_sites": stats.sites, "emulation": emu.report});
+    let bytes = text.to_string().into_bytes();
+    let np = world.size() as usize;
+    let mut lens = vec![0i32; np];
+    world.all_gather_into(&(bytes.len() as i32), &mut lens[..]);
+    let displs: Vec<i32> = lens
+        .iter()
+        .scan(0, |a, &l| {
+            let d = *a;
+            *a += l;
+            Some(d)
+        })
+        .collect();
+    let mut all = vec![0u8; lens.iter().sum::<i32>() as usize];
+    comm::all_gather_varcount(world, &bytes, &mut all, &lens, &displs);
+    if world.rank() as usize != master {
+        return Vec::new();
+    }
+    (0..np)
+        .map(|r| {
+            let part = &all[displs[r] as usize..(displs[r] + lens[r]) as usize];
+            serde_json::from_slice(part).unwrap_or(Value::Null)
+        })
+        .collect()
+}
+
+/// The master's one-line JSON report, and whether the run verified.
+fn report(
+    args: &Args,
+    run: Run,
+    hosts: &[String],
+    (spec, _): &(ClusterSpec, Option<Clock>),
+    emu: &Emulation,
+    startup_s: f64,
+    ranks: Vec<Value>,
+) -> (bool, Value) {
+    let (totals_ok, mut checked) = run.kind.verify(args.verify_serial);
+    let ok = totals_ok && run.failed == 0;
+    checked["failed_tasks"] = json!(run.failed);
+    if let Some(f) = &run.failure {
+        checked["first_failure"] = json!(f);
+    }
+    let per: Vec<Value> = run
+        .workers
+        .iter()
+        .zip(&run.shares)
+        .map(|(&w, s)| {
+            json!({"rank": w, "host": hosts[w], "cpu_power": spec.rank[w].cpu_power,
+                   "tasks": s.tasks, "busy_s": s.busy_s})
+        })
+        .collect();
+    let v = json!({
+        "app": "farm",
+        "task": run.kind.name(),
+        "problem": run.kind.problem(),
+        "tasks": run.kind.tasks(),
+        "master": args.master,
+        "master_host": hosts[args.master],
+        "workers": per,
+        "window": args.window,
+        "elapsed_s": run.elapsed_s,
+        "startup_s": startup_s,
+        "master_busy_s": run.master_s,
+        "request_bytes": farm::REQUEST_BYTES,
+        "result_bytes": run.kind.result_bytes(),
+        "cluster": args.cluster,
+        "cpu_emulation": args.cpu_emulation,
+        "emulation": emu.report,
+        "verified": ok,
+        "verification": checked,
+        "ranks": ranks,
+    });
+    (ok, v)
+}
+
+/// `--calibrate K`: each rank in turn (the others wait) times K tasks
+/// spread over the run's tasks as a worker (T_SlaveCPU) and K master
+/// steps on their results (a request made, the result checked and
+/// absorbed: T_MasterCPU), under its emulation; the master rank prints
+/// the means.
+fn calibrate(
+    world: &SimpleCommunicator,
+    args: &Args,
+    mut kind: Kind,
+    k: u64,
+    emu: &Emulation,
+    hosts: &[String],
+) -> Result<()> {
+    let np = world.size() as usize;
+    let mut mine = [0.0f64; 2];
+    for r in 0..np {
+        if r == world.rank() as usize {
+            mine = time_tasks(&mut kind, k, emu)?;
+        }
+        barrier(world);
+    }
+    let mut all = vec![0.0f64; 2 * np];
+    world.all_gather_into(&mine[..], &mut all[..]);
+    let ranks = gather_sites(world, emu, args.master);
+    if world.rank() as usize != args.master {
+        return Ok(());
+    }
+    let per: Vec<Value> = (0..np)
+        .map(|r| {
+            json!({"rank": r, "host": hosts[r], "t_slave_s": all[2 * r], "t_master_s": all[2 * r + 1],
+                   "cpu_sites": ranks.get(r).map_or(Value::Null, |v| v["cpu_sites"].clone())})
+        })
+        .collect();
+    let v = json!({
+        "app": "farm", "mode": "calibrate", "task": kind.name(), "problem": kind.problem(),
+        "tasks": kind.tasks(), "calibrate_tasks": k, "cluster": args.cluster,
+        "cpu_emulation": args.cpu_emulation, "emulation": emu.report,
+        "request_bytes": farm::REQUEST_BYTES, "result_bytes": kind.result_bytes(),
+        "ranks": per,
+    });
+    println!("{v}");
+    Ok(())
+}
+
+/// Mean seconds per task as a worker and per master step, over `k` tasks
+/// evenly spread over the run's.
+fn time_tasks(kind: &mut Kind, k: u64, emu: &Emulation) -> Result<[f64; 2]> {
+    let tasks = kind.tasks();
+    let (mut slave, mut master) = (0.0, 0.0);
+    for i in 0..k {
+        let task = (i * tasks / k.min(tasks)) % tasks;
+        let t = Instant::now();
+        let payload = emu.work(kind.units(task), || kind.compute(task));
+        slave += t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let request = task.to_le_bytes();
+        let [id] = words::<1>(&request)?;
+        let units = kind.master_units(id);
+        emu.work(units, || kind.absorb(id, &payload))?;
+        master += t.elapsed().as_secs_f64();
+    }
+    Ok([slave / k as f64, master / k as f64])
+}
