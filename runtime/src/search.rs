@@ -114,53 +114,58 @@ pub fn by_name(m: &Model, name: &str, budget: u64, seed: u64) -> Result<Found, S
     }
 }
 
-/// The generalized binary search.
+/// Largest rows of rank i within time t, knowing that it lies in
+/// [lo, hi]: its cost curve is monotone in the rows, so a bisection over
+/// that bracket (0 when even no rows fit).
+fn within(m: &Model, i: usize, t: f64, mut lo: u64, mut hi: u64) -> u64 {
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if m.rank_cost(i, mid) <= t {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    lo
+}
+
+/// [`within`] without a bracket: gallop from `g` (the rank's recorded
+/// rows, or its last answer), so that the probes stay near the answer
+/// instead of visiting all of [0, N] (a plan for many more rows than a
+/// rank can hold is the costly kind).
+fn around(m: &Model, i: usize, t: f64, g: u64) -> u64 {
+    let n = m.rows();
+    let g = g.clamp(1, n.max(1));
+    if m.rank_cost(i, g) <= t {
+        let mut lo = g;
+        loop {
+            if lo >= n {
+                return n;
+            }
+            let next = lo.saturating_mul(2).min(n);
+            if m.rank_cost(i, next) <= t {
+                lo = next;
+            } else {
+                return within(m, i, t, lo, next - 1);
+            }
+        }
+    }
+    let mut hi = g;
+    loop {
+        let next = hi / 2;
+        if next == 0 || m.rank_cost(i, next) <= t {
+            return within(m, i, t, next, hi - 1);
+        }
+        hi = next;
+    }
+}
+
+/// The generalized binary search: bisect the iteration time until the
+/// rows each rank finishes within it sum to N, shed the excess, then
+/// [`refine`] under the full model.
 pub fn gbs(m: &Model) -> Result<Found, ModelError> {
     let p = m.ranks();
     let n = m.rows();
-    // Largest rows of rank i within time t, knowing that it lies in
-    // [lo, hi]: its cost curve is monotone in the rows, so a bisection
-    // over that bracket (0 when even no rows fit).
-    let within = |i: usize, t: f64, mut lo: u64, mut hi: u64| -> u64 {
-        while lo < hi {
-            let mid = lo + (hi - lo).div_ceil(2);
-            if m.rank_cost(i, mid) <= t {
-                lo = mid;
-            } else {
-                hi = mid - 1;
-            }
-        }
-        lo
-    };
-    // The same without a bracket: gallop from `g` (the rank's recorded
-    // rows, or its last answer), so that the probes stay near the answer
-    // instead of visiting all of [0, N] (a plan for many more rows than a
-    // rank can hold is the costly kind).
-    let around = |i: usize, t: f64, g: u64| -> u64 {
-        let g = g.clamp(1, n.max(1));
-        if m.rank_cost(i, g) <= t {
-            let mut lo = g;
-            loop {
-                if lo >= n {
-                    return n;
-                }
-                let next = lo.saturating_mul(2).min(n);
-                if m.rank_cost(i, next) <= t {
-                    lo = next;
-                } else {
-                    return within(i, t, lo, next - 1);
-                }
-            }
-        }
-        let mut hi = g;
-        loop {
-            let next = hi / 2;
-            if next == 0 || m.rank_cost(i, next) <= t {
-                return within(i, t, next, hi - 1);
-            }
-            hi = next;
-        }
-    };
     let block_t = (0..p)
         .map(|i| m.rank_cost(i, n.div_ceil(p as u64)))
         .fold(0.0f64, f64::max);
@@ -174,12 +179,12 @@ pub fn gbs(m: &Model) -> Result<Found, ModelError> {
     };
     // Make sure hi covers N (infeasible ranks count 0 rows).
     let mut steps = 0u64;
-    let mut rows_hi: Vec<u64> = (0..p).map(|i| around(i, hi, m.app.dist[i])).collect();
+    let mut rows_hi: Vec<u64> = (0..p).map(|i| around(m, i, hi, m.app.dist[i])).collect();
     while rows_hi.iter().sum::<u64>() < n && steps < 60 {
         hi *= 2.0;
         steps += 1;
         rows_hi = (0..p)
-            .map(|i| around(i, hi, rows_hi[i].max(m.app.dist[i])))
+            .map(|i| around(m, i, hi, rows_hi[i].max(m.app.dist[i])))
             .collect();
     }
     // Bisection over the time. Each rank's rows at a time between lo and
@@ -192,7 +197,7 @@ pub fn gbs(m: &Model) -> Result<Found, ModelError> {
         let mid = 0.5 * (lo + hi);
         steps += 1;
         let rows: Vec<u64> = (0..p)
-            .map(|i| within(i, mid, rows_lo[i], rows_hi[i]))
+            .map(|i| within(m, i, mid, rows_lo[i], rows_hi[i]))
             .collect();
         if rows.iter().sum::<u64>() >= n {
             hi = mid;
@@ -202,8 +207,14 @@ pub fn gbs(m: &Model) -> Result<Found, ModelError> {
             rows_lo = rows;
         }
     }
-    let mut s = rows_hi;
-    // Shed the excess from the ranks that would finish last.
+    let s = shed(m, rows_hi);
+    let (d, e) = refine(m, Dist(s))?;
+    found("gbs", m, d, e, steps)
+}
+
+/// Shed the rows over N from the ranks that would finish last.
+fn shed(m: &Model, mut s: Vec<u64>) -> Vec<u64> {
+    let (p, n) = (m.ranks(), m.rows());
     let mut excess = s.iter().sum::<u64>().saturating_sub(n);
     while excess > 0 {
         let i = (0..p)
@@ -214,8 +225,7 @@ pub fn gbs(m: &Model) -> Result<Found, ModelError> {
         s[i] -= k;
         excess -= k;
     }
-    let (d, e) = refine(m, Dist(s))?;
-    found("gbs", m, d, e, steps)
+    s
 }
 
 /// Local search under the full model, from `d`: move `step` rows from one
