@@ -13,6 +13,7 @@ mod load;
 mod loaded;
 mod predict;
 mod run;
+mod scale;
 mod search;
 mod sense;
 mod show;
@@ -91,6 +92,10 @@ enum Cmd {
     Experiment(experiment::Args),
     /// Search distributions with the model and print the best.
     Search(search::SearchArgs),
+    /// Seed 002's scaling model: fit T = T_comp(work) + α(np) + γ·work on
+    /// runs at few processes, predict many, on one host group or split
+    /// over two: `mheta scale fit|predict|fastest|budget|check`.
+    Scale(scale::ScaleArgs),
 }
 
 fn main() {
@@ -110,6 +115,7 @@ fn main() {
         Cmd::Predict(a) => predict::main(a),
         Cmd::Experiment(a) => experiment::main(a),
         Cmd::Search(a) => search::main(a),
+        Cmd::Scale(a) => scale::main(a),
     };
     match r {
         Ok(code) => std::process::exit(code),

@@ -1,0 +1,669 @@
+//! `mheta scale`: seed 002's multilevel scaling methodology as commands.
+//! `fit` runs a kernel on one process at two sizes and at two small
+//! process counts with the work per process held fixed, on each host
+//! group of a cluster spec (and split over two groups for the link), and
+//! writes the fit file; `predict` predicts a run; `fastest` and `budget`
+//! answer the paper's two scenarios; `check` predicts held-out runs, runs
+//! them, and writes the errors (JSON) and a figure (SVG).
+
+use crate::hosts::{Lease, lab_of, mpirun_across};
+use crate::launch::exe_dir;
+use anyhow::{Context, Result, bail};
+use clap::{Args as ClapArgs, Subcommand};
+use mheta_hosts::Lab;
+use mheta_scale::{FIT_VERSION, FitFile, GroupFit, Parts, Sample, fit_link, median, parse_parts};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+mod plot;
+
+/// Seed 002's scaling model: fit on few processes, predict many.
+///
+/// work is the memory per process (MB); T = T_comp(work) + α(np) +
+/// γ·work, α(np) = c + d·log2(np). A host group is the spec's hosts whose
+/// names share a prefix before the digits (a0, a1, … are group "a").
+/// Runs are real MPI runs across the spec's emulated hosts (brought up if
+/// down, and taken down after only then); each run's time is the app's
+/// median time per iteration, and a configuration's time the median over
+/// interleaved repeats.
+#[derive(ClapArgs, Debug)]
+pub struct ScaleArgs {
+    #[command(subcommand)]
+    cmd: ScaleCmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum ScaleCmd {
+    /// Fit the model: per group, np 1 at each --rows-per-proc, then each
+    /// --np0 at the same rows per process; with two or more groups, runs
+    /// split over the first two (--np0's first count on each) for the
+    /// link. Writes the fit file.
+    ///
+    /// Example: mheta scale fit --spec clusters/grid2.toml --app mg --n 1023 -o fit.json
+    Fit(FitArgs),
+    /// Predict the time per iteration of ROWS rows (of N) on PARTS
+    /// (`a=8`, or `a=4,b=4` split over two groups).
+    ///
+    /// Example: mheta scale predict --fit fit.json --np a=4,b=4 --rows 1023
+    Predict {
+        #[arg(long)]
+        fit: PathBuf,
+        /// Processes per group, GROUP=NP[,GROUP=NP].
+        #[arg(long, value_name = "PARTS")]
+        np: String,
+        /// Rows of the grid (default: N, the square grid).
+        #[arg(long)]
+        rows: Option<u64>,
+    },
+    /// Scenario 1: the fastest resources for a grid, among up to AVAIL
+    /// processes per group; prints every candidate, fastest first.
+    Fastest {
+        #[arg(long)]
+        fit: PathBuf,
+        /// Available processes per group, GROUP=NP[,GROUP=NP].
+        #[arg(long)]
+        avail: String,
+        #[arg(long)]
+        rows: Option<u64>,
+        /// Print only this many candidates.
+        #[arg(long, default_value_t = 10)]
+        top: usize,
+    },
+    /// Scenario 2: the largest square grid (one fit per N) that ITERS
+    /// iterations can solve within SECONDS, with up to AVAIL processes.
+    Budget {
+        /// Fit files, one per grid size N.
+        #[arg(long, required = true, num_args = 1..)]
+        fit: Vec<PathBuf>,
+        #[arg(long)]
+        avail: String,
+        #[arg(long)]
+        seconds: f64,
+        #[arg(long, default_value_t = 100)]
+        iters: u64,
+    },
+    /// Predict held-out configurations, run them (interleaved repeats),
+    /// and write predicted, actual (median), noise floor and error per
+    /// configuration, and max_err_pct, as JSON; optionally an SVG.
+    ///
+    /// Example: mheta scale check --fit fit.json --config a=8@1023 --config a=4,b=4@1023 -o scale.json --svg scale.svg
+    Check(CheckArgs),
+}
+
+/// How runs are launched (fit and check).
+#[derive(ClapArgs, Debug, Clone)]
+pub struct RunOpts {
+    /// Iterations per run (the time is the median per iteration).
+    #[arg(long, default_value_t = 20)]
+    iters: u64,
+    /// Interleaved rounds over the configurations.
+    #[arg(long, default_value_t = 3)]
+    repeat: u32,
+    /// The apps' --cpu-emulation. `quota`, with the spec's cpu_power
+    /// summing to at most the cores over any run, gives every rank a
+    /// cgroup quota of cpu_power cores at every process count.
+    #[arg(long, default_value = "quota")]
+    cpu_emulation: String,
+}
+
+#[derive(ClapArgs, Debug)]
+pub struct FitArgs {
+    /// Cluster spec with [[host]] tables.
+    #[arg(long)]
+    spec: String,
+    /// Kernel: mg or jacobi.
+    #[arg(long, default_value = "mg")]
+    app: String,
+    /// Columns N (the message length; mg: 2^k - 1).
+    #[arg(long, default_value_t = 1023)]
+    n: u64,
+    /// Rows per process of the two work sizes (mg: 2^j - 1).
+    #[arg(long, value_delimiter = ',', default_value = "63,127")]
+    rows_per_proc: Vec<u64>,
+    /// The small process counts np0.
+    #[arg(long, value_delimiter = ',', default_value = "2,4")]
+    np0: Vec<u32>,
+    /// Host groups to fit (default: every group of the spec).
+    #[arg(long, value_delimiter = ',')]
+    groups: Vec<String>,
+    #[command(flatten)]
+    run: RunOpts,
+    #[arg(short, long)]
+    output: PathBuf,
+}
+
+#[derive(ClapArgs, Debug)]
+pub struct CheckArgs {
+    #[arg(long)]
+    fit: PathBuf,
+    /// A held-out configuration PARTS@ROWS (`a=8@1023`, `a=4,b=4@1023`).
+    #[arg(long = "config", required = true)]
+    configs: Vec<String>,
+    #[command(flatten)]
+    run: RunOpts,
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Draw predicted against measured per configuration.
+    #[arg(long)]
+    svg: Option<PathBuf>,
+}
+
+pub fn main(a: ScaleArgs) -> Result<i32> {
+    match a.cmd {
+        ScaleCmd::Fit(f) => fit(f),
+        ScaleCmd::Predict { fit, np, rows } => predict(&fit, &np, rows),
+        ScaleCmd::Fastest {
+            fit,
+            avail,
+            rows,
+            top,
+        } => fastest(&fit, &avail, rows, top),
+        ScaleCmd::Budget {
+            fit,
+            avail,
+            seconds,
+            iters,
+        } => budget(&fit, &avail, seconds, iters),
+        ScaleCmd::Check(c) => check(c),
+    }
+}
+
+/// Bytes of a process's arrays per grid point: mg's u, f, r (8 B each)
+/// and its coarser levels (a third more); jacobi's u and f.
+fn bytes_per_point(app: &str) -> Result<f64> {
+    match app {
+        "mg" => Ok(32.0),
+        "jacobi" => Ok(16.0),
+        _ => bail!("--app {app}: mheta scale runs mg or jacobi (they take --rows)"),
+    }
+}
+
+/// Global rows for `per` rows per process on `np` processes (mg keeps
+/// 2^j - 1 rows: np·(per + 1) − 1).
+fn total_rows(app: &str, per: u64, np: u32) -> u64 {
+    if app == "mg" {
+        u64::from(np) * (per + 1) - 1
+    } else {
+        u64::from(np) * per
+    }
+}
+
+/// The group of a host: its name without trailing digits.
+fn group_of(host: &str) -> &str {
+    host.trim_end_matches(|c: char| c.is_ascii_digit())
+}
+
+/// One configuration to run: processes per group and the grid's rows.
+#[derive(Clone, Debug)]
+struct Config {
+    parts: Parts,
+    rows: u64,
+}
+
+impl Config {
+    fn np(&self) -> u32 {
+        self.parts.iter().map(|p| p.1).sum()
+    }
+    fn label(&self) -> String {
+        let p: Vec<String> = self.parts.iter().map(|(g, n)| format!("{g}={n}")).collect();
+        format!("{}@{}", p.join(","), self.rows)
+    }
+}
+
+fn parse_config(s: &str) -> Result<Config> {
+    let (p, r) = s
+        .split_once('@')
+        .with_context(|| format!("--config {s:?}: not PARTS@ROWS (e.g. a=4,b=4@1023)"))?;
+    let rows = r
+        .parse()
+        .ok()
+        .filter(|&r: &u64| r > 0)
+        .with_context(|| format!("--config {s:?}: {r:?} is not a row count"))?;
+    Ok(Config {
+        parts: parse_parts(p).map_err(|e| anyhow::anyhow!("--config {s:?}: {e}"))?,
+        rows,
+    })
+}
+
+/// Runs configurations across a lab's hosts.
+struct Runner {
+    lab: Lab,
+    spec: toml::Value,
+    app: String,
+    exe: PathBuf,
+    n: u64,
+    opts: RunOpts,
+    dir: PathBuf,
+    /// The emulation the apps reported (rank 0's job report).
+    emulation: String,
+}
+
+impl Runner {
+    fn new(spec: &str, app: &str, n: u64, opts: RunOpts) -> Result<Runner> {
+        let lab = lab_of(spec)?;
+        let text = std::fs::read_to_string(spec).with_context(|| format!("{spec}: cannot read"))?;
+        let spec: toml::Value =
+            toml::from_str(&text).with_context(|| format!("{spec}: not TOML"))?;
+        let exe = exe_dir()?.join(app);
+        if !exe.is_file() {
+            bail!(
+                "{}: not found; build it with `cargo build --release -p mheta-apps`",
+                exe.display()
+            );
+        }
+        let dir = std::env::temp_dir().join(format!("mheta-scale-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("{}: cannot create", dir.display()))?;
+        Ok(Runner {
+            lab,
+            spec,
+            app: app.into(),
+            exe,
+            n,
+            opts,
+            dir,
+            emulation: String::new(),
+        })
+    }
+
+    /// The hosts of a configuration: the first `np` hosts of each group,
+    /// in the parts' order.
+    fn hosts(&self, c: &Config) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        for (g, np) in &c.parts {
+            let mine: Vec<&str> = self
+                .lab
+                .hosts
+                .iter()
+                .map(|h| h.name.as_str())
+                .filter(|h| group_of(h) == g)
+                .collect();
+            if mine.len() < *np as usize {
+                bail!(
+                    "{}: group {g:?} has {} hosts, {} needs {np}",
+                    self.lab.name,
+                    mine.len(),
+                    c.label()
+                );
+            }
+            out.extend(mine[..*np as usize].iter().map(|h| h.to_string()));
+        }
+        Ok(out)
+    }
+
+    /// A spec of the same lab with only `hosts`, in order (the apps give
+    /// rank r the spec's r-th host's CPU power).
+    fn sub_spec(&self, hosts: &[String]) -> Result<PathBuf> {
+        let mut v = self.spec.clone();
+        let t = v.as_table_mut().context("spec is not a table")?;
+        let all = t
+            .get("host")
+            .and_then(toml::Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let name_of = |h: &toml::Value| {
+            h.get("name")
+                .and_then(toml::Value::as_str)
+                .map(String::from)
+        };
+        let mut picked: Vec<toml::Value> = hosts
+            .iter()
+            .filter_map(|n| {
+                all.iter()
+                    .find(|h| name_of(h).as_deref() == Some(n))
+                    .cloned()
+            })
+            .collect();
+        // Per-destination rates only to the hosts that are there.
+        for h in &mut picked {
+            if let Some(to) = h.get_mut("to").and_then(toml::Value::as_table_mut) {
+                to.retain(|k, _| hosts.iter().any(|h| h == k));
+            }
+        }
+        t.insert("host".into(), toml::Value::Array(picked));
+        let lab = t
+            .entry("lab")
+            .or_insert_with(|| toml::Value::Table(Default::default()));
+        if let Some(l) = lab.as_table_mut() {
+            l.insert("name".into(), toml::Value::String(self.lab.name.clone()));
+        }
+        let p = self.dir.join(format!("{}.toml", hosts.join("-")));
+        std::fs::write(&p, toml::to_string(&v)?)
+            .with_context(|| format!("{}: cannot write", p.display()))?;
+        Ok(p)
+    }
+
+    /// One run: the app's median time per iteration, seconds.
+    fn run(&mut self, c: &Config) -> Result<f64> {
+        let hosts = self.hosts(c)?;
+        let spec = self.sub_spec(&hosts)?;
+        let mut lab = self.lab.clone();
+        lab.hosts.retain(|h| hosts.contains(&h.name));
+        lab.hosts
+            .sort_by_key(|h| hosts.iter().position(|n| n == &h.name));
+        let user: Vec<OsString> = [
+            "-np".to_string(),
+            c.np().to_string(),
+            self.exe.display().to_string(),
+            "--n".into(),
+            self.n.to_string(),
+            "--rows".into(),
+            c.rows.to_string(),
+            "--iters".into(),
+            self.opts.iters.to_string(),
+            "--cluster".into(),
+            spec.display().to_string(),
+            "--cpu-emulation".into(),
+            self.opts.cpu_emulation.clone(),
+            "--wait".into(),
+            "sleep".into(),
+        ]
+        .into_iter()
+        .map(OsString::from)
+        .collect();
+        let out = mpirun_across(&lab, &user)?
+            .output()
+            .with_context(|| format!("{}: cannot start mpirun", c.label()))?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() {
+            bail!(
+                "{} ({}): {} failed: {}",
+                c.label(),
+                hosts.join(","),
+                self.app,
+                String::from_utf8_lossy(&out.stderr)
+                    .lines()
+                    .last()
+                    .unwrap_or("")
+            );
+        }
+        let rep: Value = stdout
+            .lines()
+            .rev()
+            .find_map(|l| serde_json::from_str(l).ok())
+            .with_context(|| format!("{}: {} printed no JSON report", c.label(), self.app))?;
+        self.note_emulation(&rep);
+        rep.get("iter_median_s")
+            .and_then(Value::as_f64)
+            .with_context(|| format!("{}: report has no iter_median_s", c.label()))
+    }
+
+    fn note_emulation(&mut self, rep: &Value) {
+        let e = &rep["emulation"];
+        let cpu = e["cpu"].as_str().unwrap_or("?");
+        let text = format!(
+            "--cpu-emulation {} (ranks report cpu: {cpu}), --wait sleep",
+            self.opts.cpu_emulation
+        );
+        if !self.emulation.contains(&text) {
+            if !self.emulation.is_empty() {
+                self.emulation.push_str("; ");
+            }
+            self.emulation.push_str(&text);
+        }
+    }
+
+    /// Every configuration `repeat` times, interleaved (round by round);
+    /// each configuration's times.
+    fn measure(&mut self, configs: &[Config]) -> Result<Vec<Vec<f64>>> {
+        let _lease = Lease::take(&self.lab)?;
+        let mut times = vec![Vec::new(); configs.len()];
+        for round in 0..self.opts.repeat {
+            for (i, c) in configs.iter().enumerate() {
+                let t = self.run(c)?;
+                eprintln!("round {} {:<16} {:.3} ms", round + 1, c.label(), t * 1e3);
+                times[i].push(t);
+            }
+        }
+        Ok(times)
+    }
+}
+
+impl Drop for Runner {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The groups of a lab, in host order.
+fn lab_groups(lab: &Lab) -> Vec<String> {
+    let mut g: Vec<String> = Vec::new();
+    for h in &lab.hosts {
+        let x = group_of(&h.name).to_string();
+        if !g.contains(&x) {
+            g.push(x);
+        }
+    }
+    g
+}
+
+/// The fit's configurations: per group np 1 and each np0 at each rows
+/// per process, then the split runs for the link.
+fn fit_configs(a: &FitArgs, groups: &[String]) -> Vec<Config> {
+    let mut v = Vec::new();
+    for g in groups {
+        for &per in &a.rows_per_proc {
+            for np in std::iter::once(1).chain(a.np0.iter().copied()) {
+                v.push(Config {
+                    parts: vec![(g.clone(), np)],
+                    rows: total_rows(&a.app, per, np),
+                });
+            }
+        }
+    }
+    if let ([g1, g2, ..], Some(&k)) = (groups, a.np0.first()) {
+        for &per in &a.rows_per_proc {
+            v.push(Config {
+                parts: vec![(g1.clone(), k), (g2.clone(), k)],
+                rows: total_rows(&a.app, per, 2 * k),
+            });
+        }
+    }
+    v
+}
+
+fn fit(a: FitArgs) -> Result<i32> {
+    let bpp = bytes_per_point(&a.app)?;
+    if a.rows_per_proc.len() < 2 || a.np0.len() < 2 {
+        bail!("--rows-per-proc and --np0 need two values each (two work sizes, two np0)");
+    }
+    let mut r = Runner::new(&a.spec, &a.app, a.n, a.run.clone())?;
+    let groups = if a.groups.is_empty() {
+        lab_groups(&r.lab)
+    } else {
+        a.groups.clone()
+    };
+    let configs = fit_configs(&a, &groups);
+    let times = r.measure(&configs)?;
+    let mut file = FitFile {
+        version: FIT_VERSION,
+        app: a.app.clone(),
+        n: a.n,
+        bytes_per_point: bpp,
+        iters: a.run.iters,
+        spec: a.spec.clone(),
+        emulation: r.emulation.clone(),
+        groups: BTreeMap::new(),
+        link_s: None,
+        samples: Vec::new(),
+    };
+    let mut split = Vec::new();
+    for (c, t) in configs.iter().zip(times) {
+        let s = Sample {
+            np: c.np(),
+            work_mb: file.work_of(c.rows, c.np()),
+            time_s: median(&mut t.clone()).context("no runs")?,
+        };
+        let label: Vec<&str> = c.parts.iter().map(|p| p.0.as_str()).collect();
+        file.samples.push((label.join("+"), s));
+        if c.parts.len() > 1 {
+            split.push((c.parts.clone(), s));
+        }
+    }
+    for g in &groups {
+        let mine = |np1: bool| -> Vec<Sample> {
+            file.samples
+                .iter()
+                .filter(|(l, s)| l == g && (s.np == 1) == np1)
+                .map(|p| p.1)
+                .collect()
+        };
+        let gf = GroupFit::fit(&mine(true), &mine(false))
+            .map_err(|e| anyhow::anyhow!("group {g}: {e}"))?;
+        file.groups.insert(g.clone(), gf);
+    }
+    if !split.is_empty() {
+        file.link_s = Some(fit_link(&file.groups, &split)?);
+    }
+    file.save(&a.output)?;
+    print_fit(&file);
+    Ok(0)
+}
+
+fn print_fit(f: &FitFile) {
+    println!("{} N={} ({}), times per iteration", f.app, f.n, f.emulation);
+    println!("group  T_comp = a + b·work       gamma (s/MB)  c (s)      d (s)      alpha(np0)");
+    for (g, x) in &f.groups {
+        let al: Vec<String> = x
+            .per_np
+            .iter()
+            .map(|p| format!("{}:{:.3}ms", p.np, p.alpha * 1e3))
+            .collect();
+        println!(
+            "{g:<6} {:.3} ms + {:.3} ms/MB   {:<12.3e}  {:<9.3e}  {:<9.3e}  {}",
+            x.comp.intercept * 1e3,
+            x.comp.slope * 1e3,
+            x.gamma,
+            x.c,
+            x.d,
+            al.join(" ")
+        );
+    }
+    if let Some(l) = f.link_s {
+        println!("link between groups: {:.3} ms per iteration", l * 1e3);
+    }
+}
+
+fn predict(fit: &Path, np: &str, rows: Option<u64>) -> Result<i32> {
+    let f = FitFile::load(fit)?;
+    let parts = parse_parts(np).map_err(|e| anyhow::anyhow!("--np {e}"))?;
+    let rows = rows.unwrap_or(f.n);
+    let total: u32 = parts.iter().map(|p| p.1).sum();
+    let w = f.work_of(rows, total);
+    for (g, n) in &parts {
+        let p = f.group(g)?.predict(*n, w)?;
+        println!(
+            "{g}: np {n}, work {w:.3} MB: T_comp {:.3} ms + T_comm {:.3} ms = {:.3} ms",
+            p.comp_s * 1e3,
+            p.comm_s * 1e3,
+            p.total_s * 1e3
+        );
+    }
+    let t = f.predict(&parts, rows)?;
+    println!("{}x{} on {np}: {:.3} ms per iteration", rows, f.n, t * 1e3);
+    Ok(0)
+}
+
+fn fastest(fit: &Path, avail: &str, rows: Option<u64>, top: usize) -> Result<i32> {
+    let f = FitFile::load(fit)?;
+    let avail = parse_parts(avail).map_err(|e| anyhow::anyhow!("--avail {e}"))?;
+    let rows = rows.unwrap_or(f.n);
+    let all = mheta_scale::fastest(&f, rows, &avail)?;
+    println!("{rows}x{} ({}), fastest first:", f.n, f.app);
+    for c in all.iter().take(top) {
+        let p: Vec<String> = c.parts.iter().map(|(g, n)| format!("{g}={n}")).collect();
+        println!(
+            "  {:<12} {:.3} ms per iteration",
+            p.join(","),
+            c.predicted_s * 1e3
+        );
+    }
+    Ok(0)
+}
+
+fn budget(fits: &[PathBuf], avail: &str, seconds: f64, iters: u64) -> Result<i32> {
+    let fs = fits
+        .iter()
+        .map(|p| FitFile::load(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let avail = parse_parts(avail).map_err(|e| anyhow::anyhow!("--avail {e}"))?;
+    match mheta_scale::budget(&fs, &avail, iters, seconds)? {
+        Some(c) => {
+            let p: Vec<String> = c.parts.iter().map(|(g, n)| format!("{g}={n}")).collect();
+            println!(
+                "largest grid: {0}x{0} on {1}: {2:.3} s for {iters} iterations (budget {seconds} s)",
+                c.rows,
+                p.join(","),
+                c.predicted_s * iters as f64
+            );
+            Ok(0)
+        }
+        None => {
+            println!("no grid of the fits solves {iters} iterations within {seconds} s");
+            Ok(1)
+        }
+    }
+}
+
+fn check(a: CheckArgs) -> Result<i32> {
+    let f = FitFile::load(&a.fit)?;
+    let configs = a
+        .configs
+        .iter()
+        .map(|c| parse_config(c))
+        .collect::<Result<Vec<_>>>()?;
+    let mut predicted = Vec::new();
+    for c in &configs {
+        predicted.push(
+            f.predict(&c.parts, c.rows)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", c.label()))?,
+        );
+    }
+    let mut r = Runner::new(&f.spec, &f.app, f.n, a.run.clone())?;
+    let times = r.measure(&configs)?;
+    let mut rows = Vec::new();
+    let mut max_err: f64 = 0.0;
+    println!(
+        "{:<16} {:>12} {:>12} {:>8} {:>8}",
+        "config", "predicted ms", "actual ms", "err %", "noise %"
+    );
+    for ((c, p), t) in configs.iter().zip(&predicted).zip(&times) {
+        let actual = median(&mut t.clone()).context("no runs")?;
+        let lo = t.iter().copied().fold(f64::MAX, f64::min);
+        let hi = t.iter().copied().fold(0.0, f64::max);
+        let noise = (hi - lo) / actual * 100.0;
+        let err = (p - actual).abs() / actual * 100.0;
+        max_err = max_err.max(err);
+        println!(
+            "{:<16} {:>12.3} {:>12.3} {:>8.2} {:>8.2}",
+            c.label(),
+            p * 1e3,
+            actual * 1e3,
+            err,
+            noise
+        );
+        rows.push(json!({
+            "config": c.label(), "np": c.np(), "rows": c.rows, "n": f.n,
+            "work_mb": f.work_of(c.rows, c.np()),
+            "predicted_s": p, "actual_s": actual, "runs_s": t,
+            "noise_pct": noise, "error_pct": err,
+        }));
+    }
+    println!("max error {max_err:.2}%");
+    let out = json!({
+        "app": f.app, "n": f.n, "fit": a.fit, "spec": f.spec,
+        "emulation": r.emulation, "fit_emulation": f.emulation,
+        "iters": a.run.iters, "repeat": a.run.repeat,
+        "time": "median seconds per iteration over interleaved repeats",
+        "noise": "(max - min) / median of the repeats",
+        "configs": rows, "max_err_pct": max_err,
+    });
+    std::fs::write(&a.output, serde_json::to_string_pretty(&out)? + "\n")
+        .with_context(|| format!("{}: cannot write", a.output.display()))?;
+    if let Some(svg) = &a.svg {
+        plot::draw(svg, &out)?;
+    }
+    Ok(0)
+}

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Seed 002's methodology on real runs (`mheta scale`): per kernel (mg, then
+# jacobi), fit T = T_comp(work) + alpha(np) + gamma*work on np <= 4 of each
+# host group of clusters/grid2.toml (np 1 at two sizes, np0 = 2 and 4 at
+# the same rows per process, and 2+2 split over the two groups for the
+# link), then predict and run held-out configurations: np 6 and 8 on
+# larger grids on group a, and split over groups a and b. Every
+# configuration is repeated SCALE_REPEAT times (default 4), interleaved;
+# times are medians of the apps' median time per iteration.
+# CPU: --cpu-emulation paced (SCALE_EMULATION), one rank per emulated host,
+# so each rank's compute lasts its CPU time / cpu_power at every np.
+# Writes OUT/scale.json (per held-out configuration: predicted, actual,
+# noise floor, error; max_err_pct), OUT/scale.svg (mg) and
+# OUT/scale-jacobi.svg, the fits (OUT/fit-*.json, OUT/fit-*.txt) and the
+# scenarios (OUT/scenarios.txt).
+# Usage: scripts/scale-study.sh OUT
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ $# -eq 1 ] || { echo "usage: $0 OUT" >&2; exit 2; }
+OUT=$1
+mkdir -p "$OUT"
+source scripts/setup.sh
+cargo build --release --locked -q -p mheta-apps -p mheta-runtime
+M=target/release/mheta
+SPEC=clusters/grid2.toml
+REPEAT=${SCALE_REPEAT:-4}
+EMU=${SCALE_EMULATION:-paced}
+
+# Bring the hosts up once for the whole study; take them down at the end
+# only if they were down.
+if "$M" hosts status "$SPEC" >/dev/null 2>&1; then was_up=1; else was_up=0; fi
+"$M" hosts up "$SPEC" >/dev/null
+trap '[ "$was_up" = 1 ] || "$M" hosts down "$SPEC" >/dev/null' EXIT
+
+study() { # app n rows_per_proc iters configs...
+  local app=$1 n=$2 per=$3 iters=$4; shift 4
+  local cfg=()
+  for c in "$@"; do cfg+=(--config "$c"); done
+  "$M" scale fit --spec "$SPEC" --app "$app" --n "$n" --rows-per-proc "$per" \
+    --np0 2,4 --iters "$iters" --repeat "$REPEAT" --cpu-emulation "$EMU" \
+    -o "$OUT/fit-$app.json" | tee "$OUT/fit-$app.txt"
+  "$M" scale check --fit "$OUT/fit-$app.json" "${cfg[@]}" --iters "$iters" \
+    --repeat "$REPEAT" --cpu-emulation "$EMU" -o "$OUT/check-$app.json" \
+    --svg "$OUT/scale-$app.svg" | tee "$OUT/check-$app.txt"
+}
+
+study mg 2047 127,255 20 \
+  a=6@1023 a=8@1023 a=6@2047 a=8@2047 a=3,b=3@1023 a=4,b=4@1023 a=4,b=4@2047
+study jacobi 2048 128,256 100 \
+  a=6@1536 a=8@1024 a=6@2048 a=8@2048 a=3,b=3@1536 a=4,b=4@1024 a=4,b=4@2048
+cp "$OUT/scale-mg.svg" "$OUT/scale.svg"
+
+{
+  echo "# Scenario 1: fastest resources for the 2047x2047 mg grid, up to a=8, b=4"
+  "$M" scale fastest --fit "$OUT/fit-mg.json" --avail a=8,b=4 --top 5
+  echo "# Scenario 2: largest grid within 3 s for 20 V-cycles (mg fit) / 100 sweeps (jacobi fit)"
+  "$M" scale budget --fit "$OUT/fit-mg.json" --avail a=8,b=4 --seconds 3 --iters 20 || true
+  "$M" scale budget --fit "$OUT/fit-jacobi.json" --avail a=8,b=4 --seconds 3 --iters 100 || true
+} | tee "$OUT/scenarios.txt"
+
+python3 - "$OUT" <<'PY'
+import json, sys
+out = sys.argv[1]
+rows, emu = [], {}
+for app in ("mg", "jacobi"):
+    c = json.load(open(f"{out}/check-{app}.json"))
+    emu[app] = c["emulation"]
+    for r in c["configs"]:
+        rows.append({"app": app, **{k: r[k] for k in (
+            "config", "np", "rows", "n", "work_mb", "predicted_s", "actual_s",
+            "noise_pct", "error_pct", "runs_s")}})
+res = {
+    "study": "seed 002 multilevel scaling: fit on np <= 4, predict np 6 and 8 on larger grids, one group and split over two",
+    "spec": "clusters/grid2.toml", "emulation": emu,
+    "configs": rows,
+    "max_err_pct": max(r["error_pct"] for r in rows),
+    "mean_err_pct": sum(r["error_pct"] for r in rows) / len(rows),
+    "max_noise_pct": max(r["noise_pct"] for r in rows),
+}
+json.dump(res, open(f"{out}/scale.json", "w"), indent=2)
+print(f"{'app':<7}{'config':<16}{'pred ms':>10}{'actual ms':>11}{'err %':>8}{'noise %':>9}")
+for r in rows:
+    print(f"{r['app']:<7}{r['config']:<16}{r['predicted_s']*1e3:>10.2f}{r['actual_s']*1e3:>11.2f}{r['error_pct']:>8.2f}{r['noise_pct']:>9.2f}")
+print(f"max error {res['max_err_pct']:.2f}%  mean {res['mean_err_pct']:.2f}%  max noise {res['max_noise_pct']:.2f}%")
+PY
