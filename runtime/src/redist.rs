@@ -108,7 +108,8 @@ impl Model {
     }
 
     /// Predicted time of moving every declared array from `from` to `to`
-    /// (module docs).
+    /// (module docs): through MPI-IO when an array is out of core on some
+    /// rank before or after, else over the network.
     pub fn move_cost(&self, from: &Dist, to: &Dist) -> MoveCost {
         let p = self.ranks();
         let levels = self
@@ -124,39 +125,44 @@ impl Model {
             let next = (on_level[l].0.coarser(), on_level[l].1.coarser());
             on_level.push(next);
         }
+        let ooc_from: Vec<Vec<bool>> = (0..p).map(|i| self.out_of_core_arrays(from, i)).collect();
+        let ooc_to: Vec<Vec<bool>> = (0..p).map(|i| self.out_of_core_arrays(to, i)).collect();
+        let any = |v: &[Vec<bool>]| v.iter().flatten().any(|&o| o);
+        if any(&ooc_from) || any(&ooc_to) {
+            return self.disk_move_cost(&on_level, &ooc_from, &ooc_to);
+        }
+        self.network_move_cost(&on_level)
+    }
+
+    /// Which arrays rank `i` holds out of core under `d`.
+    fn out_of_core_arrays(&self, d: &Dist, i: usize) -> Vec<bool> {
+        let Some(io) = &self.io else { return vec![] };
+        let first = d.offsets()[i];
+        let plan = io.plan(i, first, d.0[i]);
+        let mut v = vec![false; self.app.arrays.len()];
+        if let Some(plan) = plan {
+            for (j, &k) in io.arrays.iter().enumerate() {
+                v[k] = plan.out_of_core.get(j).copied().unwrap_or(false);
+            }
+        }
+        v
+    }
+
+    /// Every array in core: each rank sends the rows it loses to their
+    /// new owners (its sends and receives, each at the pair's transfer
+    /// time, overlap: a rank takes the longer) and copies the rows it
+    /// keeps when their place shifts.
+    fn network_move_cost(&self, on_level: &[(Dist, Dist)]) -> MoveCost {
+        let p = self.ranks();
         let offs: Vec<(Vec<u64>, Vec<u64>)> = on_level
             .iter()
             .map(|(f, t)| (f.offsets(), t.offsets()))
             .collect();
-        // Which arrays each rank holds out of core, before and after.
-        let ooc = |d: &Dist, i: usize| -> Vec<bool> {
-            let Some(io) = &self.io else { return vec![] };
-            let first = d.offsets()[i];
-            let plan = io.plan(i, first, d.0[i]);
-            let mut v = vec![false; self.app.arrays.len()];
-            if let Some(plan) = plan {
-                for (j, &k) in io.arrays.iter().enumerate() {
-                    v[k] = plan.out_of_core.get(j).copied().unwrap_or(false);
-                }
-            }
-            v
-        };
-        let io_line = |i: usize, k: usize, write: bool| {
-            let io = self.io.as_ref()?;
-            let j = io.arrays.iter().position(|&a| a == k)?;
-            Some(if write { io.write[i][j] } else { io.read[i][j] })
-        };
         let mut send = vec![0.0f64; p];
         let mut recv = vec![0.0f64; p];
         let mut local = vec![0.0f64; p];
         let mut bytes = 0u64;
         let copy_per_byte = self.net.mean[3];
-        let ooc_from: Vec<Vec<bool>> = (0..p).map(|i| ooc(from, i)).collect();
-        let ooc_to: Vec<Vec<bool>> = (0..p).map(|i| ooc(to, i)).collect();
-        let any = |v: &[Vec<bool>]| v.iter().flatten().any(|&o| o);
-        if any(&ooc_from) || any(&ooc_to) {
-            return self.disk_move_cost(&on_level, &ooc_from, &ooc_to);
-        }
         for i in 0..p {
             // Bytes rank i sends to each j, all arrays together.
             let mut to_j = vec![0.0f64; p];
@@ -170,23 +176,11 @@ impl Model {
                         continue;
                     };
                     let by = self.array_bytes(k, a, e);
-                    if j == i {
+                    if j != i {
+                        *b += by;
+                    } else if fo[i] != to_[i] {
                         // Kept rows: a local copy when they shift.
-                        if fo[i] != to_[i] {
-                            local[i] += by * copy_per_byte;
-                        }
-                        continue;
-                    }
-                    *b += by;
-                    if ooc_from[i].get(k) == Some(&true)
-                        && let Some(l) = io_line(i, k, false)
-                    {
-                        local[i] += l.time(by);
-                    }
-                    if ooc_to[j].get(k) == Some(&true)
-                        && let Some(l) = io_line(j, k, true)
-                    {
-                        local[j] += l.time(by);
+                        local[i] += by * copy_per_byte;
                     }
                 }
             }
