@@ -208,41 +208,26 @@ pub fn plan_in_run(
 ) -> Result<Plan, LiveError> {
     let traces = gather_traces(world, dir)?;
     let p = world.size() as usize;
-    let root = world.process_at_rank(0);
     // Rank 0 plans; status and result travel in one broadcast so that every
     // rank fails or proceeds together.
     let mut msg: Vec<u8> = Vec::new();
-    let mut found = None;
-    let mut current = 0.0;
-    let mut cost = None;
-    let mut decision = None;
-    let mut predicted_busy_s = Vec::new();
+    let mut plan = Plan {
+        dist: Dist(Vec::new()),
+        found: None,
+        predicted_current_s: 0.0,
+        cost: None,
+        decision: None,
+        predicted_busy_s: Vec::new(),
+    };
     if world.rank() == 0 {
-        let busy = |p: &mheta_runtime::Prediction| p.ranks.iter().map(|r| r.compute_s).collect();
-        // GBS's choice, the current prediction, the move's cost, and the
-        // busy times on the current and on the chosen distribution.
-        type Planned = (Found, f64, MoveCost, Vec<f64>, Vec<f64>);
-        let r = (|| -> Result<Planned, String> {
-            let prof = ClusterProfile::load(profile).map_err(|e| e.to_string())?;
-            let mut m = Model::new(&traces, app.clone(), &prof).map_err(|e| e.to_string())?;
-            m.rebuild_s_per_row = rebuild_s_per_row.map(<[f64]>::to_vec);
-            if let Some(sd) = cpu_slowdown {
-                let mut load = mheta_runtime::slowdown::Slowdowns::dedicated(p);
-                load.cpu = sd.to_vec();
-                for h in &mut load.how {
-                    *h = "sensed in the run".into();
-                }
-                m = m.with_load(load);
-            }
-            let now = Dist(app.dist.clone());
-            let cur = m.predict(&now).map_err(|e| e.to_string())?;
-            let f = search::gbs(&m).map_err(|e| e.to_string())?;
-            let to = Dist(f.dist.clone());
-            let c = m.move_cost(&now, &to);
-            let chosen = m.predict(&to).map_err(|e| e.to_string())?;
-            Ok((f, cur.per_iteration_s, c, busy(&cur), busy(&chosen)))
-        })();
-        match r {
+        let inputs = Inputs {
+            app,
+            profile,
+            rebuild_s_per_row,
+            cpu_slowdown,
+            p,
+        };
+        match plan_at_root(&traces, &inputs) {
             Ok((f, cur, c, busy_now, busy_chosen)) => {
                 let d = redist::decide(cur, f.predicted_s, c.total_s, remaining);
                 msg.push(1);
@@ -250,11 +235,11 @@ pub fn plan_in_run(
                 for &s in to {
                     msg.extend_from_slice(&s.to_le_bytes());
                 }
-                predicted_busy_s = if d.moved { busy_chosen } else { busy_now };
-                current = cur;
-                found = Some(f);
-                cost = Some(c);
-                decision = Some(d);
+                plan.predicted_busy_s = if d.moved { busy_chosen } else { busy_now };
+                plan.predicted_current_s = cur;
+                plan.found = Some(f);
+                plan.cost = Some(c);
+                plan.decision = Some(d);
             }
             Err(e) => {
                 msg.push(0);
@@ -262,6 +247,57 @@ pub fn plan_in_run(
             }
         }
     }
+    plan.dist = broadcast_plan(world, msg)?;
+    if plan.dist.ranks() != p || plan.dist.total() != app.rows {
+        return Err(LiveError::Plan(format!(
+            "planner returned {}, not a distribution of {} rows over {p} ranks",
+            plan.dist, app.rows
+        )));
+    }
+    Ok(plan)
+}
+
+/// What rank 0 plans from, besides the traces.
+struct Inputs<'a> {
+    app: &'a AppDecl,
+    profile: &'a Path,
+    rebuild_s_per_row: Option<&'a [f64]>,
+    cpu_slowdown: Option<&'a [mheta_runtime::stoch::Stoch]>,
+    p: usize,
+}
+
+/// GBS's choice, the current prediction, the move's cost, and the busy
+/// times on the current and on the chosen distribution.
+type Planned = (Found, f64, MoveCost, Vec<f64>, Vec<f64>);
+
+/// Rank 0's plan: the model of the traces on the profile (under the
+/// sensed CPU slowdowns, seed 000 eq. 1), GBS, and the move's cost.
+fn plan_at_root(traces: &[mheta_trace::RankTrace], x: &Inputs) -> Result<Planned, String> {
+    let busy = |p: &mheta_runtime::Prediction| p.ranks.iter().map(|r| r.compute_s).collect();
+    let prof = ClusterProfile::load(x.profile).map_err(|e| e.to_string())?;
+    let mut m = Model::new(traces, x.app.clone(), &prof).map_err(|e| e.to_string())?;
+    m.rebuild_s_per_row = x.rebuild_s_per_row.map(<[f64]>::to_vec);
+    if let Some(sd) = x.cpu_slowdown {
+        let mut load = mheta_runtime::slowdown::Slowdowns::dedicated(x.p);
+        load.cpu = sd.to_vec();
+        for h in &mut load.how {
+            *h = "sensed in the run".into();
+        }
+        m = m.with_load(load);
+    }
+    let now = Dist(x.app.dist.clone());
+    let cur = m.predict(&now).map_err(|e| e.to_string())?;
+    let f = search::gbs(&m).map_err(|e| e.to_string())?;
+    let to = Dist(f.dist.clone());
+    let c = m.move_cost(&now, &to);
+    let chosen = m.predict(&to).map_err(|e| e.to_string())?;
+    Ok((f, cur.per_iteration_s, c, busy(&cur), busy(&chosen)))
+}
+
+/// Rank 0's status and distribution (`msg`), to every rank
+/// (collective): the distribution, or rank 0's error.
+fn broadcast_plan(world: &SimpleCommunicator, mut msg: Vec<u8>) -> Result<Dist, LiveError> {
+    let root = world.process_at_rank(0);
     let mut len = msg.len() as u64;
     root.broadcast_into(&mut len);
     msg.resize(len as usize, 0);
@@ -271,26 +307,12 @@ pub fn plan_in_run(
             String::from_utf8_lossy(&msg[1..]).into_owned(),
         ));
     }
-    let dist = Dist(
+    Ok(Dist(
         msg[1..]
             .chunks_exact(8)
             .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
             .collect(),
-    );
-    if dist.ranks() != p || dist.total() != app.rows {
-        return Err(LiveError::Plan(format!(
-            "planner returned {dist}, not a distribution of {} rows over {p} ranks",
-            app.rows
-        )));
-    }
-    Ok(Plan {
-        dist,
-        found,
-        predicted_current_s: current,
-        cost,
-        decision,
-        predicted_busy_s,
-    })
+    ))
 }
 
 /// Rows `[start, end)` of rank `r` under `d`.
