@@ -72,6 +72,10 @@ struct Args {
     /// steps; the report gives the means per rank.
     #[arg(long, value_name = "K")]
     calibrate: Option<u64>,
+    /// For testing the master's checks: the worker that computes task K
+    /// flips a bit of its result before sending it.
+    #[arg(long, value_name = "K", hide = true)]
+    corrupt: Option<u64>,
     /// Emulated cluster: a TOML spec or a built-in name (as the other apps).
     #[arg(long, default_value = "uniform")]
     cluster: String,
@@ -135,7 +139,7 @@ fn body(world: &SimpleCommunicator, args: &Args, born: Instant) -> Result<()> {
         return Ok(());
     }
     if workers.contains(&me) {
-        worker(world, &kind, args.master, &emu);
+        worker(world, &kind, args.master, &emu, args.corrupt);
     }
     gather_sites(world, &emu, args.master);
     Ok(())
@@ -325,7 +329,13 @@ fn words<const N: usize>(b: &[u8]) -> Result<[u64; N]> {
 
 /// A worker: compute each task the master sends, send its result with
 /// the task's index and compute time, until the stop message.
-fn worker(world: &SimpleCommunicator, kind: &Kind, master: usize, emu: &Emulation) {
+fn worker(
+    world: &SimpleCommunicator,
+    kind: &Kind,
+    master: usize,
+    emu: &Emulation,
+    corrupt: Option<u64>,
+) {
     loop {
         let (buf, status) = receive(world, Some(master), None);
         if status.tag() == TAG_STOP {
@@ -335,7 +345,12 @@ fn worker(world: &SimpleCommunicator, kind: &Kind, master: usize, emu: &Emulatio
             continue;
         };
         let t = Instant::now();
-        let payload = emu.work(kind.units(k), || kind.compute(k));
+        let mut payload = emu.work(kind.units(k), || kind.compute(k));
+        if corrupt == Some(k)
+            && let Some(b) = payload.last_mut()
+        {
+            *b ^= 1;
+        }
         let busy_ns = t.elapsed().as_nanos() as u64;
         let mut out = Vec::with_capacity(16 + payload.len());
         out.extend_from_slice(&k.to_le_bytes());
