@@ -208,6 +208,7 @@ fn modes_text(f: &sense::Summary, scale: f64, unit: &str) -> String {
         .join(" | ")
 }
 
+/// The sensed cores, links and overhead as text.
 fn table(f: &SenseFile) -> String {
     use std::fmt::Write as _;
     let s = &f.settings;
@@ -241,16 +242,31 @@ fn table(f: &SenseFile) -> String {
             c.summary.current_mode.map_or("-".into(), |m| m.to_string())
         );
     }
-    if !f.pairs.is_empty() {
+    pair_rows(&mut o, f);
+    overhead_rows(&mut o, f);
+    if let Some(l) = &f.load {
         let _ = writeln!(
             o,
+            "load for `mheta predict --load`: {} node(s) (in the JSON file's \"load\")",
+            l.nodes.len()
+        );
+    }
+    o
+}
+
+/// The links' rows: available and dedicated bandwidth, slowdown, modes.
+fn pair_rows(o: &mut String, f: &SenseFile) {
+    use std::fmt::Write as _;
+    if !f.pairs.is_empty() {
+        let _ = writeln!(
+            *o,
             "{:>14} {:>8} {:>22} {:>12} {:>14}  modes (GB/s)",
             "bandwidth", "samples", "available ± 2σ", "dedicated", "slowdown ± 2σ"
         );
         for p in &f.pairs {
             let d = &p.summary.dist;
             let _ = writeln!(
-                o,
+                *o,
                 "{:>14} {:>8} {:>22} {:>12} {:>14}  {}  now {}",
                 format!("{} -> {}", p.core, p.peer),
                 p.samples.len(),
@@ -262,6 +278,12 @@ fn table(f: &SenseFile) -> String {
             );
         }
     }
+}
+
+/// The sensors' own cost.
+fn overhead_rows(o: &mut String, f: &SenseFile) {
+    use std::fmt::Write as _;
+    let s = &f.settings;
     let oh = &f.overhead;
     let measured = oh
         .measured_cpu_duty
@@ -272,7 +294,7 @@ fn table(f: &SenseFile) -> String {
     match s.method {
         Method::Probe => {
             let _ = writeln!(
-                o,
+                *o,
                 "overhead: the probe spins {:.3} s every {:.3} s = {:.1}% of each core's time \
                  (a co-runner loses up to that); sensor threads' CPU: {measured}",
                 s.probe_s,
@@ -282,7 +304,7 @@ fn table(f: &SenseFile) -> String {
         }
         Method::Passive => {
             let _ = writeln!(
-                o,
+                *o,
                 "overhead: a /proc scan of {:.2} ms every {:.3} s, no spinning; sensor threads' CPU: {measured}",
                 1e3 * oh.cpu_sample_s,
                 s.interval_s
@@ -291,7 +313,7 @@ fn table(f: &SenseFile) -> String {
     }
     if s.bw_peer.is_some() {
         let _ = writeln!(
-            o,
+            *o,
             "          bandwidth probe: {} bytes every {:.3} s = {:.0} bytes/s on the link, \
              {:.3} ms each ({:.2}% of the time)",
             s.bw_bytes,
@@ -301,12 +323,4 @@ fn table(f: &SenseFile) -> String {
             100.0 * oh.bw_probe_duty
         );
     }
-    if let Some(l) = &f.load {
-        let _ = writeln!(
-            o,
-            "load for `mheta predict --load`: {} node(s) (in the JSON file's \"load\")",
-            l.nodes.len()
-        );
-    }
-    o
 }
