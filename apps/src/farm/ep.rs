@@ -42,7 +42,9 @@ pub struct Class {
     pub sy: f64,
 }
 
-/// The classes this farm runs, with NPB's reference sums.
+/// The classes this farm runs, with NPB's reference sums (digits as NPB
+/// publishes them, beyond f64's).
+#[allow(clippy::excessive_precision)]
 pub const CLASSES: [Class; 3] = [
     Class {
         name: 'S',

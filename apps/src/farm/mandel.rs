@@ -188,7 +188,7 @@ pub fn encode(counts: &[u32]) -> Vec<u8> {
 
 /// Read [`encode`]'s form: the counts and the checksum sent.
 pub fn decode(b: &[u8]) -> Result<(Vec<u32>, u64)> {
-    if b.len() < 8 || (b.len() - 8) % 4 != 0 {
+    if b.len() < 8 || !(b.len() - 8).is_multiple_of(4) {
         bail!(
             "a tile result of {} bytes is not a checksum and u32 counts",
             b.len()
