@@ -45,7 +45,7 @@ fn ep_class_s_verifies_with_the_master_on_the_last_rank() {
     assert_eq!(tasks_done(&r), 256, "{r}");
     let v = &r["verification"];
     let sx = v["sx"].as_f64().unwrap();
-    assert!((sx / -3.247834652034740e3 - 1.0).abs() <= 1e-8, "{v}");
+    assert!((sx / -3.247_834_652_034_74e3 - 1.0).abs() <= 1e-8, "{v}");
     assert!(v["sy_rel_err"].as_f64().unwrap() <= 1e-8, "{v}");
     assert_eq!(v["failed_tasks"], 0);
     // Of 2^24 pairs in the square, about π/4 fall in the circle.
