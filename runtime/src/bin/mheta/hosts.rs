@@ -207,40 +207,8 @@ pub fn mpirun_across(lab: &Lab, user: &[OsString]) -> Result<Command> {
 
 pub fn main(a: HostsArgs) -> Result<i32> {
     match a.cmd {
-        HostsCmd::Up { spec, slurm } => {
-            let lab = lab_of(&spec)?;
-            match lab::up(&lab, &relay_cmd()?, slurm)? {
-                lab::Up::Built => println!(
-                    "{}: up: {} hosts, {} ranks, subnet {} (bridge {} at {})",
-                    lab.name,
-                    lab.hosts.len(),
-                    lab.ranks(),
-                    lab.cidr(),
-                    lab::bridge(&lab),
-                    lab.bridge_ip()
-                ),
-                lab::Up::AlreadyUp => println!("{}: already up", lab.name),
-            }
-            Ok(0)
-        }
-        HostsCmd::Down { spec } => {
-            let name = lab_of(&spec).map(|l| l.name).unwrap_or(spec);
-            let d = lab::down(&name)?;
-            if d.was_up {
-                println!(
-                    "{name}: down: removed {} namespaces, {} interfaces, {} processes",
-                    d.namespaces.len(),
-                    d.interfaces.len(),
-                    d.processes.len()
-                );
-            } else {
-                println!(
-                    "{name}: not up (no state in {})",
-                    lab::state_dir(&name).display()
-                );
-            }
-            Ok(0)
-        }
+        HostsCmd::Up { spec, slurm } => up(&spec, slurm),
+        HostsCmd::Down { spec } => down(spec),
         HostsCmd::Status { spec, json } => {
             let lab = lab_of(&spec)?;
             let s = lab::status(&lab)?;
@@ -255,21 +223,7 @@ pub fn main(a: HostsArgs) -> Result<i32> {
                 _ => 4,
             })
         }
-        HostsCmd::Mpirun { spec, args } => {
-            let lab = lab_of(&spec)?;
-            let args: Vec<OsString> = match args.first() {
-                Some(a) if a == "--" => args[1..].to_vec(),
-                _ => args,
-            };
-            if args.is_empty() {
-                bail!("no program given: mheta hosts mpirun SPEC [mpirun options] ./app [args]");
-            }
-            let _lease = Lease::take(&lab)?;
-            let st = mpirun_across(&lab, &args)?
-                .status()
-                .context("cannot start mpirun")?;
-            Ok(st.code().unwrap_or(1))
-        }
+        HostsCmd::Mpirun { spec, args } => mpirun(&spec, args),
         HostsCmd::Env { spec } => {
             let lab = lab_of(&spec)?;
             for (k, v) in agent::mca_env(&lab, cores())
@@ -286,6 +240,61 @@ pub fn main(a: HostsArgs) -> Result<i32> {
         }
         HostsCmd::Relay { a, c, delay_s } => relay(&a, &c, delay_s),
     }
+}
+
+/// `mheta hosts up SPEC`.
+fn up(spec: &str, slurm: bool) -> Result<i32> {
+    let lab = lab_of(spec)?;
+    match lab::up(&lab, &relay_cmd()?, slurm)? {
+        lab::Up::Built => println!(
+            "{}: up: {} hosts, {} ranks, subnet {} (bridge {} at {})",
+            lab.name,
+            lab.hosts.len(),
+            lab.ranks(),
+            lab.cidr(),
+            lab::bridge(&lab),
+            lab.bridge_ip()
+        ),
+        lab::Up::AlreadyUp => println!("{}: already up", lab.name),
+    }
+    Ok(0)
+}
+
+/// `mheta hosts down SPEC` (a spec, or a lab's name).
+fn down(spec: String) -> Result<i32> {
+    let name = lab_of(&spec).map(|l| l.name).unwrap_or(spec);
+    let d = lab::down(&name)?;
+    if d.was_up {
+        println!(
+            "{name}: down: removed {} namespaces, {} interfaces, {} processes",
+            d.namespaces.len(),
+            d.interfaces.len(),
+            d.processes.len()
+        );
+    } else {
+        println!(
+            "{name}: not up (no state in {})",
+            lab::state_dir(&name).display()
+        );
+    }
+    Ok(0)
+}
+
+/// `mheta hosts mpirun SPEC [--] ARGS`: mpirun across the hosts.
+fn mpirun(spec: &str, args: Vec<OsString>) -> Result<i32> {
+    let lab = lab_of(spec)?;
+    let args: Vec<OsString> = match args.first() {
+        Some(a) if a == "--" => args[1..].to_vec(),
+        _ => args,
+    };
+    if args.is_empty() {
+        bail!("no program given: mheta hosts mpirun SPEC [mpirun options] ./app [args]");
+    }
+    let _lease = Lease::take(&lab)?;
+    let st = mpirun_across(&lab, &args)?
+        .status()
+        .context("cannot start mpirun")?;
+    Ok(st.code().unwrap_or(1))
 }
 
 fn relay(a: &str, c: &str, delay_s: f64) -> Result<i32> {

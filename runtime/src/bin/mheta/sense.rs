@@ -110,43 +110,14 @@ fn catch_signals() {
 pub fn main(a: SenseArgs) -> Result<i32> {
     catch_signals();
     if let Some(addr) = &a.serve {
-        let l = std::net::TcpListener::bind(addr).with_context(|| format!("--serve {addr}"))?;
-        eprintln!(
-            "mheta sense: serving bandwidth probes on {}{} until SIGINT/SIGTERM",
-            l.local_addr()?,
-            a.bw_peer_core
-                .map_or(String::new(), |c| format!(", pinned to core {c}"))
-        );
-        if let Some(c) = a.bw_peer_core {
-            sense::pin_to_core(c)?;
-        }
-        sense::serve(l, a.bw_peer_core, &STOP);
-        return Ok(0);
+        return serve(&a, addr);
     }
     let cores = if a.cores.is_empty() {
         sense::allowed_cores()
     } else {
         a.cores.clone()
     };
-    let mut uniq = cores.clone();
-    uniq.sort_unstable();
-    uniq.dedup();
-    if uniq.len() != cores.len() {
-        bail!("--cores {cores:?}: a core is listed twice");
-    }
-    if !(a.interval > 0.0 && a.interval.is_finite()) {
-        bail!("--interval {}: must be > 0", a.interval);
-    }
-    if !(a.duration > 0.0 && a.duration.is_finite()) {
-        bail!("--duration {}: must be > 0", a.duration);
-    }
-    if a.method == Method::Probe && !(a.probe > 0.0 && a.probe < a.interval) {
-        bail!(
-            "--probe {}: must be > 0 and below --interval {}",
-            a.probe,
-            a.interval
-        );
-    }
+    check(&a, &cores)?;
     let map = match &a.ranks {
         Some(r) => Some(sense::parse_ranks(r, &cores).map_err(|e| anyhow::anyhow!("--ranks {e}"))?),
         None => None,
@@ -189,6 +160,47 @@ pub fn main(a: SenseArgs) -> Result<i32> {
         }
     }
     Ok(0)
+}
+
+/// `--serve ADDR`: answer bandwidth probes until signalled.
+fn serve(a: &SenseArgs, addr: &str) -> Result<i32> {
+    let l = std::net::TcpListener::bind(addr).with_context(|| format!("--serve {addr}"))?;
+    eprintln!(
+        "mheta sense: serving bandwidth probes on {}{} until SIGINT/SIGTERM",
+        l.local_addr()?,
+        a.bw_peer_core
+            .map_or(String::new(), |c| format!(", pinned to core {c}"))
+    );
+    if let Some(c) = a.bw_peer_core {
+        sense::pin_to_core(c)?;
+    }
+    sense::serve(l, a.bw_peer_core, &STOP);
+    Ok(0)
+}
+
+/// Each core once, a positive interval and duration, and a probe shorter
+/// than the interval.
+fn check(a: &SenseArgs, cores: &[usize]) -> Result<()> {
+    let mut uniq = cores.to_vec();
+    uniq.sort_unstable();
+    uniq.dedup();
+    if uniq.len() != cores.len() {
+        bail!("--cores {cores:?}: a core is listed twice");
+    }
+    if !(a.interval > 0.0 && a.interval.is_finite()) {
+        bail!("--interval {}: must be > 0", a.interval);
+    }
+    if !(a.duration > 0.0 && a.duration.is_finite()) {
+        bail!("--duration {}: must be > 0", a.duration);
+    }
+    if a.method == Method::Probe && !(a.probe > 0.0 && a.probe < a.interval) {
+        bail!(
+            "--probe {}: must be > 0 and below --interval {}",
+            a.probe,
+            a.interval
+        );
+    }
+    Ok(())
 }
 
 fn modes_text(f: &sense::Summary, scale: f64, unit: &str) -> String {
