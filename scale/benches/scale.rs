@@ -1,7 +1,8 @@
-//! Cost of seed 002's predictions: `FitFile::predict` over runs split
-//! across H host groups, scenario 1 (`fastest`) over H groups of up to 4
-//! processes each (the candidates it enumerates), and
-//! scenario 2 (`budget`) over fits for 10 grid sizes. Prints a table.
+//! Cost of seed 002's predictions, as a table: `FitFile::predict` of a
+//! run split over 10, 100 and 1000 one-process host groups (a host each);
+//! scenario 1 (`fastest`) over 10, 100 and 1000 candidate process counts;
+//! scenario 2 (`budget`) over fits for 10 grid sizes, each with those
+//! candidates. Medians of 7 timed batches.
 
 use mheta_scale::{FIT_VERSION, FitFile, GroupFit, Line, budget, fastest};
 use std::hint::black_box;
@@ -36,7 +37,7 @@ fn fit(groups: usize, n: u64) -> FitFile {
     }
 }
 
-/// Median seconds per call of `f` over `reps` timed batches.
+/// Median seconds per call of `f` over 7 timed batches of `per_batch` calls.
 fn time<F: FnMut()>(mut f: F, per_batch: u32) -> f64 {
     let mut v: Vec<f64> = (0..7)
         .map(|_| {
