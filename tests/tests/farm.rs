@@ -149,3 +149,33 @@ fn a_corrupted_result_fails_the_run() {
         assert!(first.contains(&format!("task {k} from rank")), "{first}");
     }
 }
+
+#[test]
+fn a_worker_of_half_the_cpu_power_takes_about_half_the_tasks() {
+    // het4: powers 1, 0.5, 1, 0.75; rank 3 idles.
+    let r = farm(
+        4,
+        &[
+            "--task",
+            "ep",
+            "--class",
+            "S",
+            "--cluster",
+            "het4",
+            "--workers",
+            "1,2",
+        ],
+    );
+    assert_eq!(r["verified"], true, "{r}");
+    let w = r["workers"].as_array().unwrap();
+    assert_eq!(
+        (w[0]["cpu_power"].as_f64(), w[1]["cpu_power"].as_f64()),
+        (Some(0.5), Some(1.0))
+    );
+    let (slow, fast) = (
+        w[0]["tasks"].as_f64().unwrap(),
+        w[1]["tasks"].as_f64().unwrap(),
+    );
+    // Self-scheduling gives the faster worker about twice the batches.
+    assert!(fast > 1.4 * slow && fast < 3.0 * slow, "{r}");
+}
