@@ -142,7 +142,6 @@ pub fn hetero_cluster(seed: u64, p: u32, rows_per_rank: u64) -> (Vec<RankTrace>,
             (10_000.0 / power[r as usize]) as u64 * rows_per_rank,
             8 * 1026,
         );
-        let it = &mut t.iterations[0];
         let need = [Need::fixed(
             "u",
             rows_per_rank as usize,
@@ -152,51 +151,58 @@ pub fn hetero_cluster(seed: u64, p: u32, rows_per_rank: u64) -> (Vec<RankTrace>,
         )];
         let pl = plan(budget[r as usize], 0, &need, false).expect("budget holds a row");
         if pl.out_of_core[0] {
-            // Insert the sweep's reads and writes inside the stage, after
-            // shifting the events that follow it.
-            let begin = it
-                .events
-                .iter()
-                .position(|e| matches!(e.what, What::StageBegin))
-                .expect("stage");
-            let t0 = it.events[begin].t1_ns;
-            let mut io = Vec::new();
-            let mut at = t0;
-            for piece in &pl.pieces {
-                let b = piece.len() as u64 * row_bytes;
-                for (write, bytes) in [(false, 4096u64), (false, b), (true, b)] {
-                    let d = 100_000 + (factor[r as usize] * bytes as f64) as u64;
-                    let what = if write {
-                        What::FileWrite {
-                            file: 0,
-                            bytes,
-                            at: true,
-                            collective: false,
-                        }
-                    } else {
-                        What::FileRead {
-                            file: 0,
-                            bytes,
-                            at: true,
-                            collective: false,
-                        }
-                    };
-                    io.push(ev(at, at + d, Some(Op::File_read_at), what));
-                    at += d;
-                }
-            }
-            let shift = at - t0;
-            for e in &mut it.events[begin + 1..] {
-                e.t0_ns += shift;
-                e.t1_ns += shift;
-            }
-            it.duration_ns += shift;
-            it.events.splice(begin + 1..begin + 1, io);
+            insert_sweep(&mut t, &pl, row_bytes, factor[r as usize]);
             t.files = vec![format!("/scratch/u.{r:05}")];
         }
         traces.push(t);
     }
     (traces, decl)
+}
+
+/// Insert an out-of-core sweep's reads and writes (per piece of `plan`,
+/// a 4 KiB read, the piece's read and its write, each 100 us plus
+/// `factor` ns a byte) inside the stage of `t`'s first iteration, after
+/// shifting the events that follow it.
+fn insert_sweep(t: &mut RankTrace, plan: &crate::ooc::MemPlan, row_bytes: u64, factor: f64) {
+    let it = &mut t.iterations[0];
+    let begin = it
+        .events
+        .iter()
+        .position(|e| matches!(e.what, What::StageBegin))
+        .expect("stage");
+    let t0 = it.events[begin].t1_ns;
+    let mut io = Vec::new();
+    let mut at = t0;
+    for piece in &plan.pieces {
+        let b = piece.len() as u64 * row_bytes;
+        for (write, bytes) in [(false, 4096u64), (false, b), (true, b)] {
+            let d = 100_000 + (factor * bytes as f64) as u64;
+            let what = if write {
+                What::FileWrite {
+                    file: 0,
+                    bytes,
+                    at: true,
+                    collective: false,
+                }
+            } else {
+                What::FileRead {
+                    file: 0,
+                    bytes,
+                    at: true,
+                    collective: false,
+                }
+            };
+            io.push(ev(at, at + d, Some(Op::File_read_at), what));
+            at += d;
+        }
+    }
+    let shift = at - t0;
+    for e in &mut it.events[begin + 1..] {
+        e.t0_ns += shift;
+        e.t1_ns += shift;
+    }
+    it.duration_ns += shift;
+    it.events.splice(begin + 1..begin + 1, io);
 }
 
 /// A pipelined iteration of `tiles` tiles: rank r waits for each tile
