@@ -543,15 +543,7 @@ fn calibrate(
     hosts: &[String],
 ) -> Result<()> {
     let np = world.size() as usize;
-    let mut mine = [0.0f64; 2];
-    for r in 0..np {
-        if r == world.rank() as usize {
-            mine = time_tasks(&mut kind, k, emu)?;
-        }
-        barrier(world);
-    }
-    let mut all = vec![0.0f64; 2 * np];
-    world.all_gather_into(&mine[..], &mut all[..]);
+    let all = calibration(world, &mut kind, k, emu)?;
     let ranks = gather_sites(world, emu, args.master);
     if world.rank() as usize != args.master {
         return Ok(());
@@ -571,6 +563,33 @@ fn calibrate(
     });
     println!("{v}");
     Ok(())
+}
+
+/// Each rank in turn (the others wait) times `k` tasks and master steps
+/// ([`time_tasks`]); every rank's two means, rank by rank, on every rank.
+/// Collective.
+fn calibration(
+    world: &SimpleCommunicator,
+    kind: &mut Kind,
+    k: u64,
+    emu: &Emulation,
+) -> Result<Vec<f64>> {
+    let np = world.size() as usize;
+    let mut mine = [0.0f64; 2];
+    let mut failed = None;
+    for r in 0..np {
+        if r == world.rank() as usize {
+            match time_tasks(kind, k, emu) {
+                Ok(t) => mine = t,
+                Err(e) => failed = Some(e),
+            }
+        }
+        barrier(world);
+    }
+    mheta_apps::agree(world, failed.map_or(Ok(()), Err))?;
+    let mut all = vec![0.0f64; 2 * np];
+    world.all_gather_into(&mine[..], &mut all[..]);
+    Ok(all)
 }
 
 /// Mean seconds per task as a worker and per master step, over `k` tasks
