@@ -927,7 +927,6 @@ fn worker(
     let cpu0 = thread_cpu_s();
     let mut st = ProcStats::default();
     let mut gate = Gate::new(ctl, i);
-    let stop = || ctl.stopping();
     let mut state = [1.0f64; 4];
     match spec.kind {
         Kind::Hog => {
@@ -944,77 +943,18 @@ fn worker(
             let buf = vec![0x5au8; bytes as usize];
             let compute_cpu = (1.0 - comm) * cycle_s;
             let comm_wall = comm * cycle_s;
-            'cycles: loop {
-                if gate.pass().is_none() {
+            while gate.pass().is_some() {
+                if compute_cpu > 0.0 && compute(&mut gate, &mut state, compute_cpu, &mut st) {
                     break;
                 }
-                if compute_cpu > 0.0 {
-                    let (c0, w0) = (thread_cpu_s(), Instant::now());
-                    let mut paused = Duration::ZERO;
-                    let mut stopped = false;
-                    loop {
-                        spin_chunk(&mut state);
-                        if thread_cpu_s() - c0 >= compute_cpu {
-                            break;
-                        }
-                        match gate.pass() {
-                            Some(p) => paused += p,
-                            None => {
-                                stopped = true;
-                                break;
-                            }
-                        }
-                    }
-                    st.compute_cpu_s += thread_cpu_s() - c0;
-                    st.compute_wall_s += w0.elapsed().saturating_sub(paused).as_secs_f64();
-                    if stopped {
-                        break 'cycles;
-                    }
-                }
                 if let Some(s) = conn.as_mut() {
-                    let (c0, w0) = (thread_cpu_s(), Instant::now());
-                    let mut paused = Duration::ZERO;
-                    let mut stopped = false;
-                    let mut err = None;
-                    loop {
-                        match burst(s, msgs, &buf, &stop) {
-                            Ok(Xfer::Done) => {
-                                st.bursts += 1;
-                                st.bytes_sent += msgs as u64 * bytes;
-                            }
-                            // The peer may close first when we stop.
-                            Ok(_) => {
-                                stopped = true;
-                                break;
-                            }
-                            Err(_) if ctl.stopping() => {
-                                stopped = true;
-                                break;
-                            }
-                            Err(e) => {
-                                err = Some(e);
-                                break;
-                            }
+                    match communicate(s, &mut gate, msgs, &buf, comm_wall, &mut st) {
+                        Ok(false) => {}
+                        Ok(true) => break,
+                        Err(e) => {
+                            gate.finish();
+                            return Err(e).context(format!("process {i}: communication failed"));
                         }
-                        if w0.elapsed().saturating_sub(paused).as_secs_f64() >= comm_wall {
-                            break;
-                        }
-                        match gate.pass() {
-                            Some(p) => paused += p,
-                            None => {
-                                stopped = true;
-                                break;
-                            }
-                        }
-                    }
-                    st.comm_cpu_s += thread_cpu_s() - c0;
-                    st.comm_wall_s += w0.elapsed().saturating_sub(paused).as_secs_f64();
-                    if let Some(e) = err {
-                        gate.finish();
-                        return Err(e).context(format!("process {i}: communication failed"));
-                    }
-                    if stopped {
-                        break 'cycles;
                     }
                 }
                 st.cycles += 1;
@@ -1025,6 +965,81 @@ fn worker(
     st.active_s = gate.active_s;
     st.cpu_s = thread_cpu_s() - cpu0;
     Ok(st)
+}
+
+/// A cycle's computation: spin until `cpu_s` of CPU time (pauses of the
+/// gate not counted as wall time); whether the load stopped meanwhile.
+fn compute(gate: &mut Gate, state: &mut [f64; 4], cpu_s: f64, st: &mut ProcStats) -> bool {
+    let (c0, w0) = (thread_cpu_s(), Instant::now());
+    let mut paused = Duration::ZERO;
+    let mut stopped = false;
+    loop {
+        spin_chunk(state);
+        if thread_cpu_s() - c0 >= cpu_s {
+            break;
+        }
+        match gate.pass() {
+            Some(p) => paused += p,
+            None => {
+                stopped = true;
+                break;
+            }
+        }
+    }
+    st.compute_cpu_s += thread_cpu_s() - c0;
+    st.compute_wall_s += w0.elapsed().saturating_sub(paused).as_secs_f64();
+    stopped
+}
+
+/// A cycle's communication: bursts of `msgs` messages of `buf` to the
+/// echo peer for `wall_s` (pauses not counted); whether the load stopped
+/// meanwhile (the peer may close first when it does), or the failure.
+fn communicate(
+    s: &mut TcpStream,
+    gate: &mut Gate,
+    msgs: u32,
+    buf: &[u8],
+    wall_s: f64,
+    st: &mut ProcStats,
+) -> io::Result<bool> {
+    let ctl = gate.ctl;
+    let stop = || ctl.stopping();
+    let (c0, w0) = (thread_cpu_s(), Instant::now());
+    let mut paused = Duration::ZERO;
+    let mut result = Ok(false);
+    loop {
+        match burst(s, msgs, buf, &stop) {
+            Ok(Xfer::Done) => {
+                st.bursts += 1;
+                st.bytes_sent += msgs as u64 * buf.len() as u64;
+            }
+            Ok(_) => {
+                result = Ok(true);
+                break;
+            }
+            Err(_) if ctl.stopping() => {
+                result = Ok(true);
+                break;
+            }
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        }
+        if w0.elapsed().saturating_sub(paused).as_secs_f64() >= wall_s {
+            break;
+        }
+        match gate.pass() {
+            Some(p) => paused += p,
+            None => {
+                result = Ok(true);
+                break;
+            }
+        }
+    }
+    st.comm_cpu_s += thread_cpu_s() - c0;
+    st.comm_wall_s += w0.elapsed().saturating_sub(paused).as_secs_f64();
+    result
 }
 
 /// The local echo peer of cycle process `i`: accept one connection, serve it.
