@@ -723,6 +723,90 @@ pub enum ProfileError {
     Invalid { path: PathBuf, detail: String },
 }
 
+/// One pair's costs are plausible times ([`MAX_TIME_S`]) and bandwidths
+/// ([`MAX_BANDWIDTH_BPS`]), its segments in order.
+fn validate_pair(c: &PairCost) -> Result<(), String> {
+    for (name, x) in [
+        ("latency_s", c.latency_s),
+        ("per_byte_s", c.per_byte_s),
+        ("o_send_s", c.o_send_s),
+        ("o_recv_s", c.o_recv_s),
+        ("rtt_small_s", c.rtt_small_s),
+    ] {
+        plausible_time(x).map_err(|e| format!("{name} = {x} s {e}"))?;
+    }
+    if c.per_byte_s < 1.0 / MAX_BANDWIDTH_BPS {
+        return Err(format!(
+            "per_byte_s = {} s/B is {:.3e} B/s, above any memory bandwidth ({MAX_BANDWIDTH_BPS:.0e} B/s)",
+            c.per_byte_s,
+            1.0 / c.per_byte_s
+        ));
+    }
+    if !(c.bandwidth_bps.is_finite() && c.bandwidth_bps <= MAX_BANDWIDTH_BPS)
+        || c.bandwidth_bps < 0.0
+    {
+        return Err(format!(
+            "bandwidth_bps = {} is not a bandwidth between 0 and {MAX_BANDWIDTH_BPS:.0e} B/s",
+            c.bandwidth_bps
+        ));
+    }
+    if !(c.bandwidth_cold_bps.is_finite()
+        && (0.0..=MAX_BANDWIDTH_BPS).contains(&c.bandwidth_cold_bps))
+    {
+        return Err(format!(
+            "bandwidth_cold_bps = {} is not a bandwidth between 0 and {MAX_BANDWIDTH_BPS:.0e} B/s",
+            c.bandwidth_cold_bps
+        ));
+    }
+    for w in c.segments.windows(2) {
+        if w[1].from_bytes < w[0].to_bytes.min(w[0].from_bytes.max(1)) {
+            return Err("segments out of order".into());
+        }
+    }
+    for g in &c.segments {
+        for (name, x) in [("base_s", g.base_s), ("per_byte_s", g.per_byte_s)] {
+            plausible_time(x)
+                .map_err(|e| format!("segment from {} B: {name} = {x} s {e}", g.from_bytes))?;
+        }
+    }
+    Ok(())
+}
+
+/// A node's CPU weight and disk figures are plausible.
+fn validate_node(nd: &NodeCost) -> Result<(), String> {
+    if !(nd.cpu_weight.is_finite() && nd.cpu_weight > 0.0 && nd.cpu_weight <= 1e6) {
+        return Err(format!(
+            "cpu_weight = {} is not a relative CPU power in (0, 1e6]",
+            nd.cpu_weight
+        ));
+    }
+    let Some(dk) = &nd.disk else {
+        return Ok(());
+    };
+    for (name, x) in [
+        ("read_overhead_s", dk.read_overhead_s),
+        ("write_overhead_s", dk.write_overhead_s),
+        ("read_per_byte_s", dk.read_per_byte_s),
+        ("write_per_byte_s", dk.write_per_byte_s),
+    ] {
+        plausible_time(x).map_err(|e| format!("disk {name} = {x} s {e}"))?;
+    }
+    for (name, x) in [
+        ("read_per_byte_s", dk.read_per_byte_s),
+        ("write_per_byte_s", dk.write_per_byte_s),
+    ] {
+        // 0 is what the fit gives when per-byte cost was not resolved; a
+        // positive figure must be a real bandwidth.
+        if x > 0.0 && x < 1.0 / MAX_BANDWIDTH_BPS {
+            return Err(format!(
+                "disk {name} = {x} s/B is {:.3e} B/s, above any memory bandwidth ({MAX_BANDWIDTH_BPS:.0e} B/s)",
+                1.0 / x
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl ClusterProfile {
     /// A profile with no pairs yet.
     pub fn new(np: u32, hosts: Vec<String>, method: &str) -> Self {
@@ -800,57 +884,7 @@ impl ClusterProfile {
             if std::mem::replace(&mut seen[s * n + d], true) {
                 return Err(format!("pair {s}->{d} appears twice"));
             }
-            for (name, x) in [
-                ("latency_s", c.latency_s),
-                ("per_byte_s", c.per_byte_s),
-                ("o_send_s", c.o_send_s),
-                ("o_recv_s", c.o_recv_s),
-                ("rtt_small_s", c.rtt_small_s),
-            ] {
-                plausible_time(x).map_err(|e| format!("pair {s}->{d}: {name} = {x} s {e}"))?;
-            }
-            if c.per_byte_s < 1.0 / MAX_BANDWIDTH_BPS {
-                return Err(format!(
-                    "pair {s}->{d}: per_byte_s = {} s/B is {:.3e} B/s, above any memory bandwidth ({MAX_BANDWIDTH_BPS:.0e} B/s)",
-                    c.per_byte_s,
-                    1.0 / c.per_byte_s
-                ));
-            }
-            if !(c.bandwidth_bps.is_finite() && c.bandwidth_bps <= MAX_BANDWIDTH_BPS)
-                || c.bandwidth_bps < 0.0
-            {
-                return Err(format!(
-                    "pair {s}->{d}: bandwidth_bps = {} is not a bandwidth between 0 and {MAX_BANDWIDTH_BPS:.0e} B/s",
-                    c.bandwidth_bps
-                ));
-            }
-            if !(c.bandwidth_cold_bps.is_finite()
-                && (0.0..=MAX_BANDWIDTH_BPS).contains(&c.bandwidth_cold_bps))
-            {
-                return Err(format!(
-                    "pair {s}->{d}: bandwidth_cold_bps = {} is not a bandwidth between 0 and {MAX_BANDWIDTH_BPS:.0e} B/s",
-                    c.bandwidth_cold_bps
-                ));
-            }
-            for w in c.segments.windows(2) {
-                if w[1].from_bytes < w[0].to_bytes.min(w[0].from_bytes.max(1)) {
-                    return Err(format!("pair {s}->{d}: segments out of order"));
-                }
-            }
-            for g in &c.segments {
-                plausible_time(g.base_s).map_err(|e| {
-                    format!(
-                        "pair {s}->{d}: segment from {} B: base_s = {} s {e}",
-                        g.from_bytes, g.base_s
-                    )
-                })?;
-                plausible_time(g.per_byte_s).map_err(|e| {
-                    format!(
-                        "pair {s}->{d}: segment from {} B: per_byte_s = {} s {e}",
-                        g.from_bytes, g.per_byte_s
-                    )
-                })?;
-            }
+            validate_pair(c).map_err(|e| format!("pair {s}->{d}: {e}"))?;
         }
         for s in 0..n {
             for d in 0..n {
@@ -863,36 +897,7 @@ impl ClusterProfile {
             return Err(format!("{} nodes for np={n}", self.nodes.len()));
         }
         for nd in &self.nodes {
-            let r = nd.rank;
-            if !(nd.cpu_weight.is_finite() && nd.cpu_weight > 0.0 && nd.cpu_weight <= 1e6) {
-                return Err(format!(
-                    "node {r}: cpu_weight = {} is not a relative CPU power in (0, 1e6]",
-                    nd.cpu_weight
-                ));
-            }
-            if let Some(dk) = &nd.disk {
-                for (name, x) in [
-                    ("read_overhead_s", dk.read_overhead_s),
-                    ("write_overhead_s", dk.write_overhead_s),
-                    ("read_per_byte_s", dk.read_per_byte_s),
-                    ("write_per_byte_s", dk.write_per_byte_s),
-                ] {
-                    plausible_time(x).map_err(|e| format!("node {r}: disk {name} = {x} s {e}"))?;
-                }
-                for (name, x) in [
-                    ("read_per_byte_s", dk.read_per_byte_s),
-                    ("write_per_byte_s", dk.write_per_byte_s),
-                ] {
-                    // 0 is what the fit gives when per-byte cost was not
-                    // resolved; a positive figure must be a real bandwidth.
-                    if x > 0.0 && x < 1.0 / MAX_BANDWIDTH_BPS {
-                        return Err(format!(
-                            "node {r}: disk {name} = {x} s/B is {:.3e} B/s, above any memory bandwidth ({MAX_BANDWIDTH_BPS:.0e} B/s)",
-                            1.0 / x
-                        ));
-                    }
-                }
-            }
+            validate_node(nd).map_err(|e| format!("node {}: {e}", nd.rank))?;
         }
         Ok(())
     }
