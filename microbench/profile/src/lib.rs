@@ -160,15 +160,8 @@ pub fn modes(samples: &[f64], floor_s: f64) -> Vec<Mode> {
         return Vec::new();
     }
     xs.sort_by(f64::total_cmp);
-    let mode_of = |seg: &[f64]| Mode {
-        value: interquartile_mean(seg),
-        share: seg.len() as f64 / xs.len() as f64,
-        count: seg.len() as u64,
-        p25: quantile(seg, 0.25),
-        p75: quantile(seg, 0.75),
-    };
     if xs.len() < 20 {
-        return vec![mode_of(&xs)];
+        return vec![mode_of(&xs, xs.len())];
     }
     let lo = xs[0].ln();
     let span = xs[xs.len() - 1].ln() - lo;
@@ -176,19 +169,64 @@ pub fn modes(samples: &[f64], floor_s: f64) -> Vec<Mode> {
     let w = (1.06f64.ln())
         .max(span / 4000.0)
         .max((1.0 + floor_s / p5).ln());
-    let nb = (span / w) as usize + 1;
-    let bin = |x: f64| (((x.ln() - lo) / w) as usize).min(nb - 1);
-    let mut c = vec![0.0f64; nb];
+    let h = LogBins {
+        lo,
+        w,
+        nb: (span / w) as usize + 1,
+    };
+    let mut c = vec![0.0f64; h.nb];
     for &x in &xs {
-        c[bin(x)] += 1.0;
+        c[h.bin(x)] += 1.0;
     }
-    // The kernel reaches about ±12% whatever the bin width: two 6% bins
-    // each side, one where the clock widened the bins. A kernel of a
-    // fixed number of wider bins smeared modes 60% apart into one (o_r
-    // at 195 and 320 ns, 10% bins, ±20%: the valley between them filled
-    // to over 60% of the peaks).
+    let d = smoothed(&c, w);
+    // Local maxima (the first bin of a plateau).
+    let nb = h.nb;
+    let mut peaks: Vec<usize> = (0..nb)
+        .filter(|&i| d[i] > 0.0 && (i == 0 || d[i] > d[i - 1]) && (i + 1 == nb || d[i] >= d[i + 1]))
+        .collect();
+    merge_peaks(&mut peaks, &d, &h, floor_s);
+    let cuts: Vec<usize> = peaks.windows(2).map(|p| valley(&d, p[0], p[1])).collect();
+    split(&xs, cuts, &h)
+}
+
+/// A mode of the `total` samples: the samples `seg`.
+fn mode_of(seg: &[f64], total: usize) -> Mode {
+    Mode {
+        value: interquartile_mean(seg),
+        share: seg.len() as f64 / total as f64,
+        count: seg.len() as u64,
+        p25: quantile(seg, 0.25),
+        p75: quantile(seg, 0.75),
+    }
+}
+
+/// [`modes`]' histogram: `nb` bins of ln(x) of width `w` from `lo`.
+struct LogBins {
+    lo: f64,
+    w: f64,
+    nb: usize,
+}
+
+impl LogBins {
+    fn bin(&self, x: f64) -> usize {
+        (((x.ln() - self.lo) / self.w) as usize).min(self.nb - 1)
+    }
+
+    /// The value at the start of bin `i`.
+    fn at(&self, i: usize) -> f64 {
+        (self.lo + i as f64 * self.w).exp()
+    }
+}
+
+/// The counts `c` smoothed with a triangular kernel reaching about ±12%
+/// whatever the bin width `w`: two 6% bins each side, one where the clock
+/// widened the bins. A kernel of a fixed number of wider bins smeared
+/// modes 60% apart into one (o_r at 195 and 320 ns, 10% bins, ±20%: the
+/// valley between them filled to over 60% of the peaks).
+fn smoothed(c: &[f64], w: f64) -> Vec<f64> {
+    let nb = c.len();
     let r = ((1.12f64.ln() / w).round() as i64).max(1);
-    let d: Vec<f64> = (0..nb)
+    (0..nb)
         .map(|i| {
             (-r..=r)
                 .map(|k| {
@@ -201,21 +239,24 @@ pub fn modes(samples: &[f64], floor_s: f64) -> Vec<Mode> {
                 })
                 .sum()
         })
-        .collect();
-    // Local maxima (the first bin of a plateau).
-    let mut peaks: Vec<usize> = (0..nb)
-        .filter(|&i| d[i] > 0.0 && (i == 0 || d[i] > d[i - 1]) && (i + 1 == nb || d[i] >= d[i + 1]))
-        .collect();
-    // Merge peaks that are too close or not separated by a valley.
-    let valley = |a: usize, b: usize| -> usize {
-        (a..=b).min_by(|&x, &y| d[x].total_cmp(&d[y])).unwrap_or(a)
-    };
+        .collect()
+}
+
+/// The lowest bin of `d` in `[a, b]`.
+fn valley(d: &[f64], a: usize, b: usize) -> usize {
+    (a..=b).min_by(|&x, &y| d[x].total_cmp(&d[y])).unwrap_or(a)
+}
+
+/// Merge peaks that are too close (under 20% or 3 × `floor_s` apart) or
+/// not separated by a valley below 60% of the lower one: the lower peak
+/// goes.
+fn merge_peaks(peaks: &mut Vec<usize>, d: &[f64], h: &LogBins, floor_s: f64) {
     loop {
         let mut merged = false;
         for k in 0..peaks.len().saturating_sub(1) {
             let (a, b) = (peaks[k], peaks[k + 1]);
-            let v = valley(a, b);
-            let (va, vb) = ((lo + a as f64 * w).exp(), (lo + b as f64 * w).exp());
+            let v = valley(d, a, b);
+            let (va, vb) = (h.at(a), h.at(b));
             let apart = vb / va >= 1.2 && vb - va >= 3.0 * floor_s;
             if !(apart && d[v] <= 0.6 * d[a].min(d[b])) {
                 peaks.remove(if d[a] >= d[b] { k + 1 } else { k });
@@ -224,15 +265,18 @@ pub fn modes(samples: &[f64], floor_s: f64) -> Vec<Mode> {
             }
         }
         if !merged {
-            break;
+            return;
         }
     }
-    // Split at the valleys; merge modes under 5% into the nearer neighbour.
-    let mut cuts: Vec<usize> = peaks.windows(2).map(|p| valley(p[0], p[1])).collect();
+}
+
+/// Split the sorted samples at the valleys `cuts`; a mode under 5% of
+/// the samples merges into its nearer (by median) neighbour.
+fn split(xs: &[f64], mut cuts: Vec<usize>, h: &LogBins) -> Vec<Mode> {
     loop {
         let mut bounds = vec![0usize];
         for &v in &cuts {
-            bounds.push(xs.partition_point(|&x| bin(x) < v));
+            bounds.push(xs.partition_point(|&x| h.bin(x) < v));
         }
         bounds.push(xs.len());
         let small = (0..bounds.len() - 1)
@@ -255,7 +299,7 @@ pub fn modes(samples: &[f64], floor_s: f64) -> Vec<Mode> {
                 return bounds
                     .windows(2)
                     .filter(|b| b[1] > b[0])
-                    .map(|b| mode_of(&xs[b[0]..b[1]]))
+                    .map(|b| mode_of(&xs[b[0]..b[1]], xs.len()))
                     .collect();
             }
         }
