@@ -422,8 +422,10 @@ fn print_modes(p: &ClusterProfile) {
     }
 }
 
+/// The profile as tables: pair 0 -> 1's sweep, every pair's overheads,
+/// its modes, the latency and bandwidth matrices, the links, the nodes,
+/// and OSU's tables.
 fn print_tables(p: &ClusterProfile) {
-    let n = p.np as usize;
     println!(
         "# mheta-microbench: {} ranks on {}{}",
         p.np,
@@ -442,6 +444,27 @@ fn print_tables(p: &ClusterProfile) {
     for s in &c01.sweep {
         println!("{:<10}{:>20.2}", s.bytes, s.bandwidth_mbps);
     }
+    print_pairs(p);
+    print_modes(p);
+    print_matrix(p, "Latency, 8 B one-way (us)", &|c| {
+        c.one_way_small.p50 * 1e6
+    });
+    print_matrix(p, "Bandwidth at 1 MiB (MB/s)", &|c| c.bandwidth_bps / 1e6);
+    print_matrix(
+        p,
+        "Bandwidth of one 8 MiB message between buffers out of the cache (MB/s)",
+        &|c| c.bandwidth_cold_bps / 1e6,
+    );
+    print!("{}", p.link_tables());
+    print_nodes(p);
+    if let Some(o) = &p.osu {
+        print_osu(o);
+    }
+}
+
+/// Per pair: LogP's o_s, o_r, L, the 8-byte round trip, their spreads,
+/// the eager limit and the per-byte segments.
+fn print_pairs(p: &ClusterProfile) {
     println!(
         "# Overheads and fit per pair (us, {}; spread: interquartile range of the round medians, % of the median; eager B: the largest send that completes before its receive is posted; per-byte in ns/B by segment)",
         mheta_profile::MEAN_TEXT
@@ -478,33 +501,33 @@ fn print_tables(p: &ClusterProfile) {
             segs.join(" ")
         );
     }
-    print_modes(p);
-    let matrix = |title: &str, f: &dyn Fn(&PairCost) -> f64| {
-        println!("# {title} (rows: source rank, columns: destination)");
-        print!("{:>6}", "");
+}
+
+/// A figure of every pair as a matrix: rows the source, columns the
+/// destination.
+fn print_matrix(p: &ClusterProfile, title: &str, f: &dyn Fn(&PairCost) -> f64) {
+    let n = p.np as usize;
+    println!("# {title} (rows: source rank, columns: destination)");
+    print!("{:>6}", "");
+    for d in 0..n {
+        print!("{d:>10}");
+    }
+    println!();
+    for s in 0..n {
+        print!("{s:>6}");
         for d in 0..n {
-            print!("{d:>10}");
+            if s == d {
+                print!("{:>10}", "-");
+            } else {
+                print!("{:>10.2}", f(p.pair(s as u32, d as u32)));
+            }
         }
         println!();
-        for s in 0..n {
-            print!("{s:>6}");
-            for d in 0..n {
-                if s == d {
-                    print!("{:>10}", "-");
-                } else {
-                    print!("{:>10.2}", f(p.pair(s as u32, d as u32)));
-                }
-            }
-            println!();
-        }
-    };
-    matrix("Latency, 8 B one-way (us)", &|c| c.one_way_small.p50 * 1e6);
-    matrix("Bandwidth at 1 MiB (MB/s)", &|c| c.bandwidth_bps / 1e6);
-    matrix(
-        "Bandwidth of one 8 MiB message between buffers out of the cache (MB/s)",
-        &|c| c.bandwidth_cold_bps / 1e6,
-    );
-    print!("{}", p.link_tables());
+    }
+}
+
+/// Per node: CPU weight, memory and the disk's fitted figures.
+fn print_nodes(p: &ClusterProfile) {
     println!("# Nodes");
     println!(
         "{:>5} {:<12} {:>10} {:>12} {:>10} {:>10} {:>10} {:>10}  disk method",
@@ -535,9 +558,6 @@ fn print_tables(p: &ClusterProfile) {
             wb * 1e9,
             m
         );
-    }
-    if let Some(o) = &p.osu {
-        print_osu(o);
     }
 }
 
