@@ -1045,6 +1045,29 @@ impl ClusterProfile {
             .collect()
     }
 
+    /// A figure of the spec's links, host by host (None where the spec
+    /// has no such link or `f` no figure).
+    fn spec_matrix(
+        &self,
+        hosts: &[(String, Vec<u32>)],
+        f: &dyn Fn(&SpecLink) -> Option<f64>,
+    ) -> Vec<Vec<Option<f64>>> {
+        hosts
+            .iter()
+            .map(|(a, _)| {
+                hosts
+                    .iter()
+                    .map(|(b, _)| {
+                        self.links
+                            .iter()
+                            .find(|l| &l.src == a && &l.dst == b)
+                            .and_then(f)
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
     /// The link matrices as the tools print them, when the ranks sit on
     /// more than one host (empty otherwise): the streaming bandwidth at
     /// 1 MiB (MB/s) and the 8-byte one-way time (median, µs), rows the
@@ -1065,32 +1088,8 @@ impl ClusterProfile {
             })
             .collect();
         let _ = writeln!(out, "# Hosts (ranks): {}", ranks.join("; "));
-        let lw = hosts.iter().map(|h| h.0.len()).max().unwrap_or(0).max(6);
-        let cw = (lw + 2).max(10);
         let table = |out: &mut String, title: &str, m: Vec<Vec<Option<f64>>>| {
-            let _ = writeln!(
-                out,
-                "# Link matrix: {title} (rows: source host, columns: destination; median over the rank pairs between the hosts)"
-            );
-            let _ = write!(out, "{:<lw$}", "#");
-            for (h, _) in &hosts {
-                let _ = write!(out, "{h:>cw$}");
-            }
-            let _ = writeln!(out);
-            for (i, (h, _)) in hosts.iter().enumerate() {
-                let _ = write!(out, "{h:<lw$}");
-                for cell in &m[i] {
-                    match cell {
-                        Some(v) => {
-                            let _ = write!(out, "{v:>cw$.2}");
-                        }
-                        None => {
-                            let _ = write!(out, "{:>cw$}", "-");
-                        }
-                    }
-                }
-                let _ = writeln!(out);
-            }
+            link_table(out, &hosts, title, &m)
         };
         table(
             &mut out,
@@ -1103,22 +1102,7 @@ impl ClusterProfile {
             self.link_matrix(|c| c.one_way_small.p50 * 1e6),
         );
         if !self.links.is_empty() {
-            let spec = |f: &dyn Fn(&SpecLink) -> Option<f64>| -> Vec<Vec<Option<f64>>> {
-                hosts
-                    .iter()
-                    .map(|(a, _)| {
-                        hosts
-                            .iter()
-                            .map(|(b, _)| {
-                                self.links
-                                    .iter()
-                                    .find(|l| &l.src == a && &l.dst == b)
-                                    .and_then(f)
-                            })
-                            .collect()
-                    })
-                    .collect()
-            };
+            let spec = |f: &dyn Fn(&SpecLink) -> Option<f64>| self.spec_matrix(&hosts, f);
             table(
                 &mut out,
                 "the spec's rate (MB/s = Mbit/s / 8; '-' unshaped)",
@@ -1317,6 +1301,37 @@ pub fn fit_segments(points: &[(f64, f64)]) -> Vec<Segment> {
         last.to_bytes = u64::MAX;
     }
     out
+}
+
+/// One link matrix `m` over `hosts` under `title`: rows the source
+/// host, columns the destination, '-' where a cell has no figure.
+fn link_table(out: &mut String, hosts: &[(String, Vec<u32>)], title: &str, m: &[Vec<Option<f64>>]) {
+    use std::fmt::Write as _;
+    let lw = hosts.iter().map(|h| h.0.len()).max().unwrap_or(0).max(6);
+    let cw = (lw + 2).max(10);
+    let _ = writeln!(
+        out,
+        "# Link matrix: {title} (rows: source host, columns: destination; median over the rank pairs between the hosts)"
+    );
+    let _ = write!(out, "{:<lw$}", "#");
+    for (h, _) in hosts {
+        let _ = write!(out, "{h:>cw$}");
+    }
+    let _ = writeln!(out);
+    for (i, (h, _)) in hosts.iter().enumerate() {
+        let _ = write!(out, "{h:<lw$}");
+        for cell in &m[i] {
+            match cell {
+                Some(v) => {
+                    let _ = write!(out, "{v:>cw$.2}");
+                }
+                None => {
+                    let _ = write!(out, "{:>cw$}", "-");
+                }
+            }
+        }
+        let _ = writeln!(out);
+    }
 }
 
 #[cfg(test)]
