@@ -506,15 +506,15 @@ impl<'a> Replay<'a> {
         );
         INFLIGHT.with(|m| *m.borrow_mut() = maps);
         let mut out = self.out;
-        for i in 0..self.p {
-            out[i].total_s = self.clock[i];
-            if let Some((t, o)) = self.first_lap[i] {
-                out[i] = RankTime {
-                    total_s: self.clock[i] - t,
-                    compute_s: out[i].compute_s - o.compute_s,
-                    io_s: out[i].io_s - o.io_s,
-                    overhead_s: out[i].overhead_s - o.overhead_s,
-                    wait_s: out[i].wait_s - o.wait_s,
+        for ((o, &clock), first) in out.iter_mut().zip(&self.clock).zip(&self.first_lap) {
+            o.total_s = clock;
+            if let Some((t, f)) = first {
+                *o = RankTime {
+                    total_s: clock - t,
+                    compute_s: o.compute_s - f.compute_s,
+                    io_s: o.io_s - f.io_s,
+                    overhead_s: o.overhead_s - f.overhead_s,
+                    wait_s: o.wait_s - f.wait_s,
                 };
             }
         }
