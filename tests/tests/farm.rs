@@ -122,6 +122,8 @@ fn bad_worker_lists_and_masters_are_refused_by_name() {
     assert!(l.contains("rank 0 is the master"), "{l}");
     let l = farm_error(2, &["--task", "ep", "--master", "5"]);
     assert!(l.contains("--master 5"), "{l}");
+    let l = farm_error(2, &["--task", "ep", "--class", "S", "--tasks", "257"]);
+    assert!(l.contains("--tasks 257: this problem has 256 tasks"), "{l}");
     let l = farm_error(2, &["--task", "ep", "--class", "C"]);
     assert!(l.contains("--class C"), "{l}");
 }
@@ -178,4 +180,33 @@ fn a_worker_of_half_the_cpu_power_takes_about_half_the_tasks() {
     );
     // Self-scheduling gives the faster worker about twice the batches.
     assert!(fast > 1.4 * slow && fast < 3.0 * slow, "{r}");
+}
+
+#[test]
+fn a_partial_run_checks_what_it_ran() {
+    let r = farm(3, &["--task", "ep", "--class", "S", "--tasks", "20"]);
+    assert_eq!(r["verified"], true, "{r}");
+    assert_eq!(
+        (r["tasks"].as_u64(), r["problem_tasks"].as_u64()),
+        (Some(20), Some(256))
+    );
+    assert_eq!(tasks_done(&r), 20);
+    let why = r["verification"]["reference"].as_str().unwrap();
+    assert!(why.contains("20 of the class's 256"), "{why}");
+    let args = [
+        "--size",
+        "256",
+        "--tile",
+        "32",
+        "--tasks",
+        "10",
+        "--verify-serial",
+    ];
+    let m = farm(3, &args);
+    assert_eq!(m["verified"], true, "{m}");
+    assert_eq!(tasks_done(&m), 10);
+    assert_eq!(
+        m["verification"]["serial_total"],
+        m["verification"]["total"]
+    );
 }

@@ -157,9 +157,9 @@ impl Mandel {
         Ok(counts.iter().map(|&c| u64::from(c)).sum())
     }
 
-    /// The whole image's total count, computed serially.
-    pub fn serial_total(&self) -> u64 {
-        (0..self.tiles())
+    /// The total count of tiles `0..n`, computed serially.
+    pub fn serial_total(&self, n: u64) -> u64 {
+        (0..n.min(self.tiles()))
             .map(|k| self.compute(k).iter().map(|&c| u64::from(c)).sum::<u64>())
             .sum()
     }
