@@ -29,22 +29,25 @@ pub fn run<K: Kernel>(
     let resolved = resolve(world, c, &ck);
     let rss0 = Emulation::rss();
     let ctx = context(world, c, &ck, &resolved, &scratch.dir);
-    let mut r = Runner::set_up(Setup {
+    let job = Job {
         world,
         app,
         c,
         ck,
         problem,
         tag,
-        scratch,
         resolved,
+    };
+    let mut r = Runner::set_up(Setup {
+        job,
+        scratch,
         ctx,
         init: &init,
         rss0,
     })?;
     let t_start = Instant::now();
     let loop_start_unix_s = adapt::unix_now();
-    for it in 0..r.ck.todo {
+    for it in 0..r.job.ck.todo {
         r.iterate(it)?;
         r.move_rows(it)?;
         r.checkpoint(it)?;
@@ -140,16 +143,22 @@ fn context<'w>(
     }
 }
 
-/// What [`Runner::set_up`] starts from.
-struct Setup<'w, 'i, F> {
+/// The job as checked: the world, the app, its options and settings.
+struct Job<'w> {
     world: &'w SimpleCommunicator,
     app: &'w str,
     c: &'w Common,
     ck: Checked,
     problem: checkpoint::Problem,
+    /// Rank 0's pid: names the scratch directory and checkpoints.
     tag: u32,
-    scratch: Scratch,
     resolved: Resolved,
+}
+
+/// What [`Runner::set_up`] starts from.
+struct Setup<'w, 'i, F> {
+    job: Job<'w>,
+    scratch: Scratch,
     ctx: Ctx<'w>,
     init: &'i F,
     /// The resident memory before the kernel was built.
@@ -182,14 +191,8 @@ struct AutoState {
 
 /// A running app.
 struct Runner<'w, 'i, K, F> {
-    world: &'w SimpleCommunicator,
-    app: &'w str,
-    c: &'w Common,
-    ck: Checked,
-    problem: checkpoint::Problem,
-    tag: u32,
+    job: Job<'w>,
     scratch: Option<Scratch>,
-    resolved: Resolved,
     ctx: Ctx<'w>,
     slot: Option<K>,
     mover: Mover<'i, F>,
@@ -214,12 +217,12 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
     /// Build the kernel (or resume it), limit its memory, and write its
     /// declaration next to the traces.
     fn set_up(s: Setup<'w, 'i, F>) -> Result<Self> {
-        let (world, rank) = (s.world, s.ctx.rank);
+        let (world, rank) = (s.job.world, s.ctx.rank);
         let mut ctx = s.ctx;
         let t_init = Instant::now();
         let mut slot = Some(agree(world, (s.init)(&ctx))?);
         let rebuild = per_row_times(world, t_init.elapsed().as_secs_f64(), ctx.dist.0[rank]);
-        if let (Some((path, m)), Some(k)) = (&s.ck.resume, slot.as_mut()) {
+        if let (Some((path, m)), Some(k)) = (&s.job.ck.resume, slot.as_mut()) {
             checkpoint::load(world, k, &ctx, path, m)?;
         }
         let kernel = slot.as_mut().context("no kernel")?;
@@ -228,48 +231,45 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
         let mover = Mover {
             init: s.init,
             any_ooc: any_out_of_core(world, kernel),
-            ckpt_dir: s.ck.checkpoints.as_ref().map(|(_, d)| d.clone()),
+            ckpt_dir: s.job.ck.checkpoints.as_ref().map(|(_, d)| d.clone()),
             scratch: s.scratch.dir.clone(),
-            problem: s.problem.clone(),
-            tag: s.tag,
-            start: s.ck.start,
+            problem: s.job.problem.clone(),
+            tag: s.job.tag,
+            start: s.job.ck.start,
             committed: None,
             rebuild,
         };
         let mut decl = kernel.declare(&ctx);
         if let Some(f) = ctx.fixed.get() {
             decl.memory = Some(mheta_trace::MemoryDecl {
-                budget: s.ck.mem_limit.clone(),
+                budget: s.job.ck.mem_limit.clone(),
                 fixed_bytes: f.bytes,
                 fixed_per_row: f.per_row,
-                prefetch: s.c.prefetch,
+                prefetch: s.job.c.prefetch,
             });
         }
-        let decl_written = rank == 0 && mheta_live::interposer_loaded() && write_decl(s.app, &decl);
+        let decl_written =
+            rank == 0 && mheta_live::interposer_loaded() && write_decl(s.job.app, &decl);
         // Local iterations 0..todo, after `start` done before
         // (`--resume`): the interposer's instrumented iterations and every
         // index below are this process's, checkpoints count from the run's
         // beginning.
-        let todo = s.ck.todo;
+        let todo = s.job.ck.todo;
         let touch_at = if mheta_live::interposer_loaded() {
             (mheta_live::instrumented_iterations().end.max(1) - 1).min(todo.saturating_sub(1))
         } else {
             0
         };
-        let watch =
-            s.ck.auto
-                .as_ref()
-                .filter(|_| s.c.replan_threshold > 0.0)
-                .map(|_| adapt::Watch::new(s.c.replan_threshold / 100.0));
+        let watch = s
+            .job
+            .ck
+            .auto
+            .as_ref()
+            .filter(|_| s.job.c.replan_threshold > 0.0)
+            .map(|_| adapt::Watch::new(s.job.c.replan_threshold / 100.0));
         Ok(Runner {
-            world,
-            app: s.app,
-            c: s.c,
-            ck: s.ck,
-            problem: s.problem,
-            tag: s.tag,
+            job: s.job,
             scratch: Some(s.scratch),
-            resolved: s.resolved,
             ctx,
             slot,
             mover,
@@ -301,7 +301,7 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
         );
         let t = Instant::now();
         let kernel = self.slot.as_mut().context("no kernel")?;
-        checkpoint::ITERATION.store(self.ck.start + it, Ordering::Relaxed);
+        checkpoint::ITERATION.store(self.job.ck.start + it, Ordering::Relaxed);
         let note_touches = self.ctx.rank == 0 && self.decl_written && it == self.touch_at;
         if note_touches {
             touches::begin();
@@ -311,17 +311,17 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
         mheta_live::markers::iteration_end();
         if note_touches && let Some(t) = touches::end() {
             self.decl.stage_access = Some(t);
-            write_decl(self.app, &self.decl);
+            write_decl(self.job.app, &self.decl);
         }
         if let Err(e) = r {
             // Say what happened here, remove this rank's files, and abort.
             eprintln!(
                 "{}: error: rank {}, iteration {it}: {e:#}",
-                self.app, self.ctx.rank
+                self.job.app, self.ctx.rank
             );
             self.slot = None;
             self.scratch = None;
-            self.world.abort(2);
+            self.job.world.abort(2);
         }
         let log = &mut self.log;
         let since = |a: &AtomicU64, from: u64| (a.load(Ordering::Relaxed) - from) as f64 * 1e-9;
@@ -338,13 +338,13 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
     /// After iteration `it`: `--move-to`'s move, then `--auto`'s plan, a
     /// re-plan, or the watch's look at the iteration.
     fn move_rows(&mut self, it: u64) -> Result<()> {
-        if let Some((at, d)) = &self.ck.move_to
+        if let Some((at, d)) = &self.job.ck.move_to
             && it + 1 == *at
         {
             let d = d.clone();
             self.forced(it, &d)?;
         }
-        let Some((at, _)) = &self.ck.auto else {
+        let Some((at, _)) = &self.job.ck.auto else {
             return Ok(());
         };
         let replan_now = (self.auto.watch.as_ref()).is_some_and(|w| w.replan_at == Some(it + 1));
@@ -360,7 +360,7 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
         let from = self.ctx.dist.clone();
         let (_, worst) = self
             .mover
-            .timed(self.world, &mut self.slot, &mut self.ctx, d, it)?;
+            .timed(self.job.world, &mut self.slot, &mut self.ctx, d, it)?;
         let bytes = mheta_runtime::redist::moved_bytes(&self.decl, &from, d);
         self.forced_move = Some(json!({
             "after": it,
@@ -394,16 +394,16 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
             auto.base_share = adapt::median_share(&self.log.shares, recorded);
             auto.applied.clear();
         }
-        let profile = &self.ck.auto.as_ref().context("no --auto")?.1;
+        let profile = &self.job.ck.auto.as_ref().context("no --auto")?.1;
         let r = plan_and_move(
-            self.world,
+            self.job.world,
             &mut self.slot,
             &mut self.mover,
             &mut self.ctx,
             &mut self.decl,
             profile,
             it,
-            self.ck.todo,
+            self.job.ck.todo,
             sensed,
         )?;
         if r.moved {
@@ -421,7 +421,7 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
             Some(a) => a.replans.push(r),
         }
         if let Some(w) = auto.watch.as_mut() {
-            w.planned(self.world, it, expected, &busy, replan_now, move_s);
+            w.planned(self.job.world, it, expected, &busy, replan_now, move_s);
         }
         Ok(())
     }
@@ -429,13 +429,13 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
     /// The watch's look at iteration `it`: a drift asks the sensor or
     /// records again to re-plan; a re-plan that did worse is reverted.
     fn watch(&mut self, it: u64) -> Result<()> {
-        let iters = self.ck.todo;
+        let iters = self.job.ck.todo;
         let Some(w) = self.auto.watch.as_mut() else {
             return Ok(());
         };
         let (t, stage) = (self.log.times[it as usize], self.log.stage_s[it as usize]);
-        let mut verdict = w.observe(self.world, it, iters, t, stage);
-        if self.c.replan_on == "sensed"
+        let mut verdict = w.observe(self.job.world, it, iters, t, stage);
+        if self.job.c.replan_on == "sensed"
             && let Some(adapt::Verdict::Drift(drift)) = &verdict
             && self.sensed_replan(it, drift)
         {
@@ -472,12 +472,13 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
     /// (another job came or went)? Then the next iteration plans on the
     /// sensed slowdowns, without recording again (true).
     fn sensed_replan(&mut self, it: u64, drift: &adapt::Drift) -> bool {
-        if it + 2 + adapt::WINDOW as u64 > self.ck.todo {
+        if it + 2 + adapt::WINDOW as u64 > self.job.ck.todo {
             return false;
         }
         let window = (it + 1).saturating_sub(adapt::WINDOW as u64)..it + 1;
         let a = &mut self.auto;
-        let sensed = adapt::sensed_slowdowns(self.world, a.base_share, &self.log.shares, window);
+        let sensed =
+            adapt::sensed_slowdowns(self.job.world, a.base_share, &self.log.shares, window);
         if !adapt::load_changed(&sensed, &a.applied) {
             return false;
         }
@@ -500,9 +501,9 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
             .context("a revert without a plan")?;
         let last = a.replans.last_mut().context("a revert without a re-plan")?;
         let back = Dist(last.from_dist.clone());
-        let (_, worst) = self
-            .mover
-            .timed(self.world, &mut self.slot, &mut self.ctx, &back, it)?;
+        let (_, worst) =
+            self.mover
+                .timed(self.job.world, &mut self.slot, &mut self.ctx, &back, it)?;
         rev.measured_move_s = Some(worst);
         last.reverted = Some(rev);
         self.moved.push(it);
@@ -515,22 +516,22 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
     /// After iteration `it`: note the checkpoint a move through disk just
     /// committed, or write one every `--checkpoint-every` iterations.
     fn checkpoint(&mut self, it: u64) -> Result<()> {
-        let done = self.ck.start + it + 1;
+        let done = self.job.ck.start + it + 1;
         if self.mover.committed.take().is_some() {
             self.checkpoints.push(done);
-        } else if let Some((every, dir)) = &self.ck.checkpoints
+        } else if let Some((every, dir)) = &self.job.ck.checkpoints
             && done.is_multiple_of(*every)
-            && done < self.ck.iters
+            && done < self.job.ck.iters
         {
             let kernel = self.slot.as_mut().context("no kernel")?;
             checkpoint::save(
-                self.world,
+                self.job.world,
                 kernel,
                 &self.ctx,
                 dir,
-                &self.problem,
+                &self.job.problem,
                 done,
-                self.tag,
+                self.job.tag,
             )?;
             self.checkpoints.push(done);
         }
@@ -563,7 +564,7 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
         // iteration.
         let times = &self.log.times;
         let mut job_times = vec![0.0f64; times.len()];
-        (self.world).all_reduce_into(&times[..], &mut job_times[..], SystemOperation::max());
+        (self.job.world).all_reduce_into(&times[..], &mut job_times[..], SystemOperation::max());
         let kernel = self.slot.as_mut().context("no kernel")?;
         let result = kernel.finish(&self.ctx)?;
         let st = kernel.storage();
@@ -573,9 +574,9 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
             vec![]
         };
         let mine = self.rank_report(&inst, &st);
-        let ranks = gather_json(self.world, &mine);
+        let ranks = gather_json(self.job.world, &mine);
         self.ctx.emu.stop();
-        let iters = self.ck.todo;
+        let iters = self.job.ck.todo;
         if let Some(mut a) = self.auto.report.take() {
             a.measured_from_s = self.med(&inst, &job_times, 1, a.redistributed_after + 1);
             if a.moved {
@@ -613,7 +614,7 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
         // Every rank's files go before any rank removes the directory, so
         // that one of them finds it empty.
         self.slot = None;
-        self.world.barrier();
+        self.job.world.barrier();
         self.scratch = None;
         Ok(())
     }
@@ -621,15 +622,15 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
     /// This rank's part of the report: where it ran, its emulation, its
     /// storage and its medians.
     fn rank_report(&self, inst: &[u64], st: &StorageReport) -> Value {
-        let (rank, iters, log) = (self.ctx.rank, self.ck.todo, &self.log);
+        let (rank, iters, log) = (self.ctx.rank, self.job.ck.todo, &self.log);
         let med = |v: &[f64]| self.med(inst, v, 0, iters);
         let work = self.ctx.emu.work_stats();
         let host = hostname();
         let mut notes = self.ctx.emu.report.notes.clone();
-        if let Some(lab) = &self.ck.cluster.lab {
+        if let Some(lab) = &self.job.ck.cluster.lab {
             let want = &lab.hosts[lab.rank_hosts()[rank]].name;
             if &host != want {
-                let spec = &self.c.cluster;
+                let spec = &self.job.c.cluster;
                 notes.push(format!(
                     "rank {rank} ran on host {host}, but {spec} puts it on {want}: the spec's links were not in its way (launch with `mheta hosts mpirun {spec}` or `mheta run --cluster`)",
                 ));
@@ -641,7 +642,7 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
         let compute: Vec<f64> = (log.stage_s.iter().zip(&log.read_s).zip(&log.write_s))
             .map(|((s, r), w)| s - r - w)
             .collect();
-        let r = &self.resolved;
+        let r = &self.job.resolved;
         let mut mine = json!({
             "rank": rank,
             "host": host,
@@ -678,9 +679,9 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
     /// The job's report (rank 0): the run, the emulation every rank used,
     /// the ranks' reports, moves, checkpoints and `--auto`'s report.
     fn job_report(&self, rows: u64, ranks: &[Value], elapsed_s: f64) -> Value {
-        let (ck, c) = (&self.ck, self.c);
+        let (ck, c) = (&self.job.ck, self.job.c);
         json!({
-            "app": self.app,
+            "app": self.job.app,
             "np": self.ctx.np,
             "rows": rows,
             "dist": self.ctx.dist.0,

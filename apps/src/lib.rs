@@ -6,9 +6,11 @@
 //! the paper's fallbacks); storage in core or out of core ([`storage`]:
 //! the out-of-core rule, ICLA pieces, MPI-IO, prefetching; [`mpiio`]: the
 //! thin unsafe layer); 1-D row neighbours and halo exchange ([`grid`]); and
-//! the run itself ([`run`]): iteration and stage markers, timing, `--auto`
-//! (plan with the model inside the job, then redistribute) and the one-line
-//! JSON report.
+//! the run itself ([`run`], in `driver.rs` as set-up, iterate, move,
+//! checkpoint and report steps): iteration and stage markers, timing,
+//! `--auto` (plan with the model inside the job, then redistribute) and the
+//! one-line JSON report, which notes a CPU emulation that is not faithful
+//! where a node's ranks outnumber its cores.
 
 use anyhow::{Context, Result, anyhow, bail};
 use mheta_runtime::Dist;
