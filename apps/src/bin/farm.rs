@@ -128,14 +128,16 @@ fn body(world: &SimpleCommunicator, args: &Args, born: Instant) -> Result<()> {
     if let Some(k) = args.calibrate {
         return calibrate(world, args, kind, k, &emu, &hosts);
     }
+    let roles = (args.master, workers);
     barrier(world);
     let t0 = Instant::now();
     let startup_s = t0.duration_since(born).as_secs_f64();
     let me = world.rank() as usize;
-    if me == args.master {
+    let (boss, workers) = roles;
+    if me == boss {
         let tasks = args.tasks.unwrap_or(kind.tasks());
         let run = master(world, kind, (tasks, &workers), args.window, &emu, t0)?;
-        let sites = gather_sites(world, &emu, args.master);
+        let sites = gather_sites(world, &emu, boss);
         let (ok, report) = report(args, run, &hosts, &cluster, &emu, startup_s, sites);
         println!("{report}");
         if !ok {
@@ -144,9 +146,9 @@ fn body(world: &SimpleCommunicator, args: &Args, born: Instant) -> Result<()> {
         return Ok(());
     }
     if workers.contains(&me) {
-        worker(world, &kind, args.master, &emu, args.corrupt);
+        worker(world, &kind, boss, &emu, args.corrupt);
     }
-    gather_sites(world, &emu, args.master);
+    gather_sites(world, &emu, boss);
     Ok(())
 }
 
@@ -387,6 +389,7 @@ struct Run {
     kind: Kind,
     /// Tasks handed out (`--tasks`, default all).
     tasks: u64,
+    master: usize,
     workers: Vec<usize>,
     shares: Vec<Share>,
     elapsed_s: f64,
@@ -418,6 +421,7 @@ fn master(
     let mut run = Run {
         kind,
         tasks,
+        master: world.rank() as usize,
         workers: workers.to_vec(),
         shares: vec![Share::default(); workers.len()],
         elapsed_s: 0.0,
@@ -528,8 +532,8 @@ fn report(
         "problem": run.kind.problem(),
         "tasks": run.tasks,
         "problem_tasks": run.kind.tasks(),
-        "master": args.master,
-        "master_host": hosts[args.master],
+        "master": run.master,
+        "master_host": hosts[run.master],
         "workers": per,
         "window": args.window,
         "elapsed_s": run.elapsed_s,
