@@ -7,8 +7,12 @@
 # larger grids on group a, and split over groups a and b. Every
 # configuration is repeated SCALE_REPEAT times (default 4), interleaved;
 # times are medians of the apps' median time per iteration.
-# CPU: --cpu-emulation paced (SCALE_EMULATION), one rank per emulated host,
-# so each rank's compute lasts its CPU time / cpu_power at every np.
+# CPU (SCALE_EMULATION): paced (default), one rank per emulated host, so
+# each piece of real work lasts its CPU time / cpu_power at every np; or
+# clock, where a piece of u units (grid points) lasts u x NS / cpu_power
+# (NS: 10 ns per point update for both kernels, about twice this
+# machine's own cost, so the real work fits inside), which takes this VM's own speed
+# changes out of the compute and leaves the communication real.
 # Writes OUT/scale.json (per held-out configuration: predicted, actual,
 # noise floor, error; max_err_pct), OUT/scale.svg (mg) and
 # OUT/scale-jacobi.svg, the fits (OUT/fit-*.json, OUT/fit-*.txt) and the
@@ -37,13 +41,16 @@ trap '[ "$was_up" = 1 ] || "$M" hosts down "$SPEC" >/dev/null; rm -rf "$BIN"' EX
 
 study() { # app n rows_per_proc iters configs...
   local app=$1 n=$2 per=$3 iters=$4; shift 4
-  local cfg=()
+  local cfg=() emu=(--cpu-emulation "$EMU")
   for c in "$@"; do cfg+=(--config "$c"); done
+  if [ "$EMU" = clock ]; then
+    emu+=(--cpu-ns-per-unit 10)
+  fi
   "$M" scale fit --spec "$SPEC" --app "$app" --n "$n" --rows-per-proc "$per" \
-    --np0 2,4 --iters "$iters" --repeat "$REPEAT" --cpu-emulation "$EMU" \
+    --np0 2,4 --iters "$iters" --repeat "$REPEAT" "${emu[@]}" \
     -o "$OUT/fit-$app.json" | tee "$OUT/fit-$app.txt"
   "$M" scale check --fit "$OUT/fit-$app.json" "${cfg[@]}" --iters "$iters" \
-    --repeat "$REPEAT" --cpu-emulation "$EMU" -o "$OUT/check-$app.json" \
+    --repeat "$REPEAT" "${emu[@]}" -o "$OUT/check-$app.json" \
     --svg "$OUT/scale-$app.svg" | tee "$OUT/check-$app.txt"
 }
 

@@ -101,11 +101,17 @@ pub struct RunOpts {
     /// Interleaved rounds over the configurations.
     #[arg(long, default_value_t = 3)]
     repeat: u32,
-    /// The apps' --cpu-emulation. `quota`, with the spec's cpu_power
-    /// summing to at most the cores over any run, gives every rank a
-    /// cgroup quota of cpu_power cores at every process count.
-    #[arg(long, default_value = "quota")]
+    /// The apps' --cpu-emulation. With one rank per emulated host, `paced`
+    /// makes each piece of real work last its CPU time / cpu_power at
+    /// every process count; `quota` (when the spec's powers sum to at
+    /// most the cores) a cgroup quota of cpu_power cores; `clock` the
+    /// piece's units × --cpu-ns-per-unit / cpu_power.
+    #[arg(long, default_value = "paced")]
     cpu_emulation: String,
+    /// With `--cpu-emulation clock`: the apps' --cpu-ns-per-unit (the
+    /// time a unit of work lasts at cpu_power 1 on a whole core).
+    #[arg(long, value_name = "NS")]
+    cpu_ns_per_unit: Option<String>,
 }
 
 #[derive(ClapArgs, Debug)]
@@ -361,6 +367,12 @@ impl Runner {
             "sleep".into(),
         ]
         .into_iter()
+        .chain(
+            self.opts
+                .cpu_ns_per_unit
+                .iter()
+                .flat_map(|ns| ["--cpu-ns-per-unit".to_string(), ns.clone()]),
+        )
         .map(OsString::from)
         .collect();
         let out = mpirun_across(&lab, &user)?
@@ -393,8 +405,14 @@ impl Runner {
     fn note_emulation(&mut self, rep: &Value) {
         let e = &rep["emulation"];
         let cpu = e["cpu"].as_str().unwrap_or("?");
+        let ns = self
+            .opts
+            .cpu_ns_per_unit
+            .as_ref()
+            .map(|n| format!(" --cpu-ns-per-unit {n}"))
+            .unwrap_or_default();
         let text = format!(
-            "--cpu-emulation {} (ranks report cpu: {cpu}), --wait sleep",
+            "--cpu-emulation {}{ns} (ranks report cpu: {cpu}), --wait sleep",
             self.opts.cpu_emulation
         );
         if !self.emulation.contains(&text) {
@@ -666,4 +684,58 @@ fn check(a: CheckArgs) -> Result<i32> {
         plot::draw(svg, &out)?;
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configs_parse_and_name_their_culprit() {
+        let c = parse_config("a=4,b=4@1023").expect("config");
+        assert_eq!(
+            (c.np(), c.rows, c.label()),
+            (8, 1023, "a=4,b=4@1023".into())
+        );
+        for bad in ["a=4", "a=4@x", "a=4@0", "a4@1023"] {
+            let e = parse_config(bad).expect_err(bad).to_string();
+            assert!(e.contains(bad), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn mg_keeps_two_to_the_j_minus_one_rows() {
+        assert_eq!(total_rows("mg", 127, 4), 511);
+        assert_eq!(total_rows("jacobi", 128, 4), 512);
+        assert_eq!(group_of("a12"), "a");
+        assert!(bytes_per_point("cg").is_err());
+    }
+
+    #[test]
+    fn the_fit_runs_every_group_size_and_np0_and_the_split() {
+        let a = FitArgs {
+            spec: "s".into(),
+            app: "mg".into(),
+            n: 1023,
+            rows_per_proc: vec![63, 127],
+            np0: vec![2, 4],
+            groups: vec![],
+            run: RunOpts {
+                iters: 1,
+                repeat: 1,
+                cpu_emulation: "paced".into(),
+                cpu_ns_per_unit: None,
+            },
+            output: "o".into(),
+        };
+        let v = fit_configs(&a, &["a".into(), "b".into()]);
+        // 2 groups x 2 sizes x (np 1, 2, 4) + 2 split runs.
+        assert_eq!(v.len(), 14);
+        let split: Vec<String> = v
+            .iter()
+            .filter(|c| c.parts.len() == 2)
+            .map(Config::label)
+            .collect();
+        assert_eq!(split, ["a=2,b=2@255", "a=2,b=2@511"]);
+    }
 }

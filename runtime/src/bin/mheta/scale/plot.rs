@@ -146,7 +146,7 @@ fn caption(s: &mut String, out: &Value) {
             out["iters"]
         ),
         format!("Emulation: {}.", out["emulation"].as_str().unwrap_or("?")),
-        "Each emulated host keeps its CPU power at every np: a cgroup quota of cpu_power cores per rank (the spec's powers sum to <= the cores).".into(),
+        "One rank per emulated host; each keeps its cpu_power at every np (paced: a piece of work lasts its CPU time / cpu_power; clock: units x ns / cpu_power).".into(),
         format!("Command: {}", cmd.join(" ")),
         format!("Date: {}; machine: {}.", today(), machine()),
     ];
