@@ -1,0 +1,214 @@
+//! mheta-place: where to put the master of a master/worker task farm and
+//! which workers to give it, by the work-rate model of Shao, Berman and
+//! Wolski (seed 001). It owns the model's inputs ([`Inputs`]: per host
+//! the benchmarked task times T_SlaveCPU and T_MasterCPU, the CPU
+//! availability, the access link and per-destination rates; per task the
+//! bytes each way), the work rates of eqs. 6–8 ([`rates`]), the resource
+//! tree and its maximum flow (eqs. 1–5, [`flow`]), the choice of the best
+//! master and the fewest workers that reach its rate ([`select`]), and an
+//! event-driven simulator of the farm's run ([`sim`]). The one call for
+//! an application is [`choose`]`(&Inputs) -> Result<Placement>`; [`place`]
+//! gives every candidate master's row. MPI-free.
+
+pub mod flow;
+pub mod rates;
+pub mod select;
+pub mod sim;
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A bad input, naming the culprit.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum PlaceError {
+    #[error("host {host}: {detail}")]
+    Host { host: String, detail: String },
+    #[error("{0}")]
+    Input(String),
+}
+
+/// One host: its benchmarked task times and its links.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Host {
+    pub name: String,
+    /// T_SlaveCPU: seconds a task takes as a worker, unloaded.
+    pub t_slave_s: f64,
+    /// T_MasterCPU: seconds the master spends per result, unloaded.
+    pub t_master_s: f64,
+    /// Avail_CPU: fraction of the CPU the process gets (1 = all).
+    #[serde(default = "one")]
+    pub avail_cpu: f64,
+    /// Access link rate, bits per second, each direction (`None`: unshaped).
+    #[serde(default)]
+    pub link_bps: Option<f64>,
+    /// One-way latency the host's link adds, seconds.
+    #[serde(default)]
+    pub latency_s: f64,
+    /// Per-destination rates, bits per second, by host name (each direction).
+    #[serde(default)]
+    pub to: BTreeMap<String, f64>,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// The model's inputs: hosts and the task's transfer sizes.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Inputs {
+    pub hosts: Vec<Host>,
+    /// Bytes master → worker per task (the request).
+    pub request_bytes: f64,
+    /// Bytes worker → master per task (the result).
+    pub result_bytes: f64,
+    /// Tasks in the run (for the simulated time).
+    pub tasks: u64,
+    /// Tasks a worker holds at once (the farm's `--window`).
+    #[serde(default = "one_u32")]
+    pub window: u32,
+    /// Seconds before the first task is sent (start-up), added to the
+    /// simulated time.
+    #[serde(default)]
+    pub startup_s: f64,
+    /// Rate of an unshaped link, bits per second.
+    #[serde(default = "unshaped")]
+    pub unshaped_bps: f64,
+}
+
+fn one_u32() -> u32 {
+    1
+}
+
+fn unshaped() -> f64 {
+    10e9
+}
+
+/// A placement: the master, its workers, the model's rate and the
+/// simulated run time.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Placement {
+    pub master: String,
+    pub workers: Vec<String>,
+    /// AppRate(m, S), tasks per second (eq. 1 at the maximum flow).
+    pub rate: f64,
+    /// Tasks / rate (eq. 2), seconds.
+    pub model_s: f64,
+    /// The simulator's time for this master and these workers, seconds.
+    pub simulated_s: f64,
+}
+
+/// One candidate master's row: its rate with every worker, SlaveRate
+/// per worker, the chosen workers, and simulated times.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct MasterRow {
+    pub master: String,
+    /// W_MasterCPU(m), tasks per second.
+    pub w_master: f64,
+    /// SlaveRate(m, s) for every other host, tasks per second.
+    pub slave_rates: BTreeMap<String, f64>,
+    /// AppRate(m), tasks per second.
+    pub rate: f64,
+    /// The fewest workers reaching `rate` (in the order they were added).
+    pub workers: Vec<String>,
+    /// Simulated time with `workers`, seconds.
+    pub simulated_s: f64,
+    /// Simulated time with every other host as a worker, seconds.
+    pub simulated_all_s: f64,
+}
+
+impl Inputs {
+    /// Check every input, naming the culprit.
+    pub fn check(&self) -> Result<(), PlaceError> {
+        if self.hosts.len() < 2 {
+            return Err(PlaceError::Input(format!(
+                "a farm needs at least 2 hosts (a master and a worker), got {}",
+                self.hosts.len()
+            )));
+        }
+        let pos = |x: f64| x.is_finite() && x > 0.0;
+        let nonneg = |x: f64| x.is_finite() && x >= 0.0;
+        if !nonneg(self.request_bytes) || !nonneg(self.result_bytes) {
+            return Err(PlaceError::Input(
+                "task transfer sizes must be ≥ 0 bytes".into(),
+            ));
+        }
+        if self.window == 0 || self.tasks == 0 || !pos(self.unshaped_bps) {
+            return Err(PlaceError::Input(
+                "window, tasks and unshaped rate must be > 0".into(),
+            ));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for h in &self.hosts {
+            let bad = |d: &str| PlaceError::Host {
+                host: h.name.clone(),
+                detail: d.into(),
+            };
+            if !seen.insert(h.name.as_str()) {
+                return Err(bad("named twice"));
+            }
+            if !pos(h.t_slave_s) || !pos(h.t_master_s) {
+                return Err(bad("task times must be > 0 seconds"));
+            }
+            if !pos(h.avail_cpu) || h.avail_cpu > 1.0 {
+                return Err(bad("avail_cpu must be in (0, 1]"));
+            }
+            if h.link_bps.is_some_and(|r| !pos(r)) || !nonneg(h.latency_s) {
+                return Err(bad("link rate must be > 0 and latency ≥ 0"));
+            }
+            for (to, r) in &h.to {
+                if !self.hosts.iter().any(|o| &o.name == to) || !pos(*r) {
+                    return Err(bad(&format!("`to` names unknown host {to} or a rate ≤ 0")));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Every candidate master's row, best first.
+pub fn place(inputs: &Inputs) -> Result<Vec<MasterRow>, PlaceError> {
+    inputs.check()?;
+    let tree = rates::tree(inputs);
+    let mut rows = Vec::with_capacity(inputs.hosts.len());
+    for m in 0..inputs.hosts.len() {
+        let sel = select::select(&tree, m);
+        let name = |i: &usize| inputs.hosts[*i].name.clone();
+        let workers: Vec<usize> = sel.workers.clone();
+        let all: Vec<usize> = (0..inputs.hosts.len()).filter(|&i| i != m).collect();
+        rows.push(MasterRow {
+            master: inputs.hosts[m].name.clone(),
+            w_master: tree.w_master[m],
+            slave_rates: sel.slave_rates.iter().map(|(i, r)| (name(i), *r)).collect(),
+            rate: sel.rate,
+            workers: workers.iter().map(name).collect(),
+            simulated_s: sim::simulate(inputs, m, &workers)?.elapsed_s,
+            simulated_all_s: sim::simulate(inputs, m, &all)?.elapsed_s,
+        });
+    }
+    rows.sort_by(|a, b| {
+        b.rate
+            .total_cmp(&a.rate)
+            .then(a.simulated_s.total_cmp(&b.simulated_s))
+    });
+    Ok(rows)
+}
+
+/// The best placement: the master with the highest AppRate (ties: the
+/// shorter simulated time), with the fewest workers reaching it.
+pub fn choose(inputs: &Inputs) -> Result<Placement, PlaceError> {
+    inputs.check()?;
+    let tree = rates::tree(inputs);
+    let best = select::best_master(&tree);
+    let sel = select::select(&tree, best);
+    Ok(Placement {
+        master: inputs.hosts[best].name.clone(),
+        workers: sel
+            .workers
+            .iter()
+            .map(|&i| inputs.hosts[i].name.clone())
+            .collect(),
+        rate: sel.rate,
+        model_s: inputs.tasks as f64 / sel.rate,
+        simulated_s: sim::simulate(inputs, best, &sel.workers)?.elapsed_s,
+    })
+}
