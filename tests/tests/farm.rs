@@ -210,3 +210,41 @@ fn a_partial_run_checks_what_it_ran() {
         m["verification"]["total"]
     );
 }
+
+#[test]
+fn auto_place_runs_the_models_choice() {
+    let r = farm(3, &["--task", "ep", "--class", "S", "--auto-place"]);
+    assert_eq!(r["verified"], true, "{r}");
+    let p = &r["auto_place"];
+    assert_eq!(p["master_rank"], r["master"], "{p}");
+    let chosen: Vec<u64> = p["worker_ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect();
+    assert!(!chosen.is_empty() && !chosen.contains(&r["master"].as_u64().unwrap()));
+    assert_eq!(worker_ranks(&r), chosen);
+    assert_eq!(tasks_done(&r), 256);
+    let hosts = p["inputs"]["hosts"].as_array().unwrap();
+    assert_eq!(hosts.len(), 3);
+    for h in hosts {
+        let (s, m) = (
+            h["t_slave_s"].as_f64().unwrap(),
+            h["t_master_s"].as_f64().unwrap(),
+        );
+        assert!(s > m && m > 0.0, "{h}");
+    }
+    assert!(p["rate"].as_f64().unwrap() > 0.0 && p["simulated_s"].as_f64().unwrap() > 0.0);
+    // The model chooses; a fixed master is a contradiction.
+    let o = fails(
+        mpirun(2)
+            .arg(bin("farm"))
+            .args(["--auto-place", "--master", "1"]),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--auto-place") && err.contains("--master"),
+        "{err}"
+    );
+}

@@ -30,7 +30,7 @@ use mheta_apps::emulate::{Clock, Emulation};
 use mheta_apps::farm::{self, Kind, ep, mandel};
 use mheta_apps::{Resolved, comm, main_with_mpi, parse_args};
 use mheta_runtime::cluster::ClusterSpec;
-use mpi::collective::CommunicatorCollectives;
+use mpi::collective::{CommunicatorCollectives, Root};
 use mpi::point_to_point::{Destination, MatchedReceiveVec, Message, Source, Status};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use serde_json::{Value, json};
@@ -65,6 +65,14 @@ struct Args {
     /// Worker ranks, `r1,r2,...` (default: every rank but the master).
     #[arg(long)]
     workers: Option<String>,
+    /// Choose the master and the workers with the work-rate model
+    /// (`mheta_place::choose`): calibrate every rank on --auto-calibrate
+    /// tasks, take the links from --cluster's hosts, then farm.
+    #[arg(long, conflicts_with_all = ["master", "workers", "calibrate"])]
+    auto_place: bool,
+    /// With --auto-place: tasks each rank times.
+    #[arg(long, value_name = "K", default_value_t = 4, requires = "auto_place")]
+    auto_calibrate: u64,
     /// Tasks a worker holds at once: 1, or 2 (one prefetched).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=2))]
     window: u32,
@@ -128,7 +136,12 @@ fn body(world: &SimpleCommunicator, args: &Args, born: Instant) -> Result<()> {
     if let Some(k) = args.calibrate {
         return calibrate(world, args, kind, k, &emu, &hosts);
     }
-    let roles = (args.master, workers);
+    let (roles, placed) = if args.auto_place {
+        let (m, w, p) = auto_place(world, args, &cluster.0, &emu, &hosts)?;
+        ((m, w), Some(p))
+    } else {
+        ((args.master, workers), None)
+    };
     barrier(world);
     let t0 = Instant::now();
     let startup_s = t0.duration_since(born).as_secs_f64();
@@ -138,7 +151,10 @@ fn body(world: &SimpleCommunicator, args: &Args, born: Instant) -> Result<()> {
         let tasks = args.tasks.unwrap_or(kind.tasks());
         let run = master(world, kind, (tasks, &workers), args.window, &emu, t0)?;
         let sites = gather_sites(world, &emu, boss);
-        let (ok, report) = report(args, run, &hosts, &cluster, &emu, startup_s, sites);
+        let (ok, mut report) = report(args, run, &hosts, &cluster, &emu, startup_s, sites);
+        if let Some(p) = placed {
+            report["auto_place"] = p;
+        }
         println!("{report}");
         if !ok {
             bail!("verification failed");
@@ -162,7 +178,8 @@ fn make_kind(args: &Args) -> Result<Kind> {
         _ => Kind::Mandel {
             m: mandel::Mandel::new(args.size, args.tile, args.max_iter)?,
             total: 0,
-            image: Vec::new(),
+            // Allocated here, not in the first result's timed absorb.
+            image: vec![0; args.size as usize * args.size as usize],
         },
     };
     if let Some(n) = args.tasks
@@ -633,4 +650,107 @@ fn time_tasks(kind: &mut Kind, k: u64, emu: &Emulation) -> Result<[f64; 2]> {
         master += t.elapsed().as_secs_f64();
     }
     Ok([slave / k as f64, master / k as f64])
+}
+
+/// `--auto-place`: every rank is calibrated in turn ([`calibration`]);
+/// rank 0 builds the model's inputs and chooses the master and workers
+/// (`mheta_place::choose`, Shao et al.'s best master by maximum flow and
+/// the fewest workers reaching its rate) and broadcasts the choice, with
+/// the model's figures as JSON for the report. Collective.
+fn auto_place(
+    world: &SimpleCommunicator,
+    args: &Args,
+    spec: &ClusterSpec,
+    emu: &Emulation,
+    hosts: &[String],
+) -> Result<(usize, Vec<usize>, Value)> {
+    let mut kind = make_kind(args)?;
+    if args.auto_calibrate == 0 {
+        bail!("--auto-calibrate must be at least 1 task");
+    }
+    let times = calibration(world, &mut kind, args.auto_calibrate, emu)?;
+    let chosen = if world.rank() == 0 {
+        let tasks = args.tasks.unwrap_or(kind.tasks());
+        choose(spec, &times, &kind, (tasks, args.window), hosts).map(|v| v.to_string())
+    } else {
+        Ok(String::new())
+    };
+    let mut text = mheta_apps::agree(world, chosen)?.into_bytes();
+    let mut len = text.len() as u64;
+    let root = world.process_at_rank(0);
+    root.broadcast_into(&mut len);
+    text.resize(len as usize, 0);
+    root.broadcast_into(&mut text[..]);
+    let v: Value = serde_json::from_slice(&text).context("the placement broadcast")?;
+    let rank = |x: &Value| x.as_u64().map(|r| r as usize);
+    let master = rank(&v["master_rank"]).context("the placement names no master")?;
+    let workers: Vec<usize> = v["worker_ranks"]
+        .as_array()
+        .map(|a| a.iter().filter_map(rank).collect())
+        .unwrap_or_default();
+    Ok((master, workers, v))
+}
+
+/// The model's inputs, one host per rank: the calibrated task times
+/// (under the rank's emulation, so Avail_CPU is 1), the links of the
+/// rank's host in the cluster spec (unshaped without hosts), the bytes
+/// of a task each way; then `mheta_place::choose`, as ranks.
+fn choose(
+    spec: &ClusterSpec,
+    times: &[f64],
+    kind: &Kind,
+    (tasks, window): (u64, u32),
+    hosts: &[String],
+) -> Result<Value> {
+    let np = times.len() / 2;
+    let mut names = Vec::with_capacity(np);
+    let mut inputs = Vec::with_capacity(np);
+    let rank_hosts = spec.lab.as_ref().map(|l| l.rank_hosts());
+    for r in 0..np {
+        let mut h = mheta_place::Host {
+            name: format!("rank{r}"),
+            t_slave_s: times[2 * r],
+            t_master_s: times[2 * r + 1],
+            avail_cpu: 1.0,
+            link_bps: None,
+            latency_s: 0.0,
+            to: Default::default(),
+        };
+        if let (Some(lab), Some(rh)) = (&spec.lab, &rank_hosts) {
+            let host = &lab.hosts[rh[r]];
+            if rh.iter().filter(|&&i| i == rh[r]).count() > 1 {
+                bail!(
+                    "--auto-place places one rank per host, but host {} of --cluster has {} ranks",
+                    host.name,
+                    host.ranks
+                );
+            }
+            h.name = host.name.clone();
+            h.link_bps = host.rate;
+            h.latency_s = host.latency.unwrap_or(0.0);
+            h.to = host.to.clone();
+        }
+        names.push(h.name.clone());
+        inputs.push(h);
+    }
+    let inputs = mheta_place::Inputs {
+        hosts: inputs,
+        request_bytes: farm::REQUEST_BYTES as f64,
+        result_bytes: kind.result_bytes() as f64,
+        tasks,
+        window,
+        startup_s: 0.0,
+        unshaped_bps: 10e9,
+    };
+    let p = mheta_place::choose(&inputs).map_err(|e| anyhow::anyhow!("--auto-place: {e}"))?;
+    let rank_of = |n: &str| names.iter().position(|x| x == n);
+    let master = rank_of(&p.master).context("--auto-place: the model chose an unknown host")?;
+    let workers: Vec<usize> = p.workers.iter().filter_map(|w| rank_of(w)).collect();
+    let mut v = serde_json::to_value(&p)?;
+    v["master_rank"] = json!(master);
+    v["master_host"] = json!(hosts[master]);
+    v["worker_ranks"] = json!(workers);
+    v["calibrated_tasks"] = json!(times.len() / 2);
+    v["inputs"] = serde_json::to_value(&inputs)?;
+    Ok(v)
 }
