@@ -288,62 +288,7 @@ fn parse_proc_inner(spec: &str) -> Result<Vec<ProcSpec>> {
             }
             Kind::Hog
         }
-        "cycle" => {
-            let (mut comm, mut cycle_s, mut msgs, mut bytes) = (None, None, None, None);
-            for kv in params.unwrap_or("").split(',').map(str::trim) {
-                if kv.is_empty() {
-                    continue;
-                }
-                let Some((k, v)) = kv.split_once('=') else {
-                    bail!("{kv:?} is not KEY=VALUE");
-                };
-                let (k, v) = (k.trim(), v.trim());
-                let dup = match k {
-                    "comm" => {
-                        let c: f64 = v
-                            .parse()
-                            .map_err(|_| anyhow::anyhow!("comm={v:?} is not a number"))?;
-                        if !(0.0..=1.0).contains(&c) {
-                            bail!("comm={v} must be within 0..1");
-                        }
-                        comm.replace(c).is_some()
-                    }
-                    "cycle" => {
-                        let d = parse_duration(v).with_context(|| format!("cycle={v:?}"))?;
-                        if !(d > 0.0 && d <= 3600.0) {
-                            bail!("cycle={v} must be more than 0 and at most 1 hour");
-                        }
-                        cycle_s.replace(d).is_some()
-                    }
-                    "msgs" => {
-                        let n: u32 = v
-                            .parse()
-                            .map_err(|_| anyhow::anyhow!("msgs={v:?} is not a whole number"))?;
-                        if n == 0 || n > 1_000_000 {
-                            bail!("msgs={v} must be within 1..=1000000");
-                        }
-                        msgs.replace(n).is_some()
-                    }
-                    "bytes" => {
-                        let b = parse_bytes(v).with_context(|| format!("bytes={v:?}"))?;
-                        if b == 0 || b > MAX_BYTES {
-                            bail!("bytes={v} must be within 1 and 256M");
-                        }
-                        bytes.replace(b).is_some()
-                    }
-                    _ => bail!("unknown key {k:?} (keys: comm, cycle, msgs, bytes)"),
-                };
-                if dup {
-                    bail!("key {k:?} given twice");
-                }
-            }
-            Kind::Cycle {
-                comm: comm.unwrap_or(0.5),
-                cycle_s: cycle_s.unwrap_or(0.1),
-                msgs: msgs.unwrap_or(1),
-                bytes: bytes.unwrap_or(1024),
-            }
-        }
+        "cycle" => parse_cycle(params.unwrap_or(""))?,
         "" => bail!("empty process kind (expected `hog` or `cycle`)"),
         other => bail!("unknown process kind {other:?} (expected `hog` or `cycle`)"),
     };
@@ -352,6 +297,65 @@ fn parse_proc_inner(spec: &str) -> Result<Vec<ProcSpec>> {
         _ => name.to_string(),
     };
     Ok(vec![ProcSpec { kind, text }; count])
+}
+
+/// A cycle process's `KEY=VALUE,...`: comm (fraction), cycle
+/// (duration), msgs and bytes, each at most once, with their defaults.
+fn parse_cycle(params: &str) -> Result<Kind> {
+    let (mut comm, mut cycle_s, mut msgs, mut bytes) = (None, None, None, None);
+    for kv in params.split(',').map(str::trim) {
+        if kv.is_empty() {
+            continue;
+        }
+        let Some((k, v)) = kv.split_once('=') else {
+            bail!("{kv:?} is not KEY=VALUE");
+        };
+        let (k, v) = (k.trim(), v.trim());
+        let dup = match k {
+            "comm" => {
+                let c: f64 = v
+                    .parse()
+                    .map_err(|_| anyhow::anyhow!("comm={v:?} is not a number"))?;
+                if !(0.0..=1.0).contains(&c) {
+                    bail!("comm={v} must be within 0..1");
+                }
+                comm.replace(c).is_some()
+            }
+            "cycle" => {
+                let d = parse_duration(v).with_context(|| format!("cycle={v:?}"))?;
+                if !(d > 0.0 && d <= 3600.0) {
+                    bail!("cycle={v} must be more than 0 and at most 1 hour");
+                }
+                cycle_s.replace(d).is_some()
+            }
+            "msgs" => {
+                let n: u32 = v
+                    .parse()
+                    .map_err(|_| anyhow::anyhow!("msgs={v:?} is not a whole number"))?;
+                if n == 0 || n > 1_000_000 {
+                    bail!("msgs={v} must be within 1..=1000000");
+                }
+                msgs.replace(n).is_some()
+            }
+            "bytes" => {
+                let b = parse_bytes(v).with_context(|| format!("bytes={v:?}"))?;
+                if b == 0 || b > MAX_BYTES {
+                    bail!("bytes={v} must be within 1 and 256M");
+                }
+                bytes.replace(b).is_some()
+            }
+            _ => bail!("unknown key {k:?} (keys: comm, cycle, msgs, bytes)"),
+        };
+        if dup {
+            bail!("key {k:?} given twice");
+        }
+    }
+    Ok(Kind::Cycle {
+        comm: comm.unwrap_or(0.5),
+        cycle_s: cycle_s.unwrap_or(0.1),
+        msgs: msgs.unwrap_or(1),
+        bytes: bytes.unwrap_or(1024),
+    })
 }
 
 /// `100ms`, `0.5s`, `250us` -> seconds. A unit is required.
@@ -1291,50 +1295,51 @@ pub fn main(a: LoadArgs) -> Result<i32> {
         ),
         None => None,
     };
-    let bursty = if a.levels.is_empty() {
-        None
-    } else {
-        for &l in &a.levels {
-            if l > procs.len() {
-                bail!(
-                    "--levels: level {l} is more than the {} --proc processes",
-                    procs.len()
-                );
-            }
-        }
-        let dwell = match a.dwell.len() {
-            1 => vec![a.dwell[0]; a.levels.len()],
-            n if n == a.levels.len() => a.dwell.clone(),
-            n => bail!(
-                "--dwell: {n} dwell times for {} levels (give one per level, or one for all)",
-                a.levels.len()
-            ),
-        };
-        if let Some(d) = dwell.iter().find(|d| !(d.is_finite() && **d > 0.0)) {
-            bail!("--dwell {d}: dwell times must be positive seconds");
-        }
-        let start = a.start_level.unwrap_or(0);
-        if start >= a.levels.len() {
-            bail!(
-                "--start-level {start}: there are only {} levels (indices from 0)",
-                a.levels.len()
-            );
-        }
-        let mode = a.switch.unwrap_or(SwitchMode::Scripted);
-        let seed = match mode {
-            SwitchMode::Random => Some(a.seed.unwrap_or_else(|| {
-                SystemTime::now()
-                    .duration_since(UNIX_EPOCH)
-                    .map(|d| d.as_nanos() as u64)
-                    .unwrap_or(1)
-                    ^ (std::process::id() as u64) << 32
-            })),
-            SwitchMode::Scripted => None,
-        };
-        Some((a.levels.clone(), dwell, mode, seed, start))
-    };
+    let bursty = bursty_cfg(&a, procs.len())?;
     install_signal_handlers()?;
     run_load(&a, argv, procs, cores, peer, bursty)
+}
+
+/// The bursty load of `--levels` over `n` processes: levels, dwells,
+/// switching mode, seed (random switching) and the first level's index;
+/// None without `--levels`.
+fn bursty_cfg(a: &LoadArgs, n: usize) -> Result<Option<BurstyCfg>> {
+    if a.levels.is_empty() {
+        return Ok(None);
+    }
+    if let Some(l) = a.levels.iter().find(|&&l| l > n) {
+        bail!("--levels: level {l} is more than the {n} --proc processes");
+    }
+    let dwell = match a.dwell.len() {
+        1 => vec![a.dwell[0]; a.levels.len()],
+        k if k == a.levels.len() => a.dwell.clone(),
+        k => bail!(
+            "--dwell: {k} dwell times for {} levels (give one per level, or one for all)",
+            a.levels.len()
+        ),
+    };
+    if let Some(d) = dwell.iter().find(|d| !(d.is_finite() && **d > 0.0)) {
+        bail!("--dwell {d}: dwell times must be positive seconds");
+    }
+    let start = a.start_level.unwrap_or(0);
+    if start >= a.levels.len() {
+        bail!(
+            "--start-level {start}: there are only {} levels (indices from 0)",
+            a.levels.len()
+        );
+    }
+    let mode = a.switch.unwrap_or(SwitchMode::Scripted);
+    let seed = match mode {
+        SwitchMode::Random => Some(a.seed.unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1)
+                ^ (std::process::id() as u64) << 32
+        })),
+        SwitchMode::Scripted => None,
+    };
+    Ok(Some((a.levels.clone(), dwell, mode, seed, start)))
 }
 
 type BurstyCfg = (Vec<usize>, Vec<f64>, SwitchMode, Option<u64>, usize);
