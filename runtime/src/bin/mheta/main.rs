@@ -11,6 +11,7 @@ mod hosts;
 mod launch;
 mod load;
 mod loaded;
+mod place;
 mod predict;
 mod run;
 mod scale;
@@ -96,6 +97,10 @@ enum Cmd {
     /// runs at few processes, predict many, on one host group or split
     /// over two: `mheta scale fit|predict|fastest|budget|check`.
     Scale(scale::ScaleArgs),
+    /// Place a task farm's master and workers by the work-rate model
+    /// (seed 001): every candidate master's flow rate, simulated time and
+    /// chosen workers.
+    Place(place::PlaceArgs),
 }
 
 fn main() {
@@ -116,6 +121,7 @@ fn main() {
         Cmd::Experiment(a) => experiment::main(a),
         Cmd::Search(a) => search::main(a),
         Cmd::Scale(a) => scale::main(a),
+        Cmd::Place(a) => place::main(a),
     };
     match r {
         Ok(code) => std::process::exit(code),
