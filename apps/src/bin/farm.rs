@@ -71,7 +71,7 @@ struct Args {
     #[arg(long, conflicts_with_all = ["master", "workers", "calibrate"])]
     auto_place: bool,
     /// With --auto-place: tasks each rank times.
-    #[arg(long, value_name = "K", default_value_t = 4, requires = "auto_place")]
+    #[arg(long, value_name = "K", default_value_t = 16, requires = "auto_place")]
     auto_calibrate: u64,
     /// Tasks a worker holds at once: 1, or 2 (one prefetched).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=2))]
@@ -80,8 +80,8 @@ struct Args {
     /// run and compare its total.
     #[arg(long)]
     verify_serial: bool,
-    /// No farm: each rank in turn times K tasks as a worker and K master
-    /// steps; the report gives the means per rank.
+    /// No farm: each rank in turn times K tasks (spread over the run's) as
+    /// a worker and K master steps; the report gives the means per rank.
     #[arg(long, value_name = "K")]
     calibrate: Option<u64>,
     /// For testing the master's checks: the worker that computes task K
@@ -178,8 +178,7 @@ fn make_kind(args: &Args) -> Result<Kind> {
         _ => Kind::Mandel {
             m: mandel::Mandel::new(args.size, args.tile, args.max_iter)?,
             total: 0,
-            // Allocated here, not in the first result's timed absorb.
-            image: vec![0; args.size as usize * args.size as usize],
+            image: touched_image(args.size),
         },
     };
     if let Some(n) = args.tasks
@@ -192,6 +191,18 @@ fn make_kind(args: &Args) -> Result<Kind> {
         );
     }
     Ok(kind)
+}
+
+/// The master's image, allocated and its pages written once here, not
+/// in timed steps: a first write to a fresh (huge) page costs its
+/// zeroing, which a calibration's scattered tiles paid one band each
+/// (a master step measured ~4x the farm's per-result time).
+fn touched_image(size: u32) -> Vec<u32> {
+    let mut image = vec![0u32; size as usize * size as usize];
+    for page in image.chunks_mut(1024) {
+        page[0] = std::hint::black_box(0);
+    }
+    image
 }
 
 /// The cluster spec for `np` ranks, and the clock's figures.
@@ -632,13 +643,22 @@ fn calibration(
     Ok(all)
 }
 
+/// The `i`-th task timed by a calibration: the golden-ratio sequence
+/// over the run's tasks, so that any first k of them spread over the
+/// image's rows and columns alike (an even stride of a row-major tiling
+/// would time one column of tiles).
+fn sample(i: u64, tasks: u64) -> u64 {
+    let x = (i as f64 * 0.618_033_988_749_895).fract();
+    ((x * tasks as f64) as u64).min(tasks - 1)
+}
+
 /// Mean seconds per task as a worker and per master step, over `k` tasks
-/// evenly spread over the run's.
+/// spread over the run's ([`sample`]).
 fn time_tasks(kind: &mut Kind, k: u64, emu: &Emulation) -> Result<[f64; 2]> {
     let tasks = kind.tasks();
     let (mut slave, mut master) = (0.0, 0.0);
     for i in 0..k {
-        let task = (i * tasks / k.min(tasks)) % tasks;
+        let task = sample(i, tasks);
         let t = Instant::now();
         let payload = emu.work(kind.units(task), || kind.compute(task));
         slave += t.elapsed().as_secs_f64();
