@@ -1,5 +1,5 @@
 /* A move of rows between two processes on two cores, three ways, in one
- * sitting (see scripts/copy-rates.sh):
+ * run (see scripts/copy-rates.sh):
  *   readv:    the receiver pulls the sender's rows with process_vm_readv,
  *             as Open MPI's CMA single copy does for a large message (one
  *             core copies);
