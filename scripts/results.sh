@@ -81,11 +81,11 @@ for s in slowdown stochastic risk parallel; do
     study "$s" "$s study" "see the table's emulation line" -- \
         STUDY_QUICK=$sq "scripts/$s-study.sh" "$out/$s/work"
 done
-for s in place scale; do
-    [[ -x scripts/$s-study.sh ]] || continue
-    study "$s" "$s study" "see the table's emulation line" -- \
-        STUDY_QUICK=$sq "scripts/$s-study.sh" "$out/$s/work"
-done
+study place "Master/worker placement (seed 001), farm on farm4" "see the table's emulation line" -- \
+    PLACE_REPEAT=$((quick == 1 ? 1 : 3)) scripts/place-study.sh "$out/place/work"
+study scale "Multilevel scaling (seed 002), mg and jacobi on grid2" \
+    "paced: real compute, one rank per emulated host at a fixed share" -- \
+    SCALE_REPEAT=$((quick == 1 ? 2 : 4)) scripts/scale-study.sh "$out/scale/work"
 
 cmd="scripts/results.sh OUT"
 [[ $quick == 0 ]] || cmd="scripts/results.sh --quick OUT"
