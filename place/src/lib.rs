@@ -108,7 +108,8 @@ pub struct MasterRow {
     pub slave_rates: BTreeMap<String, f64>,
     /// AppRate(m), tasks per second.
     pub rate: f64,
-    /// The fewest workers reaching `rate` (in the order they were added).
+    /// The fewest workers reaching `rate` (in the order they were added),
+    /// checked by the simulator ([`checked`]).
     pub workers: Vec<String>,
     /// Simulated time with `workers`, seconds.
     pub simulated_s: f64,
@@ -165,24 +166,52 @@ impl Inputs {
     }
 }
 
-/// Every candidate master's row, best first.
+/// A chosen worker set may be slower than every worker by at most this
+/// share of the simulated time.
+pub const SIM_TOLERANCE: f64 = 0.02;
+
+/// Master `m`'s selection with its workers checked by the simulator:
+/// the model's fewest workers, then further workers in the model's order
+/// while the simulated time with them exceeds the time with every worker
+/// by more than [`SIM_TOLERANCE`] (the steady-state model does not see
+/// start-up and the tail). Returns the selection, the workers, and the
+/// simulated times with them and with all.
+pub fn checked(
+    inputs: &Inputs,
+    tree: &rates::Tree,
+    m: usize,
+) -> Result<(select::Selection, Vec<usize>, f64, f64), PlaceError> {
+    let sel = select::select(tree, m);
+    let order = select::order(tree, m);
+    let all_s = sim::simulate(inputs, m, &order)?.elapsed_s;
+    let mut ws = sel.workers.clone();
+    let mut ws_s = sim::simulate(inputs, m, &ws)?.elapsed_s;
+    let mut rest = order.iter().filter(|w| !sel.workers.contains(w));
+    while ws_s > (1.0 + SIM_TOLERANCE) * all_s {
+        let Some(&w) = rest.next() else { break };
+        ws.push(w);
+        ws_s = sim::simulate(inputs, m, &ws)?.elapsed_s;
+    }
+    Ok((sel, ws, ws_s, all_s))
+}
+
+/// Every candidate master's row, best first (highest AppRate, then the
+/// shorter simulated time).
 pub fn place(inputs: &Inputs) -> Result<Vec<MasterRow>, PlaceError> {
     inputs.check()?;
     let tree = rates::tree(inputs);
+    let name = |i: &usize| inputs.hosts[*i].name.clone();
     let mut rows = Vec::with_capacity(inputs.hosts.len());
     for m in 0..inputs.hosts.len() {
-        let sel = select::select(&tree, m);
-        let name = |i: &usize| inputs.hosts[*i].name.clone();
-        let workers: Vec<usize> = sel.workers.clone();
-        let all: Vec<usize> = (0..inputs.hosts.len()).filter(|&i| i != m).collect();
+        let (sel, workers, simulated_s, simulated_all_s) = checked(inputs, &tree, m)?;
         rows.push(MasterRow {
-            master: inputs.hosts[m].name.clone(),
+            master: name(&m),
             w_master: tree.w_master[m],
             slave_rates: sel.slave_rates.iter().map(|(i, r)| (name(i), *r)).collect(),
             rate: sel.rate,
             workers: workers.iter().map(name).collect(),
-            simulated_s: sim::simulate(inputs, m, &workers)?.elapsed_s,
-            simulated_all_s: sim::simulate(inputs, m, &all)?.elapsed_s,
+            simulated_s,
+            simulated_all_s,
         });
     }
     rows.sort_by(|a, b| {
@@ -193,22 +222,21 @@ pub fn place(inputs: &Inputs) -> Result<Vec<MasterRow>, PlaceError> {
     Ok(rows)
 }
 
-/// The best placement: the master with the highest AppRate (ties: the
-/// shorter simulated time), with the fewest workers reaching it.
+/// The best placement: the master with the highest AppRate (on a tie the
+/// first such host), with its checked workers ([`checked`]).
 pub fn choose(inputs: &Inputs) -> Result<Placement, PlaceError> {
     inputs.check()?;
     let tree = rates::tree(inputs);
     let best = select::best_master(&tree);
-    let sel = select::select(&tree, best);
+    let (sel, workers, simulated_s, _) = checked(inputs, &tree, best)?;
     Ok(Placement {
         master: inputs.hosts[best].name.clone(),
-        workers: sel
-            .workers
+        workers: workers
             .iter()
             .map(|&i| inputs.hosts[i].name.clone())
             .collect(),
         rate: sel.rate,
         model_s: inputs.tasks as f64 / sel.rate,
-        simulated_s: sim::simulate(inputs, best, &sel.workers)?.elapsed_s,
+        simulated_s,
     })
 }
