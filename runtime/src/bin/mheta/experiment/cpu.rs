@@ -5,7 +5,7 @@
 //! DC at 4 ranks on 2 cores missed by 23% on average and 58% at worst
 //! under the default `share`. `clock` times each piece of work by its
 //! declared units and is what the published figures hold under
-//! (docs/model.md); it needs each call site's nanoseconds per unit, which
+//! (docs/EMULATION.md); it needs each call site's nanoseconds per unit, which
 //! one uniform calibration run measures.
 
 use super::Args;
