@@ -10,7 +10,12 @@
 //! while the last tasks finish) is in the time. Transfers take their
 //! path's latency plus their bytes at the path's rate; results into the
 //! master share its link max-min fairly (each also capped by its own
-//! worker's link and pair rate), the way TCP flows share a tbf. Events
+//! worker's link and pair rate), the way TCP flows share a tbf. A result
+//! above the MPI eager limit ([`EAGER_LIMIT_BYTES`]) goes
+//! by rendezvous instead: its data moves only once the master posts the
+//! receive, so the master takes such results one at a time (a handshake
+//! round trip, then the bytes at the pair's rate, then the absorb) and
+//! the worker stays blocked in its send until its data is in. Events
 //! live in a binary heap; the shared link's transfers are a fluid whose
 //! next completion is compared with the heap's top.
 
@@ -18,6 +23,10 @@ use crate::rates::PAYLOAD_FRACTION;
 use crate::{Inputs, PlaceError};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
+
+/// Messages above this many bytes go by rendezvous: Open MPI's TCP
+/// transport's default eager limit (`ompi_info --all`: btl_tcp_eager_limit).
+pub const EAGER_LIMIT_BYTES: f64 = 65536.0;
 
 /// A simulated run.
 #[derive(Clone, Debug, PartialEq)]
@@ -36,6 +45,10 @@ enum Ev {
     Computed(usize),
     /// A result from worker `w` reached the master.
     Arrived(usize),
+    /// Worker `w`'s rendezvous request for a result reached the master.
+    Rts(usize),
+    /// The master has received worker `w`'s rendezvous result.
+    Received(usize),
     /// The master finished absorbing a result.
     Absorbed,
 }
@@ -159,11 +172,31 @@ impl Farm<'_> {
         self.push(at, Ev::Computed(w));
     }
 
+    /// Results above the eager limit go by rendezvous.
+    fn rendezvous(&self) -> bool {
+        self.inputs.result_bytes > EAGER_LIMIT_BYTES
+    }
+
+    /// The master takes the next result: an eager one is in already; a
+    /// rendezvous one moves now, alone, after a handshake round trip.
     fn start_absorb(&mut self) {
         let Some(w) = self.inbox.pop_front() else {
             return;
         };
         self.master_busy = true;
+        if self.rendezvous() {
+            let h = self.ws[w];
+            let at = self.now
+                + 2.0 * self.latency(h, self.m)
+                + self.inputs.result_bytes / self.rate(h, self.m);
+            self.push(at, Ev::Received(w));
+        } else {
+            self.absorb(w);
+        }
+    }
+
+    /// Send worker `w` its next task, then absorb its result.
+    fn absorb(&mut self, w: usize) {
         self.send(w);
         let h = &self.inputs.hosts[self.m];
         let at = self.now + h.t_master_s / h.avail_cpu;
@@ -178,6 +211,12 @@ impl Farm<'_> {
                     self.start_compute(w);
                 }
             }
+            Ev::Computed(w) if self.rendezvous() => {
+                // Blocked in its send until the master takes the data.
+                self.done[w] += 1;
+                let at = self.now + self.latency(self.ws[w], self.m);
+                self.push(at, Ev::Rts(w));
+            }
             Ev::Computed(w) => {
                 self.busy[w] = false;
                 self.done[w] += 1;
@@ -186,7 +225,14 @@ impl Farm<'_> {
                     self.start_compute(w);
                 }
             }
-            Ev::Arrived(w) => {
+            Ev::Received(w) => {
+                self.busy[w] = false;
+                if self.queued[w] > 0 {
+                    self.start_compute(w);
+                }
+                self.absorb(w);
+            }
+            Ev::Arrived(w) | Ev::Rts(w) => {
                 self.inbox.push_back(w);
                 if !self.master_busy {
                     self.start_absorb();

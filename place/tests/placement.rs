@@ -188,6 +188,17 @@ fn simulator_matches_closed_forms() {
         100.0 * per
     );
     assert_eq!(run.tasks, vec![100]);
+    // Above the eager limit a result moves only when the master receives
+    // it and the worker waits in its send: each task is compute then
+    // transfer; the absorb overlaps the next compute.
+    let mut rv = two(0.01, 0.002, Some(8e6));
+    rv.result_bytes = 1e5;
+    rv.startup_s = 0.0;
+    rv.window = 2;
+    assert!(rv.result_bytes > sim::EAGER_LIMIT_BYTES);
+    let run = sim::simulate(&rv, 0, &[1]).unwrap();
+    let want = 100.0 * (0.01 + per) + 0.002;
+    assert!((run.elapsed_s / want - 1.0).abs() < 1e-6, "{} vs {want}", run.elapsed_s);
 }
 
 #[test]
@@ -202,9 +213,9 @@ fn shared_master_link_makes_workers_add_nothing() {
         h.link_bps = Some(1e9);
         h.to.clear();
     }
-    i.result_bytes = 1e5;
+    i.result_bytes = 6e4;
     i.window = 2;
-    i.hosts[0].link_bps = Some(10.0 * 8.0 * 1e5 / mheta_place::rates::PAYLOAD_FRACTION);
+    i.hosts[0].link_bps = Some(10.0 * 8.0 * 6e4 / mheta_place::rates::PAYLOAD_FRACTION);
     let rows = place(&i).unwrap();
     let m0 = rows.iter().find(|r| r.master == "h0").unwrap();
     assert!((m0.rate - 10.0).abs() < 1e-6);
