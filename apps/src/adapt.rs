@@ -31,15 +31,11 @@
 //! reported beside the expected one.
 //!
 //! Why 25%: it is well above the model's error on a faithful emulation
-//! (mean 0.1–3%, worst 7–11% at 2 ranks: `mheta experiment`) and well
-//! below the 2x a new job on a rank's core makes. On this VM, whose vCPUs
-//! are themselves time-shared, a rank's speed wanders by itself (a het2
-//! Block run saw rank 1's time per row go from 1.5x to 2.7x rank 0's
-//! between windows), and a watch at 15% re-planned on that 2–5 times a run
-//! and chased it: over 12 interleaved het2 rounds (jacobi N = 3072, 150
-//! iterations) its runs were 1.29–1.35x faster than Block, median, against
-//! 1.38–1.39x for the earlier watch of the iteration time alone; at 25%,
-//! in 6 of those rounds, 1.46x (1–2 re-plans a run).
+//! (`mheta experiment`, docs/RESULTS.md) and well below the 2x a new job
+//! on a rank's core makes. On a VM whose vCPUs are themselves time-shared,
+//! a rank's speed wanders by itself between windows, and a tighter
+//! threshold re-plans on that wandering and chases it
+//! (`scripts/auto-speedup.sh` compares the whole runs).
 
 //! Iterations predicted shorter than [`MIN_WATCHED_S`] are not watched: a
 //! window of them is a few milliseconds, which one scheduler tick or

@@ -9,7 +9,7 @@
 //!   (`set_buffer_pt2pt`). A buffer that is allocated zeroed and never
 //!   written maps the kernel's shared zero page: every send then reads one
 //!   4 KiB page that stays in cache, and large messages look 10–15% faster
-//!   than OSU's (the disagreement reported in issue 10);
+//!   than OSU's;
 //! - **order**: every size of the latency test, then every size of the
 //!   bandwidth test (two programs in OSU), each size after a barrier;
 //! - **timing**: each timed iteration is timed alone and the times are

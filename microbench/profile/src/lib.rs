@@ -1697,7 +1697,7 @@ mod tests {
 
     #[test]
     fn o_r_modes_60_percent_apart_on_10_percent_bins_are_two() {
-        // The receive overhead of a 2-rank session on this VM (10 ns clock
+        // The receive overhead of a 2-rank bench run on a VM (10 ns clock
         // reading in 20 ns): ~735 samples at 180-221 ns, ~720 at 300-351,
         // a few between. The bins are 10% wide there; a kernel of five
         // such bins filled the valley and gave one mode at 255 ns.
