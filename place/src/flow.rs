@@ -95,6 +95,8 @@ impl MaxFlow {
 }
 
 /// The general max flow of the tree's graph for master `m` and workers
+/// (eager results: the master's cost per task is the same for every
+/// worker, so eq. 3 is a plain capacity)
 /// `ws`: source → worker (W_SlaveCPU, [`Tree::slave_cap`]) → its path's resources (W_Net) →
 /// master (W_MasterCPU) → sink. Returns AppRate and each worker's
 /// SlaveRate (the flow on its source edge).
@@ -128,21 +130,28 @@ pub fn graph_flow(tree: &Tree, m: usize, ws: &[usize]) -> (f64, Vec<f64>) {
 
 /// The paper's greedy on a tree: workers in the order of `ws`, each
 /// adding the least residual capacity on its path and at the master
-/// (eqs. 3–5). Returns AppRate (eq. 1) and each worker's SlaveRate.
+/// (eqs. 3–5). With rendezvous results the master's constraint is
+/// weighted per worker and the greedy is no longer exact in every order;
+/// the order of [`crate::select::order`] takes the cheaper workers first. Returns AppRate (eq. 1) and each worker's SlaveRate.
 pub fn tree_flow(tree: &Tree, m: usize, ws: &[usize]) -> (f64, Vec<f64>) {
     let mut residual = tree.caps.clone();
-    let mut master = tree.w_master[m];
+    // Seconds of the master's time per second left (eq. 3, weighted per
+    // worker by [`Tree::master_time`]).
+    let mut budget = 1.0;
     let mut rates = Vec::with_capacity(ws.len());
     for &s in ws {
         let path = tree.path(s, m);
+        let cost = tree.master_time(s, m);
         let add = path
             .iter()
-            .fold(tree.slave_cap(s, m).min(master), |x, &r| x.min(residual[r]))
+            .fold(tree.slave_cap(s, m).min(budget / cost), |x, &r| {
+                x.min(residual[r])
+            })
             .max(0.0);
         for &r in &path {
             residual[r] -= add;
         }
-        master -= add;
+        budget -= add * cost;
         rates.push(if add > EPS { add } else { 0.0 });
     }
     (rates.iter().sum(), rates)

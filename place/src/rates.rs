@@ -80,17 +80,39 @@ pub struct Cycle {
     pub pair_bytes_per_s: std::collections::HashMap<(usize, usize), f64>,
     /// Request plus result bytes.
     pub task_bytes: f64,
+    /// Result bytes when results go by rendezvous (above
+    /// [`crate::sim::EAGER_LIMIT_BYTES`]), else `None`.
+    pub rendezvous_bytes: Option<f64>,
+    /// T_MasterCPU / Avail_CPU per host, seconds.
+    pub master_s: Vec<f64>,
 }
 
 impl Cycle {
-    /// window / cycle(s, m), tasks per second.
-    pub fn bound(&self, s: usize, m: usize) -> f64 {
+    /// Payload bytes per second between `s` and `m`.
+    fn bps(&self, s: usize, m: usize) -> f64 {
         let pair = self
             .pair_bytes_per_s
             .get(&(s, m))
             .copied()
             .unwrap_or(f64::INFINITY);
-        let bps = self.bytes_per_s[s].min(self.bytes_per_s[m]).min(pair);
+        self.bytes_per_s[s].min(self.bytes_per_s[m]).min(pair)
+    }
+
+    /// Seconds of the master's time a task from worker `s` takes: its
+    /// T_MasterCPU, and for a rendezvous result also the handshake round
+    /// trip and the transfer, which move only while the master receives
+    /// (it takes results one at a time). This weights eq. 3 per worker:
+    /// Σ SlaveRate(m, s) · master_time(s, m) ≤ 1.
+    pub fn master_time(&self, s: usize, m: usize) -> f64 {
+        self.master_s[m]
+            + self.rendezvous_bytes.map_or(0.0, |b| {
+                2.0 * (self.latency_s[s] + self.latency_s[m]) + b / self.bps(s, m)
+            })
+    }
+
+    /// window / cycle(s, m), tasks per second.
+    pub fn bound(&self, s: usize, m: usize) -> f64 {
+        let bps = self.bps(s, m);
         let cycle = self.compute_s[s]
             + 2.0 * (self.latency_s[s] + self.latency_s[m])
             + self.task_bytes / bps;
@@ -120,6 +142,14 @@ impl Tree {
         self.cycle
             .as_ref()
             .map_or(self.w_slave[s], |c| self.w_slave[s].min(c.bound(s, m)))
+    }
+
+    /// Seconds of master `m`'s time a task from worker `s` takes:
+    /// 1 / W_MasterCPU(m), or [`Cycle::master_time`].
+    pub fn master_time(&self, s: usize, m: usize) -> f64 {
+        self.cycle
+            .as_ref()
+            .map_or(1.0 / self.w_master[m], |c| c.master_time(s, m))
     }
 
     fn add(&mut self, name: String, cap: f64) -> Option<usize> {
@@ -202,6 +232,13 @@ fn cycle(inputs: &Inputs, t: &Tree) -> Cycle {
             .collect(),
         pair_bytes_per_s,
         task_bytes: inputs.request_bytes + inputs.result_bytes,
+        rendezvous_bytes: (inputs.result_bytes > crate::sim::EAGER_LIMIT_BYTES)
+            .then_some(inputs.result_bytes),
+        master_s: inputs
+            .hosts
+            .iter()
+            .map(|h| h.t_master_s / h.avail_cpu)
+            .collect(),
     }
 }
 

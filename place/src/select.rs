@@ -26,11 +26,10 @@ pub struct Selection {
 
 /// The rate worker `s` would get alone with master `m`.
 pub fn alone(tree: &Tree, s: usize, m: usize) -> f64 {
-    tree.path(s, m)
-        .iter()
-        .fold(tree.slave_cap(s, m).min(tree.w_master[m]), |x, &r| {
-            x.min(tree.caps[r])
-        })
+    tree.path(s, m).iter().fold(
+        tree.slave_cap(s, m).min(1.0 / tree.master_time(s, m)),
+        |x, &r| x.min(tree.caps[r]),
+    )
 }
 
 /// The other hosts in the order the paper adds them for master `m`.

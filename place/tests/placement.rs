@@ -95,7 +95,7 @@ fn random_inputs(r: &mut Rng, n: usize) -> Inputs {
     Inputs {
         hosts,
         request_bytes: 8.0,
-        result_bytes: 1000.0 + 1e5 * r.next(),
+        result_bytes: 1000.0 + 6e4 * r.next(),
         tasks: 200,
         window: 1,
         startup_s: 0.0,
@@ -197,8 +197,16 @@ fn simulator_matches_closed_forms() {
     rv.window = 2;
     assert!(rv.result_bytes > sim::EAGER_LIMIT_BYTES);
     let run = sim::simulate(&rv, 0, &[1]).unwrap();
+    // The model charges the master the transfer too (weighted eq. 3).
+    let t = tree(&rv);
+    assert!((t.master_time(1, 0) - (0.002 + per)).abs() < 1e-12);
+    assert!((select::select(&t, 0).rate - 1.0 / (0.002 + per)).abs() < 1e-9);
     let want = 100.0 * (0.01 + per) + 0.002;
-    assert!((run.elapsed_s / want - 1.0).abs() < 1e-6, "{} vs {want}", run.elapsed_s);
+    assert!(
+        (run.elapsed_s / want - 1.0).abs() < 1e-6,
+        "{} vs {want}",
+        run.elapsed_s
+    );
 }
 
 #[test]
