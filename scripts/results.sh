@@ -11,7 +11,8 @@
 # --quick runs the small form of every study (fewer cells, fewer rounds:
 # about 15 minutes on a 2-core VM); without it the full studies run
 # (a few hours).
-# When a study fails, its error is kept in OUT/NAME/stderr.txt, the
+# RESULTS_ONLY="NAME ..." reruns only those studies into the same OUT,
+# keeping the others' results. When a study fails, its error is kept in OUT/NAME/stderr.txt, the
 # others still run, OUT/RESULTS.md shows the failure, docs/RESULTS.md is
 # left as it was, and the exit status is 1.
 set -euo pipefail
@@ -27,13 +28,19 @@ cd "$here"
 source scripts/setup.sh
 cargo build --release --workspace --locked -q
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-: >"$out/index.tsv"
+# RESULTS_ONLY="NAME ...": run only these studies and keep the others'
+# results already in OUT (from an earlier results.sh into the same OUT).
+[[ -n ${RESULTS_ONLY:-} ]] || : >"$out/index.tsv"
+touch "$out/index.tsv"
 
 # study NAME TITLE EMULATION -- COMMAND...: run COMMAND in OUT/NAME, keep
 # its stdout as the table, and list it in OUT/index.tsv.
 study() {
     local name=$1 title=$2 emulation=$3
     shift 4
+    [[ -z ${RESULTS_ONLY:-} || " $RESULTS_ONLY " == *" $name "* ]] || return 0
+    grep -v "^$name	" "$out/index.tsv" >"$out/index.tsv.tmp" || true
+    mv "$out/index.tsv.tmp" "$out/index.tsv"
     local dir=$out/$name s=$SECONDS rc=0
     rm -rf "$dir"
     mkdir -p "$dir"
