@@ -55,8 +55,8 @@ fn time<F: FnMut()>(reps: usize, mut f: F) -> f64 {
 
 fn main() {
     println!(
-        "{:>6} {:>14} {:>16} {:>16} {:>8}",
-        "hosts", "choose (s)", "one master (s)", "simulate (s)", "reps"
+        "{:>6} {:>12} {:>15} {:>13} {:>15} {:>6}",
+        "hosts", "choose (s)", "one master (s)", "simulate (s)", "place rows (s)", "reps"
     );
     for (n, reps) in [(10, 201), (100, 21), (1000, 5)] {
         let inputs = cluster(n);
