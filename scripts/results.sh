@@ -8,9 +8,9 @@
 # them, stamped with the date, this machine, each study's emulation and
 # the command that ran it, copies the SVGs to docs/results/, and rewrites
 # the README's headline table (between its results:begin/end markers).
-# --quick runs the small form of every study (fewer cells, fewer rounds:
-# about 15 minutes on a 2-core VM); without it the full studies run
-# (a few hours).
+# --quick runs the small form of every study but the scaling study (fewer
+# cells, fewer rounds: under 15 minutes on a 2-core VM); without it the
+# full studies run (a few hours).
 # RESULTS_ONLY="NAME ..." reruns only those studies into the same OUT,
 # keeping the others' results. When a study fails, its error is kept in OUT/NAME/stderr.txt, the
 # others still run, OUT/RESULTS.md shows the failure, docs/RESULTS.md is
@@ -47,19 +47,21 @@ study() {
     echo "results: $name: $*" >&2
     env "$@" >"$dir/table.txt" 2>"$dir/stderr.txt" || rc=$?
     echo "results: $name: exit $rc, $((SECONDS - s)) s" >&2
-    local shown="$*"
+    local shown
+    shown=$(printf '%q ' "$@")
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$title" "$emulation" "$rc" "$((SECONDS - s))" "${shown//$out/OUT}" \
         >>"$out/index.tsv"
 }
 
 if [[ $quick == 1 ]]; then
-    clusters=DC apps="jacobi cg" rounds=2 sq=1
+    clusters=DC apps="jacobi cg" clock_apps=jacobi rounds=2 sq=1 runs=4
 else
-    clusters="DC IO HY1 HY2" apps="jacobi jacobi-pf sor lanczos cg mg wavefront" rounds=6 sq=0
+    clusters="DC IO HY1 HY2" apps="jacobi jacobi-pf sor lanczos cg mg wavefront" clock_apps=$apps
+    rounds=6 sq=0 runs=30
 fi
 clock="clock: compute timed from declared units (--cpu-ns-per-unit), 4 ranks on 2 cores"
 study accuracy-clock "MHETA accuracy, 4 ranks, compute by the clock" "$clock" -- \
-    STUDY_CPU=clock STUDY_NP=4 STUDY_CLUSTERS="$clusters" STUDY_APPS="$apps" \
+    STUDY_CPU=clock STUDY_NP=4 STUDY_CLUSTERS="$clusters" STUDY_APPS="$clock_apps" \
     scripts/accuracy-study.sh "$out/accuracy-clock/work" 2
 study accuracy-real "MHETA accuracy, 2 ranks, real compute" \
     "paced: real compute, one core per rank, paced to the rank's CPU power" -- \
@@ -84,15 +86,20 @@ study move-rate "Redistribution across a 1 Gbit/s link, beside a TCP stream" \
 study auto-speedup "--auto against Block and the static ideal (jacobi, het2)" \
     "spin: one core per rank, rank 1 at CPU power 0.5" -- \
     scripts/auto-speedup.sh "$rounds"
-for s in slowdown stochastic risk parallel; do
+for s in slowdown risk parallel; do
     study "$s" "$s study" "see the table's emulation line" -- \
         STUDY_QUICK=$sq "scripts/$s-study.sh" "$out/$s/work"
 done
+study stochastic "stochastic study" "see the table's emulation line" -- \
+    STUDY_QUICK=$sq STUDY_RUNS=$runs scripts/stochastic-study.sh "$out/stochastic/work"
 study place "Master/worker placement (seed 001), farm on farm4" "see the table's emulation line" -- \
-    PLACE_REPEAT=$((quick == 1 ? 1 : 3)) scripts/place-study.sh "$out/place/work"
-study scale "Multilevel scaling (seed 002), mg and jacobi on grid2" \
+    PLACE_REPEAT=$((quick == 1 ? 2 : 3)) scripts/place-study.sh "$out/place/work"
+# The scaling study takes about 10 minutes: the full run only (or
+# RESULTS_ONLY=scale into the same OUT).
+[[ $quick == 1 && -z ${RESULTS_ONLY:-} ]] ||
+    study scale "Multilevel scaling (seed 002), mg and jacobi on grid2" \
     "paced: real compute, one rank per emulated host at a fixed share" -- \
-    SCALE_REPEAT=$((quick == 1 ? 2 : 4)) scripts/scale-study.sh "$out/scale/work"
+        SCALE_REPEAT=$((quick == 1 ? 2 : 4)) scripts/scale-study.sh "$out/scale/work"
 
 cmd="scripts/results.sh OUT"
 [[ $quick == 0 ]] || cmd="scripts/results.sh --quick OUT"

@@ -122,7 +122,6 @@ def accuracy_headline(out, name):
 # A study's headline: the line of its table that starts with one of these.
 LINES = {
     "auto-speedup": r"^# median ratio|^# auto against",
-    "links-net4": r"ratio|MB/s",
     "move-rate": r"^move of 64 MiB",
     "slowdown": r"^mean error",
     "stochastic": r"^bursty: coverage",
@@ -133,6 +132,41 @@ LINES = {
 }
 
 
+def matrix(lines, title):
+    """The host-by-host matrix under the '# Link matrix: TITLE' line."""
+    for i, l in enumerate(lines):
+        if l.startswith("# Link matrix: " + title):
+            hosts = lines[i + 1].lstrip("# ").split()
+            rows = {}
+            for r in lines[i + 2:i + 2 + len(hosts)]:
+                f = r.split()
+                rows[f[0]] = dict(zip(hosts, f[1:]))
+            return hosts, rows
+    return None
+
+
+def links_headline(lines):
+    ratio = matrix(lines, "measured bandwidth over")
+    lat = matrix(lines, "latency, 8 B")
+    added = matrix(lines, "the spec's added")
+    if not ratio:
+        return None
+    hosts, rows = ratio
+    def pairs(m, h):
+        v = [float(m[h][o]) for o in hosts if o != h and m[h][o] != "-"]
+        v += [float(m[o][h]) for o in hosts if o != h and m[o][h] != "-"]
+        return v
+    out = ["measured/shaped rate of each host's pairs: " + ", ".join(
+        f"{h} {min(pairs(rows, h)):.2f}-{max(pairs(rows, h)):.2f}" for h in hosts if pairs(rows, h))]
+    if lat and added:
+        for h in hosts:
+            a = [x for x in pairs(added[1], h)]
+            if a and min(a) > 0:
+                v = pairs(lat[1], h)
+                out.append(f"{h}'s pairs one-way {min(v):.0f}-{max(v):.0f} us (shaped +{max(a):.0f})")
+    return "; ".join(out)
+
+
 def headline(out, s):
     if s["rc"] != 0:
         return "failed"
@@ -140,6 +174,8 @@ def headline(out, s):
         return accuracy_headline(out, s["name"]) or "no cells"
     table = os.path.join(out, s["name"], "table.txt")
     text = open(table).read().splitlines() if os.path.exists(table) else []
+    if s["name"].startswith("links"):
+        return links_headline(text) or "no link matrix"
     pat = LINES.get(s["name"])
     hits = [l.strip("# ").strip() for l in text if pat and re.search(pat, l)]
     return "; ".join(hits[:2]) if hits else (text[-1] if text else "")
