@@ -9,9 +9,12 @@
 # (--n 4096: a row of its two arrays is 64 KiB) from Block-less 4096,0
 # moving 128 rows (8 MiB) and 1024 rows (64 MiB) to rank 1 in the middle of
 # the run (`--move-to`, `--move-at 2`; the report's `move`), and a 128 MiB
-# TCP stream from a to b (Python sockets, no MPI). Prints per size the
+# TCP stream from a to b (Python sockets, no MPI). Each move runs twice:
+# as mheta moves (waiting by test and nap) and with MHETA_MOVE_YIELD=0
+# (MPI_Wait, polling). Prints per size the
 # median rate of the move, of the TCP stream, and the move's share of
-# the nominal rate and of the stream. ROUNDS defaults to 3. The lab is
+# the nominal rate, of the most TCP payload the link can carry, and of
+# the stream. ROUNDS defaults to 3. The lab is
 # removed at the end.
 set -euo pipefail
 rounds=${1:-3}
@@ -58,7 +61,7 @@ else:
     c.close()
 PY
 move() {
-    "$bin/mheta" hosts mpirun "$spec" -- "$bin/jacobi" --n 4096 --iters 4 --dist 4096,0 \
+    "$bin/mheta" hosts mpirun "$spec" -- -x "MHETA_MOVE_YIELD=$2" "$bin/jacobi" --n 4096 --iters 4 --dist 4096,0 \
         --move-to "$((4096 - $1)),$1" --move-at 2 | tail -1 | python3 -c "
 import json, sys
 d = json.loads(sys.stdin.read())
@@ -77,8 +80,10 @@ tcp() {
 : >"$tmp/rows"
 for i in $(seq 1 "$rounds"); do
     for rows in 128 1024; do
-        read -r mib r < <(move "$rows")
-        echo "move $mib $r" >>"$tmp/rows"
+        for y in 1 0; do
+            read -r mib r < <(move "$rows" "$y")
+            echo "move$y $mib $r" >>"$tmp/rows"
+        done
     done
     echo "tcp 128 $(tcp)" >>"$tmp/rows"
 done
@@ -88,10 +93,16 @@ rows = [l.split() for l in open(sys.argv[1])]
 nominal, rounds, rate = float(sys.argv[2]), sys.argv[3], sys.argv[4]
 tcp = st.median(float(r[2]) for r in rows if r[0] == "tcp")
 print(f"two emulated hosts, each link shaped to {rate} (tbf); medians of {rounds} interleaved rounds")
-print(f"{'what':<22} {'Mbit/s':>8} {'of nominal':>11} {'of TCP':>7}")
-for mib in sorted({int(r[1]) for r in rows if r[0] == "move"}):
-    v = [float(r[2]) for r in rows if r[0] == "move" and int(r[1]) == mib]
-    m = st.median(v)
-    print(f"{'move of ' + str(mib) + ' MiB':<22} {m:8.1f} {m / nominal:10.1%} {m / tcp:7.1%}   (runs {min(v):.0f}-{max(v):.0f})")
-print(f"{'TCP stream, 128 MiB':<22} {tcp:8.1f} {tcp / nominal:10.1%}")
+# tbf counts each frame's 14-byte Ethernet header; a 1500-byte packet
+# carries 1448 bytes of TCP payload (20 IP, 20 TCP, 12 timestamps).
+payload = nominal * 1448 / 1514
+print(f"payload max = nominal x 1448/1514 = {payload:.1f} Mbit/s: the most any TCP stream can carry")
+print(f"{'what':<22} {'Mbit/s':>8} {'of nominal':>11} {'of payload max':>15} {'of TCP':>7}")
+for mib in sorted({int(r[1]) for r in rows if r[0].startswith("move")}):
+    for y, how in (("1", ""), ("0", ", polling")):
+        v = [float(r[2]) for r in rows if r[0] == "move" + y and int(r[1]) == mib]
+        m = st.median(v)
+        what = f"move of {mib} MiB{how}"
+        print(f"{what:<22} {m:8.1f} {m / nominal:10.1%} {m / payload:14.1%} {m / tcp:7.1%}   (runs {min(v):.0f}-{max(v):.0f})")
+print(f"{'TCP stream, 128 MiB':<22} {tcp:8.1f} {tcp / nominal:10.1%} {tcp / payload:14.1%}")
 PY

@@ -130,10 +130,19 @@ impl<T: Copy + Default> RowBuf<T> {
     /// backs the new pages in one call. A shrink keeps the memory (see
     /// [`RowBuf::release`]).
     pub fn resize(&mut self, len: usize) {
+        let mut fresh = self.resize_unbacked(len);
+        while fresh.step(usize::MAX) {}
+    }
+
+    /// [`RowBuf::resize`], leaving the new pages to be backed by the
+    /// returned [`Prefault`] (or by the first write to each). A move posts
+    /// its receives first and backs the pages while it waits, so that the
+    /// sender is not held up by the page faults.
+    pub(crate) fn resize_unbacked(&mut self, len: usize) -> Prefault {
         let size = std::mem::size_of::<T>();
         if len <= self.len {
             self.len = len;
-            return;
+            return Prefault::NONE;
         }
         let need = len.checked_mul(size).expect("RowBuf: size overflows");
         if need > self.map_bytes {
@@ -143,34 +152,28 @@ impl<T: Copy + Default> RowBuf<T> {
         }
         // Bytes up to here may hold old values; past it, zeros.
         let dirty = self.touched.max(self.len * size);
-        // Pages past `touched` are zeros and not yet backed: back the
-        // whole pages among them in one call, so that no later write (an
-        // instrumented iteration's, a receive's) pays a fault per page.
+        // Pages past `touched` are zeros and not yet backed: the whole
+        // pages among them are the ones to back in one call each, so that
+        // no later write (an instrumented iteration's, a receive's) pays a
+        // fault per page.
         let (a, e) = (dirty.next_multiple_of(PAGE), need / PAGE * PAGE);
-        if e > a {
-            // SAFETY: [a, e) lies inside the mapping; populating backs
-            // pages that read as zeros with zeros.
-            unsafe {
-                libc::madvise(
-                    self.ptr.as_ptr().cast::<u8>().add(a).cast(),
-                    e - a,
-                    libc::MADV_POPULATE_WRITE,
-                );
-            }
-        }
+        let base = self.ptr.as_ptr();
         let fresh_from = if default_is_zero::<T>() {
             // Values past `touched` already read as T::default().
             dirty.div_ceil(size.max(1)).min(len)
         } else {
             len
         };
-        let base = self.ptr.as_ptr();
         for i in self.len..fresh_from {
             // SAFETY: i < len ≤ capacity: inside the mapping.
             unsafe { base.add(i).write(T::default()) };
         }
         self.len = len;
         self.touched = self.touched.max(need);
+        Prefault {
+            at: base as usize + a,
+            end: base as usize + e.max(a),
+        }
     }
 
     /// Give the pages wholly past the buffer's values back to the system
@@ -230,6 +233,39 @@ impl<T: Copy + Default> RowBuf<T> {
                 libc::madvise(self.ptr.as_ptr().cast(), bytes, libc::MADV_HUGEPAGE);
             }
         }
+    }
+}
+
+/// Pages of a [`RowBuf`] still to back ([`RowBuf::resize_unbacked`]):
+/// backing them is only faster than faulting them in one by one, never
+/// needed, so a `Prefault` may be dropped half done.
+#[derive(Debug)]
+pub(crate) struct Prefault {
+    at: usize,
+    end: usize,
+}
+
+impl Prefault {
+    /// Nothing to back.
+    pub(crate) const NONE: Prefault = Prefault { at: 0, end: 0 };
+
+    /// Back up to `bytes` more (whole pages, at least one); false once
+    /// nothing is left. The buffer must not have moved or shrunk since
+    /// the resize that made this (the move holds it borrowed meanwhile).
+    pub(crate) fn step(&mut self, bytes: usize) -> bool {
+        if self.at >= self.end {
+            return false;
+        }
+        let n = (self.end - self.at).min(bytes.max(PAGE) / PAGE * PAGE);
+        // SAFETY: populating backs pages without reading or writing their
+        // values, so pages a receive has written keep their data; [at,
+        // at + n) lies inside the buffer's mapping (see the doc above),
+        // and on any other range the call would fail, not write.
+        unsafe {
+            libc::madvise(self.at as *mut libc::c_void, n, libc::MADV_POPULATE_WRITE);
+        }
+        self.at += n;
+        self.at < self.end
     }
 }
 
