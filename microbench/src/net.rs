@@ -4,7 +4,7 @@ use crate::budget::{self, StreamCounts, budgeted_count};
 use mheta_profile::{Dist, ModeChoice, PairCost, SizePoint, fit_segments};
 use mpi::point_to_point::{Destination, Source};
 use mpi::request::WaitGuard;
-use mpi::topology::{Communicator, SimpleCommunicator};
+use mpi::topology::{Communicator, Process, SimpleCommunicator};
 use std::time::{Duration, Instant};
 
 const TAG: i32 = 0x4d42;
@@ -479,101 +479,53 @@ pub fn eager_limit(
     rtt_s: f64,
     budget_s: f64,
 ) -> Option<u64> {
-    let me = world.rank();
     let (pa, pb) = (world.process_at_rank(a), world.process_at_rank(b));
     let largest = sbuf.len().min(rbuf.len());
-    if me == b {
-        loop {
-            // (size, quiet in ns)
-            let mut msg = [0u64; 2];
-            pa.receive_into_with_tag(&mut msg[..], TAG);
-            if msg[0] == u64::MAX {
-                return None;
-            }
-            // `a` sends only after this, so that no progress call of `b`
-            // (the receive of the size) can take the probe. Synchronous:
-            // it returns once `a` has matched it, so the answer has left
-            // before `b` stays out (a library may write a small message
-            // only at its next progress call: Open MPI's TCP BTL does).
-            pa.synchronous_send_with_tag(&1u8, TAG);
-            idle(Duration::from_nanos(msg[1]));
-            pa.receive_into_with_tag(&mut rbuf[..msg[0] as usize], TAG);
-            pa.send_with_tag(&0u8, TAG);
-        }
+    if world.rank() == b {
+        eager_receiver(pa, rbuf);
+        return None;
     }
-    let start = Instant::now();
-    // The slack the last take that could not be kept called for: the
-    // next probes start from it.
-    let learned = std::cell::Cell::new(0.0f64);
-    // Some(completed alone), None: no take could be kept.
-    let completes_alone = |size: usize| -> Option<bool> {
-        let (hold, slack) = budget::eager_times(
-            one_way(size),
-            rtt_s,
-            EAGER_HOLD.as_secs_f64(),
-            EAGER_QUIET.as_secs_f64(),
-        );
-        let mut slack = slack.max(learned.get());
-        for _ in 0..EAGER_TRIES {
-            if start.elapsed().as_secs_f64() + hold + slack > budget_s {
-                return None;
-            }
-            let quiet = Duration::from_secs_f64(hold + slack);
-            let hold_d = Duration::from_secs_f64(hold);
-            let since = Instant::now();
-            pb.send_with_tag(&[size as u64, quiet.as_nanos() as u64][..], TAG);
-            let mut go = 0u8;
-            pb.receive_into_with_tag(&mut go, TAG);
-            // `b` leaves MPI once the match reaches it, a round trip.
-            spin(Duration::from_secs_f64(rtt_s.max(0.0)));
-            // (completed within the hold, tests made, the hold was kept,
-            // time from `since` to the end)
-            let (done, tests, kept, end) = mpi::request::scope(|sc| {
-                let mut req = pb.immediate_send_with_tag(sc, &sbuf[..size], TAG);
-                let t = Instant::now();
-                let mut tests = 0usize;
-                loop {
-                    if t.elapsed() >= hold_d {
-                        let end = since.elapsed();
-                        req.wait();
-                        break (false, tests, end < quiet, end);
-                    }
-                    tests += 1;
-                    match req.test() {
-                        // `b`'s quiet began after `since` and lasts
-                        // `quiet`: a test that returned later than
-                        // that (`a` lost its core) proves nothing.
-                        Ok(_) => {
-                            let end = since.elapsed();
-                            break (true, tests, end < quiet, end);
-                        }
-                        Err(r) => req = r,
-                    }
-                }
-            });
-            let mut ack = 0u8;
-            pb.receive_into_with_tag(&mut ack, TAG);
-            if kept && (done || tests >= 8) {
-                return Some(done);
-            }
-            if debug_counts() {
-                eprintln!(
-                    "mheta-microbench: {a}->{b} eager probe of {size} B taken again: done {done}, {tests} tests, kept {kept}, hold {hold_d:?}, quiet {quiet:?}, {end:?} since the size was sent"
-                );
-            }
-            slack = budget::next_slack(slack, end.as_secs_f64() - hold);
-            learned.set(slack);
-        }
-        None
+    let probe = EagerProbe {
+        a,
+        b,
+        pb,
+        sbuf,
+        one_way,
+        rtt_s,
+        budget_s,
+        start: Instant::now(),
+        learned: std::cell::Cell::new(0.0f64),
     };
-    let eager = |size: usize| -> Option<bool> {
-        for _ in 0..EAGER_PROBES {
-            if completes_alone(size)? {
-                return Some(true);
-            }
+    let limit = scan_limit(&eager_grid(largest), |size| probe.eager(size));
+    pb.send_with_tag(&[u64::MAX, 0][..], TAG);
+    limit
+}
+
+/// Rank `b`'s side of [`eager_limit`]: answer each probe, stay out of MPI
+/// for its quiet, then take the probe's message, until `a` sends the end.
+fn eager_receiver(pa: Process<'_>, rbuf: &mut [u8]) {
+    loop {
+        // (size, quiet in ns)
+        let mut msg = [0u64; 2];
+        pa.receive_into_with_tag(&mut msg[..], TAG);
+        if msg[0] == u64::MAX {
+            return;
         }
-        Some(false)
-    };
+        // `a` sends only after this, so that no progress call of `b`
+        // (the receive of the size) can take the probe. Synchronous:
+        // it returns once `a` has matched it, so the answer has left
+        // before `b` stays out (a library may write a small message
+        // only at its next progress call: Open MPI's TCP BTL does).
+        pa.synchronous_send_with_tag(&1u8, TAG);
+        idle(Duration::from_nanos(msg[1]));
+        pa.receive_into_with_tag(&mut rbuf[..msg[0] as usize], TAG);
+        pa.send_with_tag(&0u8, TAG);
+    }
+}
+
+/// The sizes [`eager_limit`] scans up to `largest`: powers of two and the
+/// midpoints between them, then `largest`.
+fn eager_grid(largest: usize) -> Vec<usize> {
     let mut grid: Vec<usize> = Vec::new();
     let mut s = 1usize;
     while s < largest {
@@ -584,29 +536,157 @@ pub fn eager_limit(
         s *= 2;
     }
     grid.push(largest);
-    let scan = || -> Option<u64> {
-        let mut lo = 0usize;
-        for &size in &grid {
-            if !eager(size)? {
-                // eager(lo), !eager(hi)
-                let mut hi = size;
-                while lo + 1 < hi {
-                    let mid = lo + (hi - lo) / 2;
-                    if eager(mid)? {
-                        lo = mid;
-                    } else {
-                        hi = mid;
-                    }
+    grid
+}
+
+/// The largest eager size: `grid` scanned up to the first size that is
+/// not `eager`, then bisected between it and the last that was;
+/// `u64::MAX` when every size is, None when a probe gave up.
+fn scan_limit(grid: &[usize], mut eager: impl FnMut(usize) -> Option<bool>) -> Option<u64> {
+    let mut lo = 0usize;
+    for &size in grid {
+        if !eager(size)? {
+            // eager(lo), !eager(hi)
+            let mut hi = size;
+            while lo + 1 < hi {
+                let mid = lo + (hi - lo) / 2;
+                if eager(mid)? {
+                    lo = mid;
+                } else {
+                    hi = mid;
                 }
-                return Some(lo as u64);
             }
-            lo = size;
+            return Some(lo as u64);
         }
-        Some(u64::MAX)
-    };
-    let limit = scan();
-    pb.send_with_tag(&[u64::MAX, 0][..], TAG);
-    limit
+        lo = size;
+    }
+    Some(u64::MAX)
+}
+
+/// Rank `a`'s side of [`eager_limit`]: the pair, the send buffer, the
+/// times that scale the hold and quiet, and the budget.
+struct EagerProbe<'a> {
+    a: i32,
+    b: i32,
+    pb: Process<'a>,
+    sbuf: &'a [u8],
+    one_way: &'a dyn Fn(usize) -> f64,
+    rtt_s: f64,
+    budget_s: f64,
+    start: Instant,
+    /// The slack the last take that could not be kept called for: the
+    /// next probes start from it.
+    learned: std::cell::Cell<f64>,
+}
+
+/// What `a` saw in one take of a probe.
+struct Take {
+    /// The send completed within the hold.
+    done: bool,
+    /// Tests made.
+    tests: usize,
+    /// The hold was kept (it ended inside `b`'s quiet).
+    kept: bool,
+    /// Time from sending the size to the end of the hold or the completion.
+    end: Duration,
+}
+
+impl EagerProbe<'_> {
+    /// Whether `size` is eager: any of [`EAGER_PROBES`] probes completed
+    /// alone (None: a probe gave up).
+    fn eager(&self, size: usize) -> Option<bool> {
+        for _ in 0..EAGER_PROBES {
+            if self.completes_alone(size)? {
+                return Some(true);
+            }
+        }
+        Some(false)
+    }
+
+    /// One probe of `size`, taken again with a longer quiet while `a`
+    /// lost its core: Some(completed alone), None: no take could be kept.
+    fn completes_alone(&self, size: usize) -> Option<bool> {
+        let (a, b) = (self.a, self.b);
+        let (hold, slack) = budget::eager_times(
+            (self.one_way)(size),
+            self.rtt_s,
+            EAGER_HOLD.as_secs_f64(),
+            EAGER_QUIET.as_secs_f64(),
+        );
+        let mut slack = slack.max(self.learned.get());
+        for _ in 0..EAGER_TRIES {
+            if self.start.elapsed().as_secs_f64() + hold + slack > self.budget_s {
+                return None;
+            }
+            let quiet = Duration::from_secs_f64(hold + slack);
+            let hold_d = Duration::from_secs_f64(hold);
+            let Take {
+                done,
+                tests,
+                kept,
+                end,
+            } = self.take(size, hold_d, quiet);
+            if kept && (done || tests >= 8) {
+                return Some(done);
+            }
+            if debug_counts() {
+                eprintln!(
+                    "mheta-microbench: {a}->{b} eager probe of {size} B taken again: done {done}, {tests} tests, kept {kept}, hold {hold_d:?}, quiet {quiet:?}, {end:?} since the size was sent"
+                );
+            }
+            slack = budget::next_slack(slack, end.as_secs_f64() - hold);
+            self.learned.set(slack);
+        }
+        None
+    }
+
+    /// One take: tell `b` the size and the quiet, wait for its answer and
+    /// a round trip, then send `size` bytes and test the send for `hold`.
+    fn take(&self, size: usize, hold: Duration, quiet: Duration) -> Take {
+        let pb = self.pb;
+        let since = Instant::now();
+        pb.send_with_tag(&[size as u64, quiet.as_nanos() as u64][..], TAG);
+        let mut go = 0u8;
+        pb.receive_into_with_tag(&mut go, TAG);
+        // `b` leaves MPI once the match reaches it, a round trip.
+        spin(Duration::from_secs_f64(self.rtt_s.max(0.0)));
+        let take = mpi::request::scope(|sc| {
+            let mut req = pb.immediate_send_with_tag(sc, &self.sbuf[..size], TAG);
+            let t = Instant::now();
+            let mut tests = 0usize;
+            loop {
+                if t.elapsed() >= hold {
+                    let end = since.elapsed();
+                    req.wait();
+                    break Take {
+                        done: false,
+                        tests,
+                        kept: end < quiet,
+                        end,
+                    };
+                }
+                tests += 1;
+                match req.test() {
+                    // `b`'s quiet began after `since` and lasts
+                    // `quiet`: a test that returned later than
+                    // that (`a` lost its core) proves nothing.
+                    Ok(_) => {
+                        let end = since.elapsed();
+                        break Take {
+                            done: true,
+                            tests,
+                            kept: end < quiet,
+                            end,
+                        };
+                    }
+                    Err(r) => req = r,
+                }
+            }
+        });
+        let mut ack = 0u8;
+        pb.receive_into_with_tag(&mut ack, TAG);
+        take
+    }
 }
 
 /// Measure pair `a -> b`; both ranks call it; the result is on rank `a`.
@@ -618,25 +698,152 @@ pub fn eager_limit(
 /// `b`.
 pub fn measure_pair(world: &SimpleCommunicator, plan: &Plan, a: i32, b: i32) -> Option<PairCost> {
     let me = world.rank();
-    let (pa, pb) = (world.process_at_rank(a), world.process_at_rank(b));
     // Separate send and receive buffers, written now so that no page is
     // first touched while being timed.
-    let mut buf = vec![1u8; plan.largest()];
-    let sbuf = vec![2u8; plan.largest()];
-    let mut ack = 0u8;
-    // Ping-pong sweep: one sample per round trip, RTT/2; then streams.
-    // Each size gets its share of the sweep's budget, 40% of it for the
-    // ping-pong and the rest (at least half) for the streams.
-    let sweep_s: f64 = plan.sweep_s_per_size
+    let mut pair = PairRun {
+        world,
+        plan,
+        a,
+        b,
+        buf: vec![1u8; plan.largest()],
+        sbuf: vec![2u8; plan.largest()],
+    };
+    let sweep_s = sweep_budget(plan);
+    let t_sweep = Instant::now();
+    let sweep = pair.sweep(sweep_s, t_sweep);
+    // The small round trip (from the sweep's 8-byte median; on `a`).
+    let rtt8 = if me == a { small_rtt(&sweep) } else { 0.0 };
+    let curve: Vec<(f64, f64)> = if me == a {
+        one_way_curve(&sweep)
+    } else {
+        Vec::new()
+    };
+    let one_way = |size: usize| budget::interpolate(&curve, size as f64).unwrap_or(0.0);
+    let t_eager = Instant::now();
+    let eager = eager_limit(
+        world,
+        a,
+        b,
+        &pair.sbuf,
+        &mut pair.buf,
+        &one_way,
+        rtt8,
+        plan.eager_s,
+    );
+    if me == a && debug_counts() {
+        eprintln!(
+            "mheta-microbench: {a}->{b} sweep {:.3} s, eager limit {eager:?} in {:.3} s",
+            t_eager.duration_since(t_sweep).as_secs_f64(),
+            t_eager.elapsed().as_secs_f64()
+        );
+    }
+    let cold = cold_one_way_within(
+        world,
+        a,
+        b,
+        mheta_profile::COLD_BYTES,
+        plan.cold_s,
+        plan.min_reps - 1,
+        2.0 * one_way(mheta_profile::COLD_BYTES),
+    );
+    let counts = pair.small_counts(rtt8, eager);
+    let t_small = Instant::now();
+    let small = pair.small_rounds(&counts);
+    if me == a && debug_counts() {
+        eprintln!(
+            "mheta-microbench: {a}->{b} small figures in {:.3} s; the pair in {:.3} s",
+            t_small.elapsed().as_secs_f64(),
+            t_sweep.elapsed().as_secs_f64()
+        );
+    }
+    let small = pair.gather_o_r(small, counts.n_over)?;
+    Some(summarise(a, b, &sweep, &small, cold, eager))
+}
+
+/// One size of the sweep: its bytes, the ping-pong's RTT/2 samples (on
+/// `a`) and the streaming bandwidth (MB/s).
+type SweepPoint = (usize, Vec<f64>, f64);
+
+/// Counts of the interleaved small figures, decided on `a`.
+struct SmallCounts {
+    /// How long `b` waits before posting an o_r receive.
+    delay: Duration,
+    /// 8-byte ping-pongs per round.
+    pp_per_round: usize,
+    /// o_s and o_r samples per round.
+    n_over: usize,
+}
+
+/// Samples of the small figures, one vector per round.
+struct SmallSamples {
+    /// 8-byte RTT/2 (on `a`).
+    pp: Vec<Vec<f64>>,
+    /// o_s (on `a`).
+    os: Vec<Vec<f64>>,
+    /// o_r (taken on `b`; on `a` after [`PairRun::gather_o_r`]).
+    or: Vec<Vec<f64>>,
+}
+
+/// The pair [`measure_pair`] measures, its plan and its buffers.
+struct PairRun<'a> {
+    world: &'a SimpleCommunicator,
+    plan: &'a Plan,
+    a: i32,
+    b: i32,
+    /// Receive buffer (and o_s's send buffer).
+    buf: Vec<u8>,
+    /// Send buffer.
+    sbuf: Vec<u8>,
+}
+
+/// Seconds of the whole sweep: `plan`'s seconds per size of weight 1
+/// times the sizes' weights.
+fn sweep_budget(plan: &Plan) -> f64 {
+    plan.sweep_s_per_size
         * plan
             .sizes
             .iter()
             .map(|&s| budget::size_weight(s))
-            .sum::<f64>();
-    let t_sweep = Instant::now();
-    let mut sweep: Vec<(usize, Vec<f64>, f64)> = Vec::new();
-    for (i, &size) in plan.sizes.iter().enumerate() {
-        let share = budget::share(sweep_s - t_sweep.elapsed().as_secs_f64(), &plan.sizes[i..]);
+            .sum::<f64>()
+}
+
+/// The small round trip: twice the median one-way time of the sweep's
+/// first size of at least 8 bytes (on `a`).
+fn small_rtt(sweep: &[SweepPoint]) -> f64 {
+    sweep
+        .iter()
+        .find(|s| s.0 >= 8)
+        .map(|s| 2.0 * median(&mut s.1.clone()))
+        .unwrap_or(1e-5)
+}
+
+/// The sweep's (bytes, median one-way seconds) per size (on `a`).
+fn one_way_curve(sweep: &[SweepPoint]) -> Vec<(f64, f64)> {
+    sweep
+        .iter()
+        .map(|(size, s, _)| (*size as f64, median(&mut s.clone())))
+        .collect()
+}
+
+impl PairRun<'_> {
+    /// Ping-pong sweep: one sample per round trip, RTT/2; then streams.
+    /// Each size gets its share of what is left of `sweep_s` since
+    /// `t_sweep`.
+    fn sweep(&mut self, sweep_s: f64, t_sweep: Instant) -> Vec<SweepPoint> {
+        let sizes = &self.plan.sizes;
+        let mut sweep: Vec<SweepPoint> = Vec::new();
+        for (i, &size) in sizes.iter().enumerate() {
+            let share = budget::share(sweep_s - t_sweep.elapsed().as_secs_f64(), &sizes[i..]);
+            sweep.push(self.sweep_size(size, share));
+        }
+        sweep
+    }
+
+    /// One size of the sweep within `share` seconds: 40% of it for the
+    /// ping-pong, the rest (at least half) for the streams.
+    fn sweep_size(&mut self, size: usize, share: f64) -> SweepPoint {
+        let (world, plan, a, b) = (self.world, self.plan, self.a, self.b);
+        let me = world.rank();
         let t_size = Instant::now();
         let reps = plan.reps(size);
         let warm = (reps / 10).max(2);
@@ -644,8 +851,8 @@ pub fn measure_pair(world: &SimpleCommunicator, plan: &Plan, a: i32, b: i32) -> 
             world,
             a,
             b,
-            &sbuf,
-            &mut buf,
+            &self.sbuf,
+            &mut self.buf,
             size,
             (warm, reps, plan.min_reps),
             0.4 * share,
@@ -663,7 +870,7 @@ pub fn measure_pair(world: &SimpleCommunicator, plan: &Plan, a: i32, b: i32) -> 
             repeats: plan.bw_repeats,
         };
         let left = (share - t_size.elapsed().as_secs_f64()).max(0.5 * share);
-        let bw = bandwidth(world, a, b, &mut buf[..size], nominal, per_msg, left);
+        let bw = bandwidth(world, a, b, &mut self.buf[..size], nominal, per_msg, left);
         if me == a && debug_counts() {
             eprintln!(
                 "mheta-microbench: {a}->{b} {size} B: {} round trips, streams in {:.3} s of a {:.3} s share",
@@ -672,144 +879,167 @@ pub fn measure_pair(world: &SimpleCommunicator, plan: &Plan, a: i32, b: i32) -> 
                 share
             );
         }
-        sweep.push((size, samples, bw));
+        (size, samples, bw)
     }
-    // The small round trip (from the sweep's 8-byte median; on `a`).
-    let rtt8 = if me == a {
-        sweep
-            .iter_mut()
-            .find(|s| s.0 >= 8)
-            .map(|s| 2.0 * median(&mut s.1.clone()))
-            .unwrap_or(1e-5)
-    } else {
-        0.0
-    };
-    let curve: Vec<(f64, f64)> = if me == a {
-        sweep
-            .iter()
-            .map(|(size, s, _)| (*size as f64, median(&mut s.clone())))
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let one_way = |size: usize| budget::interpolate(&curve, size as f64).unwrap_or(0.0);
-    let t_eager = Instant::now();
-    let eager = eager_limit(world, a, b, &sbuf, &mut buf, &one_way, rtt8, plan.eager_s);
-    if me == a && debug_counts() {
-        eprintln!(
-            "mheta-microbench: {a}->{b} sweep {:.3} s, eager limit {eager:?} in {:.3} s",
-            t_eager.duration_since(t_sweep).as_secs_f64(),
-            t_eager.elapsed().as_secs_f64()
-        );
-    }
-    let cold = cold_one_way_within(
-        world,
-        a,
-        b,
-        mheta_profile::COLD_BYTES,
-        plan.cold_s,
-        plan.min_reps - 1,
-        2.0 * one_way(mheta_profile::COLD_BYTES),
-    );
-    // The small figures, in interleaved rounds: each round takes 8-byte
-    // ping-pongs, then o_s, then o_r samples, so that a drift of the
-    // machine shows as a difference between rounds (spread, modes) and
-    // not as a difference between figures.
-    // o_r: b posts the receive after the message has arrived; it first
-    // waits four small round trips. The counts per round fit the small
-    // figures' budget (at least 20 each).
-    let mut small = [0.0f64; 3];
-    if me == a {
-        let delay = (4.0 * rtt8).max(20e-6);
-        let (pp, over) = budget::small_counts(
-            (plan.pp_per_round, plan.overhead_reps, 10),
-            plan.rounds,
-            rtt8,
-            delay,
-            plan.small_s,
-            20,
-        );
-        small = [delay, pp as f64, over as f64];
-        if debug_counts() {
-            eprintln!(
-                "mheta-microbench: {a}->{b} small figures: {} rounds of {pp} ping-pongs, {over} o_s and o_r (RTT {rtt8:.6} s); eager limit {eager:?}",
-                plan.rounds
+
+    /// The small figures' counts: `a` decides them (the delay before an
+    /// o_r receive is four small round trips, at least 20 µs; the counts
+    /// per round fit the small figures' budget, at least 20 each) and
+    /// sends them to `b`.
+    fn small_counts(&self, rtt8: f64, eager: Option<u64>) -> SmallCounts {
+        let (plan, a, b) = (self.plan, self.a, self.b);
+        let mut small = [0.0f64; 3];
+        if self.world.rank() == a {
+            let delay = (4.0 * rtt8).max(20e-6);
+            let (pp, over) = budget::small_counts(
+                (plan.pp_per_round, plan.overhead_reps, 10),
+                plan.rounds,
+                rtt8,
+                delay,
+                plan.small_s,
+                20,
             );
+            small = [delay, pp as f64, over as f64];
+            if debug_counts() {
+                eprintln!(
+                    "mheta-microbench: {a}->{b} small figures: {} rounds of {pp} ping-pongs, {over} o_s and o_r (RTT {rtt8:.6} s); eager limit {eager:?}",
+                    plan.rounds
+                );
+            }
+            self.world.process_at_rank(b).send_with_tag(&small[..], TAG);
+        } else {
+            self.world
+                .process_at_rank(a)
+                .receive_into_with_tag(&mut small[..], TAG);
         }
-        pb.send_with_tag(&small[..], TAG);
-    } else {
-        pa.receive_into_with_tag(&mut small[..], TAG);
+        SmallCounts {
+            delay: Duration::from_secs_f64(small[0]),
+            pp_per_round: small[1] as usize,
+            n_over: small[2] as usize,
+        }
     }
-    let delay = Duration::from_secs_f64(small[0]);
-    let (pp_per_round, n_over) = (small[1] as usize, small[2] as usize);
-    let t_small = Instant::now();
-    let (mut pp, mut os, mut or) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..plan.rounds {
-        let mut round = Vec::with_capacity(pp_per_round);
-        for r in 0..pp_per_round + 10 {
-            if me == a {
+
+    /// The small figures, in interleaved rounds: each round takes 8-byte
+    /// ping-pongs, then o_s, then o_r samples, so that a drift of the
+    /// machine shows as a difference between rounds (spread, modes) and
+    /// not as a difference between figures.
+    fn small_rounds(&mut self, counts: &SmallCounts) -> SmallSamples {
+        let (mut pp, mut os, mut or) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..self.plan.rounds {
+            pp.push(self.ping_pong_round(counts.pp_per_round));
+            os.push(self.o_send_round(counts.n_over));
+            or.push(self.o_recv_round(counts.n_over, counts.delay));
+        }
+        SmallSamples { pp, os, or }
+    }
+
+    /// One round of 8-byte ping-pongs: 10 untimed, then `n` RTT/2
+    /// samples (on `a`).
+    fn ping_pong_round(&mut self, n: usize) -> Vec<f64> {
+        let (pa, pb) = (
+            self.world.process_at_rank(self.a),
+            self.world.process_at_rank(self.b),
+        );
+        let me = self.world.rank();
+        let mut round = Vec::with_capacity(n);
+        for r in 0..n + 10 {
+            if me == self.a {
                 let t = Instant::now();
-                pb.send_with_tag(&sbuf[..8], TAG);
-                pb.receive_into_with_tag(&mut buf[..8], TAG);
+                pb.send_with_tag(&self.sbuf[..8], TAG);
+                pb.receive_into_with_tag(&mut self.buf[..8], TAG);
                 if r >= 10 {
                     round.push(t.elapsed().as_secs_f64() / 2.0);
                 }
             } else {
-                pa.receive_into_with_tag(&mut buf[..8], TAG);
-                pa.send_with_tag(&sbuf[..8], TAG);
+                pa.receive_into_with_tag(&mut self.buf[..8], TAG);
+                pa.send_with_tag(&self.sbuf[..8], TAG);
             }
         }
-        pp.push(round);
-        // Send overhead: an eager send returns once the data is buffered.
-        let mut round = Vec::with_capacity(n_over);
-        for _ in 0..n_over {
-            if me == a {
+        round
+    }
+
+    /// One round of `n` o_s samples (on `a`): an eager send returns once
+    /// the data is buffered.
+    fn o_send_round(&mut self, n: usize) -> Vec<f64> {
+        let (pa, pb) = (
+            self.world.process_at_rank(self.a),
+            self.world.process_at_rank(self.b),
+        );
+        let mut ack = 0u8;
+        let mut round = Vec::with_capacity(n);
+        for _ in 0..n {
+            if self.world.rank() == self.a {
                 let t = Instant::now();
-                pb.send_with_tag(&buf[..8], TAG);
+                pb.send_with_tag(&self.buf[..8], TAG);
                 round.push(t.elapsed().as_secs_f64());
                 pb.receive_into_with_tag(&mut ack, TAG);
             } else {
-                pa.receive_into_with_tag(&mut buf[..8], TAG);
+                pa.receive_into_with_tag(&mut self.buf[..8], TAG);
                 pa.send_with_tag(&ack, TAG);
             }
         }
-        os.push(round);
-        let mut round = Vec::with_capacity(n_over);
-        for _ in 0..n_over {
-            if me == a {
-                pb.send_with_tag(&buf[..8], TAG);
+        round
+    }
+
+    /// One round of `n` o_r samples (on `b`): `b` waits `delay` so that
+    /// the message has arrived, then times its receive.
+    fn o_recv_round(&mut self, n: usize, delay: Duration) -> Vec<f64> {
+        let (pa, pb) = (
+            self.world.process_at_rank(self.a),
+            self.world.process_at_rank(self.b),
+        );
+        let mut ack = 0u8;
+        let mut round = Vec::with_capacity(n);
+        for _ in 0..n {
+            if self.world.rank() == self.a {
+                pb.send_with_tag(&self.buf[..8], TAG);
                 pb.receive_into_with_tag(&mut ack, TAG);
             } else {
                 spin(delay);
                 let t = Instant::now();
-                pa.receive_into_with_tag(&mut buf[..8], TAG);
+                pa.receive_into_with_tag(&mut self.buf[..8], TAG);
                 round.push(t.elapsed().as_secs_f64());
                 pa.send_with_tag(&ack, TAG);
             }
         }
-        or.push(round);
+        round
     }
-    if me == a && debug_counts() {
-        eprintln!(
-            "mheta-microbench: {a}->{b} small figures in {:.3} s; the pair in {:.3} s",
-            t_small.elapsed().as_secs_f64(),
-            t_sweep.elapsed().as_secs_f64()
-        );
-    }
-    // o_r samples were taken at b: send them to a.
-    if me == b {
-        let flat: Vec<f64> = or.concat();
-        pa.send_with_tag(&flat[..], TAG);
-        return None;
-    }
-    let mut flat = vec![0.0f64; plan.rounds * n_over];
-    pb.receive_into_with_tag(&mut flat[..], TAG);
-    let or: Vec<Vec<f64>> = flat.chunks(n_over.max(1)).map(<[f64]>::to_vec).collect();
 
+    /// The o_r samples were taken at `b`: `b` sends them to `a` (and gets
+    /// None); `a` gets `small` with them in place of its empty rounds.
+    fn gather_o_r(&self, small: SmallSamples, n_over: usize) -> Option<SmallSamples> {
+        let (pa, pb) = (
+            self.world.process_at_rank(self.a),
+            self.world.process_at_rank(self.b),
+        );
+        if self.world.rank() == self.b {
+            let flat: Vec<f64> = small.or.concat();
+            pa.send_with_tag(&flat[..], TAG);
+            return None;
+        }
+        let mut flat = vec![0.0f64; self.plan.rounds * n_over];
+        pb.receive_into_with_tag(&mut flat[..], TAG);
+        let or: Vec<Vec<f64>> = flat.chunks(n_over.max(1)).map(<[f64]>::to_vec).collect();
+        Some(SmallSamples { or, ..small })
+    }
+}
+
+/// The pair's figures from its samples (on `a`): distributions of the
+/// small figures, the sweep's points and their piecewise-linear fit, the
+/// bandwidth at 1 MiB and out of the cache (`cold`: one-way seconds of
+/// [`mheta_profile::COLD_BYTES`]), and L = one-way(8 B) − o_s − o_r.
+fn summarise(
+    a: i32,
+    b: i32,
+    sweep: &[SweepPoint],
+    small: &SmallSamples,
+    cold: f64,
+    eager: Option<u64>,
+) -> PairCost {
     let floor = timer_cost();
-    let o_send = Dist::from_rounds(&os, floor);
-    let o_recv = Dist::from_rounds(&or, floor);
-    let small = Dist::from_rounds(&pp, floor);
+    let o_send = Dist::from_rounds(&small.os, floor);
+    let o_recv = Dist::from_rounds(&small.or, floor);
+    let small = Dist::from_rounds(&small.pp, floor);
     let points: Vec<SizePoint> = sweep
         .iter()
         .map(|(size, s, bw)| SizePoint {
@@ -834,7 +1064,7 @@ pub fn measure_pair(world: &SimpleCommunicator, plan: &Plan, a: i32, b: i32) -> 
     // of the modes that count); ClusterProfile::with_mode picks another.
     let dom = ModeChoice::default();
     let (o_s, o_r, one) = (o_send.value(dom), o_recv.value(dom), small.value(dom));
-    Some(PairCost {
+    PairCost {
         src: a as u32,
         dst: b as u32,
         latency_s: (one - o_s - o_r).max(0.0),
@@ -854,5 +1084,5 @@ pub fn measure_pair(world: &SimpleCommunicator, plan: &Plan, a: i32, b: i32) -> 
         sweep: points,
         segments,
         eager_limit_bytes: eager,
-    })
+    }
 }
