@@ -32,7 +32,7 @@ use mpi::collective::{CommunicatorCollectives, Root};
 use mpi::point_to_point::{Destination, Source};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use std::io::IsTerminal as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// Measure every ordered pair of ranks and every node, and write a
@@ -217,16 +217,23 @@ fn osu_compat(world: &SimpleCommunicator, max: usize) -> OsuCompat {
     }
 }
 
-fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>> {
-    let disk_dir = preflight(world, args)?;
-    if args.osu_only {
-        let max = args.max_size.unwrap_or(mheta_microbench::osu::MAX_SIZE);
-        let o = osu_compat(world, max);
-        if world.rank() == 0 {
-            print_osu(&o);
-        }
-        return Ok(None);
-    }
+/// Where the ranks run, as every rank sees it.
+struct Layout {
+    /// Ranks.
+    p: usize,
+    /// This rank.
+    me: usize,
+    /// Every rank's host name.
+    hosts: Vec<String>,
+    /// The ranks on this rank's host.
+    local: Vec<usize>,
+    /// Some kernel runs more ranks than it has cores: pairs go one at a time.
+    serial: bool,
+}
+
+/// Every rank's host and kernel, and whether any kernel is
+/// oversubscribed; every rank calls it.
+fn layout(world: &SimpleCommunicator) -> Layout {
     let p = world.size() as usize;
     let me = world.rank() as usize;
     let hosts = host_names(world);
@@ -248,13 +255,19 @@ fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>
     );
     over[0] = any[0];
     let serial = over[0] == 1;
-    let mut plan = net::Plan::new(args.quick);
-    if let Some(max) = args.max_size {
-        plan = plan.up_to(max);
+    Layout {
+        p,
+        me,
+        hosts,
+        local,
+        serial,
     }
-    let schedule = rounds(p);
-    let total_pairs = p * (p - 1);
-    let bar = (me == 0 && std::io::stderr().is_terminal()).then(|| {
+}
+
+/// Rank 0's progress bar over `total_pairs` pairs and the nodes, when
+/// stderr is a terminal.
+fn progress_bar(me: usize, total_pairs: usize) -> Option<indicatif::ProgressBar> {
+    (me == 0 && std::io::stderr().is_terminal()).then(|| {
         let b = indicatif::ProgressBar::new(total_pairs as u64 + 1);
         b.set_style(
             indicatif::ProgressStyle::with_template(
@@ -264,11 +277,63 @@ fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>
         );
         b.set_message("pairs");
         b
-    });
+    })
+}
+
+fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>> {
+    let disk_dir = preflight(world, args)?;
+    if args.osu_only {
+        let max = args.max_size.unwrap_or(mheta_microbench::osu::MAX_SIZE);
+        let o = osu_compat(world, max);
+        if world.rank() == 0 {
+            print_osu(&o);
+        }
+        return Ok(None);
+    }
+    let lay = layout(world);
+    let mut plan = net::Plan::new(args.quick);
+    if let Some(max) = args.max_size {
+        plan = plan.up_to(max);
+    }
+    let bar = progress_bar(lay.me, lay.p * (lay.p - 1));
     let t0 = Instant::now();
+    let pairs = measure_pairs(world, &plan, &lay, bar.as_ref())?;
+    quiet_barrier(world);
+    if let Some(b) = &bar {
+        b.set_message("nodes");
+    }
+    let nodes = measure_nodes(world, args, &lay, &disk_dir)?;
+
+    // OSU's own loops and buffers, pair 0 -> 1 (mheta_microbench::osu).
+    let osu = if args.osu_compat {
+        quiet_barrier(world);
+        let max = args.max_size.unwrap_or(mheta_microbench::osu::MAX_SIZE);
+        Some(osu_compat(world, max))
+    } else {
+        None
+    };
+    world.barrier();
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    if lay.me != 0 {
+        return Ok(None);
+    }
+    Ok(Some(assemble(args, lay, pairs, nodes, osu, t0)))
+}
+
+/// Every ordered pair, in rounds of disjoint pairs (each pair of a round
+/// alone when `lay.serial`); the costs, on rank 0 (empty elsewhere).
+fn measure_pairs(
+    world: &SimpleCommunicator,
+    plan: &net::Plan,
+    lay: &Layout,
+    bar: Option<&indicatif::ProgressBar>,
+) -> Result<Vec<PairCost>> {
+    let me = lay.me;
     let mut pairs: Vec<PairCost> = Vec::new();
-    for round in &schedule {
-        let groups: Vec<Vec<(usize, usize)>> = if serial {
+    for round in &rounds(lay.p) {
+        let groups: Vec<Vec<(usize, usize)>> = if lay.serial {
             round.iter().map(|&pr| vec![pr]).collect()
         } else {
             vec![round.clone()]
@@ -277,7 +342,7 @@ fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>
             quiet_barrier(world);
             if let Some(&(a, b)) = group.iter().find(|&&(a, b)| a == me || b == me) {
                 for (s, d) in [(a, b), (b, a)] {
-                    if let Some(c) = net::measure_pair(world, &plan, s as i32, d as i32) {
+                    if let Some(c) = net::measure_pair(world, plan, s as i32, d as i32) {
                         if me == 0 {
                             pairs.push(c);
                         } else {
@@ -294,58 +359,28 @@ fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>
                         }
                     }
                 }
-                if let Some(b) = &bar {
+                if let Some(b) = bar {
                     b.inc(2 * group.len() as u64);
                 }
             }
         }
     }
-    quiet_barrier(world);
-    if let Some(b) = &bar {
-        b.set_message("nodes");
-    }
+    Ok(pairs)
+}
 
-    // CPU: every rank runs the kernel at once, as an application would.
-    let reps = if args.quick { 11 } else { 51 };
-    let mut cpu = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        world.barrier();
-        cpu.push(node::cpu_kernel());
-    }
-    let cpu = Dist::from_samples(&cpu);
-    let mut medians = vec![0.0f64; p];
-    world.all_gather_into(&cpu.p50, &mut medians[..]);
-    let slowest = medians.iter().copied().fold(0.0, f64::max);
-    let mem = node::mem_available(local.len());
-    // Disk: the first rank of each host measures it; the others copy.
-    let first_local = local[0];
-    let disk = if args.no_disk || me != first_local {
-        None
-    } else {
-        let (sizes, reps): (Vec<usize>, usize) = if args.quick {
-            (vec![4096, 65536, 1 << 20], 8)
-        } else {
-            (vec![4096, 16384, 65536, 262144, 1 << 20, 4 << 20], 32)
-        };
-        Some(
-            node::disk(&disk_dir, &sizes, reps)
-                .map_err(|e| anyhow::anyhow!("disk measurement failed: {e}"))?,
-        )
-    };
-    let mine = NodeCost {
-        rank: me as u32,
-        host: hosts[me].clone(),
-        cpu_weight: if cpu.p50 > 0.0 {
-            slowest / cpu.p50
-        } else {
-            1.0
-        },
-        cpu_kernel: cpu,
-        mem_available_bytes: mem,
-        disk,
-    };
+/// Every rank's node figures, on rank 0 (empty elsewhere), where ranks
+/// that did not measure their host's disk get the figures of the one
+/// that did.
+fn measure_nodes(
+    world: &SimpleCommunicator,
+    args: &Args,
+    lay: &Layout,
+    disk_dir: &Path,
+) -> Result<Vec<NodeCost>> {
+    let mine = node_cost(world, args, lay, disk_dir)?;
+    let (p, hosts) = (lay.p, &lay.hosts);
     let mut nodes: Vec<NodeCost> = Vec::new();
-    if me == 0 {
+    if lay.me == 0 {
         nodes.push(mine);
         for r in 1..p {
             nodes.push(from_rank(world, r as i32)?);
@@ -359,22 +394,71 @@ fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>
     } else {
         to_root(world, &mine);
     }
+    Ok(nodes)
+}
 
-    // OSU's own loops and buffers, pair 0 -> 1 (mheta_microbench::osu).
-    let osu = if args.osu_compat {
-        quiet_barrier(world);
-        let max = args.max_size.unwrap_or(mheta_microbench::osu::MAX_SIZE);
-        Some(osu_compat(world, max))
-    } else {
+/// This rank's node figures: the CPU kernel (every rank runs it at once,
+/// as an application would; its weight against the slowest rank), the
+/// memory available to it, and its host's disk when it is the host's
+/// first rank.
+fn node_cost(
+    world: &SimpleCommunicator,
+    args: &Args,
+    lay: &Layout,
+    disk_dir: &Path,
+) -> Result<NodeCost> {
+    let me = lay.me;
+    let reps = if args.quick { 11 } else { 51 };
+    let mut cpu = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        world.barrier();
+        cpu.push(node::cpu_kernel());
+    }
+    let cpu = Dist::from_samples(&cpu);
+    let mut medians = vec![0.0f64; lay.p];
+    world.all_gather_into(&cpu.p50, &mut medians[..]);
+    let slowest = medians.iter().copied().fold(0.0, f64::max);
+    let mem = node::mem_available(lay.local.len());
+    // Disk: the first rank of each host measures it; the others copy.
+    let first_local = lay.local[0];
+    let disk = if args.no_disk || me != first_local {
         None
+    } else {
+        let (sizes, reps): (Vec<usize>, usize) = if args.quick {
+            (vec![4096, 65536, 1 << 20], 8)
+        } else {
+            (vec![4096, 16384, 65536, 262144, 1 << 20, 4 << 20], 32)
+        };
+        Some(
+            node::disk(disk_dir, &sizes, reps)
+                .map_err(|e| anyhow::anyhow!("disk measurement failed: {e}"))?,
+        )
     };
-    world.barrier();
-    if let Some(b) = &bar {
-        b.finish_and_clear();
-    }
-    if me != 0 {
-        return Ok(None);
-    }
+    Ok(NodeCost {
+        rank: me as u32,
+        host: lay.hosts[me].clone(),
+        cpu_weight: if cpu.p50 > 0.0 {
+            slowest / cpu.p50
+        } else {
+            1.0
+        },
+        cpu_kernel: cpu,
+        mem_available_bytes: mem,
+        disk,
+    })
+}
+
+/// Rank 0's cluster profile from the measured pairs and nodes (and OSU's
+/// loops); says on stderr how long the measurement took since `t0`.
+fn assemble(
+    args: &Args,
+    lay: Layout,
+    mut pairs: Vec<PairCost>,
+    nodes: Vec<NodeCost>,
+    osu: Option<OsuCompat>,
+    t0: Instant,
+) -> ClusterProfile {
+    let serial = lay.serial;
     eprintln!(
         "mheta-microbench: {} pairs and {} nodes in {:.1} s ({})",
         pairs.len(),
@@ -387,8 +471,8 @@ fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>
         }
     );
     let mut profile = ClusterProfile::new(
-        p as u32,
-        hosts,
+        lay.p as u32,
+        lay.hosts,
         "logp_mpi: o_s = eager 8 B MPI_Send time, o_r = MPI_Recv time of an arrived 8 B message, L = one-way(8 B) - o_s - o_r; one-way = RTT/2 fitted piecewise linear",
     );
     profile.schedule = if serial {
@@ -402,7 +486,7 @@ fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>
     profile.pairs = pairs;
     profile.nodes = nodes;
     profile.osu = osu;
-    Ok(Some(profile))
+    profile
 }
 
 /// Say which figures are multi-modal (mheta_profile::modes).
