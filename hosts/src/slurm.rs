@@ -369,6 +369,37 @@ pub fn start(lab: &Lab) -> Result<Vec<(String, u32)>, LabError> {
 }
 
 fn start_daemons(lab: &Lab) -> Result<Vec<(String, u32)>, LabError> {
+    check_programs()?;
+    let dir = slurm_dir(lab);
+    make_dir(lab, &dir)?;
+    let port = free_port(lab)?;
+    let conf = conf_path(lab);
+    std::fs::write(&conf, conf_text(lab, &dir, port)).map_err(io_err(&conf))?;
+
+    let mut started = Started {
+        lab: lab.name.clone(),
+        daemons: vec![],
+        children: vec![],
+        keep: false,
+    };
+
+    // munged, and its socket.
+    let munged = munged_daemon(&dir);
+    let pid = launch(&munged, &conf, &mut started)?;
+    wait_for_socket(&munged, pid, &dir.join("munge.socket"))?;
+
+    let all = slurm_daemons(lab, &dir, &conf);
+    for d in &all {
+        launch(d, &conf, &mut started)?;
+    }
+    wait_idle(lab, &conf, &munged, &all, &started)?;
+    started.keep = true;
+    Ok(std::mem::take(&mut started.daemons))
+}
+
+/// Fails, naming the program, when a program a lab's Slurm needs is not
+/// installed.
+fn check_programs() -> Result<(), LabError> {
     for prog in [
         "munged",
         "slurmctld",
@@ -385,12 +416,17 @@ fn start_daemons(lab: &Lab) -> Result<Vec<(String, u32)>, LabError> {
             });
         }
     }
-    let dir = slurm_dir(lab);
+    Ok(())
+}
+
+/// A fresh Slurm directory `dir` for `lab`: the controller's and every
+/// host's spool directories, and a new munge key.
+fn make_dir(lab: &Lab, dir: &Path) -> Result<(), LabError> {
     // A fresh directory: what an earlier, crashed start left is not reused.
     if dir.exists() {
-        std::fs::remove_dir_all(&dir).map_err(io_err(&dir))?;
+        std::fs::remove_dir_all(dir).map_err(io_err(dir))?;
     }
-    for d in [dir.clone(), dir.join("ctld"), dir.join("spool")] {
+    for d in [dir.to_path_buf(), dir.join("ctld"), dir.join("spool")] {
         std::fs::create_dir_all(&d).map_err(io_err(&d))?;
     }
     for h in &lab.hosts {
@@ -399,7 +435,7 @@ fn start_daemons(lab: &Lab) -> Result<Vec<(String, u32)>, LabError> {
     }
     // munged wants its socket's directory searchable by all, and not
     // writable by group or others.
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).map_err(io_err(&dir))?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).map_err(io_err(dir))?;
     let key = dir.join("munge.key");
     let mut bytes = vec![0u8; 1024];
     File::open("/dev/urandom")
@@ -412,22 +448,13 @@ fn start_daemons(lab: &Lab) -> Result<Vec<(String, u32)>, LabError> {
         .mode(0o400)
         .open(&key)
         .and_then(|mut f| f.write_all(&bytes))
-        .map_err(io_err(&key))?;
-    let port = free_port(lab)?;
-    let conf = conf_path(lab);
-    std::fs::write(&conf, conf_text(lab, &dir, port)).map_err(io_err(&conf))?;
-    let conf_s = conf.display().to_string();
+        .map_err(io_err(&key))
+}
+
+/// munged with its socket, key, pid, log and seed files in `dir`.
+fn munged_daemon(dir: &Path) -> Daemon {
     let p = |f: &str| dir.join(f).display().to_string();
-
-    let mut started = Started {
-        lab: lab.name.clone(),
-        daemons: vec![],
-        children: vec![],
-        keep: false,
-    };
-
-    // munged, and its socket.
-    let munged = Daemon {
+    Daemon {
         name: "munged".into(),
         args: vec![
             "munged".into(),
@@ -439,13 +466,22 @@ fn start_daemons(lab: &Lab) -> Result<Vec<(String, u32)>, LabError> {
             format!("--seed-file={}", p("munged.seed")),
         ],
         out: dir.join("munged.log"),
-    };
-    let child = spawn(&munged, &conf)?;
+    }
+}
+
+/// Start daemon `d` and record it in `started` (and the lab's state);
+/// returns its pid.
+fn launch(d: &Daemon, conf: &Path, started: &mut Started) -> Result<u32, LabError> {
+    let child = spawn(d, conf)?;
     let pid = child.id();
-    started.daemons.push((munged.name.clone(), pid));
+    started.daemons.push((d.name.clone(), pid));
     started.children.push(child);
     started.record()?;
-    let socket = dir.join("munge.socket");
+    Ok(pid)
+}
+
+/// Wait up to 5 s for munged (`pid`) to make its `socket`.
+fn wait_for_socket(munged: &Daemon, pid: u32, socket: &Path) -> Result<(), LabError> {
     let t = Instant::now();
     while !socket.exists() {
         if !alive(pid) {
@@ -456,8 +492,13 @@ fn start_daemons(lab: &Lab) -> Result<Vec<(String, u32)>, LabError> {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+    Ok(())
+}
 
-    // slurmctld, under the hostname its SlurmctldHost names.
+/// slurmctld, under the hostname its SlurmctldHost names, then one slurmd
+/// per host of `lab`, in the host's network and UTS namespaces.
+fn slurm_daemons(lab: &Lab, dir: &Path, conf: &Path) -> Vec<Daemon> {
+    let conf_s = conf.display().to_string();
     let ctld = Daemon {
         name: "slurmctld".into(),
         args: vec![
@@ -494,26 +535,31 @@ fn start_daemons(lab: &Lab) -> Result<Vec<(String, u32)>, LabError> {
             out: dir.join(format!("slurmd-{}.out", h.name)),
         });
     }
-    for d in &all {
-        let child = spawn(d, &conf)?;
-        started.daemons.push((d.name.clone(), child.id()));
-        started.children.push(child);
-        started.record()?;
-    }
+    all
+}
 
-    // Every node idle: slurmctld is up, and every slurmd registered.
+/// Wait until every node is idle (slurmctld is up, and every slurmd
+/// registered), for at most [`READY_TIMEOUT`]; fails when a daemon of
+/// `started` (`munged`, then `all`) exits.
+fn wait_idle(
+    lab: &Lab,
+    conf: &Path,
+    munged: &Daemon,
+    all: &[Daemon],
+    started: &Started,
+) -> Result<(), LabError> {
     let nodes: Vec<&str> = lab.hosts.iter().map(|h| h.name.as_str()).collect();
     let t = Instant::now();
     let mut last = String::new();
     loop {
-        for (d, (_, pid)) in std::iter::once(&munged).chain(&all).zip(&started.daemons) {
+        for (d, (_, pid)) in std::iter::once(munged).chain(all).zip(&started.daemons) {
             if !alive(*pid) {
                 return Err(daemon_err(&d.name, "exited", &d.out));
             }
         }
         let out = Command::new("timeout")
             .args(["5", "sinfo", "-h", "-N", "-o", "%N %t"])
-            .env("SLURM_CONF", &conf)
+            .env("SLURM_CONF", conf)
             .stdin(Stdio::null())
             .output();
         if let Ok(o) = out {
@@ -523,39 +569,43 @@ fn start_daemons(lab: &Lab) -> Result<Vec<(String, u32)>, LabError> {
                 String::from_utf8_lossy(&o.stderr)
             );
             if o.status.success() && not_idle(&last, &nodes).is_empty() {
-                break;
+                return Ok(());
             }
         }
         if t.elapsed() > READY_TIMEOUT {
-            let waiting = not_idle(&last, &nodes);
-            let mut detail = format!(
-                "nodes not idle after {} s: {} (sinfo: {})\nthe end of slurmctld's {}:\n{}",
-                READY_TIMEOUT.as_secs(),
-                waiting.join(", "),
-                last.trim(),
-                file_name(&all[0].out),
-                tail(&all[0].out, 8)
-            );
-            for d in all.iter().skip(1) {
-                let host = d.name.split(':').nth(1).unwrap_or_default();
-                if waiting.contains(&host) {
-                    detail.push_str(&format!(
-                        "\nthe end of {}'s {}:\n{}",
-                        d.name,
-                        file_name(&d.out),
-                        tail(&d.out, 8)
-                    ));
-                }
-            }
-            return Err(LabError::Command {
-                cmd: "slurm".into(),
-                detail,
-            });
+            return Err(not_idle_err(&not_idle(&last, &nodes), &last, all));
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    started.keep = true;
-    Ok(std::mem::take(&mut started.daemons))
+}
+
+/// The error for nodes still `waiting` after [`READY_TIMEOUT`]: sinfo's
+/// `last` answer and the end of slurmctld's output and of each waiting
+/// node's slurmd's (`all`: slurmctld, then the slurmds).
+fn not_idle_err(waiting: &[&str], last: &str, all: &[Daemon]) -> LabError {
+    let mut detail = format!(
+        "nodes not idle after {} s: {} (sinfo: {})\nthe end of slurmctld's {}:\n{}",
+        READY_TIMEOUT.as_secs(),
+        waiting.join(", "),
+        last.trim(),
+        file_name(&all[0].out),
+        tail(&all[0].out, 8)
+    );
+    for d in all.iter().skip(1) {
+        let host = d.name.split(':').nth(1).unwrap_or_default();
+        if waiting.contains(&host) {
+            detail.push_str(&format!(
+                "\nthe end of {}'s {}:\n{}",
+                d.name,
+                file_name(&d.out),
+                tail(&d.out, 8)
+            ));
+        }
+    }
+    LabError::Command {
+        cmd: "slurm".into(),
+        detail,
+    }
 }
 
 #[cfg(test)]
