@@ -320,6 +320,11 @@ enum Received {
     Nothing,
 }
 
+/// The error `e` of step `what` on interface `name`.
+fn err_on(name: &str, what: &str, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("relay: interface {name}: {what}: {e}"))
+}
+
 /// A raw packet socket on one interface, with `virtio_net_hdr`s.
 struct PacketSocket {
     fd: OwnedFd,
@@ -342,15 +347,12 @@ impl PacketSocket {
         if ifindex == 0 {
             return Err(no_device());
         }
-        let ctx = |what: &str, e: io::Error| {
-            io::Error::new(e.kind(), format!("relay: interface {name}: {what}: {e}"))
-        };
         // Protocol 0: the socket receives nothing until it is bound to the
         // interface below.
         // SAFETY: plain socket(2) call with constant arguments.
         let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
         if fd < 0 {
-            return Err(ctx("packet socket", io::Error::last_os_error()));
+            return Err(err_on(name, "packet socket", io::Error::last_os_error()));
         }
         // SAFETY: `fd` is a freshly opened descriptor owned by nothing else.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
@@ -358,19 +360,33 @@ impl PacketSocket {
             fd,
             name: name.to_string(),
         };
+        sock.configure()?;
+        let ifindex = libc::c_int::try_from(ifindex).map_err(|_| no_device())?;
+        sock.bind(ifindex)?;
+        Ok(sock)
+    }
+
+    /// The error `e` of step `what` on this socket's interface.
+    fn err(&self, what: &str, e: io::Error) -> io::Error {
+        err_on(&self.name, what, e)
+    }
+
+    /// Socket options: `virtio_net_hdr`s, no outgoing frames, buffers of
+    /// [`SOCKET_BUFFER`] bytes, and [`POLL`] timeouts on reads and writes.
+    fn configure(&self) -> io::Result<()> {
         let one: libc::c_int = 1;
-        sock.set(libc::SOL_PACKET, libc::PACKET_VNET_HDR, &one)
-            .map_err(|e| ctx("PACKET_VNET_HDR", e))?;
-        sock.set(libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, &one)
-            .map_err(|e| ctx("PACKET_IGNORE_OUTGOING", e))?;
+        self.set(libc::SOL_PACKET, libc::PACKET_VNET_HDR, &one)
+            .map_err(|e| self.err("PACKET_VNET_HDR", e))?;
+        self.set(libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, &one)
+            .map_err(|e| self.err("PACKET_IGNORE_OUTGOING", e))?;
         for (force, plain) in [
             (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF),
             (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF),
         ] {
             // Without CAP_NET_ADMIN, settle for the system's maximum.
-            if sock.set(libc::SOL_SOCKET, force, &SOCKET_BUFFER).is_err() {
-                sock.set(libc::SOL_SOCKET, plain, &SOCKET_BUFFER)
-                    .map_err(|e| ctx("socket buffer", e))?;
+            if self.set(libc::SOL_SOCKET, force, &SOCKET_BUFFER).is_err() {
+                self.set(libc::SOL_SOCKET, plain, &SOCKET_BUFFER)
+                    .map_err(|e| self.err("socket buffer", e))?;
             }
         }
         let timeout = libc::timeval {
@@ -378,10 +394,15 @@ impl PacketSocket {
             tv_usec: POLL.as_micros() as libc::suseconds_t,
         };
         for opt in [libc::SO_RCVTIMEO, libc::SO_SNDTIMEO] {
-            sock.set(libc::SOL_SOCKET, opt, &timeout)
-                .map_err(|e| ctx("socket timeout", e))?;
+            self.set(libc::SOL_SOCKET, opt, &timeout)
+                .map_err(|e| self.err("socket timeout", e))?;
         }
-        let ifindex = libc::c_int::try_from(ifindex).map_err(|_| no_device())?;
+        Ok(())
+    }
+
+    /// Bind to interface `ifindex` for every protocol, and make the
+    /// interface promiscuous while the socket lives.
+    fn bind(&self, ifindex: libc::c_int) -> io::Result<()> {
         // SAFETY: sockaddr_ll is plain data, for which all zeroes is valid.
         let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         addr.sll_family = libc::AF_PACKET as libc::c_ushort;
@@ -391,13 +412,13 @@ impl PacketSocket {
         // size.
         let rc = unsafe {
             libc::bind(
-                sock.fd.as_raw_fd(),
+                self.fd.as_raw_fd(),
                 (&raw const addr).cast::<libc::sockaddr>(),
                 size_of::<libc::sockaddr_ll>() as libc::socklen_t,
             )
         };
         if rc != 0 {
-            return Err(ctx("bind", io::Error::last_os_error()));
+            return Err(self.err("bind", io::Error::last_os_error()));
         }
         // Promiscuous while the socket lives (the kernel counts and undoes
         // it on close), for interfaces that filter frames by address.
@@ -405,9 +426,8 @@ impl PacketSocket {
         let mut mreq: libc::packet_mreq = unsafe { std::mem::zeroed() };
         mreq.mr_ifindex = ifindex;
         mreq.mr_type = libc::PACKET_MR_PROMISC as libc::c_ushort;
-        sock.set(libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq)
-            .map_err(|e| ctx("promiscuous mode", e))?;
-        Ok(sock)
+        self.set(libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq)
+            .map_err(|e| self.err("promiscuous mode", e))
     }
 
     /// Set a socket option to `value`.
