@@ -101,7 +101,9 @@ fn randlc(x: &mut u64, a: u64) -> f64 {
 }
 
 /// NPB's `makea` restricted to global rows `[lo, hi)` (0-based), all
-/// columns: returns CSR (row pointers, values, 0-based columns).
+/// columns: returns CSR (row pointers, values, 0-based columns). NPB's
+/// steps: the outer products of its random sparse vectors, then the
+/// diagonal, then `sparse`'s summation.
 fn makea(
     n: usize,
     nonzer: usize,
@@ -109,46 +111,89 @@ fn makea(
     lo: usize,
     hi: usize,
 ) -> (Vec<usize>, Vec<f64>, Vec<u32>) {
-    let amult = 1_220_703_125u64;
-    let mut tran = 314_159_265u64;
-    randlc(&mut tran, amult); // NPB draws one number before makea
-    let mut nn1 = 1usize;
-    while nn1 < n {
-        nn1 *= 2;
+    let mut trip = outer_products(n, nonzer, lo, hi);
+    for i in lo..hi {
+        trip.push(((i - lo) as u32, i as u32, RCOND - shift));
     }
+    sparse(trip, n, hi - lo)
+}
+
+/// NPB's random sparse vectors over `n` positions: its generator's state,
+/// the least power of two not below `n`, and the positions taken.
+struct Sprnvc {
+    tran: u64,
+    n: usize,
+    nn1: usize,
+    mark: Vec<bool>,
+}
+
+/// NPB's generator multiplier, 5^13.
+const AMULT: u64 = 1_220_703_125;
+
+impl Sprnvc {
+    /// The generator NPB's `makea` starts from (one number already drawn).
+    fn new(n: usize) -> Sprnvc {
+        let mut tran = 314_159_265u64;
+        randlc(&mut tran, AMULT); // NPB draws one number before makea
+        let mut nn1 = 1usize;
+        while nn1 < n {
+            nn1 *= 2;
+        }
+        Sprnvc {
+            tran,
+            n,
+            nn1,
+            mark: vec![false; n],
+        }
+    }
+
+    /// NPB's `sprnvc`: `nonzer` distinct random positions (`iv`, 0-based)
+    /// with random values (`v`).
+    fn next(&mut self, nonzer: usize, v: &mut Vec<f64>, iv: &mut Vec<usize>) {
+        v.clear();
+        iv.clear();
+        while v.len() < nonzer {
+            let vecelt = randlc(&mut self.tran, AMULT);
+            let vecloc = randlc(&mut self.tran, AMULT);
+            let i = (self.nn1 as f64 * vecloc) as usize; // 0-based
+            if i >= self.n || self.mark[i] {
+                continue;
+            }
+            self.mark[i] = true;
+            v.push(vecelt);
+            iv.push(i);
+        }
+        for &i in iv.iter() {
+            self.mark[i] = false;
+        }
+    }
+}
+
+/// NPB's `vecset`: element `i` of the sparse vector (`v`, `iv`) is 0.5.
+fn vecset(v: &mut Vec<f64>, iv: &mut Vec<usize>, i: usize) {
+    match iv.iter().position(|&j| j == i) {
+        Some(k) => v[k] = 0.5,
+        None => {
+            v.push(0.5);
+            iv.push(i);
+        }
+    }
+}
+
+/// NPB's outer products: for each outer row a random sparse vector (with
+/// its own element 0.5) times itself, scaled by a geometric sequence from
+/// 1 down to RCOND; the triples (local row, column, value) of rows
+/// `[lo, hi)`, in generation order.
+fn outer_products(n: usize, nonzer: usize, lo: usize, hi: usize) -> Vec<(u32, u32, f64)> {
+    let mut generator = Sprnvc::new(n);
     let ratio = RCOND.powf(1.0 / n as f64);
     let mut size = 1.0f64;
-    let mut mark = vec![false; n];
-    // Triples (local row, column, value) in generation order.
     let mut trip: Vec<(u32, u32, f64)> = Vec::new();
     let mut v: Vec<f64> = Vec::with_capacity(nonzer + 1);
     let mut iv: Vec<usize> = Vec::with_capacity(nonzer + 1);
     for iouter in 0..n {
-        // sprnvc: nonzer distinct random positions with random values.
-        v.clear();
-        iv.clear();
-        while v.len() < nonzer {
-            let vecelt = randlc(&mut tran, amult);
-            let vecloc = randlc(&mut tran, amult);
-            let i = (nn1 as f64 * vecloc) as usize; // 0-based
-            if i >= n || mark[i] {
-                continue;
-            }
-            mark[i] = true;
-            v.push(vecelt);
-            iv.push(i);
-        }
-        for &i in &iv {
-            mark[i] = false;
-        }
-        // vecset: element iouter is 0.5.
-        match iv.iter().position(|&i| i == iouter) {
-            Some(k) => v[k] = 0.5,
-            None => {
-                v.push(0.5);
-                iv.push(iouter);
-            }
-        }
+        generator.next(nonzer, &mut v, &mut iv);
+        vecset(&mut v, &mut iv, iouter);
         for (k, &jcol) in iv.iter().enumerate() {
             let scale = size * v[k];
             for (k1, &irow) in iv.iter().enumerate() {
@@ -159,26 +204,14 @@ fn makea(
         }
         size *= ratio;
     }
-    for i in lo..hi {
-        trip.push(((i - lo) as u32, i as u32, RCOND - shift));
-    }
-    // sparse: bucket the triples by row (stable), then sum duplicates in
-    // order of first appearance of each column, dropping zeros.
-    let rows = hi - lo;
-    let mut start = vec![0usize; rows + 1];
-    for t in &trip {
-        start[t.0 as usize + 1] += 1;
-    }
-    for r in 0..rows {
-        start[r + 1] += start[r];
-    }
-    let mut fill = start.clone();
-    let mut bucket = vec![(0u32, 0.0f64); trip.len()];
-    for t in &trip {
-        let k = &mut fill[t.0 as usize];
-        bucket[*k] = (t.1, t.2);
-        *k += 1;
-    }
+    trip
+}
+
+/// NPB's `sparse` on `rows` local rows of `n` columns: bucket the
+/// triples by row (stable), then sum duplicates in order of first
+/// appearance of each column, dropping zeros; CSR as [`makea`]'s.
+fn sparse(trip: Vec<(u32, u32, f64)>, n: usize, rows: usize) -> (Vec<usize>, Vec<f64>, Vec<u32>) {
+    let (start, bucket) = bucket_by_row(&trip, rows);
     drop(trip);
     let mut x = vec![0.0f64; n];
     let mut seen = vec![false; n];
@@ -209,6 +242,26 @@ fn makea(
         rowptr.push(vals.len());
     }
     (rowptr, vals, cols)
+}
+
+/// The triples' (column, value) grouped by local row, each row's in
+/// generation order, and where each of the `rows` rows starts.
+fn bucket_by_row(trip: &[(u32, u32, f64)], rows: usize) -> (Vec<usize>, Vec<(u32, f64)>) {
+    let mut start = vec![0usize; rows + 1];
+    for t in trip {
+        start[t.0 as usize + 1] += 1;
+    }
+    for r in 0..rows {
+        start[r + 1] += start[r];
+    }
+    let mut fill = start.clone();
+    let mut bucket = vec![(0u32, 0.0f64); trip.len()];
+    for t in trip {
+        let k = &mut fill[t.0 as usize];
+        bucket[*k] = (t.1, t.2);
+        *k += 1;
+    }
+    (start, bucket)
 }
 
 struct Cg {
