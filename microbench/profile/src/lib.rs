@@ -1232,75 +1232,99 @@ pub fn fit_segments(points: &[(f64, f64)]) -> Vec<Segment> {
             })
             .collect();
     }
-    let segs = |knots: &[usize]| -> Option<Vec<Segment>> {
-        let mut out = Vec::new();
-        for w in knots.windows(2) {
-            let (a, b) = (points[w[0]], points[w[1]]);
-            if b.0 <= a.0 || b.1 <= a.1 {
-                return None;
-            }
-            out.push(Segment {
-                from_bytes: a.0 as u64,
-                to_bytes: b.0 as u64,
-                base_s: a.1,
-                per_byte_s: (b.1 - a.1) / (b.0 - a.0),
-            });
-        }
-        Some(out)
+    // Nothing rises (time-shared ranks can make a 1-byte round trip as
+    // slow as a 4 MiB one): one segment whose per-byte cost is the
+    // least-squares slope, or at least the largest size's time per byte,
+    // so that the cost stays positive and no larger than measured.
+    let mut out = best_knots(points)
+        .map(|b| b.1)
+        .unwrap_or_else(|| vec![falling_fit(points)]);
+    if let Some(last) = out.last_mut() {
+        last.to_bytes = u64::MAX;
+    }
+    out
+}
+
+/// The best rising fit of `points` (at least two) with knots at the first
+/// and last point and up to two between, with its worst relative error:
+/// a breakpoint must cut the worst error by a third; None when no fit
+/// rises.
+fn best_knots(points: &[(f64, f64)]) -> Option<(f64, Vec<Segment>)> {
+    let n = points.len();
+    let fit = |knots: &[usize]| {
+        knot_segments(points, knots).map(|s| (worst_relative_error(points, &s), s))
     };
-    let err = |s: &[Segment]| -> f64 {
-        points
-            .iter()
-            .map(|&(b, t)| {
-                let g = s
-                    .iter()
-                    .find(|g| b <= g.to_bytes as f64)
-                    .unwrap_or(&s[s.len() - 1]);
-                let m = g.base_s + g.per_byte_s * (b - g.from_bytes as f64).max(0.0);
-                ((m - t) / t).abs()
-            })
-            .fold(0.0, f64::max)
-    };
-    let mut best: Option<(f64, Vec<Segment>)> = segs(&[0, n - 1]).map(|s| (err(&s), s));
+    let mut best: Option<(f64, Vec<Segment>)> = fit(&[0, n - 1]);
     let improve =
         |best: &Option<(f64, Vec<Segment>)>, e: f64| best.as_ref().is_none_or(|b| e < b.0 * 0.67);
     for i in 1..n - 1 {
-        if let Some(s) = segs(&[0, i, n - 1]) {
-            let e = err(&s);
-            if improve(&best, e) {
-                best = Some((e, s));
-            }
+        if let Some((e, s)) = fit(&[0, i, n - 1])
+            && improve(&best, e)
+        {
+            best = Some((e, s));
         }
     }
     let one_break = best.clone();
     for i in 1..n - 1 {
         for j in i + 1..n - 1 {
-            if let Some(s) = segs(&[0, i, j, n - 1]) {
-                let e = err(&s);
-                if improve(&one_break, e) && best.as_ref().is_none_or(|b| e < b.0) {
-                    best = Some((e, s));
-                }
+            if let Some((e, s)) = fit(&[0, i, j, n - 1])
+                && improve(&one_break, e)
+                && best.as_ref().is_none_or(|b| e < b.0)
+            {
+                best = Some((e, s));
             }
         }
     }
-    // Nothing rises (time-shared ranks can make a 1-byte round trip as
-    // slow as a 4 MiB one): one segment whose per-byte cost is the
-    // least-squares slope, or at least the largest size's time per byte,
-    // so that the cost stays positive and no larger than measured.
-    let mut out = best.map(|b| b.1).unwrap_or_else(|| {
-        let (b, t) = points[n - 1];
-        let slope = line_fit(points).map_or(0.0, |f| f.1);
-        vec![Segment {
-            from_bytes: points[0].0 as u64,
-            to_bytes: u64::MAX,
-            base_s: points[0].1,
-            per_byte_s: if slope > 0.0 { slope } else { t / b.max(1.0) },
-        }]
-    });
-    if let Some(last) = out.last_mut() {
-        last.to_bytes = u64::MAX;
+    best
+}
+
+/// The segments between consecutive `knots` (indices into `points`);
+/// None unless every segment rises.
+fn knot_segments(points: &[(f64, f64)], knots: &[usize]) -> Option<Vec<Segment>> {
+    let mut out = Vec::new();
+    for w in knots.windows(2) {
+        let (a, b) = (points[w[0]], points[w[1]]);
+        if b.0 <= a.0 || b.1 <= a.1 {
+            return None;
+        }
+        out.push(Segment {
+            from_bytes: a.0 as u64,
+            to_bytes: b.0 as u64,
+            base_s: a.1,
+            per_byte_s: (b.1 - a.1) / (b.0 - a.0),
+        });
     }
-    out
+    Some(out)
+}
+
+/// The worst relative error of segments `s` over `points`.
+fn worst_relative_error(points: &[(f64, f64)], s: &[Segment]) -> f64 {
+    points
+        .iter()
+        .map(|&(b, t)| {
+            let g = s
+                .iter()
+                .find(|g| b <= g.to_bytes as f64)
+                .unwrap_or(&s[s.len() - 1]);
+            let m = g.base_s + g.per_byte_s * (b - g.from_bytes as f64).max(0.0);
+            ((m - t) / t).abs()
+        })
+        .fold(0.0, f64::max)
+}
+
+/// One segment over `points` (at least one) when nothing rises: its
+/// per-byte cost the least-squares slope, or the largest size's time per
+/// byte when that slope is not positive.
+fn falling_fit(points: &[(f64, f64)]) -> Segment {
+    let n = points.len();
+    let (b, t) = points[n - 1];
+    let slope = line_fit(points).map_or(0.0, |f| f.1);
+    Segment {
+        from_bytes: points[0].0 as u64,
+        to_bytes: u64::MAX,
+        base_s: points[0].1,
+        per_byte_s: if slope > 0.0 { slope } else { t / b.max(1.0) },
+    }
 }
 
 /// One link matrix `m` over `hosts` under `title`: rows the source
