@@ -265,16 +265,9 @@ pub fn exchange<T: Copy>(
             );
         }
         // Copy each piece's half as soon as its peer's address is here.
-        // Probing peer by peer, not any source: a peer that is done with
-        // this rank may already have sent the next move's address.
         let mut pending: Vec<usize> = (0..my_addr.len()).collect();
         while !pending.is_empty() {
-            let Some(i) = pending.iter().position(|&k| {
-                world
-                    .process_at_rank(peer_of(k) as i32)
-                    .immediate_probe_with_tag(ADDR_TAG)
-                    .is_some()
-            }) else {
+            let Some(i) = address_arrived(world, &pending, &peer) else {
                 std::thread::yield_now();
                 continue;
             };
@@ -283,21 +276,7 @@ pub fn exchange<T: Copy>(
             let (at, _): (u64, _) = world
                 .process_at_rank(peer as i32)
                 .receive_with_tag(ADDR_TAG);
-            let pid = peers.pid(peer).expect("a direct piece's peer was probed");
-            let r = if k < sends.len() {
-                let b = bytes_of(sends[k].1);
-                push(pid, &b[..b.len() / 2], at)
-            } else {
-                let b = bytes_of_mut(&mut *recvs[k - sends.len()].1);
-                let h = b.len() / 2;
-                pull(pid, &mut b[h..], at + h as u64)
-            };
-            if let Err(e) = r {
-                panic!(
-                    "mheta: on-node copy with rank {peer} (pid {pid}) failed: {e}; \
-                     set MHETA_ON_NODE_COPY=0 to move through MPI"
-                );
-            }
+            copy_half(peers, sends, recvs, k, peer, at);
             tells.push(
                 world
                     .process_at_rank(peer as i32)
@@ -314,4 +293,46 @@ pub fn exchange<T: Copy>(
             t.wait();
         }
     });
+}
+
+/// Where in `pending` (pieces, whose peers are in `peer`) the first piece
+/// is whose peer's address has arrived. Probing peer by peer, not any
+/// source: a peer that is done with this rank may already have sent the
+/// next move's address.
+fn address_arrived(world: &SimpleCommunicator, pending: &[usize], peer: &[usize]) -> Option<usize> {
+    pending.iter().position(|&k| {
+        world
+            .process_at_rank(peer[k] as i32)
+            .immediate_probe_with_tag(ADDR_TAG)
+            .is_some()
+    })
+}
+
+/// This end's half of piece `k` of [`exchange`], whose other end is rank
+/// `peer` with its rows at `at`: the front half pushed when the piece is
+/// one of `sends`, the back half pulled when it is one of `recvs`.
+/// Panics when the copy fails.
+fn copy_half<T: Copy>(
+    peers: &Peers,
+    sends: &[(usize, &[T])],
+    recvs: &mut [(usize, &mut [T])],
+    k: usize,
+    peer: usize,
+    at: u64,
+) {
+    let pid = peers.pid(peer).expect("a direct piece's peer was probed");
+    let r = if k < sends.len() {
+        let b = bytes_of(sends[k].1);
+        push(pid, &b[..b.len() / 2], at)
+    } else {
+        let b = bytes_of_mut(&mut *recvs[k - sends.len()].1);
+        let h = b.len() / 2;
+        pull(pid, &mut b[h..], at + h as u64)
+    };
+    if let Err(e) = r {
+        panic!(
+            "mheta: on-node copy with rank {peer} (pid {pid}) failed: {e}; \
+             set MHETA_ON_NODE_COPY=0 to move through MPI"
+        );
+    }
 }
