@@ -1713,64 +1713,12 @@ fn echo_server(a: &LoadArgs, addr: &str, argv: Vec<String>) -> Result<i32> {
         );
     }
     let mut conns: Vec<JoinHandle<io::Result<EchoStats>>> = Vec::new();
-    let stopped_by = loop {
-        let sig = SIGNAL.load(Relaxed);
-        if sig != 0 {
-            break signal_name(sig).to_string();
-        }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            break "duration".to_string();
-        }
-        match l.accept() {
-            Ok((s, from)) => {
-                let (c, pc, quiet) = (ctl.clone(), a.peer_core, a.quiet);
-                let h = std::thread::Builder::new()
-                    .name("echo".into())
-                    .spawn(move || {
-                        if let Some(core) = pc {
-                            pin_to_core(core)?;
-                        }
-                        let (st, r) = serve_echo(s, &|| c.stopping());
-                        if let Err(e) = &r
-                            && !quiet
-                        {
-                            eprintln!("mheta load: echo connection from {from}: {e}");
-                        }
-                        Ok(st)
-                    });
-                match h {
-                    Ok(h) => conns.push(h),
-                    Err(e) => eprintln!("mheta load: cannot start a thread for {from}: {e}"),
-                }
-            }
-            Err(e) if is_retry(&e) => std::thread::sleep(Duration::from_millis(10)),
-            Err(e) => {
-                ctl.request_stop();
-                for h in conns {
-                    let _ = h.join();
-                }
-                return Err(e).context("--echo-listen: accept");
-            }
-        }
-    };
+    let stopped_by = accept_echo(a, &l, &ctl, deadline, &mut conns)?;
     let elapsed = t0.elapsed().as_secs_f64();
     let end_wall = SystemTime::now();
     ctl.request_stop();
     drop(l);
-    let mut echo = EchoOut {
-        addr: local.to_string(),
-        connections: conns.len() as u64,
-        bursts: 0,
-        bytes: 0,
-        cpu_s: 0.0,
-    };
-    for h in conns {
-        if let Ok(Ok(s)) = h.join() {
-            echo.bursts += s.bursts;
-            echo.bytes += s.bytes;
-            echo.cpu_s += s.cpu_s;
-        }
-    }
+    let echo = join_echo(local.to_string(), conns);
     let tl = Timeline {
         format: "mheta-load-timeline",
         version: 1,
@@ -1790,6 +1738,87 @@ fn echo_server(a: &LoadArgs, addr: &str, argv: Vec<String>) -> Result<i32> {
         echo: Some(echo),
     };
     finish(a, &tl, ready, None)
+}
+
+/// Accept echo connections on `l`, each served by its own thread in
+/// `conns`, until a signal or the `deadline`; returns what stopped it. On
+/// an accept error the connections are stopped and joined first.
+fn accept_echo(
+    a: &LoadArgs,
+    l: &TcpListener,
+    ctl: &Arc<Ctl>,
+    deadline: Option<Instant>,
+    conns: &mut Vec<JoinHandle<io::Result<EchoStats>>>,
+) -> Result<String> {
+    loop {
+        let sig = SIGNAL.load(Relaxed);
+        if sig != 0 {
+            return Ok(signal_name(sig).to_string());
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok("duration".to_string());
+        }
+        match l.accept() {
+            Ok((s, from)) => match spawn_echo(s, from, ctl.clone(), a.peer_core, a.quiet) {
+                Ok(h) => conns.push(h),
+                Err(e) => eprintln!("mheta load: cannot start a thread for {from}: {e}"),
+            },
+            Err(e) if is_retry(&e) => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => {
+                ctl.request_stop();
+                for h in conns.drain(..) {
+                    let _ = h.join();
+                }
+                return Err(e).context("--echo-listen: accept");
+            }
+        }
+    }
+}
+
+/// A thread (pinned to `peer_core` if given) that serves echo connection
+/// `s` from `from` until `ctl` stops; says on stderr how a connection
+/// failed unless `quiet`.
+fn spawn_echo(
+    s: TcpStream,
+    from: SocketAddr,
+    c: Arc<Ctl>,
+    peer_core: Option<usize>,
+    quiet: bool,
+) -> io::Result<JoinHandle<io::Result<EchoStats>>> {
+    std::thread::Builder::new()
+        .name("echo".into())
+        .spawn(move || {
+            if let Some(core) = peer_core {
+                pin_to_core(core)?;
+            }
+            let (st, r) = serve_echo(s, &|| c.stopping());
+            if let Err(e) = &r
+                && !quiet
+            {
+                eprintln!("mheta load: echo connection from {from}: {e}");
+            }
+            Ok(st)
+        })
+}
+
+/// The echo server's totals at `addr`: its connections, and the bursts,
+/// bytes and CPU time of those whose threads ended well.
+fn join_echo(addr: String, conns: Vec<JoinHandle<io::Result<EchoStats>>>) -> EchoOut {
+    let mut echo = EchoOut {
+        addr,
+        connections: conns.len() as u64,
+        bursts: 0,
+        bytes: 0,
+        cpu_s: 0.0,
+    };
+    for h in conns {
+        if let Ok(Ok(s)) = h.join() {
+            echo.bursts += s.bursts;
+            echo.bytes += s.bytes;
+            echo.cpu_s += s.cpu_s;
+        }
+    }
+    echo
 }
 
 // ---------------------------------------------------------------- tests
