@@ -19,13 +19,9 @@ cd "$(dirname "$0")/.."
 [ $# -eq 1 ] || { echo "usage: $0 OUT" >&2; exit 2; }
 OUT=$1
 mkdir -p "$OUT"
-source scripts/setup.sh
-cargo build --release --locked -q -p mheta-apps -p mheta-runtime
-# Private copies: the shared target directory may be rebuilt meanwhile.
-BIN=$(mktemp -d /tmp/mheta-place-bin.XXXXXX)
-cp target/release/mheta target/release/farm "$BIN"/
-M=$BIN/mheta
-SPEC=clusters/farm4.toml
+source scripts/lab.sh
+lab_start place clusters/farm4.toml farm
+SPEC=$LAB_SPEC
 REPEAT=${PLACE_REPEAT:-3}
 CAL=${PLACE_CALIBRATE:-16}
 # CPU (PLACE_EMULATION): clock (default), a piece of u units (a pixel, an
@@ -36,10 +32,6 @@ EMU=${PLACE_EMULATION:-clock}
 NS=${PLACE_NS:-200}
 EMUARGS="--cpu-emulation $EMU"
 [ "$EMU" != clock ] || EMUARGS="$EMUARGS --cpu-ns-per-unit $NS"
-
-if "$M" hosts status "$SPEC" >/dev/null 2>&1; then was_up=1; else was_up=0; fi
-"$M" hosts up "$SPEC" >/dev/null
-trap '[ "$was_up" = 1 ] || "$M" hosts down "$SPEC" >/dev/null; rm -rf "$BIN"' EXIT
 
 NP=$(grep -c '^\[\[host\]\]' "$SPEC")
 : > "$OUT/runs.jsonl"

@@ -23,21 +23,11 @@ cd "$(dirname "$0")/.."
 [ $# -eq 1 ] || { echo "usage: $0 OUT" >&2; exit 2; }
 OUT=$1
 mkdir -p "$OUT"
-source scripts/setup.sh
-cargo build --release --locked -q -p mheta-apps -p mheta-runtime
-# Private copies: the shared target directory may be rebuilt meanwhile.
-BIN=$(mktemp -d /tmp/mheta-scale-bin.XXXXXX)
-cp target/release/mheta target/release/mg target/release/jacobi "$BIN"/
-M=$BIN/mheta
-SPEC=clusters/grid2.toml
+source scripts/lab.sh
+lab_start scale clusters/grid2.toml mg jacobi
+SPEC=$LAB_SPEC
 REPEAT=${SCALE_REPEAT:-4}
 EMU=${SCALE_EMULATION:-paced}
-
-# Bring the hosts up once for the whole study; take them down at the end
-# only if they were down.
-if "$M" hosts status "$SPEC" >/dev/null 2>&1; then was_up=1; else was_up=0; fi
-"$M" hosts up "$SPEC" >/dev/null
-trap '[ "$was_up" = 1 ] || "$M" hosts down "$SPEC" >/dev/null; rm -rf "$BIN"' EXIT
 
 study() { # app n rows_per_proc iters configs...
   local app=$1 n=$2 per=$3 iters=$4; shift 4

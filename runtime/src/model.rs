@@ -309,16 +309,7 @@ fn send_mode(op: Option<mheta_trace::Op>) -> SendMode {
 }
 
 fn median(v: &mut [f64]) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        0.5 * (v[m - 1] + v[m])
-    }
+    mheta_scale::median(v).unwrap_or(0.0)
 }
 
 /// Same steps in the same order, compute durations aside.
