@@ -90,7 +90,8 @@ fn resolve(world: &SimpleCommunicator, c: &Common, ck: &Checked) -> Resolved {
 }
 
 /// The kernels' context: the emulation started for the ranks that share
-/// this node (found by host name), the waiting mode, the storage.
+/// this machine's cores ([`crate::machine_hash`]), the waiting mode, the
+/// storage.
 fn context<'w>(
     world: &'w SimpleCommunicator,
     c: &Common,
@@ -100,7 +101,7 @@ fn context<'w>(
 ) -> Ctx<'w> {
     let (np, rank) = (world.size() as usize, world.rank() as usize);
     let mut hosts = vec![0u64; np];
-    world.all_gather_into(&host_hash(), &mut hosts[..]);
+    world.all_gather_into(&machine_hash(), &mut hosts[..]);
     let node_powers: Vec<f64> = (0..np)
         .filter(|&j| hosts[j] == hosts[rank])
         .map(|j| ck.cluster.rank[j].cpu_power)

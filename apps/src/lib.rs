@@ -216,10 +216,16 @@ pub fn agree<T>(world: &SimpleCommunicator, r: Result<T>) -> Result<T> {
 
 /// Every rank's JSON value, at rank 0 (None elsewhere). Collective.
 pub fn gather_json(world: &SimpleCommunicator, v: &Value) -> Option<Vec<Value>> {
+    gather_json_at(world, 0, v)
+}
+
+/// Every rank's JSON value, at rank `at` (None elsewhere); a value that
+/// does not parse arrives as null. Collective.
+pub fn gather_json_at(world: &SimpleCommunicator, at: usize, v: &Value) -> Option<Vec<Value>> {
     let bytes = v.to_string().into_bytes();
     let p = world.size() as usize;
-    let root = world.process_at_rank(0);
-    if world.rank() == 0 {
+    let root = world.process_at_rank(at as i32);
+    if world.rank() as usize == at {
         let mut lens = vec![0i32; p];
         root.gather_into_root(&(bytes.len() as i32), &mut lens[..]);
         let displs: Vec<i32> = lens
@@ -724,16 +730,7 @@ fn any_out_of_core<K: Kernel>(world: &SimpleCommunicator, k: &K) -> bool {
 /// Median of the finite values (None when there are none).
 pub fn median(mut v: Vec<f64>) -> Option<f64> {
     v.retain(|x| x.is_finite());
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    Some(if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        0.5 * (v[m - 1] + v[m])
-    })
+    mheta_scale::median(&mut v)
 }
 
 /// Parse an app's arguments on every rank; `--help`/`--version` print on
@@ -949,15 +946,21 @@ fn check_move(text: &str, at: u64, np: usize, rows: u64, todo: u64) -> Result<Di
     Ok(d)
 }
 
-fn host_hash() -> u64 {
+/// Which machine's cores this rank runs on: a hash of the kernel's boot
+/// id, which every network and UTS namespace of one kernel shares, so
+/// that ranks on emulated hosts of one machine count as sharing its cores
+/// (for `--wait` and the CPU emulation's pinning); the host name where the
+/// boot id cannot be read.
+pub fn machine_hash() -> u64 {
     let mut buf = [0u8; 256];
-    // SAFETY: gethostname writes at most buf.len() bytes into buf.
-    unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    buf.iter()
-        .take_while(|&&b| b != 0)
-        .fold(0xcbf29ce484222325u64, |h, &b| {
-            (h ^ b as u64).wrapping_mul(0x100000001b3)
-        })
+    let id = std::fs::read("/proc/sys/kernel/random/boot_id").unwrap_or_else(|_| {
+        // SAFETY: gethostname writes at most buf.len() bytes into buf.
+        unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+        buf.iter().copied().take_while(|&b| b != 0).collect()
+    });
+    id.iter().fold(0xcbf29ce484222325u64, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x100000001b3)
+    })
 }
 
 /// Run `body` with MPI initialised; print errors from rank 0 and exit

@@ -303,10 +303,7 @@ fn start_emulation(
 /// A master that polls takes a core its workers need when they outnumber
 /// the cores. Collective.
 fn machine_ranks(world: &SimpleCommunicator) -> usize {
-    let id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-    let mine = id.trim().bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    });
+    let mine = mheta_apps::machine_hash();
     let mut all = vec![0u64; world.size() as usize];
     world.all_gather_into(&mine, &mut all[..]);
     all.iter().filter(|&&h| h == mine).count()
@@ -500,33 +497,11 @@ fn absorb(run: &mut Run, seen: &mut [bool], src: usize, buf: &[u8], emu: &Emulat
 }
 
 /// Every rank's CPU work per call site, gathered on the master as JSON
-/// (for `--cpu-ns-per-unit FILE`). Collective.
+/// (for `--cpu-ns-per-unit FILE`); empty elsewhere. Collective.
 fn gather_sites(world: &SimpleCommunicator, emu: &Emulation, master: usize) -> Vec<Value> {
     let stats = emu.work_stats();
-    let text = json!({"rank": world.rank(), "cpu_sites": stats.sites, "emulation": emu.report});
-    let bytes = text.to_string().into_bytes();
-    let np = world.size() as usize;
-    let mut lens = vec![0i32; np];
-    world.all_gather_into(&(bytes.len() as i32), &mut lens[..]);
-    let displs: Vec<i32> = lens
-        .iter()
-        .scan(0, |a, &l| {
-            let d = *a;
-            *a += l;
-            Some(d)
-        })
-        .collect();
-    let mut all = vec![0u8; lens.iter().sum::<i32>() as usize];
-    comm::all_gather_varcount(world, &bytes, &mut all, &lens, &displs);
-    if world.rank() as usize != master {
-        return Vec::new();
-    }
-    (0..np)
-        .map(|r| {
-            let part = &all[displs[r] as usize..(displs[r] + lens[r]) as usize];
-            serde_json::from_slice(part).unwrap_or(Value::Null)
-        })
-        .collect()
+    let mine = json!({"rank": world.rank(), "cpu_sites": stats.sites, "emulation": emu.report});
+    mheta_apps::gather_json_at(world, master, &mine).unwrap_or_default()
 }
 
 /// The master's one-line JSON report, and whether the run verified.
