@@ -667,13 +667,19 @@ pub fn down(name: &str) -> Result<Down, LabError> {
         }
     }
     let tag = lab.tag();
-    // A veth's peer goes with it; list again after each removal.
+    // A veth's peer goes with it; list again after each removal. The
+    // kernel removes a deleted namespace's interfaces, and their peers out
+    // here, a moment later: one that vanished between the listing and its
+    // removal is gone, not an error.
     for _ in 0..4 * (lab.hosts.len() + 1) {
         let Some(f) = interfaces().into_iter().find(|f| f.starts_with(&tag)) else {
             break;
         };
-        ip(None, &["link", "del", &f])?;
-        done.interfaces.push(f);
+        match ip(None, &["link", "del", &f]) {
+            Ok(_) => done.interfaces.push(f),
+            Err(_) if !interfaces().contains(&f) => {}
+            Err(e) => return Err(e),
+        }
     }
     for h in &lab.hosts {
         let uts = uts_file(name, &h.name);
