@@ -105,4 +105,11 @@ for mib in sorted({int(r[1]) for r in rows if r[0].startswith("move")}):
         what = f"move of {mib} MiB{how}"
         print(f"{what:<22} {m:8.1f} {m / nominal:10.1%} {m / payload:14.1%} {m / tcp:7.1%}   (runs {min(v):.0f}-{max(v):.0f})")
 print(f"{'TCP stream, 128 MiB':<22} {tcp:8.1f} {tcp / nominal:10.1%} {tcp / payload:14.1%}")
+med = {(y, mib): st.median(float(r[2]) for r in rows if r[0] == "move" + y and int(r[1]) == mib)
+       for y in "10" for mib in {int(r[1]) for r in rows if r[0].startswith("move")}}
+sizes = sorted({m for _, m in med})
+print("# moves of " + " and ".join(f"{m} MiB" for m in sizes) + ": "
+      + ", ".join(f"{med['1', m]:.0f} Mbit/s ({med['1', m] / nominal:.1%} of {rate})" for m in sizes)
+      + "; polling " + ", ".join(f"{med['0', m]:.0f}" for m in sizes)
+      + f"; TCP stream {tcp:.0f}")
 PY

@@ -122,7 +122,7 @@ def accuracy_headline(out, name):
 # A study's headline: the line of its table that starts with one of these.
 LINES = {
     "auto-speedup": r"^# median ratio|^# auto against",
-    "move-rate": r"^move of 64 MiB",
+    "move-rate": r"^# moves of",
     "slowdown": r"^mean error",
     "stochastic": r"^bursty: coverage",
     "risk": r"^quantile plan against",
