@@ -28,7 +28,7 @@ pub fn run<K: Kernel>(
     let (scratch, tag) = scratch_dir(world, c, app)?;
     let resolved = resolve(world, c, &ck);
     let rss0 = Emulation::rss();
-    let ctx = context(world, c, &ck, &resolved, &scratch.dir);
+    let ctx = context(world, c, &ck, &resolved, &scratch.dir)?;
     let job = Job {
         world,
         app,
@@ -82,7 +82,7 @@ fn resolve(world: &SimpleCommunicator, c: &Common, ck: &Checked) -> Resolved {
         io_factors_differ: ranks.iter().any(|r| r.io_factor != ranks[0].io_factor),
         min_io_factor: ranks.iter().map(|r| r.io_factor).fold(f64::MAX, f64::min),
         throttle_always: c.disk_mb_s.is_some(),
-        cpu_mode: c.cpu_emulation.clone(),
+        cpu_mode: c.cpu_mode().into(),
         cpu_clock: ck.cpu_clock.clone(),
         disk_mode: c.disk_emulation.clone(),
         disk_mb_s: c.disk_mb_s.unwrap_or(emulate::DEFAULT_DISK_MB_S),
@@ -98,7 +98,7 @@ fn context<'w>(
     ck: &Checked,
     resolved: &Resolved,
     dir: &Path,
-) -> Ctx<'w> {
+) -> Result<Ctx<'w>> {
     let (np, rank) = (world.size() as usize, world.rank() as usize);
     let mut hosts = vec![0u64; np];
     world.all_gather_into(&machine_hash(), &mut hosts[..]);
@@ -107,10 +107,22 @@ fn context<'w>(
         .map(|j| ck.cluster.rank[j].cpu_power)
         .collect();
     let local = (0..rank).filter(|&j| hosts[j] == hosts[rank]).count();
-    let mut emu = Emulation::start(resolved, &node_powers, local, dir);
     // The node's cores, not this rank's affinity (mpirun binds ranks).
     // SAFETY: sysconf takes a constant and returns a number.
     let cores = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
+    // An unfaithful emulation runs only when asked for by name.
+    let note = unfaithful_cpu(c.cpu_mode(), &node_powers, cores);
+    agree(
+        world,
+        match (&note, &c.cpu_emulation) {
+            (Some(n), None) => Err(anyhow!(
+                "{n}; `--cpu-emulation {}` runs anyway, with this note in the report",
+                c.cpu_mode()
+            )),
+            _ => Ok(()),
+        },
+    )?;
+    let mut emu = Emulation::start(resolved, &node_powers, local, dir);
     let sleep = match c.wait.as_str() {
         "sleep" => true,
         "poll" => false,
@@ -118,13 +130,13 @@ fn context<'w>(
     };
     comm::set_sleep(sleep);
     emu.report.wait = if sleep { "sleep" } else { "poll" }.into();
-    if let Some(note) = unfaithful_cpu(&c.cpu_emulation, &node_powers, cores) {
+    if let Some(note) = note {
         if rank == 0 {
             eprintln!("warning: {note}");
         }
         emu.report.notes.push(note);
     }
-    Ctx {
+    Ok(Ctx {
         world,
         rank,
         np,
@@ -141,7 +153,7 @@ fn context<'w>(
         prefetch: c.prefetch,
         iters: ck.iters,
         fixed: std::cell::Cell::new(None),
-    }
+    })
 }
 
 /// The job as checked: the world, the app, its options and settings.

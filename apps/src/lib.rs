@@ -75,9 +75,12 @@ pub struct Common {
     /// sleeping for the rest, like the paced disk), or clock (each piece
     /// of u units of work lasts u × --cpu-ns-per-unit / (base share ×
     /// power), whatever the host's own speed did: reproducible runs on a
-    /// noisy machine).
-    #[arg(long, value_name = "HOW", default_value = "share", value_parser = ["share", "quota", "spin", "paced", "clock"])]
-    pub cpu_emulation: String,
+    /// noisy machine). Default: share, except where ranks outnumber a
+    /// machine's cores and their CPU powers differ: there every mode but
+    /// clock is unfaithful, and the run stops and says what to pass
+    /// unless a mode is given by name.
+    #[arg(long, value_name = "HOW", value_parser = ["share", "quota", "spin", "paced", "clock"])]
+    pub cpu_emulation: Option<String>,
     /// With `--cpu-emulation clock`: nanoseconds a unit of work lasts at
     /// cpu_power 1 on a whole core, one figure for every piece of work, or
     /// FILE, an earlier run's JSON report (a calibration run): each call
@@ -163,6 +166,13 @@ pub struct Common {
     /// force (--dist, or equal blocks). --iters is still the total.
     #[arg(long, value_name = "DIR")]
     pub resume: Option<PathBuf>,
+}
+
+impl Common {
+    /// The CPU emulation asked for, else the default (`share`).
+    pub fn cpu_mode(&self) -> &str {
+        self.cpu_emulation.as_deref().unwrap_or("share")
+    }
 }
 
 /// One rank's resolved emulation settings.
@@ -808,7 +818,7 @@ fn check(
         bail!("--iters must be at least 1");
     }
     check_rates(c)?;
-    let cpu_clock = match (c.cpu_emulation.as_str(), &c.cpu_ns_per_unit) {
+    let cpu_clock = match (c.cpu_mode(), &c.cpu_ns_per_unit) {
         ("clock", None) => bail!("--cpu-emulation clock needs --cpu-ns-per-unit NS|FILE"),
         ("clock", Some(v)) => Some(clock_figures(v, c.cpu_headroom)?),
         (_, None) => None,

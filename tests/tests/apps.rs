@@ -6,7 +6,7 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
-use mheta_tests::{app, scratch};
+use mheta_tests::{app, cores, scratch};
 use serde_json::Value;
 
 /// One kernel's test configuration.
@@ -363,11 +363,24 @@ fn emulation_is_reported_per_resource() {
     assert_eq!(ranks[1]["cpu_power"], 0.5);
     assert!(ranks[1]["cpu"].as_str().unwrap().contains("spin"), "{r}");
     assert!((0.0..=1.0).contains(&value(&r["emulation"], "base_share")));
+    // At 4 ranks the emulation is named: on fewer than 4 cores the
+    // default would stop (errors.rs), and `share` runs with a note.
     let r = app(
         "jacobi",
         4,
-        &["--n", "64", "--iters", "5", "--cluster", "DC"],
+        &[
+            "--n",
+            "64",
+            "--iters",
+            "5",
+            "--cluster",
+            "DC",
+            "--cpu-emulation",
+            "share",
+        ],
     );
     assert_eq!(r["np"], 4);
     assert_eq!(r["verified"], true);
+    let noted = r["emulation"]["notes"].to_string().contains("not faithful");
+    assert_eq!(noted, cores() < 4, "{}", r["emulation"]);
 }

@@ -163,6 +163,10 @@ fn four_ranks_het4_redistributes_and_verifies() {
             "12",
             "--cluster",
             "het4",
+            // Named: 4 ranks of differing powers on 2 cores stop the
+            // default; this test checks the move, not the timing.
+            "--cpu-emulation",
+            "share",
             "--auto",
             "--profile",
         ])

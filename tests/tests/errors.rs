@@ -2,7 +2,7 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
-use mheta_tests::{bin, fails, mheta, mpirun, quick_profile, scratch};
+use mheta_tests::{app, bin, cores, fails, mheta, mpirun, quick_profile, scratch};
 use std::process::Output;
 
 fn stderr(o: &Output) -> String {
@@ -305,6 +305,33 @@ fn bench_rejects_bad_input_before_measuring() {
 fn app_error(name: &str, np: usize, args: &[&str]) -> String {
     let o = fails(mpirun(np).arg(bin(name)).args(args));
     one_error_line(&o, &format!("{name}: error:"))
+}
+
+#[test]
+fn a_crowded_machine_stops_the_default_cpu_emulation_and_says_what_to_pass() {
+    if cores() >= 4 {
+        eprintln!("skipped: 4 ranks fit this machine's {} cores", cores());
+        return;
+    }
+    // DC at 4 ranks: powers differ, more ranks than cores.
+    let l = app_error(
+        "jacobi",
+        4,
+        &["--n", "64", "--iters", "2", "--cluster", "DC"],
+    );
+    assert!(
+        l.contains("not faithful")
+            && l.contains("--cpu-emulation clock --cpu-ns-per-unit")
+            && l.contains("`--cpu-emulation share` runs anyway"),
+        "{l}"
+    );
+    // Equal powers emulate nothing: the default runs.
+    let r = app(
+        "jacobi",
+        4,
+        &["--n", "64", "--iters", "2", "--cluster", "uniform"],
+    );
+    assert_eq!(r["verified"], true);
 }
 
 #[test]
