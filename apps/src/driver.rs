@@ -89,9 +89,9 @@ fn resolve(world: &SimpleCommunicator, c: &Common, ck: &Checked) -> Resolved {
     }
 }
 
-/// The kernels' context: the emulation started for the ranks that share
-/// this machine's cores ([`crate::machine_hash`]), the waiting mode, the
-/// storage.
+/// The kernels' context: the emulation started for the ranks of this
+/// host, the waiting mode for the ranks of this machine
+/// ([`crate::machine_hash`]), the storage.
 fn context<'w>(
     world: &'w SimpleCommunicator,
     c: &Common,
@@ -100,18 +100,28 @@ fn context<'w>(
     dir: &Path,
 ) -> Result<Ctx<'w>> {
     let (np, rank) = (world.size() as usize, world.rank() as usize);
-    let mut hosts = vec![0u64; np];
-    world.all_gather_into(&machine_hash(), &mut hosts[..]);
-    let node_powers: Vec<f64> = (0..np)
-        .filter(|&j| hosts[j] == hosts[rank])
-        .map(|j| ck.cluster.rank[j].cpu_power)
-        .collect();
-    let local = (0..rank).filter(|&j| hosts[j] == hosts[rank]).count();
-    // The node's cores, not this rank's affinity (mpirun binds ranks).
+    // Per rank: its host (name) and its machine (kernel). The emulation's
+    // node is the host: an emulated host's ranks get their base share of
+    // its cores, whatever else the machine runs, so that a rank keeps its
+    // power at every rank count. The machine's cores are what the ranks
+    // really share: waiting and faithfulness go by the machine.
+    let mut ids = vec![0u64; 2 * np];
+    world.all_gather_into(&[host_hash(), machine_hash()][..], &mut ids[..]);
+    let (host, machine) = (|j: usize| ids[2 * j], |j: usize| ids[2 * j + 1]);
+    let powers_where = |same: &dyn Fn(usize) -> bool| -> Vec<f64> {
+        (0..np)
+            .filter(|&j| same(j))
+            .map(|j| ck.cluster.rank[j].cpu_power)
+            .collect()
+    };
+    let node_powers = powers_where(&|j| host(j) == host(rank));
+    let machine_powers = powers_where(&|j| machine(j) == machine(rank));
+    let local = (0..rank).filter(|&j| host(j) == host(rank)).count();
+    // The machine's cores, not this rank's affinity (mpirun binds ranks).
     // SAFETY: sysconf takes a constant and returns a number.
     let cores = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
     // An unfaithful emulation runs only when asked for by name.
-    let note = unfaithful_cpu(c.cpu_mode(), &node_powers, cores);
+    let note = unfaithful_cpu(c.cpu_mode(), &machine_powers, cores);
     agree(
         world,
         match (&note, &c.cpu_emulation) {
@@ -126,7 +136,7 @@ fn context<'w>(
     let sleep = match c.wait.as_str() {
         "sleep" => true,
         "poll" => false,
-        _ => node_powers.len() > cores,
+        _ => machine_powers.len() > cores,
     };
     comm::set_sleep(sleep);
     emu.report.wait = if sleep { "sleep" } else { "poll" }.into();

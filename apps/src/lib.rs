@@ -956,21 +956,30 @@ fn check_move(text: &str, at: u64, np: usize, rows: u64, todo: u64) -> Result<Di
     Ok(d)
 }
 
+/// This rank's host: a hash of its host name (an emulated host's own).
+fn host_hash() -> u64 {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into buf.
+    unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    fnv(buf.iter().copied().take_while(|&b| b != 0))
+}
+
+fn fnv(bytes: impl Iterator<Item = u8>) -> u64 {
+    bytes.fold(0xcbf29ce484222325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100000001b3)
+    })
+}
+
 /// Which machine's cores this rank runs on: a hash of the kernel's boot
 /// id, which every network and UTS namespace of one kernel shares, so
 /// that ranks on emulated hosts of one machine count as sharing its cores
-/// (for `--wait` and the CPU emulation's pinning); the host name where the
-/// boot id cannot be read.
+/// (for `--wait` and whether an emulation is faithful); the host name
+/// where the boot id cannot be read.
 pub fn machine_hash() -> u64 {
-    let mut buf = [0u8; 256];
-    let id = std::fs::read("/proc/sys/kernel/random/boot_id").unwrap_or_else(|_| {
-        // SAFETY: gethostname writes at most buf.len() bytes into buf.
-        unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-        buf.iter().copied().take_while(|&b| b != 0).collect()
-    });
-    id.iter().fold(0xcbf29ce484222325u64, |h, &b| {
-        (h ^ b as u64).wrapping_mul(0x100000001b3)
-    })
+    match std::fs::read("/proc/sys/kernel/random/boot_id") {
+        Ok(id) => fnv(id.into_iter()),
+        Err(_) => host_hash(),
+    }
 }
 
 /// Run `body` with MPI initialised; print errors from rank 0 and exit
