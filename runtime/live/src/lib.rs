@@ -675,22 +675,7 @@ fn move_rows<T: Equivalence + Copy + Default>(
     let at = |pos: u64, rows: u64| (pos * w64) as usize..((pos + rows) * w64) as usize;
     let old = start..start + plan.old_rows as usize * w;
     let need = old.end.max(place + plan.new_rows as usize * w);
-    // New pages that only receives from other hosts fill are backed while
-    // the move waits, so that the senders need not wait for the faults
-    // (4 MiB took 2.3 ms here, 7% of its time on a 1 Gbit/s link). When a
-    // peer on this node (or one not known to be elsewhere: no probe for
-    // moves without a piece of `onnode::MIN_BYTES`) sends, they are backed
-    // first: its copy into unbacked pages faults one page at a time,
-    // which made a 4 MiB move between two local ranks 17% slower.
-    let mut fresh = if buf.len() < need {
-        buf.grow(need)
-    } else {
-        Prefault::NONE
-    };
-    let remote_only = peers.is_some_and(|p| plan.recvs.iter().all(|&(j, _, _)| p.pid(j).is_none()));
-    if !remote_only {
-        while fresh.step(usize::MAX) {}
-    }
+    let mut fresh = grow_for_move(buf, need, plan, peers);
     let mut idle = || fresh.step(PREFAULT_STEP);
     let (from, to, kept) = plan.keep;
     let kept_in_place = kept == 0 || start + from as usize * w == place + to as usize * w;
@@ -706,18 +691,10 @@ fn move_rows<T: Equivalence + Copy + Default>(
         mpi::request::scope(|scope| {
             let (reqs, dsends) = post_sends(world, scope, src, &plan.sends, w64, direct);
             // New rows below the old ones land in `lo`, the rest in `above`.
-            let below: Vec<_> = plan
+            let (below, over): (Vec<_>, Vec<_>) = plan
                 .recvs
                 .iter()
-                .copied()
-                .filter(|&(_, pos, _)| place + ((pos * w64) as usize) < old.start)
-                .collect();
-            let over: Vec<_> = plan
-                .recvs
-                .iter()
-                .copied()
-                .filter(|&(_, pos, _)| place + ((pos * w64) as usize) >= old.end)
-                .collect();
+                .partition(|&&(_, pos, _)| place + ((pos * w64) as usize) < old.start);
             let (mut recvs, mut drecvs) = (Vec::new(), Vec::new());
             if !below.is_empty() {
                 (recvs, drecvs) =
@@ -753,6 +730,32 @@ fn move_rows<T: Equivalence + Copy + Default>(
     }
     // What the waits left: backed now, not by the next iteration's writes.
     while fresh.step(usize::MAX) {}
+}
+
+/// Grow `buf` to `need` values for a move. New pages that only receives
+/// from other hosts fill are left for the returned [`Prefault`] to back
+/// while the move waits, so that the senders need not wait for the faults
+/// (4 MiB took 2.3 ms here, 7% of its time on a 1 Gbit/s link). When a
+/// peer on this node (or one not known to be elsewhere: no probe for
+/// moves without a piece of `onnode::MIN_BYTES`) sends, they are backed
+/// now: its copy into unbacked pages faults one page at a time, which
+/// made a 4 MiB move between two local ranks 17% slower.
+fn grow_for_move<T>(
+    buf: &mut impl Growable<T>,
+    need: usize,
+    plan: &MovePlan,
+    peers: Option<&onnode::Peers>,
+) -> Prefault {
+    let mut fresh = if buf.len() < need {
+        buf.grow(need)
+    } else {
+        Prefault::NONE
+    };
+    let remote_only = peers.is_some_and(|p| plan.recvs.iter().all(|&(j, _, _)| p.pid(j).is_none()));
+    if !remote_only {
+        while fresh.step(usize::MAX) {}
+    }
+    fresh
 }
 
 static YIELDING: Switch = Switch::new("MHETA_MOVE_YIELD", true);
