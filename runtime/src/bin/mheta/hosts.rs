@@ -312,8 +312,14 @@ fn relay(a: &str, c: &str, delay_s: f64) -> Result<i32> {
         bail!("relay: delay {delay_s} s: must be between 0 and 1");
     }
     let delay = std::time::Duration::from_secs_f64(delay_s);
+    let sched = match mheta_hosts::relay::schedule_as_wire() {
+        Ok(()) => format!("SCHED_FIFO {}", mheta_hosts::relay::WIRE_PRIORITY),
+        Err(e) => format!(
+            "normal scheduling (SCHED_FIFO refused: {e}; the added latency grows while the cores are busy)"
+        ),
+    };
     println!(
-        "relay {a} <-> {c}: ready, holding frames {:.3} ms",
+        "relay {a} <-> {c}: ready, holding frames {:.3} ms, {sched}",
         delay_s * 1e3
     );
     mheta_hosts::relay::run(a, c, delay, &STOP)?;
