@@ -45,6 +45,10 @@ else:
     print(n * 8 / dt / 1e6)
 "#;
 
+/// Held by the tests that use net4: each leaves it as it found it, which
+/// would take it down under the other when they run in parallel.
+static NET4: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Takes the lab down when the test ends, pass or fail.
 struct Down(String);
 impl Drop for Down {
@@ -212,6 +216,7 @@ fn jacobi_auto_runs_and_verifies_across_net4() {
         eprintln!("hosts: skipped (needs root)");
         return;
     }
+    let _net4 = NET4.lock().unwrap_or_else(|e| e.into_inner());
     let dir = scratch("hosts-net4");
     let was_up = mheta()
         .args(["hosts", "status", "net4"])
@@ -307,6 +312,7 @@ fn a_checkpoint_from_net4_resumes_on_other_hosts_with_the_exact_answer() {
         eprintln!("hosts: skipped (needs root)");
         return;
     }
+    let _net4 = NET4.lock().unwrap_or_else(|e| e.into_inner());
     let dir = scratch("hosts-checkpoint");
     // Two hosts of two ranks each: other hosts, another mapping of ranks.
     let spec = dir.join("itpairs.toml");
