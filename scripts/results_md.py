@@ -47,9 +47,9 @@ def studies(out):
         sys.exit(f"results_md: {path}: {e}")
     for n, line in enumerate(lines, 1):
         f = line.split("\t")
-        if len(f) != 6:
-            sys.exit(f"results_md: {path}:{n}: expected 6 tab-separated fields, got {len(f)}")
-        yield dict(name=f[0], title=f[1], emulation=f[2], rc=int(f[3]), secs=int(f[4]), cmd=f[5])
+        if len(f) != 7:
+            sys.exit(f"results_md: {path}:{n}: expected 7 tab-separated fields, got {len(f)}")
+        yield dict(name=f[0], title=f[1], emulation=f[2], rc=int(f[3]), secs=int(f[4]), cmd=f[5], ran=f[6])
 
 
 def svgs(out, name):
@@ -65,7 +65,7 @@ def section(out, s, svg_link):
     lines = [f"## {s['title']}", "",
              f"- command: `{s['cmd']}`",
              f"- emulation: {s['emulation']}",
-             f"- took {s['secs']} s" + ("" if s["rc"] == 0 else f"; **failed with exit status {s['rc']}**"),
+             f"- ran {s['ran']}, took {s['secs']} s" + ("" if s["rc"] == 0 else f"; **failed with exit status {s['rc']}**"),
              ""]
     if s["rc"] != 0:
         err = os.path.join(out, s["name"], "stderr.txt")
@@ -83,7 +83,7 @@ def page(out, cmd, all_studies, svg_link):
     head = ["# Results", "",
             "Every table and plot below is what a study printed, written by",
             f"`{cmd}` (scripts/results.sh); run it again to regenerate this page.", "",
-            f"- date: {now}",
+            f"- written: {now} (each study says when it ran: RESULTS_ONLY reruns some into the same OUT)",
             f"- machine: {machine()}",
             "- emulation: given per study (docs/EMULATION.md says what each method does and does not test)",
             "- noise: each accuracy table gives, in parentheses, the spread of one distribution's repeated runs", ""]

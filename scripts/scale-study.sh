@@ -7,12 +7,16 @@
 # larger grids on group a, and split over groups a and b. Every
 # configuration is repeated SCALE_REPEAT times (default 4), interleaved;
 # times are medians of the apps' median time per iteration.
-# CPU (SCALE_EMULATION): paced (default), one rank per emulated host, so
-# each piece of real work lasts its CPU time / cpu_power at every np; or
-# clock, where a piece of u units (grid points) lasts u x NS / cpu_power
-# (NS: 10 ns per point update for both kernels, about twice this
-# machine's own cost, so the real work fits inside), which takes this VM's own speed
-# changes out of the compute and leaves the communication real.
+# CPU (SCALE_EMULATION): clock (default), one rank per emulated host,
+# where a piece of u units (grid points) lasts u x NS / cpu_power (NS: 10
+# ns per point update for both kernels, about twice this machine's own
+# cost, so the real work fits inside): each host keeps its power at every
+# np, this VM's own speed changes are out of the compute, and the
+# communication is real; or paced, where each piece of real work lasts its
+# CPU time / cpu_power, so the real work of 8 ranks at power 0.2 fills 80%
+# of 2 cores and their memory traffic slows one another's (on 2026-11-27,
+# this 2-core VM, SCALE_REPEAT=2: paced mean error 23.8%, max 58.1%, max noise 30.9%;
+# clock 9.7%, 19.3%, 6.4%).
 # Writes OUT/scale.json (per held-out configuration: predicted, actual,
 # noise floor, error; max_err_pct), OUT/scale.svg (mg) and
 # OUT/scale-jacobi.svg, the fits (OUT/fit-*.json, OUT/fit-*.txt) and the
@@ -27,7 +31,7 @@ source scripts/lab.sh
 lab_start scale clusters/grid2.toml mg jacobi
 SPEC=$LAB_SPEC
 REPEAT=${SCALE_REPEAT:-4}
-EMU=${SCALE_EMULATION:-paced}
+EMU=${SCALE_EMULATION:-clock}
 
 study() { # app n rows_per_proc iters configs...
   local app=$1 n=$2 per=$3 iters=$4; shift 4
