@@ -5,8 +5,9 @@ Usage: scripts/repredict.py OUT_DIR [MHETA]
 
 OUT_DIR is what `scripts/accuracy-study.sh OUT_DIR` left: one experiment
 report per cell (`<app>-<cluster>.json`), its instrumented trace
-(`w-<app>-<cluster>/trace`) and the profile (`p4.json`). For every point of
-every cell this runs `MHETA predict` (default: target/release/mheta) on the
+(`w-<app>-<cluster>/trace`) and the profile (`pNP.json`, or
+`pNP-CLUSTER.json` for a cluster with hosts). For every point of every
+cell this runs `MHETA predict` (default: target/release/mheta) on the
 cell's own trace and profile, and compares it with the point's stored
 actual time (the median of its real runs), as the experiment does:
 diff = |p - a| / min(p, a). The real runs are not repeated, so a model
@@ -32,9 +33,9 @@ def main():
         return 2
     out = sys.argv[1]
     mheta = sys.argv[2] if len(sys.argv) == 3 else "target/release/mheta"
-    profile = os.path.join(out, "p4.json")
-    if not os.path.isfile(profile):
-        print(f"repredict: {profile}: no profile (is {out} a study directory?)", file=sys.stderr)
+    profiles = glob.glob(os.path.join(out, "p*.json"))
+    if not profiles:
+        print(f"repredict: {out}: no profile p*.json (is it a study directory?)", file=sys.stderr)
         return 2
     cells = []
     for path in sorted(glob.glob(os.path.join(out, "*-*.json"))):
@@ -53,6 +54,10 @@ def main():
     print(f"{'cell':<18} {'mean':>7} {'max':>7}   stored mean/max")
     for tag, report in cells:
         trace = os.path.join(out, f"w-{tag}", "trace")
+        # A cluster with hosts has its own profile (pNP-CLUSTER.json).
+        np_ = len(report["rows"][0]["dist"]) if report["rows"] else 4
+        own = os.path.join(out, f"p{np_}-{tag.rsplit('-', 1)[1]}.json")
+        profile = own if os.path.isfile(own) else os.path.join(out, f"p{np_}.json")
         diffs = []
         for row in report["rows"]:
             dist = ",".join(str(r) for r in row["dist"])

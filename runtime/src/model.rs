@@ -18,15 +18,20 @@
 //! that waits for that pays its own wake-up too, and, when its receiver
 //! was already waiting, the rank's handshake latency as the recorded
 //! iteration measured it
-//! ([`Model::calibrate_collectives`]). Collectives synchronise
-//! all ranks and cost what they cost in the recorded iteration past the
-//! last rank's arrival, never less than the profile's pairwise figures
-//! give ([`Model::calibrate_collectives`]). For two ranks and one exchange
+//! ([`Model::calibrate_collectives`]). An all-reduce's ranks leave it as
+//! its algorithm's messages over each pair's costs say (`collective.rs`),
+//! plus what the recorded iteration spent there beyond them; every other
+//! collective synchronises all ranks and costs what it cost in the
+//! recorded iteration past the last rank's arrival, never less than the
+//! profile's pairwise figures give ([`Model::calibrate_collectives`]). For two ranks and one exchange
 //! this is exactly eqs. 3-5; for P ranks it is the replay the paper defers
 //! to the dissertation.
 
+mod collective;
 mod program;
 mod replay;
+
+pub use collective::Shape;
 
 use crate::dist::Dist;
 use crate::iomodel::{IoModel, IoObs};
@@ -167,8 +172,9 @@ pub enum Step {
     /// for a non-blocking one, the tests and waits and the gaps after
     /// tests that found nothing done, from its start to its completion;
     /// over several recorded iterations, their median). [`Model::new`]
-    /// prices each collective from these ([`Model::calibrate_collectives`]).
-    Reduce { bytes: f64, took: f64 },
+    /// prices each collective from these ([`Model::calibrate_collectives`]);
+    /// `shape`, its messages' pattern.
+    Reduce { bytes: f64, took: f64, shape: Shape },
 }
 
 /// What the calibrating replay of the recorded distribution measures
@@ -280,6 +286,15 @@ impl Program {
                     Step::Reduce { .. } | Step::Compute { .. } | Step::StageEnd(_)
                 )
             })
+        })
+    }
+
+    /// Does the rank take part in a collective whose ranks leave it at
+    /// different times (an all-reduce, `collective.rs`)? Then the next
+    /// iteration does not start together even after one ([`Model::laps`]).
+    fn leaves_collectives_apart(&self) -> bool {
+        self.steps.iter().any(|s| {
+            matches!(s, Step::Reduce { shape, .. } if *shape != Shape::Together)
         })
     }
 
@@ -625,7 +640,8 @@ impl Model {
             load: None,
         };
         model.last_arrival_s = last_arrivals(&model.programs);
-        model.overlapping = !model.programs.iter().all(Program::ends_at_a_collective);
+        model.overlapping = !model.programs.iter().all(Program::ends_at_a_collective)
+            || model.programs.iter().any(Program::leaves_collectives_apart);
         model.calibrate_collectives();
         Ok(model)
     }
@@ -696,8 +712,11 @@ impl Model {
     fn calibrate_collectives(&mut self) {
         let d = Dist(self.app.dist.clone());
         let mut calib = Calib::default();
-        if self.replay(&d, Some(&mut calib), 1).is_ok() {
-            self.collective_s = calib.collectives;
+        let laps = self.laps();
+        if self.replay(&d, Some(&mut calib), laps).is_ok() {
+            // The last lap's, as the prediction prices the last lap.
+            let per_lap = calib.collectives.len() / laps;
+            self.collective_s = calib.collectives.split_off(per_lap * (laps - 1));
             let with_io = self.programs.iter().any(|p| !p.io.is_empty());
             self.handshake_s = calib
                 .handshakes
@@ -918,14 +937,17 @@ impl Model {
     /// One iteration under `d` replayed from a common start, as MHETA's
     /// section 4 prices it: its equations' own reading, which the unit
     /// tests check by hand. [`Model::predict`] differs only where
-    /// iterations overlap ([`Model::laps`]).
+    /// iterations overlap or start apart ([`Model::laps`]).
     pub fn predict_first(&self, d: &Dist) -> Result<Prediction, ModelError> {
         self.replay(d, None, 1)
     }
 
     /// How many iterations the replay runs back to back: 1 when every
-    /// rank's iteration ends at a collective over all ranks (the next one
-    /// starts together, so it repeats the first), else 2.
+    /// rank's iteration ends at a collective over all ranks that they
+    /// leave together (the next one starts together, so it repeats the
+    /// first), else 2. An all-reduce's ranks leave it apart: one behind a
+    /// slow link gets the result later and starts its next iteration
+    /// later.
     ///
     /// Without such a collective, iterations overlap: in a pipeline
     /// (MHETA eq. 4) the first rank starts its next sweep while the last
@@ -936,7 +958,7 @@ impl Model {
     /// its own iteration, and the run's iteration is the longest of them
     /// (the apps' `iter_median_s`), so the prediction is the longest
     /// rank's second lap, from the end of its first to the end of its
-    /// second. Collectives' costs are measured on one lap
+    /// second. Collectives' costs are measured on the last lap too
     /// ([`Model::calibrate_collectives`]).
     fn laps(&self) -> usize {
         if self.overlapping { 2 } else { 1 }

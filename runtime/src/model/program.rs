@@ -3,9 +3,11 @@
 //! iterations of the same shape merged into their medians
 //! ([`Program::from_trace`]).
 
-use super::{DESCHEDULED, Peer, Program, SLEPT_NS, SendMode, Step, median, same_shape, send_mode};
+use super::{
+    DESCHEDULED, Peer, Program, SLEPT_NS, SendMode, Shape, Step, median, same_shape, send_mode,
+};
 use crate::iomodel::IoObs;
-use mheta_trace::{Event, RankTrace, What};
+use mheta_trace::{Event, Op, RankTrace, What};
 use std::collections::HashMap;
 
 impl Program {
@@ -302,6 +304,7 @@ impl Reading {
             } if *comm_size == world => self.steps.push(Step::Reduce {
                 bytes: *bytes as f64,
                 took: secs,
+                shape: shape_of(e.op, *bytes),
             }),
             // Non-blocking collectives are taken as blocking ones at
             // their start; their time runs until their completion.
@@ -316,6 +319,7 @@ impl Reading {
                 self.steps.push(Step::Reduce {
                     bytes: *bytes as f64,
                     took: 0.0,
+                    shape: shape_of(e.op, *bytes),
                 })
             }
             _ => self.point_to_point(e),
@@ -485,4 +489,17 @@ fn sleep_and_wake(sleeps: &mut [f64]) -> (f64, f64) {
         .fold((0.0, 0.0), |(g2, g1), &g| (g2 + g * g, g1 + g));
     let wake_s = if g1 > 0.0 { g2 / (2.0 * g1) } else { 0.0 };
     (sleep_s, wake_s)
+}
+
+/// The message pattern of a full-world collective `op` of `bytes` per
+/// rank, as Open MPI runs it (`collective.rs`): libnbc's binomial
+/// schedule for a non-blocking all-reduce below 64 KiB, recursive doubling
+/// for a blocking one of that size; every other collective leaves
+/// together.
+fn shape_of(op: Option<Op>, bytes: u64) -> Shape {
+    match op {
+        Some(Op::Iallreduce) if bytes < 65536 => Shape::Binomial,
+        Some(Op::Allreduce) if bytes < 65536 => Shape::RecursiveDoubling,
+        _ => Shape::Together,
+    }
 }

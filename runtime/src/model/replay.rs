@@ -4,9 +4,10 @@
 //! implements. A rank that cannot go on (a receive whose message has not
 //! been sent, a collective not everyone reached) yields to the next.
 
+use super::collective::{self, Costs};
 use super::{
     Calib, HANDSHAKE_SLEEPS, INFLIGHT, Inflight, Model, ModelError, NO_ACK, Peer, Prediction,
-    RankTime, SendMode, Sends, Step,
+    RankTime, SendMode, Sends, Shape, Step,
 };
 use crate::dist::Dist;
 use crate::iomodel::PlanSummary;
@@ -157,7 +158,7 @@ impl<'a> Replay<'a> {
             Step::Probe(from) => return self.receive_all(i, std::slice::from_ref(from), false),
             Step::Peek(from) => return self.peek(i, from),
             Step::MatchedRecv => self.matched_recv(i),
-            Step::Reduce { bytes, .. } => return self.reduce(i, *bytes),
+            Step::Reduce { bytes, shape, .. } => return self.reduce(i, *bytes, *shape),
         }
         true
     }
@@ -385,10 +386,13 @@ impl<'a> Replay<'a> {
         }
     }
 
-    /// A collective over all ranks: each waits for the last to arrive,
-    /// then all leave together after its cost; false while some rank is
+    /// A collective over all ranks: each waits for the last to arrive; an
+    /// all-reduce's ranks then leave as its messages over each pair say
+    /// ([`Replay::exits`]), every other collective's together after one
+    /// cost; both plus what the recorded iteration spent there beyond
+    /// that ([`Replay::measured_collective`]). False while some rank is
     /// not there yet.
-    fn reduce(&mut self, i: usize, bytes: f64) -> bool {
+    fn reduce(&mut self, i: usize, bytes: f64, shape: Shape) -> bool {
         if self.at_reduce[i].is_none() {
             self.at_reduce[i] = Some(self.clock[i]);
             self.n_at_reduce += 1;
@@ -397,14 +401,11 @@ impl<'a> Replay<'a> {
             return false;
         }
         self.n_at_reduce = 0;
-        let entry = self
-            .at_reduce
-            .iter()
-            .flatten()
-            .fold(0.0f64, |a, &b| a.max(b));
-        let floor = self.m.net.reduce(bytes);
-        let cost = if self.calib.is_some() {
-            let c = self.measured_collective(entry, floor);
+        let arrive: Vec<f64> = self.at_reduce.iter().map(|a| a.unwrap_or(0.0)).collect();
+        let entry = arrive.iter().fold(0.0f64, |a, &b| a.max(b));
+        let exits = self.exits(shape, &arrive, bytes, entry);
+        let extra = if self.calib.is_some() {
+            let c = self.measured_collective(entry, &exits);
             if let Some(cal) = self.calib.as_deref_mut() {
                 cal.collectives.push(c);
             }
@@ -414,13 +415,13 @@ impl<'a> Replay<'a> {
             costs
                 .get(self.nth_collective % costs.len().max(1))
                 .copied()
-                .unwrap_or(floor)
+                .unwrap_or(0.0)
         };
         self.nth_collective += 1;
-        let done = entry + cost;
         for j in 0..self.p {
-            let e = self.at_reduce[j].take().unwrap_or(entry);
-            self.out[j].wait_s += entry - e;
+            let done = exits[j] + extra;
+            self.at_reduce[j] = None;
+            self.out[j].wait_s += entry - arrive[j];
             self.out[j].overhead_s += done - entry;
             self.clock[j] = done;
             if j != i {
@@ -430,18 +431,43 @@ impl<'a> Replay<'a> {
         true
     }
 
-    /// A collective's cost from the recorded iteration: each rank's time
-    /// inside it past the last arrival, averaged, never below `floor`
-    /// (the profile's pairwise figures).
+    /// Each rank's exit from a collective of `shape` whose ranks arrived
+    /// at `arrive` (the last at `entry`), before what the recorded
+    /// iteration adds: an all-reduce's from its messages, each priced by
+    /// its pair's o_s, transfer (MHETA eq. 3, under the link's slowdown)
+    /// and o_r; any other's the last arrival plus the profile's mean
+    /// pairwise figures for ⌈log₂P⌉ exchanges.
+    fn exits(&self, shape: Shape, arrive: &[f64], bytes: f64, entry: f64) -> Vec<f64> {
+        let (m, net) = (self.m, &self.m.net);
+        let o_send = |s: usize, d: usize| net.o_send(net.k(s, d));
+        let o_recv = |s: usize, d: usize| net.o_recv(net.k(s, d));
+        let msg = |s: usize, d: usize| {
+            let k = net.k(s, d);
+            net.o_send(k) + net.transfer(k, bytes) * m.net_factor(k) + net.o_recv(k)
+        };
+        let costs = Costs {
+            msg: &msg,
+            o_send: &o_send,
+            o_recv: &o_recv,
+        };
+        collective::exits(shape, arrive, &costs)
+            .unwrap_or_else(|| vec![entry + net.reduce(bytes); arrive.len()])
+    }
+
+    /// What a collective cost in the recorded iteration beyond its
+    /// messages: each rank's time inside it past the last arrival, less
+    /// its exit from `exits` past that arrival, averaged over the ranks,
+    /// never below 0 (wake-ups and progress only add).
     ///
     /// The last to arrive waited for no one: its time there is the
-    /// collective's. Another rank can leave later, by the wake-ups of its
-    /// rounds, but not by more than 4 sleeps a round: beyond that the
-    /// replay got its arrival wrong, and that error is not the
+    /// collective's. Another rank can leave later, by its messages and by
+    /// the wake-ups of its rounds, but not by more than 4 sleeps a round
+    /// past the later of its messages and the last arriver's time: beyond
+    /// that the replay got its arrival wrong, and that error is not the
     /// collective's cost. The replay's last arrivers come from median
     /// iterations; in each recorded iteration the last arriver can be
     /// another rank ([`Model::last_arrival_s`]).
-    fn measured_collective(&self, entry: f64, floor: f64) -> f64 {
+    fn measured_collective(&self, entry: f64, exits: &[f64]) -> f64 {
         let (m, p) = (self.m, self.p);
         // Every rank's `pc` is at this collective.
         let took = |j: usize| match m.programs[j].steps.get(self.pc[j] % self.len[j]) {
@@ -462,11 +488,12 @@ impl<'a> Replay<'a> {
         let past: f64 = (0..p)
             .map(|j| {
                 let waited = entry - self.at_reduce[j].unwrap_or(entry);
-                let cap = last + 4.0 * rounds * m.programs[j].sleep_s;
-                (took(j) - waited).clamp(0.0, cap)
+                let own = exits[j] - entry;
+                let cap = last.max(own) + 4.0 * rounds * m.programs[j].sleep_s;
+                (took(j) - waited).clamp(0.0, cap) - own
             })
             .sum();
-        (past / p as f64).max(floor)
+        (past / p as f64).max(0.0)
     }
 
     /// No rank could move. The recorded run finished, so a send its rank

@@ -1,0 +1,216 @@
+//! Each rank's exit from a full-world all-reduce, message by message over
+//! the pairs its algorithm uses.
+//!
+//! Where the links differ, when a rank leaves an all-reduce depends on
+//! who arrived last and on which pairs the algorithm's messages cross: on
+//! net4-like clusters a rank behind a 1 ms link receives the result 1 ms
+//! after the others, and a distribution that makes another rank arrive
+//! last moves the whole collective. [`exits`] follows the algorithm's
+//! rounds with each pair's own costs (MHETA eq. 3's per-pair transfer
+//! plus the overheads); the replay adds to it what the recorded iteration
+//! spent beyond that (wake-ups, progress), calibrated once
+//! ([`super::Model::calibrate_collectives`]).
+//!
+//! The shapes are Open MPI's for the sizes our programs reduce: libnbc's
+//! binomial schedule for `MPI_Iallreduce` below 64 KiB, and recursive
+//! doubling for `MPI_Allreduce`. Every other full-world collective is
+//! [`Shape::Together`]: all ranks leave together, a cost after the last
+//! arrival.
+
+/// The message pattern of a full-world collective.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// Every rank leaves at the last arrival plus one cost.
+    Together,
+    /// libnbc's all-reduce below 64 KiB (`allred_sched_diss`): a binomial
+    /// reduction to rank 0 (in round r, rank j with j mod 2^r = 0
+    /// receives from j + 2^(r-1), which then leaves the reduction), then
+    /// a binomial broadcast from rank 0 (rank v receives from v minus the
+    /// largest power of two not above v and sends to v + 2^r for every
+    /// 2^r > v).
+    Binomial,
+    /// Recursive doubling: ranks beyond the largest power of two first
+    /// hand their value to a partner (rank 2i to 2i + 1, for the first
+    /// 2·extra ranks) and get the result back from it at the end; the
+    /// others exchange with rank XOR 2^r in round r.
+    RecursiveDoubling,
+}
+
+/// What the messages of a collective cost, per pair (src, dst).
+pub(crate) struct Costs<'a> {
+    /// A message's time from the start of its send to the end of its
+    /// receive, when the receiver is already waiting.
+    pub msg: &'a dyn Fn(usize, usize) -> f64,
+    /// The sender's own part of it.
+    pub o_send: &'a dyn Fn(usize, usize) -> f64,
+    /// The receiver's own part of it: what a receive of a message that
+    /// has already arrived costs.
+    pub o_recv: &'a dyn Fn(usize, usize) -> f64,
+}
+
+impl Costs<'_> {
+    /// When `dst`, ready at `ready`, has received a message that `src`
+    /// sent at `sent`.
+    fn received(&self, src: usize, dst: usize, sent: f64, ready: f64) -> f64 {
+        (sent + (self.msg)(src, dst)).max(ready + (self.o_recv)(src, dst))
+    }
+}
+
+/// Each rank's exit time from an all-reduce of shape `shape` whose ranks
+/// arrive at `arrive`. None for [`Shape::Together`], which has no
+/// per-rank pattern.
+pub(crate) fn exits(shape: Shape, arrive: &[f64], c: &Costs<'_>) -> Option<Vec<f64>> {
+    match shape {
+        Shape::Together => None,
+        Shape::Binomial => Some(binomial(arrive, c)),
+        Shape::RecursiveDoubling => Some(recursive_doubling(arrive, c)),
+    }
+}
+
+/// [`Shape::Binomial`].
+fn binomial(arrive: &[f64], c: &Costs<'_>) -> Vec<f64> {
+    let p = arrive.len();
+    // The reduction: `t[j]` is when rank j holds its subtree's sum;
+    // `ready[j]` when it is done with the reduction (a sender's send
+    // posted).
+    let mut t = arrive.to_vec();
+    let mut ready = arrive.to_vec();
+    let mut half = 1;
+    while half < p {
+        for j in (0..p).step_by(2 * half) {
+            let peer = j + half;
+            if peer < p {
+                t[j] = c.received(peer, j, t[peer], t[j]);
+                ready[peer] = t[peer] + (c.o_send)(peer, j);
+            }
+        }
+        half *= 2;
+    }
+    ready[0] = t[0];
+    // The broadcast, parents before children (a parent's rank is lower):
+    // `sent[v]` is when v's parent posted its send to v.
+    let mut sent = vec![0.0; p];
+    let mut leave = vec![0.0; p];
+    for v in 0..p {
+        let mut clock = if v == 0 {
+            t[0]
+        } else {
+            let parent = v - (1 << (usize::BITS - 1 - v.leading_zeros()));
+            c.received(parent, v, sent[v], ready[v])
+        };
+        let mut step = 1;
+        while step < p {
+            let child = v + step;
+            if v < step && child < p {
+                sent[child] = clock;
+                clock += (c.o_send)(v, child);
+            }
+            step *= 2;
+        }
+        leave[v] = clock;
+    }
+    leave
+}
+
+/// [`Shape::RecursiveDoubling`].
+fn recursive_doubling(arrive: &[f64], c: &Costs<'_>) -> Vec<f64> {
+    let p = arrive.len();
+    let adj = if p == 0 {
+        0
+    } else {
+        1 << (usize::BITS - 1 - p.leading_zeros())
+    };
+    let extra = p - adj;
+    let mut t = arrive.to_vec();
+    // Pre-step: rank 2i hands its value to 2i + 1 and waits for the end.
+    for i in 0..extra {
+        let (e, o) = (2 * i, 2 * i + 1);
+        t[o] = c.received(e, o, t[e], t[o]);
+        t[e] += (c.o_send)(e, o);
+    }
+    let rank_of = |n: usize| if n < extra { 2 * n + 1 } else { n + extra };
+    let mut dist = 1;
+    while dist < adj {
+        let before = t.clone();
+        for n in 0..adj {
+            let (me, peer) = (rank_of(n), rank_of(n ^ dist));
+            t[me] = c.received(peer, me, before[peer], before[me] + (c.o_send)(me, peer));
+        }
+        dist *= 2;
+    }
+    // Post-step: 2i + 1 sends the result back to 2i.
+    for i in 0..extra {
+        let (e, o) = (2 * i, 2 * i + 1);
+        t[e] = c.received(o, e, t[o], t[e]);
+        t[o] += (c.o_send)(o, e);
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ZERO: &dyn Fn(usize, usize) -> f64 = &|_, _| 0.0;
+
+    /// 1 µs per message and no overheads, except the pairs with rank
+    /// `far`, which take 1 ms.
+    fn far_link(far: usize) -> impl Fn(usize, usize) -> f64 {
+        move |s, d| if s == far || d == far { 1e-3 } else { 1e-6 }
+    }
+
+    fn close(got: &[f64], want: &[f64]) {
+        assert_eq!(got.len(), want.len());
+        for (a, b) in got.iter().zip(want) {
+            assert!((a - b).abs() < 1e-12, "got {got:?}, want {want:?}");
+        }
+    }
+
+    #[test]
+    fn binomial_on_four_ranks_follows_libnbcs_rounds() {
+        // Rank 3 behind a 1 ms link, all arrive at 0: 1 -> 0 and 3 -> 2
+        // (1 ms), 2 -> 0, then 0 -> 1, 0 -> 2 and 1 -> 3 (1 ms).
+        let far = far_link(3);
+        let c = Costs { msg: &far, o_send: ZERO, o_recv: ZERO };
+        let x = exits(Shape::Binomial, &[0.0; 4], &c).unwrap();
+        close(&x, &[1.001e-3, 1.002e-3, 1.002e-3, 2.002e-3]);
+        // Rank 1 arriving 5 ms late: everyone waits for it, rank 3 still
+        // a link behind.
+        let x = exits(Shape::Binomial, &[0.0, 5e-3, 0.0, 0.0], &c).unwrap();
+        close(&x, &[5.001e-3, 5.002e-3, 5.002e-3, 6.002e-3]);
+    }
+
+    #[test]
+    fn binomial_sends_in_turn_and_covers_odd_counts() {
+        // 10 µs a message, 1 µs a send's and a receive's own part; 5 ranks.
+        let c = Costs { msg: &|_, _| 1e-5, o_send: &|_, _| 1e-6, o_recv: &|_, _| 1e-6 };
+        let x = exits(Shape::Binomial, &[0.0; 5], &c).unwrap();
+        // Reduction: 1 -> 0 and 3 -> 2 at 10 µs, 2 -> 0 at 20; 4's value
+        // arrived at 10, received at 21. Broadcast from 21: sends to 1, 2
+        // and 4 posted at 21, 22, 23 (rank 0 leaves at 24); 1 receives at
+        // 31 and sends to 3 (leaves at 32), 3 receives at 41; 2 at 32, 4
+        // at 33.
+        close(&x, &[24e-6, 32e-6, 32e-6, 41e-6, 33e-6]);
+    }
+
+    #[test]
+    fn recursive_doubling_pairs_and_non_powers_of_two() {
+        let far = far_link(3);
+        let c = Costs { msg: &far, o_send: ZERO, o_recv: ZERO };
+        let x = exits(Shape::RecursiveDoubling, &[0.0; 4], &c).unwrap();
+        // Round 1: 0 <-> 1 (1 µs), 2 <-> 3 (1 ms); round 2: 0 <-> 2, 1 <-> 3.
+        close(&x, &[1.001e-3, 2e-3, 1e-3, 1.001e-3]);
+        // 3 ranks, 1 s a message: 0 hands to 1 (at 1); 1 <-> 2 (1 gets
+        // 2's value at 1, 2 gets 1's at 2); 1 hands back to 0 (at 2).
+        let one = |_: usize, _: usize| 1.0;
+        let c = Costs { msg: &one, o_send: ZERO, o_recv: ZERO };
+        let x = exits(Shape::RecursiveDoubling, &[0.0; 3], &c).unwrap();
+        close(&x, &[2.0, 1.0, 2.0]);
+    }
+
+    #[test]
+    fn together_has_no_pattern() {
+        let c = Costs { msg: ZERO, o_send: ZERO, o_recv: ZERO };
+        assert!(exits(Shape::Together, &[0.0; 4], &c).is_none());
+    }
+}
