@@ -117,20 +117,12 @@ fn context<'w>(
     let node_powers = powers_where(&|j| host(j) == host(rank));
     let machine_powers = powers_where(&|j| machine(j) == machine(rank));
     let local = (0..rank).filter(|&j| host(j) == host(rank)).count();
-    // The machine's cores, not this rank's affinity (mpirun binds ranks).
-    // SAFETY: sysconf takes a constant and returns a number.
-    let cores = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
-    // An unfaithful emulation runs only when asked for by name.
-    let note = unfaithful_cpu(c.cpu_mode(), &machine_powers, cores);
-    agree(
+    let (note, cores) = cpu_faithful_or_stop(
         world,
-        match (&note, &c.cpu_emulation) {
-            (Some(n), None) => Err(anyhow!(
-                "{n}; `--cpu-emulation {}` runs anyway, with this note in the report",
-                c.cpu_mode()
-            )),
-            _ => Ok(()),
-        },
+        c.cpu_mode(),
+        c.cpu_emulation.is_some(),
+        &machine_powers,
+        CALIBRATE_KERNEL,
     )?;
     let mut emu = Emulation::start(resolved, &node_powers, local, dir);
     let sleep = match c.wait.as_str() {
@@ -790,15 +782,47 @@ fn write_decl(app: &str, decl: &AppDecl) -> bool {
 /// the real work at the host's own, changing speed, with the ranks
 /// contending for the cores (jacobi on DC, 4 ranks on 2 cores, under
 /// `share`: the model's mean diff 23%, max 58%). None when it is.
-pub(crate) fn unfaithful_cpu(mode: &str, powers: &[f64], cores: usize) -> Option<String> {
+/// `calibrate` says where the clock's figures come from for this program.
+pub fn unfaithful_cpu(mode: &str, powers: &[f64], cores: usize, calibrate: &str) -> Option<String> {
     let emulated = powers.iter().any(|&p| p != 1.0);
     (mode != "clock" && emulated && powers.len() > cores).then(|| {
         format!(
-            "cpu: --cpu-emulation {mode} with {} ranks on {cores} cores is not faithful (the real work runs at the host's changing speed and the ranks contend for the cores); pass --cpu-emulation clock --cpu-ns-per-unit FILE, FILE the report of a calibration run (the same sizes, --iters 2 --cpu-emulation spin, no --cluster), or run the study with `mheta experiment`, which calibrates the clock itself",
+            "cpu: --cpu-emulation {mode} with {} ranks on {cores} cores is not faithful (the real work runs at the host's changing speed and the ranks contend for the cores); pass --cpu-emulation clock --cpu-ns-per-unit NS|FILE, {calibrate}",
             powers.len()
         )
     })
 }
+
+/// The CPU emulation `mode` on a machine whose ranks have `machine_powers`:
+/// when it is not faithful there ([`unfaithful_cpu`]) and was not `named`
+/// on the command line, every rank stops with the reason and what to pass
+/// (`calibrate`: where the clock's figures come from). Otherwise the note
+/// to report, if any, and the machine's cores (not this rank's affinity:
+/// mpirun binds ranks). Collective.
+pub fn cpu_faithful_or_stop(
+    world: &SimpleCommunicator,
+    mode: &str,
+    named: bool,
+    machine_powers: &[f64],
+    calibrate: &str,
+) -> Result<(Option<String>, usize)> {
+    // SAFETY: sysconf takes a constant and returns a number.
+    let cores = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
+    let note = unfaithful_cpu(mode, machine_powers, cores, calibrate);
+    agree(
+        world,
+        match (&note, named) {
+            (Some(n), false) => Err(anyhow!(
+                "{n}; `--cpu-emulation {mode}` runs anyway, with this note in the report"
+            )),
+            _ => Ok(()),
+        },
+    )?;
+    Ok((note, cores))
+}
+
+/// Where a kernel's clock figures come from (for [`unfaithful_cpu`]).
+const CALIBRATE_KERNEL: &str = "FILE the report of a calibration run (the same sizes, --iters 2 --cpu-emulation spin, no --cluster), or run the study with `mheta experiment`, which calibrates the clock itself";
 
 #[cfg(test)]
 mod tests {
@@ -807,12 +831,12 @@ mod tests {
     #[test]
     fn crowded_emulated_nodes_are_warned_off_all_but_the_clock() {
         let dc = [1.0, 1.0, 0.5, 0.6];
-        let note = unfaithful_cpu("share", &dc, 2).unwrap();
+        let note = unfaithful_cpu("share", &dc, 2, "").unwrap();
         assert!(note.contains("4 ranks on 2 cores") && note.contains("--cpu-emulation clock"));
-        assert!(unfaithful_cpu("paced", &dc, 2).is_some());
-        assert!(unfaithful_cpu("clock", &dc, 2).is_none());
+        assert!(unfaithful_cpu("paced", &dc, 2, "").is_some());
+        assert!(unfaithful_cpu("clock", &dc, 2, "").is_none());
         // Enough cores, or nothing emulated: faithful.
-        assert!(unfaithful_cpu("share", &dc, 4).is_none());
-        assert!(unfaithful_cpu("share", &[1.0; 4], 2).is_none());
+        assert!(unfaithful_cpu("share", &dc, 4, "").is_none());
+        assert!(unfaithful_cpu("share", &[1.0; 4], 2, "").is_none());
     }
 }

@@ -164,6 +164,8 @@ fn a_worker_of_half_the_cpu_power_takes_about_half_the_tasks() {
             "S",
             "--cluster",
             "het4",
+            "--cpu-emulation",
+            "share",
             "--workers",
             "1,2",
         ],

@@ -91,9 +91,13 @@ struct Args {
     /// Emulated cluster: a TOML spec or a built-in name (as the other apps).
     #[arg(long, default_value = "uniform")]
     cluster: String,
-    /// How cpu_power is emulated (see the other apps' --help).
-    #[arg(long, value_name = "HOW", default_value = "share", value_parser = ["share", "quota", "spin", "paced", "clock"])]
-    cpu_emulation: String,
+    /// How cpu_power is emulated (see the other apps' --help). Default:
+    /// share, except where ranks outnumber a machine's cores (emulated
+    /// hosts included) and their CPU powers differ: there every mode but
+    /// clock is unfaithful, and the farm stops and says what to pass
+    /// unless a mode is given by name.
+    #[arg(long, value_name = "HOW", value_parser = ["share", "quota", "spin", "paced", "clock"])]
+    cpu_emulation: Option<String>,
     /// With `--cpu-emulation clock`: ns per unit of work (a pixel, an EP
     /// pair) at cpu_power 1, or FILE, a farm report whose `ranks[].cpu_sites`
     /// give each call site's figure (times --cpu-headroom).
@@ -107,6 +111,16 @@ struct Args {
     #[arg(long, value_name = "HOW", default_value = "auto", value_parser = ["auto", "poll", "sleep"])]
     wait: String,
 }
+
+impl Args {
+    /// `--cpu-emulation`, or its default.
+    fn cpu_mode(&self) -> &str {
+        self.cpu_emulation.as_deref().unwrap_or("share")
+    }
+}
+
+/// Where the farm's clock figures come from (for `unfaithful_cpu`).
+const CALIBRATE_FARM: &str = "NS the time of a unit of work (a pixel, an EP pair) at cpu_power 1, or FILE the report of an earlier farm run with a core per rank (its ranks[].cpu_sites)";
 
 const TAG_TASK: i32 = 11;
 const TAG_STOP: i32 = 12;
@@ -132,7 +146,7 @@ fn body(world: &SimpleCommunicator, args: &Args, born: Instant) -> Result<()> {
     )?;
     let cluster = mheta_apps::agree(world, check_cluster(args, np))?;
     let hosts = gather_hosts(world);
-    let emu = start_emulation(world, args, &cluster, &hosts);
+    let emu = start_emulation(world, args, &cluster, &hosts)?;
     if let Some(k) = args.calibrate {
         return calibrate(world, args, kind, k, &emu, &hosts);
     }
@@ -208,7 +222,7 @@ fn touched_image(size: u32) -> Vec<u32> {
 /// The cluster spec for `np` ranks, and the clock's figures.
 fn check_cluster(args: &Args, np: usize) -> Result<(ClusterSpec, Option<Clock>)> {
     let spec = ClusterSpec::resolve(&args.cluster, np)?;
-    let clock = match (args.cpu_emulation.as_str(), &args.cpu_ns_per_unit) {
+    let clock = match (args.cpu_mode(), &args.cpu_ns_per_unit) {
         ("clock", None) => bail!("--cpu-emulation clock needs --cpu-ns-per-unit NS|FILE"),
         ("clock", Some(v)) => Some(clock_figures(v, args.cpu_headroom)?),
         (_, None) => None,
@@ -263,50 +277,62 @@ fn gather_hosts(world: &SimpleCommunicator) -> Vec<String> {
 }
 
 /// Start this rank's CPU emulation for its node (the ranks on the same
-/// host), and choose how it waits.
+/// host), and choose how it waits. Where the emulation would not be
+/// faithful (ranks outnumber their machine's cores, powers differ), every
+/// rank stops unless the mode was named. Collective.
 fn start_emulation(
     world: &SimpleCommunicator,
     args: &Args,
     (spec, clock): &(ClusterSpec, Option<Clock>),
     hosts: &[String],
-) -> Emulation {
+) -> Result<Emulation> {
     let (np, me) = (world.size() as usize, world.rank() as usize);
-    let node: Vec<usize> = (0..np).filter(|&j| hosts[j] == hosts[me]).collect();
-    let powers: Vec<f64> = node.iter().map(|&j| spec.rank[j].cpu_power).collect();
-    let local = node.iter().position(|&j| j == me).unwrap_or(0);
+    let powers_where = |same: &dyn Fn(usize) -> bool| -> Vec<f64> {
+        (0..np).filter(|&j| same(j)).map(|j| spec.rank[j].cpu_power).collect()
+    };
+    let node_powers = powers_where(&|j| hosts[j] == hosts[me]);
+    let local = (0..me).filter(|&j| hosts[j] == hosts[me]).count();
+    // The ranks on this rank's machine: those with its boot id, which the
+    // emulated hosts (network namespaces with their own host names) share.
+    let mine = mheta_apps::machine_hash();
+    let mut machines = vec![0u64; np];
+    world.all_gather_into(&mine, &mut machines[..]);
+    let machine_powers = powers_where(&|j| machines[j] == mine);
+    let (note, cores) = mheta_apps::cpu_faithful_or_stop(
+        world,
+        args.cpu_mode(),
+        args.cpu_emulation.is_some(),
+        &machine_powers,
+        CALIBRATE_FARM,
+    )?;
     let r = Resolved {
         spec: spec.rank[me].clone(),
         mem_limit: None,
         io_factors_differ: false,
         min_io_factor: 1.0,
         throttle_always: false,
-        cpu_mode: args.cpu_emulation.clone(),
+        cpu_mode: args.cpu_mode().into(),
         cpu_clock: clock.clone(),
         disk_mode: "paced".into(),
         disk_mb_s: mheta_apps::emulate::DEFAULT_DISK_MB_S,
     };
-    let mut emu = Emulation::start(&r, &powers, local, &std::env::temp_dir());
-    // SAFETY: sysconf takes a constant and returns a number.
-    let cores = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
+    let mut emu = Emulation::start(&r, &node_powers, local, &std::env::temp_dir());
+    // A master that polls takes a core its workers need when the ranks
+    // outnumber the cores.
     let sleep = match args.wait.as_str() {
         "sleep" => true,
         "poll" => false,
-        _ => machine_ranks(world) > cores,
+        _ => machine_powers.len() > cores,
     };
     comm::set_sleep(sleep);
     emu.report.wait = if sleep { "sleep" } else { "poll" }.into();
-    emu
-}
-
-/// The ranks on this rank's machine: those with its boot id, which the
-/// emulated hosts (network namespaces with their own host names) share.
-/// A master that polls takes a core its workers need when they outnumber
-/// the cores. Collective.
-fn machine_ranks(world: &SimpleCommunicator) -> usize {
-    let mine = mheta_apps::machine_hash();
-    let mut all = vec![0u64; world.size() as usize];
-    world.all_gather_into(&mine, &mut all[..]);
-    all.iter().filter(|&&h| h == mine).count()
+    if let Some(note) = note {
+        if me == 0 {
+            eprintln!("warning: {note}");
+        }
+        emu.report.notes.push(note);
+    }
+    Ok(emu)
 }
 
 /// `MPI_Barrier`, waiting as `--wait` says.
@@ -545,7 +571,7 @@ fn report(
         "request_bytes": farm::REQUEST_BYTES,
         "result_bytes": run.kind.result_bytes(),
         "cluster": args.cluster,
-        "cpu_emulation": args.cpu_emulation,
+        "cpu_emulation": args.cpu_mode(),
         "emulation": emu.report,
         "verified": ok,
         "verification": checked,
@@ -582,7 +608,7 @@ fn calibrate(
     let v = json!({
         "app": "farm", "mode": "calibrate", "task": kind.name(), "problem": kind.problem(),
         "tasks": kind.tasks(), "calibrate_tasks": k, "cluster": args.cluster,
-        "cpu_emulation": args.cpu_emulation, "emulation": emu.report,
+        "cpu_emulation": args.cpu_mode(), "emulation": emu.report,
         "request_bytes": farm::REQUEST_BYTES, "result_bytes": kind.result_bytes(),
         "size_task_xfer_bytes": farm::REQUEST_BYTES + kind.result_bytes(),
         "ranks": per,
