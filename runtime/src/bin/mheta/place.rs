@@ -152,14 +152,19 @@ fn run_calibration(a: &PlaceArgs, lab: &Lab) -> Result<Value> {
         .output()
         .context("cannot start mpirun")?;
     if !out.status.success() {
-        bail!(
-            "farm --calibrate failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-                .lines()
-                .last()
-                .unwrap_or("")
-        );
+        // The farm's own error line, not mpirun's banner after it.
+        let err = String::from_utf8_lossy(&out.stderr);
+        let line = err
+            .lines()
+            .find(|l| l.starts_with("farm: error:"))
+            .or_else(|| err.lines().rfind(|l| !l.trim_matches('-').trim().is_empty()))
+            .unwrap_or("");
+        let how = if line.contains("--cpu-emulation") {
+            " (give the farm its options with --farm-args \"...\")"
+        } else {
+            ""
+        };
+        bail!("farm --calibrate failed ({}): {line}{how}", out.status);
     }
     parse_calibration(&String::from_utf8_lossy(&out.stdout), "farm --calibrate")
 }
