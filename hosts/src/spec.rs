@@ -46,6 +46,15 @@ pub struct HostSpec {
     pub to: BTreeMap<String, f64>,
 }
 
+impl HostSpec {
+    /// The bytes the shaper of this host's link lets through at once
+    /// after it has been idle (its token bucket, [`crate::lab::burst_bytes`]);
+    /// none for an unshaped link.
+    pub fn shaper_burst_bytes(&self) -> Option<f64> {
+        self.rate.map(|r| crate::lab::burst_bytes(r) as f64)
+    }
+}
+
 fn one_rank() -> usize {
     1
 }

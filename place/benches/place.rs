@@ -22,6 +22,7 @@ fn cluster(n: usize) -> Inputs {
                 link_bps: Some([100e6, 200e6, 1e9][i % 3]),
                 latency_s: if i % 5 == 0 { 1e-3 } else { 0.0 },
                 to: Default::default(),
+                burst_bytes: 0.0,
             }
         })
         .collect();

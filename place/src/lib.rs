@@ -47,6 +47,11 @@ pub struct Host {
     /// Per-destination rates, bits per second, by host name (each direction).
     #[serde(default)]
     pub to: BTreeMap<String, f64>,
+    /// The bytes the link's shaper lets through at once after it has been
+    /// idle (an emulated link's token bucket: `mheta hosts`' tbf and htb);
+    /// 0 for a real link. The simulator's rendezvous transfers use it.
+    #[serde(default)]
+    pub burst_bytes: f64,
 }
 
 fn one() -> f64 {

@@ -178,7 +178,11 @@ impl Farm<'_> {
     }
 
     /// The master takes the next result: an eager one is in already; a
-    /// rendezvous one moves now, alone, after a handshake round trip.
+    /// rendezvous one moves now, alone, after a handshake round trip. Its
+    /// path's shapers were idle meanwhile: the first bytes, up to the
+    /// smaller of their buckets, pass at once (an 8 B round trip aside, a
+    /// 65,560-byte rendezvous receive posted late took 4.4 ms over 100
+    /// Mbit/s links with 16 KiB buckets, against 5.5 ms at the rate).
     fn start_absorb(&mut self) {
         let Some(w) = self.inbox.pop_front() else {
             return;
@@ -186,9 +190,19 @@ impl Farm<'_> {
         self.master_busy = true;
         if self.rendezvous() {
             let h = self.ws[w];
+            let (bh, bm) = (
+                self.inputs.hosts[h].burst_bytes,
+                self.inputs.hosts[self.m].burst_bytes,
+            );
+            let burst = match (bh > 0.0, bm > 0.0) {
+                (true, true) => bh.min(bm),
+                (true, false) => bh,
+                (false, true) => bm,
+                (false, false) => 0.0,
+            };
             let at = self.now
                 + 2.0 * self.latency(h, self.m)
-                + self.inputs.result_bytes / self.rate(h, self.m);
+                + (self.inputs.result_bytes - burst).max(0.0) / self.rate(h, self.m);
             self.push(at, Ev::Received(w));
         } else {
             self.absorb(w);

@@ -90,6 +90,7 @@ fn random_inputs(r: &mut Rng, n: usize) -> Inputs {
             } else {
                 Default::default()
             },
+            burst_bytes: 0.0,
         })
         .collect();
     Inputs {
@@ -134,6 +135,7 @@ fn two(t_slave: f64, t_master: f64, link: Option<f64>) -> Inputs {
         link_bps: link,
         latency_s: 0.0,
         to: Default::default(),
+        burst_bytes: 0.0,
     };
     Inputs {
         hosts: vec![h("m"), h("w")],
@@ -202,6 +204,19 @@ fn simulator_matches_closed_forms() {
     assert!((t.master_time(1, 0) - (0.002 + per)).abs() < 1e-12);
     assert!((select::select(&t, 0).rate - 1.0 / (0.002 + per)).abs() < 1e-9);
     let want = 100.0 * (0.01 + per) + 0.002;
+    assert!(
+        (run.elapsed_s / want - 1.0).abs() < 1e-6,
+        "{} vs {want}",
+        run.elapsed_s
+    );
+    // Emulated links whose shapers let 16 KiB through at once after they
+    // idled (the worker's 20 KiB, the master's 16 KiB: the smaller
+    // counts): each transfer is that much shorter.
+    rv.hosts[0].burst_bytes = 16384.0;
+    rv.hosts[1].burst_bytes = 20480.0;
+    let run = sim::simulate(&rv, 0, &[1]).unwrap();
+    let per_burst = per - 16384.0 / (1e6 * mheta_place::rates::PAYLOAD_FRACTION);
+    let want = 100.0 * (0.01 + per_burst) + 0.002;
     assert!(
         (run.elapsed_s / want - 1.0).abs() < 1e-6,
         "{} vs {want}",

@@ -736,6 +736,7 @@ fn choose(
             link_bps: None,
             latency_s: 0.0,
             to: Default::default(),
+            burst_bytes: 0.0,
         };
         if let (Some(lab), Some(rh)) = (&spec.lab, &rank_hosts) {
             let host = &lab.hosts[rh[r]];
@@ -750,6 +751,7 @@ fn choose(
             h.link_bps = host.rate;
             h.latency_s = host.latency.unwrap_or(0.0);
             h.to = host.to.clone();
+            h.burst_bytes = host.shaper_burst_bytes().unwrap_or(0.0);
         }
         names.push(h.name.clone());
         inputs.push(h);

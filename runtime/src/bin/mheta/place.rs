@@ -218,6 +218,7 @@ fn inputs_of(a: &PlaceArgs, lab: &Lab, cal: &Value) -> Result<(Inputs, &'static 
             link_bps: h.rate,
             latency_s: h.latency.unwrap_or(0.0),
             to: h.to.clone(),
+            burst_bytes: h.shaper_burst_bytes().unwrap_or(0.0),
         });
     }
     let tasks = a.tasks.map_or_else(
