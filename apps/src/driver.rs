@@ -124,7 +124,14 @@ fn context<'w>(
         &machine_powers,
         CALIBRATE_KERNEL,
     )?;
-    let mut emu = Emulation::start(resolved, &node_powers, local, dir);
+    let machine_local = (0..rank).filter(|&j| machine(j) == machine(rank)).count();
+    let mut emu = Emulation::start(
+        resolved,
+        &node_powers,
+        local,
+        (&machine_powers, machine_local),
+        dir,
+    );
     let sleep = match c.wait.as_str() {
         "sleep" => true,
         "poll" => false,

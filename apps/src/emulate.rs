@@ -450,7 +450,18 @@ impl Emulation {
     /// Set up this rank's emulation. `node_powers`: the `cpu_power` of the
     /// ranks that share this rank's node (itself included); `local`: this
     /// rank's index among them.
-    pub fn start(r: &Resolved, node_powers: &[f64], local: usize, scratch: &Path) -> Emulation {
+    /// `node_powers` and `local`: the CPU powers of the ranks on this
+    /// rank's node (its host) and its place among them, which set its
+    /// base share; `machine`: the same on the machine whose cores they
+    /// all share (emulated hosts of one machine included), which says
+    /// whether the ranks are crowded (pinned, work under `SCHED_IDLE`).
+    pub fn start(
+        r: &Resolved,
+        node_powers: &[f64],
+        local: usize,
+        machine: (&[f64], usize),
+        scratch: &Path,
+    ) -> Emulation {
         let mut rep = EmulationReport {
             cache: "n/a".into(),
             ..Default::default()
@@ -483,7 +494,12 @@ impl Emulation {
         };
         rep.base_share = base;
         let methods = e.start_cpu(r, node_powers, base, &mut rep);
-        if node_powers.len() as f64 > cores {
+        // Crowded by the machine: one rank per emulated host on a 2-core
+        // machine still has its neighbours' ranks on its cores.
+        let (machine_powers, machine_local) = machine;
+        if machine_powers.len() as f64 > cores {
+            e.crowded(machine_powers, machine_local, &mut rep);
+        } else if node_powers.len() as f64 > cores {
             e.crowded(node_powers, local, &mut rep);
         }
         rep.cpu = if methods.is_empty() {

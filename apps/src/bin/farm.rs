@@ -316,7 +316,14 @@ fn start_emulation(
         disk_mode: "paced".into(),
         disk_mb_s: mheta_apps::emulate::DEFAULT_DISK_MB_S,
     };
-    let mut emu = Emulation::start(&r, &node_powers, local, &std::env::temp_dir());
+    let machine_local = (0..me).filter(|&j| machines[j] == mine).count();
+    let mut emu = Emulation::start(
+        &r,
+        &node_powers,
+        local,
+        (&machine_powers, machine_local),
+        &std::env::temp_dir(),
+    );
     // A master that polls takes a core its workers need when the ranks
     // outnumber the cores.
     let sleep = match args.wait.as_str() {
