@@ -14,9 +14,8 @@
 # np, this VM's own speed changes are out of the compute, and the
 # communication is real; or paced, where each piece of real work lasts its
 # CPU time / cpu_power, so the real work of 8 ranks at power 0.2 fills 80%
-# of 2 cores and their memory traffic slows one another's (on 2026-11-27,
-# this 2-core VM, SCALE_REPEAT=2: paced mean error 23.8%, max 58.1%, max noise 30.9%;
-# clock 9.7%, 19.3%, 6.4%).
+# of 2 cores and their memory traffic slows one another's. docs/RESULTS.md
+# has the clock figures.
 # Writes OUT/scale.json (per held-out configuration: predicted, actual,
 # noise floor, error; max_err_pct), OUT/scale.svg (mg) and
 # OUT/scale-jacobi.svg, the fits (OUT/fit-*.json, OUT/fit-*.txt) and the
