@@ -153,7 +153,10 @@ fn two_hosts_shape_the_link_add_the_latency_and_leave_nothing() {
     eprintln!(
         "hosts: round trip c <-> a {near:.0} us, c <-> b {far:.0} us: added {added_us:.0} us (expected 2000)"
     );
-    assert!((added_us - 2000.0).abs() <= 200.0, "added {added_us} us");
+    // Within 15%, as the microbench's view of a far pair: the relay's own
+    // copies and the path's two more veth hops add 50-100 us a direction
+    // here (docs/EMULATION.md).
+    assert!((added_us - 2000.0).abs() <= 300.0, "added {added_us} us");
 
     let down = ok(mheta().args(["hosts", "down", &spec_s]));
     assert!(down.contains("down"), "{down}");
