@@ -779,4 +779,3 @@ fn a_handshake_costs_what_it_cost_in_the_recorded_iteration() {
     let r0 = m.predict_first(&Dist(vec![10, 10])).unwrap().ranks[0];
     assert!((r0.total_s - (2e-3 + L + wake)).abs() < 1e-9, "{r0:?}");
 }
-

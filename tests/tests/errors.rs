@@ -333,7 +333,11 @@ fn a_crowded_machine_stops_the_default_cpu_emulation_and_says_what_to_pass() {
     );
     assert_eq!(r["verified"], true);
     // The task farm stops alike, and says where its clock's figure comes from.
-    let l = app_error("farm", 4, &["--task", "ep", "--class", "S", "--cluster", "het4"]);
+    let l = app_error(
+        "farm",
+        4,
+        &["--task", "ep", "--class", "S", "--cluster", "het4"],
+    );
     assert!(
         l.contains("not faithful") && l.contains("a pixel, an EP pair"),
         "{l}"

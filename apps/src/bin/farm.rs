@@ -288,7 +288,10 @@ fn start_emulation(
 ) -> Result<Emulation> {
     let (np, me) = (world.size() as usize, world.rank() as usize);
     let powers_where = |same: &dyn Fn(usize) -> bool| -> Vec<f64> {
-        (0..np).filter(|&j| same(j)).map(|j| spec.rank[j].cpu_power).collect()
+        (0..np)
+            .filter(|&j| same(j))
+            .map(|j| spec.rank[j].cpu_power)
+            .collect()
     };
     let node_powers = powers_where(&|j| hosts[j] == hosts[me]);
     let local = (0..me).filter(|&j| hosts[j] == hosts[me]).count();

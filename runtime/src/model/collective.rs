@@ -171,7 +171,11 @@ mod tests {
         // Rank 3 behind a 1 ms link, all arrive at 0: 1 -> 0 and 3 -> 2
         // (1 ms), 2 -> 0, then 0 -> 1, 0 -> 2 and 1 -> 3 (1 ms).
         let far = far_link(3);
-        let c = Costs { msg: &far, o_send: ZERO, o_recv: ZERO };
+        let c = Costs {
+            msg: &far,
+            o_send: ZERO,
+            o_recv: ZERO,
+        };
         let x = exits(Shape::Binomial, &[0.0; 4], &c).unwrap();
         close(&x, &[1.001e-3, 1.002e-3, 1.002e-3, 2.002e-3]);
         // Rank 1 arriving 5 ms late: everyone waits for it, rank 3 still
@@ -183,7 +187,11 @@ mod tests {
     #[test]
     fn binomial_sends_in_turn_and_covers_odd_counts() {
         // 10 µs a message, 1 µs a send's and a receive's own part; 5 ranks.
-        let c = Costs { msg: &|_, _| 1e-5, o_send: &|_, _| 1e-6, o_recv: &|_, _| 1e-6 };
+        let c = Costs {
+            msg: &|_, _| 1e-5,
+            o_send: &|_, _| 1e-6,
+            o_recv: &|_, _| 1e-6,
+        };
         let x = exits(Shape::Binomial, &[0.0; 5], &c).unwrap();
         // Reduction: 1 -> 0 and 3 -> 2 at 10 µs, 2 -> 0 at 20; 4's value
         // arrived at 10, received at 21. Broadcast from 21: sends to 1, 2
@@ -196,21 +204,33 @@ mod tests {
     #[test]
     fn recursive_doubling_pairs_and_non_powers_of_two() {
         let far = far_link(3);
-        let c = Costs { msg: &far, o_send: ZERO, o_recv: ZERO };
+        let c = Costs {
+            msg: &far,
+            o_send: ZERO,
+            o_recv: ZERO,
+        };
         let x = exits(Shape::RecursiveDoubling, &[0.0; 4], &c).unwrap();
         // Round 1: 0 <-> 1 (1 µs), 2 <-> 3 (1 ms); round 2: 0 <-> 2, 1 <-> 3.
         close(&x, &[1.001e-3, 2e-3, 1e-3, 1.001e-3]);
         // 3 ranks, 1 s a message: 0 hands to 1 (at 1); 1 <-> 2 (1 gets
         // 2's value at 1, 2 gets 1's at 2); 1 hands back to 0 (at 2).
         let one = |_: usize, _: usize| 1.0;
-        let c = Costs { msg: &one, o_send: ZERO, o_recv: ZERO };
+        let c = Costs {
+            msg: &one,
+            o_send: ZERO,
+            o_recv: ZERO,
+        };
         let x = exits(Shape::RecursiveDoubling, &[0.0; 3], &c).unwrap();
         close(&x, &[2.0, 1.0, 2.0]);
     }
 
     #[test]
     fn together_has_no_pattern() {
-        let c = Costs { msg: ZERO, o_send: ZERO, o_recv: ZERO };
+        let c = Costs {
+            msg: ZERO,
+            o_send: ZERO,
+            o_recv: ZERO,
+        };
         assert!(exits(Shape::Together, &[0.0; 4], &c).is_none());
     }
 }

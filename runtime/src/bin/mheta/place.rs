@@ -157,7 +157,10 @@ fn run_calibration(a: &PlaceArgs, lab: &Lab) -> Result<Value> {
         let line = err
             .lines()
             .find(|l| l.starts_with("farm: error:"))
-            .or_else(|| err.lines().rfind(|l| !l.trim_matches('-').trim().is_empty()))
+            .or_else(|| {
+                err.lines()
+                    .rfind(|l| !l.trim_matches('-').trim().is_empty())
+            })
             .unwrap_or("");
         let how = if line.contains("--cpu-emulation") {
             " (give the farm its options with --farm-args \"...\")"
