@@ -194,11 +194,11 @@ impl Farm<'_> {
                 self.inputs.hosts[h].burst_bytes,
                 self.inputs.hosts[self.m].burst_bytes,
             );
-            let burst = match (bh > 0.0, bm > 0.0) {
-                (true, true) => bh.min(bm),
-                (true, false) => bh,
-                (false, true) => bm,
-                (false, false) => 0.0,
+            // The smaller bucket of the shaped ends (0: unshaped).
+            let burst = if bh > 0.0 && bm > 0.0 {
+                bh.min(bm)
+            } else {
+                bh.max(bm)
             };
             let at = self.now
                 + 2.0 * self.latency(h, self.m)

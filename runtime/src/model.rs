@@ -23,9 +23,9 @@
 //! plus what the recorded iteration spent there beyond them; every other
 //! collective synchronises all ranks and costs what it cost in the
 //! recorded iteration past the last rank's arrival, never less than the
-//! profile's pairwise figures give ([`Model::calibrate_collectives`]). For two ranks and one exchange
-//! this is exactly eqs. 3-5; for P ranks it is the replay the paper defers
-//! to the dissertation.
+//! profile's pairwise figures give ([`Model::calibrate_collectives`]).
+//! For two ranks and one exchange this is exactly eqs. 3-5; for P ranks
+//! it is the replay the paper defers to the dissertation.
 
 mod collective;
 mod program;

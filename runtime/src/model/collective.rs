@@ -130,8 +130,9 @@ fn recursive_doubling(arrive: &[f64], c: &Costs<'_>) -> Vec<f64> {
     }
     let rank_of = |n: usize| if n < extra { 2 * n + 1 } else { n + extra };
     let mut dist = 1;
+    let mut before = t.clone();
     while dist < adj {
-        let before = t.clone();
+        before.copy_from_slice(&t);
         for n in 0..adj {
             let (me, peer) = (rank_of(n), rank_of(n ^ dist));
             t[me] = c.received(peer, me, before[peer], before[me] + (c.o_send)(me, peer));
