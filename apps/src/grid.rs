@@ -50,3 +50,35 @@ pub fn all_gather_rows<T: Equivalence>(
     let displs: Vec<i32> = d.offsets().iter().map(|&o| o as i32).collect();
     crate::comm::all_gather_varcount(world, local, full, &counts, &displs);
 }
+
+/// What the stencil kernels verify: the largest |u − exact| over the
+/// interior points of a row-distributed grid and the sum of u there (the
+/// checksum), over all ranks (`MPI_Allreduce`, max and sum). `u` holds
+/// this rank's rows from global row `first`, n interior columns between
+/// two boundary columns; `exact(col, row)` takes the padded column
+/// (1..=n) and the global row. Collective.
+pub fn max_error_and_sum(
+    world: &SimpleCommunicator,
+    u: &mut Rows,
+    first: usize,
+    n: usize,
+    exact: impl Fn(usize, usize) -> f64,
+) -> Result<(f64, f64), crate::mpiio::IoError> {
+    use crate::storage::{Access, sweep};
+    use mpi::collective::SystemOperation;
+    let w = n + 2;
+    let (mut err, mut sum) = (0.0f64, 0.0f64);
+    sweep(&mut [(u, Access::Read)], |rows, v| {
+        for (i, r) in rows.enumerate() {
+            for col in 1..=n {
+                let val = v[0].data[i * w + col];
+                err = err.max((val - exact(col, first + r)).abs());
+                sum += val;
+            }
+        }
+    })?;
+    let (mut gerr, mut gsum) = (0.0f64, 0.0f64);
+    crate::comm::all_reduce(world, &err, &mut gerr, SystemOperation::max());
+    crate::comm::all_reduce(world, &sum, &mut gsum, SystemOperation::sum());
+    Ok((gerr, gsum))
+}

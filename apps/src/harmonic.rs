@@ -36,3 +36,35 @@ pub fn set_boundary_ghosts(u: &mut Rows, n: usize, first: usize) {
         initial_row(n, n as isize, &mut u.bottom);
     }
 }
+
+/// The distributed grid `u` of the Laplace kernels: this rank's rows of
+/// n + 2 values (boundary columns included), one array that may go out of
+/// core, initial values from [`initial_row`] and ghosts from
+/// [`set_boundary_ghosts`]. `fixed_rows` counts the kernel's other
+/// full-width rows that stay in core (halo buffers, gathered rows).
+/// Returns the first global row, the grid and its memory plan.
+pub fn laplace_grid(
+    ctx: &crate::Ctx,
+    n: usize,
+    fixed_rows: usize,
+) -> anyhow::Result<(usize, Rows, crate::storage::MemPlan)> {
+    let (first, rows) = ctx.my_rows();
+    let w = n + 2;
+    let needs = [crate::storage::Need::fixed("u", rows, 8 * w, false, true)];
+    let fixed = crate::Fixed {
+        bytes: (fixed_rows * 8 * w) as u64,
+        per_row: 0,
+    };
+    let plan = ctx.plan(fixed, &needs)?;
+    let mut u = Rows::new(
+        "u",
+        w,
+        rows,
+        true,
+        &plan.pieces,
+        ctx.disk_for(&plan, 0),
+        |r, row| initial_row(n, (first + r) as isize, row),
+    )?;
+    set_boundary_ghosts(&mut u, n, first);
+    Ok((first, u, plan))
+}

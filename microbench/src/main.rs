@@ -27,6 +27,7 @@ use mheta_microbench::{net, node};
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
+use mheta_profile::cli::Measure as Args;
 use mheta_profile::{ClusterProfile, Dist, NodeCost, OsuCompat, PairCost};
 use mpi::collective::{CommunicatorCollectives, Root};
 use mpi::point_to_point::{Destination, Source};
@@ -39,43 +40,9 @@ use std::time::{Duration, Instant};
 /// cluster profile.
 #[derive(Parser, Debug)]
 #[command(name = "mheta-microbench", version)]
-struct Args {
-    /// Fewer sizes and repetitions (under a minute at 4 ranks).
-    #[arg(long)]
-    quick: bool,
-    /// Where to write the cluster profile (JSON).
-    #[arg(
-        short = 'o',
-        long = "output",
-        value_name = "PROFILE.json",
-        required_unless_present = "osu_only"
-    )]
-    output: Option<PathBuf>,
-    /// Print the profile as JSON on stdout instead of the tables.
-    #[arg(long)]
-    json: bool,
-    /// Also run OSU's osu_latency and osu_bw loops (pair 0 -> 1) and print
-    /// them in OSU's format.
-    #[arg(long)]
-    osu_compat: bool,
-    /// Run only OSU's osu_latency and osu_bw loops (pair 0 -> 1), in a
-    /// process that measures nothing else, as OSU's own programs do; print
-    /// them in OSU's format and write no profile.
-    #[arg(long, conflicts_with_all = ["json", "osu_compat", "output"])]
-    osu_only: bool,
-    /// Directory whose disk is measured (default: $TMPDIR or /tmp).
-    #[arg(long, value_name = "DIR")]
-    disk_dir: Option<PathBuf>,
-    /// Do not measure disks.
-    #[arg(long)]
-    no_disk: bool,
-    /// Largest message of the sweep and of the OSU loops, as OSU's `-m`
-    /// (bytes, or with K, M, G: `128M`; 64K to 1G). Default 4M, OSU's.
-    /// A redistribution moves tens of megabytes of rows that are not in
-    /// the cache; past the last-level cache a pair streams slower than at
-    /// 1 MiB, and this measures by how much.
-    #[arg(long, value_name = "SIZE", value_parser = |s: &str| mheta_profile::parse_max_size(s).map(|b| b as usize))]
-    max_size: Option<usize>,
+struct Cli {
+    #[command(flatten)]
+    measure: Args,
 }
 
 const TAG: i32 = 0x4d43;
@@ -283,7 +250,9 @@ fn progress_bar(me: usize, total_pairs: usize) -> Option<indicatif::ProgressBar>
 fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>> {
     let disk_dir = preflight(world, args)?;
     if args.osu_only {
-        let max = args.max_size.unwrap_or(mheta_microbench::osu::MAX_SIZE);
+        let max = args
+            .max_size
+            .map_or(mheta_microbench::osu::MAX_SIZE, |m| m as usize);
         let o = osu_compat(world, max);
         if world.rank() == 0 {
             print_osu(&o);
@@ -293,7 +262,7 @@ fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>
     let lay = layout(world);
     let mut plan = net::Plan::new(args.quick);
     if let Some(max) = args.max_size {
-        plan = plan.up_to(max);
+        plan = plan.up_to(max as usize);
     }
     let bar = progress_bar(lay.me, lay.p * (lay.p - 1));
     let t0 = Instant::now();
@@ -307,7 +276,9 @@ fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>
     // OSU's own loops and buffers, pair 0 -> 1 (mheta_microbench::osu).
     let osu = if args.osu_compat {
         quiet_barrier(world);
-        let max = args.max_size.unwrap_or(mheta_microbench::osu::MAX_SIZE);
+        let max = args
+            .max_size
+            .map_or(mheta_microbench::osu::MAX_SIZE, |m| m as usize);
         Some(osu_compat(world, max))
     } else {
         None
@@ -489,34 +460,10 @@ fn assemble(
     profile
 }
 
-/// Say which figures are multi-modal (mheta_profile::modes).
-fn print_modes(p: &ClusterProfile) {
-    let mm = p.multi_modal();
-    if mm.is_empty() {
-        println!("# Modes: every o_s, o_r and 8-byte one-way time is unimodal");
-        return;
-    }
-    println!(
-        "# Modes: {} figures are multi-modal; the profile stores {} (`mheta predict --mode dominant|fast|slow` picks one mode)",
-        mm.len(),
-        mheta_profile::MEAN_TEXT
-    );
-    for (s, d, name, text) in mm {
-        println!("#   {s} -> {d} {name}: {text}");
-    }
-}
-
-/// The profile as tables: pair 0 -> 1's sweep, every pair's overheads,
-/// its modes, the latency and bandwidth matrices, the links, the nodes,
-/// and OSU's tables.
+/// What a session prints: pair 0 -> 1's sweep in OSU's format, the
+/// profile's tables ([`ClusterProfile::tables`], as `mheta show --profile`
+/// prints them), and OSU's tables.
 fn print_tables(p: &ClusterProfile) {
-    println!(
-        "# mheta-microbench: {} ranks on {}{}",
-        p.np,
-        p.hosts.join(","),
-        if p.quick { " (quick)" } else { "" }
-    );
-    println!("# {}", p.schedule);
     let c01 = p.pair(0, 1);
     println!("# Latency, pair 0 -> 1 (half round trip, median)");
     println!("{:<10}{:>20}", "# Size", "Latency (us)");
@@ -528,120 +475,9 @@ fn print_tables(p: &ClusterProfile) {
     for s in &c01.sweep {
         println!("{:<10}{:>20.2}", s.bytes, s.bandwidth_mbps);
     }
-    print_pairs(p);
-    print_modes(p);
-    print_matrix(p, "Latency, 8 B one-way (us)", &|c| {
-        c.one_way_small.p50 * 1e6
-    });
-    print_matrix(p, "Bandwidth at 1 MiB (MB/s)", &|c| c.bandwidth_bps / 1e6);
-    print_matrix(
-        p,
-        "Bandwidth of one 8 MiB message between buffers out of the cache (MB/s)",
-        &|c| c.bandwidth_cold_bps / 1e6,
-    );
-    print!("{}", p.link_tables());
-    print_nodes(p);
+    print!("{}", p.tables());
     if let Some(o) = &p.osu {
         print_osu(o);
-    }
-}
-
-/// Per pair: LogP's o_s, o_r, L, the 8-byte round trip, their spreads,
-/// the eager limit and the per-byte segments.
-fn print_pairs(p: &ClusterProfile) {
-    println!(
-        "# Overheads and fit per pair (us, {}; spread: interquartile range of the round medians, % of the median; eager B: the largest send that completes before its receive is posted; per-byte in ns/B by segment)",
-        mheta_profile::MEAN_TEXT
-    );
-    println!(
-        "{:>5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>8}  segments",
-        "src", "dst", "o_s", "o_r", "L", "RTT8", "o_s±%", "o_r±%", "RTT8±%", "eager B"
-    );
-    for c in &p.pairs {
-        let segs: Vec<String> = c
-            .segments
-            .iter()
-            .map(|g| {
-                let to = if g.to_bytes == u64::MAX {
-                    "inf".to_string()
-                } else {
-                    g.to_bytes.to_string()
-                };
-                format!("[{}..{}] {:.4}", g.from_bytes, to, g.per_byte_s * 1e9)
-            })
-            .collect();
-        println!(
-            "{:>5} {:>5} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>7.1} {:>7.1} {:>7.1} {:>8}  {}",
-            c.src,
-            c.dst,
-            c.o_send_s * 1e6,
-            c.o_recv_s * 1e6,
-            c.latency_s * 1e6,
-            c.rtt_small_s * 1e6,
-            c.o_send.spread_pct,
-            c.o_recv.spread_pct,
-            c.one_way_small.spread_pct,
-            c.eager_text(),
-            segs.join(" ")
-        );
-    }
-}
-
-/// A figure of every pair as a matrix: rows the source, columns the
-/// destination.
-fn print_matrix(p: &ClusterProfile, title: &str, f: &dyn Fn(&PairCost) -> f64) {
-    let n = p.np as usize;
-    println!("# {title} (rows: source rank, columns: destination)");
-    print!("{:>6}", "");
-    for d in 0..n {
-        print!("{d:>10}");
-    }
-    println!();
-    for s in 0..n {
-        print!("{s:>6}");
-        for d in 0..n {
-            if s == d {
-                print!("{:>10}", "-");
-            } else {
-                print!("{:>10.2}", f(p.pair(s as u32, d as u32)));
-            }
-        }
-        println!();
-    }
-}
-
-/// Per node: CPU weight, memory and the disk's fitted figures.
-fn print_nodes(p: &ClusterProfile) {
-    println!("# Nodes");
-    println!(
-        "{:>5} {:<12} {:>10} {:>12} {:>10} {:>10} {:>10} {:>10}  disk method",
-        "rank", "host", "cpu w", "mem (MB)", "O_r (us)", "r (ns/B)", "O_w (us)", "w (ns/B)"
-    );
-    for nd in &p.nodes {
-        let (ro, rb, wo, wb, m) =
-            nd.disk
-                .as_ref()
-                .map_or((0.0, 0.0, 0.0, 0.0, "-".to_string()), |d| {
-                    (
-                        d.read_overhead_s,
-                        d.read_per_byte_s,
-                        d.write_overhead_s,
-                        d.write_per_byte_s,
-                        d.method.clone(),
-                    )
-                });
-        println!(
-            "{:>5} {:<12} {:>10.3} {:>12.0} {:>10.2} {:>10.4} {:>10.2} {:>10.4}  {}",
-            nd.rank,
-            nd.host,
-            nd.cpu_weight,
-            nd.mem_available_bytes as f64 / 1e6,
-            ro * 1e6,
-            rb * 1e9,
-            wo * 1e6,
-            wb * 1e9,
-            m
-        );
     }
 }
 
@@ -690,8 +526,8 @@ fn main() {
         };
         let world = universe.world();
         let me = world.rank();
-        let args = match Args::try_parse() {
-            Ok(a) => a,
+        let args = match Cli::try_parse() {
+            Ok(c) => c.measure,
             Err(e) => {
                 if me == 0 {
                     let _ = e.print();

@@ -249,24 +249,10 @@ impl Kernel for Jacobi {
             let rho = 0.5 * ((PI * h).cos() + (PI * hy).cos());
             0.25 * h * h * (1.0 - rho.powi(ctx.iters as i32)) / (1.0 - rho)
         };
-        let w = n + 2;
-        let (mut err, mut sum) = (0.0f64, 0.0f64);
-        let first = self.first;
-        sweep(&mut [(&mut self.u, Access::Read)], |rows, v| {
-            for (i, r) in rows.enumerate() {
-                let y = (first + r + 1) as f64 * hy;
-                for j in 0..n {
-                    let x = (j + 1) as f64 * h;
-                    let val = v[0].data[i * w + j + 1];
-                    err = err.max((val - ck * (PI * x).sin() * (PI * y).sin()).abs());
-                    sum += val;
-                }
-            }
-        })?;
-        let mut gerr = 0.0;
-        comm::all_reduce(ctx.world, &err, &mut gerr, SystemOperation::max());
-        let mut gsum = 0.0;
-        comm::all_reduce(ctx.world, &sum, &mut gsum, SystemOperation::sum());
+        let (gerr, gsum) =
+            grid::max_error_and_sum(ctx.world, &mut self.u, self.first, n, |j, r| {
+                ck * (PI * j as f64 * h).sin() * (PI * (r + 1) as f64 * hy).sin()
+            })?;
         Ok(json!({
             "n": n,
             "rows": m,

@@ -20,11 +20,9 @@
 use anyhow::Result;
 use clap::Parser;
 use mheta_apps::checkpoint::State;
-use mheta_apps::harmonic::{g, initial_row, set_boundary_ghosts};
-use mheta_apps::storage::{Access, MemPlan, Need, Rows, sweep};
-use mheta_apps::{
-    Common, Ctx, Fixed, Kernel, StorageReport, comm, grid, main_with_mpi, parse_args, run,
-};
+use mheta_apps::harmonic::{g, laplace_grid, set_boundary_ghosts};
+use mheta_apps::storage::{Access, MemPlan, Rows, sweep};
+use mheta_apps::{Common, Ctx, Kernel, StorageReport, comm, grid, main_with_mpi, parse_args, run};
 use mheta_runtime::Dist;
 use mheta_trace::{AppDecl, ArrayDecl, ExchangeDecl, ExchangeKind, MsgScaling};
 use mpi::collective::SystemOperation;
@@ -53,26 +51,7 @@ struct Sor {
 
 impl Sor {
     fn new(ctx: &Ctx, n: usize) -> Result<Sor> {
-        let (first, rows) = ctx.my_rows();
-        let w = n + 2;
-        let needs = [Need::fixed("u", rows, 8 * w, false, true)];
-        let plan = ctx.plan(
-            Fixed {
-                bytes: (4 * 8 * w) as u64,
-                per_row: 0,
-            },
-            &needs,
-        )?;
-        let mut u = Rows::new(
-            "u",
-            w,
-            rows,
-            true,
-            &plan.pieces,
-            ctx.disk_for(&plan, 0),
-            |r, row| initial_row(n, (first + r) as isize, row),
-        )?;
-        set_boundary_ghosts(&mut u, n, first);
+        let (first, u, plan) = laplace_grid(ctx, n, 4)?;
         let h = 1.0 / (n as f64 + 1.0);
         Ok(Sor {
             n,
@@ -162,22 +141,10 @@ impl Kernel for Sor {
     fn finish(&mut self, ctx: &Ctx) -> Result<Value> {
         let n = self.n;
         let h = 1.0 / (n as f64 + 1.0);
-        let (first, w) = (self.first, n + 2);
-        let (mut err, mut sum) = (0.0f64, 0.0f64);
-        sweep(&mut [(&mut self.u, Access::Read)], |rows, v| {
-            for (i, r) in rows.enumerate() {
-                let y = (first + r + 1) as f64 * h;
-                for j in 1..=n {
-                    let val = v[0].data[i * w + j];
-                    err = err.max((val - g(j as f64 * h, y)).abs());
-                    sum += val;
-                }
-            }
-        })?;
-        let mut gerr = 0.0f64;
-        comm::all_reduce(ctx.world, &err, &mut gerr, SystemOperation::max());
-        let mut gsum = 0.0f64;
-        comm::all_reduce(ctx.world, &sum, &mut gsum, SystemOperation::sum());
+        let (gerr, gsum) =
+            grid::max_error_and_sum(ctx.world, &mut self.u, self.first, n, |j, r| {
+                g(j as f64 * h, (r + 1) as f64 * h)
+            })?;
         Ok(json!({
             "n": n,
             "omega": self.omega,

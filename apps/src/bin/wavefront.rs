@@ -20,11 +20,9 @@
 use anyhow::Result;
 use clap::Parser;
 use mheta_apps::checkpoint::State;
-use mheta_apps::harmonic::{g, initial_row, set_boundary_ghosts};
-use mheta_apps::storage::{Access, MemPlan, Need, Rows, sweep};
-use mheta_apps::{
-    Common, Ctx, Fixed, Kernel, StorageReport, comm, grid, main_with_mpi, parse_args, run,
-};
+use mheta_apps::harmonic::{g, initial_row, laplace_grid, set_boundary_ghosts};
+use mheta_apps::storage::{Access, MemPlan, Rows, sweep};
+use mheta_apps::{Common, Ctx, Kernel, StorageReport, comm, grid, main_with_mpi, parse_args, run};
 use mheta_runtime::Dist;
 use mheta_trace::{AppDecl, ArrayDecl, ExchangeDecl, ExchangeKind, MsgScaling};
 use mpi::collective::Root;
@@ -80,26 +78,7 @@ struct Wavefront {
 
 impl Wavefront {
     fn new(ctx: &Ctx, n: usize, tiles: usize) -> Result<Wavefront> {
-        let (first, rows) = ctx.my_rows();
-        let w = n + 2;
-        let needs = [Need::fixed("u", rows, 8 * w, false, true)];
-        let plan = ctx.plan(
-            Fixed {
-                bytes: (5 * 8 * w) as u64,
-                per_row: 0,
-            },
-            &needs,
-        )?;
-        let mut u = Rows::new(
-            "u",
-            w,
-            rows,
-            true,
-            &plan.pieces,
-            ctx.disk_for(&plan, 0),
-            |r, row| initial_row(n, (first + r) as isize, row),
-        )?;
-        set_boundary_ghosts(&mut u, n, first);
+        let (first, u, plan) = laplace_grid(ctx, n, 5)?;
         Ok(Wavefront {
             n,
             tiles,

@@ -1,7 +1,8 @@
 //! The cluster profile: what one microbenchmark session (`mheta bench`,
 //! crate `mheta-microbench`) measured of a cluster, stored as versioned
 //! JSON. This crate owns the format and is the one typed API through which
-//! the runtime reads it; it is MPI-free.
+//! the runtime reads it; it is MPI-free. It also owns the session's
+//! options ([`cli::Measure`]), which the microbench and `mheta bench` share.
 //!
 //! Every measured figure is a [`Dist`]: mean, standard deviation, median,
 //! 99th percentile and the HdrHistogram of the samples (V2 + DEFLATE,
@@ -11,6 +12,9 @@
 //! start of the send to the end of the receive (LogP: o_s + L + G·b + o_r),
 //! where `one_way_s` is piecewise linear with breakpoints where the MPI
 //! library changes protocol ([`fit_segments`]).
+
+pub mod cli;
+mod text;
 
 use base64::Engine as _;
 use hdrhistogram::serialization::Serializer as _;

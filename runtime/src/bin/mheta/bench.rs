@@ -5,7 +5,7 @@ use super::hosts;
 use super::launch::{exe_dir, is_open_mpi_launcher, is_root, status_code};
 use anyhow::{Context, Result, bail};
 use mheta_profile::ClusterProfile;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 #[derive(clap::Args, Debug)]
@@ -16,39 +16,8 @@ pub struct BenchArgs {
     /// A cluster spec with [[host]] tables: measure across its hosts.
     #[arg(long, value_name = "SPEC")]
     cluster: Option<String>,
-    /// Fewer sizes and repetitions.
-    #[arg(long)]
-    quick: bool,
-    /// Where to write the profile.
-    #[arg(
-        short = 'o',
-        long = "output",
-        value_name = "PROFILE.json",
-        required_unless_present = "osu_only"
-    )]
-    output: Option<PathBuf>,
-    /// Print the profile as JSON on stdout instead of the tables.
-    #[arg(long)]
-    json: bool,
-    /// Also run OSU's osu_latency and osu_bw loops (pair 0 -> 1).
-    #[arg(long)]
-    osu_compat: bool,
-    /// Run only OSU's loops (pair 0 -> 1) in a process that measures
-    /// nothing else, as OSU's programs do; write no profile.
-    #[arg(long, conflicts_with_all = ["json", "osu_compat", "output"])]
-    osu_only: bool,
-    /// Directory whose disk is measured (default: $TMPDIR or /tmp).
-    #[arg(long, value_name = "DIR")]
-    disk_dir: Option<PathBuf>,
-    /// Do not measure disks.
-    #[arg(long)]
-    no_disk: bool,
-    /// Largest message of the sweep and the OSU loops, as OSU's `-m`
-    /// (bytes, or with K, M, G: `128M`; 64K to 1G). Default 4M.
-    /// Redistributions move tens of megabytes; past the last-level
-    /// cache a pair streams slower than at 1 MiB.
-    #[arg(long, value_name = "SIZE", value_parser = mheta_profile::parse_max_size)]
-    max_size: Option<u64>,
+    #[command(flatten)]
+    measure: mheta_profile::cli::Measure,
 }
 
 /// `mheta bench`: check the arguments, run the microbenchmarks, and add
@@ -56,12 +25,12 @@ pub struct BenchArgs {
 pub fn main(a: BenchArgs) -> Result<i32> {
     let lab = a.cluster.as_deref().map(hosts::lab_of).transpose()?;
     let np = ranks(a.np, lab.as_ref())?;
-    let output = a.output.as_deref();
+    let output = a.measure.output.as_deref();
     if let Some(out) = output {
         check_writable(out)?;
     }
-    if let Some(d) = &a.disk_dir
-        && !a.no_disk
+    if let Some(d) = &a.measure.disk_dir
+        && !a.measure.no_disk
         && !d.is_dir()
     {
         bail!("--disk-dir {}: not a directory", d.display());
@@ -80,7 +49,7 @@ pub fn main(a: BenchArgs) -> Result<i32> {
         None => local_mpirun(&launcher, np),
     };
     cmd.arg(&exe);
-    microbench_args(&mut cmd, &a);
+    cmd.args(a.measure.to_args());
     let st = cmd
         .status()
         .with_context(|| format!("cannot start {}", launcher.to_string_lossy()))?;
@@ -128,29 +97,6 @@ fn local_mpirun(launcher: &std::ffi::OsString, np: u32) -> Command {
 }
 
 /// The flags mheta-microbench takes from `mheta bench`.
-fn microbench_args(cmd: &mut Command, a: &BenchArgs) {
-    for (on, flag) in [
-        (a.quick, "--quick"),
-        (a.json, "--json"),
-        (a.osu_compat, "--osu-compat"),
-        (a.osu_only, "--osu-only"),
-        (a.no_disk, "--no-disk"),
-    ] {
-        if on {
-            cmd.arg(flag);
-        }
-    }
-    if let Some(d) = &a.disk_dir {
-        cmd.arg("--disk-dir").arg(d);
-    }
-    if let Some(m) = a.max_size {
-        cmd.arg("--max-size").arg(m.to_string());
-    }
-    if let Some(out) = &a.output {
-        cmd.arg("-o").arg(out);
-    }
-}
-
 fn check_writable(path: &Path) -> Result<()> {
     let probe = path.with_extension(format!("probe.{}", std::process::id()));
     std::fs::write(&probe, b"")

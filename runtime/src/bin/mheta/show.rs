@@ -29,7 +29,7 @@ pub fn main(a: ShowArgs) -> Result<i32> {
             if a.json {
                 print!("{}", p.to_json());
             } else {
-                show_profile(&p);
+                print!("{}", p.tables());
             }
         }
         (None, Some(trace)) => {
@@ -44,104 +44,6 @@ pub fn main(a: ShowArgs) -> Result<i32> {
         (None, None) => bail!("give --trace DIR or --profile FILE"),
     }
     Ok(0)
-}
-
-/// `mheta show --profile`: the pairs, the modes, the nodes and the links.
-fn show_profile(p: &ClusterProfile) {
-    println!(
-        "# cluster profile: {} ranks on {}{}; timer reading {:.0} ns",
-        p.np,
-        p.hosts.join(","),
-        if p.quick { " (quick)" } else { "" },
-        p.timer_s * 1e9
-    );
-    println!("# method: {}", p.method);
-    println!("# schedule: {}", p.schedule);
-    pair_table(p);
-    let mm = p.multi_modal();
-    if mm.is_empty() {
-        println!("# modes: every o_s, o_r and 8-byte one-way time is unimodal");
-    } else {
-        println!(
-            "# modes: the stored figure is {} (`mheta predict --mode dominant|fast|slow` picks one mode)",
-            mheta_profile::MEAN_TEXT
-        );
-        for (s, d, n, t) in mm {
-            println!("#   {s} -> {d} {n}: {t}");
-        }
-    }
-    node_table(p);
-    print!("{}", p.link_tables());
-}
-
-/// Per pair: LogP's o_s, o_r, L, the 8-byte round trip, their spreads,
-/// the bandwidths and the eager limit.
-fn pair_table(p: &ClusterProfile) {
-    println!(
-        "# per pair, us ({}); spread = interquartile range of the round medians, % of the median; eager B = the largest send that completes before its receive is posted",
-        mheta_profile::MEAN_TEXT
-    );
-    println!(
-        "{:>5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>12} {:>13} {:>8}",
-        "src",
-        "dst",
-        "o_s",
-        "o_r",
-        "L",
-        "RTT8",
-        "rounds",
-        "o_s±%",
-        "o_r±%",
-        "RTT8±%",
-        "MB/s (1 MiB)",
-        "MB/s (8M cold)",
-        "eager B"
-    );
-    for c in &p.pairs {
-        println!(
-            "{:>5} {:>5} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>7} {:>7.1} {:>7.1} {:>7.1} {:>12.0} {:>13} {:>8}",
-            c.src,
-            c.dst,
-            c.o_send_s * 1e6,
-            c.o_recv_s * 1e6,
-            c.latency_s * 1e6,
-            c.rtt_small_s * 1e6,
-            c.one_way_small.rounds.len(),
-            c.o_send.spread_pct,
-            c.o_recv.spread_pct,
-            c.one_way_small.spread_pct,
-            c.bandwidth_bps / 1e6,
-            if c.bandwidth_cold_bps > 0.0 {
-                format!("{:.0}", c.bandwidth_cold_bps / 1e6)
-            } else {
-                "-".into()
-            },
-            c.eager_text()
-        );
-    }
-}
-
-/// Per node: CPU weight, memory, and the disk's fitted overheads.
-fn node_table(p: &ClusterProfile) {
-    println!(
-        "{:>5} {:<12} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10}",
-        "rank", "host", "cpu w", "mem MB", "O_r us", "r ns/B", "O_w us", "w ns/B"
-    );
-    for n in &p.nodes {
-        let d = n.disk.as_ref();
-        let f = |x: Option<f64>, k: f64| x.map_or("-".to_string(), |v| format!("{:.3}", v * k));
-        println!(
-            "{:>5} {:<12} {:>8.3} {:>10.0} {:>10} {:>10} {:>10} {:>10}",
-            n.rank,
-            n.host,
-            n.cpu_weight,
-            n.mem_available_bytes as f64 / 1e6,
-            f(d.map(|d| d.read_overhead_s), 1e6),
-            f(d.map(|d| d.read_per_byte_s), 1e9),
-            f(d.map(|d| d.write_overhead_s), 1e6),
-            f(d.map(|d| d.write_per_byte_s), 1e9),
-        );
-    }
 }
 
 /// One JSON object: the app declaration, the ranks, and per rank its

@@ -1,0 +1,109 @@
+//! The options of a microbenchmark session, shared by `mheta-microbench`
+//! (which measures) and `mheta bench` (which launches it and passes them
+//! on), so that both take the same flags with the same help.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// What to measure and where to write it.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Measure {
+    /// Fewer sizes and repetitions (under a minute at 4 ranks).
+    #[arg(long)]
+    pub quick: bool,
+    /// Where to write the cluster profile (JSON).
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "PROFILE.json",
+        required_unless_present = "osu_only"
+    )]
+    pub output: Option<PathBuf>,
+    /// Print the profile as JSON on stdout instead of the tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Also run OSU's osu_latency and osu_bw loops (pair 0 -> 1) and print
+    /// them in OSU's format.
+    #[arg(long)]
+    pub osu_compat: bool,
+    /// Run only OSU's osu_latency and osu_bw loops (pair 0 -> 1), in a
+    /// process that measures nothing else, as OSU's own programs do; print
+    /// them in OSU's format and write no profile.
+    #[arg(long, conflicts_with_all = ["json", "osu_compat", "output"])]
+    pub osu_only: bool,
+    /// Directory whose disk is measured (default: $TMPDIR or /tmp).
+    #[arg(long, value_name = "DIR")]
+    pub disk_dir: Option<PathBuf>,
+    /// Do not measure disks.
+    #[arg(long)]
+    pub no_disk: bool,
+    /// Largest message of the sweep and of the OSU loops, as OSU's `-m`
+    /// (bytes, or with K, M, G: `128M`; 64K to 1G). Default 4M, OSU's.
+    /// A redistribution moves tens of megabytes of rows that are not in
+    /// the cache; past the last-level cache a pair streams slower than at
+    /// 1 MiB, and this measures by how much.
+    #[arg(long, value_name = "SIZE", value_parser = crate::parse_max_size)]
+    pub max_size: Option<u64>,
+}
+
+impl Measure {
+    /// The same options as command-line words, for the microbench that
+    /// `mheta bench` launches.
+    pub fn to_args(&self) -> Vec<OsString> {
+        let mut v: Vec<OsString> = [
+            (self.quick, "--quick"),
+            (self.json, "--json"),
+            (self.osu_compat, "--osu-compat"),
+            (self.osu_only, "--osu-only"),
+            (self.no_disk, "--no-disk"),
+        ]
+        .into_iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, flag)| flag.into())
+        .collect();
+        if let Some(d) = &self.disk_dir {
+            v.extend(["--disk-dir".into(), d.into()]);
+        }
+        if let Some(m) = self.max_size {
+            v.extend(["--max-size".into(), m.to_string().into()]);
+        }
+        if let Some(out) = &self.output {
+            v.extend(["-o".into(), out.into()]);
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Measure;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        m: Measure,
+    }
+
+    /// What `mheta bench` passes on parses back to the same options.
+    #[test]
+    fn to_args_round_trips() {
+        let words = [
+            "x",
+            "--quick",
+            "--no-disk",
+            "--max-size",
+            "8M",
+            "-o",
+            "p.json",
+        ];
+        let a = Cli::try_parse_from(words).unwrap().m;
+        let again = std::iter::once("x".into()).chain(a.to_args());
+        let b = Cli::try_parse_from(again).unwrap().m;
+        assert!(b.quick && b.no_disk && !b.json && !b.osu_only);
+        assert_eq!(b.max_size, Some(8 << 20));
+        assert_eq!(b.output.as_deref(), Some(std::path::Path::new("p.json")));
+        assert!(Cli::try_parse_from(["x", "--osu-only", "-o", "p.json"]).is_err());
+        assert!(Cli::try_parse_from(["x", "--quick"]).is_err());
+    }
+}

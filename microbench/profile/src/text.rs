@@ -1,0 +1,174 @@
+//! The profile as text tables: what `mheta-microbench` prints after a
+//! session and `mheta show --profile` prints of a stored profile, in one
+//! place so that the two never differ.
+
+use crate::{ClusterProfile, MEAN_TEXT, PairCost};
+use std::fmt::Write as _;
+
+impl ClusterProfile {
+    /// Every table of the profile: the session's header, per pair the
+    /// overheads, fit and bandwidths, the multi-modal figures, the
+    /// latency and bandwidth matrices, the links and the nodes.
+    pub fn tables(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "# cluster profile: {} ranks on {}{}; timer reading {:.0} ns",
+            self.np,
+            self.hosts.join(","),
+            if self.quick { " (quick)" } else { "" },
+            self.timer_s * 1e9
+        );
+        let _ = writeln!(out, "# method: {}", self.method);
+        let _ = writeln!(out, "# schedule: {}", self.schedule);
+        self.pair_table(&mut out);
+        self.modes(&mut out);
+        self.matrix(&mut out, "Latency, 8 B one-way (us)", &|c| {
+            c.one_way_small.p50 * 1e6
+        });
+        self.matrix(&mut out, "Bandwidth at 1 MiB (MB/s)", &|c| {
+            c.bandwidth_bps / 1e6
+        });
+        self.matrix(
+            &mut out,
+            "Bandwidth of one 8 MiB message between buffers out of the cache (MB/s)",
+            &|c| c.bandwidth_cold_bps / 1e6,
+        );
+        out.push_str(&self.link_tables());
+        self.node_table(&mut out);
+        out
+    }
+
+    /// Per pair: LogP's o_s, o_r, L, the 8-byte round trip, their
+    /// spreads, the bandwidths, the eager limit and the per-byte segments.
+    fn pair_table(&self, out: &mut String) {
+        let _ = writeln!(
+            out,
+            "# Overheads and fit per pair (us, {MEAN_TEXT}; spread: interquartile range of the round medians, % of the median; eager B: the largest send that completes before its receive is posted; per-byte in ns/B by segment)"
+        );
+        let _ = writeln!(
+            out,
+            "{:>5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>12} {:>14} {:>8}  segments",
+            "src",
+            "dst",
+            "o_s",
+            "o_r",
+            "L",
+            "RTT8",
+            "rounds",
+            "o_s±%",
+            "o_r±%",
+            "RTT8±%",
+            "MB/s (1 MiB)",
+            "MB/s (8M cold)",
+            "eager B"
+        );
+        for c in &self.pairs {
+            let segs: Vec<String> = c
+                .segments
+                .iter()
+                .map(|g| {
+                    let to = if g.to_bytes == u64::MAX {
+                        "inf".to_string()
+                    } else {
+                        g.to_bytes.to_string()
+                    };
+                    format!("[{}..{}] {:.4}", g.from_bytes, to, g.per_byte_s * 1e9)
+                })
+                .collect();
+            let cold = if c.bandwidth_cold_bps > 0.0 {
+                format!("{:.0}", c.bandwidth_cold_bps / 1e6)
+            } else {
+                "-".into()
+            };
+            let _ = writeln!(
+                out,
+                "{:>5} {:>5} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>7} {:>7.1} {:>7.1} {:>7.1} {:>12.0} {:>14} {:>8}  {}",
+                c.src,
+                c.dst,
+                c.o_send_s * 1e6,
+                c.o_recv_s * 1e6,
+                c.latency_s * 1e6,
+                c.rtt_small_s * 1e6,
+                c.one_way_small.rounds.len(),
+                c.o_send.spread_pct,
+                c.o_recv.spread_pct,
+                c.one_way_small.spread_pct,
+                c.bandwidth_bps / 1e6,
+                cold,
+                c.eager_text(),
+                segs.join(" ")
+            );
+        }
+    }
+
+    /// Which figures are multi-modal, and what the profile stores of them.
+    fn modes(&self, out: &mut String) {
+        let mm = self.multi_modal();
+        if mm.is_empty() {
+            let _ = writeln!(
+                out,
+                "# Modes: every o_s, o_r and 8-byte one-way time is unimodal"
+            );
+            return;
+        }
+        let _ = writeln!(
+            out,
+            "# Modes: {} figures are multi-modal; the profile stores {MEAN_TEXT} (`mheta predict --mode dominant|fast|slow` picks one mode)",
+            mm.len(),
+        );
+        for (s, d, name, text) in mm {
+            let _ = writeln!(out, "#   {s} -> {d} {name}: {text}");
+        }
+    }
+
+    /// A figure of every pair as a matrix: rows the source, columns the
+    /// destination.
+    fn matrix(&self, out: &mut String, title: &str, f: &dyn Fn(&PairCost) -> f64) {
+        let n = self.np;
+        let _ = writeln!(out, "# {title} (rows: source rank, columns: destination)");
+        let _ = write!(out, "{:>6}", "");
+        for d in 0..n {
+            let _ = write!(out, "{d:>10}");
+        }
+        let _ = writeln!(out);
+        for s in 0..n {
+            let _ = write!(out, "{s:>6}");
+            for d in 0..n {
+                if s == d {
+                    let _ = write!(out, "{:>10}", "-");
+                } else {
+                    let _ = write!(out, "{:>10.2}", f(self.pair(s, d)));
+                }
+            }
+            let _ = writeln!(out);
+        }
+    }
+
+    /// Per node: CPU weight, memory and the disk's fitted figures.
+    fn node_table(&self, out: &mut String) {
+        let _ = writeln!(out, "# Nodes");
+        let _ = writeln!(
+            out,
+            "{:>5} {:<12} {:>10} {:>12} {:>10} {:>10} {:>10} {:>10}  disk method",
+            "rank", "host", "cpu w", "mem (MB)", "O_r (us)", "r (ns/B)", "O_w (us)", "w (ns/B)"
+        );
+        for nd in &self.nodes {
+            let d = nd.disk.as_ref();
+            let f = |x: Option<f64>, k: f64| x.map_or("-".to_string(), |v| format!("{:.3}", v * k));
+            let _ = writeln!(
+                out,
+                "{:>5} {:<12} {:>10.3} {:>12.0} {:>10} {:>10} {:>10} {:>10}  {}",
+                nd.rank,
+                nd.host,
+                nd.cpu_weight,
+                nd.mem_available_bytes as f64 / 1e6,
+                f(d.map(|d| d.read_overhead_s), 1e6),
+                f(d.map(|d| d.read_per_byte_s), 1e9),
+                f(d.map(|d| d.write_overhead_s), 1e6),
+                f(d.map(|d| d.write_per_byte_s), 1e9),
+                d.map_or("-", |d| d.method.as_str()),
+            );
+        }
+    }
+}
