@@ -18,18 +18,15 @@ Per app (jacobi, sor):
    the plan is made on the sensed slowdowns; the median iteration after
    that plan against the best of the spectrum.
 """
-import json, os, statistics, subprocess, sys, time, platform, datetime
+import json, os, statistics, subprocess, sys, time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "target", "release")
-MHETA = os.path.join(BIN, "mheta")
+from study import BIN, ENV, MHETA, QUICK, stamp
+
 OUT = sys.argv[1]
-QUICK = os.environ.get("STUDY_QUICK") == "1"
 REPS = 1 if QUICK else 3
 os.makedirs(OUT, exist_ok=True)
 W = os.path.join(OUT, "work")
 os.makedirs(W, exist_ok=True)
-ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 RF = os.path.join(W, "rankfile")
 open(RF, "w").write("".join(f"rank {r}=localhost slot={r // 2}\n" for r in range(4)))
 APPS = [("jacobi", 1024, 500), ("sor", 1024, 500)]
@@ -150,9 +147,7 @@ def main():
             "auto_fraction_of_best": best["iter_median_s"] / auto_med if auto_med else None,
         })
     res = {
-        "command": "scripts/parallel-study.sh " + OUT,
-        "date": datetime.datetime.now().isoformat(timespec="seconds"),
-        "machine": f"{platform.node()}: {os.cpu_count()} cores, {platform.platform()}",
+        **stamp("scripts/parallel-study.sh " + OUT),
         "emulation": "two nodes of one core each: ranks 0,1 pinned to core 0 and 2,3 to core 1 (rankfile), each "
                      "rank a cgroup cpu quota of half a core (--cpu-emulation share), --wait sleep; a `mheta load` "
                      "hog pinned to core 0 (real contention; the kernel time-shares the core).",
@@ -163,7 +158,7 @@ def main():
         g = r["aggregate"]
         print(f"{r['app']}: aggregate slowdown predicted {g['predicted']:.3f}, measured {g['measured']:.3f} "
               f"(runs {', '.join(f'{x:.3f}' for x in g['measured_runs'])}), error {g['err_pct']:.1f}%")
-        print(f"  spectrum under load (node 0's rows / Block's): " + "  ".join(
+        print("  spectrum under load (node 0's rows / Block's): " + "  ".join(
             f"{s['node0_fraction_of_block']:.1f}:{s['iter_median_s']*1e3:.2f}ms" for s in r["spectrum"]))
         for x in r["auto"]:
             print(f"  --auto: first plan {x['first_plan']}, re-plans "

@@ -7,13 +7,13 @@ workers' ranks (comma-separated), ranks in the spec's host order.
 OUT/runs.jsonl write OUT/place.json and OUT/place.svg and print the
 study's table.
 """
-import datetime
 import json
 import os
-import platform
 import statistics
 import sys
 import tomllib
+
+from study import stamp
 
 
 def host_names(spec):
@@ -97,8 +97,7 @@ def report(out, spec, emulation):
     bad = [v for v in runs if not v.get("verified")]
     study = [task_rows(out, t, names, runs) for t in ("mandel", "ep")]
     doc = {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": f"{platform.node()} {os.cpu_count()} cores", "cluster": spec, "cpu_emulation": emulation,
+        **stamp(f"scripts/place-study.sh {out}"), "cluster": spec, "cpu_emulation": emulation,
         "runs": len(runs), "unverified_runs": len(bad), "tasks": study,
     }
     json.dump(doc, open(os.path.join(out, "place.json"), "w"), indent=1)

@@ -14,20 +14,17 @@ under the same load. Driven by scripts/risk-study.sh.
 4. Each plan (and Block) run N times, interleaved (A B C A B C ...): the
    measured mean and 95th percentile (nearest rank) of the run times.
 """
-import json, os, statistics, subprocess, sys, time, platform, datetime
+import json, os, statistics, subprocess, sys, time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "target", "release")
-MHETA = os.path.join(BIN, "mheta")
+from study import BIN, ENV, MHETA, QUICK, stamp
+
 OUT = sys.argv[1]
-QUICK = os.environ.get("STUDY_QUICK") == "1"
 RUNS = int(os.environ.get("STUDY_RUNS", "6" if QUICK else "24"))
 N, ITERS, Q = 1024, 300, 0.95
 LEVELS, DWELL, SEED = "0,1", os.environ.get("STUDY_DWELL", "1.0,1.0"), 11
 os.makedirs(OUT, exist_ok=True)
 W = os.path.join(OUT, "work")
 os.makedirs(W, exist_ok=True)
-ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 
 
 def jacobi(dist, iters=ITERS):
@@ -91,9 +88,7 @@ def main():
                 "median_s": statistics.median(v), "runs": v} for k, v in times.items()}
     mp, qp = rows["mean-optimal"], rows["quantile-optimal"]
     res = {
-        "command": "scripts/risk-study.sh " + OUT,
-        "date": datetime.datetime.now().isoformat(timespec="seconds"),
-        "machine": f"{platform.node()}: {os.cpu_count()} cores, {platform.platform()}",
+        **stamp("scripts/risk-study.sh " + OUT),
         "emulation": "none: real contention. jacobi ranks bound to cores 0 and 1 (mpirun --bind-to core), a "
                      f"`mheta load` hog pinned to core 0 switching on and off (random, exponential dwells of mean "
                      f"{DWELL} s, seed {SEED}); --cpu-emulation spin, uniform, --wait poll.",

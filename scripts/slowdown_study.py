@@ -22,13 +22,11 @@ communication takes, from its timeline), the load description goes to
 (jacobi: the MHETA replay of a dedicated trace with both nodes' slowdowns,
 against the same replay dedicated).
 """
-import json, os, statistics, subprocess, sys, time, platform, datetime
+import json, os, statistics, subprocess, sys, time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "target", "release")
-MHETA = os.path.join(BIN, "mheta")
+from study import BIN, ENV, MHETA, QUICK, stamp
+
 OUT = sys.argv[1]
-QUICK = os.environ.get("STUDY_QUICK") == "1"
 REPS = int(os.environ.get("STUDY_REPS", "1"))
 os.makedirs(OUT, exist_ok=True)
 W = os.path.join(OUT, "work")
@@ -61,7 +59,6 @@ if QUICK:
 DWELL = 0.5   # seconds on, seconds off
 GUARD = 0.06  # seconds around a switch left out
 
-ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 
 
 def spec(g):
@@ -236,9 +233,7 @@ def main():
     errs = [r["err_pct"] for r in rows]
     perrs = [r["err_paper_pct"] for r in rows]
     res = {
-        "command": "scripts/slowdown-study.sh " + OUT,
-        "date": datetime.datetime.now().isoformat(timespec="seconds"),
-        "machine": f"{platform.node()}: {os.cpu_count()} cores, {platform.platform()}",
+        **stamp("scripts/slowdown-study.sh " + OUT),
         "emulation": "none: real contention. `mheta load` generators (threads) pinned to core 0 beside the "
                      "job's rank on core 0, their echo peers on core 1 beside jacobi's rank 1, switched on and "
                      f"off every {DWELL} s; the kernel time-shares the cores (CFS). Kernels: --cpu-emulation "

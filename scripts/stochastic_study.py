@@ -20,13 +20,11 @@ availability. Driven by scripts/stochastic-study.sh.
 A single-mode case (one hog all the time) is predicted and measured the
 same way.
 """
-import json, os, statistics, subprocess, sys, time, platform, datetime, math
+import json, os, statistics, subprocess, sys, time, math
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "target", "release")
-MHETA = os.path.join(BIN, "mheta")
+from study import BIN, ENV, MHETA, QUICK, stamp
+
 OUT = sys.argv[1]
-QUICK = os.environ.get("STUDY_QUICK") == "1"
 RUNS = int(os.environ.get("STUDY_RUNS", "8" if QUICK else "30"))
 SENSE_S = 8 if QUICK else 30
 DWELL = "1.0,1.0"
@@ -34,7 +32,6 @@ SEED = 7
 os.makedirs(OUT, exist_ok=True)
 W = os.path.join(OUT, "work")
 os.makedirs(W, exist_ok=True)
-ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 SIZES = [(512, 1000), (768, 800), (1024, 700)]
 
 
@@ -153,9 +150,7 @@ def main():
                               "--switch", "random", "--seed", str(SEED)])
     single = study("single-mode", ["--proc", "hog"])
     res = {
-        "command": "scripts/stochastic-study.sh " + OUT,
-        "date": datetime.datetime.now().isoformat(timespec="seconds"),
-        "machine": f"{platform.node()}: {os.cpu_count()} cores, {platform.platform()}",
+        **stamp("scripts/stochastic-study.sh " + OUT),
         "emulation": "none: real contention. sor pinned to core 0 (taskset), `mheta load` hog pinned to core 0 "
                      f"switching on and off (random, exponential dwells of mean {DWELL} s, seed {SEED}) or on all "
                      "the time; the kernel time-shares the core (CFS). --cpu-emulation spin, uniform.",

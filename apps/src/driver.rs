@@ -100,51 +100,14 @@ fn context<'w>(
     dir: &Path,
 ) -> Result<Ctx<'w>> {
     let (np, rank) = (world.size() as usize, world.rank() as usize);
-    // Per rank: its host (name) and its machine (kernel). The emulation's
-    // node is the host: an emulated host's ranks get their base share of
-    // its cores, whatever else the machine runs, so that a rank keeps its
-    // power at every rank count. The machine's cores are what the ranks
-    // really share: waiting and faithfulness go by the machine.
-    let mut ids = vec![0u64; 2 * np];
-    world.all_gather_into(&[host_hash(), machine_hash()][..], &mut ids[..]);
-    let (host, machine) = (|j: usize| ids[2 * j], |j: usize| ids[2 * j + 1]);
-    let powers_where = |same: &dyn Fn(usize) -> bool| -> Vec<f64> {
-        (0..np)
-            .filter(|&j| same(j))
-            .map(|j| ck.cluster.rank[j].cpu_power)
-            .collect()
+    let powers: Vec<f64> = ck.cluster.rank.iter().map(|r| r.cpu_power).collect();
+    let how = CpuSetup {
+        mode: c.cpu_mode(),
+        named: c.cpu_emulation.is_some(),
+        wait: &c.wait,
+        calibrate: CALIBRATE_KERNEL,
     };
-    let node_powers = powers_where(&|j| host(j) == host(rank));
-    let machine_powers = powers_where(&|j| machine(j) == machine(rank));
-    let local = (0..rank).filter(|&j| host(j) == host(rank)).count();
-    let (note, cores) = cpu_faithful_or_stop(
-        world,
-        c.cpu_mode(),
-        c.cpu_emulation.is_some(),
-        &machine_powers,
-        CALIBRATE_KERNEL,
-    )?;
-    let machine_local = (0..rank).filter(|&j| machine(j) == machine(rank)).count();
-    let mut emu = Emulation::start(
-        resolved,
-        &node_powers,
-        local,
-        (&machine_powers, machine_local),
-        dir,
-    );
-    let sleep = match c.wait.as_str() {
-        "sleep" => true,
-        "poll" => false,
-        _ => machine_powers.len() > cores,
-    };
-    comm::set_sleep(sleep);
-    emu.report.wait = if sleep { "sleep" } else { "poll" }.into();
-    if let Some(note) = note {
-        if rank == 0 {
-            eprintln!("warning: {note}");
-        }
-        emu.report.notes.push(note);
-    }
+    let emu = start_cpu_emulation(world, resolved, &powers, &how, dir)?;
     Ok(Ctx {
         world,
         rank,
@@ -798,6 +761,67 @@ pub fn unfaithful_cpu(mode: &str, powers: &[f64], cores: usize, calibrate: &str)
             powers.len()
         )
     })
+}
+
+/// How a program's ranks set up their CPU emulation: the mode and
+/// whether the command line named it, `--wait` (sleep, poll or auto) and
+/// where the clock's figures come from (for the stop message).
+pub struct CpuSetup<'a> {
+    pub mode: &'a str,
+    pub named: bool,
+    pub wait: &'a str,
+    pub calibrate: &'a str,
+}
+
+/// Start this rank's CPU emulation (`powers`: every rank's CPU power) and
+/// choose how ranks wait. The emulation's node is the host (name): an
+/// emulated host's ranks get their base share of its cores, whatever else
+/// the machine runs, so that a rank keeps its power at every rank count.
+/// The machine's cores (its ranks: those with its boot id,
+/// [`crate::machine_hash`], which emulated hosts share) are what the ranks
+/// really share: crowding, faithfulness ([`cpu_faithful_or_stop`]) and
+/// waiting go by the machine. Collective.
+pub fn start_cpu_emulation(
+    world: &SimpleCommunicator,
+    resolved: &Resolved,
+    powers: &[f64],
+    how: &CpuSetup,
+    dir: &Path,
+) -> Result<Emulation> {
+    let (np, rank) = (world.size() as usize, world.rank() as usize);
+    let mut ids = vec![0u64; 2 * np];
+    world.all_gather_into(&[host_hash(), machine_hash()][..], &mut ids[..]);
+    let (host, machine) = (|j: usize| ids[2 * j], |j: usize| ids[2 * j + 1]);
+    let powers_where = |same: &dyn Fn(usize) -> bool| -> Vec<f64> {
+        (0..np).filter(|&j| same(j)).map(|j| powers[j]).collect()
+    };
+    let node_powers = powers_where(&|j| host(j) == host(rank));
+    let machine_powers = powers_where(&|j| machine(j) == machine(rank));
+    let local = (0..rank).filter(|&j| host(j) == host(rank)).count();
+    let (note, cores) =
+        cpu_faithful_or_stop(world, how.mode, how.named, &machine_powers, how.calibrate)?;
+    let machine_local = (0..rank).filter(|&j| machine(j) == machine(rank)).count();
+    let mut emu = Emulation::start(
+        resolved,
+        &node_powers,
+        local,
+        (&machine_powers, machine_local),
+        dir,
+    );
+    let sleep = match how.wait {
+        "sleep" => true,
+        "poll" => false,
+        _ => machine_powers.len() > cores,
+    };
+    comm::set_sleep(sleep);
+    emu.report.wait = if sleep { "sleep" } else { "poll" }.into();
+    if let Some(note) = note {
+        if rank == 0 {
+            eprintln!("warning: {note}");
+        }
+        emu.report.notes.push(note);
+    }
+    Ok(emu)
 }
 
 /// The CPU emulation `mode` on a machine whose ranks have `machine_powers`:

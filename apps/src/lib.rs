@@ -36,7 +36,7 @@ pub mod storage;
 pub mod touches;
 
 mod driver;
-pub use driver::{cpu_faithful_or_stop, run, unfaithful_cpu};
+pub use driver::{CpuSetup, cpu_faithful_or_stop, run, start_cpu_emulation, unfaithful_cpu};
 
 use emulate::Emulation;
 use storage::Storage;

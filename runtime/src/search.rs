@@ -374,7 +374,8 @@ pub fn exhaustive(m: &Model, g: u64, limit: u64) -> Result<Found, String> {
     })
 }
 
-/// SplitMix64: a small, seedable generator for the stochastic searches.
+/// SplitMix64: a small, seedable generator for the stochastic searches
+/// and `mheta load`'s random level switching.
 #[derive(Clone, Debug)]
 pub struct Rng(u64);
 
@@ -396,6 +397,10 @@ impl Rng {
     /// Uniform in [0, n).
     pub fn below(&mut self, n: u64) -> u64 {
         if n == 0 { 0 } else { self.next_u64() % n }
+    }
+    /// Exponential with the given mean.
+    pub fn exp(&mut self, mean: f64) -> f64 {
+        -mean * (1.0 - self.unit()).ln()
     }
 }
 

@@ -146,7 +146,7 @@ fn body(world: &SimpleCommunicator, args: &Args, born: Instant) -> Result<()> {
     )?;
     let cluster = mheta_apps::agree(world, check_cluster(args, np))?;
     let hosts = gather_hosts(world);
-    let emu = start_emulation(world, args, &cluster, &hosts)?;
+    let emu = start_emulation(world, args, &cluster)?;
     if let Some(k) = args.calibrate {
         return calibrate(world, args, kind, k, &emu, &hosts);
     }
@@ -276,38 +276,15 @@ fn gather_hosts(world: &SimpleCommunicator) -> Vec<String> {
         .collect()
 }
 
-/// Start this rank's CPU emulation for its node (the ranks on the same
-/// host), and choose how it waits. Where the emulation would not be
-/// faithful (ranks outnumber their machine's cores, powers differ), every
-/// rank stops unless the mode was named. Collective.
+/// Start this rank's CPU emulation ([`mheta_apps::start_cpu_emulation`]:
+/// by host, crowding and waiting by machine; where the emulation would not
+/// be faithful every rank stops unless the mode was named). Collective.
 fn start_emulation(
     world: &SimpleCommunicator,
     args: &Args,
     (spec, clock): &(ClusterSpec, Option<Clock>),
-    hosts: &[String],
 ) -> Result<Emulation> {
-    let (np, me) = (world.size() as usize, world.rank() as usize);
-    let powers_where = |same: &dyn Fn(usize) -> bool| -> Vec<f64> {
-        (0..np)
-            .filter(|&j| same(j))
-            .map(|j| spec.rank[j].cpu_power)
-            .collect()
-    };
-    let node_powers = powers_where(&|j| hosts[j] == hosts[me]);
-    let local = (0..me).filter(|&j| hosts[j] == hosts[me]).count();
-    // The ranks on this rank's machine: those with its boot id, which the
-    // emulated hosts (network namespaces with their own host names) share.
-    let mine = mheta_apps::machine_hash();
-    let mut machines = vec![0u64; np];
-    world.all_gather_into(&mine, &mut machines[..]);
-    let machine_powers = powers_where(&|j| machines[j] == mine);
-    let (note, cores) = mheta_apps::cpu_faithful_or_stop(
-        world,
-        args.cpu_mode(),
-        args.cpu_emulation.is_some(),
-        &machine_powers,
-        CALIBRATE_FARM,
-    )?;
+    let me = world.rank() as usize;
     let r = Resolved {
         spec: spec.rank[me].clone(),
         mem_limit: None,
@@ -319,30 +296,16 @@ fn start_emulation(
         disk_mode: "paced".into(),
         disk_mb_s: mheta_apps::emulate::DEFAULT_DISK_MB_S,
     };
-    let machine_local = (0..me).filter(|&j| machines[j] == mine).count();
-    let mut emu = Emulation::start(
-        &r,
-        &node_powers,
-        local,
-        (&machine_powers, machine_local),
-        &std::env::temp_dir(),
-    );
+    let powers: Vec<f64> = spec.rank.iter().map(|r| r.cpu_power).collect();
     // A master that polls takes a core its workers need when the ranks
-    // outnumber the cores.
-    let sleep = match args.wait.as_str() {
-        "sleep" => true,
-        "poll" => false,
-        _ => machine_powers.len() > cores,
+    // outnumber the cores: `--wait auto` sleeps there.
+    let how = mheta_apps::CpuSetup {
+        mode: args.cpu_mode(),
+        named: args.cpu_emulation.is_some(),
+        wait: &args.wait,
+        calibrate: CALIBRATE_FARM,
     };
-    comm::set_sleep(sleep);
-    emu.report.wait = if sleep { "sleep" } else { "poll" }.into();
-    if let Some(note) = note {
-        if me == 0 {
-            eprintln!("warning: {note}");
-        }
-        emu.report.notes.push(note);
-    }
-    Ok(emu)
+    mheta_apps::start_cpu_emulation(world, &r, &powers, &how, &std::env::temp_dir())
 }
 
 /// `MPI_Barrier`, waiting as `--wait` says.

@@ -101,6 +101,7 @@
 //! ```
 
 use anyhow::{Context, Result, bail};
+use mheta_runtime::search::Rng;
 use mheta_runtime::sense::{pin_to_core, process_cpu_s, thread_cpu_s};
 use serde::Serialize;
 use std::io::{self, Read, Write};
@@ -428,39 +429,11 @@ pub(crate) fn parse_core_list(v: &str) -> Result<Vec<usize>> {
 
 // ---------------------------------------------------------------- levels
 
-/// splitmix64: small, seedable, good enough for dwell times.
-pub(crate) struct SplitMix(u64);
-
-impl SplitMix {
-    pub fn new(seed: u64) -> Self {
-        SplitMix(seed)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in [0, 1).
-    pub fn uniform(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-    }
-    /// Uniform in 0..n (n > 0).
-    pub fn below(&mut self, n: usize) -> usize {
-        ((self.uniform() * n as f64) as usize).min(n - 1)
-    }
-    /// Exponential with the given mean.
-    pub fn exp(&mut self, mean: f64) -> f64 {
-        -mean * (1.0 - self.uniform()).ln()
-    }
-}
-
 /// The sequence of (level index, dwell seconds) of a bursty run.
 pub(crate) struct Schedule {
     dwell: Vec<f64>,
     mode: SwitchMode,
-    rng: SplitMix,
+    rng: Rng,
     cur: usize,
     started: bool,
 }
@@ -471,7 +444,7 @@ impl Schedule {
         Schedule {
             dwell,
             mode,
-            rng: SplitMix::new(seed),
+            rng: Rng::new(seed),
             cur: start,
             started: false,
         }
@@ -487,7 +460,7 @@ impl Iterator for Schedule {
                 SwitchMode::Scripted => (self.cur + 1) % n,
                 SwitchMode::Random if n == 1 => self.cur,
                 SwitchMode::Random => {
-                    let k = self.rng.below(n - 1);
+                    let k = self.rng.below((n - 1) as u64) as usize;
                     if k >= self.cur { k + 1 } else { k }
                 }
             };
