@@ -68,3 +68,19 @@ pub fn laplace_grid(
     set_boundary_ghosts(&mut u, n, first);
     Ok((first, u, plan))
 }
+
+/// Move the grid `u` of [`laplace_grid`] to the distribution `new`
+/// (collective) and set the boundary ghosts of its new rows; returns the
+/// new first global row.
+pub fn move_grid(
+    ctx: &crate::Ctx,
+    u: &mut Rows,
+    n: usize,
+    new: &mheta_runtime::Dist,
+) -> anyhow::Result<usize> {
+    u.redistribute(ctx.world, &ctx.dist, new, ctx.rank)
+        .map_err(anyhow::Error::msg)?;
+    let first = new.offsets()[ctx.rank] as usize;
+    set_boundary_ghosts(u, n, first);
+    Ok(first)
+}

@@ -20,7 +20,7 @@
 use anyhow::Result;
 use clap::Parser;
 use mheta_apps::checkpoint::State;
-use mheta_apps::harmonic::{g, initial_row, laplace_grid, set_boundary_ghosts};
+use mheta_apps::harmonic::{g, initial_row, laplace_grid, move_grid};
 use mheta_apps::storage::{Access, MemPlan, Rows, sweep};
 use mheta_apps::{Common, Ctx, Kernel, StorageReport, comm, grid, main_with_mpi, parse_args, run};
 use mheta_runtime::Dist;
@@ -174,12 +174,7 @@ impl Kernel for Wavefront {
     }
 
     fn redistribute(&mut self, ctx: &Ctx, new: &Dist) -> Result<()> {
-        let me = ctx.rank;
-        self.u
-            .redistribute(ctx.world, &ctx.dist, new, me)
-            .map_err(anyhow::Error::msg)?;
-        self.first = new.offsets()[me] as usize;
-        set_boundary_ghosts(&mut self.u, self.n, self.first);
+        self.first = move_grid(ctx, &mut self.u, self.n, new)?;
         Ok(())
     }
 
