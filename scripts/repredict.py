@@ -10,7 +10,9 @@ report per cell (`<app>-<cluster>.json`), its instrumented trace
 cell this runs `MHETA predict` (default: target/release/mheta) on the
 cell's own trace and profile, and compares it with the point's stored
 actual time (the median of its real runs), as the experiment does:
-diff = |p - a| / min(p, a). The real runs are not repeated, so a model
+diff = |p - a| / min(p, a); gap: how much slower the point predicted
+fastest ran than the fastest point (the stored gap is the experiment's,
+for its search's best). The real runs are not repeated, so a model
 change can be judged on the same measurements in seconds.
 
 Prints one line per cell (mean and max diff, and the stored ones), the sum
@@ -51,14 +53,14 @@ def main():
         return 2
     failed = 0
     in_core, out_of_core, sums = [], [], [0.0, 0.0]
-    print(f"{'cell':<18} {'mean':>7} {'max':>7}   stored mean/max")
+    print(f"{'cell':<18} {'mean':>7} {'max':>7} {'gap':>7}   stored mean/max/gap")
     for tag, report in cells:
         trace = os.path.join(out, f"w-{tag}", "trace")
         # A cluster with hosts has its own profile (pNP-CLUSTER.json).
         np_ = len(report["rows"][0]["dist"]) if report["rows"] else 4
         own = os.path.join(out, f"p{np_}-{tag.rsplit('-', 1)[1]}.json")
         profile = own if os.path.isfile(own) else os.path.join(out, f"p{np_}.json")
-        diffs = []
+        diffs, pairs = [], []
         for row in report["rows"]:
             dist = ",".join(str(r) for r in row["dist"])
             run = subprocess.run(
@@ -73,6 +75,7 @@ def main():
                 failed += 1
                 continue
             a = row["actual_s"]
+            pairs.append((p, a))
             d = 100.0 * abs(p - a) / min(p, a)
             diffs.append(d)
             ooc = row.get("out_of_core")
@@ -82,9 +85,13 @@ def main():
         mean = statistics.mean(diffs)
         sums[0] += mean
         sums[1] += report.get("mean_diff_pct", float("nan"))
+        # The point predicted fastest against the fastest measured.
+        gap = 100.0 * (min(pairs)[1] / min(a for _, a in pairs) - 1.0)
+        stored_gap = report.get("predicted_best_gap_pct", float("nan"))
         print(
-            f"{tag:<18} {mean:7.1f} {max(diffs):7.1f}   "
+            f"{tag:<18} {mean:7.1f} {max(diffs):7.1f} {gap:7.1f}   "
             f"{report.get('mean_diff_pct', float('nan')):.1f}/{report.get('max_diff_pct', float('nan')):.1f}"
+            f"/{stored_gap:.1f}"
         )
     print(f"sum of the cells' means: {sums[0]:.1f} (stored {sums[1]:.1f}) over {len(cells)} cells")
     for name, ds in (("out-of-core", out_of_core), ("in-core", in_core)):

@@ -381,6 +381,15 @@ pub(crate) struct Net {
     segs: Vec<mheta_profile::Segment>,
     /// Mean costs, for reductions.
     pub(crate) mean: [f64; 4],
+    /// Each rank's host (an index; one host when the profile does not
+    /// name them): ranks of one host do not share a link.
+    pub(crate) host: Vec<usize>,
+    /// Per rank, the pair to another host that carries a mebibyte
+    /// soonest, out of the rank and into it (`usize::MAX`: none): the
+    /// host link's own rate, which a [`Shape::Linear`] collective's blocks
+    /// share.
+    best_out: Vec<usize>,
+    best_in: Vec<usize>,
 }
 
 /// One pair's costs, in one record of a few words: the replay reads a
@@ -421,6 +430,9 @@ impl Net {
             wires: vec![Wire::NONE; p * p],
             segs: Vec::new(),
             mean: [0.0; 4],
+            host: vec![0; p],
+            best_out: vec![usize::MAX; p],
+            best_in: vec![usize::MAX; p],
         };
         for c in &prof.pairs {
             let k = c.src as usize * p + c.dst as usize;
@@ -442,7 +454,39 @@ impl Net {
             net.mean[2] += c.latency_s / n;
             net.mean[3] += c.per_byte_s / n;
         }
+        if prof.hosts.len() == p {
+            let mut names: Vec<&str> = Vec::new();
+            for (r, h) in prof.hosts.iter().enumerate() {
+                net.host[r] = names.iter().position(|n| n == h).unwrap_or_else(|| {
+                    names.push(h);
+                    names.len() - 1
+                });
+            }
+        }
+        net.find_host_links();
         net
+    }
+
+    /// [`Net::best_out`] and [`Net::best_in`] of every rank.
+    fn find_host_links(&mut self) {
+        let p = self.p;
+        let mib = (1u64 << 20) as f64;
+        let (mut out_t, mut in_t) = (vec![f64::INFINITY; p], vec![f64::INFINITY; p]);
+        for s in 0..p {
+            for d in (0..p).filter(|&d| self.host[d] != self.host[s]) {
+                let k = self.k(s, d);
+                if !self.wires[k].measured {
+                    continue;
+                }
+                let t = self.transfer(k, mib);
+                if t < out_t[s] {
+                    (out_t[s], self.best_out[s]) = (t, k);
+                }
+                if t < in_t[d] {
+                    (in_t[d], self.best_in[d]) = (t, k);
+                }
+            }
+        }
     }
 
     /// Time on the wire from `k`'s sender to its receiver (eq. 3's
@@ -465,6 +509,13 @@ impl Net {
             s.base_s + s.per_byte_s * (bytes - s.from_bytes as f64).max(0.0)
         };
         (one_way - w.o_send - w.o_recv).max(0.0)
+    }
+
+    /// Seconds a byte adds to `k`'s large messages: the slope of its
+    /// fit past a mebibyte, the rate of the links it crosses.
+    fn per_byte_far(&self, k: usize) -> f64 {
+        let mib = (1u64 << 20) as f64;
+        (self.transfer(k, 2.0 * mib) - self.transfer(k, mib)) / mib
     }
 
     fn o_send(&self, k: usize) -> f64 {

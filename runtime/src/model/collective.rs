@@ -13,7 +13,9 @@
 //!
 //! The shapes are Open MPI's for the sizes our programs reduce: libnbc's
 //! binomial schedule for `MPI_Iallreduce` below 64 KiB, and recursive
-//! doubling for `MPI_Allreduce`. Every other full-world collective is
+//! doubling for `MPI_Allreduce`; libnbc's linear schedule for
+//! `MPI_Iallgather(v)`, whose blocks all travel at once and share each
+//! host's link ([`Links`]). Every other full-world collective is
 //! [`Shape::Together`]: all ranks leave together, a cost after the last
 //! arrival.
 
@@ -34,6 +36,29 @@ pub enum Shape {
     /// 2·extra ranks) and get the result back from it at the end; the
     /// others exchange with rank XOR 2^r in round r.
     RecursiveDoubling,
+    /// libnbc's all-gather (`nbc_iallgather(v).c`, linear): every rank
+    /// posts its block to every other rank and a receive from each, all
+    /// at once. A rank leaves when the last block reaches it; blocks
+    /// that leave or enter one host share its link ([`Links`]).
+    Linear,
+}
+
+/// What the blocks of a [`Shape::Linear`] all-gather share: each host's
+/// link, one way out and one way in. Ranks of one host exchange without
+/// it.
+pub(crate) struct Links<'a> {
+    /// Each rank's host (an index).
+    pub host: &'a [usize],
+    /// Each rank's block, bytes, under the distribution replayed.
+    pub block: &'a [f64],
+    /// Seconds for rank s's host link to push out `bytes` (its rate
+    /// alone, no latency).
+    pub egress: &'a dyn Fn(usize, f64) -> f64,
+    /// Seconds for rank j's host link to take in `bytes`.
+    pub ingress: &'a dyn Fn(usize, f64) -> f64,
+    /// The pair's latency: from a byte leaving the sender's host to its
+    /// arrival at the receiver.
+    pub latency: &'a dyn Fn(usize, usize) -> f64,
 }
 
 /// What the messages of a collective cost, per pair (src, dst).
@@ -56,14 +81,76 @@ impl Costs<'_> {
     }
 }
 
-/// Each rank's exit time from an all-reduce of shape `shape` whose ranks
-/// arrive at `arrive`. None for [`Shape::Together`], which has no
+/// Each rank's exit time from a collective of shape `shape` whose ranks
+/// arrive at `arrive` (`links`: what a [`Shape::Linear`] one's blocks
+/// share; without it, none). None for [`Shape::Together`], which has no
 /// per-rank pattern.
-pub(crate) fn exits(shape: Shape, arrive: &[f64], c: &Costs<'_>) -> Option<Vec<f64>> {
+pub(crate) fn exits(
+    shape: Shape,
+    arrive: &[f64],
+    c: &Costs<'_>,
+    links: Option<&Links<'_>>,
+) -> Option<Vec<f64>> {
     match shape {
         Shape::Together => None,
         Shape::Binomial => Some(binomial(arrive, c)),
         Shape::RecursiveDoubling => Some(recursive_doubling(arrive, c)),
+        Shape::Linear => Some(linear(arrive, c, links)),
+    }
+}
+
+/// [`Shape::Linear`]: rank j leaves when the last block reaches it, which
+/// is no sooner than
+/// - each block alone: its sender's arrival plus the pair's message
+///   (`c.msg`, whose size is the sender's block);
+/// - its place in the queue on the sender's host link: a host pushes out
+///   the blocks its ranks send to other hosts one after another, a rank's
+///   in the order libnbc posts them (to rank + 1, rank + 2, … mod P) and
+///   the ranks in the order they arrive; then the pair's latency;
+/// - its place in the queue on j's host link, which takes in the blocks
+///   from other hosts in the order they reach it.
+fn linear(arrive: &[f64], c: &Costs<'_>, links: Option<&Links<'_>>) -> Vec<f64> {
+    let p = arrive.len();
+    let mut leave = arrive.to_vec();
+    for (j, lv) in leave.iter_mut().enumerate() {
+        for s in (0..p).filter(|&s| s != j) {
+            *lv = lv.max(arrive[s] + (c.msg)(s, j));
+        }
+    }
+    if let Some(l) = links {
+        host_queues(arrive, c, l, &mut leave);
+    }
+    leave
+}
+
+/// The two link queues of [`linear`], raising each rank's `leave` to
+/// when its last block from another host is through both.
+fn host_queues(arrive: &[f64], c: &Costs<'_>, l: &Links<'_>, leave: &mut [f64]) {
+    let p = arrive.len();
+    let hosts = l.host.iter().max().map_or(0, |&h| h + 1);
+    let mut order: Vec<usize> = (0..p).filter(|&s| l.block[s] > 0.0).collect();
+    order.sort_by(|&a, &b| arrive[a].total_cmp(&arrive[b]));
+    let mut link_out = vec![f64::NEG_INFINITY; hosts];
+    // Per host: the blocks coming in, (when they reach the link, sender,
+    // receiver).
+    let mut incoming: Vec<Vec<(f64, usize, usize)>> = vec![Vec::new(); hosts];
+    for &s in &order {
+        let h = l.host[s];
+        for d in (1..p).map(|t| (s + t) % p).filter(|&d| l.host[d] != h) {
+            let start = link_out[h].max(arrive[s]);
+            link_out[h] = start + (l.egress)(s, l.block[s]);
+            let lat = (l.latency)(s, d);
+            leave[d] = leave[d].max(link_out[h] + lat + (c.o_recv)(s, d));
+            incoming[l.host[d]].push((start + lat, s, d));
+        }
+    }
+    for mut blocks in incoming {
+        blocks.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut link_in = f64::NEG_INFINITY;
+        for (at, s, d) in blocks {
+            link_in = link_in.max(at) + (l.ingress)(d, l.block[s]);
+            leave[d] = leave[d].max(link_in + (c.o_recv)(s, d));
+        }
     }
 }
 
@@ -177,11 +264,11 @@ mod tests {
             o_send: ZERO,
             o_recv: ZERO,
         };
-        let x = exits(Shape::Binomial, &[0.0; 4], &c).unwrap();
+        let x = exits(Shape::Binomial, &[0.0; 4], &c, None).unwrap();
         close(&x, &[1.001e-3, 1.002e-3, 1.002e-3, 2.002e-3]);
         // Rank 1 arriving 5 ms late: everyone waits for it, rank 3 still
         // a link behind.
-        let x = exits(Shape::Binomial, &[0.0, 5e-3, 0.0, 0.0], &c).unwrap();
+        let x = exits(Shape::Binomial, &[0.0, 5e-3, 0.0, 0.0], &c, None).unwrap();
         close(&x, &[5.001e-3, 5.002e-3, 5.002e-3, 6.002e-3]);
     }
 
@@ -193,7 +280,7 @@ mod tests {
             o_send: &|_, _| 1e-6,
             o_recv: &|_, _| 1e-6,
         };
-        let x = exits(Shape::Binomial, &[0.0; 5], &c).unwrap();
+        let x = exits(Shape::Binomial, &[0.0; 5], &c, None).unwrap();
         // Reduction: 1 -> 0 and 3 -> 2 at 10 µs, 2 -> 0 at 20; 4's value
         // arrived at 10, received at 21. Broadcast from 21: sends to 1, 2
         // and 4 posted at 21, 22, 23 (rank 0 leaves at 24); 1 receives at
@@ -210,7 +297,7 @@ mod tests {
             o_send: ZERO,
             o_recv: ZERO,
         };
-        let x = exits(Shape::RecursiveDoubling, &[0.0; 4], &c).unwrap();
+        let x = exits(Shape::RecursiveDoubling, &[0.0; 4], &c, None).unwrap();
         // Round 1: 0 <-> 1 (1 µs), 2 <-> 3 (1 ms); round 2: 0 <-> 2, 1 <-> 3.
         close(&x, &[1.001e-3, 2e-3, 1e-3, 1.001e-3]);
         // 3 ranks, 1 s a message: 0 hands to 1 (at 1); 1 <-> 2 (1 gets
@@ -221,8 +308,51 @@ mod tests {
             o_send: ZERO,
             o_recv: ZERO,
         };
-        let x = exits(Shape::RecursiveDoubling, &[0.0; 3], &c).unwrap();
+        let x = exits(Shape::RecursiveDoubling, &[0.0; 3], &c, None).unwrap();
         close(&x, &[2.0, 1.0, 2.0]);
+    }
+
+    #[test]
+    fn linear_blocks_share_their_hosts_links() {
+        // Four hosts of one rank; host 2's link carries 1 MB/s each way,
+        // the others 1 GB/s. A message: 1 µs plus its block at the slower
+        // end's rate.
+        let rate: [f64; 4] = [1e9, 1e9, 1e6, 1e9];
+        let run = |block: &[f64], host: &[usize]| {
+            let msg = |s: usize, d: usize| 1e-6 + block[s] / rate[s].min(rate[d]);
+            let c = Costs {
+                msg: &msg,
+                o_send: ZERO,
+                o_recv: ZERO,
+            };
+            let egress = |s: usize, b: f64| b / rate[s];
+            let ingress = |j: usize, b: f64| b / rate[j];
+            let latency = |_: usize, _: usize| 1e-6;
+            let l = Links {
+                host,
+                block,
+                egress: &egress,
+                ingress: &ingress,
+                latency: &latency,
+            };
+            exits(Shape::Linear, &[0.0; 4], &c, Some(&l)).unwrap()
+        };
+        // Rank 2 sends its 1000 B to 3, 0 and 1 in turn (1, 2 and 3 ms,
+        // and a latency) and takes in 3000 B through its link (3 ms),
+        // not one block's 1 ms.
+        close(
+            &run(&[1000.0; 4], &[0, 1, 2, 3]),
+            &[2.001e-3, 3.001e-3, 3.001e-3, 1.001e-3],
+        );
+        // Half the block on rank 2: its copies leave twice as fast, but it
+        // still takes in 3000 B.
+        close(
+            &run(&[1000.0, 1000.0, 500.0, 1000.0], &[0, 1, 2, 3]),
+            &[1.001e-3, 1.501e-3, 3.001e-3, 0.501e-3],
+        );
+        // On one host no link is shared: each block alone.
+        let alone = 1e-6 + 1000.0 / 1e6;
+        close(&run(&[1000.0; 4], &[0; 4]), &[alone; 4]);
     }
 
     #[test]
@@ -232,6 +362,6 @@ mod tests {
             o_send: ZERO,
             o_recv: ZERO,
         };
-        assert!(exits(Shape::Together, &[0.0; 4], &c).is_none());
+        assert!(exits(Shape::Together, &[0.0; 4], &c, None).is_none());
     }
 }

@@ -494,12 +494,13 @@ fn sleep_and_wake(sleeps: &mut [f64]) -> (f64, f64) {
 /// The message pattern of a full-world collective `op` of `bytes` per
 /// rank, as Open MPI runs it (`collective.rs`): libnbc's binomial
 /// schedule for a non-blocking all-reduce below 64 KiB, recursive doubling
-/// for a blocking one of that size; every other collective leaves
-/// together.
+/// for a blocking one of that size, libnbc's linear schedule for a
+/// non-blocking all-gather; every other collective leaves together.
 fn shape_of(op: Option<Op>, bytes: u64) -> Shape {
     match op {
         Some(Op::Iallreduce) if bytes < 65536 => Shape::Binomial,
         Some(Op::Allreduce) if bytes < 65536 => Shape::RecursiveDoubling,
+        Some(Op::Iallgather | Op::Iallgatherv) => Shape::Linear,
         _ => Shape::Together,
     }
 }

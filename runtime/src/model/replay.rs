@@ -4,7 +4,7 @@
 //! implements. A rank that cannot go on (a receive whose message has not
 //! been sent, a collective not everyone reached) yields to the next.
 
-use super::collective::{self, Costs};
+use super::collective::{self, Costs, Links};
 use super::{
     Calib, HANDSHAKE_SLEEPS, INFLIGHT, Inflight, Model, ModelError, NO_ACK, Peer, Prediction,
     RankTime, SendMode, Sends, Shape, Step,
@@ -439,19 +439,76 @@ impl<'a> Replay<'a> {
     /// pairwise figures for ⌈log₂P⌉ exchanges.
     fn exits(&self, shape: Shape, arrive: &[f64], bytes: f64, entry: f64) -> Vec<f64> {
         let (m, net) = (self.m, &self.m.net);
+        // Every rank's message: the collective's bytes, or for an
+        // all-gather its own block.
+        let block = match shape {
+            Shape::Linear => self.blocks(),
+            _ => Vec::new(),
+        };
+        let size = |s: usize| block.get(s).copied().unwrap_or(bytes);
         let o_send = |s: usize, d: usize| net.o_send(net.k(s, d));
         let o_recv = |s: usize, d: usize| net.o_recv(net.k(s, d));
         let msg = |s: usize, d: usize| {
             let k = net.k(s, d);
-            net.o_send(k) + net.transfer(k, bytes) * m.net_factor(k) + net.o_recv(k)
+            net.o_send(k) + net.transfer(k, size(s)) * m.net_factor(k) + net.o_recv(k)
         };
         let costs = Costs {
             msg: &msg,
             o_send: &o_send,
             o_recv: &o_recv,
         };
-        collective::exits(shape, arrive, &costs)
+        let link = |k: usize, b: f64| {
+            if k == usize::MAX {
+                0.0
+            } else {
+                net.per_byte_far(k) * b * m.net_factor(k)
+            }
+        };
+        let egress = |s: usize, b: f64| link(net.best_out[s], b);
+        let ingress = |j: usize, b: f64| link(net.best_in[j], b);
+        let latency = |s: usize, d: usize| {
+            let k = net.k(s, d);
+            net.transfer(k, 0.0) * m.net_factor(k)
+        };
+        let links = Links {
+            host: &net.host,
+            block: &block,
+            egress: &egress,
+            ingress: &ingress,
+            latency: &latency,
+        };
+        let links = (shape == Shape::Linear).then_some(&links);
+        collective::exits(shape, arrive, &costs, links)
             .unwrap_or_else(|| vec![entry + net.reduce(bytes); arrive.len()])
+    }
+
+    /// Each rank's block in the all-gather every rank's program is at,
+    /// under the distribution replayed: the recorded block scaled by the
+    /// rank's rows when the recorded blocks were in proportion to the
+    /// recorded rows (a row-distributed vector), else as recorded.
+    fn blocks(&self) -> Vec<f64> {
+        let (m, p) = (self.m, self.p);
+        let recorded: Vec<f64> = (0..p)
+            .map(
+                |j| match m.programs[j].steps.get(self.pc[j] % self.len[j]) {
+                    Some(Step::Reduce { bytes, .. }) => *bytes,
+                    _ => 0.0,
+                },
+            )
+            .collect();
+        let rows = &m.app.dist;
+        let total_rows: u64 = rows.iter().sum();
+        let per_row = recorded.iter().sum::<f64>() / total_rows.max(1) as f64;
+        let in_proportion = per_row > 0.0
+            && (0..p).all(|j| {
+                let want = per_row * rows[j] as f64;
+                (recorded[j] - want).abs() <= 0.01 * want + 1.0
+            });
+        if in_proportion {
+            self.d.0.iter().map(|&r| per_row * r as f64).collect()
+        } else {
+            recorded
+        }
     }
 
     /// What a collective cost in the recorded iteration beyond its
