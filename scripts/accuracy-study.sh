@@ -31,6 +31,8 @@
 # STUDY_CLUSTERS (default "DC IO HY1 HY2") picks clusters, and STUDY_APPS
 # (default "jacobi jacobi-pf sor lanczos cg mg wavefront") the cells' apps
 # (jacobi-pf: jacobi --prefetch); the table shows only those.
+# STUDY_SKIP ("APP-CLUSTER ...", e.g. "cg-netcpu4") leaves those cells
+# out ("-" in the table).
 # A cluster with hosts (net4, netcpu4, a spec with [[host]] tables) gets a
 # profile of its own, measured across its emulated hosts (`mheta bench
 # --cluster C --quick`, kept as OUT_DIR/p4-C.json), and its hosts stay up
@@ -114,6 +116,7 @@ cell() {
     local tag=$1 app=$2 c=$3 it=$4
     shift 4
     [[ " ${STUDY_APPS:-$all_apps} " == *" $tag "* ]] || return 0
+    [[ " ${STUDY_SKIP:-} " != *" $tag-$c "* ]] || return 0
     local pre=()
     while [[ $1 != -- ]]; do
         pre+=("$1")
@@ -150,6 +153,7 @@ out = sys.argv[1]
 chosen = os.environ["STUDY_APPS"].split()
 apps = [a for a in ["jacobi", "sor", "lanczos", "cg", "wavefront", "mg", "jacobi-pf"] if a in chosen]
 cls = sys.argv[2:]
+skip = os.environ.get("STUDY_SKIP", "").split()
 def load(tag, c):
     f = os.path.join(out, f"{tag}-{c}.json")
     try:
@@ -163,7 +167,7 @@ for a in apps:
     cells = []
     for c in cls:
         d = load(a, c)
-        if a == "jacobi-pf" and c == "DC":
+        if (a == "jacobi-pf" and c == "DC") or f"{a}-{c}" in skip:
             cells.append("-")
             continue
         if d is None:
