@@ -472,19 +472,17 @@ impl Net {
         let p = self.p;
         let mib = (1u64 << 20) as f64;
         let (mut out_t, mut in_t) = (vec![f64::INFINITY; p], vec![f64::INFINITY; p]);
-        for s in 0..p {
-            for d in (0..p).filter(|&d| self.host[d] != self.host[s]) {
-                let k = self.k(s, d);
-                if !self.wires[k].measured {
-                    continue;
-                }
-                let t = self.transfer(k, mib);
-                if t < out_t[s] {
-                    (out_t[s], self.best_out[s]) = (t, k);
-                }
-                if t < in_t[d] {
-                    (in_t[d], self.best_in[d]) = (t, k);
-                }
+        for k in 0..p * p {
+            let (s, d) = (k / p, k % p);
+            if self.host[d] == self.host[s] || !self.wires[k].measured {
+                continue;
+            }
+            let t = self.transfer(k, mib);
+            if t < out_t[s] {
+                (out_t[s], self.best_out[s]) = (t, k);
+            }
+            if t < in_t[d] {
+                (in_t[d], self.best_in[d]) = (t, k);
             }
         }
     }
