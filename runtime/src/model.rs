@@ -384,12 +384,21 @@ pub(crate) struct Net {
     /// Each rank's host (an index; one host when the profile does not
     /// name them): ranks of one host do not share a link.
     pub(crate) host: Vec<usize>,
-    /// Per rank, the pair to another host that carries a mebibyte
-    /// soonest, out of the rank and into it (`usize::MAX`: none): the
-    /// host link's own rate, which a [`Shape::Linear`] collective's blocks
-    /// share.
-    best_out: Vec<usize>,
-    best_in: Vec<usize>,
+    /// Per rank, its host's link out and in: the pair to another host
+    /// that carries a mebibyte soonest and the seconds a byte adds to its
+    /// large messages (the slope of its fit past a mebibyte), which a
+    /// [`Shape::Linear`] collective's blocks share; None: no such pair.
+    pub(crate) link_out: Vec<Option<HostLink>>,
+    pub(crate) link_in: Vec<Option<HostLink>>,
+}
+
+/// A host's link as [`Net::link_out`] and [`Net::link_in`] hold it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HostLink {
+    /// The pair that shows the link's rate (its load slowdown applies).
+    pub(crate) pair: usize,
+    /// Seconds a byte takes on the link.
+    pub(crate) per_byte_s: f64,
 }
 
 /// One pair's costs, in one record of a few words: the replay reads a
@@ -431,8 +440,8 @@ impl Net {
             segs: Vec::new(),
             mean: [0.0; 4],
             host: vec![0; p],
-            best_out: vec![usize::MAX; p],
-            best_in: vec![usize::MAX; p],
+            link_out: vec![None; p],
+            link_in: vec![None; p],
         };
         for c in &prof.pairs {
             let k = c.src as usize * p + c.dst as usize;
@@ -467,11 +476,12 @@ impl Net {
         net
     }
 
-    /// [`Net::best_out`] and [`Net::best_in`] of every rank.
+    /// [`Net::link_out`] and [`Net::link_in`] of every rank.
     fn find_host_links(&mut self) {
         let p = self.p;
         let mib = (1u64 << 20) as f64;
         let (mut out_t, mut in_t) = (vec![f64::INFINITY; p], vec![f64::INFINITY; p]);
+        let (mut best_out, mut best_in) = (vec![None; p], vec![None; p]);
         for k in 0..p * p {
             let (s, d) = (k / p, k % p);
             if self.host[d] == self.host[s] || !self.wires[k].measured {
@@ -479,12 +489,23 @@ impl Net {
             }
             let t = self.transfer(k, mib);
             if t < out_t[s] {
-                (out_t[s], self.best_out[s]) = (t, k);
+                (out_t[s], best_out[s]) = (t, Some(k));
             }
             if t < in_t[d] {
-                (in_t[d], self.best_in[d]) = (t, k);
+                (in_t[d], best_in[d]) = (t, Some(k));
             }
         }
+        let link = |k: Option<usize>| {
+            k.map(|k| HostLink {
+                pair: k,
+                per_byte_s: (self.transfer(k, 2.0 * mib) - self.transfer(k, mib)) / mib,
+            })
+        };
+        let (link_out, link_in) = (
+            best_out.into_iter().map(link).collect(),
+            best_in.into_iter().map(link).collect(),
+        );
+        (self.link_out, self.link_in) = (link_out, link_in);
     }
 
     /// Time on the wire from `k`'s sender to its receiver (eq. 3's
@@ -507,13 +528,6 @@ impl Net {
             s.base_s + s.per_byte_s * (bytes - s.from_bytes as f64).max(0.0)
         };
         (one_way - w.o_send - w.o_recv).max(0.0)
-    }
-
-    /// Seconds a byte adds to `k`'s large messages: the slope of its
-    /// fit past a mebibyte, the rate of the links it crosses.
-    fn per_byte_far(&self, k: usize) -> f64 {
-        let mib = (1u64 << 20) as f64;
-        (self.transfer(k, 2.0 * mib) - self.transfer(k, mib)) / mib
     }
 
     fn o_send(&self, k: usize) -> f64 {

@@ -457,15 +457,11 @@ impl<'a> Replay<'a> {
             o_send: &o_send,
             o_recv: &o_recv,
         };
-        let link = |k: usize, b: f64| {
-            if k == usize::MAX {
-                0.0
-            } else {
-                net.per_byte_far(k) * b * m.net_factor(k)
-            }
+        let link = |l: &Option<super::HostLink>, b: f64| {
+            l.map_or(0.0, |l| l.per_byte_s * b * m.net_factor(l.pair))
         };
-        let egress = |s: usize, b: f64| link(net.best_out[s], b);
-        let ingress = |j: usize, b: f64| link(net.best_in[j], b);
+        let egress = |s: usize, b: f64| link(&net.link_out[s], b);
+        let ingress = |j: usize, b: f64| link(&net.link_in[j], b);
         let latency = |s: usize, d: usize| {
             let k = net.k(s, d);
             net.transfer(k, 0.0) * m.net_factor(k)

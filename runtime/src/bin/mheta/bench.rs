@@ -96,7 +96,7 @@ fn local_mpirun(launcher: &std::ffi::OsString, np: u32) -> Command {
     c
 }
 
-/// The flags mheta-microbench takes from `mheta bench`.
+/// Refuse an `-o` path that cannot be written, before measuring.
 fn check_writable(path: &Path) -> Result<()> {
     let probe = path.with_extension(format!("probe.{}", std::process::id()));
     std::fs::write(&probe, b"")
