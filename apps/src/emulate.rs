@@ -82,6 +82,7 @@
 //!     lanczos read for ~100 ms).
 
 use crate::Resolved;
+use mheta_hosts::cores::{core_slots, free_cpus};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::panic::Location;
@@ -310,51 +311,17 @@ pub struct Emulation {
     idle_work: bool,
 }
 
-/// The slot (0..cores) of each of a node's ranks, so that the powers on
-/// every slot sum about alike: largest power first, each to the slot with
-/// the least power so far (ties: the lower rank, the lower slot). Under
-/// pacing a busy rank of power p takes base × p of its core, so this
-/// keeps every core below one core of demand where an order by rank
-/// would not (DC at 4 ranks on 2 cores, powers 1, 1, 0.5, 0.6: slots by
-/// rank carry 1 + 1 and 0.5 + 0.6, at base 0.5 a full core and 55%;
-/// balanced, 1 + 0.6 and 1 + 0.5, 80% and 75%).
-pub fn core_slots(powers: &[f64], cores: usize) -> Vec<usize> {
-    let cores = cores.max(1);
-    let mut order: Vec<usize> = (0..powers.len()).collect();
-    order.sort_by(|&a, &b| powers[b].total_cmp(&powers[a]).then(a.cmp(&b)));
-    let mut load = vec![0.0f64; cores];
-    let mut slot = vec![0usize; powers.len()];
-    for r in order {
-        let c = (0..cores)
-            .min_by(|&x, &y| load[x].total_cmp(&load[y]).then(x.cmp(&y)))
-            .unwrap_or(0);
-        load[c] += powers[r];
-        slot[r] = c;
-    }
-    slot
-}
-
 /// Pin this process to one of the CPUs it may run on: local rank `local`
 /// of the node's ranks (powers `powers`) gets the CPU of its
 /// [`core_slots`] slot. Nothing when mpirun already bound it to fewer
 /// than all online CPUs. Returns the CPU.
 fn pin(local: usize, powers: &[f64]) -> Option<usize> {
-    // SAFETY: cpu_set_t is plain data; sched_{get,set}affinity read and
-    // write only the set whose size we pass.
+    let cpus = free_cpus()?;
+    let cpu = cpus[core_slots(powers, cpus.len())[local]];
+    // SAFETY: cpu_set_t is plain data; sched_setaffinity reads only the
+    // set whose size we pass.
     unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
         let size = std::mem::size_of::<libc::cpu_set_t>();
-        if libc::sched_getaffinity(0, size, &mut set) != 0 {
-            return None;
-        }
-        let allowed: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect();
-        let online = libc::sysconf(libc::_SC_NPROCESSORS_ONLN).max(1) as usize;
-        if allowed.len() < online || allowed.is_empty() {
-            return None;
-        }
-        let cpu = allowed[core_slots(powers, allowed.len())[local]];
         let mut one: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu, &mut one);
         // Every thread of the rank (MPI's helper threads too).
@@ -859,7 +826,7 @@ impl Emulation {
 
 #[cfg(test)]
 mod tests {
-    use super::{Clock, core_slots};
+    use super::Clock;
 
     #[test]
     fn the_clock_takes_each_sites_largest_figure_times_the_headroom() {
@@ -883,27 +850,5 @@ mod tests {
         ] {
             assert!(Clock::from_report(bad, 2.5).is_err(), "{bad}");
         }
-    }
-
-    /// Each core's summed power, from the slots.
-    fn loads(powers: &[f64], cores: usize) -> Vec<f64> {
-        let mut l = vec![0.0; cores];
-        for (r, c) in core_slots(powers, cores).into_iter().enumerate() {
-            l[c] += powers[r];
-        }
-        l
-    }
-
-    #[test]
-    fn slots_balance_the_powers_on_each_core() {
-        // DC at 4 ranks: by rank order 2.0 and 1.1; balanced 1.6 and 1.5.
-        assert_eq!(core_slots(&[1.0, 1.0, 0.5, 0.6], 2), vec![0, 1, 1, 0]);
-        assert_eq!(loads(&[1.0, 1.0, 0.5, 0.6], 2), vec![1.6, 1.5]);
-        // Equal powers alternate; one core takes everything.
-        assert_eq!(core_slots(&[1.0; 4], 2), vec![0, 1, 0, 1]);
-        assert_eq!(core_slots(&[1.0, 0.5, 0.2], 1), vec![0, 0, 0]);
-        // DC at 8 ranks: 0.8 x4, 0.4, 0.5, 1.0, 1.0 over 2 cores: 2.75 each.
-        let l = loads(&[0.8, 0.8, 0.8, 0.8, 0.4, 0.5, 1.0, 1.0], 2);
-        assert!((l[0] - l[1]).abs() < 0.21, "{l:?}");
     }
 }

@@ -436,7 +436,7 @@ fn build_host(lab: &Lab, i: usize, relay: &[OsString], st: &mut State) -> Result
                 ip(None, &["link", "set", f, "up"])?;
             }
             ip(None, &["link", "set", &d, "master", &br])?;
-            let pid = start_relay(lab, &h.name, relay, &a, &c, lat)?;
+            let pid = start_relay(lab, i, relay, &a, &c, lat)?;
             st.relays.push((h.name.clone(), pid));
         }
         _ => {
@@ -528,9 +528,11 @@ fn shape(lab: &Lab, i: usize, ns: Option<&str>, dev: &str, dir: &str) -> Result<
     Ok(())
 }
 
+/// Start host `i`'s relay, pinned to its [`crate::cores::relay_cpu`]
+/// where it has one.
 fn start_relay(
     lab: &Lab,
-    host: &str,
+    i: usize,
     relay: &[OsString],
     a: &str,
     c: &str,
@@ -542,6 +544,7 @@ fn start_relay(
             detail: "no relay command given".into(),
         });
     };
+    let host = &lab.hosts[i].name;
     let log = state_dir(&lab.name).join(format!("relay-{host}.log"));
     let io = |e: std::io::Error| LabError::State {
         path: log.display().to_string(),
@@ -556,6 +559,7 @@ fn start_relay(
         .arg(a)
         .arg(c)
         .arg(format!("{latency}"))
+        .args(crate::cores::relay_cpu(lab, i).map(|c| format!("--cpu={c}")))
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)

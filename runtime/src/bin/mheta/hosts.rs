@@ -87,6 +87,9 @@ enum HostsCmd {
         c: String,
         /// One-way delay, seconds.
         delay_s: f64,
+        /// The CPU the relay's threads run on (default: any).
+        #[arg(long)]
+        cpu: Option<usize>,
     },
 }
 
@@ -238,7 +241,7 @@ pub fn main(a: HostsArgs) -> Result<i32> {
             agent::exec_on(&lab, &host, &cmd)?;
             Ok(1)
         }
-        HostsCmd::Relay { a, c, delay_s } => relay(&a, &c, delay_s),
+        HostsCmd::Relay { a, c, delay_s, cpu } => relay(&a, &c, delay_s, cpu),
     }
 }
 
@@ -297,7 +300,7 @@ fn mpirun(spec: &str, args: Vec<OsString>) -> Result<i32> {
     Ok(st.code().unwrap_or(1))
 }
 
-fn relay(a: &str, c: &str, delay_s: f64) -> Result<i32> {
+fn relay(a: &str, c: &str, delay_s: f64, cpu: Option<usize>) -> Result<i32> {
     use std::sync::atomic::{AtomicBool, Ordering};
     static STOP: AtomicBool = AtomicBool::new(false);
     extern "C" fn on_term(_: libc::c_int) {
@@ -312,6 +315,14 @@ fn relay(a: &str, c: &str, delay_s: f64) -> Result<i32> {
         bail!("relay: delay {delay_s} s: must be between 0 and 1");
     }
     let delay = std::time::Duration::from_secs_f64(delay_s);
+    let on = match cpu {
+        Some(n) => {
+            mheta_hosts::cores::pin_to(n)
+                .with_context(|| format!("relay: cannot pin to CPU {n}"))?;
+            format!(", on CPU {n}")
+        }
+        None => String::new(),
+    };
     let sched = match mheta_hosts::relay::schedule_as_wire() {
         Ok(()) => format!("SCHED_FIFO {}", mheta_hosts::relay::WIRE_PRIORITY),
         Err(e) => format!(
@@ -319,7 +330,7 @@ fn relay(a: &str, c: &str, delay_s: f64) -> Result<i32> {
         ),
     };
     println!(
-        "relay {a} <-> {c}: ready, holding frames {:.3} ms, {sched}",
+        "relay {a} <-> {c}: ready, holding frames {:.3} ms, {sched}{on}",
         delay_s * 1e3
     );
     mheta_hosts::relay::run(a, c, delay, &STOP)?;
