@@ -360,8 +360,16 @@ fn print_status(s: &lab::Status) {
             if h.present { "yes" } else { "no" }
         );
         if let Some(p) = h.relay_pid {
+            let cpus = std::fs::read_to_string(format!("/proc/{p}/status"))
+                .ok()
+                .and_then(|t| {
+                    t.lines()
+                        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                        .map(|c| format!(", CPUs {}", c.trim()))
+                })
+                .unwrap_or_default();
             println!(
-                "    relay pid {p}: {}",
+                "    relay pid {p}: {}{cpus}",
                 if h.relay_alive == Some(true) {
                     "running"
                 } else {
