@@ -801,13 +801,14 @@ pub fn start_cpu_emulation(
     let (note, cores) =
         cpu_faithful_or_stop(world, how.mode, how.named, &machine_powers, how.calibrate)?;
     let machine_local = (0..rank).filter(|&j| machine(j) == machine(rank)).count();
-    let mut emu = Emulation::start(
-        resolved,
-        &node_powers,
-        local,
-        (&machine_powers, machine_local),
-        dir,
-    );
+    let mut job = std::process::id() as u64;
+    world.process_at_rank(0).broadcast_into(&mut job);
+    let machine = Machine {
+        powers: &machine_powers,
+        local: machine_local,
+        job,
+    };
+    let mut emu = Emulation::start(resolved, &node_powers, local, machine, dir);
     let sleep = match how.wait {
         "sleep" => true,
         "poll" => false,

@@ -38,7 +38,7 @@ pub mod touches;
 mod driver;
 pub use driver::{CpuSetup, cpu_faithful_or_stop, run, start_cpu_emulation, unfaithful_cpu};
 
-use emulate::Emulation;
+use emulate::{Emulation, Machine};
 use storage::Storage;
 
 /// Options every app takes.

@@ -392,3 +392,45 @@ fn a_checkpoint_from_net4_resumes_on_other_hosts_with_the_exact_answer() {
     assert_eq!(resumed["checksum"], straight["checksum"]);
     assert_eq!(resumed["error"], straight["error"]);
 }
+
+#[test]
+fn crowded_ranks_across_hosts_share_one_cpu_group_and_leave_none() {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if !is_root() || cores >= 4 || !std::path::Path::new("/sys/fs/cgroup/cpu/cgroup.procs").exists()
+    {
+        eprintln!("hosts: skipped (needs root, fewer than 4 cores and cgroup v1 cpu)");
+        return;
+    }
+    let _net4 = NET4.lock().unwrap_or_else(|e| e.into_inner());
+    let was_up = mheta()
+        .args(["hosts", "status", "net4"])
+        .output()
+        .unwrap()
+        .status
+        .success();
+    // One launcher daemon per host: each rank starts in a session (and an
+    // autogroup) of its own, and only a shared group lets one rank's
+    // SCHED_IDLE work yield to another's MPI call.
+    let out = ok_within(
+        mheta()
+            .args(["hosts", "mpirun", "net4", "-np", "4"])
+            .arg(bin("jacobi"))
+            .args(["--n", "256", "--iters", "5", "--cluster", "net4"])
+            .args(["--cpu-emulation", "clock", "--cpu-ns-per-unit", "20"]),
+        Duration::from_secs(120),
+    );
+    let r = last_json(&out);
+    assert_eq!(r["verified"], true, "{r}");
+    let group = r["emulation"]["shared_group"].as_str().unwrap_or_default();
+    assert!(group.starts_with("mheta-job-"), "{r}");
+    assert_eq!(r["emulation"]["work_policy"], "idle", "{r}");
+    let left: Vec<String> = std::fs::read_dir("/sys/fs/cgroup/cpu")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n == group)
+        .collect();
+    assert!(left.is_empty(), "the last rank out removes {group}");
+    let after = mheta().args(["hosts", "status", "net4"]).output().unwrap();
+    assert_eq!(after.status.success(), was_up, "net4 left as it was found");
+}
