@@ -789,9 +789,12 @@ pub fn start_cpu_emulation(
     dir: &Path,
 ) -> Result<Emulation> {
     let (np, rank) = (world.size() as usize, world.rank() as usize);
-    let mut ids = vec![0u64; 2 * np];
-    world.all_gather_into(&[host_hash(), machine_hash()][..], &mut ids[..]);
-    let (host, machine) = (|j: usize| ids[2 * j], |j: usize| ids[2 * j + 1]);
+    // SAFETY: getsid(0) only reads this process's session id.
+    let sid = unsafe { libc::getsid(0) } as u64;
+    let mut ids = vec![0u64; 3 * np];
+    world.all_gather_into(&[host_hash(), machine_hash(), sid][..], &mut ids[..]);
+    let (host, machine) = (|j: usize| ids[3 * j], |j: usize| ids[3 * j + 1]);
+    let session = |j: usize| ids[3 * j + 2];
     let powers_where = |same: &dyn Fn(usize) -> bool| -> Vec<f64> {
         (0..np).filter(|&j| same(j)).map(|j| powers[j]).collect()
     };
@@ -803,10 +806,12 @@ pub fn start_cpu_emulation(
     let machine_local = (0..rank).filter(|&j| machine(j) == machine(rank)).count();
     let mut job = std::process::id() as u64;
     world.process_at_rank(0).broadcast_into(&mut job);
+    let sessions_differ =
+        (0..np).any(|j| machine(j) == machine(rank) && session(j) != session(rank));
     let machine = Machine {
         powers: &machine_powers,
         local: machine_local,
-        job,
+        job: sessions_differ.then_some(job),
     };
     let mut emu = Emulation::start(resolved, &node_powers, local, machine, dir);
     let sleep = match how.wait {

@@ -322,17 +322,19 @@ pub struct Machine<'a> {
     pub powers: &'a [f64],
     /// This rank's index among them.
     pub local: usize,
-    /// The job's key, the same on every rank (rank 0's pid). Crowded
-    /// ranks without a `cpu` group of their own share the group
-    /// `mheta-job-KEY`: `SCHED_IDLE` work yields to a neighbour's MPI
-    /// call only within one task group, and ranks started in different
-    /// sessions (one launcher daemon per emulated host) are each in an
-    /// autogroup of their own. On net4 (jacobi N = 2048, `clock`, 4 ranks
+    /// The job's key (rank 0's pid) when the machine's ranks started in
+    /// different sessions (one launcher daemon per emulated host), each
+    /// in an autogroup of its own; None when they share one. Crowded
+    /// ranks with a key and without a `cpu` group of their own share the
+    /// group `mheta-job-KEY`: `SCHED_IDLE` work yields to a neighbour's
+    /// MPI call only within one task group. Ranks of one session stay in
+    /// it, so that load started beside them (`mheta load`) still shares
+    /// the cores with them task by task. On net4 (jacobi N = 2048, `clock`, 4 ranks
     /// on 2 cores, 2026-11-27) a rank waited 2.6-3.7 ms for its
     /// neighbour's work in about one iteration in five, and the median
     /// iteration of the search's distribution went from 13.8-14.2 ms to
     /// 12.9-13.0 ms in one group.
-    pub job: u64,
+    pub job: Option<u64>,
 }
 
 /// This rank's emulation: the groups it joined and the fallbacks.
@@ -659,13 +661,15 @@ impl Emulation {
         }
     }
 
-    /// A crowded machine's ranks without a `cpu` group of their own join
-    /// one group for the job ([`Machine::job`]), weighted as many ranks.
+    /// A crowded machine's ranks from different sessions, without a `cpu`
+    /// group of their own, join one group for the job ([`Machine::job`]),
+    /// weighted as many ranks.
     fn share_group(&mut self, m: &Machine<'_>, rep: &mut EmulationReport) {
+        let Some(job) = m.job else { return };
         if self.cpu.is_some() || !self.idle_work {
             return;
         }
-        let name = format!("mheta-job-{}", m.job);
+        let name = format!("mheta-job-{job}");
         let shares = (1024 * m.powers.len()).to_string();
         match join_group("cpu", &name, &[("cpu.shares", shares)]) {
             Ok(g) => {
