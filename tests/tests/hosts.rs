@@ -49,6 +49,16 @@ else:
 /// would take it down under the other when they run in parallel.
 static NET4: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// Whether net4's hosts are up (`mheta hosts status` succeeds).
+fn net4_is_up() -> bool {
+    mheta()
+        .args(["hosts", "status", "net4"])
+        .output()
+        .unwrap()
+        .status
+        .success()
+}
+
 /// Takes the lab down when the test ends, pass or fail.
 struct Down(String);
 impl Drop for Down {
@@ -225,12 +235,7 @@ fn jacobi_auto_runs_and_verifies_across_net4() {
     }
     let _net4 = NET4.lock().unwrap_or_else(|e| e.into_inner());
     let dir = scratch("hosts-net4");
-    let was_up = mheta()
-        .args(["hosts", "status", "net4"])
-        .output()
-        .unwrap()
-        .status
-        .success();
+    let was_up = net4_is_up();
     let profile = dir.join("net4.json");
     let out = ok_within(
         mheta()
@@ -309,8 +314,7 @@ fn jacobi_auto_runs_and_verifies_across_net4() {
         2048
     );
     // The hosts were down before (as on a fresh machine): they are again.
-    let after = mheta().args(["hosts", "status", "net4"]).output().unwrap();
-    assert_eq!(after.status.success(), was_up, "net4 left as it was found");
+    assert_eq!(net4_is_up(), was_up, "net4 left as it was found");
 }
 
 #[test]
@@ -402,12 +406,7 @@ fn crowded_ranks_across_hosts_share_one_cpu_group_and_leave_none() {
         return;
     }
     let _net4 = NET4.lock().unwrap_or_else(|e| e.into_inner());
-    let was_up = mheta()
-        .args(["hosts", "status", "net4"])
-        .output()
-        .unwrap()
-        .status
-        .success();
+    let was_up = net4_is_up();
     // One launcher daemon per host: each rank starts in a session (and an
     // autogroup) of its own, and only a shared group lets one rank's
     // SCHED_IDLE work yield to another's MPI call.
@@ -431,6 +430,5 @@ fn crowded_ranks_across_hosts_share_one_cpu_group_and_leave_none() {
         .filter(|n| n == group)
         .collect();
     assert!(left.is_empty(), "the last rank out removes {group}");
-    let after = mheta().args(["hosts", "status", "net4"]).output().unwrap();
-    assert_eq!(after.status.success(), was_up, "net4 left as it was found");
+    assert_eq!(net4_is_up(), was_up, "net4 left as it was found");
 }
