@@ -552,6 +552,40 @@ impl Net {
         src * self.p + dst
     }
 
+    /// Seconds per byte of a copy within each rank's memory: the fastest
+    /// measured pair of its host (a shared-memory transfer is a copy),
+    /// else of any host, else the fastest pair at all, an upper bound
+    /// where every host carries one rank (the profile measures no copy
+    /// of its own); the mean per byte when no pair was measured. One
+    /// pass over the pairs.
+    pub(crate) fn copy_per_byte(&self) -> Vec<f64> {
+        let host = |r: usize| self.host.get(r).copied().unwrap_or(0);
+        let hosts = (0..self.p).map(host).max().map_or(1, |h| h + 1);
+        let mut on_host = vec![f64::INFINITY; hosts];
+        let mut any = f64::INFINITY;
+        for a in 0..self.p {
+            for b in (0..self.p).filter(|&b| b != a) {
+                let w = &self.wires[self.k(a, b)];
+                if !w.measured {
+                    continue;
+                }
+                any = any.min(w.per_byte);
+                if host(a) == host(b) {
+                    on_host[host(a)] = on_host[host(a)].min(w.per_byte);
+                }
+            }
+        }
+        let some_host = on_host.iter().copied().fold(f64::INFINITY, f64::min);
+        (0..self.p)
+            .map(|i| {
+                [on_host[host(i)], some_host, any, self.mean[3]]
+                    .into_iter()
+                    .find(|v| v.is_finite())
+                    .unwrap_or(0.0)
+            })
+            .collect()
+    }
+
     /// Cost of a reduction of `bytes` over `p` ranks: recursive doubling,
     /// ceil(log2 p) rounds of one exchange each.
     fn reduce(&self, bytes: f64) -> f64 {
@@ -1061,6 +1095,54 @@ mod tests {
             stage_io_s: Vec::new(),
             reduce_tooks,
             send_waits_s: Vec::new(),
+        }
+    }
+
+    /// A profile of ranks on `hosts` whose pair (s, d) costs `g(s, d)` a
+    /// byte.
+    fn priced(hosts: &[&str], g: impl Fn(u32, u32) -> f64) -> ClusterProfile {
+        let p = hosts.len() as u32;
+        let names = hosts.iter().map(|h| h.to_string()).collect();
+        let mut prof = ClusterProfile::new(p, names, "test");
+        for s in 0..p {
+            for d in (0..p).filter(|&d| d != s) {
+                prof.pairs.push(mheta_profile::PairCost::logp(
+                    s,
+                    d,
+                    5e-6,
+                    g(s, d),
+                    1e-6,
+                    2e-6,
+                ));
+            }
+        }
+        prof
+    }
+
+    #[test]
+    fn a_copy_costs_what_its_hosts_fastest_pair_costs() {
+        // Ranks 0 and 1 share host a (shared memory, 0.1 ns a byte); 2 is
+        // alone on b; links cost 8 ns a byte, 40 into b.
+        let g = |s: u32, d: u32| match (s, d) {
+            (0, 1) | (1, 0) => 0.1e-9,
+            (_, 2) => 40e-9,
+            _ => 8e-9,
+        };
+        let net = Net::from_profile(&priced(&["a", "a", "b"], g));
+        let c = net.copy_per_byte();
+        assert_eq!(c.len(), 3);
+        assert!(
+            (c[0] - 0.1e-9).abs() < 1e-15 && (c[1] - 0.1e-9).abs() < 1e-15,
+            "{c:?}"
+        );
+        // Alone on b: the fastest pair of any host.
+        assert!((c[2] - 0.1e-9).abs() < 1e-15, "{c:?}");
+        // One rank per host: the fastest pair at all (8 ns), not the mean
+        // (18.7 ns).
+        let links = |_: u32, d: u32| if d == 2 { 40e-9 } else { 8e-9 };
+        let net = Net::from_profile(&priced(&["a", "b", "c"], links));
+        for v in net.copy_per_byte() {
+            assert!((v - 8e-9).abs() < 1e-15, "{v}");
         }
     }
 

@@ -11,8 +11,11 @@
 //! when the slowest rank does ([`Model::move_cost`]). On top of that:
 //!
 //! - the rows a rank keeps but must shift in its buffer (its new block
-//!   starts elsewhere) are a local copy, priced at the network's mean
-//!   per-byte cost (on one node a shared-memory transfer is a copy);
+//!   starts elsewhere) are a local copy, priced per byte as the fastest
+//!   pair of its host (a shared-memory transfer is a copy), else of any
+//!   host, else as the fastest pair at all (`Net::copy_per_byte`; on
+//!   net4, one rank per host, the mean over its pairs priced jacobi's
+//!   move from Block at 0.60 s where it took 0.27 s);
 //! - an array that is out of core on the sender (under the old
 //!   distribution) is read from its file, and on the receiver (under the
 //!   new one) written to its file, priced by the I/O model's per-rank,
@@ -162,7 +165,7 @@ impl Model {
         let mut recv = vec![0.0f64; p];
         let mut local = vec![0.0f64; p];
         let mut bytes = 0u64;
-        let copy_per_byte = self.net.mean[3];
+        let copy_per_byte = self.net.copy_per_byte();
         for i in 0..p {
             // Bytes rank i sends to each j, all arrays together.
             let mut to_j = vec![0.0f64; p];
@@ -180,7 +183,7 @@ impl Model {
                         *b += by;
                     } else if fo[i] != to_[i] {
                         // Kept rows: a local copy when they shift.
-                        local[i] += by * copy_per_byte;
+                        local[i] += by * copy_per_byte[i];
                     }
                 }
             }
