@@ -791,10 +791,11 @@ pub fn start_cpu_emulation(
     let (np, rank) = (world.size() as usize, world.rank() as usize);
     // SAFETY: getsid(0) only reads this process's session id.
     let sid = unsafe { libc::getsid(0) } as u64;
-    let mut ids = vec![0u64; 3 * np];
-    world.all_gather_into(&[host_hash(), machine_hash(), sid][..], &mut ids[..]);
-    let (host, machine) = (|j: usize| ids[3 * j], |j: usize| ids[3 * j + 1]);
-    let session = |j: usize| ids[3 * j + 2];
+    let pid = std::process::id() as u64;
+    let mut ids = vec![0u64; 4 * np];
+    world.all_gather_into(&[host_hash(), machine_hash(), sid, pid][..], &mut ids[..]);
+    let (host, machine) = (|j: usize| ids[4 * j], |j: usize| ids[4 * j + 1]);
+    let session = |j: usize| ids[4 * j + 2];
     let powers_where = |same: &dyn Fn(usize) -> bool| -> Vec<f64> {
         (0..np).filter(|&j| same(j)).map(|j| powers[j]).collect()
     };
@@ -804,8 +805,8 @@ pub fn start_cpu_emulation(
     let (note, cores) =
         cpu_faithful_or_stop(world, how.mode, how.named, &machine_powers, how.calibrate)?;
     let machine_local = (0..rank).filter(|&j| machine(j) == machine(rank)).count();
-    let mut job = std::process::id() as u64;
-    world.process_at_rank(0).broadcast_into(&mut job);
+    // The job's key: rank 0's pid.
+    let job = ids[3];
     let sessions_differ =
         (0..np).any(|j| machine(j) == machine(rank) && session(j) != session(rank));
     let machine = Machine {

@@ -329,11 +329,11 @@ pub struct Machine<'a> {
     /// group `mheta-job-KEY`: `SCHED_IDLE` work yields to a neighbour's
     /// MPI call only within one task group. Ranks of one session stay in
     /// it, so that load started beside them (`mheta load`) still shares
-    /// the cores with them task by task. On net4 (jacobi N = 2048, `clock`, 4 ranks
-    /// on 2 cores, 2026-11-27) a rank waited 2.6-3.7 ms for its
-    /// neighbour's work in about one iteration in five, and the median
-    /// iteration of the search's distribution went from 13.8-14.2 ms to
-    /// 12.9-13.0 ms in one group.
+    /// the cores with them task by task. On net4 (jacobi N = 2048,
+    /// `clock`, 4 ranks on 2 cores, 2026-11-27) a rank waited 2.6-3.7 ms
+    /// for its neighbour's work in about one iteration in five, and the
+    /// median iteration of the search's distribution went from
+    /// 13.8-14.2 ms to 12.8-13.0 ms in one group.
     pub job: Option<u64>,
 }
 

@@ -390,6 +390,9 @@ pub(crate) struct Net {
     /// [`Shape::Linear`] collective's blocks share; None: no such pair.
     pub(crate) link_out: Vec<Option<HostLink>>,
     pub(crate) link_in: Vec<Option<HostLink>>,
+    /// Per rank, seconds per byte of a copy within its memory
+    /// ([`Net::find_copy_costs`]).
+    pub(crate) copy_per_byte: Vec<f64>,
 }
 
 /// A host's link as [`Net::link_out`] and [`Net::link_in`] hold it.
@@ -442,6 +445,7 @@ impl Net {
             host: vec![0; p],
             link_out: vec![None; p],
             link_in: vec![None; p],
+            copy_per_byte: Vec::new(),
         };
         for c in &prof.pairs {
             let k = c.src as usize * p + c.dst as usize;
@@ -473,6 +477,7 @@ impl Net {
             }
         }
         net.find_host_links();
+        net.find_copy_costs();
         net
     }
 
@@ -552,38 +557,36 @@ impl Net {
         src * self.p + dst
     }
 
-    /// Seconds per byte of a copy within each rank's memory: the fastest
-    /// measured pair of its host (a shared-memory transfer is a copy),
-    /// else of any host, else the fastest pair at all, an upper bound
-    /// where every host carries one rank (the profile measures no copy
-    /// of its own); the mean per byte when no pair was measured. One
-    /// pass over the pairs.
-    pub(crate) fn copy_per_byte(&self) -> Vec<f64> {
-        let host = |r: usize| self.host.get(r).copied().unwrap_or(0);
-        let hosts = (0..self.p).map(host).max().map_or(1, |h| h + 1);
+    /// [`Net::copy_per_byte`] of every rank: the fastest measured pair of
+    /// its host (a shared-memory transfer is a copy), else of any host,
+    /// else the fastest pair at all, an upper bound where every host
+    /// carries one rank (the profile measures no copy of its own); the
+    /// mean per byte when no pair was measured.
+    fn find_copy_costs(&mut self) {
+        let hosts = self.host.iter().max().map_or(1, |h| h + 1);
         let mut on_host = vec![f64::INFINITY; hosts];
         let mut any = f64::INFINITY;
-        for a in 0..self.p {
-            for b in (0..self.p).filter(|&b| b != a) {
-                let w = &self.wires[self.k(a, b)];
-                if !w.measured {
-                    continue;
-                }
-                any = any.min(w.per_byte);
-                if host(a) == host(b) {
-                    on_host[host(a)] = on_host[host(a)].min(w.per_byte);
-                }
+        for k in (0..self.p * self.p).filter(|&k| self.wires[k].measured) {
+            let (a, b, g) = (k / self.p, k % self.p, self.wires[k].per_byte);
+            if a == b {
+                continue;
+            }
+            any = any.min(g);
+            if self.host[a] == self.host[b] {
+                on_host[self.host[a]] = on_host[self.host[a]].min(g);
             }
         }
         let some_host = on_host.iter().copied().fold(f64::INFINITY, f64::min);
-        (0..self.p)
-            .map(|i| {
-                [on_host[host(i)], some_host, any, self.mean[3]]
+        self.copy_per_byte = self
+            .host
+            .iter()
+            .map(|&h| {
+                [on_host[h], some_host, any, self.mean[3]]
                     .into_iter()
                     .find(|v| v.is_finite())
                     .unwrap_or(0.0)
             })
-            .collect()
+            .collect();
     }
 
     /// Cost of a reduction of `bytes` over `p` ranks: recursive doubling,
@@ -1129,7 +1132,7 @@ mod tests {
             _ => 8e-9,
         };
         let net = Net::from_profile(&priced(&["a", "a", "b"], g));
-        let c = net.copy_per_byte();
+        let c = &net.copy_per_byte;
         assert_eq!(c.len(), 3);
         assert!(
             (c[0] - 0.1e-9).abs() < 1e-15 && (c[1] - 0.1e-9).abs() < 1e-15,
@@ -1141,7 +1144,7 @@ mod tests {
         // (18.7 ns).
         let links = |_: u32, d: u32| if d == 2 { 40e-9 } else { 8e-9 };
         let net = Net::from_profile(&priced(&["a", "b", "c"], links));
-        for v in net.copy_per_byte() {
+        for &v in &net.copy_per_byte {
             assert!((v - 8e-9).abs() < 1e-15, "{v}");
         }
     }

@@ -165,7 +165,6 @@ impl Model {
         let mut recv = vec![0.0f64; p];
         let mut local = vec![0.0f64; p];
         let mut bytes = 0u64;
-        let copy_per_byte = self.net.copy_per_byte();
         for i in 0..p {
             // Bytes rank i sends to each j, all arrays together.
             let mut to_j = vec![0.0f64; p];
@@ -183,7 +182,7 @@ impl Model {
                         *b += by;
                     } else if fo[i] != to_[i] {
                         // Kept rows: a local copy when they shift.
-                        local[i] += by * copy_per_byte[i];
+                        local[i] += by * self.net.copy_per_byte[i];
                     }
                 }
             }
