@@ -9,8 +9,9 @@
 //! and the overheads by the logp_mpi method: o_s is the time of an eager
 //! 8-byte `MPI_Send`; o_r the time of an `MPI_Recv` whose 8-byte message
 //! has already arrived (the receiver first waits four round trips);
-//! L = one-way(8 B) − o_s − o_r. The one-way times are fitted piecewise
-//! linear with breakpoints at protocol changes. Pairs are scheduled in
+//! L = one-way(8 B) − o_s − o_r. The one-way times (and one more at the
+//! pair's eager limit) are fitted piecewise linear, the eager and the
+//! rendezvous sizes apart, with breakpoints at protocol changes. Pairs are scheduled in
 //! rounds of disjoint pairs (round-robin shifts, as mpiGraph): no rank is
 //! in two measurements at once; when a node (a kernel, which emulated
 //! hosts share) runs more ranks than it has cores the pairs of a round go

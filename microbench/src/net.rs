@@ -737,6 +737,7 @@ pub fn measure_pair(world: &SimpleCommunicator, plan: &Plan, a: i32, b: i32) -> 
             t_eager.elapsed().as_secs_f64()
         );
     }
+    let sweep = pair.with_eager_point(sweep, eager);
     let cold = cold_one_way_within(
         world,
         a,
@@ -836,6 +837,37 @@ impl PairRun<'_> {
             let share = budget::share(sweep_s - t_sweep.elapsed().as_secs_f64(), &sizes[i..]);
             sweep.push(self.sweep_size(size, share));
         }
+        sweep
+    }
+
+    /// `sweep` with one size more, the pair's eager limit (known on `a`,
+    /// which tells `b`), where the sweep lacks it and it lies inside the
+    /// sweep's sizes: the largest eager message is the eager side's last
+    /// knot in [`mheta_profile::fit_segments`], which otherwise would
+    /// stretch the last eager size's slope up to the limit. The point gets
+    /// a weight-1 size's share of the sweep's seconds.
+    fn with_eager_point(
+        &mut self,
+        mut sweep: Vec<SweepPoint>,
+        eager: Option<u64>,
+    ) -> Vec<SweepPoint> {
+        let (world, a, b) = (self.world, self.a, self.b);
+        let mut limit = [eager.unwrap_or(0)];
+        if world.rank() == a {
+            world.process_at_rank(b).send_with_tag(&limit[..], TAG);
+        } else {
+            world
+                .process_at_rank(a)
+                .receive_into_with_tag(&mut limit[..], TAG);
+        }
+        let e = limit[0];
+        let inside = |s: &SweepPoint| (s.0 as u64) < e;
+        let at = sweep.iter().take_while(|s| inside(s)).count();
+        if e == 0 || at == 0 || at == sweep.len() || sweep[at].0 as u64 == e {
+            return sweep;
+        }
+        let point = self.sweep_size(e as usize, self.plan.sweep_s_per_size);
+        sweep.insert(at, point);
         sweep
     }
 
@@ -1053,6 +1085,7 @@ fn summarise(
             .iter()
             .map(|p| (p.bytes as f64, p.one_way.p50))
             .collect::<Vec<_>>(),
+        eager,
     );
     let bw_at = points
         .iter()

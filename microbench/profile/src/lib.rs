@@ -1214,18 +1214,63 @@ pub fn line_fit(points: &[(f64, f64)]) -> Option<(f64, f64)> {
     Some(((my - b * mx).max(0.0), b))
 }
 
-/// Fit the one-way time over message sizes as a continuous piecewise-linear
-/// function through measured medians `(bytes, seconds)` (sorted by size):
-/// knots at the first and last size and at up to two breakpoints chosen
-/// where the MPI library changes protocol (eager to rendezvous, single
-/// copy), i.e. where a knot most reduces the worst relative error. A
-/// breakpoint must earn its place (cut the worst error by a third) and
-/// every segment must rise, so every per-byte cost is positive (a jump at
-/// a protocol switch becomes a short steep segment between the two sizes
-/// around it). Falls back to one segment.
-pub fn fit_segments(points: &[(f64, f64)]) -> Vec<Segment> {
-    let n = points.len();
-    if n < 2 {
+/// Fit the one-way time over message sizes as a piecewise-linear function
+/// through measured medians `(bytes, seconds)` (sorted by size).
+///
+/// Where the pair's eager limit is known (`eager`: the largest message
+/// that leaves before its receive is posted) and points lie on both sides
+/// of it, the two protocols are fitted apart: the eager side's last piece
+/// reaches the limit and the rendezvous side starts at its first size, so
+/// the handshake's jump stays between them. One line from 8 KiB to 64 KiB
+/// across the switch, over a 1 ms link, carries the rendezvous round trip
+/// into every eager message between: it prices a 16 KiB halo at 1.80 ms,
+/// which takes 1.11 ms.
+///
+/// Each side is continuous: knots at its first and last size and at up to
+/// two breakpoints more where the library changes protocol again (single
+/// copy, a window), i.e. where a knot most reduces the worst relative
+/// error. A breakpoint must earn its place (cut the worst error by a
+/// third) and every segment must rise, so every per-byte cost is positive.
+/// A side that never rises gets one segment ([`falling_fit`]); a side of
+/// one size continues the other side's last per-byte cost.
+pub fn fit_segments(points: &[(f64, f64)], eager: Option<u64>) -> Vec<Segment> {
+    let split = eager.map_or(0, |e| points.partition_point(|p| p.0 <= e as f64));
+    if let Some(e) = eager
+        && split >= 2
+        && split < points.len()
+    {
+        let mut low = fit_side(&points[..split]);
+        if let Some(last) = low.last_mut() {
+            last.to_bytes = e;
+        }
+        let high = if points.len() - split >= 2 {
+            fit_side(&points[split..])
+        } else {
+            let (b, t) = points[split];
+            vec![Segment {
+                from_bytes: b as u64,
+                to_bytes: u64::MAX,
+                base_s: t,
+                per_byte_s: low.last().map_or(0.0, |s| s.per_byte_s),
+            }]
+        };
+        low.extend(high);
+        if let Some(last) = low.last_mut() {
+            last.to_bytes = u64::MAX;
+        }
+        return low;
+    }
+    let mut out = fit_side(points);
+    if let Some(last) = out.last_mut() {
+        last.to_bytes = u64::MAX;
+    }
+    out
+}
+
+/// One protocol's continuous fit (see [`fit_segments`]); its last piece
+/// ends at its largest size.
+fn fit_side(points: &[(f64, f64)]) -> Vec<Segment> {
+    if points.len() < 2 {
         return points
             .iter()
             .map(|&(b, t)| Segment {
@@ -1240,13 +1285,9 @@ pub fn fit_segments(points: &[(f64, f64)]) -> Vec<Segment> {
     // slow as a 4 MiB one): one segment whose per-byte cost is the
     // least-squares slope, or at least the largest size's time per byte,
     // so that the cost stays positive and no larger than measured.
-    let mut out = best_knots(points)
+    best_knots(points)
         .map(|b| b.1)
-        .unwrap_or_else(|| vec![falling_fit(points)]);
-    if let Some(last) = out.last_mut() {
-        last.to_bytes = u64::MAX;
-    }
-    out
+        .unwrap_or_else(|| vec![falling_fit(points)])
 }
 
 /// The best rising fit of `points` (at least two) with knots at the first
@@ -1576,7 +1617,7 @@ mod tests {
         let pts: Vec<(f64, f64)> = (0..=22)
             .map(|k| (2f64.powi(k), 4e-3 - 1e-5 * k as f64))
             .collect();
-        let s = fit_segments(&pts);
+        let s = fit_segments(&pts, None);
         assert_eq!(s.len(), 1, "{s:?}");
         assert!(s[0].per_byte_s > 0.0 && s[0].per_byte_s <= pts[22].1 / pts[22].0);
     }
@@ -1593,7 +1634,7 @@ mod tests {
             }
         };
         let pts: Vec<(f64, f64)> = (0..=22).map(|k| (2f64.powi(k), f(2f64.powi(k)))).collect();
-        let s = fit_segments(&pts);
+        let s = fit_segments(&pts, None);
         assert!(s.len() >= 2, "{s:?}");
         assert!(s.iter().all(|g| g.per_byte_s > 0.0), "{s:?}");
         let p = PairCost {
@@ -1610,6 +1651,52 @@ mod tests {
                     .iter()
                     .any(|g| g.to_bytes == 4096 || g.from_bytes == 4096)
         }));
+    }
+
+    #[test]
+    fn segments_fit_the_eager_and_rendezvous_sides_apart() {
+        // TCP over 1 ms: eager messages take 1.07 ms + 8 ns/B up to the
+        // 65480 B limit; above it the handshake adds two one-way trips.
+        let eager = |b: f64| 1.07e-3 + 8e-9 * b;
+        let rndv = |b: f64| 3.0 * 1.07e-3 + 12e-9 * b;
+        let sizes = [1.0, 8.0, 64.0, 512.0, 4096.0, 8192.0, 65480.0];
+        let mut pts: Vec<(f64, f64)> = sizes.iter().map(|&b| (b, eager(b))).collect();
+        pts.extend([65536.0, 1048576.0, 4194304.0].map(|b| (b, rndv(b))));
+        let s = fit_segments(&pts, Some(65480));
+        let p = PairCost {
+            segments: s.clone(),
+            ..PairCost::logp(0, 1, 0.0, 0.0, 0.0, 0.0)
+        };
+        for b in [16400.0, 32768.0, 65480.0] {
+            let m = p.one_way_s(b);
+            assert!(
+                (m - eager(b)).abs() / eager(b) < 0.02,
+                "{b}: {m} vs {} in {s:?}",
+                eager(b)
+            );
+        }
+        for b in [65536.0, 262144.0, 4194304.0] {
+            let m = p.one_way_s(b);
+            assert!(
+                (m - rndv(b)).abs() / rndv(b) < 0.02,
+                "{b}: {m} vs {} in {s:?}",
+                rndv(b)
+            );
+        }
+        assert!(s.iter().any(|g| g.to_bytes == 65480), "{s:?}");
+        // Without the limit (and its size) one line spans the switch and a
+        // 16 KiB eager message pays part of the handshake.
+        let without: Vec<(f64, f64)> = pts.iter().copied().filter(|p| p.0 != 65480.0).collect();
+        let joined = PairCost {
+            segments: fit_segments(&without, None),
+            ..PairCost::logp(0, 1, 0.0, 0.0, 0.0, 0.0)
+        };
+        assert!(joined.one_way_s(16400.0) > 1.2 * eager(16400.0));
+        // One size above the limit: it continues at the eager per-byte cost.
+        let s = fit_segments(&pts[..8], Some(65480));
+        let last = s.last().unwrap();
+        assert_eq!((last.from_bytes, last.to_bytes), (65536, u64::MAX), "{s:?}");
+        assert!((last.per_byte_s - 8e-9).abs() < 1e-10, "{s:?}");
     }
 
     /// Deterministic noise in [-1, 1) (an LCG; no dependency).
