@@ -421,6 +421,7 @@ fn build_host(lab: &Lab, i: usize, relay: &[OsString], st: &mut State) -> Result
     ip(None, &["link", "set", &b, "netns", &ns])?;
     let addr = format!("{}/24", lab.host_ip(i));
     ip(Some(&ns), &["link", "set", "lo", "up"])?;
+    set_congestion_control(&ns)?;
     ip(Some(&ns), &["addr", "add", &addr, "dev", &b])?;
     ip(Some(&ns), &["link", "set", &b, "up"])?;
     // Sending direction, inside the host; receiving, on the root side.
@@ -445,6 +446,48 @@ fn build_host(lab: &Lab, i: usize, relay: &[OsString], st: &mut State) -> Result
         }
     }
     Ok(())
+}
+
+/// The TCP congestion controls a host namespace may get, in order of
+/// preference: none of them paces.
+pub const CONGESTION_CONTROLS: [&str; 2] = ["cubic", "reno"];
+
+/// Give namespace `ns` a TCP congestion control that does not pace
+/// ([`CONGESTION_CONTROLS`]: cubic where the kernel allows it in a
+/// namespace, else reno), whatever the machine's default. A namespace
+/// starts with the root namespace's, and where that is BBR, every
+/// connection is paced at BBR's estimate of its bandwidth, which for an
+/// MPI code's small, application-limited messages differs from one run to
+/// the next: cg's iteration at 4 ranks on netcpu4 took 304-333 ms under
+/// BBR, by run, and 303-308 ms under reno (docs/EMULATION.md). A
+/// cluster's Linux nodes run cubic by default.
+fn set_congestion_control(ns: &str) -> Result<(), LabError> {
+    const KEY: &str = "/proc/sys/net/ipv4/tcp_congestion_control";
+    let mut last = None;
+    for cc in CONGESTION_CONTROLS {
+        let script = format!("echo {cc} > {KEY}");
+        match sh("ip", &["netns", "exec", ns, "sh", "-c", &script]) {
+            Ok(_) => return Ok(()),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.expect("at least one congestion control is tried"))
+}
+
+/// The TCP congestion control of namespace `ns`, as `status` shows it.
+pub fn congestion_control(ns: &str) -> Option<String> {
+    sh(
+        "ip",
+        &[
+            "netns",
+            "exec",
+            ns,
+            "cat",
+            "/proc/sys/net/ipv4/tcp_congestion_control",
+        ],
+    )
+    .ok()
+    .map(|s| s.trim().to_string())
 }
 
 /// Shape one end of host `i`'s link: `dir` is `dst` on the host's side
@@ -717,6 +760,8 @@ pub struct HostStatus {
     pub latency_s: Option<f64>,
     pub relay_pid: Option<u32>,
     pub relay_alive: Option<bool>,
+    /// The namespace's TCP congestion control ([`set_congestion_control`]).
+    pub congestion_control: Option<String>,
     /// The qdiscs on the host's two ends, as `tc qdisc show` gives them.
     pub qdiscs: Vec<String>,
 }
@@ -764,6 +809,11 @@ pub fn status(lab: &Lab) -> Result<Status, LabError> {
             latency_s: h.latency,
             relay_pid: relay,
             relay_alive: relay.map(alive),
+            congestion_control: if present {
+                congestion_control(&lab.netns(i))
+            } else {
+                None
+            },
             qdiscs,
         });
     }

@@ -128,6 +128,12 @@ fn two_hosts_shape_the_link_add_the_latency_and_leave_nothing() {
     let st = ok(mheta().args(["hosts", "status", &spec_s, "--json"]));
     let st: serde_json::Value = serde_json::from_str(&st).unwrap();
     assert_eq!(st["state"], "up");
+    // Every host's TCP is one that does not pace, whatever the machine's
+    // default.
+    for h in st["hosts"].as_array().unwrap() {
+        let cc = h["congestion_control"].as_str().unwrap_or("none");
+        assert!(["cubic", "reno"].contains(&cc), "{}: {cc}", h["name"]);
+    }
     // Each host has its own hostname.
     let h = ok(Command::new("nsenter")
         .arg("--uts=/run/mheta/hosts/ittwo/uts/b")

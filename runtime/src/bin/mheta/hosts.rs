@@ -377,6 +377,9 @@ fn print_status(s: &lab::Status) {
                 }
             );
         }
+        if let Some(cc) = &h.congestion_control {
+            println!("    tcp congestion control: {cc}");
+        }
         for q in &h.qdiscs {
             println!("    {q}");
         }
