@@ -480,9 +480,11 @@ fn a_collective_costs_what_it_cost_past_the_last_arrival() {
         "{} vs {want}",
         pr.per_iteration_s
     );
-    // A collective that took less than the pairwise figures give is
-    // priced by them (here 3 us, below the 16 us of its two messages:
-    // rank 1's value to rank 0, the sum back).
+    // A collective that the recording shows cheaper than the pairwise
+    // figures give (3 us past the last arrival, against the 16 us of its
+    // two messages: rank 1's value to rank 0, the sum back), timed by
+    // rank 0, which waited in it: priced below the pairwise figures, and
+    // never before the last arrival.
     let reduce = 2.0 * (OS + L + 8.0 * G + OR);
     let traces = [
         allreduce_after_stage(0, 1_000_000, 1_003_000),
@@ -491,9 +493,10 @@ fn a_collective_costs_what_it_cost_past_the_last_arrival() {
     let m = Model::new(&traces, app(vec![100, 100]), &profile(2)).unwrap();
     let pr = m.predict(&Dist(vec![100, 100])).unwrap();
     assert!(
-        (pr.per_iteration_s - (2e-3 + reduce)).abs() < 1e-12,
-        "{}",
-        pr.per_iteration_s
+        pr.per_iteration_s > 2e-3 && pr.per_iteration_s < 2e-3 + reduce - 1e-6,
+        "{} against {} pairwise",
+        pr.per_iteration_s,
+        2e-3 + reduce
     );
 }
 
