@@ -273,6 +273,11 @@ pub fn up(lab: &Lab, relay: &[OsString], slurm: bool) -> Result<Up, LabError> {
         return Err(LabError::NotRoot);
     }
     if is_up(lab, slurm)? {
+        // Its namespaces get the unpaced congestion control here too,
+        // whatever they ran before.
+        for i in 0..lab.hosts.len() {
+            set_congestion_control(&lab.netns(i))?;
+        }
         return Ok(Up::AlreadyUp);
     }
     if slurm
