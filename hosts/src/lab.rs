@@ -457,6 +457,9 @@ fn build_host(lab: &Lab, i: usize, relay: &[OsString], st: &mut State) -> Result
 /// preference: none of them paces.
 pub const CONGESTION_CONTROLS: [&str; 2] = ["cubic", "reno"];
 
+/// Where a namespace's TCP congestion control is read and set.
+const CONGESTION_KEY: &str = "/proc/sys/net/ipv4/tcp_congestion_control";
+
 /// Give namespace `ns` a TCP congestion control that does not pace
 /// ([`CONGESTION_CONTROLS`]: cubic where the kernel allows it in a
 /// namespace, else reno), whatever the machine's default. A namespace
@@ -467,10 +470,9 @@ pub const CONGESTION_CONTROLS: [&str; 2] = ["cubic", "reno"];
 /// BBR, by run, and 303-308 ms under reno (docs/EMULATION.md). A
 /// cluster's Linux nodes run cubic by default.
 fn set_congestion_control(ns: &str) -> Result<(), LabError> {
-    const KEY: &str = "/proc/sys/net/ipv4/tcp_congestion_control";
     let mut last = None;
     for cc in CONGESTION_CONTROLS {
-        let script = format!("echo {cc} > {KEY}");
+        let script = format!("echo {cc} > {CONGESTION_KEY}");
         match sh("ip", &["netns", "exec", ns, "sh", "-c", &script]) {
             Ok(_) => return Ok(()),
             Err(e) => last = Some(e),
@@ -481,18 +483,9 @@ fn set_congestion_control(ns: &str) -> Result<(), LabError> {
 
 /// The TCP congestion control of namespace `ns`, as `status` shows it.
 pub fn congestion_control(ns: &str) -> Option<String> {
-    sh(
-        "ip",
-        &[
-            "netns",
-            "exec",
-            ns,
-            "cat",
-            "/proc/sys/net/ipv4/tcp_congestion_control",
-        ],
-    )
-    .ok()
-    .map(|s| s.trim().to_string())
+    sh("ip", &["netns", "exec", ns, "cat", CONGESTION_KEY])
+        .ok()
+        .map(|s| s.trim().to_string())
 }
 
 /// Shape one end of host `i`'s link: `dir` is `dst` on the host's side

@@ -861,8 +861,7 @@ impl PairRun<'_> {
                 .receive_into_with_tag(&mut limit[..], TAG);
         }
         let e = limit[0];
-        let inside = |s: &SweepPoint| (s.0 as u64) < e;
-        let at = sweep.iter().take_while(|s| inside(s)).count();
+        let at = sweep.partition_point(|s| (s.0 as u64) < e);
         if e == 0 || at == 0 || at == sweep.len() || sweep[at].0 as u64 == e {
             return sweep;
         }
