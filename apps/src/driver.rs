@@ -635,6 +635,7 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
             "work_pieces": work.pieces,
             "cpu_overruns": work.overruns,
             "cpu_overrun_s": work.overrun_s,
+            "cpu_overrun_unpaid_s": work.overrun_unpaid_s,
             "cpu_sites": work.sites,
             "rows": self.ctx.dist.0[rank],
             "cpu_power": r.spec.cpu_power,
