@@ -415,13 +415,13 @@ fn idle_policy(on: bool) -> bool {
 /// pays it back, ending that much sooner (never before its real work). A
 /// rank whose pieces the machine delays now and then (more ranks than
 /// cores, a burst of another rank's network work) thus keeps the clock's
-/// power over its run, as a cluster's node would. Measured on grid2 (mg
-/// N = 2047 on 1023 rows, 8 ranks at power 0.2 on 2 cores, 2026-11-27),
-/// where every rank overran by 13-14 ms per iteration against 1-2 ms at
-/// 4 ranks: the scaling fit from 2 and 4 ranks read that as
-/// communication and under-predicted 8 ranks by 12.7%; with the debt
-/// paid back, the ranks' time in stages was 126 ms per iteration at 8
-/// ranks and 124 ms at 4. What is never paid back is the report's
+/// power over its run, as a cluster's node would; without it a scaling
+/// fit from few ranks reads the overruns of many crowded ranks as
+/// communication. On grid2 (mg N = 2047 on 1023 rows, ranks at power
+/// 0.2, 2 cores, 2026-11-27) every rank overran by 13-14 ms per
+/// iteration at 8 ranks and 1-2 ms at 4; with the debt paid back its
+/// time in stages was 126 ms per iteration at 8 ranks and 124 ms at 4.
+/// What is never paid back is the report's
 /// `cpu_overrun_unpaid_s`.
 fn repay(debt: &mut f64, t: f64, wall: f64) -> f64 {
     if wall > t {
