@@ -355,7 +355,7 @@ pub struct Emulation {
     /// Real work so far, per call site of [`Emulation::work`].
     sites: Mutex<HashMap<&'static Location<'static>, Site>>,
     /// By the clock: seconds the rank's pieces have overrun their time
-    /// and not yet made up ([`Emulation::repay`]).
+    /// and not yet made up ([`repay`]).
     debt_s: Mutex<f64>,
     /// Scaled-I/O factor.
     pub io_scale: f64,
@@ -817,13 +817,6 @@ impl Emulation {
         lasts
     }
 
-    /// By the clock, how long a piece of time `t` whose real work took
-    /// `wall` lasts, against the rank's debt ([`repay`]).
-    fn repay(&self, t: f64, wall: f64) -> f64 {
-        let mut debt = self.debt_s.lock().unwrap_or_else(|p| p.into_inner());
-        repay(&mut debt, t, wall)
-    }
-
     /// The real work so far, per call site (`file:line`) and in all.
     pub fn work_stats(&self) -> WorkStats {
         let sites = self.sites.lock().unwrap_or_else(|p| p.into_inner());
@@ -909,7 +902,11 @@ impl Emulation {
             // clock has no figure for).
             let wall = w0.elapsed().as_secs_f64();
             let lasts = match self.count(at, units, c, Some(wall)) {
-                Some(t) => self.repay(t, wall),
+                Some(t) => repay(
+                    &mut self.debt_s.lock().unwrap_or_else(|p| p.into_inner()),
+                    t,
+                    wall,
+                ),
                 None => c * self.cpu_pace,
             };
             // The paced rest is waited out under the normal policy, so
