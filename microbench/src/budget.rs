@@ -64,9 +64,25 @@ impl StreamCounts {
 /// Sends a window of a stream may hold: `window` when `window` messages of
 /// about `per_msg_s` each take at most `window_budget_s`, else as many as
 /// fit, at least one.
-pub fn stream_window(window: usize, per_msg_s: f64, window_budget_s: f64) -> usize {
-    budgeted_count(window, 1, window_budget_s, per_msg_s)
+/// It never falls below what spans [`HANDSHAKE_SPAN`] of the pair's
+/// small round trips `rtt_s` (up to `window`): in each window the link
+/// idles for about two round trips (a large message's rendezvous, and the
+/// window's closing acknowledgement), and on a far link (1 ms each way
+/// and a 200 Mbit/s bottleneck, where 1 MiB takes 42 ms on the wire, a
+/// window of one such message took 47 ms) a window cut to fit the budget
+/// would measure the latency as much as the rate.
+pub fn stream_window(window: usize, per_msg_s: f64, window_budget_s: f64, rtt_s: f64) -> usize {
+    let fit = budgeted_count(window, 1, window_budget_s, per_msg_s);
+    if !(per_msg_s.is_finite() && per_msg_s > 0.0 && rtt_s.is_finite() && rtt_s > 0.0) {
+        return fit;
+    }
+    let spans = (HANDSHAKE_SPAN * rtt_s / per_msg_s).ceil() as usize;
+    fit.max(spans.min(window))
 }
+
+/// The fewest small round trips a stream's window spans: its two idle
+/// round trips then cost at most 1/32 of it (3%).
+pub const HANDSHAKE_SPAN: f64 = 64.0;
 
 /// The streams of one size within `budget_s` when a window takes about
 /// `window_s`: the nominal counts when they fit; else no skipped window
@@ -229,8 +245,13 @@ mod tests {
         let c = stream_counts(small, 0.01, 2.775);
         assert_eq!((c.iters, c.skip, c.repeats), (55, 0, 5));
         // 1 MiB at 200 Mbit/s: 42 ms a message, 75 ms a window: one.
-        assert_eq!(stream_window(64, 0.042, 0.075), 1);
-        assert_eq!(stream_window(64, 0.42e-6, 0.075), 64);
+        assert_eq!(stream_window(64, 0.042, 0.075, 50e-6), 1);
+        assert_eq!(stream_window(64, 0.42e-6, 0.075, 50e-6), 64);
+        // A far pair (2.2 ms round trip): the window spans 64 of them.
+        assert_eq!(stream_window(64, 0.044, 0.075, 2.2e-3), 4);
+        assert_eq!(stream_window(64, 0.175, 0.075, 2.2e-3), 1);
+        // Never above the nominal window.
+        assert_eq!(stream_window(4, 1e-6, 1e-9, 1e-3), 4);
     }
 
     #[test]

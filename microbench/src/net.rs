@@ -297,9 +297,10 @@ fn stream(
 /// The streaming bandwidth at `buf.len()` bytes (MB/s, the median of the
 /// streams; meaningful on `a`), `nominal` counts within `budget_s`. A
 /// message of this size took `per_msg_s` one way in the ping-pong (on
-/// `a`): a window holds at most what takes a quarter of the budget
-/// ([`budget::stream_window`]; fewer, longer windows measure a slow link
-/// better than many short ones, each of which ends in a handshake); one
+/// `a`): a window holds at most what takes a quarter of the budget, but
+/// never less than what spans 64 of the pair's small round trips `rtt_s`
+/// ([`budget::stream_window`]; fewer, longer windows measure a slow or far
+/// link better than many short ones, each of which ends in a handshake); one
 /// window is sent and timed, then the streams are cut to fit
 /// ([`budget::stream_counts`]).
 fn bandwidth(
@@ -308,10 +309,10 @@ fn bandwidth(
     b: i32,
     buf: &mut [u8],
     nominal: StreamCounts,
-    per_msg_s: f64,
+    (per_msg_s, rtt_s): (f64, f64),
     budget_s: f64,
 ) -> f64 {
-    let window = budget::stream_window(nominal.window, per_msg_s, budget_s / 4.0);
+    let window = budget::stream_window(nominal.window, per_msg_s, budget_s / 4.0, rtt_s);
     let window = agree(world, a, b, &[window as u64])[0] as usize;
     let t = Instant::now();
     stream(world, a, b, buf, (window, 1, 0));
@@ -707,6 +708,7 @@ pub fn measure_pair(world: &SimpleCommunicator, plan: &Plan, a: i32, b: i32) -> 
         b,
         buf: vec![1u8; plan.largest()],
         sbuf: vec![2u8; plan.largest()],
+        one_way_small: None,
     };
     let sweep_s = sweep_budget(plan);
     let t_sweep = Instant::now();
@@ -795,6 +797,9 @@ struct PairRun<'a> {
     buf: Vec<u8>,
     /// Send buffer.
     sbuf: Vec<u8>,
+    /// The median one-way time of the sweep's first (smallest) size, once
+    /// measured (on `a`): the pair's small round trip is twice it.
+    one_way_small: Option<f64>,
 }
 
 /// Seconds of the whole sweep: `plan`'s seconds per size of weight 1
@@ -901,7 +906,19 @@ impl PairRun<'_> {
             repeats: plan.bw_repeats,
         };
         let left = (share - t_size.elapsed().as_secs_f64()).max(0.5 * share);
-        let bw = bandwidth(world, a, b, &mut self.buf[..size], nominal, per_msg, left);
+        let rtt = 2.0 * self.one_way_small.unwrap_or(per_msg);
+        let bw = bandwidth(
+            world,
+            a,
+            b,
+            &mut self.buf[..size],
+            nominal,
+            (per_msg, rtt),
+            left,
+        );
+        if self.one_way_small.is_none() && me == a {
+            self.one_way_small = Some(per_msg);
+        }
         if me == a && debug_counts() {
             eprintln!(
                 "mheta-microbench: {a}->{b} {size} B: {} round trips, streams in {:.3} s of a {:.3} s share",
