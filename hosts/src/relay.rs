@@ -16,9 +16,9 @@
 //! `A` and one to `C`, and copies each frame received on one to the other,
 //! sending it at its receive time plus `delay`, in order, each direction
 //! on its own threads (a reader, and with a delay a sender that sleeps
-//! until shortly before the deadline and then spins, sending with each
-//! frame the queued ones due within the spin, so that the added latency
-//! is accurate to some 10 µs).
+//! until shortly before the deadline, by its own recent wake-up latency,
+//! and then spins, sending with each frame the queued ones due within the
+//! spin, so that the added latency is accurate to some 10 µs).
 //!
 //! The sockets use `PACKET_VNET_HDR`: each frame read comes with its
 //! `virtio_net_hdr`, which is written back unchanged with the frame on the
@@ -72,18 +72,13 @@ const SOCKET_BUFFER: libc::c_int = 32 << 20;
 /// How often each thread looks at the stop flag, at most.
 const POLL: Duration = Duration::from_millis(100);
 
-/// How long before a frame's deadline its sender stops sleeping and
-/// spins, and how early a frame may leave with the one before it: above
-/// the usual wake-up latency of a `SCHED_FIFO` thread with the least timer
-/// slack (on this project's 2-core VM, 2000 timed sleeps each overshot by
-/// 6 µs at the median, 10 µs at the 90th percentile). The spin is CPU
-/// taken from the ranks of the core the relay runs on, once per frame that
-/// leaves alone: with 50 µs, a stream of frames into a 1 ms host kept the
-/// sender spinning for as long as the stream lasted, and that host's rank
-/// (cg class A on netcpu4, 4 ranks on 2 cores) found an 8-byte message
-/// that had reached its interface 1.2-1.5 ms late in a third of its
-/// all-reduces.
-const SPIN_NS: u64 = 10_000;
+/// The least and the most a sender spins before a frame's deadline (see
+/// [`Spin`]).
+const SPIN_MIN_NS: u64 = 10_000;
+const SPIN_MAX_NS: u64 = 300_000;
+
+/// How many of a sender's recent timed sleeps set its spin.
+const SPIN_WINDOW: usize = 32;
 
 /// The real-time priority of the relay's threads (`SCHED_FIFO`): above
 /// every normal thread, low among real-time ones.
@@ -217,7 +212,7 @@ fn forward(
     let mut buf = vec![0u8; VNET_HDR_LEN + MAX_FRAME];
     while !done() {
         match from.recv(&mut buf)? {
-            Received::Frame(n) => to.send_counted(&buf[..n], counters)?,
+            Received::Frame(n, _) => to.send_counted(&buf[..n], counters)?,
             Received::TooLarge => {
                 counters.dropped.fetch_add(1, Ordering::Relaxed);
             }
@@ -238,8 +233,8 @@ fn enqueue(
     let mut buf = vec![0u8; VNET_HDR_LEN + MAX_FRAME];
     while !done() {
         match from.recv(&mut buf)? {
-            Received::Frame(n) => {
-                let due = now_ns().saturating_add(queue.delay_ns);
+            Received::Frame(n, arrived) => {
+                let due = arrived.saturating_add(queue.delay_ns);
                 if queue.queued.load(Ordering::Relaxed) + n > MAX_QUEUED_BYTES {
                     counters.dropped.fetch_add(1, Ordering::Relaxed);
                     continue;
@@ -263,8 +258,42 @@ fn enqueue(
     Ok(())
 }
 
+/// How long a sender spins before a frame's deadline: the wake-up
+/// latency its own timed sleeps have shown, so that the frame leaves on
+/// time without spinning for nothing. It is the 7th-largest overshoot (the
+/// 80th percentile) of the last [`SPIN_WINDOW`] sleeps, plus 5 µs, within
+/// [`SPIN_MIN_NS`]..=[`SPIN_MAX_NS`]. A `SCHED_FIFO` thread with the least
+/// timer slack overshot a 1 ms sleep by 6 µs (median) on this project's
+/// 2-core VM one day and by 33 µs (median; 90th percentile 50 µs) the
+/// next: a fixed spin is either late on a slow-waking machine or, on a
+/// fast one, CPU taken from the ranks of the relay's core for nothing.
+struct Spin {
+    recent: [u64; SPIN_WINDOW],
+    next: usize,
+    ns: u64,
+}
+
+impl Spin {
+    fn new() -> Spin {
+        Spin {
+            recent: [SPIN_MIN_NS; SPIN_WINDOW],
+            next: 0,
+            ns: SPIN_MIN_NS,
+        }
+    }
+
+    /// A timed sleep meant to end at `wake` ended `overshoot` ns late.
+    fn saw(&mut self, overshoot: u64) {
+        self.recent[self.next] = overshoot;
+        self.next = (self.next + 1) % SPIN_WINDOW;
+        let mut v = self.recent;
+        v.sort_unstable();
+        self.ns = (v[SPIN_WINDOW - 7] + 5_000).clamp(SPIN_MIN_NS, SPIN_MAX_NS);
+    }
+}
+
 /// With a delay, the sender: send each queued frame at its deadline, and
-/// with it every queued frame due within [`SPIN_NS`] of it (a stream of
+/// with it every queued frame due within the spin ([`Spin`]; a stream of
 /// frames leaves in bursts of one wake-up each, none of them more than
 /// that early).
 fn send_due(
@@ -275,6 +304,7 @@ fn send_due(
     counters: &Counters,
 ) -> io::Result<()> {
     set_timer_slack_min();
+    let mut spin = Spin::new();
     let mut next: Option<Frame> = None;
     while !done() {
         let frame = match next.take() {
@@ -286,12 +316,12 @@ fn send_due(
             },
         };
         queued.fetch_sub(frame.data.len(), Ordering::Relaxed);
-        if !wait_until(frame.due, done) {
+        if !wait_until(frame.due, &mut spin, done) {
             break;
         }
         to.send_counted(&frame.data, counters)?;
         while let Ok(f) = rx.try_recv() {
-            if f.due > now_ns() + SPIN_NS {
+            if f.due > now_ns() + spin.ns {
                 next = Some(f);
                 break;
             }
@@ -300,6 +330,53 @@ fn send_due(
         }
     }
     Ok(())
+}
+
+/// When the frame whose `recvmsg` header is `msg` arrived, in
+/// `CLOCK_MONOTONIC` ns: its `SCM_TIMESTAMPNS` (`CLOCK_REALTIME`)
+/// moved to the monotonic clock, when it has one that lies within the
+/// last second; otherwise now.
+fn arrival_ns(msg: &libc::msghdr) -> u64 {
+    let now = now_ns();
+    // SAFETY: `msg` was filled by recvmsg; CMSG_FIRSTHDR/CMSG_NXTHDR stay
+    // within its control buffer, and a SCM_TIMESTAMPNS message's data is a
+    // timespec (read unaligned, as the buffer promises no alignment).
+    let stamp = unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(msg);
+        let mut found = None;
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                found = Some(std::ptr::read_unaligned(
+                    libc::CMSG_DATA(c).cast::<libc::timespec>(),
+                ));
+                break;
+            }
+            c = libc::CMSG_NXTHDR(msg, c);
+        }
+        found
+    };
+    let Some(ts) = stamp else {
+        return now;
+    };
+    let stamp_real = (ts.tv_sec as i128) * 1_000_000_000 + ts.tv_nsec as i128;
+    let since = clock_ns(libc::CLOCK_REALTIME) - stamp_real;
+    if (0..1_000_000_000).contains(&since) {
+        now - since as u64
+    } else {
+        now
+    }
+}
+
+/// Clock `clock`, in nanoseconds.
+fn clock_ns(clock: libc::clockid_t) -> i128 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; the clocks asked for
+    // always exist, so the call cannot fail.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    (ts.tv_sec as i128) * 1_000_000_000 + ts.tv_nsec as i128
 }
 
 /// `CLOCK_MONOTONIC`, in nanoseconds.
@@ -315,9 +392,10 @@ fn now_ns() -> u64 {
 }
 
 /// Wait until `CLOCK_MONOTONIC` reaches `deadline` (ns): sleep until
-/// [`SPIN_NS`] before it, then spin. False if `done` turned true first
-/// (it is looked at every [`POLL`] while sleeping).
-fn wait_until(deadline: u64, done: &dyn Fn() -> bool) -> bool {
+/// `spin` before it, then spin; each sleep's overshoot goes to `spin`.
+/// False if `done` turned true first (it is looked at every [`POLL`]
+/// while sleeping).
+fn wait_until(deadline: u64, spin: &mut Spin, done: &dyn Fn() -> bool) -> bool {
     let poll_ns = POLL.as_nanos() as u64;
     loop {
         let now = now_ns();
@@ -325,14 +403,14 @@ fn wait_until(deadline: u64, done: &dyn Fn() -> bool) -> bool {
             return true;
         }
         let left = deadline - now;
-        if left <= SPIN_NS {
+        if left <= spin.ns {
             std::hint::spin_loop();
             continue;
         }
         if done() {
             return false;
         }
-        let wake = (deadline - SPIN_NS).min(now + poll_ns);
+        let wake = (deadline - spin.ns).min(now + poll_ns);
         let ts = libc::timespec {
             tv_sec: (wake / 1_000_000_000) as libc::time_t,
             tv_nsec: (wake % 1_000_000_000) as libc::c_long,
@@ -340,7 +418,7 @@ fn wait_until(deadline: u64, done: &dyn Fn() -> bool) -> bool {
         // SAFETY: `ts` is a valid timespec; a null remainder is allowed
         // with TIMER_ABSTIME. An early return (EINTR) is harmless: the
         // loop looks at the clock again.
-        unsafe {
+        let r = unsafe {
             libc::clock_nanosleep(
                 libc::CLOCK_MONOTONIC,
                 libc::TIMER_ABSTIME,
@@ -348,6 +426,9 @@ fn wait_until(deadline: u64, done: &dyn Fn() -> bool) -> bool {
                 std::ptr::null_mut(),
             )
         };
+        if r == 0 {
+            spin.saw(now_ns().saturating_sub(wake));
+        }
     }
 }
 
@@ -362,8 +443,9 @@ fn set_timer_slack_min() {
 /// What one read gave.
 enum Received {
     /// A frame that arrived on the interface, of this length with its
-    /// `virtio_net_hdr`.
-    Frame(usize),
+    /// `virtio_net_hdr`, and when (`CLOCK_MONOTONIC` ns: the kernel's
+    /// receive timestamp, or the time it was read where that is missing).
+    Frame(usize, u64),
     /// A frame too large for the buffer (dropped).
     TooLarge,
     /// Nothing to forward: the timeout passed, a signal came, the frame
@@ -430,6 +512,10 @@ impl PacketSocket {
             .map_err(|e| self.err("PACKET_VNET_HDR", e))?;
         self.set(libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, &one)
             .map_err(|e| self.err("PACKET_IGNORE_OUTGOING", e))?;
+        // Each frame's arrival as the kernel saw it: the reader's own
+        // wake-up after the frame arrived is then no part of its delay.
+        self.set(libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, &one)
+            .map_err(|e| self.err("SO_TIMESTAMPNS", e))?;
         for (force, plain) in [
             (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF),
             (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF),
@@ -506,20 +592,25 @@ impl PacketSocket {
     fn recv(&self, buf: &mut [u8]) -> io::Result<Received> {
         // SAFETY: sockaddr_ll is plain data, for which all zeroes is valid.
         let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        let mut from_len = size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-        // SAFETY: `buf` is writable for `buf.len()` bytes, `from` for
-        // `from_len`; MSG_TRUNC only changes the length returned (the
-        // frame's full length), not what is written.
-        let n = unsafe {
-            libc::recvfrom(
-                self.fd.as_raw_fd(),
-                buf.as_mut_ptr().cast::<libc::c_void>(),
-                buf.len(),
-                libc::MSG_TRUNC,
-                (&raw mut from).cast::<libc::sockaddr>(),
-                &mut from_len,
-            )
+        let mut iov = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast::<libc::c_void>(),
+            iov_len: buf.len(),
         };
+        // Room for one SCM_TIMESTAMPNS (a timespec), u64-aligned.
+        let mut control = [0u64; 8];
+        // SAFETY: msghdr is plain data, for which all zeroes is valid.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_name = (&raw mut from).cast::<libc::c_void>();
+        msg.msg_namelen = size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+        msg.msg_iov = &raw mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast::<libc::c_void>();
+        msg.msg_controllen = size_of_val(&control) as _;
+        // SAFETY: `msg` points at `from`, at `iov` (which covers `buf`,
+        // writable for `buf.len()` bytes) and at `control`, all alive and
+        // writable for the lengths given; MSG_TRUNC only changes the
+        // length returned (the frame's full length), not what is written.
+        let n = unsafe { libc::recvmsg(self.fd.as_raw_fd(), &raw mut msg, libc::MSG_TRUNC) };
         if n < 0 {
             let e = io::Error::last_os_error();
             return match e.raw_os_error() {
@@ -533,7 +624,7 @@ impl PacketSocket {
         } else if n > buf.len() {
             Ok(Received::TooLarge)
         } else {
-            Ok(Received::Frame(n))
+            Ok(Received::Frame(n, arrival_ns(&msg)))
         }
     }
 
@@ -581,5 +672,35 @@ impl PacketSocket {
             e.kind(),
             format!("relay: interface {}: {what}: {e}", self.name),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_spin_follows_the_wake_up_latency_seen_not_its_outliers() {
+        let mut s = Spin::new();
+        assert_eq!(s.ns, SPIN_MIN_NS);
+        for _ in 0..SPIN_WINDOW {
+            s.saw(40_000);
+        }
+        assert_eq!(s.ns, 45_000);
+        // A few late wake-ups (a vCPU stalled) do not move it.
+        for _ in 0..6 {
+            s.saw(2_000_000);
+        }
+        assert_eq!(s.ns, 45_000);
+        // When most sleeps are late, it follows, up to its most.
+        for _ in 0..SPIN_WINDOW {
+            s.saw(2_000_000);
+        }
+        assert_eq!(s.ns, SPIN_MAX_NS);
+        // A machine that wakes on time: the least spin.
+        for _ in 0..SPIN_WINDOW {
+            s.saw(1_000);
+        }
+        assert_eq!(s.ns, SPIN_MIN_NS);
     }
 }
