@@ -17,6 +17,13 @@
 # round at 64 KiB and 1 MiB, then the median over the rounds of each
 # per-round ratio. Default 5 rounds. Exit 1 when a median ratio of OSU's
 # method (--osu-only) is more than 5% from 1.
+# OSU_CLUSTER=SPEC (a spec with hosts and two ranks, e.g.
+# clusters/net2slow.toml) runs
+# every side across its emulated hosts: OSU under `mheta hosts mpirun
+# SPEC`, mheta's bench with `--cluster SPEC`. OSU_ARGS adds options to
+# both OSU programs (across a slow link, `-m 1048576` keeps osu_bw's
+# 64-message windows of 4 MiB, 10 s each at 200 Mbit/s, out of the run);
+# its `-m` is passed to mheta's bench as `--max-size`.
 set -euo pipefail
 osu=${1:?usage: scripts/osu-compare.sh OSU_PT2PT_DIR [ROUNDS]}
 rounds=${2:-5}
@@ -33,12 +40,32 @@ trap 'rm -rf "$tmp"' EXIT
 # which may land inside a table).
 table() { awk -v h="$2" 'index($0, h) { on = 1; next } /allocated [0-9]+ bytes/ { next } /^#/ && on && !/^# Size/ { on = 0 } on && $1 ~ /^[0-9]+$/ { print $1, $2 }' "$1"; }
 pick() { awk -v s="$2" '$1 == s { print $2 }' <<<"$1"; }
+if [[ -n ${OSU_CLUSTER:-} ]]; then
+    # Across two emulated hosts: both sides launched into them, the lab
+    # brought up once here and taken down at the end if it was down.
+    launch=("$mheta" hosts mpirun "$OSU_CLUSTER" --)
+    where=(--cluster "$OSU_CLUSTER")
+    place="across the hosts of $OSU_CLUSTER (mheta hosts mpirun)"
+    if ! "$mheta" hosts status "$OSU_CLUSTER" >/dev/null 2>&1; then
+        "$mheta" hosts up "$OSU_CLUSTER" >&2
+        trap '"$mheta" hosts down "$OSU_CLUSTER" >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
+    fi
+else
+    launch=(mpirun -np 2)
+    where=(--np 2)
+    place="2 ranks, one per core (mpirun default binding)"
+fi
 run_osu() {
-    mpirun -np 2 "$osu/osu_latency" >"$tmp/lat.$1" 2>&1
-    mpirun -np 2 "$osu/osu_bw" >"$tmp/bw.$1" 2>&1
+    "${launch[@]}" "$osu/osu_latency" ${OSU_ARGS:-} >"$tmp/lat.$1" 2>&1
+    "${launch[@]}" "$osu/osu_bw" ${OSU_ARGS:-} >"$tmp/bw.$1" 2>&1
 }
+# OSU's -m in OSU_ARGS is mheta's --max-size.
+max=()
+if [[ ${OSU_ARGS:-} =~ (^|[[:space:]])-m[[:space:]]*([^[:space:]]+) ]]; then
+    max=(--max-size "${BASH_REMATCH[2]}")
+fi
 run_mheta() {
-    "$mheta" bench --np 2 "$@" >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 2; }
+    "$mheta" bench "${where[@]}" "${max[@]}" "$@" >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 2; }
 }
 for r in $(seq "$rounds"); do
     run_osu a
@@ -56,10 +83,10 @@ for r in $(seq "$rounds"); do
             "$(pick "$ba" $s) $(pick "$bb" $s) $(pick "$cb" $s) $(pick "$ob" $s)"
     done >>"$tmp/rows"
 done
-awk -v rounds="$rounds" '
+awk -v rounds="$rounds" -v place="$place" '
 function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
     return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
-BEGIN { printf "# pair 0 -> 1, 2 ranks, one per core (mpirun default binding), no CPU emulation, %d rounds of OSU, mheta --osu-only, OSU, mheta own\n", rounds
+BEGIN { printf "# pair 0 -> 1, %s, no CPU emulation, %d rounds of OSU, mheta --osu-only, OSU, mheta own\n", place, rounds
         printf "%5s %8s | %8s %8s %8s %8s %6s %6s %6s | %7s %7s %7s %7s %6s %6s %6s\n", "round", "size", "osu a", "osu b", "compat", "own", "c/osu", "o/osu", "b/a", "bw a", "bw b", "compat", "own", "c/osu", "o/osu", "b/a" }
 { n[$2]++; k = n[$2]
   lm = ($3 + $4) / 2; bm = ($7 + $8) / 2
