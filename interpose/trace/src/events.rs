@@ -263,6 +263,63 @@ impl std::fmt::Display for Msg {
     }
 }
 
+/// `completes request R (from M), ...` of a completion event.
+fn fmt_completions(f: &mut std::fmt::Formatter<'_>, c: &[Completion]) -> std::fmt::Result {
+    let parts: Vec<String> = c
+        .iter()
+        .map(|c| match c.recv {
+            Some(m) => format!("request {} (from {m})", c.req),
+            None => format!("request {}", c.req),
+        })
+        .collect();
+    write!(f, "completes {}", parts.join(", "))
+}
+
+/// `B B over P ranks[, root R]` of a (non-blocking) collective.
+fn fmt_collective(
+    f: &mut std::fmt::Formatter<'_>,
+    bytes: u64,
+    comm_size: u32,
+    root: i32,
+) -> std::fmt::Result {
+    write!(f, "{bytes} B over {comm_size} ranks")?;
+    if root >= 0 {
+        write!(f, ", root {root}")?;
+    }
+    Ok(())
+}
+
+/// `variable F, B B[, explicit offset][, collective]` of a file read or
+/// write.
+fn fmt_file_io(
+    f: &mut std::fmt::Formatter<'_>,
+    file: u32,
+    bytes: u64,
+    at: bool,
+    collective: bool,
+) -> std::fmt::Result {
+    write!(f, "variable {file}, {bytes} B")?;
+    if at {
+        write!(f, ", explicit offset")?;
+    }
+    if collective {
+        write!(f, ", collective")?;
+    }
+    Ok(())
+}
+
+/// `starts send to M, request R; receive, request R` of `MPI_Start(all)`.
+fn fmt_starts(f: &mut std::fmt::Formatter<'_>, v: &[Started]) -> std::fmt::Result {
+    let parts: Vec<String> = v
+        .iter()
+        .map(|s| match s {
+            Started::Send { msg, req } => format!("send to {msg}, request {req}"),
+            Started::Recv { req } => format!("receive, request {req}"),
+        })
+        .collect();
+    write!(f, "starts {}", parts.join("; "))
+}
+
 /// One line of `mheta show`: what the event did, in words.
 impl std::fmt::Display for What {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -275,16 +332,7 @@ impl std::fmt::Display for What {
             What::Irecv { req } => write!(f, "request {req}"),
             What::Sendrecv { send, recv } => write!(f, "to {send}; from {recv}"),
             What::Complete(c) if c.is_empty() => write!(f, "nothing completed"),
-            What::Complete(c) => {
-                let parts: Vec<String> = c
-                    .iter()
-                    .map(|c| match c.recv {
-                        Some(m) => format!("request {} (from {m})", c.req),
-                        None => format!("request {}", c.req),
-                    })
-                    .collect();
-                write!(f, "completes {}", parts.join(", "))
-            }
+            What::Complete(c) => fmt_completions(f, c),
             What::Peek(m) => write!(f, "a message waits from {m}"),
             What::Poll(Some(m)) => write!(f, "found from {m}"),
             What::Poll(None) => write!(f, "found nothing"),
@@ -295,23 +343,14 @@ impl std::fmt::Display for What {
                 bytes,
                 comm_size,
                 root,
-            } => {
-                write!(f, "{bytes} B over {comm_size} ranks")?;
-                if *root >= 0 {
-                    write!(f, ", root {root}")?;
-                }
-                Ok(())
-            }
+            } => fmt_collective(f, *bytes, *comm_size, *root),
             What::ICollective {
                 bytes,
                 comm_size,
                 root,
                 req,
             } => {
-                write!(f, "{bytes} B over {comm_size} ranks")?;
-                if *root >= 0 {
-                    write!(f, ", root {root}")?;
-                }
+                fmt_collective(f, *bytes, *comm_size, *root)?;
                 write!(f, ", request {req}")
             }
             What::FileOpen { file, name } => write!(f, "variable {file} = {name}"),
@@ -328,16 +367,7 @@ impl std::fmt::Display for What {
                 bytes,
                 at,
                 collective,
-            } => {
-                write!(f, "variable {file}, {bytes} B")?;
-                if *at {
-                    write!(f, ", explicit offset")?;
-                }
-                if *collective {
-                    write!(f, ", collective")?;
-                }
-                Ok(())
-            }
+            } => fmt_file_io(f, *file, *bytes, *at, *collective),
             What::FileIread {
                 file,
                 bytes,
@@ -356,16 +386,7 @@ impl std::fmt::Display for What {
             What::PersistentInit { send: false, msg } => {
                 write!(f, "persistent receive from {msg}")
             }
-            What::Start(v) => {
-                let parts: Vec<String> = v
-                    .iter()
-                    .map(|s| match s {
-                        Started::Send { msg, req } => format!("send to {msg}, request {req}"),
-                        Started::Recv { req } => format!("receive, request {req}"),
-                    })
-                    .collect();
-                write!(f, "starts {}", parts.join("; "))
-            }
+            What::Start(v) => fmt_starts(f, v),
             What::RequestFree => write!(f, "request freed"),
         }
     }
