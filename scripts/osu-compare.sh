@@ -18,9 +18,8 @@
 # per-round ratio. Default 5 rounds. Exit 1 when a median ratio of OSU's
 # method (--osu-only) is more than 5% from 1.
 # OSU_CLUSTER=SPEC (a spec with hosts and two ranks, e.g.
-# clusters/net2slow.toml) runs
-# every side across its emulated hosts: OSU under `mheta hosts mpirun
-# SPEC`, mheta's bench with `--cluster SPEC`. OSU_ARGS adds options to
+# clusters/net2slow.toml) runs every side across its emulated hosts: OSU
+# under `mheta hosts mpirun SPEC`, mheta's bench with `--cluster SPEC`. OSU_ARGS adds options to
 # both OSU programs (across a slow link, `-m 1048576` keeps osu_bw's
 # 64-message windows of 4 MiB, 10 s each at 200 Mbit/s, out of the run);
 # its `-m` is passed to mheta's bench as `--max-size`.

@@ -381,14 +381,7 @@ fn clock_ns(clock: libc::clockid_t) -> i128 {
 
 /// `CLOCK_MONOTONIC`, in nanoseconds.
 fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always
-    // exists, so the call cannot fail.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
+    clock_ns(libc::CLOCK_MONOTONIC) as u64
 }
 
 /// Wait until `CLOCK_MONOTONIC` reaches `deadline` (ns): sleep until
