@@ -31,6 +31,10 @@ pub fn prefix_sums(w: &[u64]) -> Vec<u64> {
 #[serde(transparent)]
 pub struct Dist(pub Vec<u64>);
 
+/// Fewest rows per rank that a coarse multigrid level keeps before
+/// [`Dist::coarse_level`] gathers it onto fewer ranks.
+pub const COARSE_MIN_ROWS: u64 = 32;
+
 impl Dist {
     /// Parse `s0,s1,...` and check it against `ranks` and `rows`.
     pub fn parse(text: &str, ranks: usize, rows: u64) -> Result<Dist, DistError> {
@@ -77,6 +81,36 @@ impl Dist {
             .map(|&o| o / 2)
             .collect();
         Dist(offs.windows(2).map(|w| w[1] - w[0]).collect())
+    }
+
+    /// The next coarser grid level's distribution as multigrid keeps it:
+    /// [`Dist::coarser`], then [`Dist::gathered`] onto ranks holding at
+    /// least [`COARSE_MIN_ROWS`] rows each. A coarse level of a few rows per
+    /// rank is all halo exchanges and no work; on fewer ranks it needs fewer
+    /// of them at once (as PETSc's `PCTELESCOPE` and hypre's coarse-grid
+    /// agglomeration do).
+    pub fn coarse_level(&self) -> Dist {
+        self.coarser().gathered(COARSE_MIN_ROWS)
+    }
+
+    /// The rows on fewer ranks when the owners hold fewer than `min` rows
+    /// each on average: the owners (ranks with rows) form consecutive
+    /// groups, as few as keep `min` rows per group (at least one), and
+    /// each group's rows go to its first rank. Still GEN_BLOCK; unchanged
+    /// when the owners already average `min` rows.
+    pub fn gathered(&self, min: u64) -> Dist {
+        let owners: Vec<usize> = (0..self.ranks()).filter(|&i| self.0[i] > 0).collect();
+        let k = owners.len() as u64;
+        if k <= 1 || self.total() >= min.max(1) * k {
+            return self.clone();
+        }
+        let groups = (self.total() / min.max(1)).max(1);
+        let per = k.div_ceil(groups) as usize;
+        let mut out = vec![0; self.ranks()];
+        for g in owners.chunks(per) {
+            out[g[0]] = g.iter().map(|&i| self.0[i]).sum();
+        }
+        Dist(out)
     }
 
     /// Equal blocks; the first `rows % ranks` ranks get one more row.
@@ -145,6 +179,32 @@ impl fmt::Display for Dist {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gathered_keeps_min_rows_per_owner_in_consecutive_groups() {
+        // 255 rows on 8 ranks (about 32 each): 7 groups of 32 would need
+        // groups of 2 ranks, so 4 groups.
+        let d = Dist(vec![32, 32, 32, 32, 32, 32, 32, 31]);
+        assert_eq!(d.gathered(32).0, vec![64, 0, 64, 0, 64, 0, 63, 0]);
+        // Already 32 a rank: unchanged; below one group's worth: one rank.
+        let e = Dist(vec![32, 32]);
+        assert_eq!(e.gathered(32), e);
+        assert_eq!(Dist(vec![3, 4, 0, 5]).gathered(32).0, vec![12, 0, 0, 0]);
+        // Ranks without rows are skipped, not counted.
+        assert_eq!(
+            Dist(vec![0, 10, 10, 0, 10, 10]).gathered(20).0,
+            vec![0, 20, 0, 0, 20, 0]
+        );
+        // A level's distribution: halved, then gathered; sums kept.
+        let f = Dist::block(8, 2047);
+        let mut l = f.clone();
+        for _ in 0..10 {
+            let next = l.coarse_level();
+            assert_eq!(next.total(), l.total() / 2);
+            assert!(next.0.iter().zip(&l.0).all(|(&a, &b)| b > 0 || a == 0));
+            l = next;
+        }
+    }
 
     #[test]
     fn parse_checks_length_and_sum() {

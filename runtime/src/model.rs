@@ -717,7 +717,7 @@ impl Model {
         let inst_offsets = Dist(app.dist.clone()).offsets();
         let inst_coarse: Vec<Dist> = (1..levels)
             .scan(Dist(app.dist.clone()), |d, _| {
-                *d = d.coarser();
+                *d = d.coarse_level();
                 Some(d.clone())
             })
             .collect();
@@ -968,7 +968,7 @@ impl Model {
     /// Per rank and grid level, the ratio W'/W of the work under `d` to the
     /// work recorded (MHETA section 4.2.1: T_Φ' = T_Φ · W'/W). Work is the
     /// rows, or their nonzeros when the app declares `work_per_row`; a
-    /// coarse level's rows come from halving the boundaries.
+    /// coarse level's rows come from [`Dist::coarse_level`], as mg's do.
     fn work_factors(&self, d: &Dist) -> Vec<f64> {
         let p = self.ranks();
         let l = self.levels as usize;
@@ -995,7 +995,7 @@ impl Model {
         }
         let mut b = d.clone();
         for (lv, a) in (1..l).zip(&self.inst_coarse) {
-            b = b.coarser();
+            b = b.coarse_level();
             for i in 0..p {
                 f[i * l + lv] = if a.0[i] > 0 {
                     b.0[i] as f64 / a.0[i] as f64

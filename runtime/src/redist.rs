@@ -67,7 +67,7 @@ pub fn moved_bytes(decl: &mheta_trace::AppDecl, from: &Dist, to: &Dist) -> u64 {
     for a in &decl.arrays {
         let (mut f, mut t) = (from.clone(), to.clone());
         for _ in 0..a.level.unwrap_or(0) {
-            (f, t) = (f.coarser(), t.coarser());
+            (f, t) = (f.coarse_level(), t.coarse_level());
         }
         let (fo, to_) = (f.offsets(), t.offsets());
         let row_bytes = |r: u64| -> u64 {
@@ -125,7 +125,7 @@ impl Model {
         // The two distributions on each level that an array lives on.
         let mut on_level = vec![(from.clone(), to.clone())];
         for l in 0..levels as usize {
-            let next = (on_level[l].0.coarser(), on_level[l].1.coarser());
+            let next = (on_level[l].0.coarse_level(), on_level[l].1.coarse_level());
             on_level.push(next);
         }
         let ooc_from: Vec<Vec<bool>> = (0..p).map(|i| self.out_of_core_arrays(from, i)).collect();
@@ -338,15 +338,19 @@ mod tests {
     #[test]
     fn moved_bytes_counts_rows_that_change_rank_on_their_level() {
         let decl: mheta_trace::AppDecl = serde_json::from_str(
-            r#"{"version": 3, "app": "t", "rows": 8, "dist": [8, 0],
+            r#"{"version": 3, "app": "t", "rows": 256, "dist": [256, 0],
                 "arrays": [{"name": "u", "bytes_per_row": 10, "read_only": false},
                            {"name": "c", "bytes_per_row": 1, "read_only": true, "level": 1}]}"#,
         )
         .unwrap();
-        // Fine level: rows 4..8 change rank (40 bytes); the coarse level
-        // halves the boundaries, 2 of its 4 rows move (2 bytes).
+        // Fine level: rows 128..256 change rank (1280 bytes); the coarse
+        // level halves the boundaries, 64 of its 128 rows move (64 bytes).
+        let b = moved_bytes(&decl, &Dist(vec![256, 0]), &Dist(vec![128, 128]));
+        assert_eq!(b, 1344);
+        // A coarse level of fewer than COARSE_MIN_ROWS rows a rank is
+        // gathered onto the first rank either way: only fine rows move.
         let b = moved_bytes(&decl, &Dist(vec![8, 0]), &Dist(vec![4, 4]));
-        assert_eq!(b, 42);
+        assert_eq!(b, 40);
         assert_eq!(moved_bytes(&decl, &Dist(vec![4, 4]), &Dist(vec![4, 4])), 0);
     }
 

@@ -3,13 +3,18 @@
 //!
 //! Levels: level 0 is the N×N grid, level l+1 has (N_l − 1)/2 points per
 //! side, down to one point. Grid index K (boundary 0) of a coarse level is
-//! index 2K of the finer one. Every level is GEN_BLOCK: a coarse level's
-//! boundaries are the fine level's halved (rank r's first coarse row is
-//! ⌊o_r / 2⌋ for its first fine row o_r), so a coarse row lives with the
-//! fine row at its centre. A rank with no rows on a level sits that level's
-//! smoothing and exchanges out; it still takes the two coarse rows around
-//! its fine rows for the prolongation (fetched by global row from their
-//! owners).
+//! index 2K of the finer one. Every level is GEN_BLOCK
+//! ([`Dist::coarse_level`]): the fine level's boundaries halved (rank r's
+//! first coarse row is ⌊o_r / 2⌋ for its first fine row o_r, so a coarse
+//! row lies with the fine row at its centre: the level's `natural`
+//! layout), then, once its ranks would hold fewer than
+//! [`mheta_runtime::dist::COARSE_MIN_ROWS`] rows each, gathered onto fewer
+//! ranks. The restriction computes each coarse row where its centre lies
+//! and sends it to its owner; the prolongation brings the coarse rows
+//! back to the natural layout first. A rank with no rows on a level sits
+//! that level's smoothing and exchanges out; it still takes the two
+//! coarse rows around its fine rows for the prolongation (fetched by
+//! global row from their owners).
 //!
 //! A V(2,2) cycle: two red-black Gauss–Seidel sweeps (each half-sweep
 //! after a halo exchange), the residual, full-weighting restriction to the
@@ -72,7 +77,12 @@ const POST: usize = 2;
 
 struct Level {
     n: usize,
+    /// Where the level's rows live.
     dist: Dist,
+    /// The finer level's boundaries halved: where the restriction computes
+    /// each coarse row and the prolongation reads it, by the fine rows at
+    /// its centre. `dist` gathers it onto fewer ranks on coarse levels.
+    natural: Dist,
     first: usize,
     u: Rows,
     f: Rows,
@@ -147,6 +157,7 @@ impl Level {
         ctx: &Ctx,
         n: usize,
         dist: Dist,
+        natural: Dist,
         disk: [bool; 3],
         pieces: &[std::ops::Range<usize>],
         rhs: bool,
@@ -183,6 +194,7 @@ impl Level {
         Ok(Level {
             n,
             dist,
+            natural,
             first,
             u,
             f,
@@ -258,19 +270,21 @@ impl Level {
 }
 
 /// Levels 1.. (in core) below a fine level of n points per row on
-/// `fine`, until a side has one point.
+/// `fine`, until a side has one point, each on [`Dist::coarse_level`].
 fn coarse_levels(ctx: &Ctx, n: usize, fine: &Dist) -> Result<Vec<Level>> {
     let (mut nl, mut d) = (n, fine.clone());
     let mut out = Vec::new();
     while nl > 1 && d.total() > 1 {
         nl = (nl - 1) / 2;
-        d = d.coarser();
+        let natural = d.coarser();
+        d = d.coarse_level();
         let rows = d.0[ctx.rank] as usize;
         let whole = 0..rows;
         out.push(Level::new(
             ctx,
             nl,
             d.clone(),
+            natural,
             [false; 3],
             std::slice::from_ref(&whole),
             false,
@@ -310,6 +324,7 @@ impl Mg {
             ctx,
             n,
             ctx.dist.clone(),
+            ctx.dist.clone(),
             disk,
             &plan.pieces,
             true,
@@ -345,9 +360,19 @@ impl Mg {
         let (fine, rest) = self.levels.split_at_mut(l + 1);
         let (fl, cl) = (&mut fine[l], &mut rest[0]);
         grid::exchange(ctx.world, &mut fl.r, &fl.dist, ctx.rank);
-        let (nf, nc, ffirst, cfirst) = (fl.n, cl.n, fl.first, cl.first);
+        let (nf, nc, ffirst) = (fl.n, cl.n, fl.first);
         let (wf, wc) = (nf + 2, nc + 2);
-        let cf = cl.f.core_mut().expect("coarse levels are in core");
+        // Coarse rows by the fine rows at their centre (`natural`), then
+        // to where the level keeps them.
+        let gathered = cl.natural != cl.dist;
+        let cfirst = cl.natural.offsets()[ctx.rank] as usize;
+        let mut staged = Vec::new();
+        let cf: &mut [f64] = if gathered {
+            staged.resize(cl.natural.0[ctx.rank] as usize * wc, 0.0);
+            &mut staged
+        } else {
+            cl.f.core_mut().expect("coarse levels are in core")
+        };
         ctx.stage(|| {
             sweep(&mut [(&mut fl.r, Access::Read)], |rows, v| {
                 let (data, above, below) = (&*v[0].data, v[0].above, v[0].below);
@@ -386,6 +411,12 @@ impl Mg {
                 })
             })
         })?;
+        if gathered {
+            mheta_live::redistribute_in_place(ctx.world, &cl.natural, &cl.dist, wc, &mut staged);
+            cl.f.core_mut()
+                .expect("coarse levels are in core")
+                .copy_from_slice(&staged);
+        }
         Ok(())
     }
 
@@ -393,12 +424,22 @@ impl Mg {
     fn prolong(&mut self, ctx: &Ctx, l: usize) -> Result<()> {
         let (fine, rest) = self.levels.split_at_mut(l + 1);
         let (fl, cl) = (&mut fine[l], &mut rest[0]);
-        let (top, bottom) = coarse_ghosts(ctx.world, &fl.dist, cl, ctx.rank);
-        let (nf, nc, ffirst, cfirst) = (fl.n, cl.n, fl.first, cl.first);
+        let (nf, nc, ffirst) = (fl.n, cl.n, fl.first);
         let (wf, wc) = (nf + 2, nc + 2);
-        let cu = cl.u.core().expect("coarse levels are in core");
-        let crows = cl.dist.0[ctx.rank] as usize;
-        let mc = cl.dist.total() as usize;
+        // The coarse rows by the fine rows at their centre (`natural`).
+        let spread: Vec<f64>;
+        let cu: &[f64] = if cl.natural != cl.dist {
+            let mut v = cl.u.core().expect("coarse levels are in core").to_vec();
+            mheta_live::redistribute_in_place(ctx.world, &cl.dist, &cl.natural, wc, &mut v);
+            spread = v;
+            &spread
+        } else {
+            cl.u.core().expect("coarse levels are in core")
+        };
+        let (top, bottom) = coarse_ghosts(ctx.world, &fl.dist, &cl.natural, cu, wc, ctx.rank);
+        let cfirst = cl.natural.offsets()[ctx.rank] as usize;
+        let crows = cl.natural.0[ctx.rank] as usize;
+        let mc = cl.natural.total() as usize;
         // Coarse row with grid index K (0 and mc+1 are the zero boundary).
         let crow = |k: usize| -> Option<&[f64]> {
             if k == 0 || k == mc + 1 {
@@ -443,19 +484,22 @@ impl Mg {
     }
 }
 
-/// Coarse rows `c_r − 1` and `c_{r+1}` (0-based) around rank r's coarse
-/// block, for every rank that owns fine rows (even one with no coarse
-/// rows), fetched from whoever owns them; zero at the boundary.
+/// Coarse rows `c_r − 1` and `c_{r+1}` (0-based) around rank r's block
+/// of `coarse` (rows of `w` values, this rank's in `local`), for every
+/// rank that owns fine rows (even one with no coarse rows), fetched from
+/// whoever owns them; zero at the boundary.
 fn coarse_ghosts(
     world: &SimpleCommunicator,
     fine: &Dist,
-    coarse: &Level,
+    coarse: &Dist,
+    local: &[f64],
+    w: usize,
     me: usize,
 ) -> (Vec<f64>, Vec<f64>) {
     let p = fine.ranks();
-    let mc = coarse.dist.total();
-    let coffs = coarse.dist.offsets();
-    let cend = |r: usize| coffs[r] + coarse.dist.0[r];
+    let mc = coarse.total();
+    let coffs = coarse.offsets();
+    let cend = |r: usize| coffs[r] + coarse.0[r];
     let owner = |q: u64| (0..p).find(|&j| coffs[j] <= q && q < cend(j));
     let needs = |r: usize| -> [Option<u64>; 2] {
         if fine.0[r] == 0 {
@@ -463,8 +507,6 @@ fn coarse_ghosts(
         }
         [coffs[r].checked_sub(1), Some(cend(r)).filter(|&q| q < mc)]
     };
-    let w = coarse.n + 2;
-    let local = coarse.u.core().expect("coarse levels are in core");
     let mut top = vec![0.0; w];
     let mut bottom = vec![0.0; w];
     mpi::request::scope(|scope| {
