@@ -942,12 +942,17 @@ impl Model {
 
     /// Where rank `from`'s message to recorded peer `to` goes under `d`:
     /// the nearest rank in that direction that owns rows (1-D neighbour
-    /// topology), or `to` itself (fixed topology).
+    /// topology), or `to` itself (fixed topology). A 1-D message to a
+    /// rank beyond the adjacent one (mg's rows gathered onto fewer ranks
+    /// on a coarse level, its halo between those ranks) keeps its peer
+    /// while the peer owns rows under `d`.
     fn route(&self, d: &Dist, from: usize, to: usize) -> Option<usize> {
         match self.app.topology {
             Topology::Fixed => Some(to),
             Topology::Neighbour1d => {
-                if to > from {
+                if from.abs_diff(to) > 1 && d.0.get(to).is_some_and(|&r| r > 0) {
+                    Some(to)
+                } else if to > from {
                     (from + 1..self.ranks()).find(|&j| d.0[j] > 0)
                 } else if to < from {
                     (0..from).rev().find(|&j| d.0[j] > 0)
