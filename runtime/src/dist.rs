@@ -33,7 +33,7 @@ pub struct Dist(pub Vec<u64>);
 
 /// Fewest rows per rank that a coarse multigrid level keeps before
 /// [`Dist::coarse_level`] gathers it onto fewer ranks.
-pub const COARSE_MIN_ROWS: u64 = 32;
+pub const COARSE_MIN_ROWS: u64 = 16;
 
 impl Dist {
     /// Parse `s0,s1,...` and check it against `ranks` and `rows`.

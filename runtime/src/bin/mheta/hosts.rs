@@ -119,7 +119,7 @@ pub fn agent_cmd(lab: &Lab) -> Result<Vec<String>> {
     Ok(vec![exe, "hosts".into(), "agent".into(), lab.name.clone()])
 }
 
-fn cores() -> usize {
+pub(crate) fn cores() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)

@@ -105,8 +105,11 @@ pub struct RunOpts {
     /// makes each piece of real work last its CPU time / cpu_power at
     /// every process count; `quota` (when the spec's powers sum to at
     /// most the cores) a cgroup quota of cpu_power cores; `clock` the
-    /// piece's units × --cpu-ns-per-unit / cpu_power.
-    #[arg(long, default_value = "paced")]
+    /// piece's units × --cpu-ns-per-unit / cpu_power. `auto` takes clock
+    /// (at 10 ns a unit unless --cpu-ns-per-unit says) when the spec has
+    /// more ranks than this host has cores, where paced work of many
+    /// ranks queues for the cores and slows the larger runs; else paced.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "paced", "quota", "clock", "share", "spin"])]
     cpu_emulation: String,
     /// With `--cpu-emulation clock`: the apps' --cpu-ns-per-unit (the
     /// time a unit of work lasts at cpu_power 1 on a whole core).
@@ -246,9 +249,36 @@ struct Runner {
     emulation: String,
 }
 
+/// `--cpu-emulation auto` for a lab of `ranks` on `cores`: clock at
+/// [`AUTO_CLOCK_NS`] (or the given figure) when the ranks outnumber the
+/// cores, else paced. Says which on stderr.
+fn resolve_emulation(mut opts: RunOpts, ranks: usize, cores: usize) -> RunOpts {
+    if opts.cpu_emulation != "auto" {
+        return opts;
+    }
+    if ranks > cores {
+        opts.cpu_emulation = "clock".into();
+        let ns = opts
+            .cpu_ns_per_unit
+            .get_or_insert_with(|| AUTO_CLOCK_NS.to_string());
+        eprintln!(
+            "mheta scale: --cpu-emulation auto: the spec's {ranks} ranks outnumber this host's {cores} cores; clock at {ns} ns a unit"
+        );
+    } else {
+        opts.cpu_emulation = "paced".into();
+    }
+    opts
+}
+
+/// Nanoseconds a unit (a grid point's update) lasts at cpu_power 1 under
+/// `--cpu-emulation auto`'s clock: about twice this project's 2-core
+/// VM's own cost for mg and jacobi, so that the real work fits inside.
+const AUTO_CLOCK_NS: &str = "10";
+
 impl Runner {
     fn new(spec: &str, app: &str, n: u64, opts: RunOpts) -> Result<Runner> {
         let lab = lab_of(spec)?;
+        let opts = resolve_emulation(opts, lab.ranks(), crate::hosts::cores());
         let text = std::fs::read_to_string(spec).with_context(|| format!("{spec}: cannot read"))?;
         let spec: toml::Value =
             toml::from_str(&text).with_context(|| format!("{spec}: not TOML"))?;
@@ -689,6 +719,31 @@ fn check(a: CheckArgs) -> Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn auto_emulation_takes_the_clock_when_ranks_outnumber_cores() {
+        let opts = |e: &str, ns: Option<&str>| RunOpts {
+            iters: 1,
+            repeat: 1,
+            cpu_emulation: e.into(),
+            cpu_ns_per_unit: ns.map(String::from),
+        };
+        let r = resolve_emulation(opts("auto", None), 12, 2);
+        assert_eq!(
+            (r.cpu_emulation.as_str(), r.cpu_ns_per_unit.as_deref()),
+            ("clock", Some("10"))
+        );
+        let r = resolve_emulation(opts("auto", Some("25")), 12, 2);
+        assert_eq!(r.cpu_ns_per_unit.as_deref(), Some("25"));
+        let r = resolve_emulation(opts("auto", None), 4, 8);
+        assert_eq!(
+            (r.cpu_emulation.as_str(), r.cpu_ns_per_unit),
+            ("paced", None)
+        );
+        // An explicit choice is kept.
+        let r = resolve_emulation(opts("quota", None), 12, 2);
+        assert_eq!(r.cpu_emulation, "quota");
+    }
 
     #[test]
     fn configs_parse_and_name_their_culprit() {
