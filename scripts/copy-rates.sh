@@ -13,7 +13,7 @@
 # pulled with process_vm_readv and, in the same run, pipelined through
 # four shared 2 MiB buffers with both cores copying, five times each way.
 # The redistribution bench
-# (`cargo bench -p mheta-live --bench redistribute`) and `MHETA_HUGE_PAGES`
+# (`cargo bench -p mheta-runtime --bench redistribute`) and `MHETA_HUGE_PAGES`
 # in the README are read against these.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

@@ -12,7 +12,7 @@ lab_start() {
     LAB_SPEC=$2
     shift 2
     bins+=("$@")
-    cargo build --release --locked -q -p mheta-apps -p mheta-runtime
+    cargo build --release --locked -q -p mheta-apps -p mheta-cli
     BIN=$(mktemp -d "/tmp/mheta-$tag-bin.XXXXXX")
     for b in "${bins[@]}"; do cp "target/release/$b" "$BIN"/; done
     M=$BIN/mheta

@@ -12,7 +12,7 @@ availability. Driven by scripts/stochastic-study.sh.
 4. For each size, `mheta slowdown --load SENSE --run-s T` gives the CPU
    slowdown of a run of T dedicated seconds as mean ± sd: the mixture of
    modes averaged over the run's window (seed 004 sec. 2.1.2 with the
-   window's spread, runtime/src/stoch.rs). The prediction is the dedicated
+   window's spread, model/src/stoch.rs). The prediction is the dedicated
    time times it, seed 004 table 2's unrelated product.
 5. N runs of each size under the load, one after another: coverage is
    the share inside mean ± 2σ; a run outside counts its distance to the

@@ -377,7 +377,7 @@ pub fn sensed_slowdowns(
     base: Option<f64>,
     shares: &[Option<f64>],
     window: std::ops::Range<u64>,
-) -> Vec<mheta_runtime::stoch::Stoch> {
+) -> Vec<mheta_model::stoch::Stoch> {
     let ratios: Vec<f64> = match base {
         Some(b) => window
             .filter_map(|i| shares.get(i as usize).copied().flatten())
@@ -399,13 +399,13 @@ pub fn sensed_slowdowns(
     let mut all = vec![0.0f64; 2 * world.size() as usize];
     world.all_gather_into(&mine[..], &mut all[..]);
     all.chunks_exact(2)
-        .map(|c| mheta_runtime::stoch::Stoch::new(c[0], c[1]))
+        .map(|c| mheta_model::stoch::Stoch::new(c[0], c[1]))
         .collect()
 }
 
 /// Whether the sensed slowdowns differ from the ones in force (`applied`,
 /// 1 where none) by more than [`SENSE_PCT`] on some rank.
-pub fn load_changed(sensed: &[mheta_runtime::stoch::Stoch], applied: &[f64]) -> bool {
+pub fn load_changed(sensed: &[mheta_model::stoch::Stoch], applied: &[f64]) -> bool {
     sensed.iter().enumerate().any(|(i, s)| {
         let a = applied.get(i).copied().unwrap_or(1.0);
         (s.mean / a - 1.0).abs() * 100.0 > SENSE_PCT
@@ -432,7 +432,7 @@ mod sense_tests {
         assert_eq!(median_share(&sh, 0..3), Some(1.0));
         assert_eq!(median_share(&sh, 3..6), Some(0.5));
         assert_eq!(median_share(&sh, 2..3), None);
-        use mheta_runtime::stoch::Stoch;
+        use mheta_model::stoch::Stoch;
         let s = [Stoch::new(2.0, 0.1), Stoch::new(1.0, 0.0)];
         assert!(load_changed(&s, &[1.0, 1.0]));
         assert!(!load_changed(&s, &[1.9, 1.0]));

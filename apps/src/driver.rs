@@ -4,7 +4,7 @@
 //! revert), checkpoint, and the report.
 
 use super::*;
-use mheta_runtime::stoch::Stoch;
+use mheta_model::stoch::Stoch;
 
 /// Run an app: check the common options for `rows` distributed rows, set
 /// up emulation and scratch space, build the kernel with `init`, iterate,
@@ -60,7 +60,7 @@ pub fn run<K: Kernel>(
 fn scratch_dir(world: &SimpleCommunicator, c: &Common, app: &str) -> Result<(Scratch, u32)> {
     let base = match &c.scratch {
         Some(d) => d.clone(),
-        None if mheta_live::interposer_loaded() => mheta_live::trace_dir(),
+        None if mheta_runtime::interposer_loaded() => mheta_runtime::trace_dir(),
         None => std::env::var_os("TMPDIR").map_or_else(|| PathBuf::from("/tmp"), PathBuf::from),
     };
     if c.scratch.is_none() {
@@ -234,14 +234,14 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
             });
         }
         let decl_written =
-            rank == 0 && mheta_live::interposer_loaded() && write_decl(s.job.app, &decl);
+            rank == 0 && mheta_runtime::interposer_loaded() && write_decl(s.job.app, &decl);
         // Local iterations 0..todo, after `start` done before
         // (`--resume`): the interposer's instrumented iterations and every
         // index below are this process's, checkpoints count from the run's
         // beginning.
         let todo = s.job.ck.todo;
-        let touch_at = if mheta_live::interposer_loaded() {
-            (mheta_live::instrumented_iterations().end.max(1) - 1).min(todo.saturating_sub(1))
+        let touch_at = if mheta_runtime::interposer_loaded() {
+            (mheta_runtime::instrumented_iterations().end.max(1) - 1).min(todo.saturating_sub(1))
         } else {
             0
         };
@@ -291,9 +291,9 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
         if note_touches {
             touches::begin();
         }
-        mheta_live::markers::iteration_begin();
+        mheta_runtime::markers::iteration_begin();
         let r = kernel.iterate(&self.ctx);
-        mheta_live::markers::iteration_end();
+        mheta_runtime::markers::iteration_end();
         if note_touches && let Some(t) = touches::end() {
             self.decl.stage_access = Some(t);
             write_decl(self.job.app, &self.decl);
@@ -346,7 +346,7 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
         let (_, worst) = self
             .mover
             .timed(self.job.world, &mut self.slot, &mut self.ctx, d, it)?;
-        let bytes = mheta_runtime::redist::moved_bytes(&self.decl, &from, d);
+        let bytes = mheta_model::redist::moved_bytes(&self.decl, &from, d);
         self.forced_move = Some(json!({
             "after": it,
             "from": from.0,
@@ -370,7 +370,7 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
         } else {
             // A plan on a fresh recording: the sensor's base is the share
             // this rank had while it was recorded.
-            let inst = mheta_live::instrumented_iterations();
+            let inst = mheta_runtime::instrumented_iterations();
             let recorded = if replan_now {
                 (it + 1).saturating_sub(inst.end - inst.start)..it + 1
             } else {
@@ -428,15 +428,15 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
         }
         match verdict {
             Some(adapt::Verdict::Drift(drift))
-                if it + 1 + mheta_live::instrumented_iterations().end + adapt::WINDOW as u64
+                if it + 1 + mheta_runtime::instrumented_iterations().end + adapt::WINDOW as u64
                     <= iters =>
             {
                 // The next iterations are recorded again (the perturbed
                 // ones are left out of the medians), then the plan is made
                 // afresh; not when fewer than a window of iterations would
                 // be left after it to gain anything.
-                mheta_live::markers::rerecord();
-                let inst = mheta_live::instrumented_iterations();
+                mheta_runtime::markers::rerecord();
+                let inst = mheta_runtime::instrumented_iterations();
                 if let Some(w) = self.auto.watch.as_mut() {
                     w.replan_at = Some(it + 1 + inst.end);
                 }
@@ -553,8 +553,8 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
         let kernel = self.slot.as_mut().context("no kernel")?;
         let result = kernel.finish(&self.ctx)?;
         let st = kernel.storage();
-        let inst: Vec<u64> = if mheta_live::interposer_loaded() {
-            mheta_live::instrumented_iterations().collect()
+        let inst: Vec<u64> = if mheta_runtime::interposer_loaded() {
+            mheta_runtime::instrumented_iterations().collect()
         } else {
             vec![]
         };
@@ -686,8 +686,8 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
             })),
             "cluster": c.cluster,
             "prefetch": c.prefetch,
-            "huge_pages": mheta_live::huge_pages_wanted(),
-            "on_node_copy": mheta_live::on_node_copy_wanted(),
+            "huge_pages": mheta_runtime::huge_pages_wanted(),
+            "on_node_copy": mheta_runtime::on_node_copy_wanted(),
             "elapsed_s": elapsed_s,
             "iter_median_s": Value::Null,
             "emulation": job_emulation(&self.ctx.emu.report, ranks),
@@ -734,7 +734,7 @@ fn job_emulation(mine: &emulate::EmulationReport, ranks: &[Value]) -> emulate::E
 /// Rank 0 writes the declaration next to the traces; a failure is said
 /// and the run goes on.
 fn write_decl(app: &str, decl: &AppDecl) -> bool {
-    let dir = mheta_live::trace_dir();
+    let dir = mheta_runtime::trace_dir();
     let r = std::fs::create_dir_all(&dir)
         .map_err(|e| e.to_string())
         .and_then(|_| mheta_trace::write_app(&dir, decl).map_err(|e| e.to_string()));

@@ -448,7 +448,7 @@ fn wait_until(t: std::time::Instant) {
     }
 }
 
-pub use mheta_live::cpu::{spin_extra, thread_cpu};
+pub use mheta_runtime::cpu::{spin_extra, thread_cpu};
 
 fn vm_rss() -> u64 {
     std::fs::read_to_string("/proc/self/status")

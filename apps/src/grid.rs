@@ -3,7 +3,7 @@
 //! out), as `app.json`'s `neighbour1d` topology declares.
 
 use crate::storage::Rows;
-use mheta_runtime::Dist;
+use mheta_model::Dist;
 use mpi::datatype::Equivalence;
 use mpi::topology::SimpleCommunicator;
 

@@ -76,7 +76,7 @@ pub fn move_grid(
     ctx: &crate::Ctx,
     u: &mut Rows,
     n: usize,
-    new: &mheta_runtime::Dist,
+    new: &mheta_model::Dist,
 ) -> anyhow::Result<usize> {
     u.redistribute(ctx.world, &ctx.dist, new, ctx.rank)
         .map_err(anyhow::Error::msg)?;

@@ -13,8 +13,8 @@
 //! where a node's ranks outnumber its cores.
 
 use anyhow::{Context, Result, anyhow, bail};
-use mheta_runtime::Dist;
-use mheta_runtime::cluster::{ClusterSpec, RankSpec};
+use mheta_model::Dist;
+use mheta_hosts::cluster::{ClusterSpec, RankSpec};
 use mheta_trace::AppDecl;
 use mpi::collective::{CommunicatorCollectives, Root, SystemOperation};
 use mpi::datatype::PartitionMut;
@@ -366,14 +366,14 @@ impl Ctx<'_> {
     /// rank's rows): the interposer's stage markers around it, timed.
     pub fn stage<R>(&self, f: impl FnOnce() -> R) -> R {
         let t = Instant::now();
-        let cpu = mheta_live::cpu::thread_cpu();
-        mheta_live::markers::stage_begin();
+        let cpu = mheta_runtime::cpu::thread_cpu();
+        mheta_runtime::markers::stage_begin();
         let r = f();
         checkpoint::kill_point("iteration", self.rank);
-        mheta_live::markers::stage_end();
+        mheta_runtime::markers::stage_end();
         touches::stage_done();
         STAGE_CPU_NS.fetch_add(
-            ((mheta_live::cpu::thread_cpu() - cpu).max(0.0) * 1e9) as u64,
+            ((mheta_runtime::cpu::thread_cpu() - cpu).max(0.0) * 1e9) as u64,
             Ordering::Relaxed,
         );
         STAGE_NS.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
@@ -383,7 +383,7 @@ impl Ctx<'_> {
     /// The stages that follow run on grid level `l` (multigrid): the
     /// model scales their time with the rows of that level.
     pub fn level(&self, l: usize) {
-        mheta_live::markers::level(l as u32);
+        mheta_runtime::markers::level(l as u32);
     }
 
     /// Real work of `units` (the kernel's measure: points, nonzeros): a
@@ -455,7 +455,7 @@ pub struct AutoReport {
     pub predicted_from_s: f64,
     pub predicted_chosen_s: f64,
     /// Predicted gain over the remaining iterations, and the predicted
-    /// cost of the move (`mheta_runtime::redist`).
+    /// cost of the move (`mheta_model::redist`).
     pub remaining_iters: u64,
     pub predicted_gain_s: f64,
     pub predicted_move_s: f64,
@@ -486,7 +486,7 @@ pub struct AutoReport {
     /// rank's CPU slowdown since its trace was recorded, mean ± sd
     /// (`adapt::sensed_slowdowns`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub sensed_slowdown: Option<Vec<mheta_runtime::stoch::Stoch>>,
+    pub sensed_slowdown: Option<Vec<mheta_model::stoch::Stoch>>,
 }
 
 /// One plan with the model and GBS on the latest recorded iterations
@@ -502,17 +502,17 @@ fn plan_and_move<K: Kernel, F: Fn(&Ctx) -> Result<K>>(
     profile: &Path,
     it: u64,
     iters: u64,
-    sensed: Option<Vec<mheta_runtime::stoch::Stoch>>,
+    sensed: Option<Vec<mheta_model::stoch::Stoch>>,
 ) -> Result<AutoReport> {
-    let inst = mheta_live::instrumented_iterations();
+    let inst = mheta_runtime::instrumented_iterations();
     declare_dist(ctx, decl)?;
     let t0 = Instant::now();
     let at_unix_s = adapt::unix_now();
     let remaining = iters - (it + 1);
-    let plan = mheta_live::plan_in_run(
+    let plan = mheta_runtime::plan_in_run(
         world,
         decl,
-        &mheta_live::trace_dir(),
+        &mheta_runtime::trace_dir(),
         profile,
         remaining,
         Some(&mover.rebuild),
@@ -545,7 +545,7 @@ fn declare_dist(ctx: &Ctx, decl: &mut mheta_trace::AppDecl) -> Result<()> {
     if decl.dist != ctx.dist.0 {
         decl.dist = ctx.dist.0.clone();
         if ctx.rank == 0 {
-            let dir = mheta_live::trace_dir();
+            let dir = mheta_runtime::trace_dir();
             mheta_trace::write_app(&dir, decl).with_context(|| {
                 format!(
                     "cannot rewrite {}",
@@ -560,7 +560,7 @@ fn declare_dist(ctx: &Ctx, decl: &mut mheta_trace::AppDecl) -> Result<()> {
 /// What a plan from `from` with `remaining` iterations to go says, for
 /// the report: every rank gets the distribution, rank 0 also the details.
 /// The timings and the iteration are the caller's to fill in.
-fn auto_report(plan: &mheta_live::Plan, from: Dist, remaining: u64) -> AutoReport {
+fn auto_report(plan: &mheta_runtime::Plan, from: Dist, remaining: u64) -> AutoReport {
     let (chosen, moved, reason, pc, gain, cost, bytes, evals) =
         match (&plan.found, &plan.decision, &plan.cost) {
             (Some(f), Some(d), Some(c)) => (
@@ -906,7 +906,7 @@ fn check_auto(c: &Common, np: usize, start: u64, todo: u64) -> Result<Option<(u6
     if !c.auto {
         return Ok(None);
     }
-    let inst = mheta_live::instrumented_iterations();
+    let inst = mheta_runtime::instrumented_iterations();
     let at = c.auto_at.unwrap_or(inst.end);
     if at < inst.end {
         bail!(
@@ -925,7 +925,7 @@ fn check_auto(c: &Common, np: usize, start: u64, todo: u64) -> Result<Option<(u6
             }
         );
     }
-    if !mheta_live::interposer_loaded() {
+    if !mheta_runtime::interposer_loaded() {
         bail!(
             "--auto needs the interposer to record an iteration: run under `mheta run -- mpirun ...`"
         );

@@ -16,7 +16,7 @@ use std::ffi::CString;
 use std::path::{Path, PathBuf};
 
 /// Alignment of direct-I/O offsets, lengths and buffers.
-pub use mheta_runtime::ooc::{ALIGN, round_up};
+pub use mheta_model::ooc::{ALIGN, round_up};
 
 /// A zeroed buffer aligned to [`ALIGN`], its length a multiple of it.
 pub struct AlignedBuf {

@@ -3,11 +3,11 @@
 //! (MHETA section 3.1), with optional prefetching.
 //!
 //! Which arrays go out of core, and in which pieces, is decided by the
-//! out-of-core rule in [`mheta_runtime::ooc`], shared with the model.
+//! out-of-core rule in [`mheta_model::ooc`], shared with the model.
 
 use crate::mpiio::{ALIGN, AlignedBuf, File, IoError, Pending, as_bytes, as_bytes_mut, round_up};
-use mheta_live::RowBlock;
-pub use mheta_runtime::ooc::{CALL_BYTES, MemPlan, Need, RowBytes, TooSmall, plan};
+use mheta_runtime::RowBlock;
+pub use mheta_model::ooc::{CALL_BYTES, MemPlan, Need, RowBytes, TooSmall, plan};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -331,8 +331,8 @@ impl Rows {
     pub fn redistribute(
         &mut self,
         world: &mpi::topology::SimpleCommunicator,
-        old: &mheta_runtime::Dist,
-        new: &mheta_runtime::Dist,
+        old: &mheta_model::Dist,
+        new: &mheta_model::Dist,
         me: usize,
     ) -> Result<(), String> {
         let width = self.width;

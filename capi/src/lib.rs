@@ -5,14 +5,14 @@
 //! with the MHETA model on the recorded iterations, decides whether the
 //! move pays, and moves every declared array among the ranks. This crate
 //! is the thin `extern "C"` layer; the planning and the moves are
-//! [`mheta_live`]'s, the same code the Rust apps use. Arrays are owned by
+//! [`mheta_runtime`]'s, the same code the Rust apps use. Arrays are owned by
 //! mheta (`mheta_data` gives the current pointer, which changes when rows
 //! move). Every call returns a status (0, or -1 with `mheta_error()`
 //! saying why); none aborts the program.
 
-use mheta_live::RowBlock;
-use mheta_runtime::Dist;
-use mheta_runtime::cluster::ClusterSpec;
+use mheta_runtime::RowBlock;
+use mheta_model::Dist;
+use mheta_hosts::cluster::ClusterSpec;
 use mheta_trace::{AppDecl, ArrayDecl, ExchangeDecl, ExchangeKind, MsgScaling, Topology};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use std::cell::RefCell;
@@ -288,13 +288,13 @@ pub extern "C" fn mheta_exchange(
 /// Rank 0 writes `app.json` into the trace directory once, under `mheta
 /// run`, so that `mheta predict` can read the run.
 fn write_app(st: &mut State) -> Result<(), String> {
-    if st.app_written || !mheta_live::interposer_loaded() {
+    if st.app_written || !mheta_runtime::interposer_loaded() {
         return Ok(());
     }
     st.app_written = true;
     st.decl.dist = st.dist.0.clone();
     if world().rank() == 0 {
-        let dir = mheta_live::trace_dir();
+        let dir = mheta_runtime::trace_dir();
         mheta_trace::write_app(&dir, &st.decl).map_err(|e| e.to_string())?;
     }
     Ok(())
@@ -304,14 +304,14 @@ fn write_app(st: &mut State) -> Result<(), String> {
 #[unsafe(no_mangle)]
 pub extern "C" fn mheta_iteration_begin() -> c_int {
     status(with_state(write_app));
-    mheta_live::markers::iteration_begin();
+    mheta_runtime::markers::iteration_begin();
     0
 }
 
 /// Mark the end of an iteration (`MPI_Pcontrol(101)`).
 #[unsafe(no_mangle)]
 pub extern "C" fn mheta_iteration_end() -> c_int {
-    mheta_live::markers::iteration_end();
+    mheta_runtime::markers::iteration_end();
     0
 }
 
@@ -319,14 +319,14 @@ pub extern "C" fn mheta_iteration_end() -> c_int {
 /// rows (`MPI_Pcontrol(110)`).
 #[unsafe(no_mangle)]
 pub extern "C" fn mheta_stage_begin() -> c_int {
-    mheta_live::markers::stage_begin();
+    mheta_runtime::markers::stage_begin();
     0
 }
 
 /// Mark the end of a stage (`MPI_Pcontrol(111)`).
 #[unsafe(no_mangle)]
 pub extern "C" fn mheta_stage_end() -> c_int {
-    mheta_live::markers::stage_end();
+    mheta_runtime::markers::stage_end();
     0
 }
 
@@ -334,7 +334,7 @@ pub extern "C" fn mheta_stage_end() -> c_int {
 #[unsafe(no_mangle)]
 pub extern "C" fn mheta_work_begin() -> c_int {
     status(with_state(|st| {
-        st.work_start = Some(mheta_live::cpu::thread_cpu());
+        st.work_start = Some(mheta_runtime::cpu::thread_cpu());
         Ok(())
     }))
 }
@@ -346,7 +346,7 @@ pub extern "C" fn mheta_work_end() -> c_int {
     let r = with_state(|st| Ok((st.work_start.take(), st.extra_work)));
     match r {
         Ok((Some(t), extra)) => {
-            mheta_live::cpu::spin_extra(t, extra);
+            mheta_runtime::cpu::spin_extra(t, extra);
             0
         }
         Ok((None, _)) => set_error("mheta_work_end without mheta_work_begin".into()),
@@ -379,8 +379,8 @@ pub unsafe extern "C" fn mheta_plan(remaining: u64, moves: *mut c_int, dist: *mu
     }))
 }
 
-fn plan(st: &mut State, remaining: u64) -> Result<(mheta_live::Plan, CString), String> {
-    if !mheta_live::interposer_loaded() {
+fn plan(st: &mut State, remaining: u64) -> Result<(mheta_runtime::Plan, CString), String> {
+    if !mheta_runtime::interposer_loaded() {
         return Err("mheta_plan needs the interposer: start the program under `mheta run`".into());
     }
     let profile = std::env::var_os("MHETA_PROFILE")
@@ -388,13 +388,13 @@ fn plan(st: &mut State, remaining: u64) -> Result<(mheta_live::Plan, CString), S
         .ok_or("mheta_plan: set MHETA_PROFILE to a cluster profile (`mheta bench`)")?;
     st.decl.dist = st.dist.0.clone();
     if world().rank() == 0 {
-        mheta_trace::write_app(&mheta_live::trace_dir(), &st.decl).map_err(|e| e.to_string())?;
+        mheta_trace::write_app(&mheta_runtime::trace_dir(), &st.decl).map_err(|e| e.to_string())?;
     }
     let t = Instant::now();
-    let plan = mheta_live::plan_in_run(
+    let plan = mheta_runtime::plan_in_run(
         &world(),
         &st.decl,
-        &mheta_live::trace_dir(),
+        &mheta_runtime::trace_dir(),
         &profile,
         remaining,
         None,
@@ -455,7 +455,7 @@ fn move_to(st: &mut State, new: Dist) {
 #[unsafe(no_mangle)]
 pub extern "C" fn mheta_auto(it: u64, iters: u64) -> c_int {
     let r = with_state(|st| {
-        if it + 1 != mheta_live::instrumented_iterations().end {
+        if it + 1 != mheta_runtime::instrumented_iterations().end {
             return Ok(0);
         }
         let (plan, report) = plan(st, iters.saturating_sub(it + 1))?;

@@ -4,7 +4,7 @@
 //! remove the namespaces. Needs root, Slurm (slurmctld, slurmd, munge,
 //! slurm-client) and a built `target/release/mheta`; skipped otherwise.
 //!
-//! `cargo build --release -p mheta-runtime -p mheta-hosts`, then
+//! `cargo build --release -p mheta-cli -p mheta-hosts`, then
 //! `cargo test --release -p mheta-hosts --test slurm -- --nocapture`
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
@@ -83,7 +83,7 @@ fn srun_runs_on_every_host_and_down_stops_the_daemons() {
     let exe = mheta();
     if !exe.is_file() {
         eprintln!(
-            "skipped: {} is missing: build it first (cargo build --release -p mheta-runtime -p mheta-hosts)",
+            "skipped: {} is missing: build it first (cargo build --release -p mheta-cli -p mheta-hosts)",
             exe.display()
         );
         return;

@@ -6,7 +6,7 @@
  * The markers are MPI_Pcontrol levels. Without libmheta_interpose.so loaded
  * MPI_Pcontrol does nothing, so a marked program runs unchanged. Levels 0-2
  * keep mpiP's meanings (off, on, reset); mheta's own start at 100. The Rust
- * twins live in the crates mheta-trace (pcontrol) and mheta-live (markers).
+ * twins live in the crates mheta-trace (pcontrol) and mheta-runtime (markers).
  */
 #ifndef MHETA_MARKERS_H
 #define MHETA_MARKERS_H

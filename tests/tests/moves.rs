@@ -1,4 +1,4 @@
-//! GEN_BLOCK moves in place (`mheta_live::redistribute_in_place`) through
+//! GEN_BLOCK moves in place (`mheta_runtime::redistribute_in_place`) through
 //! every kernel's `redistribute`, by `--move-to`: a run that moves its rows
 //! mid-run must end with the answer of a run that never moved. The
 //! distributions cover growing and shrinking blocks on both sides, a rank

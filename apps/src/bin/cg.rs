@@ -28,7 +28,7 @@ use mheta_apps::storage::{Csr, MemPlan, NZ_BYTES, Need, RowBytes};
 use mheta_apps::{
     Common, Ctx, Fixed, Kernel, StorageReport, comm, grid, main_with_mpi, parse_args, run,
 };
-use mheta_runtime::Dist;
+use mheta_model::Dist;
 use mheta_trace::{AppDecl, ArrayDecl, ExchangeDecl, ExchangeKind, MsgScaling, Topology};
 use mpi::collective::SystemOperation;
 use serde_json::{Value, json};
@@ -500,8 +500,8 @@ impl Kernel for Cg {
             bail!("the matrix is out of core; --auto moves in-core arrays only");
         };
         let (mut vals, mut cols) = (std::mem::take(vals), std::mem::take(cols));
-        mheta_live::redistribute_in_place(ctx.world, &old_e, &new_e, 1, &mut vals);
-        mheta_live::redistribute_in_place(ctx.world, &old_e, &new_e, 1, &mut cols);
+        mheta_runtime::redistribute_in_place(ctx.world, &old_e, &new_e, 1, &mut vals);
+        mheta_runtime::redistribute_in_place(ctx.world, &old_e, &new_e, 1, &mut cols);
         let first = new.offsets()[me] as usize;
         let rows = new.0[me] as usize;
         let mut rowptr = Vec::with_capacity(rows + 1);
@@ -510,7 +510,7 @@ impl Kernel for Cg {
             rowptr.push(rowptr[rowptr.len() - 1] + self.work[r] as usize);
         }
         self.a.set_core(rowptr, vals, cols);
-        mheta_live::redistribute_in_place(ctx.world, &ctx.dist, new, 1, &mut self.x);
+        mheta_runtime::redistribute_in_place(ctx.world, &ctx.dist, new, 1, &mut self.x);
         for v in [&mut self.z, &mut self.p, &mut self.q, &mut self.r] {
             *v = vec![0.0; rows];
         }

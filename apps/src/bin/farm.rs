@@ -29,7 +29,7 @@ use clap::Parser;
 use mheta_apps::emulate::{Clock, Emulation};
 use mheta_apps::farm::{self, Kind, ep, mandel};
 use mheta_apps::{Resolved, comm, main_with_mpi, parse_args};
-use mheta_runtime::cluster::ClusterSpec;
+use mheta_hosts::cluster::ClusterSpec;
 use mpi::collective::{CommunicatorCollectives, Root};
 use mpi::point_to_point::{Destination, MatchedReceiveVec, Message, Source, Status};
 use mpi::topology::{Communicator, SimpleCommunicator};

@@ -26,7 +26,7 @@ use mheta_apps::storage::{Access, MemPlan, Need, Rows, sweep};
 use mheta_apps::{
     Common, Ctx, Fixed, Kernel, StorageReport, comm, grid, main_with_mpi, parse_args, run,
 };
-use mheta_runtime::Dist;
+use mheta_model::Dist;
 use mheta_trace::{AppDecl, ArrayDecl, ExchangeDecl, ExchangeKind, MsgScaling};
 use mpi::collective::SystemOperation;
 use serde_json::{Value, json};

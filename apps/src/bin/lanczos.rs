@@ -26,7 +26,7 @@ use mheta_apps::storage::{Access, MemPlan, Need, Rows, sweep};
 use mheta_apps::{
     Common, Ctx, Fixed, Kernel, StorageReport, comm, grid, main_with_mpi, parse_args, run,
 };
-use mheta_runtime::Dist;
+use mheta_model::Dist;
 use mheta_trace::{AppDecl, ArrayDecl, ExchangeDecl, ExchangeKind, MsgScaling, Topology};
 use mpi::collective::SystemOperation;
 use serde_json::{Value, json};
@@ -199,8 +199,8 @@ impl Kernel for Lanczos {
         self.a
             .redistribute(ctx.world, &ctx.dist, new, me)
             .map_err(anyhow::Error::msg)?;
-        mheta_live::redistribute_in_place(ctx.world, &ctx.dist, new, 1, &mut self.v);
-        mheta_live::redistribute_in_place(ctx.world, &ctx.dist, new, 1, &mut self.v_prev);
+        mheta_runtime::redistribute_in_place(ctx.world, &ctx.dist, new, 1, &mut self.v);
+        mheta_runtime::redistribute_in_place(ctx.world, &ctx.dist, new, 1, &mut self.v_prev);
         self.w = vec![0.0; rows];
         Ok(())
     }

@@ -8,7 +8,7 @@
 //! first coarse row is ⌊o_r / 2⌋ for its first fine row o_r, so a coarse
 //! row lies with the fine row at its centre: the level's `natural`
 //! layout), then, once its ranks would hold fewer than
-//! [`mheta_runtime::dist::COARSE_MIN_ROWS`] rows each, gathered onto fewer
+//! [`mheta_model::dist::COARSE_MIN_ROWS`] rows each, gathered onto fewer
 //! ranks. The restriction computes each coarse row where its centre lies
 //! and sends it to its owner; the prolongation brings the coarse rows
 //! back to the natural layout first. A rank with no rows on a level sits
@@ -47,7 +47,7 @@ use mheta_apps::storage::{Access, MemPlan, Need, Rows, sweep};
 use mheta_apps::{
     Common, Ctx, Fixed, Kernel, StorageReport, comm, grid, main_with_mpi, parse_args, run,
 };
-use mheta_runtime::Dist;
+use mheta_model::Dist;
 use mheta_trace::{AppDecl, ArrayDecl, ExchangeDecl, ExchangeKind, MsgScaling};
 use mpi::collective::SystemOperation;
 use mpi::point_to_point::Destination;
@@ -412,7 +412,7 @@ impl Mg {
             })
         })?;
         if gathered {
-            mheta_live::redistribute_in_place(ctx.world, &cl.natural, &cl.dist, wc, &mut staged);
+            mheta_runtime::redistribute_in_place(ctx.world, &cl.natural, &cl.dist, wc, &mut staged);
             cl.f.core_mut()
                 .expect("coarse levels are in core")
                 .copy_from_slice(&staged);
@@ -430,7 +430,7 @@ impl Mg {
         let spread: Vec<f64>;
         let cu: &[f64] = if cl.natural != cl.dist {
             let mut v = cl.u.core().expect("coarse levels are in core").to_vec();
-            mheta_live::redistribute_in_place(ctx.world, &cl.dist, &cl.natural, wc, &mut v);
+            mheta_runtime::redistribute_in_place(ctx.world, &cl.dist, &cl.natural, wc, &mut v);
             spread = v;
             &spread
         } else {
@@ -607,7 +607,7 @@ impl Kernel for Mg {
                 .map_err(anyhow::Error::msg)?;
         }
         fine.r
-            .set_core(rows, mheta_live::RowBlock::zeroed(rows * (n + 2)));
+            .set_core(rows, mheta_runtime::RowBlock::zeroed(rows * (n + 2)));
         fine.r.top.fill(0.0);
         fine.r.bottom.fill(0.0);
         fine.dist = new.clone();

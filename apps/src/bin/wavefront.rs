@@ -23,7 +23,7 @@ use mheta_apps::checkpoint::State;
 use mheta_apps::harmonic::{g, initial_row, laplace_grid, move_grid};
 use mheta_apps::storage::{Access, MemPlan, Rows, sweep};
 use mheta_apps::{Common, Ctx, Kernel, StorageReport, comm, grid, main_with_mpi, parse_args, run};
-use mheta_runtime::Dist;
+use mheta_model::Dist;
 use mheta_trace::{AppDecl, ArrayDecl, ExchangeDecl, ExchangeKind, MsgScaling};
 use mpi::collective::Root;
 use mpi::datatype::PartitionMut;

@@ -3,7 +3,7 @@
 //! declaration (`app.json`) that says how its work and messages scale with a
 //! GEN_BLOCK distribution. This crate owns both formats and the
 //! `MPI_Pcontrol` levels that mark iterations and stages; it is MPI-free so
-//! that the analysis side (`mheta-runtime`) reads traces without linking MPI.
+//! that the analysis side (`mheta-model`) reads traces without linking MPI.
 //!
 //! A trace directory holds `rank-00000.mtrace` .. `rank-{P-1}.mtrace`
 //! (an 8-byte magic, a little-endian `u32` version, then bincode) and
@@ -118,7 +118,7 @@ pub struct ArrayDecl {
     pub halo: bool,
 }
 
-/// What the out-of-core rule (`mheta_runtime::ooc`) needs besides the
+/// What the out-of-core rule (`mheta_model::ooc`) needs besides the
 /// arrays, to decide for any distribution what each rank keeps on disk.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct MemoryDecl {

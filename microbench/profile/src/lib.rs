@@ -13,6 +13,7 @@
 //! where `one_way_s` is piecewise linear with breakpoints where the MPI
 //! library changes protocol ([`fit_segments`]).
 
+#[cfg(feature = "cli")]
 pub mod cli;
 mod text;
 

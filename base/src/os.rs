@@ -1,0 +1,129 @@
+//! What mheta reads from and asks of the operating system: the host's
+//! name, the cores a process may run on, pinning to a core, and the CPU
+//! clocks.
+
+use std::io;
+
+/// This node's host name: inside an emulated host's network namespace (UTS
+/// namespace) its own name; empty when it cannot be read.
+pub fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: buf is writable for its full length; gethostname writes at
+    // most that many bytes.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return String::new();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+fn clock_s(clock: libc::clockid_t) -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec we own.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// CPU time of the calling thread, seconds (`CLOCK_THREAD_CPUTIME_ID`).
+pub fn thread_cpu_s() -> f64 {
+    clock_s(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// CPU time of the whole process, seconds (`CLOCK_PROCESS_CPUTIME_ID`).
+pub fn process_cpu_s() -> f64 {
+    clock_s(libc::CLOCK_PROCESS_CPUTIME_ID)
+}
+
+/// The calling thread's kernel task id.
+pub fn gettid() -> i32 {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+}
+
+fn one_core(core: usize) -> io::Result<libc::cpu_set_t> {
+    if core >= libc::CPU_SETSIZE as usize {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("core {core} is out of range"),
+        ));
+    }
+    // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET stays in bounds
+    // (checked above).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(core, &mut set);
+        Ok(set)
+    }
+}
+
+fn set_affinity(tid: i32, core: usize) -> io::Result<()> {
+    let set = one_core(core)?;
+    // SAFETY: sched_setaffinity reads the set we own, of the size we pass.
+    let rc = unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc != 0 {
+        let e = io::Error::last_os_error();
+        return Err(io::Error::new(e.kind(), format!("pin to core {core}: {e}")));
+    }
+    Ok(())
+}
+
+/// Pin the calling thread, and the threads it starts from now on, to
+/// `core` (`sched_setaffinity(0, ...)`).
+pub fn pin_to_core(core: usize) -> io::Result<()> {
+    set_affinity(0, core)
+}
+
+/// Pin every thread of this process (helper threads an MPI library
+/// started too) and the calling thread to `core`. The other threads are
+/// pinned where the kernel lets us; the calling thread's result is
+/// returned.
+pub fn pin_process_to_core(core: usize) -> io::Result<()> {
+    let tids: Vec<i32> = std::fs::read_dir("/proc/self/task")
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    for t in tids {
+        let _ = set_affinity(t, core);
+    }
+    pin_to_core(core)
+}
+
+/// The cores this process may run on (empty when the kernel will not say).
+pub fn allowed_cores() -> Vec<usize> {
+    // SAFETY: sched_getaffinity fills the set we own; CPU_ISSET reads it
+    // within CPU_SETSIZE.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clocks_advance_and_pinning_checks_its_core() {
+        let t0 = thread_cpu_s();
+        let mut x = 0u64;
+        while thread_cpu_s() - t0 < 0.002 {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        assert!(process_cpu_s() >= thread_cpu_s() - t0);
+        assert!(gettid() > 0);
+        assert!(pin_to_core(libc::CPU_SETSIZE as usize).is_err());
+        let cores = allowed_cores();
+        assert!(!cores.is_empty());
+    }
+}

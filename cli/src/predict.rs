@@ -1,0 +1,212 @@
+//! `mheta predict`: the MHETA model's time of one distribution, per rank
+//! and per iteration, under an optional load, and what moving to it
+//! costs. Also the model inputs `predict` and `search` share.
+
+use super::loaded;
+use anyhow::Result;
+use mheta_profile::{ClusterProfile, ModeChoice};
+use mheta_model::risk::StochPrediction;
+use mheta_model::slowdown::LocalRule;
+use mheta_model::{Dist, Model};
+use std::path::PathBuf;
+
+/// The model's inputs: a profile, a trace and an optional load.
+#[derive(clap::Args, Debug)]
+pub struct ModelArgs {
+    /// Cluster profile from `mheta bench`.
+    #[arg(long)]
+    pub profile: PathBuf,
+    /// Trace directory from `mheta run`.
+    #[arg(long)]
+    pub trace: PathBuf,
+    /// The load the run meets on a shared cluster: a load description
+    /// (TOML or JSON: per node its ranks and competing processes, or
+    /// its sensed CPU availability, and its links' slowdown) or a
+    /// `mheta sense` file written with --ranks. Computation and message
+    /// overheads are slowed per seed 000 eqs. 1-2, transfers per eq. 3;
+    /// the prediction carries mean ± 2σ (seed 004).
+    #[arg(long, value_name = "FILE")]
+    pub load: Option<PathBuf>,
+    /// Local-slowdown rule for competitors: sharing (eq. 2 under
+    /// processor sharing, the default) or paper (eq. 2 as published).
+    /// Overrides the file's `rule`.
+    #[arg(long)]
+    pub rule: Option<LocalRule>,
+}
+
+impl ModelArgs {
+    /// The model of the trace on the profile's figures in `mode`, under
+    /// the load over `iters` iterations; and the profile as measured.
+    pub fn model(&self, mode: ModeChoice, iters: u64) -> Result<(Model, ClusterProfile)> {
+        let traces = mheta_trace::read_dir(&self.trace)?;
+        let app = mheta_trace::read_app(&self.trace)?;
+        let prof = ClusterProfile::load(&self.profile)?;
+        let mut m = Model::new(&traces, app, &prof.with_mode(mode))?;
+        if let Some(l) = &self.load {
+            let spec = loaded::read(l, self.rule)?;
+            m = loaded::apply(m, &spec, iters, l)?;
+        }
+        Ok((m, prof))
+    }
+}
+
+#[derive(clap::Args, Debug)]
+pub struct PredictArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Rows per rank, s0,s1,... (sums to the app's rows).
+    #[arg(long)]
+    dist: String,
+    /// Iterations in the run (total_s = iters * per_iteration_s).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    iters: u64,
+    /// Which mode of a multi-modal network figure (o_s, o_r, 8-byte
+    /// latency) the model uses: mean (the modes holding at least 20%
+    /// of the samples, weighted by their shares: what the profile
+    /// stores), dominant (the largest share), fast or slow.
+    #[arg(long, default_value = "mean")]
+    mode: ModeChoice,
+    /// Also price moving from this distribution (default: the one
+    /// recorded) to --dist, and say whether the gain over --iters
+    /// iterations pays for it, as `--auto` decides.
+    #[arg(long, value_name = "DIST")]
+    from: Option<String>,
+    /// One JSON object on stdout instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// What `predict` found: the prediction of `dist`, and the move to it.
+struct Found {
+    dist: Dist,
+    sp: StochPrediction,
+    src: Dist,
+    cost: mheta_model::redist::MoveCost,
+    from_s: f64,
+    decision: mheta_model::redist::Decision,
+    note: String,
+}
+
+pub fn main(a: PredictArgs) -> Result<i32> {
+    let (m, prof) = a.model.model(a.mode, a.iters)?;
+    let d = Dist::parse(&a.dist, m.ranks(), m.rows())?;
+    let sp = mheta_model::risk::predict_stochastic(&m, &d)?;
+    let src = match &a.from {
+        Some(f) => Dist::parse(f, m.ranks(), m.rows())?,
+        None => Dist(m.app.dist.clone()),
+    };
+    let cost = m.move_cost(&src, &d);
+    let from_s = m.predict(&src)?.per_iteration_s;
+    let decision =
+        mheta_model::redist::decide(from_s, sp.point.per_iteration_s, cost.total_s, a.iters);
+    let f = Found {
+        dist: d,
+        sp,
+        src,
+        cost,
+        from_s,
+        decision,
+        note: mode_note(&prof, a.mode),
+    };
+    if a.json {
+        println!("{}", json(&a, &m, &f));
+    } else {
+        text(&a, &m, &f);
+    }
+    Ok(0)
+}
+
+/// The line `predict` prints about the network figures' modes.
+fn mode_note(p: &ClusterProfile, mode: ModeChoice) -> String {
+    let mm = p.multi_modal();
+    if mm.is_empty() {
+        format!(
+            "network: o_s, o_r and 8-byte latency are unimodal in every pair (--mode {mode} changes nothing)"
+        )
+    } else {
+        let list: Vec<String> = mm
+            .iter()
+            .map(|(s, d, n, t)| format!("{s}->{d} {n}: {t}"))
+            .collect();
+        let which = if mode == ModeChoice::Mean {
+            mheta_profile::MEAN_TEXT.to_string()
+        } else {
+            format!("the {mode} mode")
+        };
+        format!(
+            "network: {which} of each multi-modal figure ({})",
+            list.join("; ")
+        )
+    }
+}
+
+fn json(a: &PredictArgs, m: &Model, f: &Found) -> serde_json::Value {
+    let p = &f.sp.point;
+    serde_json::json!({
+        "dist": f.dist.0,
+        "iters": a.iters,
+        "mode": a.mode.to_string(),
+        "network": f.note,
+        "per_iteration_s": p.per_iteration_s,
+        "total_s": p.per_iteration_s * a.iters as f64,
+        "ranks": p.ranks,
+        "load": m.load.as_ref().filter(|_| a.model.load.is_some()),
+        "per_iteration": loaded::json(f.sp.per_iteration),
+        "total": loaded::json(f.sp.total(a.iters)),
+        "move": {
+            "from": f.src.0,
+            "cost_s": f.cost.total_s,
+            "bytes": f.cost.bytes,
+            "rank_s": f.cost.rank_s,
+            "from_per_iteration_s": f.from_s,
+            "gain_s": f.decision.gain_s,
+            "pays": f.decision.moved,
+            "reason": f.decision.reason,
+        },
+    })
+}
+
+fn text(a: &PredictArgs, m: &Model, f: &Found) {
+    let (p, iters) = (&f.sp.point, a.iters);
+    println!(
+        "{:>5} {:>10} {:>12} {:>12} {:>12} {:>12}",
+        "rank", "rows", "compute ms", "overhead ms", "wait ms", "finish ms"
+    );
+    for (i, r) in p.ranks.iter().enumerate() {
+        println!(
+            "{:>5} {:>10} {:>12.3} {:>12.3} {:>12.3} {:>12.3}",
+            i,
+            f.dist.0[i],
+            r.compute_s * 1e3,
+            r.overhead_s * 1e3,
+            r.wait_s * 1e3,
+            r.total_s * 1e3
+        );
+    }
+    println!(
+        "per iteration: {:.6} s   total ({iters} iterations): {:.6} s",
+        p.per_iteration_s,
+        p.per_iteration_s * iters as f64
+    );
+    if let (Some(l), Some(s)) = (&a.model.load, &m.load) {
+        let (it, tot) = (f.sp.per_iteration, f.sp.total(iters));
+        println!(
+            "under load ({}): per iteration {:.6} ± {:.6} s (±2σ: {:.6} .. {:.6}); total {:.6} ± {:.6} s",
+            l.display(),
+            it.mean,
+            2.0 * it.sd,
+            it.range2().0,
+            it.range2().1,
+            tot.mean,
+            2.0 * tot.sd
+        );
+        for line in loaded::describe(s) {
+            println!("  {line}");
+        }
+    }
+    println!("{}", f.note);
+    println!(
+        "move from {}: {} bytes, predicted {:.6} s; gain over {iters} iterations {:.6} s: {}",
+        f.src, f.cost.bytes, f.cost.total_s, f.decision.gain_s, f.decision.reason
+    );
+}

@@ -1,0 +1,93 @@
+//! How fast the model evaluates a distribution and what a whole GBS search
+//! costs, on synthetic traces of P ranks (the MHETA paper reports 5.4 ms
+//! per distribution): a Jacobi-like iteration (exchange, stage,
+//! reduction), the same with out-of-core I/O on a third of the ranks
+//! (eqs. 1-2 and the out-of-core rule in every evaluation), and a
+//! pipeline of 8 tiles (eq. 4), and the same pipeline without the
+//! reduction ("wavefront": iterations overlap, so every evaluation replays
+//! two). Run: `cargo bench -p mheta-model --bench
+//! model`. Times are medians of 15 batches measured in this run.
+
+use mheta_model::synthetic::{
+    app, hetero_cluster, jacobi_trace, pipeline_trace, profile, wavefront_trace,
+};
+use mheta_model::{Dist, Model, search};
+use std::hint::black_box;
+use std::time::Instant;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    println!(
+        "{:<10} {:>6} {:>8} {:>14} {:>11} {:>10} {:>10}",
+        "trace", "ranks", "rows", "predict (us)", "gbs (ms)", "gbs evals", "gbs/block"
+    );
+    for p in [8u32, 64, 256, 1024] {
+        let rows_per = 64u64;
+        let rows = rows_per * p as u64;
+        let tiled = |trace: fn(u32, u32, u32, u64, u64) -> mheta_trace::RankTrace| {
+            let traces: Vec<_> = (0..p)
+                .map(|r| trace(r, p, 8, 100_000 + (r as u64 % 5) * 20_000, 8 * 128))
+                .collect();
+            let mut decl = app(vec![rows_per; p as usize]);
+            decl.tiles = Some(8);
+            Model::new(&traces, decl, &profile(p)).expect("model")
+        };
+        let kinds: [(&str, Model); 4] = [
+            ("jacobi", {
+                // Per-row costs spread over 1x..3x.
+                let traces: Vec<_> = (0..p)
+                    .map(|r| {
+                        jacobi_trace(r, p, 1_000_000 + (r as u64 * 7919 % 13) * 150_000, 8 * 1026)
+                    })
+                    .collect();
+                Model::new(&traces, app(vec![rows_per; p as usize]), &profile(p)).expect("model")
+            }),
+            ("jacobi+io", {
+                let (traces, decl) = hetero_cluster(42, p, rows_per);
+                Model::new(&traces, decl, &profile(p)).expect("model")
+            }),
+            ("pipeline", tiled(pipeline_trace)),
+            ("wavefront", tiled(wavefront_trace)),
+        ];
+        for (name, m) in &kinds {
+            let d = Dist::block(p as usize, rows);
+            // Warm the out-of-core plan cache as a search would.
+            m.predict(&d).expect("predict");
+            let reps = (20_000 / p).max(10);
+            let per_eval: Vec<f64> = (0..15)
+                .map(|_| {
+                    let t = Instant::now();
+                    for _ in 0..reps {
+                        black_box(m.predict(black_box(&d)).expect("predict"));
+                    }
+                    t.elapsed().as_secs_f64() / reps as f64
+                })
+                .collect();
+            let gbs_t: Vec<f64> = (0..5)
+                .map(|_| {
+                    // A fresh model: no plans cached from earlier runs.
+                    let m = m.clone();
+                    let t = Instant::now();
+                    black_box(search::gbs(&m).expect("gbs"));
+                    t.elapsed().as_secs_f64()
+                })
+                .collect();
+            let g = search::gbs(m).expect("gbs");
+            let b = search::block(m).expect("block");
+            println!(
+                "{:<10} {:>6} {:>8} {:>14.2} {:>11.3} {:>10} {:>10.3}",
+                name,
+                p,
+                rows,
+                median(per_eval) * 1e6,
+                median(gbs_t) * 1e3,
+                g.evaluations,
+                g.predicted_s / b.predicted_s
+            );
+        }
+    }
+}

@@ -1,0 +1,27 @@
+//! The MHETA execution model and everything that prices or chooses a
+//! GEN_BLOCK distribution, as plain functions over plain data, free of
+//! MPI: GEN_BLOCK distributions ([`dist`]), the model ([`model`]: trace +
+//! profile + distribution -> predicted time; a rank's program from its
+//! trace in `model/program.rs`, the replay one function per step kind in
+//! `model/replay.rs`), the out-of-core rule and I/O model ([`ooc`],
+//! [`iomodel`]), the trace's summaries ([`analysis`]), the searches
+//! ([`search`]: GBS and baselines), the cost of a move ([`redist`]),
+//! shared-node slowdowns, stochastic values and risk ([`slowdown`],
+//! [`stoch`], [`risk`]), and synthetic programs for tests and benches
+//! ([`synthetic`]). The `mheta` CLI and the in-job runtime
+//! (`mheta-runtime`) both call these.
+
+pub mod analysis;
+pub mod dist;
+pub mod iomodel;
+pub mod model;
+pub mod ooc;
+pub mod redist;
+pub mod risk;
+pub mod search;
+pub mod slowdown;
+pub mod stoch;
+pub mod synthetic;
+
+pub use dist::Dist;
+pub use model::{Model, ModelError, Prediction};
