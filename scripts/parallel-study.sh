@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Seed 000 on 4 ranks: two emulated one-core nodes, a hog on one of them;
+# Figueira and Berman on 4 ranks: two emulated one-core nodes, a hog on one of them;
 # the aggregate slowdown predicted and measured, the spectrum run under
 # the load, and --auto with the load arriving mid-run, for jacobi and sor.
 # Writes OUT/parallel.json and prints the table. STUDY_QUICK=1: a smoke run.

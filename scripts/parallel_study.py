@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Seed 000's aggregate slowdown and --auto under load, on 4 ranks: two
+"""Figueira and Berman's aggregate slowdown and --auto under load, on 4 ranks: two
 emulated nodes of one core each (ranks 0,1 pinned to core 0, ranks 2,3 to
 core 1 by an Open MPI rankfile, each rank a cgroup quota of half a core,
 `--cpu-emulation share`), and a `mheta load` hog pinned to node 0's core.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Seed 001's validation on real runs (`mheta place`): on the emulated
+# Shao, Berman and Wolski's validation on real runs (`mheta place`): on the emulated
 # hosts of clusters/farm4.toml (CPU power and links both differ), for each
 # task kind (mandel: transfers into the master; ep: compute), calibrate
 # the farm across the hosts (`mheta place --calibrate`), then run the

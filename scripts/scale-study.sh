@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Seed 002's methodology on real runs (`mheta scale`): per kernel (mg, then
+# Romanazzi and Jimack's methodology on real runs (`mheta scale`): per kernel (mg, then
 # jacobi), fit T = T_comp(work) + alpha(np) + gamma*work on np <= 4 of each
 # host group of clusters/grid2.toml (np 1 at two sizes, np0 = 2 and 4 at
 # the same rows per process, and 2+2 split over the two groups for the
@@ -73,7 +73,7 @@ for app in ("mg", "jacobi"):
             "config", "np", "rows", "n", "work_mb", "predicted_s", "actual_s",
             "noise_pct", "error_pct", "runs_s")}})
 res = {
-    "study": "seed 002 multilevel scaling: fit on np <= 4, predict np 6 and 8 on larger grids, one group and split over two",
+    "study": "Romanazzi and Jimack multilevel scaling: fit on np <= 4, predict np 6 and 8 on larger grids, one group and split over two",
     "spec": "clusters/grid2.toml", "emulation": emu,
     "configs": rows,
     "max_err_pct": max(r["error_pct"] for r in rows),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Seed 000's table 7 on this machine: a serial sor and a 2-rank jacobi under
+# Figueira and Berman's table 7 on this machine: a serial sor and a 2-rank jacobi under
 # 1, 2 and 3 `mheta load` generators pinned to their cores, predicted
 # (mheta slowdown / mheta predict --load) against measured, interleaved.
 # Writes OUT/slowdown.json and prints the table. STUDY_QUICK=1: a smoke run.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Seed 000's table 7 on this machine: predicted against measured slowdown
+"""Figueira and Berman's table 7 on this machine: predicted against measured slowdown
 of real kernels under real contention. Driven by scripts/slowdown-study.sh.
 
 For each configuration of 1-3 `mheta load` generators pinned to core 0 (their
@@ -34,7 +34,7 @@ os.makedirs(W, exist_ok=True)
 
 CYCLE = "50ms"
 # (comm fraction, messages per burst, bytes per message) per generator:
-# the shape of seed 000's table 7 (one, two and three generators,
+# the shape of Figueira and Berman's table 7 (one, two and three generators,
 # communication 15-60%, small and large bursts).
 CONFIGS = [
     [(0.15, 1, "1K")],

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Seed 004 on this machine: serial sor runs under bursty mode-switching load,
+# Schopf and Berman on this machine: serial sor runs under bursty mode-switching load,
 # predicted as mean ± 2σ from sensed CPU availability (mheta sense, mheta
 # slowdown), 30 runs per size; a single-mode case too.
 # Writes OUT/stochastic.json and prints the table. STUDY_QUICK=1: a smoke run.

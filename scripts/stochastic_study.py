@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Seed 004's stochastic predictions on this machine: serial sor runs under
+"""Schopf and Berman's stochastic predictions on this machine: serial sor runs under
 bursty load that switches modes, predicted as mean ± 2σ from sensed CPU
 availability. Driven by scripts/stochastic-study.sh.
 
@@ -11,9 +11,9 @@ availability. Driven by scripts/stochastic-study.sh.
    description (`--ranks 0:0`).
 4. For each size, `mheta slowdown --load SENSE --run-s T` gives the CPU
    slowdown of a run of T dedicated seconds as mean ± sd: the mixture of
-   modes averaged over the run's window (seed 004 sec. 2.1.2 with the
+   modes averaged over the run's window (Schopf and Berman sec. 2.1.2 with the
    window's spread, model/src/stoch.rs). The prediction is the dedicated
-   time times it, seed 004 table 2's unrelated product.
+   time times it, Schopf and Berman table 2's unrelated product.
 5. N runs of each size under the load, one after another: coverage is
    the share inside mean ± 2σ; a run outside counts its distance to the
    range relative to the run.
@@ -87,7 +87,7 @@ def slowdown(sense_file, run_s):
 
 
 def product(a, sa, b, sb):
-    """Seed 004 table 2, unrelated product."""
+    """Schopf and Berman table 2, unrelated product."""
     m = a * b
     return m, m * math.sqrt((sa / a) ** 2 + (sb / b) ** 2)
 

@@ -1,7 +1,7 @@
 //! Watching a run after `--auto` has planned: is the iteration time still
 //! what the model expected? ([`Watch`]). When it is not, the harness
 //! records a few iterations again, re-plans on them, and moves again if
-//! that pays: another job arrived on a node (seed 000's time-shared
+//! that pays: another job arrived on a node (Figueira and Berman's time-shared
 //! nodes), or the first plan came from a disturbed window.
 //!
 //! The check costs one `MPI_Allreduce` of three doubles every [`WINDOW`]
@@ -342,7 +342,7 @@ mod tests {
 /// force assumed, that plans again from the sensed load, percent.
 pub const SENSE_PCT: f64 = 15.0;
 
-/// The in-run CPU sensor (seed 000's local slowdown, measured where the
+/// The in-run CPU sensor (Figueira and Berman's local slowdown, measured where the
 /// job runs): a rank's *CPU share in its stages*, the thread CPU time it
 /// got over the wall time its stages took. A rank alone on its core gets
 /// about 1 (less where its stages wait on a disk or an emulation's
@@ -354,8 +354,8 @@ pub const SENSE_PCT: f64 = 15.0;
 /// [`sensed_slowdowns`] turns the shares of the last window into each
 /// rank's CPU slowdown against the share it had while its trace was
 /// recorded, `base / share` (MHETA's computation times then scale by it,
-/// seed 000 eq. 1), with the spread of the window's per-iteration ratios
-/// as its sd (seed 004's stochastic value).
+/// Figueira and Berman eq. 1), with the spread of the window's per-iteration ratios
+/// as its sd (Schopf and Berman's stochastic value).
 pub fn stage_share(cpu_s: f64, wall_s: f64) -> Option<f64> {
     (wall_s > 1e-6 && cpu_s > 0.0).then(|| (cpu_s / wall_s).min(1.0))
 }

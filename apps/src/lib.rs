@@ -141,7 +141,7 @@ pub struct Common {
     /// With --auto, how a drift is answered: `record` (record a few
     /// iterations again and plan on them) or `sensed` (when a rank's CPU
     /// share in its stages has changed by more than 15% since its trace
-    /// was recorded, plan at once on the sensed slowdowns with seed 000's
+    /// was recorded, plan at once on the sensed slowdowns with Figueira and Berman's
     /// model, without recording; otherwise record).
     #[arg(long, value_name = "HOW", default_value = "record", value_parser = ["record", "sensed"])]
     pub replan_on: String,
@@ -560,7 +560,7 @@ fn declare_dist(ctx: &Ctx, decl: &mut mheta_trace::AppDecl) -> Result<()> {
 /// What a plan from `from` with `remaining` iterations to go says, for
 /// the report: every rank gets the distribution, rank 0 also the details.
 /// The timings and the iteration are the caller's to fill in.
-fn auto_report(plan: &mheta_runtime::Plan, from: Dist, remaining: u64) -> AutoReport {
+fn auto_report(plan: &mheta_runtime::RunPlan, from: Dist, remaining: u64) -> AutoReport {
     let (chosen, moved, reason, pc, gain, cost, bytes, evals) =
         match (&plan.found, &plan.decision, &plan.cost) {
             (Some(f), Some(d), Some(c)) => (

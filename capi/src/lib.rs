@@ -379,7 +379,7 @@ pub unsafe extern "C" fn mheta_plan(remaining: u64, moves: *mut c_int, dist: *mu
     }))
 }
 
-fn plan(st: &mut State, remaining: u64) -> Result<(mheta_runtime::Plan, CString), String> {
+fn plan(st: &mut State, remaining: u64) -> Result<(mheta_runtime::RunPlan, CString), String> {
     if !mheta_runtime::interposer_loaded() {
         return Err("mheta_plan needs the interposer: start the program under `mheta run`".into());
     }

@@ -1,7 +1,7 @@
 //! `mheta load`: a contention generator to run beside any (MPI) job.
 //!
 //! It emulates the competing applications of Figueira and Berman's slowdown
-//! model (seed 000, section 3 and eq. 2): CPU-bound processes ("hogs"),
+//! model (section 3 and eq. 2): CPU-bound processes ("hogs"),
 //! processes that alternate computation and communication cycles with a
 //! given communication fraction, burst size (messages x bytes), cycle length
 //! and peer, and bursty load that switches between levels with given dwell
@@ -30,7 +30,7 @@
 //! - compute: spin on real arithmetic until this thread's CPU time
 //!   (`CLOCK_THREAD_CPUTIME_ID`) has advanced by `(1 - comm) * cycle`. The
 //!   phase is work-based: under contention it stretches in wall time as a
-//!   real competing program would (the assumption behind seed 000's eq. 2).
+//!   real competing program would (the assumption behind Figueira and Berman's eq. 2).
 //! - communication: bursts of `msgs` messages of `bytes` bytes each over TCP
 //!   (`TCP_NODELAY`) to an echo peer, which reads the whole burst and answers
 //!   one small ack; bursts are repeated until `comm * cycle` wall seconds
@@ -41,7 +41,7 @@
 //! (`--peer HOST:PORT`, another `mheta load --echo-listen ADDR`, e.g. on
 //! another host). The tool measures the CPU time its communicating threads
 //! take during the communication phases: that is the CPU a communicating
-//! competitor itself takes from a core (seed 000's `delay_comm`).
+//! competitor itself takes from a core (Figueira and Berman's `delay_comm`).
 //!
 //! Wire protocol (per burst): a 12-byte header `"MHL1"`, msgs (u32 LE), bytes
 //! (u32 LE); then `msgs` writes of `bytes` bytes; the server answers the
@@ -141,7 +141,7 @@ and SIGHUP stop it cleanly (threads joined, timeline written, ready file
 removed, exit 0); a second one of the same kind kills it at once. See the
 module documentation (runtime/src/bin/mheta/load.rs) for the timeline format.";
 
-/// Generate competing load beside a job (seed 000's contention generator).
+/// Generate competing load beside a job (Figueira and Berman's contention generator).
 ///
 /// Each competing process is a thread of this process pinned to one core
 /// (CFS schedules threads exactly like processes; nothing is left behind at

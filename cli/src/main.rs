@@ -42,7 +42,7 @@ enum Cmd {
     /// bridge, shaped links, added latency), and mpirun across them:
     /// `mheta hosts up|down|status|mpirun|env SPEC`.
     Hosts(hosts::HostsArgs),
-    /// Generate competing load beside a job (seed 000's generator): CPU
+    /// Generate competing load beside a job (Figueira and Berman's generator): CPU
     /// hogs, processes that alternate computation and communication
     /// cycles, and bursty load that switches between levels. Pinned to
     /// chosen cores; writes its timeline (JSON); stops cleanly on SIGINT
@@ -71,7 +71,7 @@ enum Cmd {
     /// spread and modes; per node CPU, memory and disk).
     Show(show::ShowArgs),
     /// Print the slowdowns a load description means for each rank, by both
-    /// local-slowdown rules (seed 000 eq. 2 as published, and under
+    /// local-slowdown rules (Figueira and Berman eq. 2 as published, and under
     /// processor sharing), without a trace: what a job's computation on
     /// each node is stretched by (eq. 1: X = X_ded · sd).
     ///
@@ -93,12 +93,12 @@ enum Cmd {
     Experiment(experiment::Args),
     /// Search distributions with the model and print the best.
     Search(search::SearchArgs),
-    /// Seed 002's scaling model: fit T = T_comp(work) + α(np) + γ·work on
+    /// Romanazzi and Jimack's scaling model: fit T = T_comp(work) + α(np) + γ·work on
     /// runs at few processes, predict many, on one host group or split
     /// over two: `mheta scale fit|predict|fastest|budget|check`.
     Scale(scale::ScaleArgs),
     /// Place a task farm's master and workers by the work-rate model
-    /// (seed 001): every candidate master's flow rate, simulated time and
+    /// (Shao, Berman and Wolski): every candidate master's flow rate, simulated time and
     /// chosen workers.
     Place(place::PlaceArgs),
 }

@@ -1,5 +1,5 @@
 //! `mheta place`: where to put a task farm's master and which workers to
-//! give it, by the work-rate model of seed 001 (crate `mheta-place`).
+//! give it, by the work-rate model of Shao, Berman and Wolski (crate `mheta-place`).
 //! T_SlaveCPU and T_MasterCPU come from the farm's own calibration (run
 //! here across the cluster's hosts with `--calibrate K`, or read from a
 //! saved report with `--calibration FILE`); the links from the cluster

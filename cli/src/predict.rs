@@ -23,8 +23,8 @@ pub struct ModelArgs {
     /// (TOML or JSON: per node its ranks and competing processes, or
     /// its sensed CPU availability, and its links' slowdown) or a
     /// `mheta sense` file written with --ranks. Computation and message
-    /// overheads are slowed per seed 000 eqs. 1-2, transfers per eq. 3;
-    /// the prediction carries mean ± 2σ (seed 004).
+    /// overheads are slowed per Figueira and Berman eqs. 1-2, transfers per eq. 3;
+    /// the prediction carries mean ± 2σ (Schopf and Berman).
     #[arg(long, value_name = "FILE")]
     pub load: Option<PathBuf>,
     /// Local-slowdown rule for competitors: sharing (eq. 2 under

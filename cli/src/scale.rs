@@ -1,4 +1,4 @@
-//! `mheta scale`: seed 002's multilevel scaling methodology as commands.
+//! `mheta scale`: Romanazzi and Jimack's multilevel scaling methodology as commands.
 //! `fit` runs a kernel on one process at two sizes and at two small
 //! process counts with the work per process held fixed, on each host
 //! group of a cluster spec (and split over two groups for the link), and
@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 mod plot;
 
-/// Seed 002's scaling model: fit on few processes, predict many.
+/// Romanazzi and Jimack's scaling model: fit on few processes, predict many.
 ///
 /// work is the memory per process (MB); T = T_comp(work) + α(np) +
 /// γ·work, α(np) = c + d·log2(np). A host group is the spec's hosts whose

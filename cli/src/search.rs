@@ -6,7 +6,7 @@ use super::loaded;
 use super::predict::ModelArgs;
 use anyhow::Result;
 use mheta_profile::ModeChoice;
-use mheta_model::risk::Plan;
+use mheta_model::risk::PricedPlan;
 use mheta_model::{Dist, Model, search};
 
 #[derive(clap::Args, Debug)]
@@ -73,7 +73,7 @@ fn quantile(a: &SearchArgs, m: &Model, q: f64) -> Result<()> {
         println!("{}", serde_json::to_string(&r)?);
         return Ok(());
     }
-    let show = |name: &str, p: &Plan| {
+    let show = |name: &str, p: &PricedPlan| {
         println!(
             "{name:<16} {:<28} mean {:.6} s  ±2σ {:.6}  q{:.0} {:.6} s",
             Dist(p.dist.clone()).to_string(),

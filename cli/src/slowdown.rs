@@ -23,7 +23,7 @@ pub struct SlowdownArgs {
     json: bool,
 }
 
-/// Seed 000 eq. 1 (X = X_ded · sd) with eq. 2's slowdown sd per rank, under
+/// Figueira and Berman eq. 1 (X = X_ded · sd) with eq. 2's slowdown sd per rank, under
 /// processor sharing and as published.
 pub fn main(a: SlowdownArgs) -> Result<i32> {
     let name = a.load.display().to_string();

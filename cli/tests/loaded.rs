@@ -49,7 +49,7 @@ fn slowdowns_of_a_load_description() {
             .expect("run"),
     );
     let r = &v["ranks"];
-    // Seed 000 fig. 4: eq. 2 gives 2.6; shared CPU more (overlap).
+    // Figueira and Berman fig. 4: eq. 2 gives 2.6; shared CPU more (overlap).
     let paper = r[0]["paper"]["mean"].as_f64().expect("mean");
     let sharing = r[0]["sharing"]["mean"].as_f64().expect("mean");
     assert!((paper - 2.6256).abs() < 1e-3, "{paper}");

@@ -1,8 +1,8 @@
-//! Sensors, as the Network Weather Service supplied them to seeds 000 and
-//! 004: per core, the CPU *availability* (the share of the core a new
+//! Sensors, as the Network Weather Service supplied them to Figueira and Berman
+//! and Schopf and Berman: per core, the CPU *availability* (the share of the core a new
 //! CPU-bound process would get) and the *available bandwidth* to a peer,
 //! sampled over time, kept as HdrHistogram distributions with their modes
-//! ([`mheta_profile::Dist`]) and turned into the model's multi-modal
+//! ([`mheta_profile::SampleStats`]) and turned into the model's multi-modal
 //! stochastic values ([`Mixture`]: per mode its mean ± sd, its share of the
 //! time and its mean dwell; [`summarize`]). CPU availability is sensed by
 //! the *active probe* ([`cpu_probe`], NWS's method, the default): a thread
@@ -23,14 +23,14 @@
 //! transfer of `bw_bytes` (64 KiB, NWS's default) to an acknowledging
 //! peer ([`EchoServer`], a thread pinned to another core, or
 //! `mheta sense --serve` on another host); the best figure seen is the
-//! dedicated bandwidth, and dedicated over available is seed 000's
+//! dedicated bandwidth, and dedicated over available is Figueira and Berman's
 //! communication slowdown (eq. 3). [`sense`] runs the whole sampling loop
 //! (what `mheta sense` does) and [`SenseFile`] is its versioned JSON,
 //! whose `load` object is a [`LoadSpec`] for `mheta predict --load`.
 
 use mheta_model::slowdown::{LoadSpec, NodeLoad};
 use mheta_model::stoch::{Mixture, ModeStat, Stoch};
-use mheta_profile::Dist as Hist;
+use mheta_profile::SampleStats as Hist;
 use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -595,7 +595,7 @@ pub struct PairSense {
     pub unit: String,
     #[serde(flatten)]
     pub summary: Summary,
-    /// Dedicated over available (seed 000 eq. 3): mean ± sd over the
+    /// Dedicated over available (Figueira and Berman eq. 3): mean ± sd over the
     /// samples.
     pub slowdown: Stoch,
 }
@@ -1003,7 +1003,7 @@ fn sense_core(
 
 /// A core's bandwidth samples to `peer`: the dedicated bandwidth (the
 /// best sample) and the slowdown of each sample against it, mean ± sd
-/// (seed 000 eq. 3's sd_{i->j}).
+/// (Figueira and Berman eq. 3's sd_{i->j}).
 fn pair_sense(s: &Settings, core: usize, peer: &BwPeer, r: &CoreRun) -> PairSense {
     let ded = r.bw.iter().map(|b| b.1).fold(0.0, f64::max);
     let sl: Vec<f64> = r.bw.iter().map(|b| ded / b.1).collect();

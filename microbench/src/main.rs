@@ -29,7 +29,7 @@ use mheta_microbench::{net, node};
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use mheta_profile::cli::Measure as Args;
-use mheta_profile::{ClusterProfile, Dist, NodeCost, OsuCompat, PairCost};
+use mheta_profile::{ClusterProfile, NodeCost, SampleStats, OsuCompat, PairCost};
 use mpi::collective::{CommunicatorCollectives, Root};
 use mpi::point_to_point::{Destination, Source};
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -261,7 +261,7 @@ fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>
         return Ok(None);
     }
     let lay = layout(world);
-    let mut plan = net::Plan::new(args.quick);
+    let mut plan = net::Effort::new(args.quick);
     if let Some(max) = args.max_size {
         plan = plan.up_to(max as usize);
     }
@@ -298,7 +298,7 @@ fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>
 /// alone when `lay.serial`); the costs, on rank 0 (empty elsewhere).
 fn measure_pairs(
     world: &SimpleCommunicator,
-    plan: &net::Plan,
+    plan: &net::Effort,
     lay: &Layout,
     bar: Option<&indicatif::ProgressBar>,
 ) -> Result<Vec<PairCost>> {
@@ -386,7 +386,7 @@ fn node_cost(
         world.barrier();
         cpu.push(node::cpu_kernel());
     }
-    let cpu = Dist::from_samples(&cpu);
+    let cpu = SampleStats::from_samples(&cpu);
     let mut medians = vec![0.0f64; lay.p];
     world.all_gather_into(&cpu.p50, &mut medians[..]);
     let slowest = medians.iter().copied().fold(0.0, f64::max);

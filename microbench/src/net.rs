@@ -1,7 +1,7 @@
 //! Point-to-point measurements of one ordered pair, and OSU's loops.
 
 use crate::budget::{self, StreamCounts, budgeted_count};
-use mheta_profile::{Dist, ModeChoice, PairCost, SizePoint, fit_segments};
+use mheta_profile::{SampleStats, ModeChoice, PairCost, SizePoint, fit_segments};
 use mpi::point_to_point::{Destination, Source};
 use mpi::request::WaitGuard;
 use mpi::topology::{Communicator, Process, SimpleCommunicator};
@@ -15,7 +15,7 @@ pub const LARGE: usize = 8192;
 
 /// How much to measure: nominal counts (what a pair on shared memory
 /// takes), and the time budgets that bound them on a slow pair.
-pub struct Plan {
+pub struct Effort {
     pub sizes: Vec<usize>,
     pub reps_small: usize,
     pub reps_medium: usize,
@@ -45,10 +45,10 @@ pub struct Plan {
     pub eager_s: f64,
 }
 
-impl Plan {
-    pub fn new(quick: bool) -> Plan {
+impl Effort {
+    pub fn new(quick: bool) -> Effort {
         if quick {
-            Plan {
+            Effort {
                 sizes: vec![1, 8, 64, 512, 4096, 8192, 65536, 1 << 20, 4 << 20],
                 reps_small: 200,
                 reps_medium: 50,
@@ -66,7 +66,7 @@ impl Plan {
                 eager_s: 3.0,
             }
         } else {
-            Plan {
+            Effort {
                 sizes: (0..=22).map(|k| 1usize << k).collect(),
                 reps_small: 2000,
                 reps_medium: 200,
@@ -89,9 +89,9 @@ impl Plan {
     /// The sweep's sizes up to `max` bytes, as OSU's `-m`: the default
     /// sizes not above it, then powers of two past the default's largest
     /// (4 MiB) and `max` itself. Sizes past 4 MiB take fewer ping-pongs
-    /// and streams ([`Plan::reps`], [`Plan::bw_iters`]) so that each moves
+    /// and streams ([`Effort::reps`], [`Effort::bw_iters`]) so that each moves
     /// about what one at 4 MiB does.
-    pub fn up_to(mut self, max: usize) -> Plan {
+    pub fn up_to(mut self, max: usize) -> Effort {
         let top = self.largest();
         self.sizes.retain(|&s| s <= max);
         let mut s = top * 2;
@@ -697,7 +697,7 @@ impl EagerProbe<'_> {
 /// on a slow link each loop takes what fits, never fewer than its
 /// minimum. The rank that times (`a`) decides each count and sends it to
 /// `b`.
-pub fn measure_pair(world: &SimpleCommunicator, plan: &Plan, a: i32, b: i32) -> Option<PairCost> {
+pub fn measure_pair(world: &SimpleCommunicator, plan: &Effort, a: i32, b: i32) -> Option<PairCost> {
     let me = world.rank();
     // Separate send and receive buffers, written now so that no page is
     // first touched while being timed.
@@ -790,7 +790,7 @@ struct SmallSamples {
 /// The pair [`measure_pair`] measures, its plan and its buffers.
 struct PairRun<'a> {
     world: &'a SimpleCommunicator,
-    plan: &'a Plan,
+    plan: &'a Effort,
     a: i32,
     b: i32,
     /// Receive buffer (and o_s's send buffer).
@@ -804,7 +804,7 @@ struct PairRun<'a> {
 
 /// Seconds of the whole sweep: `plan`'s seconds per size of weight 1
 /// times the sizes' weights.
-fn sweep_budget(plan: &Plan) -> f64 {
+fn sweep_budget(plan: &Effort) -> f64 {
     plan.sweep_s_per_size
         * plan
             .sizes
@@ -1085,14 +1085,14 @@ fn summarise(
     eager: Option<u64>,
 ) -> PairCost {
     let floor = timer_cost();
-    let o_send = Dist::from_rounds(&small.os, floor);
-    let o_recv = Dist::from_rounds(&small.or, floor);
-    let small = Dist::from_rounds(&small.pp, floor);
+    let o_send = SampleStats::from_rounds(&small.os, floor);
+    let o_recv = SampleStats::from_rounds(&small.or, floor);
+    let small = SampleStats::from_rounds(&small.pp, floor);
     let points: Vec<SizePoint> = sweep
         .iter()
         .map(|(size, s, bw)| SizePoint {
             bytes: *size as u64,
-            one_way: Dist::from_samples(s),
+            one_way: SampleStats::from_samples(s),
             bandwidth_mbps: *bw,
         })
         .collect();

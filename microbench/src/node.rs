@@ -1,7 +1,7 @@
 //! Per-node measurements: CPU power from a reference kernel, the memory an
 //! application may use, and disk per-call overheads and per-byte costs.
 
-use mheta_profile::{DiskCost, Dist};
+use mheta_profile::{DiskCost, SampleStats};
 use std::io::Write as _;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
@@ -85,7 +85,7 @@ impl Drop for Aligned {
 }
 
 /// Per-call overhead and per-byte cost through the medians.
-fn fit(points: &[(u64, Dist)]) -> (f64, f64) {
+fn fit(points: &[(u64, SampleStats)]) -> (f64, f64) {
     let pts: Vec<(f64, f64)> = points.iter().map(|(b, d)| (*b as f64, d.p50)).collect();
     mheta_profile::line_fit(&pts).unwrap_or((pts.first().map_or(0.0, |p| p.1), 0.0))
 }
@@ -152,8 +152,8 @@ pub fn disk(dir: &Path, sizes: &[usize], reps: usize) -> Result<DiskCost, String
                 file.read_exact_at(buf.slice(size), off)?;
                 rd.push(t.elapsed().as_secs_f64());
             }
-            write.push((size as u64, Dist::from_samples(&w)));
-            read.push((size as u64, Dist::from_samples(&rd)));
+            write.push((size as u64, SampleStats::from_samples(&w)));
+            read.push((size as u64, SampleStats::from_samples(&rd)));
         }
         Ok(())
     })();

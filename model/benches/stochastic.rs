@@ -1,7 +1,7 @@
 //! What stochastic values cost a prediction: on the model bench's
 //! Jacobi-like synthetic trace of P ranks, one point-valued prediction
 //! (`Model::predict`, dedicated), the same under a load (every fourth
-//! rank's node with a CPU availability of two modes, seed 004), the
+//! rank's node with a CPU availability of two modes, Schopf and Berman), the
 //! stochastic prediction (`risk::predict_stochastic`: the replay at the
 //! mean slowdowns plus Clark's Max over the ranks), and the searches: GBS
 //! dedicated against the risk-aware quantile search (GBS twice and a line

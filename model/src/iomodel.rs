@@ -654,7 +654,7 @@ mod tests {
     /// no rank's disk: the declaration says stages 0 and 2 read and write
     /// it.
     fn two_arrays(stage_access: bool) -> IoModel {
-        use mheta_profile::{DiskCost, Dist as Samples, NodeCost};
+        use mheta_profile::{DiskCost, NodeCost, SampleStats as Samples};
         use mheta_trace::StageAccess;
         let mut app = AppDecl::new("t", 100, vec![50, 50]);
         app.arrays = vec![

@@ -1,4 +1,4 @@
-//! The MHETA execution model (seed 003, section 4.2): predicts the time of
+//! The MHETA execution model (MHETA paper, section 4.2): predicts the time of
 //! one iteration under any GEN_BLOCK distribution from one instrumented
 //! iteration ([`mheta_trace`]) and the cluster profile ([`mheta_profile`]).
 //!
@@ -640,10 +640,10 @@ pub struct Model {
     /// follows.
     overlapping: bool,
     /// Per rank, the mean CPU slowdown its computation and message
-    /// overheads run under (seed 000 eqs. 1-2; empty: dedicated).
+    /// overheads run under (Figueira and Berman eqs. 1-2; empty: dedicated).
     cpu_slow: Vec<f64>,
     /// Per pair `k(src, dst)`, the mean communication slowdown of its
-    /// transfers (seed 000 eq. 3; empty: dedicated).
+    /// transfers (Figueira and Berman eq. 3; empty: dedicated).
     net_slow: Vec<f64>,
     /// The stochastic slowdowns the model was given ([`Model::with_load`]).
     pub load: Option<crate::slowdown::Slowdowns>,
@@ -832,7 +832,7 @@ impl Model {
 
     /// The same model under a load: every rank's computation and message
     /// overheads run `sd_i` times slower and every transfer `sd_{i->j}`
-    /// times (seed 000 eqs. 1 and 3), at the slowdowns' means;
+    /// times (Figueira and Berman eqs. 1 and 3), at the slowdowns' means;
     /// [`Model::predict_stochastic`] carries their spread.
     pub fn with_load(mut self, load: crate::slowdown::Slowdowns) -> Model {
         let p = self.ranks();

@@ -1,8 +1,8 @@
-//! Stochastic predictions and the risk-aware search (seed 004 on top of
+//! Stochastic predictions and the risk-aware search (Schopf and Berman on top of
 //! the MHETA replay).
 //!
 //! The replay prices one iteration at the mean slowdowns
-//! ([`crate::Model::with_load`]). Its spread follows seed 004's structural
+//! ([`crate::Model::with_load`]). Its spread follows Schopf and Berman's structural
 //! model of SOR, `ExTime = Σ_its Max_p{Comp_p} + Comm`: each rank's own
 //! busy time (everything but waiting) is split into the part the load
 //! slows (computation and message overheads, scaled by the rank's
@@ -39,7 +39,7 @@ impl StochPrediction {
     }
 }
 
-/// Seed 004's prediction of `d` under the model's load (module doc).
+/// Schopf and Berman's prediction of `d` under the model's load (module doc).
 pub fn predict_stochastic(m: &Model, d: &Dist) -> Result<StochPrediction, ModelError> {
     let point = m.predict(d)?;
     let Some(load) = &m.load else {
@@ -83,7 +83,7 @@ fn max_related(xs: &[(Stoch, usize)]) -> Stoch {
 
 /// A plan and what it is predicted to take.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct Plan {
+pub struct PricedPlan {
     pub dist: Vec<u64>,
     pub per_iteration: Stoch,
     /// The objective's quantile of one iteration.
@@ -95,16 +95,16 @@ pub struct Plan {
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct RiskFound {
     pub quantile: f64,
-    pub mean_plan: Plan,
-    pub quantile_plan: Plan,
+    pub mean_plan: PricedPlan,
+    pub quantile_plan: PricedPlan,
     /// Whether the plans differ.
     pub differ: bool,
     pub evaluations: u64,
 }
 
-fn plan(m: &Model, d: &Dist, q: f64) -> Result<Plan, ModelError> {
+fn plan(m: &Model, d: &Dist, q: f64) -> Result<PricedPlan, ModelError> {
     let s = predict_stochastic(m, d)?;
-    Ok(Plan {
+    Ok(PricedPlan {
         dist: d.0.clone(),
         per_iteration: s.per_iteration,
         quantile_s: s.per_iteration.quantile(q),

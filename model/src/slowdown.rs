@@ -1,4 +1,4 @@
-//! The slowdown model of Figueira and Berman (seed 000) and the load a
+//! The slowdown model of Figueira and Berman and the load a
 //! prediction runs under.
 //!
 //! A node's *local slowdown* (eq. 2) follows from what its competing
@@ -13,7 +13,7 @@
 //! [`LoadSpec`] is the load a prediction runs under, per node: either a
 //! description of the competing processes (eq. 2), or the CPU availability
 //! sensed on the node (`mheta sense`), a stochastic value or a mixture of
-//! modes (seed 004). [`LoadSpec::resolve`] turns it into per-rank
+//! modes (Schopf and Berman). [`LoadSpec::resolve`] turns it into per-rank
 //! stochastic CPU slowdowns and per-pair communication slowdowns for the
 //! model ([`crate::Model::with_load`]).
 
@@ -64,7 +64,7 @@ impl Competitor {
 
 /// pp[i], pm[i] (i = 0..=p): the probabilities that exactly i of the
 /// competitors compute, and that exactly i communicate, at the same time,
-/// for independent competitors (seed 000 section 4, computed "by dynamic
+/// for independent competitors (Figueira and Berman section 4, computed "by dynamic
 /// programming in O(p²)": adding competitor j updates the count
 /// distribution of the first j in O(j)).
 pub fn activity_probabilities(comps: &[Competitor]) -> (Vec<f64>, Vec<f64>) {
@@ -85,7 +85,7 @@ pub fn activity_probabilities(comps: &[Competitor]) -> (Vec<f64>, Vec<f64>) {
 }
 
 /// delay_comm^{i,k}: the delay one to i communicating competitors impose
-/// on a computation (seed 000 fig. 2), measured once per platform. The
+/// on a computation (Figueira and Berman fig. 2), measured once per platform. The
 /// paper fits it per i as a two-piece line in the available bandwidth k;
 /// on a platform whose range is small one value serves (its section 4.2).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -128,7 +128,7 @@ impl DelayComm {
     }
 }
 
-/// Seed 000 eq. 2: `sd_a = 1 + Σ_i pp_{a,i}·i + Σ_i pm_{a,i}·delay_comm^{i,k}`.
+/// Figueira and Berman eq. 2: `sd_a = 1 + Σ_i pp_{a,i}·i + Σ_i pm_{a,i}·delay_comm^{i,k}`.
 ///
 /// When every communicating competitor states its own `comm_cpu`, the
 /// second sum is `Σ_j pm_j · comm_cpu_j` (the same expectation, with each
@@ -159,7 +159,7 @@ pub fn local_slowdown(comps: &[Competitor], delay: &DelayComm, k: f64) -> f64 {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LocalRule {
-    /// Seed 000 eq. 2 as published ([`local_slowdown`]).
+    /// Figueira and Berman eq. 2 as published ([`local_slowdown`]).
     Paper,
     /// Eq. 2's probabilities solved under processor sharing
     /// ([`local_slowdown_sharing`]); the default.
@@ -198,7 +198,7 @@ fn fair_level(demands: &mut [f64], cpus: f64) -> f64 {
     f64::INFINITY
 }
 
-/// Seed 000 eq. 2's question answered under fair CPU sharing (our
+/// Figueira and Berman eq. 2's question answered under fair CPU sharing (our
 /// refinement): the probabilities that competitors compute are taken in
 /// *loaded* time, where they are not the dedicated fractions, and a
 /// communicating competitor takes the CPU it was measured to take while
@@ -235,7 +235,7 @@ pub fn local_slowdown_sharing(comps: &[Competitor], delay: &DelayComm, k: f64) -
 /// [`local_slowdown_sharing`] on a node whose `cpus` CPUs (cores, or a
 /// fraction of one) are shared by `ranks` of the job's processes and the
 /// competitors; the job's dedicated rate is `min(1, cpus / ranks)`. One
-/// rank on one CPU is seed 000's node; two ranks pinned to one core beside
+/// rank on one CPU is Figueira and Berman's node; two ranks pinned to one core beside
 /// a hog run at a third of it each instead of half (slowdown 1.5); four
 /// ranks on a four-core node with one hog, `4/5` each (1.25).
 pub fn local_slowdown_shared_node(
@@ -385,7 +385,7 @@ impl SharedNode {
     }
 }
 
-/// Seed 000 eq. 3: `sd_{a->b} = ib_{a->b} / cb_{a->b}`.
+/// Figueira and Berman eq. 3: `sd_{a->b} = ib_{a->b} / cb_{a->b}`.
 pub fn comm_slowdown(dedicated_bw: f64, current_bw: f64) -> f64 {
     if current_bw > 0.0 && dedicated_bw > 0.0 {
         (dedicated_bw / current_bw).max(1.0)
@@ -394,7 +394,7 @@ pub fn comm_slowdown(dedicated_bw: f64, current_bw: f64) -> f64 {
     }
 }
 
-/// Seed 000 eq. 5 (load-dependent partitioning):
+/// Figueira and Berman eq. 5 (load-dependent partitioning):
 /// `sd = Σ w_a / Σ (w_a / sd_a)`.
 pub fn aggregate_load_dependent(w: &[f64], sd: &[f64]) -> f64 {
     let ded: f64 = w.iter().sum();
@@ -402,13 +402,13 @@ pub fn aggregate_load_dependent(w: &[f64], sd: &[f64]) -> f64 {
     ded / now
 }
 
-/// Seed 000 eq. 7: the extra work `ew_a = f_a·n - 1` of a node holding
+/// Figueira and Berman eq. 7: the extra work `ew_a = f_a·n - 1` of a node holding
 /// fraction `f_a` of the work.
 pub fn extra_work(f: f64, n: usize) -> f64 {
     f * n as f64 - 1.0
 }
 
-/// Seed 000 eq. 9 (eq. 8 when both partitionings are the same): the
+/// Figueira and Berman eq. 9 (eq. 8 when both partitionings are the same): the
 /// aggregate slowdown of a constraint-based partitioning with work
 /// fractions `f_loaded` under load, against `f_ded` dedicated,
 /// `max_a{(1 + ew_{a,1})·sd_a / w_a} / max_a{(1 + ew_{a,2}) / w_a}`.
@@ -434,7 +434,7 @@ pub struct NodeLoad {
     /// and a pinned competitor: `cpus = 1`.
     #[serde(default)]
     pub cpus: Option<f64>,
-    /// Competing processes (seed 000 eq. 2).
+    /// Competing processes (Figueira and Berman eq. 2).
     #[serde(default)]
     pub competitors: Vec<Competitor>,
     /// Available bandwidth k of the competitors' links, for
@@ -446,7 +446,7 @@ pub struct NodeLoad {
     #[serde(default)]
     pub cpu_avail: Option<Mixture>,
     /// The mode the node is in now (index into `cpu_avail`'s modes), if
-    /// known: a run shorter than that mode's dwell stays in it (seed 004
+    /// known: a run shorter than that mode's dwell stays in it (Schopf and Berman
     /// section 3.1).
     #[serde(default)]
     pub current_mode: Option<usize>,
@@ -654,7 +654,7 @@ fn avail_slowdown(
             m.mean_dwell_s <= 0.0 || (-run_s / (m.value.mean * m.mean_dwell_s)).exp() >= 0.9
         });
     if let Some(m) = stays.filter(|_| mx.modes.len() > 1) {
-        return Ok((m.value.recip(), "single mode (seed 004 sec. 3.1)".into()));
+        return Ok((m.value.recip(), "single mode (Schopf and Berman sec. 3.1)".into()));
     }
     let rough = mx.moments().mean;
     let window = run_s / rough.max(1e-3);
@@ -679,7 +679,7 @@ mod tests {
         }
     }
 
-    /// Seed 000 section 4: the two-application example's probabilities.
+    /// Figueira and Berman section 4: the two-application example's probabilities.
     #[test]
     fn probabilities_of_the_papers_example() {
         let (pp, pm) = activity_probabilities(&[comm(0.4), comm(0.3)]);
@@ -689,7 +689,7 @@ mod tests {
         assert!((pp.iter().sum::<f64>() - 1.0).abs() < 1e-12);
     }
 
-    /// Seed 000 section 4.1: one competitor communicating 45% of the time,
+    /// Figueira and Berman section 4.1: one competitor communicating 45% of the time,
     /// delay_comm = -0.20 + 0.49 k at k = 0.45 -> sd = 1.56.
     #[test]
     fn local_slowdown_of_fig3() {
@@ -705,7 +705,7 @@ mod tests {
         assert!((sd - 1.56).abs() < 0.005, "{sd}");
     }
 
-    /// Seed 000 section 4.2: two competitors communicating 24% of the
+    /// Figueira and Berman section 4.2: two competitors communicating 24% of the
     /// time, delay_comm = 0.25 -> sd = 1 + 0.58·2 + 0.36·1 + 0.42·0.25 =
     /// 2.625, which the paper prints as 2.6.
     #[test]
@@ -809,7 +809,7 @@ mod tests {
         assert!((s - 1.25).abs() < 1e-9, "{s}");
         // Two ranks on four cores: the hog takes a spare core.
         assert!((local_slowdown_shared_node(&hog, &d, 0.0, 2, 4.0) - 1.0).abs() < 1e-9);
-        // The default node is seed 000's.
+        // The default node is Figueira and Berman's.
         let one = [Competitor::cycling(0.6, 0.4, Some(0.3))];
         assert_eq!(
             local_slowdown_shared_node(&one, &d, 0.0, 1, 1.0),
@@ -850,7 +850,7 @@ mod tests {
         }
     }
 
-    /// Seed 000 eq. 5, fig. 11: sd = 7 / 3.67 = 1.9.
+    /// Figueira and Berman eq. 5, fig. 11: sd = 7 / 3.67 = 1.9.
     #[test]
     fn aggregate_fig11() {
         let sd = aggregate_load_dependent(&[2.0, 2.0, 2.0, 1.0], &[2.0, 2.0, 3.0, 1.0]);
@@ -858,7 +858,7 @@ mod tests {
         assert!((sd - 1.9).abs() < 0.01);
     }
 
-    /// Seed 000 eq. 12 on figs. 12-13.
+    /// Figueira and Berman eq. 12 on figs. 12-13.
     #[test]
     fn aggregate_fig12_13() {
         let u = [0.25; 4];

@@ -1,4 +1,4 @@
-//! Stochastic values (Schopf and Berman, seed 004): a quantity carried as
+//! Stochastic values (Schopf and Berman): a quantity carried as
 //! mean ± sd of a normal distribution, or as a mixture of such modes, with
 //! the paper's arithmetic (its table 2) and a chosen Max.
 //!
@@ -44,22 +44,22 @@ impl Stoch {
         Stoch { mean, sd: sd.abs() }
     }
 
-    /// A point value: probability 1 at `x` (seed 004 footnote 1).
+    /// A point value: probability 1 at `x` (Schopf and Berman footnote 1).
     pub fn point(x: f64) -> Stoch {
         Stoch { mean: x, sd: 0.0 }
     }
 
-    /// Seed 004 table 2, point and stochastic: `(X ± a) + P = (X + P) ± a`.
+    /// Schopf and Berman table 2, point and stochastic: `(X ± a) + P = (X + P) ± a`.
     pub fn plus(self, p: f64) -> Stoch {
         Stoch::new(self.mean + p, self.sd)
     }
 
-    /// Seed 004 table 2, point and stochastic: `P(X ± a) = PX ± Pa`.
+    /// Schopf and Berman table 2, point and stochastic: `P(X ± a) = PX ± Pa`.
     pub fn scale(self, p: f64) -> Stoch {
         Stoch::new(self.mean * p, self.sd * p.abs())
     }
 
-    /// Seed 004 table 2, related sum: `Σ X_i ± Σ a_i` (conservative: the
+    /// Schopf and Berman table 2, related sum: `Σ X_i ± Σ a_i` (conservative: the
     /// spreads add, as for fully correlated values).
     pub fn sum_related<I: IntoIterator<Item = Stoch>>(xs: I) -> Stoch {
         xs.into_iter().fold(Stoch::ZERO, |acc, x| {
@@ -67,7 +67,7 @@ impl Stoch {
         })
     }
 
-    /// Seed 004 table 2, unrelated sum: `Σ X_i ± sqrt(Σ a_i²)`.
+    /// Schopf and Berman table 2, unrelated sum: `Σ X_i ± sqrt(Σ a_i²)`.
     pub fn sum_unrelated<I: IntoIterator<Item = Stoch>>(xs: I) -> Stoch {
         let (m, v) = xs
             .into_iter()
@@ -75,14 +75,14 @@ impl Stoch {
         Stoch::new(m, v.sqrt())
     }
 
-    /// Seed 004 table 2, related product:
+    /// Schopf and Berman table 2, related product:
     /// `X_i X_j ± (a_i X_j + a_j X_i + a_i a_j)`.
     pub fn mul_related(self, o: Stoch) -> Stoch {
         let a = self.sd * o.mean.abs() + o.sd * self.mean.abs() + self.sd * o.sd;
         Stoch::new(self.mean * o.mean, a)
     }
 
-    /// Seed 004 table 2, unrelated product:
+    /// Schopf and Berman table 2, unrelated product:
     /// `X_i X_j ± X_i X_j sqrt((a_i/X_i)² + (a_j/X_j)²)`; zero when either
     /// mean is zero, as the paper defines it.
     pub fn mul_unrelated(self, o: Stoch) -> Stoch {
@@ -137,7 +137,7 @@ impl Stoch {
         (self.mean - 2.0 * self.sd, self.mean + 2.0 * self.sd)
     }
 
-    /// Distance from `v` to the ±2σ range, 0 inside (seed 004 footnote 6).
+    /// Distance from `v` to the ±2σ range, 0 inside (Schopf and Berman footnote 6).
     pub fn outside(self, v: f64) -> f64 {
         let (lo, hi) = self.range2();
         (lo - v).max(v - hi).max(0.0)
@@ -163,7 +163,7 @@ pub struct ModeStat {
     pub mean_dwell_s: f64,
 }
 
-/// A multi-modal stochastic value (seed 004 section 2.1.2).
+/// A multi-modal stochastic value (Schopf and Berman section 2.1.2).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Mixture {
     pub modes: Vec<ModeStat>,
@@ -184,7 +184,7 @@ impl Mixture {
         self.modes.iter().map(|m| m.share).sum::<f64>().max(1e-300)
     }
 
-    /// Seed 004 section 2.1.2: `P1(M1 ± SD1) + P2(M2 ± SD2) + ...`, the
+    /// Schopf and Berman section 2.1.2: `P1(M1 ± SD1) + P2(M2 ± SD2) + ...`, the
     /// modes averaged by their time shares (a related sum of scaled
     /// values, as the paper writes it).
     pub fn paper(&self) -> Stoch {

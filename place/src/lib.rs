@@ -1,6 +1,6 @@
 //! mheta-place: where to put the master of a master/worker task farm and
 //! which workers to give it, by the work-rate model of Shao, Berman and
-//! Wolski (seed 001). It owns the model's inputs ([`Inputs`]: per host
+//! Wolski. It owns the model's inputs ([`Inputs`]: per host
 //! the benchmarked task times T_SlaveCPU and T_MasterCPU, the CPU
 //! availability, the access link and per-destination rates; per task the
 //! bytes each way), the work rates of eqs. 6–8 ([`rates`]), the resource

@@ -73,7 +73,7 @@ const REDIST_TAG: i32 = 0x6d68; // "mh"
 
 /// Why the in-run planner could not run. Every rank gets the same error.
 #[derive(Debug, thiserror::Error)]
-pub enum LiveError {
+pub enum RuntimeError {
     #[error("rank {rank} has no trace of the instrumented iteration in {dir}: {why}")]
     NoTrace {
         rank: usize,
@@ -117,7 +117,7 @@ pub fn instrumented_iterations() -> std::ops::Range<u64> {
 
 /// Every rank's trace, on every rank. A rank whose own trace is missing or
 /// stale (another process wrote it) sends nothing, and all ranks fail alike.
-pub fn gather_traces(world: &SimpleCommunicator, dir: &Path) -> Result<Vec<RankTrace>, LiveError> {
+pub fn gather_traces(world: &SimpleCommunicator, dir: &Path) -> Result<Vec<RankTrace>, RuntimeError> {
     let me = world.rank() as u32;
     let path = mheta_trace::rank_file(dir, me);
     let mine: Result<Vec<u8>, String> = match mheta_trace::read_rank(&path) {
@@ -139,7 +139,7 @@ pub fn gather_traces(world: &SimpleCommunicator, dir: &Path) -> Result<Vec<RankT
             (Err(e), true) => e.clone(),
             _ => "see that rank's error".into(),
         };
-        return Err(LiveError::NoTrace {
+        return Err(RuntimeError::NoTrace {
             rank,
             dir: dir.into(),
             why,
@@ -163,14 +163,14 @@ pub fn gather_traces(world: &SimpleCommunicator, dir: &Path) -> Result<Vec<RankT
             let a = displs[r] as usize;
             let b = a + sizes[r] as usize;
             mheta_trace::decode(&all[a..b], &mheta_trace::rank_file(dir, r as u32))
-                .map_err(|e| LiveError::Plan(e.to_string()))
+                .map_err(|e| RuntimeError::Plan(e.to_string()))
         })
         .collect()
 }
 
 /// What the in-run planner chose.
 #[derive(Clone, Debug)]
-pub struct Plan {
+pub struct RunPlan {
     /// The distribution to run on from now: the current one when the
     /// decision is not to move.
     pub dist: Dist,
@@ -195,7 +195,7 @@ pub struct Plan {
 /// what each rank took per row to build its arrays, for pricing a move
 /// through disk ([`Model::rebuild_s_per_row`]); None when not measured.
 /// `cpu_slowdown`: per rank, the CPU slowdown sensed since the trace was
-/// recorded (seed 000 eq. 1: its computation and message overheads run
+/// recorded (Figueira and Berman eq. 1: its computation and message overheads run
 /// that many times slower; mean ± sd over the sensing window); None: the
 /// nodes are as they were when recorded.
 pub fn plan_in_run(
@@ -206,13 +206,13 @@ pub fn plan_in_run(
     remaining: u64,
     rebuild_s_per_row: Option<&[f64]>,
     cpu_slowdown: Option<&[mheta_model::stoch::Stoch]>,
-) -> Result<Plan, LiveError> {
+) -> Result<RunPlan, RuntimeError> {
     let traces = gather_traces(world, dir)?;
     let p = world.size() as usize;
     // Rank 0 plans; status and result travel in one broadcast so that every
     // rank fails or proceeds together.
     let mut msg: Vec<u8> = Vec::new();
-    let mut plan = Plan {
+    let mut plan = RunPlan {
         dist: Dist(Vec::new()),
         found: None,
         predicted_current_s: 0.0,
@@ -250,7 +250,7 @@ pub fn plan_in_run(
     }
     plan.dist = broadcast_plan(world, msg)?;
     if plan.dist.ranks() != p || plan.dist.total() != app.rows {
-        return Err(LiveError::Plan(format!(
+        return Err(RuntimeError::Plan(format!(
             "planner returned {}, not a distribution of {} rows over {p} ranks",
             plan.dist, app.rows
         )));
@@ -272,7 +272,7 @@ struct Inputs<'a> {
 type Planned = (Found, f64, MoveCost, Vec<f64>, Vec<f64>);
 
 /// Rank 0's plan: the model of the traces on the profile (under the
-/// sensed CPU slowdowns, seed 000 eq. 1), GBS, and the move's cost.
+/// sensed CPU slowdowns, Figueira and Berman eq. 1), GBS, and the move's cost.
 fn plan_at_root(traces: &[mheta_trace::RankTrace], x: &Inputs) -> Result<Planned, String> {
     let busy = |p: &mheta_model::Prediction| p.ranks.iter().map(|r| r.compute_s).collect();
     let prof = ClusterProfile::load(x.profile).map_err(|e| e.to_string())?;
@@ -297,14 +297,14 @@ fn plan_at_root(traces: &[mheta_trace::RankTrace], x: &Inputs) -> Result<Planned
 
 /// Rank 0's status and distribution (`msg`), to every rank
 /// (collective): the distribution, or rank 0's error.
-fn broadcast_plan(world: &SimpleCommunicator, mut msg: Vec<u8>) -> Result<Dist, LiveError> {
+fn broadcast_plan(world: &SimpleCommunicator, mut msg: Vec<u8>) -> Result<Dist, RuntimeError> {
     let root = world.process_at_rank(0);
     let mut len = msg.len() as u64;
     root.broadcast_into(&mut len);
     msg.resize(len as usize, 0);
     root.broadcast_into(&mut msg[..]);
     if msg.first() != Some(&1) {
-        return Err(LiveError::Plan(
+        return Err(RuntimeError::Plan(
             String::from_utf8_lossy(&msg[1..]).into_owned(),
         ));
     }

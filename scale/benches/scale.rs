@@ -1,4 +1,4 @@
-//! Cost of seed 002's predictions, as a table: `FitFile::predict` of a
+//! Cost of Romanazzi and Jimack's predictions, as a table: `FitFile::predict` of a
 //! run split over 10, 100 and 1000 one-process host groups (a host each);
 //! scenario 1 (`fastest`) over 10, 100 and 1000 candidate process counts;
 //! scenario 2 (`budget`) over fits for 10 grid sizes, each with those

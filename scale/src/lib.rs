@@ -1,4 +1,4 @@
-//! mheta-scale owns seed 002's multilevel scaling model: a run's time is
+//! mheta-scale owns Romanazzi and Jimack's multilevel scaling model: a run's time is
 //! T = T_comp(work) + T_comm (eq. 1) with T_comm = α(np) + γ(np)·work
 //! (eq. 2), α(np) ≈ c + d·log2(np) (eq. 3) and γ(np) constant (eq. 4),
 //! where work is the memory per process in MB. It fits T_comp from
@@ -105,17 +105,17 @@ pub fn least_squares(what: &str, xs: &[f64], ys: &[f64]) -> Result<Line> {
     })
 }
 
-/// Seed 002 eq. 1: T = T_comp + T_comm.
+/// Romanazzi and Jimack eq. 1: T = T_comp + T_comm.
 pub fn eq1_total(t_comp: f64, t_comm: f64) -> f64 {
     t_comp + t_comm
 }
 
-/// Seed 002 eq. 2: T_comm = α(np) + γ(np)·work (work in MB per process).
+/// Romanazzi and Jimack eq. 2: T_comm = α(np) + γ(np)·work (work in MB per process).
 pub fn eq2_comm(alpha: f64, gamma: f64, work_mb: f64) -> f64 {
     alpha + gamma * work_mb
 }
 
-/// Seed 002 eq. 3: α(np) ≈ c + d·log2(np).
+/// Romanazzi and Jimack eq. 3: α(np) ≈ c + d·log2(np).
 pub fn eq3_alpha(c: f64, d: f64, np: u32) -> f64 {
     c + d * f64::from(np).log2()
 }
@@ -163,7 +163,7 @@ pub struct Prediction {
 }
 
 impl GroupFit {
-    /// Steps 1–4 of seed 002's methodology from single-process samples
+    /// Steps 1–4 of Romanazzi and Jimack's methodology from single-process samples
     /// (np 1, two or more work sizes) and parallel samples (two or more
     /// process counts np0 > 1, each at two or more work sizes).
     pub fn fit(single: &[Sample], parallel: &[Sample]) -> Result<GroupFit> {
@@ -339,7 +339,7 @@ impl FitFile {
     /// A run of `rows` rows (of N) split in equal blocks over `parts`:
     /// each group's part is predicted by its own fit at the group's np
     /// and the busiest process's work; the run takes the slowest part
-    /// (seed 002 eq. 5, T = max(T_A, T_B)) plus, when split, the link.
+    /// (Romanazzi and Jimack eq. 5, T = max(T_A, T_B)) plus, when split, the link.
     pub fn predict(&self, parts: &[(String, u32)], rows: u64) -> Result<f64> {
         let np: u32 = parts.iter().map(|p| p.1).sum();
         if np == 0 {
@@ -361,7 +361,7 @@ impl FitFile {
     }
 }
 
-/// Seed 002 eq. 5 with the link: T = max(T_A, T_B, …) + link.
+/// Romanazzi and Jimack eq. 5 with the link: T = max(T_A, T_B, …) + link.
 pub fn eq5_multi(parts_s: &[f64], link_s: f64) -> f64 {
     parts_s.iter().copied().fold(0.0, f64::max) + link_s
 }

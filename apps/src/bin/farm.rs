@@ -1,5 +1,5 @@
 //! farm: an MPI master/worker task farm, the application the work-rate
-//! placement model (`mheta place`) describes (seed 001, section 2).
+//! placement model (`mheta place`) describes (Shao, Berman and Wolski, section 2).
 //!
 //! A master (any rank, `--master`) hands tasks to a set of workers
 //! (`--workers`, default every other rank) by self-scheduling: each

@@ -41,7 +41,7 @@ struct Args {
     n: u64,
     /// Rows of the interior grid instead of N: an M×N grid of the same
     /// spacing, so the messages (rows of N) stay the same while the work
-    /// changes (seed 002's runs). Verified the same way, with
+    /// changes (Romanazzi and Jimack's runs). Verified the same way, with
     /// f = sin(πx)·sin(πy/L_y) on the M×N rectangle.
     #[arg(long, value_name = "M")]
     rows: Option<u64>,

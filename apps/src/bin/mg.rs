@@ -64,7 +64,7 @@ struct Args {
     n: u64,
     /// Rows of the interior grid instead of N (M = 2^j − 1): an M×N grid
     /// on a rectangle of the same spacing, so that the messages (rows of
-    /// N) stay the same while the work changes (seed 002's runs). Levels
+    /// N) stay the same while the work changes (Romanazzi and Jimack's runs). Levels
     /// coarsen both sides until one side has one point.
     #[arg(long, value_name = "M")]
     rows: Option<u64>,

@@ -64,7 +64,7 @@ pub fn draw(path: &Path, out: &Value) -> Result<()> {
     );
     let _ = write!(
         s,
-        r#"<text x="{LEFT}" y="24" font-size="15">{} N={}: seed 002 model, predicted vs measured (fit on np &lt;= 4), max error {:.2}%</text>"#,
+        r#"<text x="{LEFT}" y="24" font-size="15">{} N={}: Romanazzi and Jimack model, predicted vs measured (fit on np &lt;= 4), max error {:.2}%</text>"#,
         esc(out["app"].as_str().unwrap_or("?")),
         out["n"],
         out["max_err_pct"].as_f64().unwrap_or(f64::NAN)

@@ -4,7 +4,7 @@
 //! the runtime reads it; it is MPI-free. It also owns the session's
 //! options ([`cli::Measure`]), which the microbench and `mheta bench` share.
 //!
-//! Every measured figure is a [`Dist`]: mean, standard deviation, median,
+//! Every measured figure is a [`SampleStats`]: mean, standard deviation, median,
 //! 99th percentile and the HdrHistogram of the samples (V2 + DEFLATE,
 //! base64), so that predictions can carry ranges. Costs are in seconds.
 //! For an ordered pair (src, dst) a message of `b` bytes costs the sender
@@ -32,7 +32,7 @@ pub const VERSION: u32 = 2;
 /// ns, 3 significant digits), serialised with the V2 + DEFLATE format and
 /// base64.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
-pub struct Dist {
+pub struct SampleStats {
     pub count: u64,
     pub mean: f64,
     pub stdev: f64,
@@ -311,11 +311,11 @@ fn split(xs: &[f64], mut cuts: Vec<usize>, h: &LogBins) -> Vec<Mode> {
     }
 }
 
-impl Dist {
+impl SampleStats {
     /// The distribution of `samples` (seconds).
-    pub fn from_samples(samples: &[f64]) -> Dist {
+    pub fn from_samples(samples: &[f64]) -> SampleStats {
         if samples.is_empty() {
-            return Dist::default();
+            return SampleStats::default();
         }
         let n = samples.len() as f64;
         let mean = samples.iter().sum::<f64>() / n;
@@ -334,7 +334,7 @@ impl Dist {
                 Ok(_) => base64::engine::general_purpose::STANDARD.encode(&buf),
                 Err(_) => String::new(),
             };
-        Dist {
+        SampleStats {
             count: samples.len() as u64,
             mean,
             stdev: var.sqrt(),
@@ -354,9 +354,9 @@ impl Dist {
     /// The distribution of samples taken in rounds: all samples pooled,
     /// each round's median kept, and the spread taken between rounds;
     /// modes as [`modes`] finds them for a timer good to `floor_s`.
-    pub fn from_rounds(rounds: &[Vec<f64>], floor_s: f64) -> Dist {
+    pub fn from_rounds(rounds: &[Vec<f64>], floor_s: f64) -> SampleStats {
         let all: Vec<f64> = rounds.iter().flatten().copied().collect();
-        let mut d = Dist::from_samples(&all);
+        let mut d = SampleStats::from_samples(&all);
         d.modes = modes(&all, floor_s);
         d.rounds = rounds
             .iter()
@@ -425,14 +425,14 @@ impl Dist {
     }
 
     /// A single derived value.
-    pub fn point(v: f64) -> Dist {
-        Dist {
+    pub fn point(v: f64) -> SampleStats {
+        SampleStats {
             count: 1,
             mean: v,
             stdev: 0.0,
             p50: v,
             p99: v,
-            ..Dist::default()
+            ..SampleStats::default()
         }
     }
 
@@ -462,7 +462,7 @@ pub struct Segment {
 pub struct SizePoint {
     pub bytes: u64,
     /// Half a ping-pong round trip.
-    pub one_way: Dist,
+    pub one_way: SampleStats,
     /// Streaming bandwidth (window of 64 non-blocking sends), decimal MB/s.
     pub bandwidth_mbps: f64,
 }
@@ -527,12 +527,12 @@ pub struct PairCost {
     #[serde(default)]
     pub bandwidth_cold_bps: f64,
     #[serde(default)]
-    pub o_send: Dist,
+    pub o_send: SampleStats,
     #[serde(default)]
-    pub o_recv: Dist,
+    pub o_recv: SampleStats,
     /// One-way time of an 8-byte message.
     #[serde(default)]
-    pub one_way_small: Dist,
+    pub one_way_small: SampleStats,
     #[serde(default)]
     pub sweep: Vec<SizePoint>,
     #[serde(default)]
@@ -573,9 +573,9 @@ impl PairCost {
                 f64::INFINITY
             },
             bandwidth_cold_bps: 0.0,
-            o_send: Dist::point(o_send_s),
-            o_recv: Dist::point(o_recv_s),
-            one_way_small: Dist::point(small),
+            o_send: SampleStats::point(o_send_s),
+            o_recv: SampleStats::point(o_recv_s),
+            one_way_small: SampleStats::point(small),
             sweep: Vec::new(),
             segments: vec![Segment {
                 from_bytes: 0,
@@ -647,8 +647,8 @@ pub struct DiskCost {
     pub write_overhead_s: f64,
     pub write_per_byte_s: f64,
     /// Per block size: time of one call.
-    pub read: Vec<(u64, Dist)>,
-    pub write: Vec<(u64, Dist)>,
+    pub read: Vec<(u64, SampleStats)>,
+    pub write: Vec<(u64, SampleStats)>,
 }
 
 /// What was measured of the node a rank runs on.
@@ -660,7 +660,7 @@ pub struct NodeCost {
     /// slowest rank has 1.
     pub cpu_weight: f64,
     /// Time of one run of the reference kernel.
-    pub cpu_kernel: Dist,
+    pub cpu_kernel: SampleStats,
     /// Memory this rank may use: the node's available memory (and cgroup
     /// limit) shared among its ranks.
     pub mem_available_bytes: u64,
@@ -961,7 +961,7 @@ impl ClusterProfile {
     }
 
     /// The profile with every pair's o_s, o_r and 8-byte one-way time taken
-    /// from the chosen mode of its samples ([`Dist::value`]); L follows as
+    /// from the chosen mode of its samples ([`SampleStats::value`]); L follows as
     /// one-way − o_s − o_r, and the fitted one-way curve is shifted by the
     /// change of the 8-byte time (a latency mode moves every size alike).
     /// Pairs measured without modes keep their figures. `mheta bench`
@@ -972,7 +972,7 @@ impl ClusterProfile {
             if c.one_way_small.modes.is_empty() {
                 continue;
             }
-            let pick = |d: &Dist, old: f64| {
+            let pick = |d: &SampleStats, old: f64| {
                 if d.modes.is_empty() {
                     old
                 } else {
@@ -1429,7 +1429,7 @@ mod tests {
             .into_iter()
             .map(|(bytes, mbps)| SizePoint {
                 bytes,
-                one_way: Dist::point(1e-3),
+                one_way: SampleStats::point(1e-3),
                 bandwidth_mbps: mbps,
             })
             .collect();
@@ -1524,7 +1524,7 @@ mod tests {
                     _ => 100.0,
                 };
                 c.bandwidth_bps = (base + (s + d) as f64) * 1e6;
-                c.one_way_small = Dist::point(if base == 25.0 { 80e-6 } else { 20e-6 });
+                c.one_way_small = SampleStats::point(if base == 25.0 { 80e-6 } else { 20e-6 });
                 p.pairs.push(c);
             }
         }
@@ -1601,7 +1601,7 @@ mod tests {
     #[test]
     fn dist_keeps_quantiles_and_histogram() {
         let samples: Vec<f64> = (1..=1000).map(|i| i as f64 * 1e-6).collect();
-        let d = Dist::from_samples(&samples);
+        let d = SampleStats::from_samples(&samples);
         assert_eq!(d.count, 1000);
         assert!((d.mean - 500.5e-6).abs() < 1e-12);
         assert!((d.p50 - 500e-6).abs() < 2e-6, "{}", d.p50);
@@ -1715,9 +1715,9 @@ mod tests {
         assert!((m[0].share - 1800.0 / 3030.0).abs() < 0.02, "{m:?}");
         // The outliers joined the slow mode rather than forming their own.
         assert_eq!(m[0].count + m[1].count, 3030);
-        let d = Dist {
+        let d = SampleStats {
             modes: m,
-            ..Dist::default()
+            ..SampleStats::default()
         };
         assert_eq!(d.mode(ModeChoice::Dominant), d.modes.first());
         assert!((d.value(ModeChoice::Slow) - 0.62e-6).abs() < 0.03e-6);
@@ -1760,10 +1760,10 @@ mod tests {
         };
         // o_r as this VM gives it: two modes near half each, and a 5%
         // tail of preempted receives.
-        let d = Dist {
+        let d = SampleStats {
             modes: vec![m(200.0, 0.46), m(320.0, 0.49), m(3000.0, 0.05)],
             p50: 300e-9,
-            ..Dist::default()
+            ..SampleStats::default()
         };
         let want = (0.46 * 200.0 + 0.49 * 320.0) / 0.95 * 1e-9;
         assert!((d.value(ModeChoice::Mean) - want).abs() < 1e-15);
@@ -1771,23 +1771,23 @@ mod tests {
         assert_eq!(d.value(ModeChoice::Fast), d.modes[0].value);
         assert_eq!(d.value(ModeChoice::Slow), d.modes[2].value);
         // A unimodal figure gives its mode; no modes, the median.
-        let one = Dist {
+        let one = SampleStats {
             modes: vec![m(250.0, 1.0)],
-            ..Dist::default()
+            ..SampleStats::default()
         };
         assert_eq!(one.value(ModeChoice::Mean), one.modes[0].value);
-        let none = Dist {
+        let none = SampleStats {
             p50: 7e-9,
-            ..Dist::default()
+            ..SampleStats::default()
         };
         assert_eq!(none.value(ModeChoice::Mean), 7e-9);
         // Every mode small (a spread-out figure): the largest still counts.
-        let flat = Dist {
+        let flat = SampleStats {
             modes: vec![m(100.0, 0.15), m(200.0, 0.18), m(300.0, 0.17)]
                 .into_iter()
                 .chain((0..5).map(|k| m(400.0 + 100.0 * k as f64, 0.1)))
                 .collect(),
-            ..Dist::default()
+            ..SampleStats::default()
         };
         assert!((flat.value(ModeChoice::Mean) - 200e-9).abs() < 1e-18);
         assert_eq!("mean".parse::<ModeChoice>(), Ok(ModeChoice::Mean));
@@ -1841,7 +1841,7 @@ mod tests {
     #[test]
     fn rounds_give_the_spread_between_rounds() {
         let r = vec![vec![1.0, 1.0, 1.1], vec![2.0, 2.0], vec![1.5], vec![1.2]];
-        let d = Dist::from_rounds(&r, 0.0);
+        let d = SampleStats::from_rounds(&r, 0.0);
         assert_eq!(d.rounds, vec![1.0, 2.0, 1.5, 1.2]);
         assert_eq!(d.count, 7);
         // Round medians 1.0 1.2 1.5 2.0: nearest-rank p25 = 1.2, p75 = 1.5,
@@ -1856,7 +1856,7 @@ mod tests {
     #[test]
     fn with_mode_moves_overheads_latency_and_the_curve() {
         let mut p = two();
-        let bimodal = |fast: f64, slow: f64| Dist {
+        let bimodal = |fast: f64, slow: f64| SampleStats {
             modes: vec![
                 Mode {
                     value: fast,
@@ -1869,7 +1869,7 @@ mod tests {
                     ..Mode::default()
                 },
             ],
-            ..Dist::default()
+            ..SampleStats::default()
         };
         let c = &mut p.pairs[0];
         c.one_way_small = bimodal(1.5e-6, 3.0e-6);

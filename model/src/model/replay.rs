@@ -1,6 +1,6 @@
 //! The time-ordered replay behind [`Model::predict`]: every rank's program
 //! stepped in turn, each step kind priced by its own function with the
-//! MHETA equation (seed 003, section 4.2) or seed 000 equation it
+//! MHETA equation (MHETA paper, section 4.2) or Figueira and Berman equation it
 //! implements. A rank that cannot go on (a receive whose message has not
 //! been sent, a collective not everyone reached) yields to the next.
 
@@ -168,7 +168,7 @@ impl<'a> Replay<'a> {
     }
 
     /// Computation: MHETA T_Φ' = T_Φ · W'/W inside a stage, stretched by
-    /// the rank's CPU slowdown (seed 000 eq. 1: X = X_ded · sd_i).
+    /// the rank's CPU slowdown (Figueira and Berman eq. 1: X = X_ded · sd_i).
     fn compute(&mut self, i: usize, s: f64, scaled: bool, level: u32) {
         let levels = self.m.levels as usize;
         let lv = (level as usize).min(levels - 1);
@@ -207,7 +207,7 @@ impl<'a> Replay<'a> {
 
     /// A message of rank `i` to recorded peer `to`, rerouted under the
     /// distribution: MHETA eq. 3, arrival = T_τ(i) + O_send + T_{i→j}(q),
-    /// with the transfer slowed by sd_{i→j} (seed 000 eq. 3). Its number
+    /// with the transfer slowed by sd_{i→j} (Figueira and Berman eq. 3). Its number
     /// among i's sends is the count so far; it completes at once unless
     /// the receiver must take it ([`SendMode`]).
     fn send(&mut self, i: usize, to: &Peer, mode: SendMode) {
