@@ -67,10 +67,9 @@ impl StreamCounts {
 /// It never falls below what spans [`HANDSHAKE_SPAN`] of the pair's
 /// small round trips `rtt_s` (up to `window`): in each window the link
 /// idles for about two round trips (a large message's rendezvous, and the
-/// window's closing acknowledgement), and on a far link (1 ms each way
-/// and a 200 Mbit/s bottleneck, where 1 MiB takes 42 ms on the wire, a
-/// window of one such message took 47 ms) a window cut to fit the budget
-/// would measure the latency as much as the rate.
+/// window's closing acknowledgement), and on a far link a window cut to
+/// fit the budget would measure the latency as much as the rate
+/// (docs/design/microbench.md).
 pub fn stream_window(window: usize, per_msg_s: f64, window_budget_s: f64, rtt_s: f64) -> usize {
     let fit = budgeted_count(window, 1, window_budget_s, per_msg_s);
     if !(per_msg_s.is_finite() && per_msg_s > 0.0 && rtt_s.is_finite() && rtt_s > 0.0) {

@@ -20,7 +20,7 @@
 //! nominal counts fit and are taken, across a slow link what fits.
 //!
 //! Per node: CPU power from a reference kernel (weights w = t_slowest /
-//! t, the slowest rank has 1, as in the slowdown seed), the memory an
+//! t, the slowest rank has 1, as in Figueira and Berman), the memory an
 //! application may use, and disk per-call overheads and per-byte costs
 //! (one rank per host).
 
@@ -29,7 +29,7 @@ use mheta_microbench::{net, node};
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use mheta_profile::cli::Measure as Args;
-use mheta_profile::{ClusterProfile, NodeCost, SampleStats, OsuCompat, PairCost};
+use mheta_profile::{ClusterProfile, NodeCost, OsuCompat, PairCost, SampleStats};
 use mpi::collective::{CommunicatorCollectives, Root};
 use mpi::point_to_point::{Destination, Source};
 use mpi::topology::{Communicator, SimpleCommunicator};

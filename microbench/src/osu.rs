@@ -8,8 +8,8 @@
 //!   send buffer is filled with `'a'` and the receive buffer with `'b'`
 //!   (`set_buffer_pt2pt`). A buffer that is allocated zeroed and never
 //!   written maps the kernel's shared zero page: every send then reads one
-//!   4 KiB page that stays in cache, and large messages look 10–15% faster
-//!   than OSU's;
+//!   4 KiB page that stays in cache, and large messages look faster
+//!   than OSU's (docs/design/microbench.md);
 //! - **order**: every size of the latency test, then every size of the
 //!   bandwidth test (two programs in OSU), each size after a barrier;
 //! - **timing**: each timed iteration is timed alone and the times are
@@ -231,9 +231,9 @@ pub fn bandwidth_counts(size: usize) -> (usize, usize) {
     if size > LARGE { (20, 2) } else { (100, 10) }
 }
 
-/// Seconds each size of each OSU test may take in [`run`] (OSU's own
-/// counts take under a second a size on shared memory; at 200 Mbit/s
-/// osu_bw's 22 windows of 64 × 4 MiB take four minutes).
+/// Seconds each size of each OSU test may take in [`run`]: OSU's own
+/// counts fit it on shared memory, not across a slow link (at 200 Mbit/s
+/// osu_bw's 22 windows of 64 × 4 MiB move for four minutes).
 pub const BUDGET_S: f64 = 3.0;
 
 /// Counts decided by `a` (the rank that times) sent to its `peer`; both

@@ -1,0 +1,675 @@
+//! The cluster profile's format: the JSON layout ([`ClusterProfile`] and
+//! what it holds per pair, [`PairCost`], and per node, [`NodeCost`],
+//! [`DiskCost`]), its version, loading with errors that name the file
+//! ([`ProfileError`]), validation and saving.
+
+use crate::samples::{ModeChoice, SampleStats};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The `format` field of every profile.
+pub const FORMAT: &str = "mheta-cluster-profile";
+/// Version of the profile layout; bump on incompatible change.
+pub const VERSION: u32 = 2;
+
+/// One piece of the one-way time: for `from_bytes <= b <= to_bytes`,
+/// `one_way(b) = base_s + per_byte_s * (b - from_bytes)`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Segment {
+    pub from_bytes: u64,
+    pub to_bytes: u64,
+    pub base_s: f64,
+    pub per_byte_s: f64,
+}
+
+/// One message size of the sweep.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct SizePoint {
+    pub bytes: u64,
+    /// Half a ping-pong round trip.
+    pub one_way: SampleStats,
+    /// Streaming bandwidth (window of 64 non-blocking sends), decimal MB/s.
+    pub bandwidth_mbps: f64,
+}
+
+/// Message size of [`PairCost::bandwidth_cold_bps`]: 8 MiB, the smallest
+/// move the redistribution target speaks of.
+pub const COLD_BYTES: usize = 8 << 20;
+
+/// Costs of messages from `src` to `dst` (MPI_COMM_WORLD ranks).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct PairCost {
+    pub src: u32,
+    pub dst: u32,
+    /// Wire latency L: one-way time of a small message minus o_s and o_r.
+    pub latency_s: f64,
+    /// Per-byte cost G of the largest messages (the last segment).
+    pub per_byte_s: f64,
+    /// Sender overhead o_s (median).
+    pub o_send_s: f64,
+    /// Receiver overhead o_r (median).
+    pub o_recv_s: f64,
+    /// Median round trip of an 8-byte ping-pong.
+    pub rtt_small_s: f64,
+    /// Streaming bandwidth at 1 MiB (or the largest size), bytes/s.
+    pub bandwidth_bps: f64,
+    /// Bandwidth of one [`COLD_BYTES`] message between buffers out of the
+    /// cache, bytes/s (`mheta_microbench::net::cold_one_way`): what moving
+    /// megabytes of rows last touched long ago (a redistribution) can
+    /// reach, where `bandwidth_bps` streams the same cached megabyte. 0:
+    /// not measured (profiles from before it was).
+    #[serde(default)]
+    pub bandwidth_cold_bps: f64,
+    #[serde(default)]
+    pub o_send: SampleStats,
+    #[serde(default)]
+    pub o_recv: SampleStats,
+    /// One-way time of an 8-byte message.
+    #[serde(default)]
+    pub one_way_small: SampleStats,
+    #[serde(default)]
+    pub sweep: Vec<SizePoint>,
+    #[serde(default)]
+    pub segments: Vec<Segment>,
+    /// The largest message, in bytes, whose send completes before the
+    /// receiver has posted its receive (Open MPI's shared-memory BTL: about
+    /// 4 KiB with its header; TCP: 64 KiB). A larger one goes by rendezvous:
+    /// the sender's request completes only once the receiver has matched
+    /// it and taken the data (`mheta_microbench::net::eager_limit`). None:
+    /// not measured (profiles from before it was); the model then takes
+    /// every send as eager.
+    #[serde(default)]
+    pub eager_limit_bytes: Option<u64>,
+}
+
+impl PairCost {
+    /// A pair described by LogP figures alone (tests, synthetic clusters).
+    pub fn logp(
+        src: u32,
+        dst: u32,
+        latency_s: f64,
+        per_byte_s: f64,
+        o_send_s: f64,
+        o_recv_s: f64,
+    ) -> PairCost {
+        let small = o_send_s + latency_s + o_recv_s;
+        PairCost {
+            src,
+            dst,
+            latency_s,
+            per_byte_s,
+            o_send_s,
+            o_recv_s,
+            rtt_small_s: 2.0 * small,
+            bandwidth_bps: if per_byte_s > 0.0 {
+                1.0 / per_byte_s
+            } else {
+                f64::INFINITY
+            },
+            bandwidth_cold_bps: 0.0,
+            o_send: SampleStats::point(o_send_s),
+            o_recv: SampleStats::point(o_recv_s),
+            one_way_small: SampleStats::point(small),
+            sweep: Vec::new(),
+            segments: vec![Segment {
+                from_bytes: 0,
+                to_bytes: u64::MAX,
+                base_s: small,
+                per_byte_s,
+            }],
+            eager_limit_bytes: None,
+        }
+    }
+
+    /// [`PairCost::eager_limit_bytes`] as a table prints it: `-` when not
+    /// measured, `inf` when every size measured was eager.
+    pub fn eager_text(&self) -> String {
+        match self.eager_limit_bytes {
+            None => "-".into(),
+            Some(u64::MAX) => "inf".into(),
+            Some(b) => b.to_string(),
+        }
+    }
+
+    /// One-way time of a `bytes`-byte message, send start to receive end.
+    pub fn one_way_s(&self, bytes: f64) -> f64 {
+        let segs = &self.segments;
+        if segs.is_empty() {
+            return self.o_send_s + self.latency_s + self.o_recv_s + self.per_byte_s * bytes;
+        }
+        let s = segs
+            .iter()
+            .find(|s| bytes <= s.to_bytes as f64)
+            .unwrap_or(&segs[segs.len() - 1]);
+        let from = s.from_bytes as f64;
+        s.base_s + s.per_byte_s * (bytes - from).max(0.0)
+    }
+
+    /// The streaming bandwidth (window of 64, as osu_bw) the sweep
+    /// measured at the largest size not above `bytes`, as (size, bytes/s);
+    /// the smallest size when every size is above; `None` without a sweep.
+    /// A profile measured with `--max-size` reaches the sizes a
+    /// redistribution moves, where the 1 MiB figure
+    /// ([`PairCost::bandwidth_bps`]) streams one cached buffer.
+    pub fn streaming_bps_at(&self, bytes: u64) -> Option<(u64, f64)> {
+        let at = self
+            .sweep
+            .iter()
+            .filter(|p| p.bytes <= bytes)
+            .max_by_key(|p| p.bytes)
+            .or_else(|| self.sweep.iter().min_by_key(|p| p.bytes))?;
+        Some((at.bytes, at.bandwidth_mbps * 1e6))
+    }
+
+    /// Time on the wire: the one-way time without the two overheads
+    /// (MHETA eq. 3's T_{i->j}(q)).
+    pub fn transfer_s(&self, bytes: f64) -> f64 {
+        (self.one_way_s(bytes) - self.o_send_s - self.o_recv_s).max(0.0)
+    }
+}
+
+/// Per-node disk costs (MHETA's O_r, O_w and per-byte read/write costs).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct DiskCost {
+    /// Directory measured.
+    pub dir: String,
+    /// How the page cache was kept out (`O_DIRECT`, or buffered I/O with
+    /// `fdatasync` and `posix_fadvise(DONTNEED)`).
+    pub method: String,
+    pub read_overhead_s: f64,
+    pub read_per_byte_s: f64,
+    pub write_overhead_s: f64,
+    pub write_per_byte_s: f64,
+    /// Per block size: time of one call.
+    pub read: Vec<(u64, SampleStats)>,
+    pub write: Vec<(u64, SampleStats)>,
+}
+
+/// What was measured of the node a rank runs on.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct NodeCost {
+    pub rank: u32,
+    pub host: String,
+    /// Relative CPU power: w_a = t_s / t_a (Figueira and Berman, section 6), the
+    /// slowest rank has 1.
+    pub cpu_weight: f64,
+    /// Time of one run of the reference kernel.
+    pub cpu_kernel: SampleStats,
+    /// Memory this rank may use: the node's available memory (and cgroup
+    /// limit) shared among its ranks.
+    pub mem_available_bytes: u64,
+    /// `None` when disks were not measured (`--no-disk`).
+    pub disk: Option<DiskCost>,
+}
+
+/// OSU-compatible results (`--osu-compat`): osu_latency and osu_bw loops.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct OsuCompat {
+    pub src: u32,
+    pub dst: u32,
+    pub latency_us: Vec<(u64, f64)>,
+    pub bandwidth_mbps: Vec<(u64, f64)>,
+    /// Timed round trips of each latency size: OSU's counts where they
+    /// fit the time budget of a size, fewer on a slow link. Empty: not
+    /// recorded (profiles from before it was).
+    #[serde(default)]
+    pub latency_iters: Vec<(u64, u64)>,
+    /// Timed windows of each bandwidth size, likewise.
+    #[serde(default)]
+    pub bandwidth_iters: Vec<(u64, u64)>,
+}
+
+/// A measured cluster.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ClusterProfile {
+    pub format: String,
+    pub version: u32,
+    /// Ranks measured.
+    pub np: u32,
+    /// Host of each rank.
+    pub hosts: Vec<String>,
+    /// How overheads were separated from latency.
+    pub method: String,
+    /// How the pairs were scheduled.
+    #[serde(default)]
+    pub schedule: String,
+    #[serde(default)]
+    pub quick: bool,
+    /// Every ordered pair (src != dst), in any order.
+    pub pairs: Vec<PairCost>,
+    /// One per rank (may be empty in synthetic profiles).
+    #[serde(default)]
+    pub nodes: Vec<NodeCost>,
+    #[serde(default)]
+    pub osu: Option<OsuCompat>,
+    /// Cost of one timer reading (median of back-to-back readings) on rank
+    /// 0: every timed sample includes it, and modes closer than three of
+    /// it are not told apart.
+    #[serde(default)]
+    pub timer_s: f64,
+    /// The links the cluster spec gave, when the profile was measured
+    /// across emulated hosts (`mheta bench --cluster`): what the measured
+    /// link matrix is held against. Empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<SpecLink>,
+}
+
+/// One ordered pair of hosts as the cluster spec shaped it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct SpecLink {
+    pub src: String,
+    pub dst: String,
+    /// The pair's rate, bits per second (None: not shaped).
+    pub rate_bps: Option<f64>,
+    /// One-way latency added on the pair, seconds.
+    pub added_latency_s: f64,
+}
+
+/// The largest time any single profile figure may take: an overhead,
+/// latency or one-way time above 10 s (or a negative or non-finite one)
+/// is a corrupt or hand-edited profile, not a measurement.
+pub const MAX_TIME_S: f64 = 10.0;
+/// The largest bandwidth a pair or disk may show: 1 TB/s is above the
+/// memory bandwidth that any one pair of processes can use.
+pub const MAX_BANDWIDTH_BPS: f64 = 1e12;
+
+/// `Ok` for a finite time in [0, [`MAX_TIME_S`]]; else why not.
+fn plausible_time(x: f64) -> Result<(), String> {
+    if !x.is_finite() || x < 0.0 {
+        Err("is not a finite non-negative time".into())
+    } else if x > MAX_TIME_S {
+        Err(format!("is implausible (above {MAX_TIME_S} s)"))
+    } else {
+        Ok(())
+    }
+}
+
+/// Errors loading or saving a profile; each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: not a valid cluster profile: {detail}")]
+    Corrupt { path: PathBuf, detail: String },
+    #[error(
+        "{path}: profile version {found}, this mheta reads version {expected}; re-run `mheta bench`"
+    )]
+    Version {
+        path: PathBuf,
+        found: u32,
+        expected: u32,
+    },
+    #[error("{path}: {detail}")]
+    Invalid { path: PathBuf, detail: String },
+    /// Saving failed; the message ([`mheta_base::write_atomic`]'s) names
+    /// the file.
+    #[error("{source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// One pair's costs are plausible times ([`MAX_TIME_S`]) and bandwidths
+/// ([`MAX_BANDWIDTH_BPS`]), its segments in order.
+fn validate_pair(c: &PairCost) -> Result<(), String> {
+    for (name, x) in [
+        ("latency_s", c.latency_s),
+        ("per_byte_s", c.per_byte_s),
+        ("o_send_s", c.o_send_s),
+        ("o_recv_s", c.o_recv_s),
+        ("rtt_small_s", c.rtt_small_s),
+    ] {
+        plausible_time(x).map_err(|e| format!("{name} = {x} s {e}"))?;
+    }
+    if c.per_byte_s < 1.0 / MAX_BANDWIDTH_BPS {
+        return Err(format!(
+            "per_byte_s = {} s/B is {:.3e} B/s, above any memory bandwidth ({MAX_BANDWIDTH_BPS:.0e} B/s)",
+            c.per_byte_s,
+            1.0 / c.per_byte_s
+        ));
+    }
+    if !(c.bandwidth_bps.is_finite() && c.bandwidth_bps <= MAX_BANDWIDTH_BPS)
+        || c.bandwidth_bps < 0.0
+    {
+        return Err(format!(
+            "bandwidth_bps = {} is not a bandwidth between 0 and {MAX_BANDWIDTH_BPS:.0e} B/s",
+            c.bandwidth_bps
+        ));
+    }
+    if !(c.bandwidth_cold_bps.is_finite()
+        && (0.0..=MAX_BANDWIDTH_BPS).contains(&c.bandwidth_cold_bps))
+    {
+        return Err(format!(
+            "bandwidth_cold_bps = {} is not a bandwidth between 0 and {MAX_BANDWIDTH_BPS:.0e} B/s",
+            c.bandwidth_cold_bps
+        ));
+    }
+    for w in c.segments.windows(2) {
+        if w[1].from_bytes < w[0].to_bytes.min(w[0].from_bytes.max(1)) {
+            return Err("segments out of order".into());
+        }
+    }
+    for g in &c.segments {
+        for (name, x) in [("base_s", g.base_s), ("per_byte_s", g.per_byte_s)] {
+            plausible_time(x)
+                .map_err(|e| format!("segment from {} B: {name} = {x} s {e}", g.from_bytes))?;
+        }
+    }
+    Ok(())
+}
+
+/// A node's CPU weight and disk figures are plausible.
+fn validate_node(nd: &NodeCost) -> Result<(), String> {
+    if !(nd.cpu_weight.is_finite() && nd.cpu_weight > 0.0 && nd.cpu_weight <= 1e6) {
+        return Err(format!(
+            "cpu_weight = {} is not a relative CPU power in (0, 1e6]",
+            nd.cpu_weight
+        ));
+    }
+    let Some(dk) = &nd.disk else {
+        return Ok(());
+    };
+    for (name, x) in [
+        ("read_overhead_s", dk.read_overhead_s),
+        ("write_overhead_s", dk.write_overhead_s),
+        ("read_per_byte_s", dk.read_per_byte_s),
+        ("write_per_byte_s", dk.write_per_byte_s),
+    ] {
+        plausible_time(x).map_err(|e| format!("disk {name} = {x} s {e}"))?;
+    }
+    for (name, x) in [
+        ("read_per_byte_s", dk.read_per_byte_s),
+        ("write_per_byte_s", dk.write_per_byte_s),
+    ] {
+        // 0 is what the fit gives when per-byte cost was not resolved; a
+        // positive figure must be a real bandwidth.
+        if x > 0.0 && x < 1.0 / MAX_BANDWIDTH_BPS {
+            return Err(format!(
+                "disk {name} = {x} s/B is {:.3e} B/s, above any memory bandwidth ({MAX_BANDWIDTH_BPS:.0e} B/s)",
+                1.0 / x
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl ClusterProfile {
+    /// A profile with no pairs yet.
+    pub fn new(np: u32, hosts: Vec<String>, method: &str) -> Self {
+        ClusterProfile {
+            format: FORMAT.into(),
+            version: VERSION,
+            np,
+            hosts,
+            method: method.into(),
+            schedule: String::new(),
+            quick: false,
+            pairs: Vec::new(),
+            nodes: Vec::new(),
+            osu: None,
+            timer_s: 0.0,
+            links: Vec::new(),
+        }
+    }
+
+    /// Read, version-check and validate a profile file.
+    pub fn load(path: &Path) -> Result<Self, ProfileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Io {
+            path: path.into(),
+            source,
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// Parse profile JSON; `path` only names the source in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ProfileError> {
+        let corrupt = |detail: String| ProfileError::Corrupt {
+            path: path.into(),
+            detail,
+        };
+        let v: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| corrupt(e.to_string()))?;
+        if v.get("format").and_then(|f| f.as_str()) != Some(FORMAT) {
+            return Err(corrupt(format!("missing \"format\": \"{FORMAT}\"")));
+        }
+        let found = v
+            .get("version")
+            .and_then(|x| x.as_u64())
+            .ok_or_else(|| corrupt("missing \"version\"".into()))?;
+        if found != VERSION as u64 {
+            return Err(ProfileError::Version {
+                path: path.into(),
+                found: found as u32,
+                expected: VERSION,
+            });
+        }
+        let p: ClusterProfile = serde_json::from_value(v).map_err(|e| corrupt(e.to_string()))?;
+        p.validate().map_err(|detail| ProfileError::Invalid {
+            path: path.into(),
+            detail,
+        })?;
+        Ok(p)
+    }
+
+    /// Check that every ordered pair is present once with physically
+    /// plausible costs ([`MAX_TIME_S`], [`MAX_BANDWIDTH_BPS`]) and that
+    /// every node's figures are plausible.
+    pub fn validate(&self) -> Result<(), String> {
+        let n = self.np as usize;
+        if n == 0 {
+            return Err("np is 0".into());
+        }
+        let mut seen = vec![false; n * n];
+        for c in &self.pairs {
+            let (s, d) = (c.src as usize, c.dst as usize);
+            if s >= n || d >= n || s == d {
+                return Err(format!(
+                    "pair {s}->{d} is not an ordered pair of distinct ranks below np={n}"
+                ));
+            }
+            if std::mem::replace(&mut seen[s * n + d], true) {
+                return Err(format!("pair {s}->{d} appears twice"));
+            }
+            validate_pair(c).map_err(|e| format!("pair {s}->{d}: {e}"))?;
+        }
+        for s in 0..n {
+            for d in 0..n {
+                if s != d && !seen[s * n + d] {
+                    return Err(format!("pair {s}->{d} is missing"));
+                }
+            }
+        }
+        if !self.nodes.is_empty() && self.nodes.len() != n {
+            return Err(format!("{} nodes for np={n}", self.nodes.len()));
+        }
+        for nd in &self.nodes {
+            validate_node(nd).map_err(|e| format!("node {}: {e}", nd.rank))?;
+        }
+        Ok(())
+    }
+
+    /// Costs from `src` to `dst`. Panics if the pair is absent, which a
+    /// validated profile rules out for `src != dst < np`.
+    pub fn pair(&self, src: u32, dst: u32) -> &PairCost {
+        self.pairs
+            .iter()
+            .find(|c| c.src == src && c.dst == dst)
+            .unwrap_or_else(|| panic!("profile has no pair {src}->{dst}"))
+    }
+
+    /// The profile with every pair's o_s, o_r and 8-byte one-way time taken
+    /// from the chosen mode of its samples ([`SampleStats::value`]); L follows as
+    /// one-way − o_s − o_r, and the fitted one-way curve is shifted by the
+    /// change of the 8-byte time (a latency mode moves every size alike).
+    /// Pairs measured without modes keep their figures. `mheta bench`
+    /// stores [`ModeChoice::Mean`], so `with_mode(Mean)` changes nothing.
+    pub fn with_mode(&self, choice: ModeChoice) -> ClusterProfile {
+        let mut p = self.clone();
+        for c in &mut p.pairs {
+            if c.one_way_small.modes.is_empty() {
+                continue;
+            }
+            let pick = |d: &SampleStats, old: f64| {
+                if d.modes.is_empty() {
+                    old
+                } else {
+                    d.value(choice)
+                }
+            };
+            let os = pick(&c.o_send, c.o_send_s);
+            let or = pick(&c.o_recv, c.o_recv_s);
+            let small = c.one_way_small.value(choice);
+            let delta = small - c.rtt_small_s / 2.0;
+            for g in &mut c.segments {
+                g.base_s = (g.base_s + delta).max(0.0);
+            }
+            c.o_send_s = os;
+            c.o_recv_s = or;
+            c.rtt_small_s = 2.0 * small;
+            c.latency_s = (small - os - or).max(0.0);
+        }
+        p
+    }
+    /// Every multi-modal figure: (src, dst, figure, its modes as text).
+    pub fn multi_modal(&self) -> Vec<(u32, u32, &'static str, String)> {
+        let mut out = Vec::new();
+        for c in &self.pairs {
+            for (name, d) in [
+                ("o_s", &c.o_send),
+                ("o_r", &c.o_recv),
+                ("one-way 8 B", &c.one_way_small),
+            ] {
+                if let Some(t) = d.modes_text() {
+                    out.push((c.src, c.dst, name, t));
+                }
+            }
+        }
+        out
+    }
+
+    /// Serialise to pretty JSON.
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("profile serialises");
+        s.push('\n');
+        s
+    }
+
+    /// Write to `path` through a temporary file and a rename
+    /// ([`mheta_base::write_atomic`]).
+    pub fn save(&self, path: &Path) -> Result<(), ProfileError> {
+        mheta_base::write_atomic(path, self.to_json().as_bytes()).map_err(|source| {
+            ProfileError::Write {
+                path: path.into(),
+                source,
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::samples::Mode;
+
+    pub(crate) fn two() -> ClusterProfile {
+        let mut p = ClusterProfile::new(2, vec!["a".into(), "b".into()], "test");
+        p.pairs.push(PairCost::logp(0, 1, 1e-6, 1e-10, 2e-7, 3e-7));
+        p.pairs.push(PairCost::logp(1, 0, 1e-6, 1e-10, 2e-7, 3e-7));
+        p
+    }
+
+    #[test]
+    fn streaming_bandwidth_is_read_at_the_largest_size_below() {
+        let mut c = PairCost::logp(0, 1, 1e-6, 1e-10, 1e-7, 1e-7);
+        assert_eq!(c.streaming_bps_at(8 << 20), None);
+        c.sweep = [(1u64 << 20, 9000.0), (8 << 20, 5500.0), (32 << 20, 4400.0)]
+            .into_iter()
+            .map(|(bytes, mbps)| SizePoint {
+                bytes,
+                one_way: SampleStats::point(1e-3),
+                bandwidth_mbps: mbps,
+            })
+            .collect();
+        assert_eq!(c.streaming_bps_at(8 << 20), Some((8 << 20, 5.5e9)));
+        assert_eq!(c.streaming_bps_at(20 << 20), Some((8 << 20, 5.5e9)));
+        assert_eq!(c.streaming_bps_at(1 << 30), Some((32 << 20, 4.4e9)));
+        assert_eq!(c.streaming_bps_at(4096), Some((1 << 20, 9.0e9)));
+    }
+
+    #[test]
+    fn round_trip() {
+        let p = two();
+        assert_eq!(
+            ClusterProfile::parse(&p.to_json(), Path::new("p")).unwrap(),
+            p
+        );
+    }
+
+    #[test]
+    fn wrong_version_named() {
+        let s = two().to_json().replace("\"version\": 2", "\"version\": 7");
+        let e = ClusterProfile::parse(&s, Path::new("prof.json"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("prof.json") && e.contains("version 7"), "{e}");
+    }
+
+    #[test]
+    fn missing_pair_named() {
+        let mut p = two();
+        p.pairs.pop();
+        let e = ClusterProfile::parse(&p.to_json(), Path::new("p"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("pair 1->0 is missing"), "{e}");
+    }
+
+    #[test]
+    fn garbage_is_corrupt() {
+        let e = ClusterProfile::parse("{not json", Path::new("p")).unwrap_err();
+        assert!(matches!(e, ProfileError::Corrupt { .. }));
+    }
+
+    #[test]
+    fn with_mode_moves_overheads_latency_and_the_curve() {
+        let mut p = two();
+        let bimodal = |fast: f64, slow: f64| SampleStats {
+            modes: vec![
+                Mode {
+                    value: fast,
+                    share: 0.7,
+                    ..Mode::default()
+                },
+                Mode {
+                    value: slow,
+                    share: 0.3,
+                    ..Mode::default()
+                },
+            ],
+            ..SampleStats::default()
+        };
+        let c = &mut p.pairs[0];
+        c.one_way_small = bimodal(1.5e-6, 3.0e-6);
+        c.o_recv = bimodal(3e-7, 6e-7);
+        let before = c.one_way_s(1e6);
+        let dom = p.with_mode(ModeChoice::Dominant);
+        assert_eq!(dom.pairs[0].o_send_s, 2e-7, "no modes: kept");
+        assert!((dom.pairs[0].one_way_s(1e6) - before).abs() < 1e-15);
+        let mean = p.with_mode(ModeChoice::Mean);
+        let c = &mean.pairs[0];
+        assert!((c.o_recv_s - (0.7 * 3e-7 + 0.3 * 6e-7)).abs() < 1e-18);
+        assert!((c.rtt_small_s - 2.0 * (0.7 * 1.5e-6 + 0.3 * 3.0e-6)).abs() < 1e-15);
+        let slow = p.with_mode(ModeChoice::Slow);
+        let c = &slow.pairs[0];
+        assert_eq!(c.o_recv_s, 6e-7);
+        assert!((c.rtt_small_s - 6e-6).abs() < 1e-15);
+        assert!((c.latency_s - (3e-6 - 2e-7 - 6e-7)).abs() < 1e-15);
+        assert!((c.one_way_s(1e6) - before - 1.5e-6).abs() < 1e-12);
+        assert_eq!(slow.pairs[1], p.pairs[1], "a pair without modes is kept");
+        assert_eq!(p.multi_modal().len(), 2);
+    }
+}

@@ -1,0 +1,103 @@
+//! The one-way time of a large message between buffers out of the cache
+//! ([`cold_one_way`]): what a redistribution's moves of rows see.
+
+use super::{TAG, agree, debug_counts, round_trip};
+use crate::budget::budgeted_count;
+use mheta_base::median;
+use mpi::point_to_point::{Destination, Source};
+use mpi::topology::{Communicator, SimpleCommunicator};
+use std::time::Instant;
+
+/// Bytes of the largest CPU cache (sysfs; 32 MiB when it cannot be read).
+pub fn last_level_cache_bytes() -> usize {
+    let parse = |t: &str| -> Option<usize> {
+        let t = t.trim();
+        let (n, mult) = match t.chars().last()? {
+            'K' => (&t[..t.len() - 1], 1 << 10),
+            'M' => (&t[..t.len() - 1], 1 << 20),
+            'G' => (&t[..t.len() - 1], 1 << 30),
+            _ => (t, 1),
+        };
+        n.parse::<usize>().ok().map(|n| n * mult)
+    };
+    (0..8)
+        .filter_map(|i| {
+            std::fs::read_to_string(format!("/sys/devices/system/cpu/cpu0/cache/index{i}/size"))
+                .ok()
+                .and_then(|t| parse(&t))
+        })
+        .max()
+        .unwrap_or(32 << 20)
+}
+
+/// One-way time of a `size`-byte message between buffers out of the
+/// cache, a -> b, seconds (median of half round trips; on rank `a`, 0 on
+/// `b`); both ranks call it. Each rank cycles its sends and receives
+/// through pools of `size`-byte regions, together at least three times the
+/// last-level cache shared by this node's ranks, written before the
+/// timing, so that every message reads a region the cache has lost since
+/// it was last touched and lands in another. A redistribution moves rows
+/// like that; `bandwidth_bps`'s stream resends one cached buffer.
+/// Unbounded in time: [`cold_one_way_within`] with no budget.
+pub fn cold_one_way(world: &SimpleCommunicator, a: i32, b: i32, size: usize) -> f64 {
+    cold_one_way_within(world, a, b, size, f64::INFINITY, 3, 0.0)
+}
+
+/// [`cold_one_way`] within `budget_s` when a round trip takes about
+/// `trip_s` (known on `a`; 0: unknown): three passes through the pools
+/// when they fit, else as many round trips as fit, at least
+/// `min_samples` (`a` decides and tells `b`). A rank whose pools hold
+/// more regions than the round trips use writes only those it uses (one
+/// more than the round trips): on a link slow enough to cut the count the
+/// transfer, not the cache, sets the time.
+pub fn cold_one_way_within(
+    world: &SimpleCommunicator,
+    a: i32,
+    b: i32,
+    size: usize,
+    budget_s: f64,
+    min_samples: usize,
+    trip_s: f64,
+) -> f64 {
+    let me = world.rank();
+    let (pa, pb) = (world.process_at_rank(a), world.process_at_rank(b));
+    let local: usize = std::env::var("OMPI_COMM_WORLD_LOCAL_SIZE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
+        .max(1);
+    let want = 3 * last_level_cache_bytes() / local;
+    // Regions per pool (one pool to send from, one to receive into).
+    let n = want.div_ceil(2 * size).max(2);
+    let timed = budgeted_count(3 * n, min_samples.max(1), budget_s, trip_s);
+    let timed = agree(world, a, b, &[timed as u64])[0] as usize;
+    let n = n.min(timed + 1);
+    let sp = vec![3u8; n * size];
+    let mut rp = vec![4u8; n * size];
+    // A one-byte round trip waits for both ranks' pools to be written.
+    let mut one = [0u8; 1];
+    round_trip(world, a, b, &[5u8], &mut one, 1);
+    if me == a && debug_counts() {
+        eprintln!(
+            "mheta-microbench: {a}->{b} cold {size} B: {timed} round trips (about {trip_s:.6} s each), {n} regions a pool"
+        );
+    }
+    let mut samples = Vec::with_capacity(timed);
+    for r in 1..=timed {
+        let k = (r % n) * size;
+        if me == a {
+            let t = Instant::now();
+            pb.send_with_tag(&sp[k..k + size], TAG);
+            pb.receive_into_with_tag(&mut rp[k..k + size], TAG);
+            samples.push(t.elapsed().as_secs_f64() / 2.0);
+        } else {
+            pa.receive_into_with_tag(&mut rp[k..k + size], TAG);
+            pa.send_with_tag(&sp[k..k + size], TAG);
+        }
+    }
+    if me == a {
+        median(&mut samples).unwrap_or(0.0)
+    } else {
+        0.0
+    }
+}

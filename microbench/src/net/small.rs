@@ -1,0 +1,173 @@
+//! The small figures of a pair, in interleaved rounds: the 8-byte
+//! ping-pong, the sender's overhead o_s and the receiver's overhead o_r
+//! (LogP's), each round taking some of each.
+
+use super::pair::PairRun;
+use super::{TAG, debug_counts, spin};
+use crate::budget;
+use mpi::point_to_point::{Destination, Source};
+use mpi::topology::Communicator;
+use std::time::{Duration, Instant};
+
+/// Counts of the interleaved small figures, decided on `a`.
+pub(super) struct SmallCounts {
+    /// How long `b` waits before posting an o_r receive.
+    pub(super) delay: Duration,
+    /// 8-byte ping-pongs per round.
+    pub(super) pp_per_round: usize,
+    /// o_s and o_r samples per round.
+    pub(super) n_over: usize,
+}
+
+/// Samples of the small figures, one vector per round.
+pub(super) struct SmallSamples {
+    /// 8-byte RTT/2 (on `a`).
+    pub(super) pp: Vec<Vec<f64>>,
+    /// o_s (on `a`).
+    pub(super) os: Vec<Vec<f64>>,
+    /// o_r (taken on `b`; on `a` after [`PairRun::gather_o_r`]).
+    pub(super) or: Vec<Vec<f64>>,
+}
+
+impl PairRun<'_> {
+    /// The small figures' counts: `a` decides them (the delay before an
+    /// o_r receive is four small round trips, at least 20 µs; the counts
+    /// per round fit the small figures' budget, at least 20 each) and
+    /// sends them to `b`.
+    pub(super) fn small_counts(&self, rtt8: f64, eager: Option<u64>) -> SmallCounts {
+        let (plan, a, b) = (self.plan, self.a, self.b);
+        let mut small = [0.0f64; 3];
+        if self.world.rank() == a {
+            let delay = (4.0 * rtt8).max(20e-6);
+            let (pp, over) = budget::small_counts(
+                (plan.pp_per_round, plan.overhead_reps, 10),
+                plan.rounds,
+                rtt8,
+                delay,
+                plan.small_s,
+                20,
+            );
+            small = [delay, pp as f64, over as f64];
+            if debug_counts() {
+                eprintln!(
+                    "mheta-microbench: {a}->{b} small figures: {} rounds of {pp} ping-pongs, {over} o_s and o_r (RTT {rtt8:.6} s); eager limit {eager:?}",
+                    plan.rounds
+                );
+            }
+            self.world.process_at_rank(b).send_with_tag(&small[..], TAG);
+        } else {
+            self.world
+                .process_at_rank(a)
+                .receive_into_with_tag(&mut small[..], TAG);
+        }
+        SmallCounts {
+            delay: Duration::from_secs_f64(small[0]),
+            pp_per_round: small[1] as usize,
+            n_over: small[2] as usize,
+        }
+    }
+
+    /// The small figures, in interleaved rounds: each round takes 8-byte
+    /// ping-pongs, then o_s, then o_r samples, so that a drift of the
+    /// machine shows as a difference between rounds (spread, modes) and
+    /// not as a difference between figures.
+    pub(super) fn small_rounds(&mut self, counts: &SmallCounts) -> SmallSamples {
+        let (mut pp, mut os, mut or) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..self.plan.rounds {
+            pp.push(self.ping_pong_round(counts.pp_per_round));
+            os.push(self.o_send_round(counts.n_over));
+            or.push(self.o_recv_round(counts.n_over, counts.delay));
+        }
+        SmallSamples { pp, os, or }
+    }
+
+    /// One round of 8-byte ping-pongs: 10 untimed, then `n` RTT/2
+    /// samples (on `a`).
+    fn ping_pong_round(&mut self, n: usize) -> Vec<f64> {
+        let (pa, pb) = (
+            self.world.process_at_rank(self.a),
+            self.world.process_at_rank(self.b),
+        );
+        let me = self.world.rank();
+        let mut round = Vec::with_capacity(n);
+        for r in 0..n + 10 {
+            if me == self.a {
+                let t = Instant::now();
+                pb.send_with_tag(&self.sbuf[..8], TAG);
+                pb.receive_into_with_tag(&mut self.buf[..8], TAG);
+                if r >= 10 {
+                    round.push(t.elapsed().as_secs_f64() / 2.0);
+                }
+            } else {
+                pa.receive_into_with_tag(&mut self.buf[..8], TAG);
+                pa.send_with_tag(&self.sbuf[..8], TAG);
+            }
+        }
+        round
+    }
+
+    /// One round of `n` o_s samples (on `a`): an eager send returns once
+    /// the data is buffered.
+    fn o_send_round(&mut self, n: usize) -> Vec<f64> {
+        let (pa, pb) = (
+            self.world.process_at_rank(self.a),
+            self.world.process_at_rank(self.b),
+        );
+        let mut ack = 0u8;
+        let mut round = Vec::with_capacity(n);
+        for _ in 0..n {
+            if self.world.rank() == self.a {
+                let t = Instant::now();
+                pb.send_with_tag(&self.buf[..8], TAG);
+                round.push(t.elapsed().as_secs_f64());
+                pb.receive_into_with_tag(&mut ack, TAG);
+            } else {
+                pa.receive_into_with_tag(&mut self.buf[..8], TAG);
+                pa.send_with_tag(&ack, TAG);
+            }
+        }
+        round
+    }
+
+    /// One round of `n` o_r samples (on `b`): `b` waits `delay` so that
+    /// the message has arrived, then times its receive.
+    fn o_recv_round(&mut self, n: usize, delay: Duration) -> Vec<f64> {
+        let (pa, pb) = (
+            self.world.process_at_rank(self.a),
+            self.world.process_at_rank(self.b),
+        );
+        let mut ack = 0u8;
+        let mut round = Vec::with_capacity(n);
+        for _ in 0..n {
+            if self.world.rank() == self.a {
+                pb.send_with_tag(&self.buf[..8], TAG);
+                pb.receive_into_with_tag(&mut ack, TAG);
+            } else {
+                spin(delay);
+                let t = Instant::now();
+                pa.receive_into_with_tag(&mut self.buf[..8], TAG);
+                round.push(t.elapsed().as_secs_f64());
+                pa.send_with_tag(&ack, TAG);
+            }
+        }
+        round
+    }
+
+    /// The o_r samples were taken at `b`: `b` sends them to `a` (and gets
+    /// None); `a` gets `small` with them in place of its empty rounds.
+    pub(super) fn gather_o_r(&self, small: SmallSamples, n_over: usize) -> Option<SmallSamples> {
+        let (pa, pb) = (
+            self.world.process_at_rank(self.a),
+            self.world.process_at_rank(self.b),
+        );
+        if self.world.rank() == self.b {
+            let flat: Vec<f64> = small.or.concat();
+            pa.send_with_tag(&flat[..], TAG);
+            return None;
+        }
+        let mut flat = vec![0.0f64; self.plan.rounds * n_over];
+        pb.receive_into_with_tag(&mut flat[..], TAG);
+        let or: Vec<Vec<f64>> = flat.chunks(n_over.max(1)).map(<[f64]>::to_vec).collect();
+        Some(SmallSamples { or, ..small })
+    }
+}
