@@ -6,8 +6,8 @@
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
-use mheta_hosts::{Lab, agent, lab};
 use mheta_hosts::cluster::ClusterSpec;
+use mheta_hosts::{Lab, agent, lab};
 use std::ffi::OsString;
 use std::process::Command;
 
@@ -317,7 +317,7 @@ fn relay(a: &str, c: &str, delay_s: f64, cpu: Option<usize>) -> Result<i32> {
     let delay = std::time::Duration::from_secs_f64(delay_s);
     let on = match cpu {
         Some(n) => {
-            mheta_hosts::cores::pin_to(n)
+            mheta_base::os::pin_to_core(n)
                 .with_context(|| format!("relay: cannot pin to CPU {n}"))?;
             format!(", on CPU {n}")
         }

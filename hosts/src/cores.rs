@@ -6,11 +6,8 @@
 //! real cluster a host's network work runs on that host's own cores; so
 //! `mheta hosts up` pins a crowded lab's relay to the core of its host's
 //! first rank ([`relay_slot`]). Left to the scheduler, a relay landed on
-//! either core from one `hosts up` to the next, and the same run changed
-//! with it: jacobi at N = 2048 across net4 (4 ranks, clock, ranks 1 and 3
-//! on core 1) took a median iteration of 16.5-16.9 ms with h3's relay
-//! pinned beside h3's rank and 18.8-19.6 ms with it beside ranks 0 and 1,
-//! whose work runs in step (12 runs of 30 iterations, interleaved).
+//! either core from one `hosts up` to the next and the same run's times
+//! changed with it (figures: docs/design/hosts.md, "Relay pinning").
 
 use crate::Lab;
 
@@ -56,19 +53,10 @@ pub fn relay_slot(lab: &Lab, host: usize, cores: usize) -> Option<usize> {
 /// online CPU; None when something (mpirun's binding, a cpuset) already
 /// chose fewer: then nothing here pins.
 pub fn free_cpus() -> Option<Vec<usize>> {
-    // SAFETY: cpu_set_t is plain data; sched_getaffinity writes only the
-    // set whose size we pass; sysconf reads a system constant.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return None;
-        }
-        let allowed: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect();
-        let online = libc::sysconf(libc::_SC_NPROCESSORS_ONLN).max(1) as usize;
-        (!allowed.is_empty() && allowed.len() >= online).then_some(allowed)
-    }
+    let allowed = mheta_base::os::allowed_cores();
+    // SAFETY: sysconf reads a system constant.
+    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
+    (!allowed.is_empty() && allowed.len() >= online).then_some(allowed)
 }
 
 /// The CPU for host `host`'s relay: its [`relay_slot`] among the
@@ -76,20 +64,6 @@ pub fn free_cpus() -> Option<Vec<usize>> {
 pub fn relay_cpu(lab: &Lab, host: usize) -> Option<usize> {
     let cpus = free_cpus()?;
     relay_slot(lab, host, cpus.len()).map(|s| cpus[s])
-}
-
-/// Pin the calling thread, and the threads it starts from now on, to
-/// `cpu`.
-pub fn pin_to(cpu: usize) -> std::io::Result<()> {
-    // SAFETY: sched_setaffinity reads only the set built here.
-    unsafe {
-        let mut one: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut one);
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

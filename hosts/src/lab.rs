@@ -25,16 +25,28 @@
 //! is written before anything is made: `down` removes what the state file
 //! lists and what carries those names, and nothing else, also after a
 //! crash.
+//!
+//! The state file is in [`state`], the shaping and congestion control in
+//! [`shape`], the relay and other processes in [`process`].
+
+mod process;
+mod shape;
+mod state;
+
+pub use process::{alive, stop_process};
+pub use shape::{CONGESTION_CONTROLS, burst_bytes, congestion_control};
+pub use state::{
+    STATE_ROOT, State, is_root, read_state, state_dir, tmp_dir, uts_file, write_state,
+};
 
 use crate::spec::Lab;
-use serde::{Deserialize, Serialize};
+use process::start_relay;
+use serde::Serialize;
+use shape::{set_congestion_control, shape};
+use state::STATE_VERSION;
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-/// Where labs keep their state.
-pub const STATE_ROOT: &str = "/run/mheta/hosts";
 
 /// A lab operation that failed.
 #[derive(Debug, thiserror::Error)]
@@ -53,98 +65,6 @@ pub enum LabError {
     Command { cmd: String, detail: String },
     #[error("mheta hosts: {path}: {detail}")]
     State { path: String, detail: String },
-}
-
-/// What a lab's state file records.
-#[derive(Serialize, Deserialize, Clone, Debug)]
-pub struct State {
-    /// The format of this file.
-    pub version: u32,
-    pub lab: Lab,
-    /// Every step of `up` finished.
-    pub complete: bool,
-    /// Relay processes, by host name.
-    pub relays: Vec<(String, u32)>,
-    /// Daemons started for the lab (Slurm, munge): name and pid.
-    #[serde(default)]
-    pub daemons: Vec<(String, u32)>,
-}
-
-const STATE_VERSION: u32 = 1;
-
-/// True when this process runs as root.
-pub fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(2).map(|e| e == "0"))
-        })
-        .unwrap_or(false)
-}
-
-/// The lab's state directory.
-pub fn state_dir(name: &str) -> PathBuf {
-    Path::new(STATE_ROOT).join(name)
-}
-
-/// Host `host`'s UTS namespace file.
-pub fn uts_file(name: &str, host: &str) -> PathBuf {
-    state_dir(name).join("uts").join(host)
-}
-
-/// Host `host`'s TMPDIR (Open MPI's session directories go there).
-pub fn tmp_dir(name: &str, host: &str) -> PathBuf {
-    std::env::temp_dir()
-        .join(format!("mheta-hosts-{name}"))
-        .join(host)
-}
-
-/// Read a lab's state file (None: the lab is not up).
-pub fn read_state(name: &str) -> Result<Option<State>, LabError> {
-    let path = state_dir(name).join("state.json");
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(LabError::State {
-                path: path.display().to_string(),
-                detail: e.to_string(),
-            });
-        }
-    };
-    let st: State = serde_json::from_str(&text).map_err(|e| LabError::State {
-        path: path.display().to_string(),
-        detail: format!("{e}; remove the lab by hand (ip netns, ip link) and delete this file"),
-    })?;
-    if st.version != STATE_VERSION {
-        return Err(LabError::State {
-            path: path.display().to_string(),
-            detail: format!(
-                "version {} but this mheta writes {STATE_VERSION}",
-                st.version
-            ),
-        });
-    }
-    Ok(Some(st))
-}
-
-/// Write the state file atomically (a temporary file, then a rename).
-pub fn write_state(st: &State) -> Result<(), LabError> {
-    let dir = state_dir(&st.lab.name);
-    let err = |e: std::io::Error| LabError::State {
-        path: dir.display().to_string(),
-        detail: e.to_string(),
-    };
-    std::fs::create_dir_all(&dir).map_err(err)?;
-    let tmp = dir.join("state.json.tmp");
-    let text = serde_json::to_string_pretty(st).map_err(|e| LabError::State {
-        path: tmp.display().to_string(),
-        detail: e.to_string(),
-    })?;
-    std::fs::write(&tmp, text).map_err(err)?;
-    std::fs::rename(&tmp, dir.join("state.json")).map_err(err)
 }
 
 /// Run a command; its stderr on failure.
@@ -209,12 +129,6 @@ pub fn interfaces() -> Vec<String> {
             Some(name.split('@').next().unwrap_or(name).to_string())
         })
         .collect()
-}
-
-/// The bucket of a tbf or htb class at `rate` bits/s: about 260 µs of
-/// the rate, at least 16 KiB (one GSO frame needs a few).
-pub fn burst_bytes(rate: f64) -> u64 {
-    ((rate / 8.0 * 262e-6).ceil() as u64).max(16 * 1024)
 }
 
 /// Interface names of host `i`: (root side, host side, relay's bridge
@@ -453,224 +367,6 @@ fn build_host(lab: &Lab, i: usize, relay: &[OsString], st: &mut State) -> Result
     Ok(())
 }
 
-/// The TCP congestion controls a host namespace may get, in order of
-/// preference: none of them paces.
-pub const CONGESTION_CONTROLS: [&str; 2] = ["cubic", "reno"];
-
-/// Where a namespace's TCP congestion control is read and set.
-const CONGESTION_KEY: &str = "/proc/sys/net/ipv4/tcp_congestion_control";
-
-/// Give namespace `ns` a TCP congestion control that does not pace
-/// ([`CONGESTION_CONTROLS`]: cubic where the kernel allows it in a
-/// namespace, else reno), whatever the machine's default. A namespace
-/// starts with the root namespace's, and where that is BBR, every
-/// connection is paced at BBR's estimate of its bandwidth, which for an
-/// MPI code's small, application-limited messages differs from one run to
-/// the next: cg's iteration at 4 ranks on netcpu4 took 304-333 ms under
-/// BBR, by run, and 303-308 ms under reno (docs/EMULATION.md). A
-/// cluster's Linux nodes run cubic by default.
-fn set_congestion_control(ns: &str) -> Result<(), LabError> {
-    let mut last = None;
-    for cc in CONGESTION_CONTROLS {
-        let script = format!("echo {cc} > {CONGESTION_KEY}");
-        match sh("ip", &["netns", "exec", ns, "sh", "-c", &script]) {
-            Ok(_) => return Ok(()),
-            Err(e) => last = Some(e),
-        }
-    }
-    Err(last.expect("at least one congestion control is tried"))
-}
-
-/// The TCP congestion control of namespace `ns`, as `status` shows it.
-pub fn congestion_control(ns: &str) -> Option<String> {
-    sh("ip", &["netns", "exec", ns, "cat", CONGESTION_KEY])
-        .ok()
-        .map(|s| s.trim().to_string())
-}
-
-/// Shape one end of host `i`'s link: `dir` is `dst` on the host's side
-/// (the peer is the packet's destination) and `src` on the root side.
-fn shape(lab: &Lab, i: usize, ns: Option<&str>, dev: &str, dir: &str) -> Result<(), LabError> {
-    let h = &lab.hosts[i];
-    let rate_arg = |r: f64| format!("{}bit", r.round() as u64);
-    if h.to.is_empty() {
-        if let Some(r) = h.rate {
-            let burst = burst_bytes(r).to_string();
-            tc(
-                ns,
-                &[
-                    "qdisc",
-                    "replace",
-                    "dev",
-                    dev,
-                    "root",
-                    "tbf",
-                    "rate",
-                    &rate_arg(r),
-                    "burst",
-                    &burst,
-                    "latency",
-                    "50ms",
-                ],
-            )?;
-        }
-        return Ok(());
-    }
-    // htb: class 1:1 the host's rate (or unshaped), 1:(10+k) per destination.
-    let base = h.rate.unwrap_or(100e9);
-    tc(
-        ns,
-        &[
-            "qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "1",
-        ],
-    )?;
-    let class = |id: &str, r: f64| -> Result<(), LabError> {
-        let burst = burst_bytes(r).to_string();
-        tc(
-            ns,
-            &[
-                "class",
-                "add",
-                "dev",
-                dev,
-                "parent",
-                "1:",
-                "classid",
-                id,
-                "htb",
-                "rate",
-                &rate_arg(r),
-                "ceil",
-                &rate_arg(r),
-                "burst",
-                &burst,
-                "cburst",
-                &burst,
-            ],
-        )?;
-        Ok(())
-    };
-    class("1:1", base)?;
-    for (k, (dst, r)) in h.to.iter().enumerate() {
-        let Some(j) = lab.host_index(dst) else {
-            continue;
-        };
-        let id = format!("1:{}", 10 + k);
-        class(&id, *r)?;
-        let peer = format!("{}/32", lab.host_ip(j));
-        tc(
-            ns,
-            &[
-                "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
-                "match", "ip", dir, &peer, "flowid", &id,
-            ],
-        )?;
-    }
-    Ok(())
-}
-
-/// Start host `i`'s relay, pinned to its [`crate::cores::relay_cpu`]
-/// where it has one.
-fn start_relay(
-    lab: &Lab,
-    i: usize,
-    relay: &[OsString],
-    a: &str,
-    c: &str,
-    latency: f64,
-) -> Result<u32, LabError> {
-    let Some((prog, args)) = relay.split_first() else {
-        return Err(LabError::Command {
-            cmd: "relay".into(),
-            detail: "no relay command given".into(),
-        });
-    };
-    let host = &lab.hosts[i].name;
-    let log = state_dir(&lab.name).join(format!("relay-{host}.log"));
-    let io = |e: std::io::Error| LabError::State {
-        path: log.display().to_string(),
-        detail: e.to_string(),
-    };
-    let out = std::fs::File::create(&log).map_err(io)?;
-    let err = out.try_clone().map_err(io)?;
-    // setsid: the relay outlives this command, in a session of its own.
-    let child = Command::new("setsid")
-        .arg(prog)
-        .args(args)
-        .arg(a)
-        .arg(c)
-        .arg(format!("{latency}"))
-        .args(crate::cores::relay_cpu(lab, i).map(|c| format!("--cpu={c}")))
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .spawn()
-        .map_err(|e| LabError::Command {
-            cmd: format!("setsid {}", prog.to_string_lossy()),
-            detail: e.to_string(),
-        })?;
-    let pid = child.id();
-    // The relay says "ready" once its sockets are bound.
-    let t = Instant::now();
-    while t.elapsed() < Duration::from_secs(5) {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        if text.contains("ready") {
-            return Ok(pid);
-        }
-        if !alive(pid) {
-            return Err(LabError::Command {
-                cmd: format!("relay for host {host}"),
-                detail: format!("exited: {}", text.trim()),
-            });
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Err(LabError::Command {
-        cmd: format!("relay for host {host}"),
-        detail: format!("not ready after 5 s (log {})", log.display()),
-    })
-}
-
-/// Is `pid` a live process (not a zombie)?
-pub fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => s
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|st| st != "Z" && st != "X"),
-        Err(_) => false,
-    }
-}
-
-/// The command line of `pid`, arguments joined by spaces.
-fn cmdline(pid: u32) -> String {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|b| {
-            b.split(|&c| c == 0)
-                .map(|s| String::from_utf8_lossy(s).into_owned())
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .unwrap_or_default()
-}
-
-/// Stop `pid` if it is alive and its command line contains `must`
-/// (a recycled pid is left alone): SIGTERM, then SIGKILL after 3 s.
-pub fn stop_process(pid: u32, must: &str) {
-    if !alive(pid) || !cmdline(pid).contains(must) {
-        return;
-    }
-    let p = pid.to_string();
-    let _ = sh("kill", &["-TERM", &p]);
-    let t = Instant::now();
-    while alive(pid) && t.elapsed() < Duration::from_secs(3) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    if alive(pid) {
-        let _ = sh("kill", &["-KILL", &p]);
-    }
-}
-
 /// What `down` removed.
 #[derive(Debug, Default)]
 pub struct Down {
@@ -845,14 +541,7 @@ pub fn status(lab: &Lab) -> Result<Status, LabError> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    #[test]
-    fn bursts_stay_small() {
-        assert_eq!(burst_bytes(1e9), 32_751);
-        assert_eq!(burst_bytes(200e6), 16 * 1024);
-        assert!(burst_bytes(10e9) > 300_000);
-    }
+    use super::{Lab, bridge, host_ifaces};
 
     #[test]
     fn names_fit_linux_limits() {

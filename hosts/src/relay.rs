@@ -18,7 +18,8 @@
 //! on its own threads (a reader, and with a delay a sender that sleeps
 //! until shortly before the deadline, by its own recent wake-up latency,
 //! and then spins, sending with each frame the queued ones due within the
-//! spin, so that the added latency is accurate to some 10 µs).
+//! spin, so that the added latency is accurate; docs/design/hosts.md
+//! gives the figures).
 //!
 //! The sockets use `PACKET_VNET_HDR`: each frame read comes with its
 //! `virtio_net_hdr`, which is written back unchanged with the frame on the
@@ -38,10 +39,8 @@
 //!   scheduling ([`schedule_as_wire`]: `SCHED_FIFO`), which puts them ahead
 //!   of every rank when a frame arrives or falls due. Without it (refused
 //!   outside root, or by a cgroup without real-time runtime) the wake-ups
-//!   wait behind busy ranks and the added latency grows with the load:
-//!   an 8-byte round trip through a 1 ms relay between two polling ranks
-//!   on this project's 2-core VM took 4.9 ms after 15 ms of quiet instead
-//!   of 2.3 ms with it.
+//!   wait behind busy ranks and the added latency grows with the load
+//!   (figures: docs/design/hosts.md, "Relay scheduling").
 //! - frames waiting out their delay are held in memory, up to
 //!   [`MAX_QUEUED_BYTES`] per direction; beyond that, frames are dropped
 //!   (as a full router buffer would) and counted in [`Stats`].
@@ -262,11 +261,11 @@ fn enqueue(
 /// latency its own timed sleeps have shown, so that the frame leaves on
 /// time without spinning for nothing. It is the 7th-largest overshoot (the
 /// 80th percentile) of the last [`SPIN_WINDOW`] sleeps, plus 5 µs, within
-/// [`SPIN_MIN_NS`]..=[`SPIN_MAX_NS`]. A `SCHED_FIFO` thread with the least
-/// timer slack overshot a 1 ms sleep by 6 µs (median) on this project's
-/// 2-core VM one day and by 33 µs (median; 90th percentile 50 µs) the
-/// next: a fixed spin is either late on a slow-waking machine or, on a
-/// fast one, CPU taken from the ranks of the relay's core for nothing.
+/// [`SPIN_MIN_NS`]..=[`SPIN_MAX_NS`]. The same machine's wake-up latency
+/// changes from one day to the next (figures: docs/design/hosts.md,
+/// "Relay wake-up"): a fixed spin is either late on a slow-waking machine
+/// or, on a fast one, CPU taken from the ranks of the relay's core for
+/// nothing.
 struct Spin {
     recent: [u64; SPIN_WINDOW],
     next: usize,

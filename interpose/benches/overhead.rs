@@ -27,9 +27,9 @@ fn root() -> PathBuf {
         .to_path_buf()
 }
 
+/// The median of a non-empty sample ([`mheta_base::median`]).
 fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    mheta_base::median(&mut v).unwrap_or(f64::NAN)
 }
 
 fn main() {

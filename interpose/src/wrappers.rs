@@ -12,19 +12,25 @@
 //! - `post: expr` builds the recorded [`What`] after a successful call.
 //!
 //! Each wrapper is: fast path (one relaxed load, then `PMPI_*`) or pre hook,
-//! timed `PMPI_*` call, post hook. The lifecycle entry points (`Init`,
-//! `Init_thread`, `Finalize`, `Abort`, `Pcontrol`) follow the table.
+//! timed `PMPI_*` call, post hook. The helpers the hooks call are in
+//! [`helpers`]; the lifecycle entry points (`Init`, `Init_thread`,
+//! `Finalize`, `Abort`, `Pcontrol`) in [`lifecycle`].
 
 #![allow(clippy::missing_safety_doc)]
 
+mod helpers;
+mod lifecycle;
+
+pub(crate) use helpers::start_one;
+pub(crate) use lifecycle::start;
+pub use lifecycle::{MPI_Abort, MPI_Finalize, MPI_Init, MPI_Init_thread, MPI_Pcontrol};
+
 use crate::clock::now;
 use crate::mpi_util::*;
-use crate::tools::recorder::{
-    self, Posted, Template, file_id, open_file, persist, persistent, post_request, restore_request,
-    take_request, unpersist,
-};
+use crate::tools::recorder::{self, Template, file_id, open_file, take_request, unpersist};
 use crate::tools::{self, Call};
-use mheta_trace::{Completion, Op, Started, What};
+use helpers::{Pending, new_req, own_part, own_part_v, persist_init, prefetch, root_of, rooted};
+use mheta_trace::{Op, What};
 use mpi_sys::{
     MPI_Comm, MPI_Datatype, MPI_File, MPI_Info, MPI_Message, MPI_Offset, MPI_Op, MPI_Request,
     MPI_Status,
@@ -76,235 +82,6 @@ macro_rules! wrappers {
             }
         )*
     };
-}
-
-/// The posted request `*request` gets an id.
-fn new_req(request: *mut MPI_Request, recv_comm: Option<MPI_Comm>) -> u32 {
-    // SAFETY: the call that filled *request succeeded.
-    post_request(unsafe { *request }, recv_comm)
-}
-
-/// The requests a `Wait*`/`Test*` call is given, taken out of the
-/// recorder's map before the call (a completed request's handle may be
-/// reused by another thread at once); [`Pending::done`] reports those that
-/// completed and puts the others back.
-struct Pending {
-    hs: Vec<MPI_Request>,
-    taken: Vec<Option<Posted>>,
-}
-
-impl Pending {
-    fn take(reqs: *const MPI_Request, n: c_int) -> Pending {
-        // SAFETY: the caller passes `n` request handles.
-        let hs: Vec<MPI_Request> = (0..n.max(0) as usize)
-            .map(|i| unsafe { *reqs.add(i) })
-            .collect();
-        let taken = hs.iter().map(|&h| take_request(h)).collect();
-        Pending { hs, taken }
-    }
-
-    fn len(&self) -> usize {
-        self.hs.len()
-    }
-
-    /// The requests at positions `which` completed, with statuses `sts[k]`
-    /// for the k-th of them; the rest are put back.
-    fn done(mut self, which: &[usize], sts: *const MPI_Status) -> What {
-        let mut out = Vec::new();
-        for (k, &i) in which.iter().enumerate() {
-            if let Some(Some((req, comm))) = self.taken.get_mut(i).map(Option::take) {
-                // SAFETY: MPI filled status k for this completed request.
-                let recv = comm.map(|c| unsafe { msg_from_status(c, sts.add(k)) });
-                out.push(Completion { req, recv });
-            }
-        }
-        for (h, t) in self.hs.iter().zip(self.taken) {
-            if let Some(t) = t {
-                restore_request(*h, t);
-            }
-        }
-        What::Complete(out)
-    }
-
-    /// All completed, statuses in request order.
-    fn all(self, sts: *const MPI_Status) -> What {
-        let which: Vec<usize> = (0..self.len()).collect();
-        self.done(&which, sts)
-    }
-
-    /// None completed.
-    fn none(self) -> What {
-        self.done(&[], std::ptr::null())
-    }
-
-    /// The `count` requests at `indices` completed (MPI_UNDEFINED: none).
-    fn some(self, count: c_int, indices: *const c_int, sts: *const MPI_Status) -> What {
-        let n = if count < 0 || count == mpi_sys::MPI_UNDEFINED {
-            0
-        } else {
-            count as usize
-        };
-        // SAFETY: MPI filled `count` indices.
-        let which: Vec<usize> = (0..n)
-            .map(|k| unsafe { *indices.add(k) } as usize)
-            .collect();
-        self.done(&which, sts)
-    }
-}
-
-/// Remember persistent request `*request` (just set up by a successful
-/// `MPI_*_init`) so that `MPI_Start(all)` can record what it begins.
-fn persist_init(request: *mut MPI_Request, t: Template) {
-    // SAFETY: the call that filled *request succeeded.
-    persist(unsafe { *request }, t)
-}
-
-/// Persistent request `h` begins: record it as the send or receive it
-/// stands for, with a fresh id (`None` for a handle not set up by
-/// `MPI_*_init`, such as `MPI_REQUEST_NULL`).
-pub(crate) fn start_one(h: MPI_Request) -> Option<Started> {
-    Some(match persistent(h)? {
-        Template::Send(msg) => Started::Send {
-            msg,
-            req: post_request(h, None),
-        },
-        Template::Recv(c) => Started::Recv {
-            req: post_request(h, Some(c)),
-        },
-    })
-}
-
-fn root_of(comm: MPI_Comm, root: c_int) -> i32 {
-    world_rank(comm, root)
-}
-
-/// A rooted collective's bytes, 0 for a process that passes
-/// `MPI_PROC_NULL` (the idle side of an intercommunicator's root group,
-/// whose other arguments MPI ignores).
-fn rooted(root: c_int, f: impl FnOnce() -> u64) -> u64 {
-    if root == mpi_sys::MPI_PROC_NULL {
-        0
-    } else {
-        f()
-    }
-}
-
-/// This process's part of a gather or scatter: `count` × `dt` of `buf`,
-/// or, when `buf` is `MPI_IN_PLACE` (whose count and type MPI ignores),
-/// `other_count` × `other_dt`.
-fn own_part(
-    buf: *const c_void,
-    count: c_int,
-    dt: MPI_Datatype,
-    other_count: c_int,
-    other_dt: MPI_Datatype,
-) -> u64 {
-    if in_place(buf) {
-        bytes(other_count, other_dt)
-    } else {
-        bytes(count, dt)
-    }
-}
-
-/// As [`own_part`] for the vector forms: in place, this rank's entry of
-/// `other_counts` × `other_dt`.
-///
-/// # Safety
-/// When `buf` is `MPI_IN_PLACE`, `other_counts` has an entry per rank of
-/// `comm`.
-unsafe fn own_part_v(
-    buf: *const c_void,
-    count: c_int,
-    dt: MPI_Datatype,
-    other_counts: *const c_int,
-    other_dt: MPI_Datatype,
-    comm: MPI_Comm,
-) -> u64 {
-    if !in_place(buf) {
-        return bytes(count, dt);
-    }
-    let me = comm_rank(comm);
-    if other_counts.is_null() || me < 0 {
-        return 0;
-    }
-    // SAFETY: as promised by the caller.
-    bytes(unsafe { *other_counts.add(me as usize) }, other_dt)
-}
-
-/// The MHETA prefetch trick (paper, fig. 5): while recording, a
-/// non-blocking read is performed as a blocking read, and the program gets
-/// an already completed generalized request, so its wait returns at once.
-/// The program still sees valid MPI: its buffer filled, a request handle,
-/// a status with the right count.
-mod prefetch {
-    use super::*;
-
-    struct Done {
-        status: MPI_Status,
-    }
-
-    unsafe extern "C" fn query(extra: *mut c_void, status: *mut MPI_Status) -> c_int {
-        // SAFETY: extra is the Box<Done> given to Grequest_start; status is
-        // MPI's status to fill.
-        unsafe {
-            let d = &*(extra as *const Done);
-            let bytes = status_bytes(&d.status);
-            mpi_sys::PMPI_Status_set_elements(status, mpi_sys::RSMPI_UINT8_T, bytes as c_int);
-            mpi_sys::PMPI_Status_set_cancelled(status, 0);
-            (*status).MPI_SOURCE = mpi_sys::MPI_UNDEFINED;
-            (*status).MPI_TAG = mpi_sys::MPI_UNDEFINED;
-        }
-        0
-    }
-
-    unsafe extern "C" fn free(extra: *mut c_void) -> c_int {
-        // SAFETY: extra is the Box<Done> leaked in `blocking`; freed once.
-        drop(unsafe { Box::from_raw(extra as *mut Done) });
-        0
-    }
-
-    unsafe extern "C" fn cancel(_extra: *mut c_void, _complete: c_int) -> c_int {
-        0
-    }
-
-    /// Read now; hand back a completed generalized request.
-    pub fn blocking(
-        fh: MPI_File,
-        offset: Option<MPI_Offset>,
-        buf: *mut c_void,
-        count: c_int,
-        datatype: MPI_Datatype,
-        request: *mut MPI_Request,
-    ) -> (c_int, u64) {
-        let mut d = Box::new(Done {
-            status: blank_status(),
-        });
-        // SAFETY: the caller's arguments; our own status.
-        let rc = unsafe {
-            match offset {
-                Some(off) => {
-                    mpi_sys::PMPI_File_read_at(fh, off, buf, count, datatype, &mut d.status)
-                }
-                None => mpi_sys::PMPI_File_read(fh, buf, count, datatype, &mut d.status),
-            }
-        };
-        if rc != 0 {
-            return (rc, 0);
-        }
-        // SAFETY: the read completed and filled the status.
-        let bytes = unsafe { status_bytes(&d.status) };
-        let extra = Box::into_raw(d) as *mut c_void;
-        // SAFETY: valid callbacks and out-pointer; `extra` lives until free.
-        unsafe {
-            let rc =
-                mpi_sys::PMPI_Grequest_start(Some(query), Some(free), Some(cancel), extra, request);
-            if rc != 0 {
-                drop(Box::from_raw(extra as *mut Done));
-                return (rc, 0);
-            }
-            (mpi_sys::PMPI_Grequest_complete(*request), bytes)
-        }
-    }
 }
 
 wrappers! {
@@ -840,102 +617,4 @@ wrappers! {
         pre: {}
         post: What::FileIwrite { file: file_id(fh), bytes: bytes(count, datatype), req: new_req(request, None) },
     }
-}
-
-/// After `PMPI_Init*`: register this thread first (it becomes thread 0),
-/// then start the tools and the signal handlers.
-pub(crate) fn start() {
-    let (mut rank, mut size) = (0, 1);
-    // SAFETY: MPI is initialised; the out-pointers are valid locals.
-    unsafe {
-        mpi_sys::PMPI_Comm_rank(mpi_sys::RSMPI_COMM_WORLD, &mut rank);
-        mpi_sys::PMPI_Comm_size(mpi_sys::RSMPI_COMM_WORLD, &mut size);
-    }
-    // A job started by MPI_Comm_spawn numbers its ranks from 0 too: its
-    // files go to a subdirectory named after its rank 0's pid (every rank
-    // of the child job calls MPI_Init, so the broadcast is collective).
-    // SAFETY: MPI is initialised; valid out-pointers and a one-int buffer.
-    unsafe {
-        let mut parent = mpi_sys::RSMPI_COMM_NULL;
-        if mpi_sys::PMPI_Comm_get_parent(&mut parent) == 0 && parent.0 != mpi_sys::RSMPI_COMM_NULL.0
-        {
-            let mut pid = std::process::id() as c_int;
-            mpi_sys::PMPI_Bcast(
-                (&mut pid as *mut c_int).cast(),
-                1,
-                mpi_sys::RSMPI_INT32_T,
-                0,
-                mpi_sys::RSMPI_COMM_WORLD,
-            );
-            mheta_trace::env::set_spawned(&pid.to_string());
-        }
-    }
-    crate::clock::init();
-    crate::threads::register_this_thread();
-    for t in tools::tools() {
-        t.init(rank as u32, size as u32);
-    }
-    crate::signals::install();
-}
-
-/// Interposed `MPI_Init`: initialises MPI, then the tools.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
-    // SAFETY: the caller's arguments, passed through unchanged.
-    let rc = unsafe { mpi_sys::PMPI_Init(argc, argv) };
-    if rc == 0 {
-        start();
-    }
-    rc
-}
-
-/// Interposed `MPI_Init_thread`: initialises MPI, then the tools.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Init_thread(
-    argc: *mut c_int,
-    argv: *mut *mut *mut c_char,
-    required: c_int,
-    provided: *mut c_int,
-) -> c_int {
-    // SAFETY: the caller's arguments, passed through unchanged.
-    let rc = unsafe { mpi_sys::PMPI_Init_thread(argc, argv, required, provided) };
-    if rc == 0 {
-        start();
-    }
-    rc
-}
-
-/// Interposed `MPI_Finalize`: the tools finish (the summary gathers its
-/// report) while MPI still works.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Finalize() -> c_int {
-    for t in tools::tools() {
-        t.finalize();
-    }
-    // SAFETY: plain forwarding.
-    unsafe { mpi_sys::PMPI_Finalize() }
-}
-
-/// Interposed `MPI_Abort`: the tools write what they can without
-/// communicating, then MPI aborts.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
-    for t in tools::tools() {
-        t.emergency(false);
-    }
-    // SAFETY: plain forwarding.
-    unsafe { mpi_sys::PMPI_Abort(comm, errorcode) }
-}
-
-/// Interposed `MPI_Pcontrol`: mheta's iteration and stage markers and the
-/// tools' levels. The standard declares it variadic; no level we know
-/// takes further arguments, and on the C ABIs we support the level arrives
-/// in the same register either way, so the extra arguments are not read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Pcontrol(level: c_int) -> c_int {
-    for t in tools::tools() {
-        t.pcontrol(level);
-    }
-    // SAFETY: forwarding the level to the next profiling layer.
-    unsafe { mpi_sys::PMPI_Pcontrol(level) }
 }

@@ -37,9 +37,9 @@ fn cluster(n: usize) -> Inputs {
     }
 }
 
+/// The median of a non-empty sample ([`mheta_base::median`]).
 fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    mheta_base::median(&mut v).unwrap_or(f64::NAN)
 }
 
 fn time<F: FnMut()>(reps: usize, mut f: F) -> f64 {

@@ -180,9 +180,8 @@ impl Farm<'_> {
     /// The master takes the next result: an eager one is in already; a
     /// rendezvous one moves now, alone, after a handshake round trip. Its
     /// path's shapers were idle meanwhile: the first bytes, up to the
-    /// smaller of their buckets, pass at once (an 8 B round trip aside, a
-    /// 65,560-byte rendezvous receive posted late took 4.4 ms over 100
-    /// Mbit/s links with 16 KiB buckets, against 5.5 ms at the rate).
+    /// smaller of their buckets, pass at once (a late rendezvous receive
+    /// beat the rate; figures: docs/place.md).
     fn start_absorb(&mut self) {
         let Some(w) = self.inbox.pop_front() else {
             return;

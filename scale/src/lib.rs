@@ -384,22 +384,8 @@ pub fn fit_link(groups: &BTreeMap<String, GroupFit>, runs: &[(Parts, Sample)]) -
         }
         v.push(finite("split run", s.time_s)? - worst);
     }
-    median(&mut v)
+    mheta_base::median(&mut v)
         .ok_or_else(|| ScaleError::Input("the link term needs at least one split run".into()))
-}
-
-/// The median (mean of the middle two for an even count).
-pub fn median(v: &mut [f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    Some(if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        0.5 * (v[m - 1] + v[m])
-    })
 }
 
 /// A candidate configuration and its predicted time per iteration.

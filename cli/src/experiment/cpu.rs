@@ -1,12 +1,12 @@
 //! How `mheta experiment`'s runs emulate CPU power. When the ranks
 //! outnumber this host's cores, every mode that runs the real work at the
 //! host's own speed (`share`, `quota`, `spin`, `paced`) inherits that
-//! speed's changes and the contention of ranks sharing a core: jacobi on
-//! DC at 4 ranks on 2 cores missed by 23% on average and 58% at worst
-//! under the default `share`. `clock` times each piece of work by its
-//! declared units and is what the published figures hold under
-//! (docs/EMULATION.md); it needs each call site's nanoseconds per unit, which
-//! one uniform calibration run measures.
+//! speed's changes and the contention of ranks sharing a core, and the
+//! model's diffs grow with them (figures: docs/EMULATION.md, "More ranks
+//! than cores"). `clock` times each piece of work by its declared units and
+//! is what the published figures hold under (docs/EMULATION.md); it needs
+//! each call site's nanoseconds per unit, which one uniform calibration
+//! run measures.
 
 use super::Args;
 use anyhow::{Result, bail};

@@ -352,7 +352,7 @@ fn write_trace(s: &mut State) {
         rank: s.rank,
         world_size: s.size,
         pid: std::process::id(),
-        host: hostname(),
+        host: mheta_base::os::hostname(),
         files: lock(&FILES)
             .as_ref()
             .map(|(_, names)| names.clone())
@@ -369,15 +369,4 @@ fn write_trace(s: &mut State) {
             s.rank
         ));
     }
-}
-
-fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: buf is writable for its full length.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return String::new();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
 }

@@ -100,7 +100,9 @@ fn rank_json(rank: u32, wall_ns: u64, s: &Stats, why: &str) -> String {
 
 /// Write `text` to `path` whole or not at all: a temporary file beside
 /// it, renamed over it (a rank killed mid-write, as mpirun's SIGKILL after
-/// its SIGTERM can, leaves no empty or half report).
+/// its SIGTERM can, leaves no empty or half report). Not
+/// `mheta_base::write_atomic`, whose fsync would lengthen a write that
+/// must finish between mpirun's SIGTERM and its SIGKILL.
 fn write_file(path: &std::path::Path, text: &str) {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");

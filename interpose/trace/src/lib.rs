@@ -15,7 +15,6 @@
 //! place.
 
 use serde::{Deserialize, Serialize};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 pub mod env;
@@ -411,25 +410,18 @@ fn validate(t: &RankTrace, path: &Path) -> Result<(), TraceError> {
     Ok(())
 }
 
-/// Write `bytes` to `path` atomically: a temporary file in the same
-/// directory, then a rename, so a reader never sees half a file.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), TraceError> {
-    let io = |source| TraceError::Io {
+/// [`mheta_base::write_atomic`], its error as [`TraceError::Io`].
+fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), TraceError> {
+    mheta_base::write_atomic(path, bytes).map_err(|source| TraceError::Io {
         path: path.into(),
         source,
-    };
-    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
-    let mut f = std::fs::File::create(&tmp).map_err(io)?;
-    f.write_all(bytes).map_err(io)?;
-    f.sync_data().map_err(io)?;
-    drop(f);
-    std::fs::rename(&tmp, path).map_err(io)
+    })
 }
 
 /// Write one rank's trace into `dir`.
 pub fn write_rank(dir: &Path, trace: &RankTrace) -> Result<PathBuf, TraceError> {
     let path = rank_file(dir, trace.rank);
-    write_atomic(&path, &encode(trace))?;
+    write_whole(&path, &encode(trace))?;
     Ok(path)
 }
 
@@ -482,7 +474,7 @@ pub fn read_dir(dir: &Path) -> Result<Vec<RankTrace>, TraceError> {
 pub fn write_app(dir: &Path, app: &AppDecl) -> Result<(), TraceError> {
     let mut json = serde_json::to_string_pretty(app).expect("AppDecl serialises");
     json.push('\n');
-    write_atomic(&dir.join(APP_FILE), json.as_bytes())
+    write_whole(&dir.join(APP_FILE), json.as_bytes())
 }
 
 /// Read and check the application declaration of a trace directory.

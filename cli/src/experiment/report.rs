@@ -1,0 +1,283 @@
+//! The study's report: a row per point (predicted against the median of
+//! its runs), the diffs, drift, noise floor and bests, printed as a table
+//! and a summary.
+
+use super::Args;
+use anyhow::{Context, Result};
+use mheta_base::median;
+use mheta_model::{Dist, search};
+use serde::Serialize;
+
+#[derive(Serialize, Clone, Debug)]
+pub struct Row {
+    pub label: String,
+    pub dist: Vec<u64>,
+    pub predicted_s: f64,
+    pub actual_s: f64,
+    pub diff_pct: f64,
+    /// Each real run's median iteration, in the order they ran.
+    pub runs_s: Vec<f64>,
+    /// (max − min) / median of `runs_s`, percent.
+    pub spread_pct: f64,
+    /// The model's busiest rank: its time in stages (computation and
+    /// I/O, T_τ) per iteration. With `actual_busy_s` it splits a diff into
+    /// its stage part and the rest (communication and waiting).
+    pub predicted_busy_s: f64,
+    /// The median over the runs of the busiest rank's median time in
+    /// stages per iteration (the apps' `ranks[].stage_s`).
+    pub actual_busy_s: f64,
+    /// diff % of those two.
+    pub busy_diff_pct: f64,
+    /// Some rank kept an array out of core in some real run of this
+    /// point (its `out_of_core` list was not empty).
+    pub out_of_core: bool,
+}
+
+#[derive(Serialize, Debug)]
+pub struct Report {
+    pub app: String,
+    pub cluster: String,
+    pub np: usize,
+    pub prefetch: bool,
+    pub iters: u64,
+    /// Real runs per distribution (interleaved rounds).
+    pub repeat: usize,
+    pub rows: Vec<Row>,
+    pub min_diff_pct: f64,
+    pub mean_diff_pct: f64,
+    pub max_diff_pct: f64,
+    /// Mean over the points of `busy_diff_pct`: how much of the diff is
+    /// already in the stages.
+    pub mean_busy_diff_pct: f64,
+    pub best_actual: Row,
+    pub best_predicted: Row,
+    /// The predicted best is the actual best.
+    pub predicted_best_is_best: bool,
+    /// Actual time of the predicted best over the best actual, minus one.
+    pub predicted_best_gap_pct: f64,
+    pub gbs_dist: Vec<u64>,
+    pub gbs_evaluations: u64,
+    /// The instrumented run's median iteration, s (on Block).
+    pub instrumented_s: f64,
+    /// The Blk point's actual time over the instrumented run's, minus one,
+    /// percent: how far the machine drifted between the run the model
+    /// learned from and the real runs, on the same distribution.
+    pub drift_pct: Option<f64>,
+    /// The host's noise floor: the median over the points of
+    /// `spread_pct` (with `--repeat` > 1; with one run per point, the
+    /// spread of the first point's run and one more): the run-to-run
+    /// noise of one distribution, below which a diff cannot be told from
+    /// chance.
+    pub noise_pct: Option<f64>,
+    /// How `noise_pct` was measured.
+    pub noise_from: String,
+    /// The runs' CPU emulation and why it was chosen.
+    pub cpu_emulation: String,
+    /// The Block run's emulation report (cgroups, disk, cache).
+    pub emulation: serde_json::Value,
+}
+
+/// |p - a| / min(p, a), in percent (the paper's figure 9 measure).
+pub fn diff_pct(p: f64, a: f64) -> f64 {
+    100.0 * (p - a).abs() / p.min(a)
+}
+
+/// Each point's real runs: median iterations, busiest stages, and
+/// whether some rank was out of core.
+pub(super) struct Measured {
+    pub(super) runs: Vec<Vec<f64>>,
+    pub(super) busy: Vec<Vec<f64>>,
+    pub(super) ooc: Vec<bool>,
+}
+
+/// Each point's row: predicted against the median of its runs.
+pub(super) fn rows(dists: &[(String, Dist)], predicted: Vec<(f64, f64)>, m: Measured) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for (((((label, d), (predicted_s, predicted_busy_s)), runs_s), mut busy), out_of_core) in dists
+        .iter()
+        .zip(predicted)
+        .zip(m.runs)
+        .zip(m.busy)
+        .zip(m.ooc)
+    {
+        let mut sorted = runs_s.clone();
+        let actual_s = median(&mut sorted).unwrap_or(f64::NAN);
+        let actual_busy_s = median(&mut busy).unwrap_or(f64::NAN);
+        rows.push(Row {
+            label: label.clone(),
+            dist: d.0.clone(),
+            predicted_s,
+            actual_s,
+            diff_pct: diff_pct(predicted_s, actual_s),
+            spread_pct: 100.0 * (sorted[sorted.len() - 1] - sorted[0]) / actual_s,
+            predicted_busy_s,
+            actual_busy_s,
+            busy_diff_pct: diff_pct(predicted_busy_s, actual_busy_s),
+            runs_s,
+            out_of_core,
+        });
+    }
+    rows
+}
+
+/// The report: the rows, their diffs, drift and noise, and the bests.
+pub(super) fn summarise(
+    a: &Args,
+    rows: Vec<Row>,
+    block_run: &serde_json::Value,
+    blk: &Dist,
+    g: search::Found,
+    (noise, noise_from): (Option<f64>, String),
+    cpu_emulation: String,
+) -> Result<Report> {
+    let diffs: Vec<f64> = rows.iter().map(|r| r.diff_pct).collect();
+    let mean_busy_diff_pct = rows.iter().map(|r| r.busy_diff_pct).sum::<f64>() / rows.len() as f64;
+    let instrumented_s = block_run["iter_median_s"]
+        .as_f64()
+        .context("the instrumented run's result has no iter_median_s")?;
+    let drift_pct = rows
+        .iter()
+        .find(|r| r.dist == blk.0)
+        .map(|r| 100.0 * (r.actual_s / instrumented_s - 1.0));
+    let noise_pct = noise.or_else(|| {
+        let mut s: Vec<f64> = rows.iter().map(|r| r.spread_pct).collect();
+        (a.repeat > 1).then(|| median(&mut s)).flatten()
+    });
+    let best = |f: fn(&Row) -> f64| {
+        rows.iter()
+            .min_by(|x, y| f(x).total_cmp(&f(y)))
+            .cloned()
+            .context("no rows")
+    };
+    let (best_actual, best_predicted) = (best(|r| r.actual_s)?, best(|r| r.predicted_s)?);
+    Ok(Report {
+        app: a.app.clone(),
+        cluster: a.cluster.clone(),
+        np: a.np,
+        prefetch: a.prefetch,
+        iters: a.iters,
+        repeat: a.repeat,
+        min_diff_pct: diffs.iter().copied().fold(f64::INFINITY, f64::min),
+        mean_diff_pct: diffs.iter().sum::<f64>() / diffs.len() as f64,
+        max_diff_pct: diffs.iter().copied().fold(0.0, f64::max),
+        mean_busy_diff_pct,
+        predicted_best_is_best: best_predicted.dist == best_actual.dist,
+        predicted_best_gap_pct: 100.0 * (best_predicted.actual_s / best_actual.actual_s - 1.0),
+        best_actual,
+        best_predicted,
+        gbs_dist: g.dist,
+        gbs_evaluations: g.evaluations,
+        instrumented_s,
+        drift_pct,
+        noise_pct,
+        noise_from,
+        cpu_emulation,
+        emulation: block_run["emulation"].clone(),
+        rows,
+    })
+}
+
+/// The header, the table, then the summary.
+pub fn print(r: &Report) {
+    println!(
+        "# mheta experiment: {} on {} with {} ranks{}, {} iterations per run (median iteration), {}",
+        r.app,
+        r.cluster,
+        r.np,
+        if r.prefetch { ", prefetching" } else { "" },
+        r.iters,
+        if r.repeat > 1 {
+            format!(
+                "{} interleaved runs per point (median; spread = (max - min) / median)",
+                r.repeat
+            )
+        } else {
+            "one run per point".to_string()
+        }
+    );
+    let e = |k: &str| r.emulation[k].as_str().unwrap_or("?").to_string();
+    println!(
+        "# emulation: cpu {}, memory {}, disk {}, cache {}, wait {}",
+        e("cpu"),
+        e("memory"),
+        e("disk"),
+        e("cache"),
+        e("wait"),
+    );
+    println!("# cpu emulation: {}", r.cpu_emulation);
+    table(r);
+    summary(r);
+}
+
+/// One line per point: predicted, actual, diff, spread, busy diff, core.
+fn table(r: &Report) {
+    println!(
+        "{:>3}  {:<10} {:<28} {:>14} {:>14} {:>8} {:>9} {:>8}  core",
+        "#", "point", "distribution", "predicted (s)", "actual (s)", "diff %", "spread %", "busy %"
+    );
+    for (i, row) in r.rows.iter().enumerate() {
+        println!(
+            "{:>3}  {:<10} {:<28} {:>14.6} {:>14.6} {:>8.2} {:>9} {:>8.2}  {}",
+            i,
+            row.label,
+            Dist(row.dist.clone()).to_string(),
+            row.predicted_s,
+            row.actual_s,
+            row.diff_pct,
+            if row.runs_s.len() > 1 {
+                format!("{:.2}", row.spread_pct)
+            } else {
+                "-".to_string()
+            },
+            row.busy_diff_pct,
+            if row.out_of_core { "out" } else { "in" }
+        );
+    }
+}
+
+/// The diffs beside the noise floor, the busy part, the drift, and the
+/// bests.
+fn summary(r: &Report) {
+    let noise = r
+        .noise_pct
+        .map_or("not measured".to_string(), |n| format!("{n:.2}%"));
+    println!(
+        "diff: min {:.2}%  avg {:.2}%  max {:.2}%  (noise floor {noise})",
+        r.min_diff_pct, r.mean_diff_pct, r.max_diff_pct
+    );
+    println!(
+        "busy: the busiest rank's time in stages (computation and I/O), predicted against measured: avg diff {:.2}%; the rest of a diff is communication and waiting",
+        r.mean_busy_diff_pct
+    );
+    if let Some(d) = r.drift_pct {
+        println!(
+            "drift: the Blk runs took {:+.2}% against the instrumented run on Blk ({:.6} s), a change of the machine that no prediction sees",
+            d, r.instrumented_s
+        );
+    }
+    if let Some(n) = r.noise_pct {
+        println!(
+            "noise: runs of one distribution spread {n:.2}% ({}); diffs below that cannot be told from chance",
+            r.noise_from
+        );
+    }
+    println!(
+        "best actual:    {} ({:.6} s)",
+        Dist(r.best_actual.dist.clone()),
+        r.best_actual.actual_s
+    );
+    println!(
+        "predicted best: {} ({:.6} s predicted, {:.6} s actual): {}",
+        Dist(r.best_predicted.dist.clone()),
+        r.best_predicted.predicted_s,
+        r.best_predicted.actual_s,
+        if r.predicted_best_is_best {
+            "the actual best".to_string()
+        } else {
+            format!(
+                "{:.2}% slower than the actual best",
+                r.predicted_best_gap_pct
+            )
+        }
+    );
+}

@@ -1,0 +1,243 @@
+//! What the wrapper table ([`super`]) calls: request ids for posted and
+//! persistent requests, the requests a `Wait*`/`Test*` call completes
+//! ([`Pending`]), the bytes of rooted and in-place collectives, and the
+//! MHETA prefetch trick ([`prefetch`]).
+
+use crate::mpi_util::{bytes, comm_rank, in_place, msg_from_status, world_rank};
+use crate::tools::recorder::{
+    Posted, Template, persist, persistent, post_request, restore_request, take_request,
+};
+use mheta_trace::{Completion, Started, What};
+use mpi_sys::{MPI_Comm, MPI_Datatype, MPI_Request, MPI_Status};
+use std::os::raw::{c_int, c_void};
+
+/// The posted request `*request` gets an id.
+pub(super) fn new_req(request: *mut MPI_Request, recv_comm: Option<MPI_Comm>) -> u32 {
+    // SAFETY: the call that filled *request succeeded.
+    post_request(unsafe { *request }, recv_comm)
+}
+
+/// The requests a `Wait*`/`Test*` call is given, taken out of the
+/// recorder's map before the call (a completed request's handle may be
+/// reused by another thread at once); [`Pending::done`] reports those that
+/// completed and puts the others back.
+pub(super) struct Pending {
+    hs: Vec<MPI_Request>,
+    taken: Vec<Option<Posted>>,
+}
+
+impl Pending {
+    pub(super) fn take(reqs: *const MPI_Request, n: c_int) -> Pending {
+        // SAFETY: the caller passes `n` request handles.
+        let hs: Vec<MPI_Request> = (0..n.max(0) as usize)
+            .map(|i| unsafe { *reqs.add(i) })
+            .collect();
+        let taken = hs.iter().map(|&h| take_request(h)).collect();
+        Pending { hs, taken }
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.hs.len()
+    }
+
+    /// The requests at positions `which` completed, with statuses `sts[k]`
+    /// for the k-th of them; the rest are put back.
+    pub(super) fn done(mut self, which: &[usize], sts: *const MPI_Status) -> What {
+        let mut out = Vec::new();
+        for (k, &i) in which.iter().enumerate() {
+            if let Some(Some((req, comm))) = self.taken.get_mut(i).map(Option::take) {
+                // SAFETY: MPI filled status k for this completed request.
+                let recv = comm.map(|c| unsafe { msg_from_status(c, sts.add(k)) });
+                out.push(Completion { req, recv });
+            }
+        }
+        for (h, t) in self.hs.iter().zip(self.taken) {
+            if let Some(t) = t {
+                restore_request(*h, t);
+            }
+        }
+        What::Complete(out)
+    }
+
+    /// All completed, statuses in request order.
+    pub(super) fn all(self, sts: *const MPI_Status) -> What {
+        let which: Vec<usize> = (0..self.len()).collect();
+        self.done(&which, sts)
+    }
+
+    /// None completed.
+    pub(super) fn none(self) -> What {
+        self.done(&[], std::ptr::null())
+    }
+
+    /// The `count` requests at `indices` completed (MPI_UNDEFINED: none).
+    pub(super) fn some(self, count: c_int, indices: *const c_int, sts: *const MPI_Status) -> What {
+        let n = if count < 0 || count == mpi_sys::MPI_UNDEFINED {
+            0
+        } else {
+            count as usize
+        };
+        // SAFETY: MPI filled `count` indices.
+        let which: Vec<usize> = (0..n)
+            .map(|k| unsafe { *indices.add(k) } as usize)
+            .collect();
+        self.done(&which, sts)
+    }
+}
+
+/// Remember persistent request `*request` (just set up by a successful
+/// `MPI_*_init`) so that `MPI_Start(all)` can record what it begins.
+pub(super) fn persist_init(request: *mut MPI_Request, t: Template) {
+    // SAFETY: the call that filled *request succeeded.
+    persist(unsafe { *request }, t)
+}
+
+/// Persistent request `h` begins: record it as the send or receive it
+/// stands for, with a fresh id (`None` for a handle not set up by
+/// `MPI_*_init`, such as `MPI_REQUEST_NULL`).
+pub(crate) fn start_one(h: MPI_Request) -> Option<Started> {
+    Some(match persistent(h)? {
+        Template::Send(msg) => Started::Send {
+            msg,
+            req: post_request(h, None),
+        },
+        Template::Recv(c) => Started::Recv {
+            req: post_request(h, Some(c)),
+        },
+    })
+}
+
+pub(super) fn root_of(comm: MPI_Comm, root: c_int) -> i32 {
+    world_rank(comm, root)
+}
+
+/// A rooted collective's bytes, 0 for a process that passes
+/// `MPI_PROC_NULL` (the idle side of an intercommunicator's root group,
+/// whose other arguments MPI ignores).
+pub(super) fn rooted(root: c_int, f: impl FnOnce() -> u64) -> u64 {
+    if root == mpi_sys::MPI_PROC_NULL {
+        0
+    } else {
+        f()
+    }
+}
+
+/// This process's part of a gather or scatter: `count` × `dt` of `buf`,
+/// or, when `buf` is `MPI_IN_PLACE` (whose count and type MPI ignores),
+/// `other_count` × `other_dt`.
+pub(super) fn own_part(
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    other_count: c_int,
+    other_dt: MPI_Datatype,
+) -> u64 {
+    if in_place(buf) {
+        bytes(other_count, other_dt)
+    } else {
+        bytes(count, dt)
+    }
+}
+
+/// As [`own_part`] for the vector forms: in place, this rank's entry of
+/// `other_counts` × `other_dt`.
+///
+/// # Safety
+/// When `buf` is `MPI_IN_PLACE`, `other_counts` has an entry per rank of
+/// `comm`.
+pub(super) unsafe fn own_part_v(
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    other_counts: *const c_int,
+    other_dt: MPI_Datatype,
+    comm: MPI_Comm,
+) -> u64 {
+    if !in_place(buf) {
+        return bytes(count, dt);
+    }
+    let me = comm_rank(comm);
+    if other_counts.is_null() || me < 0 {
+        return 0;
+    }
+    // SAFETY: as promised by the caller.
+    bytes(unsafe { *other_counts.add(me as usize) }, other_dt)
+}
+
+/// The MHETA prefetch trick (paper, fig. 5): while recording, a
+/// non-blocking read is performed as a blocking read, and the program gets
+/// an already completed generalized request, so its wait returns at once.
+/// The program still sees valid MPI: its buffer filled, a request handle,
+/// a status with the right count.
+pub(super) mod prefetch {
+    use crate::mpi_util::{blank_status, status_bytes};
+    use mpi_sys::{MPI_Datatype, MPI_File, MPI_Offset, MPI_Request, MPI_Status};
+    use std::os::raw::{c_int, c_void};
+
+    struct Done {
+        status: MPI_Status,
+    }
+
+    unsafe extern "C" fn query(extra: *mut c_void, status: *mut MPI_Status) -> c_int {
+        // SAFETY: extra is the Box<Done> given to Grequest_start; status is
+        // MPI's status to fill.
+        unsafe {
+            let d = &*(extra as *const Done);
+            let bytes = status_bytes(&d.status);
+            mpi_sys::PMPI_Status_set_elements(status, mpi_sys::RSMPI_UINT8_T, bytes as c_int);
+            mpi_sys::PMPI_Status_set_cancelled(status, 0);
+            (*status).MPI_SOURCE = mpi_sys::MPI_UNDEFINED;
+            (*status).MPI_TAG = mpi_sys::MPI_UNDEFINED;
+        }
+        0
+    }
+
+    unsafe extern "C" fn free(extra: *mut c_void) -> c_int {
+        // SAFETY: extra is the Box<Done> leaked in `blocking`; freed once.
+        drop(unsafe { Box::from_raw(extra as *mut Done) });
+        0
+    }
+
+    unsafe extern "C" fn cancel(_extra: *mut c_void, _complete: c_int) -> c_int {
+        0
+    }
+
+    /// Read now; hand back a completed generalized request.
+    pub fn blocking(
+        fh: MPI_File,
+        offset: Option<MPI_Offset>,
+        buf: *mut c_void,
+        count: c_int,
+        datatype: MPI_Datatype,
+        request: *mut MPI_Request,
+    ) -> (c_int, u64) {
+        let mut d = Box::new(Done {
+            status: blank_status(),
+        });
+        // SAFETY: the caller's arguments; our own status.
+        let rc = unsafe {
+            match offset {
+                Some(off) => {
+                    mpi_sys::PMPI_File_read_at(fh, off, buf, count, datatype, &mut d.status)
+                }
+                None => mpi_sys::PMPI_File_read(fh, buf, count, datatype, &mut d.status),
+            }
+        };
+        if rc != 0 {
+            return (rc, 0);
+        }
+        // SAFETY: the read completed and filled the status.
+        let bytes = unsafe { status_bytes(&d.status) };
+        let extra = Box::into_raw(d) as *mut c_void;
+        // SAFETY: valid callbacks and out-pointer; `extra` lives until free.
+        unsafe {
+            let rc =
+                mpi_sys::PMPI_Grequest_start(Some(query), Some(free), Some(cancel), extra, request);
+            if rc != 0 {
+                drop(Box::from_raw(extra as *mut Done));
+                return (rc, 0);
+            }
+            (mpi_sys::PMPI_Grequest_complete(*request), bytes)
+        }
+    }
+}
