@@ -15,11 +15,6 @@ use mheta_model::{Dist, Model, search};
 use std::hint::black_box;
 use std::time::Instant;
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 fn main() {
     println!(
         "{:<10} {:>6} {:>8} {:>14} {:>11} {:>10} {:>10}",
@@ -58,7 +53,7 @@ fn main() {
             // Warm the out-of-core plan cache as a search would.
             m.predict(&d).expect("predict");
             let reps = (20_000 / p).max(10);
-            let per_eval: Vec<f64> = (0..15)
+            let mut per_eval: Vec<f64> = (0..15)
                 .map(|_| {
                     let t = Instant::now();
                     for _ in 0..reps {
@@ -67,7 +62,7 @@ fn main() {
                     t.elapsed().as_secs_f64() / reps as f64
                 })
                 .collect();
-            let gbs_t: Vec<f64> = (0..5)
+            let mut gbs_t: Vec<f64> = (0..5)
                 .map(|_| {
                     // A fresh model: no plans cached from earlier runs.
                     let m = m.clone();
@@ -83,8 +78,8 @@ fn main() {
                 name,
                 p,
                 rows,
-                median(per_eval) * 1e6,
-                median(gbs_t) * 1e3,
+                mheta_base::median(&mut per_eval).expect("15 batches") * 1e6,
+                mheta_base::median(&mut gbs_t).expect("5 searches") * 1e3,
                 g.evaluations,
                 g.predicted_s / b.predicted_s
             );

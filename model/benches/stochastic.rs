@@ -15,23 +15,17 @@ use mheta_model::{Dist, Model, risk, search};
 use std::hint::black_box;
 use std::time::Instant;
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 fn time_per<F: FnMut()>(reps: u32, mut f: F) -> f64 {
-    median(
-        (0..15)
-            .map(|_| {
-                let t = Instant::now();
-                for _ in 0..reps {
-                    f();
-                }
-                t.elapsed().as_secs_f64() / reps as f64
-            })
-            .collect(),
-    )
+    let mut batches: Vec<f64> = (0..15)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..reps {
+                f();
+            }
+            t.elapsed().as_secs_f64() / reps as f64
+        })
+        .collect();
+    mheta_base::median(&mut batches).expect("15 batches")
 }
 
 fn main() {

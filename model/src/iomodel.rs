@@ -495,11 +495,8 @@ pub fn t_psi(pieces: &[u64], r: Line, w: Line, halo: bool) -> f64 {
 /// the computation between the prefetch's issue and its wait: the piece's
 /// share of the stage's computation. The piece's write-back lies in that
 /// interval too but does not hide the read: both use the node's one disk,
-/// whose bandwidth they share (jacobi at 4 ranks on IO with `--prefetch`:
-/// counting the write-back as overlap predicted Blk at 887 ms against
-/// 1016 ms measured, and the in-core points at 142 ms against 11 ms, as
-/// the replay then charged the missing 130 ms to the allreduce that
-/// follows). Issue overheads: `N_L · O_r`
+/// whose bandwidth they share (what counting it as overlap cost:
+/// docs/design/model.md). Issue overheads: `N_L · O_r`
 /// (the extra asynchronous overhead `O_A` is not separable from `O_r` in a
 /// trace recorded with the fig. 5 trick and is taken as 0). Halo reads are
 /// synchronous.
@@ -527,9 +524,8 @@ pub struct Swept<'a> {
 /// Before the first window, each array's piece 0 is read synchronously
 /// and queues behind the prefetch of piece 1 that the array before it
 /// has just issued, so only the last array's piece-1 read falls in window
-/// 0. With one array this is eq. 2 as the paper has it. (jacobi at 4
-/// ranks on HY1 with `--prefetch`, u and f out of core: hiding `T_A` per
-/// array predicted Blk at 120.8 ms against 131.4 measured.)
+/// 0. With one array this is eq. 2 as the paper has it. (What hiding
+/// `T_A` per array cost: docs/design/model.md.)
 pub fn t_psi_prefetch_lockstep<'a>(
     arrays: impl Iterator<Item = Swept<'a>> + Clone,
     compute_s: f64,

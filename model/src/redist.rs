@@ -13,9 +13,8 @@
 //! - the rows a rank keeps but must shift in its buffer (its new block
 //!   starts elsewhere) are a local copy, priced per byte as the fastest
 //!   pair of its host (a shared-memory transfer is a copy), else of any
-//!   host, else as the fastest pair at all (`Net::copy_per_byte`; on
-//!   net4, one rank per host, the mean over its pairs priced jacobi's
-//!   move from Block at 0.60 s where it took 0.27 s);
+//!   host, else as the fastest pair at all (`Net::copy_per_byte`; why
+//!   not the mean over its pairs: docs/design/model.md);
 //! - an array that is out of core on the sender (under the old
 //!   distribution) is read from its file, and on the receiver (under the
 //!   new one) written to its file, priced by the I/O model's per-rank,
@@ -42,9 +41,9 @@ use crate::{Dist, Model};
 use serde::Serialize;
 
 /// Smallest predicted gain per iteration, as a fraction of the current
-/// predicted iteration time, that [`decide`] acts on. The model's mean
-/// error on faithful emulations is 0.1–3% (`mheta experiment`, README), so
-/// a predicted gain below 3% may be noise in the instrumented window.
+/// predicted iteration time, that [`decide`] acts on: the model's mean
+/// error on faithful emulations (`mheta experiment`, docs/design/model.md),
+/// so a smaller predicted gain may be noise in the instrumented window.
 pub const MIN_GAIN: f64 = 0.03;
 
 /// The predicted cost of a move.

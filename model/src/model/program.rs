@@ -1,14 +1,199 @@
-//! A rank's [`Program`] from its recorded iterations: one iteration's
-//! events read into steps ([`Program::from_events`]) and several
-//! iterations of the same shape merged into their medians
+//! A rank's [`Program`]: its recorded iteration as model input, the
+//! steps the replay prices ([`Step`], [`Peer`], [`SendMode`]), one
+//! iteration's events read into steps ([`Program::from_events`]) and
+//! several iterations of the same shape merged into their medians
 //! ([`Program::from_trace`]).
 
-use super::{
-    DESCHEDULED, Peer, Program, SLEPT_NS, SendMode, Shape, Step, median, same_shape, send_mode,
-};
+use super::Shape;
 use crate::iomodel::IoObs;
 use mheta_trace::{Event, Op, RankTrace, What};
 use std::collections::HashMap;
+
+/// A message endpoint in a program.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Peer {
+    pub rank: usize,
+    pub tag: i32,
+    pub bytes: f64,
+}
+
+/// When a send completes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SendMode {
+    /// `MPI_Send`, `MPI_Isend`, `MPI_Rsend`: at once when the message fits
+    /// the pair's eager limit ([`mheta_profile::PairCost::eager_limit_bytes`]),
+    /// else once the receiver has taken it.
+    Standard,
+    /// `MPI_Bsend`, `MPI_Ibsend`: at once, into the user's buffer.
+    Buffered,
+    /// `MPI_Ssend`, `MPI_Issend`: once the receiver has taken it.
+    Synchronous,
+}
+
+/// One step of a rank's iteration.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// Computation: `scaled` gaps lie inside a stage and scale with the
+    /// rank's work on grid `level` (MHETA: T_Φ' = T_Φ · W'/W).
+    Compute { s: f64, scaled: bool, level: u32 },
+    /// The end of the iteration's `k`-th stage: its I/O (MHETA eqs. 1-2)
+    /// under the predicted distribution is paid here.
+    StageEnd(u32),
+    /// Blocking or non-blocking send: costs `o_s`, the message is on its
+    /// way. The sends of a program are numbered in order from 0 for
+    /// [`Step::WaitSends`].
+    Send(Peer, SendMode),
+    /// Blocking receive.
+    Recv(Peer),
+    /// Completion of non-blocking receives.
+    WaitRecvs(Vec<Peer>),
+    /// Completion of sends, by their number: an eager send completed when
+    /// it was posted; a larger one when its receiver has taken it
+    /// ([`SendMode`]). A blocking send is a send and its completion.
+    WaitSends(Vec<u32>),
+    /// A matched probe: wait for the message and take it; the receive
+    /// comes later.
+    Probe(Peer),
+    /// A plain probe: wait for the message, leave it for a receive.
+    Peek(Peer),
+    /// The receive of a probed message: costs `o_r`.
+    MatchedRecv,
+    /// A collective over all ranks of `bytes` per rank. `took`: the
+    /// seconds this rank waited in it as recorded (a blocking one's call;
+    /// for a non-blocking one, the tests and waits and the gaps after
+    /// tests that found nothing done, from its start to its completion;
+    /// over several recorded iterations, their median). [`Model::new`](super::Model::new)
+    /// prices each collective from these ([`Model::calibrate_collectives`](super::Model::calibrate_collectives));
+    /// `shape`, its messages' pattern.
+    Reduce { bytes: f64, took: f64, shape: Shape },
+}
+
+/// A rank's instrumented iteration as model input.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Program {
+    pub steps: Vec<Step>,
+    /// Sum of the scaled compute, seconds.
+    pub scaled_s: f64,
+    /// Sum of the unscaled compute, seconds.
+    pub unscaled_s: f64,
+    /// Measured iteration time of this rank, seconds.
+    pub measured_s: f64,
+    /// File calls of all recorded iterations (not part of the steps).
+    pub io: Vec<IoObs>,
+    /// How long the rank slept between tests while it waited: the 90th
+    /// percentile of the gaps after tests that found nothing done (0 when
+    /// it never polled: blocking waits). Bounds how late after a
+    /// collective's last arrival a rank can notice its end
+    /// ([`Model::calibrate_collectives`](super::Model::calibrate_collectives)).
+    pub sleep_s: f64,
+    /// How long a wait polls back to back before the rank starts to sleep
+    /// between tests: the median, over the waits that slept, of the time
+    /// from the first test that found nothing done to the first gap of
+    /// over 10 us (0 when it never slept).
+    pub spin_s: f64,
+    /// How late a sleeping rank notices a message on average: the mean
+    /// residual of its sleeps, E[G^2] / (2 E[G]) over the gaps G of over
+    /// 10 us after tests that found nothing done, up to [`DESCHEDULED`]
+    /// times their median (0 when it never slept).
+    pub wake_s: f64,
+    /// Seconds of file calls in each stage of the recorded iteration (by
+    /// stage ordinal; the median over iterations of the same shape): what
+    /// [`Model::calibrate_collectives`](super::Model::calibrate_collectives) replays in place of the I/O model.
+    pub stage_io_s: Vec<f64>,
+    /// Each full-world collective's time in it (`took`), in step order,
+    /// one value per recorded iteration (iterations of the same shape;
+    /// otherwise the program's own one): the per-iteration figures that
+    /// [`Model::calibrate_collectives`](super::Model::calibrate_collectives) finds each iteration's last
+    /// arriver with.
+    pub reduce_tooks: Vec<Vec<f64>>,
+    /// Seconds each send completion ([`Step::WaitSends`], in step order)
+    /// took in the recorded iteration, from the first test that found it
+    /// not done (NaN where not known: a blocking send or sendrecv; over
+    /// several recorded iterations, their median): what
+    /// [`Model::calibrate_collectives`](super::Model::calibrate_collectives) learns the rank's handshake
+    /// latency from.
+    pub send_waits_s: Vec<f64>,
+}
+
+/// A gap after a failed test longer than this is a sleep, not a spin.
+const SLEPT_NS: u64 = 10_000;
+/// A sleep gap longer than this many times the median sleep gap is a
+/// rank that lost its core, left out of [`Program::wake_s`].
+const DESCHEDULED: f64 = 3.0;
+
+impl Program {
+    /// Does the iteration end at a collective over all ranks, with only
+    /// the rank's own computation after it? Then the next iteration
+    /// starts together on every rank ([`Model::laps`](super::Model::laps)).
+    pub(super) fn ends_at_a_collective(&self) -> bool {
+        let last = self
+            .steps
+            .iter()
+            .rposition(|s| matches!(s, Step::Reduce { .. }));
+        last.is_some_and(|k| {
+            self.steps[k..].iter().all(|s| {
+                matches!(
+                    s,
+                    Step::Reduce { .. } | Step::Compute { .. } | Step::StageEnd(_)
+                )
+            })
+        })
+    }
+
+    /// Does the rank take part in a collective whose ranks leave it at
+    /// different times (an all-reduce, `collective.rs`)? Then the next
+    /// iteration does not start together even after one ([`Model::laps`](super::Model::laps)).
+    pub(super) fn leaves_collectives_apart(&self) -> bool {
+        self.steps
+            .iter()
+            .any(|s| matches!(s, Step::Reduce { shape, .. } if *shape != Shape::Together))
+    }
+
+    /// How long the rank waits for something that happens `ahead` seconds
+    /// from now: nothing if it is past; else until then and, when the rank
+    /// sleeps between tests and the wait outlasts its spin, on average the
+    /// residual of a sleep more ([`Program::wake_s`]): it notices only at
+    /// its next test.
+    pub(super) fn waited(&self, ahead: f64) -> f64 {
+        let wait = ahead.max(0.0);
+        if self.wake_s > 0.0 && wait > self.spin_s {
+            wait + self.wake_s
+        } else {
+            wait
+        }
+    }
+}
+
+/// How a recorded send call completes.
+fn send_mode(op: Option<mheta_trace::Op>) -> SendMode {
+    use mheta_trace::Op;
+    match op {
+        Some(Op::Bsend | Op::Ibsend) => SendMode::Buffered,
+        Some(Op::Ssend | Op::Issend) => SendMode::Synchronous,
+        _ => SendMode::Standard,
+    }
+}
+
+/// Same steps in the same order, compute durations aside.
+fn same_shape(a: &[Step], b: &[Step]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| match (x, y) {
+            (
+                Step::Compute {
+                    scaled: p,
+                    level: a,
+                    ..
+                },
+                Step::Compute {
+                    scaled: q,
+                    level: b,
+                    ..
+                },
+            ) => p == q && a == b,
+            (Step::Reduce { bytes: p, .. }, Step::Reduce { bytes: q, .. }) => p == q,
+            _ => x == y,
+        })
+}
 
 impl Program {
     /// A rank's program from its recorded iterations. With several
@@ -23,7 +208,7 @@ impl Program {
             .map(|it| Program::from_events(&it.events, it.duration_ns, t.world_size))
             .collect();
         let mut durations: Vec<f64> = progs.iter().map(|p| p.measured_s).collect();
-        let measured_s = median(&mut durations);
+        let measured_s = mheta_base::median(&mut durations).unwrap_or(0.0);
         let io: Vec<IoObs> = progs.iter().flat_map(|p| p.io.iter().copied()).collect();
         let same_shape = progs
             .windows(2)
@@ -35,7 +220,9 @@ impl Program {
             p.io = io;
             return p;
         }
-        let over = |f: fn(&Program) -> f64| median(&mut progs.iter().map(f).collect::<Vec<_>>());
+        let over = |f: fn(&Program) -> f64| {
+            mheta_base::median(&mut progs.iter().map(f).collect::<Vec<_>>()).unwrap_or(0.0)
+        };
         let (steps, scaled_s, unscaled_s) = median_steps(&progs);
         Program {
             reduce_tooks: reduce_tooks(&progs, &steps),
@@ -101,7 +288,7 @@ fn median_steps(progs: &[Program]) -> (Vec<Step>, f64, f64) {
                 _ => 0.0,
             })
             .collect();
-        median(&mut v)
+        mheta_base::median(&mut v).unwrap_or(0.0)
     };
     for (k, step) in steps.iter_mut().enumerate() {
         match step {
@@ -149,7 +336,7 @@ fn median_series(progs: &[Program], of: fn(&Program) -> &Vec<f64>) -> Vec<f64> {
             if v.is_empty() {
                 f64::NAN
             } else {
-                median(&mut v)
+                mheta_base::median(&mut v).unwrap_or(0.0)
             }
         })
         .collect()
@@ -443,7 +630,7 @@ impl Reading {
     /// (its sleeps, spin and wake-up).
     fn finish(mut self, duration_ns: u64) -> Program {
         let (sleep_s, wake_s) = sleep_and_wake(&mut self.sleeps);
-        let spin_s = median(&mut self.spins);
+        let spin_s = mheta_base::median(&mut self.spins).unwrap_or(0.0);
         let mut stage_io_s = vec![0.0; self.stage as usize];
         for o in &self.io {
             if let Some(x) = o.stage.and_then(|k| stage_io_s.get_mut(k as usize)) {

@@ -4,15 +4,69 @@
 //! implements. A rank that cannot go on (a receive whose message has not
 //! been sent, a collective not everyone reached) yields to the next.
 
+use super::calibrate::{Calib, HANDSHAKE_SLEEPS};
 use super::collective::{self, Costs, Links};
-use super::{
-    Calib, HANDSHAKE_SLEEPS, INFLIGHT, Inflight, Model, ModelError, NO_ACK, Peer, Prediction,
-    RankTime, SendMode, Sends, Shape, Step,
-};
+use super::net::HostLink;
+use super::{Model, ModelError, Peer, Prediction, RankTime, SendMode, Shape, Step};
 use crate::dist::Dist;
 use crate::iomodel::PlanSummary;
 use mheta_trace::Topology;
+use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
+
+/// FxHash (rustc's): the replay's message map is keyed by small integers,
+/// where SipHash would dominate an evaluation.
+#[derive(Default, Clone, Copy)]
+struct Fx(u64);
+
+impl Hasher for Fx {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_usize(&mut self, x: usize) {
+        self.write_u64(x as u64);
+    }
+    fn write_i32(&mut self, x: i32) {
+        self.write_u64(x as u32 as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
+
+/// Messages in flight during one evaluation, by (src, dst, tag): the
+/// arrival time and, for a send that completes only once the receiver has
+/// taken the message, its number among the sender's sends (else
+/// [`NO_ACK`]).
+type Inflight = FastMap<(usize, usize, i32), VecDeque<(f64, u32)>>;
+const NO_ACK: u32 = u32::MAX;
+
+/// Per rank, the completion time of each send so far, in the order they
+/// were posted (NaN: not yet taken by its receiver), and the time each was
+/// posted.
+#[derive(Default)]
+struct Sends {
+    done: Vec<Vec<f64>>,
+    posted: Vec<Vec<f64>>,
+    /// Whether the send's receiver was already waiting when the message
+    /// reached it (a handshake with a waiting receiver, see
+    /// [`Model::calibrate_collectives`]).
+    met_waiting: Vec<Vec<bool>>,
+}
+
+thread_local! {
+    /// [`Model::predict`]'s message map and send table, kept between
+    /// evaluations.
+    static INFLIGHT: std::cell::RefCell<(Inflight, Sends)> = std::cell::RefCell::new(Default::default());
+}
 
 /// The state of one replay: each rank's clock, times and program counter,
 /// the messages in flight and the sends' completions.
@@ -457,7 +511,7 @@ impl<'a> Replay<'a> {
             o_send: &o_send,
             o_recv: &o_recv,
         };
-        let link = |l: &Option<super::HostLink>, b: f64| {
+        let link = |l: &Option<HostLink>, b: f64| {
             l.map_or(0.0, |l| l.per_byte_s * b * m.net_factor(l.pair))
         };
         let egress = |s: usize, b: f64| link(&net.link_out[s], b);
@@ -519,11 +573,7 @@ impl<'a> Replay<'a> {
     /// that was in it for less (its completion found after overlapped
     /// work, or a synthetic trace) did not time it. With no such rank
     /// the pairs' figures stand.
-    /// On net4 and netcpu4 (jacobi and cg, 4 ranks, `clock`, 2026-11-27)
-    /// cg's recorded Block iteration took 277.3 ms and the model, with
-    /// the residual held at 0, replayed 292.8 ms; over the study's points
-    /// the cg cells' mean errors are 1.6 and 1.2% with this rule and 3.7
-    /// and 2.0% with the residual held at 0 (`scripts/repredict.py`).
+    /// (Why a negative residual is kept: docs/design/model.md.)
     ///
     /// The last to arrive waited for no one: its time there is the
     /// collective's. Another rank can leave later, by its messages and by

@@ -1,0 +1,287 @@
+//! The network as the replay reads it: each pair's point-to-point costs
+//! from the profile in flat arrays ([`Net`]), the wire time of a message
+//! (MHETA eq. 3's T_{i->j}(q), [`Net::transfer`]), each host's link
+//! ([`HostLink`]) and each rank's in-memory copy cost.
+
+use mheta_profile::ClusterProfile;
+
+/// Costs of point-to-point messages, from the profile, as flat arrays.
+#[derive(Clone, Debug)]
+pub(crate) struct Net {
+    p: usize,
+    /// What the replay reads of each pair, by `k(src, dst)`.
+    wires: Vec<Wire>,
+    /// The pairs' piecewise one-way fits, one run of segments per pair.
+    segs: Vec<mheta_profile::Segment>,
+    /// Mean costs, for reductions.
+    pub(crate) mean: [f64; 4],
+    /// Each rank's host (an index; one host when the profile does not
+    /// name them): ranks of one host do not share a link.
+    pub(crate) host: Vec<usize>,
+    /// Per rank, its host's link out and in: the pair to another host
+    /// that carries a mebibyte soonest and the seconds a byte adds to its
+    /// large messages (the slope of its fit past a mebibyte), which a
+    /// [`Shape::Linear`](super::Shape::Linear) collective's blocks share;
+    /// None: no such pair.
+    pub(crate) link_out: Vec<Option<HostLink>>,
+    pub(crate) link_in: Vec<Option<HostLink>>,
+    /// Per rank, seconds per byte of a copy within its memory
+    /// ([`Net::find_copy_costs`]).
+    pub(crate) copy_per_byte: Vec<f64>,
+}
+
+/// A host's link as [`Net::link_out`] and [`Net::link_in`] hold it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HostLink {
+    /// The pair that shows the link's rate (its load slowdown applies).
+    pub(crate) pair: usize,
+    /// Seconds a byte takes on the link.
+    pub(crate) per_byte_s: f64,
+}
+
+/// One pair's costs, in one record of a few words: the replay reads a
+/// pair at every message, and at P = 1024 the profile's own records
+/// (~0.5 KB each, with their samples) made that a cache miss per field
+/// and the P x P table half a gigabyte.
+#[derive(Clone, Copy, Debug)]
+struct Wire {
+    measured: bool,
+    o_send: f64,
+    o_recv: f64,
+    latency: f64,
+    per_byte: f64,
+    /// Eager limit, bytes (`u64::MAX`: not measured, every send eager).
+    eager: u64,
+    /// The pair's segments in [`Net::segs`]: first, count (0: the linear
+    /// fit).
+    seg: (u32, u32),
+}
+
+impl Wire {
+    const NONE: Wire = Wire {
+        measured: false,
+        o_send: 0.0,
+        o_recv: 0.0,
+        latency: 0.0,
+        per_byte: 0.0,
+        eager: u64::MAX,
+        seg: (0, 0),
+    };
+}
+
+impl Net {
+    pub(super) fn from_profile(prof: &ClusterProfile) -> Net {
+        let p = prof.np as usize;
+        let mut net = Net {
+            p,
+            wires: vec![Wire::NONE; p * p],
+            segs: Vec::new(),
+            mean: [0.0; 4],
+            host: vec![0; p],
+            link_out: vec![None; p],
+            link_in: vec![None; p],
+            copy_per_byte: Vec::new(),
+        };
+        for c in &prof.pairs {
+            let k = c.src as usize * p + c.dst as usize;
+            net.wires[k] = Wire {
+                measured: true,
+                o_send: c.o_send_s,
+                o_recv: c.o_recv_s,
+                latency: c.latency_s,
+                per_byte: c.per_byte_s,
+                eager: c.eager_limit_bytes.unwrap_or(u64::MAX),
+                seg: (net.segs.len() as u32, c.segments.len() as u32),
+            };
+            net.segs.extend(c.segments.iter().cloned());
+        }
+        let n = prof.pairs.len().max(1) as f64;
+        for c in &prof.pairs {
+            net.mean[0] += c.o_send_s / n;
+            net.mean[1] += c.o_recv_s / n;
+            net.mean[2] += c.latency_s / n;
+            net.mean[3] += c.per_byte_s / n;
+        }
+        if prof.hosts.len() == p {
+            let mut names: Vec<&str> = Vec::new();
+            for (r, h) in prof.hosts.iter().enumerate() {
+                net.host[r] = names.iter().position(|n| n == h).unwrap_or_else(|| {
+                    names.push(h);
+                    names.len() - 1
+                });
+            }
+        }
+        net.find_host_links();
+        net.find_copy_costs();
+        net
+    }
+
+    /// [`Net::link_out`] and [`Net::link_in`] of every rank.
+    fn find_host_links(&mut self) {
+        let p = self.p;
+        let mib = (1u64 << 20) as f64;
+        let (mut out_t, mut in_t) = (vec![f64::INFINITY; p], vec![f64::INFINITY; p]);
+        let (mut best_out, mut best_in) = (vec![None; p], vec![None; p]);
+        for k in 0..p * p {
+            let (s, d) = (k / p, k % p);
+            if self.host[d] == self.host[s] || !self.wires[k].measured {
+                continue;
+            }
+            let t = self.transfer(k, mib);
+            if t < out_t[s] {
+                (out_t[s], best_out[s]) = (t, Some(k));
+            }
+            if t < in_t[d] {
+                (in_t[d], best_in[d]) = (t, Some(k));
+            }
+        }
+        let link = |k: Option<usize>| {
+            k.map(|k| HostLink {
+                pair: k,
+                per_byte_s: (self.transfer(k, 2.0 * mib) - self.transfer(k, mib)) / mib,
+            })
+        };
+        let (link_out, link_in) = (
+            best_out.into_iter().map(link).collect(),
+            best_in.into_iter().map(link).collect(),
+        );
+        (self.link_out, self.link_in) = (link_out, link_in);
+    }
+
+    /// Time on the wire from `k`'s sender to its receiver (MHETA eq. 3's
+    /// T_{i->j}(q)), from the pair's piecewise one-way fit.
+    /// ([`mheta_profile::PairCost::transfer_s`], the same arithmetic.)
+    pub(crate) fn transfer(&self, k: usize, bytes: f64) -> f64 {
+        let w = &self.wires[k];
+        if !w.measured {
+            return 0.0;
+        }
+        let (first, n) = (w.seg.0 as usize, w.seg.1 as usize);
+        let one_way = if n == 0 {
+            w.o_send + w.latency + w.o_recv + w.per_byte * bytes
+        } else {
+            let segs = &self.segs[first..first + n];
+            let s = segs
+                .iter()
+                .find(|s| bytes <= s.to_bytes as f64)
+                .unwrap_or(&segs[n - 1]);
+            s.base_s + s.per_byte_s * (bytes - s.from_bytes as f64).max(0.0)
+        };
+        (one_way - w.o_send - w.o_recv).max(0.0)
+    }
+
+    pub(super) fn o_send(&self, k: usize) -> f64 {
+        self.wires[k].o_send
+    }
+
+    pub(super) fn o_recv(&self, k: usize) -> f64 {
+        self.wires[k].o_recv
+    }
+
+    pub(super) fn eager(&self, k: usize) -> u64 {
+        self.wires[k].eager
+    }
+
+    /// Wire latency of `k`'s pair: what the receiver's acknowledgement
+    /// of a rendezvous message takes back to its sender.
+    pub(super) fn latency(&self, k: usize) -> f64 {
+        self.wires[k].latency
+    }
+
+    pub(crate) fn k(&self, src: usize, dst: usize) -> usize {
+        src * self.p + dst
+    }
+
+    /// [`Net::copy_per_byte`] of every rank: the fastest measured pair of
+    /// its host (a shared-memory transfer is a copy), else of any host,
+    /// else the fastest pair at all, an upper bound where every host
+    /// carries one rank (the profile measures no copy of its own); the
+    /// mean per byte when no pair was measured.
+    fn find_copy_costs(&mut self) {
+        let hosts = self.host.iter().max().map_or(1, |h| h + 1);
+        let mut on_host = vec![f64::INFINITY; hosts];
+        let mut any = f64::INFINITY;
+        for k in (0..self.p * self.p).filter(|&k| self.wires[k].measured) {
+            let (a, b, g) = (k / self.p, k % self.p, self.wires[k].per_byte);
+            if a == b {
+                continue;
+            }
+            any = any.min(g);
+            if self.host[a] == self.host[b] {
+                on_host[self.host[a]] = on_host[self.host[a]].min(g);
+            }
+        }
+        let some_host = on_host.iter().copied().fold(f64::INFINITY, f64::min);
+        self.copy_per_byte = self
+            .host
+            .iter()
+            .map(|&h| {
+                [on_host[h], some_host, any, self.mean[3]]
+                    .into_iter()
+                    .find(|v| v.is_finite())
+                    .unwrap_or(0.0)
+            })
+            .collect();
+    }
+
+    /// Cost of a reduction of `bytes` over `p` ranks: recursive doubling,
+    /// ceil(log2 p) rounds of one exchange each.
+    pub(super) fn reduce(&self, bytes: f64) -> f64 {
+        let rounds = (self.p as f64).log2().ceil();
+        let [os, or, l, g] = self.mean;
+        rounds * (os + l + bytes * g + or)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A profile of ranks on `hosts` whose pair (s, d) costs `g(s, d)` a
+    /// byte.
+    fn priced(hosts: &[&str], g: impl Fn(u32, u32) -> f64) -> ClusterProfile {
+        let p = hosts.len() as u32;
+        let names = hosts.iter().map(|h| h.to_string()).collect();
+        let mut prof = ClusterProfile::new(p, names, "test");
+        for s in 0..p {
+            for d in (0..p).filter(|&d| d != s) {
+                prof.pairs.push(mheta_profile::PairCost::logp(
+                    s,
+                    d,
+                    5e-6,
+                    g(s, d),
+                    1e-6,
+                    2e-6,
+                ));
+            }
+        }
+        prof
+    }
+
+    #[test]
+    fn a_copy_costs_what_its_hosts_fastest_pair_costs() {
+        // Ranks 0 and 1 share host a (shared memory, 0.1 ns a byte); 2 is
+        // alone on b; links cost 8 ns a byte, 40 into b.
+        let g = |s: u32, d: u32| match (s, d) {
+            (0, 1) | (1, 0) => 0.1e-9,
+            (_, 2) => 40e-9,
+            _ => 8e-9,
+        };
+        let net = Net::from_profile(&priced(&["a", "a", "b"], g));
+        let c = &net.copy_per_byte;
+        assert_eq!(c.len(), 3);
+        assert!(
+            (c[0] - 0.1e-9).abs() < 1e-15 && (c[1] - 0.1e-9).abs() < 1e-15,
+            "{c:?}"
+        );
+        // Alone on b: the fastest pair of any host.
+        assert!((c[2] - 0.1e-9).abs() < 1e-15, "{c:?}");
+        // One rank per host: the fastest pair at all (8 ns), not the mean
+        // (18.7 ns).
+        let links = |_: u32, d: u32| if d == 2 { 40e-9 } else { 8e-9 };
+        let net = Net::from_profile(&priced(&["a", "b", "c"], links));
+        for &v in &net.copy_per_byte {
+            assert!((v - 8e-9).abs() < 1e-15, "{v}");
+        }
+    }
+}
