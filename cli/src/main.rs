@@ -10,7 +10,7 @@ mod experiment;
 mod hosts;
 mod launch;
 mod load;
-mod loaded;
+mod load_desc;
 mod place;
 mod predict;
 mod run;

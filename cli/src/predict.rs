@@ -2,7 +2,7 @@
 //! and per iteration, under an optional load, and what moving to it
 //! costs. Also the model inputs `predict` and `search` share.
 
-use super::loaded;
+use super::load_desc;
 use anyhow::Result;
 use mheta_profile::{ClusterProfile, ModeChoice};
 use mheta_model::risk::StochPrediction;
@@ -43,8 +43,8 @@ impl ModelArgs {
         let prof = ClusterProfile::load(&self.profile)?;
         let mut m = Model::new(&traces, app, &prof.with_mode(mode))?;
         if let Some(l) = &self.load {
-            let spec = loaded::read(l, self.rule)?;
-            m = loaded::apply(m, &spec, iters, l)?;
+            let spec = load_desc::read(l, self.rule)?;
+            m = load_desc::apply(m, &spec, iters, l)?;
         }
         Ok((m, prof))
     }
@@ -151,8 +151,8 @@ fn json(a: &PredictArgs, m: &Model, f: &Found) -> serde_json::Value {
         "total_s": p.per_iteration_s * a.iters as f64,
         "ranks": p.ranks,
         "load": m.load.as_ref().filter(|_| a.model.load.is_some()),
-        "per_iteration": loaded::json(f.sp.per_iteration),
-        "total": loaded::json(f.sp.total(a.iters)),
+        "per_iteration": load_desc::json(f.sp.per_iteration),
+        "total": load_desc::json(f.sp.total(a.iters)),
         "move": {
             "from": f.src.0,
             "cost_s": f.cost.total_s,
@@ -200,7 +200,7 @@ fn text(a: &PredictArgs, m: &Model, f: &Found) {
             tot.mean,
             2.0 * tot.sd
         );
-        for line in loaded::describe(s) {
+        for line in load_desc::describe(s) {
             println!("  {line}");
         }
     }

@@ -2,7 +2,7 @@
 //! best; or, under a load, the mean- and quantile-optimal plans; or the
 //! paper's figure 8 spectrum.
 
-use super::loaded;
+use super::load_desc;
 use super::predict::ModelArgs;
 use anyhow::Result;
 use mheta_profile::ModeChoice;
@@ -105,7 +105,7 @@ fn quantile(a: &SearchArgs, m: &Model, q: f64) -> Result<()> {
         println!("the plans are the same distribution");
     }
     if let Some(s) = &m.load {
-        for line in loaded::describe(s) {
+        for line in load_desc::describe(s) {
             println!("  {line}");
         }
     }

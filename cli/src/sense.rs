@@ -2,6 +2,8 @@
 //! line, with a table, a JSON file and a load description.
 
 use anyhow::{Context, Result, bail};
+use mheta_base::os::{allowed_cores, pin_to_core};
+use mheta_load::Notice;
 use mheta_load::sense::{self, BwPeer, Method, SenseFile, Settings};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -43,10 +45,8 @@ pub struct SenseArgs {
     interval: f64,
     /// Seconds one CPU probe spins (method probe). Its overhead is
     /// probe/interval of the core (8% by default). Shorter probes read
-    /// high: a waking thread is given about a millisecond of extra CPU
-    /// (measured on this 2-core VM, kernel 6.18: with 2 hogs on the core,
-    /// 0.40 at 10 ms, 0.375 at 20 ms, 0.336 at 50 ms against 1/3; with
-    /// 1 hog 0.60, 0.52, 0.49 against 1/2).
+    /// high: a waking thread is given some extra CPU (measurements in
+    /// docs/design/load.md).
     #[arg(long, default_value_t = 0.02)]
     probe: f64,
     /// probe (spin and measure the CPU share got) or passive (count the
@@ -57,8 +57,8 @@ pub struct SenseArgs {
     /// pinned to this core, over loopback, from each sensed core.
     #[arg(long, conflicts_with = "bw_peer")]
     bw_peer_core: Option<usize>,
-    /// Measure bandwidth to `mheta sense --serve HOST:PORT` running on
-    /// another host.
+    /// Measure bandwidth to `mheta sense --serve HOST:PORT` (or `mheta
+    /// load --echo-listen HOST:PORT`) running on another host.
     #[arg(long, value_name = "HOST:PORT")]
     bw_peer: Option<String>,
     /// Bytes per bandwidth probe (K, M, G suffixes; NWS used 64 KiB).
@@ -113,7 +113,7 @@ pub fn main(a: SenseArgs) -> Result<i32> {
         return serve(&a, addr);
     }
     let cores = if a.cores.is_empty() {
-        sense::allowed_cores()
+        allowed_cores()
     } else {
         a.cores.clone()
     };
@@ -148,8 +148,8 @@ pub fn main(a: SenseArgs) -> Result<i32> {
         f.load = Some(sense::load_spec(&f, m));
     }
     if let Some(o) = &a.output {
-        f.save(o)
-            .with_context(|| format!("cannot write {}", o.display()))?;
+        // The error names the file.
+        f.save(o)?;
     }
     if a.json {
         println!("{}", f.to_json());
@@ -162,7 +162,8 @@ pub fn main(a: SenseArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// `--serve ADDR`: answer bandwidth probes until signalled.
+/// `--serve ADDR`: answer bandwidth probes (the echo protocol of
+/// `mheta_load::echo`) until signalled.
 fn serve(a: &SenseArgs, addr: &str) -> Result<i32> {
     let l = std::net::TcpListener::bind(addr).with_context(|| format!("--serve {addr}"))?;
     eprintln!(
@@ -172,9 +173,15 @@ fn serve(a: &SenseArgs, addr: &str) -> Result<i32> {
             .map_or(String::new(), |c| format!(", pinned to core {c}"))
     );
     if let Some(c) = a.bw_peer_core {
-        sense::pin_to_core(c)?;
+        pin_to_core(c)?;
     }
-    sense::serve(l, a.bw_peer_core, &STOP);
+    let stop = || STOP.load(Ordering::SeqCst);
+    mheta_load::echo::serve(&l, a.bw_peer_core, &stop, &|n| {
+        if let Notice::Warn(m) = n {
+            eprintln!("mheta sense: {m}");
+        }
+    })
+    .with_context(|| format!("--serve {addr}: accept"))?;
     Ok(0)
 }
 

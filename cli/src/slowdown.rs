@@ -1,7 +1,7 @@
 //! `mheta slowdown`: the slowdowns a load description means for each
 //! rank, by both local-slowdown rules, without a trace.
 
-use super::loaded;
+use super::load_desc;
 use anyhow::Result;
 use mheta_model::slowdown::LocalRule;
 use std::path::PathBuf;
@@ -30,7 +30,7 @@ pub fn main(a: SlowdownArgs) -> Result<i32> {
     let np = a.np as usize;
     let mut out = Vec::new();
     for rule in [LocalRule::Sharing, LocalRule::Paper] {
-        let spec = loaded::read(&a.load, Some(rule))?;
+        let spec = load_desc::read(&a.load, Some(rule))?;
         out.push(spec.resolve(np, a.run_s, &name)?);
     }
     if a.json {
@@ -38,8 +38,8 @@ pub fn main(a: SlowdownArgs) -> Result<i32> {
             .map(|r| {
                 serde_json::json!({
                     "rank": r,
-                    "sharing": loaded::json(out[0].cpu[r]),
-                    "paper": loaded::json(out[1].cpu[r]),
+                    "sharing": load_desc::json(out[0].cpu[r]),
+                    "paper": load_desc::json(out[1].cpu[r]),
                     "how": out[0].how[r],
                 })
             })

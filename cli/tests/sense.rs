@@ -28,7 +28,7 @@ impl Hog {
     fn start(core: usize) -> Hog {
         let stop: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(false)));
         let h = std::thread::spawn(move || {
-            sense::pin_to_core(core).expect("pin hog");
+            mheta_base::os::pin_to_core(core).expect("pin hog");
             let mut x = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 x = x.wrapping_mul(6364136223846793005).wrapping_add(1);

@@ -280,6 +280,10 @@ pub enum TraceError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// A write failed; the message ([`mheta_base::write_atomic`]'s) names
+    /// the file.
+    #[error("{0}")]
+    Write(#[source] std::io::Error),
     #[error("{path}: not an mheta trace (bad magic); was it written by libmheta_interpose?")]
     BadMagic { path: PathBuf },
     #[error(
@@ -410,12 +414,9 @@ fn validate(t: &RankTrace, path: &Path) -> Result<(), TraceError> {
     Ok(())
 }
 
-/// [`mheta_base::write_atomic`], its error as [`TraceError::Io`].
+/// [`mheta_base::write_atomic`], its error as [`TraceError::Write`].
 fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), TraceError> {
-    mheta_base::write_atomic(path, bytes).map_err(|source| TraceError::Io {
-        path: path.into(),
-        source,
-    })
+    mheta_base::write_atomic(path, bytes).map_err(TraceError::Write)
 }
 
 /// Write one rank's trace into `dir`.

@@ -1,7 +1,9 @@
-//! `--load` for `mheta predict` and `mheta search`: reading a load
-//! description (TOML or JSON, [`mheta_model::slowdown::LoadSpec`]) or
-//! the `load` object of a `mheta sense` file, and printing what the
-//! model makes of it.
+//! The load description behind `--load` of `mheta predict`, `mheta
+//! search` and `mheta slowdown`: reading one (TOML or JSON,
+//! [`mheta_model::slowdown::LoadSpec`], or the `load` object of a `mheta
+//! sense` file), applying it to a model, and printing what the model
+//! makes of it. (`load.rs` beside it is `mheta load`, which generates
+//! load.)
 
 use anyhow::{Context, Result, bail};
 use mheta_model::Model;

@@ -10,7 +10,7 @@ fn mheta() -> Command {
 }
 
 fn tmp(name: &str, text: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("mheta-loaded-test-{}", std::process::id()));
+    let d = std::env::temp_dir().join(format!("mheta-load-desc-test-{}", std::process::id()));
     std::fs::create_dir_all(&d).expect("temp dir");
     let p = d.join(name);
     std::fs::write(&p, text).expect("write");

@@ -1,0 +1,145 @@
+//! CPU availability sensors: the active probe ([`cpu_probe`], the
+//! Network Weather Service's method, the default) and the passive count of
+//! runnable tasks ([`passive_avail`]).
+//!
+//! The probe spins on a thread pinned to the core for `probe_s` wall
+//! seconds and divides the CPU time it got by the wall time: it measures
+//! what the scheduler really gives a newcomer (sched autogroups, nice
+//! levels, wake-up placement included), at the cost of taking
+//! `probe_s/interval` of the core from its co-runners. The passive sensor
+//! spins not at all: it counts the runnable tasks whose last CPU is the
+//! core other than the sensor's own process and says `1/(1 + n)`; it is
+//! right only when the competitors are CPU-bound tasks of the newcomer's
+//! scheduling group (docs/design/load.md has the comparison).
+
+use super::MIN_AVAIL;
+use mheta_base::os::thread_cpu_s;
+use serde::{Deserialize, Serialize};
+use std::io::{self, Read};
+use std::time::Instant;
+
+/// The active probe: spin on the calling thread for `probe_s` wall
+/// seconds and return the CPU time it got over the wall time, clamped to
+/// `[MIN_AVAIL, 1]`. Pin the thread first ([`mheta_base::os::pin_to_core`]) to sense one
+/// core.
+pub fn cpu_probe(probe_s: f64) -> f64 {
+    let w0 = Instant::now();
+    let c0 = thread_cpu_s();
+    let mut wall;
+    loop {
+        wall = w0.elapsed().as_secs_f64();
+        if wall >= probe_s {
+            break;
+        }
+        std::hint::spin_loop();
+    }
+    let cpu = thread_cpu_s() - c0;
+    (cpu / wall.max(1e-9)).clamp(MIN_AVAIL, 1.0)
+}
+
+/// The runnable tasks (state `R`) whose last CPU (field 39 of
+/// `/proc/PID/task/TID/stat`) is `core`, other than the tasks of process
+/// `skip_pid` (the sensor's own). Tasks that vanish during the scan are
+/// skipped.
+pub fn runnable_on(core: usize, skip_pid: Option<u32>) -> io::Result<usize> {
+    let mut n = 0;
+    let mut buf = String::with_capacity(512);
+    for p in std::fs::read_dir("/proc")? {
+        let Ok(p) = p else { continue };
+        let name = p.file_name();
+        let Some(pid) = name.to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if Some(pid) == skip_pid {
+            continue;
+        }
+        let Ok(tasks) = std::fs::read_dir(p.path().join("task")) else {
+            continue;
+        };
+        for t in tasks.flatten() {
+            buf.clear();
+            let Ok(mut f) = std::fs::File::open(t.path().join("stat")) else {
+                continue;
+            };
+            if f.read_to_string(&mut buf).is_err() {
+                continue;
+            }
+            if let Some((state, cpu)) = parse_stat(&buf)
+                && state == 'R'
+                && cpu == core
+            {
+                n += 1;
+            }
+        }
+    }
+    Ok(n)
+}
+
+/// State (field 3) and processor (field 39) of a `/proc/.../stat` line;
+/// the command (field 2) may hold spaces and parentheses, so the fields
+/// are counted from its last `)`.
+pub fn parse_stat(line: &str) -> Option<(char, usize)> {
+    let rest = &line[line.rfind(')')? + 1..];
+    let mut f = rest.split_ascii_whitespace();
+    let state = f.next()?.chars().next()?;
+    let cpu = f.nth(39 - 4)?.parse().ok()?;
+    Some((state, cpu))
+}
+
+/// The passive sensor: `1/(1 + n)` for the `n` tasks of other processes
+/// runnable on `core` now ([`runnable_on`]).
+pub fn passive_avail(core: usize) -> io::Result<f64> {
+    let n = runnable_on(core, Some(std::process::id()))?;
+    Ok(1.0 / (1.0 + n as f64))
+}
+
+/// How CPU availability is sensed. The probe is the default: the passive
+/// count misses when the competitors share another session's autogroup
+/// and counts a task runnable part of the time whole or not at all
+/// (measurements: docs/design/load.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Method {
+    /// Spin for the probe time and measure the CPU share got (NWS).
+    #[default]
+    Probe,
+    /// Count the runnable tasks on the core: 1/(1 + n).
+    Passive,
+}
+
+impl std::str::FromStr for Method {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "probe" => Ok(Method::Probe),
+            "passive" => Ok(Method::Passive),
+            _ => Err(format!("method {s:?}: expected probe or passive")),
+        }
+    }
+}
+
+impl std::fmt::Display for Method {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Method::Probe => "probe",
+            Method::Passive => "passive",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mheta_base::os::allowed_cores;
+
+    #[test]
+    fn stat_lines_parse() {
+        let l = "1234 (a (weird) name) R 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 \
+                 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 1 0 0";
+        assert_eq!(parse_stat(l), Some(('R', 1)));
+        let me = std::fs::read_to_string("/proc/thread-self/stat").expect("own stat");
+        let (st, cpu) = parse_stat(&me).expect("parse own stat");
+        assert_eq!(st, 'R');
+        assert!(allowed_cores().contains(&cpu));
+    }
+}
