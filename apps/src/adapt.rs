@@ -55,13 +55,13 @@
 //! over the remaining iterations exceeds what the move took, the run
 //! moves back, and the watch then expects what the old distribution
 //! measured. This is a speed change that ended while the run was
-//! re-recording and moving: on this VM a vCPU runs faster or slower by
-//! itself for tens of iterations (a het2 run re-planned on rank 1 at 0.6
-//! of its predicted busy time, moved 192 rows to it, and then ran 26 ms
-//! an iteration for 45 iterations, against 20.6 before). A job that
+//! re-recording and moving: a time-shared vCPU runs faster or slower by
+//! itself for tens of iterations (the het2 case in docs/design/apps.md).
+//! A job that
 //! arrives and stays is no such case: after the re-plan the run is
 //! faster than it was with the job on the old distribution.
 
+use mheta_base::median;
 use mpi::collective::{CommunicatorCollectives, Root, SystemOperation};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use serde::Serialize;
@@ -145,11 +145,6 @@ pub fn unix_now() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 /// Undo a re-plan whose window ran `measured` seconds an iteration, when
@@ -256,8 +251,8 @@ impl Watch {
         if self.window.len() < WINDOW {
             return None;
         }
-        let mine = median(&mut self.window);
-        let my_busy = median(&mut self.busy);
+        let mine = median(&mut self.window).expect("a full window");
+        let my_busy = median(&mut self.busy).expect("a full window");
         self.window.clear();
         self.busy.clear();
         // Max of: the iteration time, this rank's measured over predicted
@@ -324,8 +319,7 @@ mod tests {
 
     #[test]
     fn a_replan_is_undone_only_when_it_lost_more_than_the_move_back() {
-        // The het2 case: 20.6 ms before, 26 ms after, 95 iterations left,
-        // a 2.5 ms move.
+        // The het2 case of docs/design/apps.md ("reverting a re-plan").
         assert!(revert_pays(0.0206, 0.026, 0.0025, 95));
         // Within 5 %: noise, kept.
         assert!(!revert_pays(0.0206, 0.0216, 0.0025, 95));
@@ -365,7 +359,7 @@ pub fn median_share(shares: &[Option<f64>], range: std::ops::Range<u64>) -> Opti
     let mut v: Vec<f64> = range
         .filter_map(|i| shares.get(i as usize).copied().flatten())
         .collect();
-    (!v.is_empty()).then(|| median(&mut v))
+    median(&mut v)
 }
 
 /// Every rank's CPU slowdown since its base share: over the iterations
@@ -394,7 +388,10 @@ pub fn sensed_slowdowns(
         let mean = ratios.iter().sum::<f64>() / n;
         let var = ratios.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / n;
         let mut sorted = ratios.clone();
-        [median(&mut sorted), var.sqrt()]
+        [
+            median(&mut sorted).expect("ratios is not empty"),
+            var.sqrt(),
+        ]
     };
     let mut all = vec![0.0f64; 2 * world.size() as usize];
     world.all_gather_into(&mine[..], &mut all[..]);
@@ -429,7 +426,8 @@ mod sense_tests {
             Some(0.52),
             Some(0.48),
         ];
-        assert_eq!(median_share(&sh, 0..3), Some(1.0));
+        // Two defined shares: the mean of the middle two (mheta_base::median).
+        assert_eq!(median_share(&sh, 0..3), Some(0.95));
         assert_eq!(median_share(&sh, 3..6), Some(0.5));
         assert_eq!(median_share(&sh, 2..3), None);
         use mheta_model::stoch::Stoch;

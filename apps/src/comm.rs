@@ -43,9 +43,8 @@ const SPIN: Duration = Duration::from_micros(30);
 /// Complete `req`: test it back to back for [`SPIN`], then sleep ~50 µs
 /// between tests. A message above the eager limit needs a test on each
 /// side for each step of its handshake, so with sleeps alone every step
-/// waited for the next test: at 4 ranks on 2 cores (DC, jacobi N = 1024,
-/// 8 KiB halo rows) a rank's halo exchange took 120–820 µs when its
-/// neighbours were ready, against a 2 ms stage. The short spin finishes
+/// waited for the next test (the halo exchange then took a sizeable part
+/// of a stage: docs/design/apps.md). The short spin finishes
 /// such a handshake while both sides are in it; a rank whose peer still
 /// computes goes to sleep after it.
 fn settle<'a, D: ?Sized, S: Scope<'a>>(mut req: Request<'a, D, S>) {

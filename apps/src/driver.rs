@@ -1,10 +1,29 @@
 //! The run of an app ([`run`]) in named steps: set-up (scratch space,
 //! emulation, the kernel and its declaration), iterate (timed, markers,
 //! the in-run CPU sensor), move (`--move-to`, `--auto`'s plan, re-plan and
-//! revert), checkpoint, and the report.
+//! revert), checkpoint, and the report (`driver/report.rs`).
 
-use super::*;
+use crate::auto::{AutoReport, Mover, any_out_of_core, per_row_times, plan_and_move};
+use crate::cpu_setup::{CALIBRATE_KERNEL, CpuSetup, start_cpu_emulation};
+use crate::emulate::Emulation;
+use crate::options::{Checked, check};
+use crate::storage::Storage;
+use crate::{
+    Common, Ctx, Kernel, READ_NS, Resolved, STAGE_CPU_NS, STAGE_NS, Scratch, WRITE_NS, adapt,
+    agree, checkpoint, emulate, make_scratch, touches,
+};
+use anyhow::{Context, Result};
+use mheta_model::Dist;
 use mheta_model::stoch::Stoch;
+use mheta_trace::AppDecl;
+use mpi::collective::Root;
+use mpi::topology::{Communicator, SimpleCommunicator};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+mod report;
 
 /// Run an app: check the common options for `rows` distributed rows, set
 /// up emulation and scratch space, build the kernel with `init`, iterate,
@@ -522,213 +541,6 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
         }
         Ok(())
     }
-
-    /// The median over iterations `from..to` of `v`, leaving out
-    /// iteration 0 (warm-up), the instrumented iterations `inst`
-    /// (perturbed by recording), the ones recorded again, and each
-    /// redistribution's iteration and the one after it.
-    fn med(&self, inst: &[u64], v: &[f64], from: u64, to: u64) -> Option<f64> {
-        let skip = |i: u64| {
-            i == 0
-                || inst.contains(&i)
-                || self.rerecorded.contains(&i)
-                || self.moved.iter().any(|&m| i == m || i == m + 1)
-        };
-        median(
-            (from..to.min(v.len() as u64))
-                .filter(|&i| !skip(i))
-                .map(|i| v[i as usize])
-                .collect(),
-        )
-    }
-
-    /// Finish and verify the kernel; rank 0 prints the job's report with
-    /// every rank's; then every rank's files go.
-    fn report(mut self, rows: u64, extra: Value, elapsed_s: f64, loop_start: f64) -> Result<()> {
-        // The job's iteration time: the slowest rank's, iteration by
-        // iteration.
-        let times = &self.log.times;
-        let mut job_times = vec![0.0f64; times.len()];
-        (self.job.world).all_reduce_into(&times[..], &mut job_times[..], SystemOperation::max());
-        let kernel = self.slot.as_mut().context("no kernel")?;
-        let result = kernel.finish(&self.ctx)?;
-        let st = kernel.storage();
-        let inst: Vec<u64> = if mheta_runtime::interposer_loaded() {
-            mheta_runtime::instrumented_iterations().collect()
-        } else {
-            vec![]
-        };
-        let mine = self.rank_report(&inst, &st);
-        let ranks = gather_json(self.job.world, &mine);
-        self.ctx.emu.stop();
-        let iters = self.job.ck.todo;
-        if let Some(mut a) = self.auto.report.take() {
-            a.measured_from_s = self.med(&inst, &job_times, 1, a.redistributed_after + 1);
-            if a.moved {
-                // Up to the next re-plan, if any.
-                let end = a
-                    .replans
-                    .first()
-                    .map_or(iters, |r| r.redistributed_after + 1);
-                a.measured_chosen_s = self.med(&inst, &job_times, a.redistributed_after + 2, end);
-            }
-            self.auto.report = Some(a);
-        }
-        if let Some(ranks) = ranks {
-            let mut report = self.job_report(rows, &ranks, elapsed_s);
-            report["iter_median_s"] = json!(self.med(&inst, &job_times, 0, iters));
-            if std::env::var_os("MHETA_DEBUG_TIMES").is_some() {
-                // With when the loop began on rank 0's clock, to set the
-                // iterations beside another program's timeline.
-                report["iter_times_s"] = json!(job_times);
-                report["loop_start_unix_s"] = json!(loop_start);
-            }
-            for more in [extra, result] {
-                if let (Some(obj), Value::Object(x)) = (report.as_object_mut(), more) {
-                    obj.extend(x);
-                }
-            }
-            // Kernels that count their floating-point work get Mop/s
-            // (NPB's definition: the operations of the timed iterations
-            // over their time).
-            if let Some(f) = report["flops_per_iteration"].as_f64() {
-                report["mops"] = json!(f * iters as f64 / elapsed_s * 1e-6);
-            }
-            println!("{report}");
-        }
-        // Every rank's files go before any rank removes the directory, so
-        // that one of them finds it empty.
-        self.slot = None;
-        self.job.world.barrier();
-        self.scratch = None;
-        Ok(())
-    }
-
-    /// This rank's part of the report: where it ran, its emulation, its
-    /// storage and its medians.
-    fn rank_report(&self, inst: &[u64], st: &StorageReport) -> Value {
-        let (rank, iters, log) = (self.ctx.rank, self.job.ck.todo, &self.log);
-        let med = |v: &[f64]| self.med(inst, v, 0, iters);
-        let work = self.ctx.emu.work_stats();
-        let host = hostname();
-        let mut notes = self.ctx.emu.report.notes.clone();
-        if let Some(lab) = &self.job.ck.cluster.lab {
-            let want = &lab.hosts[lab.rank_hosts()[rank]].name;
-            if &host != want {
-                let spec = &self.job.c.cluster;
-                notes.push(format!(
-                    "rank {rank} ran on host {host}, but {spec} puts it on {want}: the spec's links were not in its way (launch with `mheta hosts mpirun {spec}` or `mheta run --cluster`)",
-                ));
-            }
-        }
-        // Per iteration, stage time outside the reads and writes (the
-        // computation, and whatever copying storage does), then the
-        // median: a difference of medians mixes different iterations.
-        let compute: Vec<f64> = (log.stage_s.iter().zip(&log.read_s).zip(&log.write_s))
-            .map(|((s, r), w)| s - r - w)
-            .collect();
-        let r = &self.job.resolved;
-        let mut mine = json!({
-            "rank": rank,
-            "host": host,
-            "cpu_ns_per_unit": work.ns_per_unit,
-            "work_pieces": work.pieces,
-            "cpu_overruns": work.overruns,
-            "cpu_overrun_s": work.overrun_s,
-            "cpu_overrun_unpaid_s": work.overrun_unpaid_s,
-            "cpu_sites": work.sites,
-            "rows": self.ctx.dist.0[rank],
-            "cpu_power": r.spec.cpu_power,
-            "io_factor": r.spec.io_factor,
-            "mem_limit_mb": r.mem_limit.map(|b| b as f64 / 1e6),
-            "cpu": self.ctx.emu.report.cpu,
-            "memory": self.ctx.emu.report.memory,
-            "disk": self.ctx.emu.report.disk,
-            "passes": st.passes,
-            "out_of_core": st.out_of_core,
-            "icla_bytes": st.icla_bytes,
-            "stage_s": med(&log.stage_s),
-            // The in-run CPU sensor: this rank's CPU share in its stages,
-            // median over the run (per iteration with MHETA_DEBUG_TIMES).
-            "cpu_share": adapt::median_share(&log.shares, 0..iters),
-            "read_s": med(&log.read_s),
-            "write_s": med(&log.write_s),
-            "compute_s": med(&compute),
-            "notes": notes,
-        });
-        if std::env::var_os("MHETA_DEBUG_TIMES").is_some() {
-            mine["cpu_shares"] = json!(log.shares);
-        }
-        mine
-    }
-
-    /// The job's report (rank 0): the run, the emulation every rank used,
-    /// the ranks' reports, moves, checkpoints and `--auto`'s report.
-    fn job_report(&self, rows: u64, ranks: &[Value], elapsed_s: f64) -> Value {
-        let (ck, c) = (&self.job.ck, self.job.c);
-        json!({
-            "app": self.job.app,
-            "np": self.ctx.np,
-            "rows": rows,
-            "dist": self.ctx.dist.0,
-            "iters": ck.iters,
-            "move": self.forced_move,
-            "resumed_from": ck.resume.as_ref().map(|(p, m)| json!({
-                "checkpoint": p,
-                "iteration": m.iteration,
-                "np": m.np,
-                "dist": m.dist,
-            })),
-            "checkpoints": ck.checkpoints.as_ref().map(|(every, dir)| json!({
-                "every": every,
-                "dir": dir,
-                "written_after": self.checkpoints,
-            })),
-            "cluster": c.cluster,
-            "prefetch": c.prefetch,
-            "huge_pages": mheta_runtime::huge_pages_wanted(),
-            "on_node_copy": mheta_runtime::on_node_copy_wanted(),
-            "elapsed_s": elapsed_s,
-            "iter_median_s": Value::Null,
-            "emulation": job_emulation(&self.ctx.emu.report, ranks),
-            "ranks": ranks,
-            "auto": self.auto.report,
-        })
-    }
-}
-
-/// The job's emulation: for each resource the methods the ranks used
-/// ("none" only if all did), and their notes.
-fn job_emulation(mine: &emulate::EmulationReport, ranks: &[Value]) -> emulate::EmulationReport {
-    let mut emulation = mine.clone();
-    for (key, field) in [
-        ("cpu", &mut emulation.cpu),
-        ("memory", &mut emulation.memory),
-        ("disk", &mut emulation.disk),
-    ] {
-        let mut used: Vec<String> = ranks
-            .iter()
-            .filter_map(|r| r[key].as_str())
-            .flat_map(|m| m.split('+').map(String::from))
-            .filter(|m| m != "none")
-            .collect();
-        used.sort();
-        used.dedup();
-        *field = if used.is_empty() {
-            "none".into()
-        } else {
-            used.join("+")
-        };
-    }
-    let mut notes: Vec<String> = ranks
-        .iter()
-        .filter_map(|r| r["notes"].as_array())
-        .flatten()
-        .filter_map(|n| n.as_str().map(String::from))
-        .collect();
-    notes.dedup();
-    emulation.notes = notes;
-    emulation
 }
 
 /// Rank 0 writes the declaration next to the traces; a failure is said
@@ -745,137 +557,4 @@ fn write_decl(app: &str, decl: &AppDecl) -> bool {
         );
     }
     r.is_ok()
-}
-
-/// Why the CPU emulation `mode` is not faithful for a node running ranks
-/// of `powers` on `cores` cores: when the ranks outnumber the cores and
-/// the powers are emulated (some is not 1), every mode but `clock` runs
-/// the real work at the host's own, changing speed, with the ranks
-/// contending for the cores (jacobi on DC, 4 ranks on 2 cores, under
-/// `share`: the model's mean diff 23%, max 58%). None when it is.
-/// `calibrate` says where the clock's figures come from for this program.
-pub fn unfaithful_cpu(mode: &str, powers: &[f64], cores: usize, calibrate: &str) -> Option<String> {
-    let emulated = powers.iter().any(|&p| p != 1.0);
-    (mode != "clock" && emulated && powers.len() > cores).then(|| {
-        format!(
-            "cpu: --cpu-emulation {mode} with {} ranks on {cores} cores is not faithful (the real work runs at the host's changing speed and the ranks contend for the cores); pass --cpu-emulation clock --cpu-ns-per-unit NS|FILE, {calibrate}",
-            powers.len()
-        )
-    })
-}
-
-/// How a program's ranks set up their CPU emulation: the mode and
-/// whether the command line named it, `--wait` (sleep, poll or auto) and
-/// where the clock's figures come from (for the stop message).
-pub struct CpuSetup<'a> {
-    pub mode: &'a str,
-    pub named: bool,
-    pub wait: &'a str,
-    pub calibrate: &'a str,
-}
-
-/// Start this rank's CPU emulation (`powers`: every rank's CPU power) and
-/// choose how ranks wait. The emulation's node is the host (name): an
-/// emulated host's ranks get their base share of its cores, whatever else
-/// the machine runs, so that a rank keeps its power at every rank count.
-/// The machine's cores (its ranks: those with its boot id,
-/// [`crate::machine_hash`], which emulated hosts share) are what the ranks
-/// really share: crowding, faithfulness ([`cpu_faithful_or_stop`]) and
-/// waiting go by the machine. Collective.
-pub fn start_cpu_emulation(
-    world: &SimpleCommunicator,
-    resolved: &Resolved,
-    powers: &[f64],
-    how: &CpuSetup,
-    dir: &Path,
-) -> Result<Emulation> {
-    let (np, rank) = (world.size() as usize, world.rank() as usize);
-    // SAFETY: getsid(0) only reads this process's session id.
-    let sid = unsafe { libc::getsid(0) } as u64;
-    let pid = std::process::id() as u64;
-    let mut ids = vec![0u64; 4 * np];
-    world.all_gather_into(&[host_hash(), machine_hash(), sid, pid][..], &mut ids[..]);
-    let (host, machine) = (|j: usize| ids[4 * j], |j: usize| ids[4 * j + 1]);
-    let session = |j: usize| ids[4 * j + 2];
-    let powers_where = |same: &dyn Fn(usize) -> bool| -> Vec<f64> {
-        (0..np).filter(|&j| same(j)).map(|j| powers[j]).collect()
-    };
-    let node_powers = powers_where(&|j| host(j) == host(rank));
-    let machine_powers = powers_where(&|j| machine(j) == machine(rank));
-    let local = (0..rank).filter(|&j| host(j) == host(rank)).count();
-    let (note, cores) =
-        cpu_faithful_or_stop(world, how.mode, how.named, &machine_powers, how.calibrate)?;
-    let machine_local = (0..rank).filter(|&j| machine(j) == machine(rank)).count();
-    // The job's key: rank 0's pid.
-    let job = ids[3];
-    let sessions_differ =
-        (0..np).any(|j| machine(j) == machine(rank) && session(j) != session(rank));
-    let machine = Machine {
-        powers: &machine_powers,
-        local: machine_local,
-        job: sessions_differ.then_some(job),
-    };
-    let mut emu = Emulation::start(resolved, &node_powers, local, machine, dir);
-    let sleep = match how.wait {
-        "sleep" => true,
-        "poll" => false,
-        _ => machine_powers.len() > cores,
-    };
-    comm::set_sleep(sleep);
-    emu.report.wait = if sleep { "sleep" } else { "poll" }.into();
-    if let Some(note) = note {
-        if rank == 0 {
-            eprintln!("warning: {note}");
-        }
-        emu.report.notes.push(note);
-    }
-    Ok(emu)
-}
-
-/// The CPU emulation `mode` on a machine whose ranks have `machine_powers`:
-/// when it is not faithful there ([`unfaithful_cpu`]) and was not `named`
-/// on the command line, every rank stops with the reason and what to pass
-/// (`calibrate`: where the clock's figures come from). Otherwise the note
-/// to report, if any, and the machine's cores (not this rank's affinity:
-/// mpirun binds ranks). Collective.
-pub fn cpu_faithful_or_stop(
-    world: &SimpleCommunicator,
-    mode: &str,
-    named: bool,
-    machine_powers: &[f64],
-    calibrate: &str,
-) -> Result<(Option<String>, usize)> {
-    // SAFETY: sysconf takes a constant and returns a number.
-    let cores = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
-    let note = unfaithful_cpu(mode, machine_powers, cores, calibrate);
-    agree(
-        world,
-        match (&note, named) {
-            (Some(n), false) => Err(anyhow!(
-                "{n}; `--cpu-emulation {mode}` runs anyway, with this note in the report"
-            )),
-            _ => Ok(()),
-        },
-    )?;
-    Ok((note, cores))
-}
-
-/// Where a kernel's clock figures come from (for [`unfaithful_cpu`]).
-const CALIBRATE_KERNEL: &str = "FILE the report of a calibration run (the same sizes, --iters 2 --cpu-emulation spin, no --cluster), or run the study with `mheta experiment`, which calibrates the clock itself";
-
-#[cfg(test)]
-mod tests {
-    use super::unfaithful_cpu;
-
-    #[test]
-    fn crowded_emulated_nodes_are_warned_off_all_but_the_clock() {
-        let dc = [1.0, 1.0, 0.5, 0.6];
-        let note = unfaithful_cpu("share", &dc, 2, "").unwrap();
-        assert!(note.contains("4 ranks on 2 cores") && note.contains("--cpu-emulation clock"));
-        assert!(unfaithful_cpu("paced", &dc, 2, "").is_some());
-        assert!(unfaithful_cpu("clock", &dc, 2, "").is_none());
-        // Enough cores, or nothing emulated: faithful.
-        assert!(unfaithful_cpu("share", &dc, 4, "").is_none());
-        assert!(unfaithful_cpu("share", &[1.0; 4], 2, "").is_none());
-    }
 }

@@ -6,8 +6,8 @@
 //! out-of-core rule in [`mheta_model::ooc`], shared with the model.
 
 use crate::mpiio::{ALIGN, AlignedBuf, File, IoError, Pending, as_bytes, as_bytes_mut, round_up};
-use mheta_runtime::RowBlock;
 pub use mheta_model::ooc::{CALL_BYTES, MemPlan, Need, RowBytes, TooSmall, plan};
+use mheta_runtime::RowBlock;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 

@@ -10,9 +10,9 @@
 //! move). Every call returns a status (0, or -1 with `mheta_error()`
 //! saying why); none aborts the program.
 
-use mheta_runtime::RowBlock;
-use mheta_model::Dist;
 use mheta_hosts::cluster::ClusterSpec;
+use mheta_model::Dist;
+use mheta_runtime::RowBlock;
 use mheta_trace::{AppDecl, ArrayDecl, ExchangeDecl, ExchangeKind, MsgScaling, Topology};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use std::cell::RefCell;
@@ -334,7 +334,7 @@ pub extern "C" fn mheta_stage_end() -> c_int {
 #[unsafe(no_mangle)]
 pub extern "C" fn mheta_work_begin() -> c_int {
     status(with_state(|st| {
-        st.work_start = Some(mheta_runtime::cpu::thread_cpu());
+        st.work_start = Some(mheta_base::os::thread_cpu_s());
         Ok(())
     }))
 }

@@ -50,8 +50,8 @@
 //! each way of measuring the pair its GB/s and the median move's ratio to
 //! it.
 
-use mheta_runtime::RowBlock;
 use mheta_model::Dist;
+use mheta_runtime::RowBlock;
 use mpi::collective::{CommunicatorCollectives, SystemOperation};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use std::process::Command;
@@ -152,8 +152,7 @@ fn cold_message(world: &SimpleCommunicator, bytes: usize) -> f64 {
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    mheta_base::median(&mut v).unwrap_or(f64::NAN)
 }
 
 fn run(world: &SimpleCommunicator) {

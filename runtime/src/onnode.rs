@@ -3,9 +3,9 @@
 //! On one node, Open MPI moves a large message as one cross-process copy
 //! (CMA: the receiver's `process_vm_readv` of the sender's buffer). Only
 //! the receiver's core copies; the sender's waits. A move of rows between
-//! two ranks of one node therefore runs at one core's copy rate, which on
-//! this VM is 4–6 GB/s for rows out of the cache, below osu_bw's figure
-//! for the same size (whose buffers the cache keeps).
+//! two ranks of one node therefore runs at one core's copy rate, below
+//! osu_bw's figure for the same size (whose buffers the cache keeps;
+//! docs/design/runtime.md has the rates).
 //!
 //! Here both ends copy at once, each a disjoint half, straight from rows
 //! to rows: the sender pushes the front half into the receiver's rows with
@@ -37,10 +37,9 @@ const ADDR_TAG: i32 = 0x6d69;
 /// Tag of the "my half landed" messages.
 const DONE_TAG: i32 = 0x6d6a;
 
-/// Pieces smaller than this move through MPI. The probe and the four
-/// messages cost about 30 µs: a move of 1 MiB took 177 µs this way
-/// against 149 µs as one message on this VM, while from 8 MiB on the
-/// copy by both ends ran 1.4–2 times as fast (the redistribution bench).
+/// Pieces smaller than this move through MPI: below it the probe and the
+/// four messages cost more than the second copier saves (the
+/// redistribution bench; docs/design/runtime.md).
 pub const MIN_BYTES: usize = 4 << 20;
 
 static WANTED: Switch = Switch::new("MHETA_ON_NODE_COPY", true);

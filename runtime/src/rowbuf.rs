@@ -10,19 +10,15 @@
 //! **Huge pages** (`MHETA_HUGE_PAGES=1`, or [`set_huge_pages`]) advise the
 //! mapping `MADV_HUGEPAGE`. On one node an MPI message of 8 MiB or more is
 //! a single cross-process copy (Open MPI's CMA `process_vm_readv`), which
-//! pins the *sender's* pages one at a time: from 4 KiB pages that copy ran
-//! at 4.9–8 GB/s on this VM, from huge pages at 11.6–15 GB/s
-//! (`scripts/copy-rates.sh`), and moves of rows reached 9–12 GB/s in most
-//! rows against 3.3–6.3 (`cargo bench -p mheta-runtime --bench redistribute`
-//! prints both). A `Vec`
-//! could not keep them: its growth reallocates, and glibc's `mremap` of a
-//! chunk to an address of another 2 MiB phase split every huge page (30–39
-//! ms for 64 MiB). They are off by default because first touching them
-//! can cost more than it saves: on this VM (a Firecracker guest whose
-//! free-page reporting hands freed memory back to the host) populating 40
-//! MiB of huge pages took 80–130 ms against 13–22 ms of small pages, so a
-//! jacobi run's first move, which grows a buffer, took 50–69 ms instead of
-//! 10–15. Where huge pages are cheap to fault (bare metal), turn them on.
+//! pins the *sender's* pages one at a time, so the copy runs much faster
+//! from huge pages (`scripts/copy-rates.sh`, `cargo bench -p
+//! mheta-runtime --bench redistribute`; docs/design/runtime.md has the
+//! rates). A `Vec` could not keep them: its growth reallocates, and
+//! glibc's `mremap` of a chunk to an address of another 2 MiB phase split
+//! every huge page. They are off by default because first touching them
+//! can cost more than it saves on a VM whose free-page reporting hands
+//! freed memory back to the host. Where huge pages are cheap to fault
+//! (bare metal), turn them on.
 //! The advice is a hint: where the kernel refuses it (THP `never`) the
 //! buffer is backed by small pages and works the same.
 //!

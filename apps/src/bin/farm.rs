@@ -210,7 +210,7 @@ fn make_kind(args: &Args) -> Result<Kind> {
 /// The master's image, allocated and its pages written once here, not
 /// in timed steps: a first write to a fresh (huge) page costs its
 /// zeroing, which a calibration's scattered tiles paid one band each
-/// (a master step measured ~4x the farm's per-result time).
+/// (docs/design/apps.md, "the farm").
 fn touched_image(size: u32) -> Vec<u32> {
     let mut image = vec![0u32; size as usize * size as usize];
     for page in image.chunks_mut(1024) {
@@ -253,17 +253,10 @@ fn clock_figures(v: &str, headroom: f64) -> Result<Clock> {
     Clock::from_report(&text, headroom).map_err(|e| anyhow::anyhow!("--cpu-ns-per-unit {v}: {e}"))
 }
 
-/// This node's host name (an emulated host's own, in its namespace).
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_default()
-}
-
 /// Every rank's host name, on every rank (64 bytes each at most).
 fn gather_hosts(world: &SimpleCommunicator) -> Vec<String> {
     let mut mine = [0u8; 64];
-    let h = hostname();
+    let h = mheta_base::os::hostname();
     let n = h.len().min(64);
     mine[..n].copy_from_slice(&h.as_bytes()[..n]);
     let mut all = vec![0u8; 64 * world.size() as usize];

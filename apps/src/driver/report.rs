@@ -1,0 +1,224 @@
+//! The end of a run: finish and verify the kernel, and the one-line JSON
+//! report of the job (rank 0) with every rank's: iteration medians,
+//! storage, emulation, moves, checkpoints and `--auto`.
+
+use super::Runner;
+use crate::{Ctx, Kernel, StorageReport, adapt, emulate, gather_json, median};
+use anyhow::{Context, Result};
+use mpi::collective::{CommunicatorCollectives, SystemOperation};
+use serde_json::{Value, json};
+
+impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
+    /// The median over iterations `from..to` of `v`, leaving out
+    /// iteration 0 (warm-up), the instrumented iterations `inst`
+    /// (perturbed by recording), the ones recorded again, and each
+    /// redistribution's iteration and the one after it.
+    fn med(&self, inst: &[u64], v: &[f64], from: u64, to: u64) -> Option<f64> {
+        let skip = |i: u64| {
+            i == 0
+                || inst.contains(&i)
+                || self.rerecorded.contains(&i)
+                || self.moved.iter().any(|&m| i == m || i == m + 1)
+        };
+        median(
+            (from..to.min(v.len() as u64))
+                .filter(|&i| !skip(i))
+                .map(|i| v[i as usize])
+                .collect(),
+        )
+    }
+
+    /// Finish and verify the kernel; rank 0 prints the job's report with
+    /// every rank's; then every rank's files go.
+    pub(super) fn report(
+        mut self,
+        rows: u64,
+        extra: Value,
+        elapsed_s: f64,
+        loop_start: f64,
+    ) -> Result<()> {
+        // The job's iteration time: the slowest rank's, iteration by
+        // iteration.
+        let times = &self.log.times;
+        let mut job_times = vec![0.0f64; times.len()];
+        (self.job.world).all_reduce_into(&times[..], &mut job_times[..], SystemOperation::max());
+        let kernel = self.slot.as_mut().context("no kernel")?;
+        let result = kernel.finish(&self.ctx)?;
+        let st = kernel.storage();
+        let inst: Vec<u64> = if mheta_runtime::interposer_loaded() {
+            mheta_runtime::instrumented_iterations().collect()
+        } else {
+            vec![]
+        };
+        let mine = self.rank_report(&inst, &st);
+        let ranks = gather_json(self.job.world, &mine);
+        self.ctx.emu.stop();
+        let iters = self.job.ck.todo;
+        if let Some(mut a) = self.auto.report.take() {
+            a.measured_from_s = self.med(&inst, &job_times, 1, a.redistributed_after + 1);
+            if a.moved {
+                // Up to the next re-plan, if any.
+                let end = a
+                    .replans
+                    .first()
+                    .map_or(iters, |r| r.redistributed_after + 1);
+                a.measured_chosen_s = self.med(&inst, &job_times, a.redistributed_after + 2, end);
+            }
+            self.auto.report = Some(a);
+        }
+        if let Some(ranks) = ranks {
+            let mut report = self.job_report(rows, &ranks, elapsed_s);
+            report["iter_median_s"] = json!(self.med(&inst, &job_times, 0, iters));
+            if std::env::var_os("MHETA_DEBUG_TIMES").is_some() {
+                // With when the loop began on rank 0's clock, to set the
+                // iterations beside another program's timeline.
+                report["iter_times_s"] = json!(job_times);
+                report["loop_start_unix_s"] = json!(loop_start);
+            }
+            for more in [extra, result] {
+                if let (Some(obj), Value::Object(x)) = (report.as_object_mut(), more) {
+                    obj.extend(x);
+                }
+            }
+            // Kernels that count their floating-point work get Mop/s
+            // (NPB's definition: the operations of the timed iterations
+            // over their time).
+            if let Some(f) = report["flops_per_iteration"].as_f64() {
+                report["mops"] = json!(f * iters as f64 / elapsed_s * 1e-6);
+            }
+            println!("{report}");
+        }
+        // Every rank's files go before any rank removes the directory, so
+        // that one of them finds it empty.
+        self.slot = None;
+        self.job.world.barrier();
+        self.scratch = None;
+        Ok(())
+    }
+
+    /// This rank's part of the report: where it ran, its emulation, its
+    /// storage and its medians.
+    fn rank_report(&self, inst: &[u64], st: &StorageReport) -> Value {
+        let (rank, iters, log) = (self.ctx.rank, self.job.ck.todo, &self.log);
+        let med = |v: &[f64]| self.med(inst, v, 0, iters);
+        let work = self.ctx.emu.work_stats();
+        let host = mheta_base::os::hostname();
+        let mut notes = self.ctx.emu.report.notes.clone();
+        if let Some(lab) = &self.job.ck.cluster.lab {
+            let want = &lab.hosts[lab.rank_hosts()[rank]].name;
+            if &host != want {
+                let spec = &self.job.c.cluster;
+                notes.push(format!(
+                    "rank {rank} ran on host {host}, but {spec} puts it on {want}: the spec's links were not in its way (launch with `mheta hosts mpirun {spec}` or `mheta run --cluster`)",
+                ));
+            }
+        }
+        // Per iteration, stage time outside the reads and writes (the
+        // computation, and whatever copying storage does), then the
+        // median: a difference of medians mixes different iterations.
+        let compute: Vec<f64> = (log.stage_s.iter().zip(&log.read_s).zip(&log.write_s))
+            .map(|((s, r), w)| s - r - w)
+            .collect();
+        let r = &self.job.resolved;
+        let mut mine = json!({
+            "rank": rank,
+            "host": host,
+            "cpu_ns_per_unit": work.ns_per_unit,
+            "work_pieces": work.pieces,
+            "cpu_overruns": work.overruns,
+            "cpu_overrun_s": work.overrun_s,
+            "cpu_overrun_unpaid_s": work.overrun_unpaid_s,
+            "cpu_sites": work.sites,
+            "rows": self.ctx.dist.0[rank],
+            "cpu_power": r.spec.cpu_power,
+            "io_factor": r.spec.io_factor,
+            "mem_limit_mb": r.mem_limit.map(|b| b as f64 / 1e6),
+            "cpu": self.ctx.emu.report.cpu,
+            "memory": self.ctx.emu.report.memory,
+            "disk": self.ctx.emu.report.disk,
+            "passes": st.passes,
+            "out_of_core": st.out_of_core,
+            "icla_bytes": st.icla_bytes,
+            "stage_s": med(&log.stage_s),
+            // The in-run CPU sensor: this rank's CPU share in its stages,
+            // median over the run (per iteration with MHETA_DEBUG_TIMES).
+            "cpu_share": adapt::median_share(&log.shares, 0..iters),
+            "read_s": med(&log.read_s),
+            "write_s": med(&log.write_s),
+            "compute_s": med(&compute),
+            "notes": notes,
+        });
+        if std::env::var_os("MHETA_DEBUG_TIMES").is_some() {
+            mine["cpu_shares"] = json!(log.shares);
+        }
+        mine
+    }
+
+    /// The job's report (rank 0): the run, the emulation every rank used,
+    /// the ranks' reports, moves, checkpoints and `--auto`'s report.
+    fn job_report(&self, rows: u64, ranks: &[Value], elapsed_s: f64) -> Value {
+        let (ck, c) = (&self.job.ck, self.job.c);
+        json!({
+            "app": self.job.app,
+            "np": self.ctx.np,
+            "rows": rows,
+            "dist": self.ctx.dist.0,
+            "iters": ck.iters,
+            "move": self.forced_move,
+            "resumed_from": ck.resume.as_ref().map(|(p, m)| json!({
+                "checkpoint": p,
+                "iteration": m.iteration,
+                "np": m.np,
+                "dist": m.dist,
+            })),
+            "checkpoints": ck.checkpoints.as_ref().map(|(every, dir)| json!({
+                "every": every,
+                "dir": dir,
+                "written_after": self.checkpoints,
+            })),
+            "cluster": c.cluster,
+            "prefetch": c.prefetch,
+            "huge_pages": mheta_runtime::huge_pages_wanted(),
+            "on_node_copy": mheta_runtime::on_node_copy_wanted(),
+            "elapsed_s": elapsed_s,
+            "iter_median_s": Value::Null,
+            "emulation": job_emulation(&self.ctx.emu.report, ranks),
+            "ranks": ranks,
+            "auto": self.auto.report,
+        })
+    }
+}
+
+/// The job's emulation: for each resource the methods the ranks used
+/// ("none" only if all did), and their notes.
+fn job_emulation(mine: &emulate::EmulationReport, ranks: &[Value]) -> emulate::EmulationReport {
+    let mut emulation = mine.clone();
+    for (key, field) in [
+        ("cpu", &mut emulation.cpu),
+        ("memory", &mut emulation.memory),
+        ("disk", &mut emulation.disk),
+    ] {
+        let mut used: Vec<String> = ranks
+            .iter()
+            .filter_map(|r| r[key].as_str())
+            .flat_map(|m| m.split('+').map(String::from))
+            .filter(|m| m != "none")
+            .collect();
+        used.sort();
+        used.dedup();
+        *field = if used.is_empty() {
+            "none".into()
+        } else {
+            used.join("+")
+        };
+    }
+    let mut notes: Vec<String> = ranks
+        .iter()
+        .filter_map(|r| r["notes"].as_array())
+        .flatten()
+        .filter_map(|n| n.as_str().map(String::from))
+        .collect();
+    notes.dedup();
+    emulation.notes = notes;
+    emulation
+}

@@ -1,0 +1,162 @@
+//! The in-run planner: every rank's trace gathered, MHETA's model and GBS
+//! run on rank 0 with the cluster's profile (under the CPU slowdowns
+//! sensed in the run, Figueira and Berman eq. 1), the move priced and
+//! decided, and the distribution to run on broadcast to every rank.
+
+use crate::{RuntimeError, gather_traces};
+use mheta_model::redist::{self, Decision, MoveCost};
+use mheta_model::search::{self, Found};
+use mheta_model::{Dist, Model};
+use mheta_profile::ClusterProfile;
+use mheta_trace::AppDecl;
+use mpi::collective::Root;
+use mpi::topology::{Communicator, SimpleCommunicator};
+use std::path::Path;
+
+/// What the in-run planner chose.
+#[derive(Clone, Debug)]
+pub struct RunPlan {
+    /// The distribution to run on from now: the current one when the
+    /// decision is not to move.
+    pub dist: Dist,
+    /// GBS result (rank 0's; other ranks get the distribution only).
+    pub found: Option<Found>,
+    /// Predicted iteration time of the distribution that was instrumented.
+    pub predicted_current_s: f64,
+    /// Predicted cost of moving to GBS's choice (rank 0's).
+    pub cost: Option<MoveCost>,
+    /// Whether to move and why (rank 0's; every rank gets `dist`).
+    pub decision: Option<Decision>,
+    /// The model's busy time (T_τ: computation and I/O) of every rank on
+    /// `dist`, seconds (rank 0's; empty elsewhere): what the drift watch
+    /// holds each rank's measured stage time against.
+    pub predicted_busy_s: Vec<f64>,
+}
+
+/// Gather traces, run model + GBS on rank 0 with the profile at `profile`,
+/// price the move ([`Model::move_cost`]) and decide whether it pays over
+/// the `remaining` iterations ([`redist::decide`]), and broadcast the
+/// distribution to run on. Collective over `world`. `rebuild_s_per_row`:
+/// what each rank took per row to build its arrays, for pricing a move
+/// through disk ([`Model::rebuild_s_per_row`]); None when not measured.
+/// `cpu_slowdown`: per rank, the CPU slowdown sensed since the trace was
+/// recorded (Figueira and Berman eq. 1: its computation and message overheads run
+/// that many times slower; mean ± sd over the sensing window); None: the
+/// nodes are as they were when recorded.
+pub fn plan_in_run(
+    world: &SimpleCommunicator,
+    app: &AppDecl,
+    dir: &Path,
+    profile: &Path,
+    remaining: u64,
+    rebuild_s_per_row: Option<&[f64]>,
+    cpu_slowdown: Option<&[mheta_model::stoch::Stoch]>,
+) -> Result<RunPlan, RuntimeError> {
+    let traces = gather_traces(world, dir)?;
+    let p = world.size() as usize;
+    // Rank 0 plans; status and result travel in one broadcast so that every
+    // rank fails or proceeds together.
+    let mut msg: Vec<u8> = Vec::new();
+    let mut plan = RunPlan {
+        dist: Dist(Vec::new()),
+        found: None,
+        predicted_current_s: 0.0,
+        cost: None,
+        decision: None,
+        predicted_busy_s: Vec::new(),
+    };
+    if world.rank() == 0 {
+        let inputs = Inputs {
+            app,
+            profile,
+            rebuild_s_per_row,
+            cpu_slowdown,
+            p,
+        };
+        match plan_at_root(&traces, &inputs) {
+            Ok((f, cur, c, busy_now, busy_chosen)) => {
+                let d = redist::decide(cur, f.predicted_s, c.total_s, remaining);
+                msg.push(1);
+                let to = if d.moved { &f.dist } else { &app.dist };
+                for &s in to {
+                    msg.extend_from_slice(&s.to_le_bytes());
+                }
+                plan.predicted_busy_s = if d.moved { busy_chosen } else { busy_now };
+                plan.predicted_current_s = cur;
+                plan.found = Some(f);
+                plan.cost = Some(c);
+                plan.decision = Some(d);
+            }
+            Err(e) => {
+                msg.push(0);
+                msg.extend_from_slice(e.as_bytes());
+            }
+        }
+    }
+    plan.dist = broadcast_plan(world, msg)?;
+    if plan.dist.ranks() != p || plan.dist.total() != app.rows {
+        return Err(RuntimeError::Plan(format!(
+            "planner returned {}, not a distribution of {} rows over {p} ranks",
+            plan.dist, app.rows
+        )));
+    }
+    Ok(plan)
+}
+
+/// What rank 0 plans from, besides the traces.
+struct Inputs<'a> {
+    app: &'a AppDecl,
+    profile: &'a Path,
+    rebuild_s_per_row: Option<&'a [f64]>,
+    cpu_slowdown: Option<&'a [mheta_model::stoch::Stoch]>,
+    p: usize,
+}
+
+/// GBS's choice, the current prediction, the move's cost, and the busy
+/// times on the current and on the chosen distribution.
+type Planned = (Found, f64, MoveCost, Vec<f64>, Vec<f64>);
+
+/// Rank 0's plan: the model of the traces on the profile (under the
+/// sensed CPU slowdowns, Figueira and Berman eq. 1), GBS, and the move's cost.
+fn plan_at_root(traces: &[mheta_trace::RankTrace], x: &Inputs) -> Result<Planned, String> {
+    let busy = |p: &mheta_model::Prediction| p.ranks.iter().map(|r| r.compute_s).collect();
+    let prof = ClusterProfile::load(x.profile).map_err(|e| e.to_string())?;
+    let mut m = Model::new(traces, x.app.clone(), &prof).map_err(|e| e.to_string())?;
+    m.rebuild_s_per_row = x.rebuild_s_per_row.map(<[f64]>::to_vec);
+    if let Some(sd) = x.cpu_slowdown {
+        let mut load = mheta_model::slowdown::Slowdowns::dedicated(x.p);
+        load.cpu = sd.to_vec();
+        for h in &mut load.how {
+            *h = "sensed in the run".into();
+        }
+        m = m.with_load(load);
+    }
+    let now = Dist(x.app.dist.clone());
+    let cur = m.predict(&now).map_err(|e| e.to_string())?;
+    let f = search::gbs(&m).map_err(|e| e.to_string())?;
+    let to = Dist(f.dist.clone());
+    let c = m.move_cost(&now, &to);
+    let chosen = m.predict(&to).map_err(|e| e.to_string())?;
+    Ok((f, cur.per_iteration_s, c, busy(&cur), busy(&chosen)))
+}
+
+/// Rank 0's status and distribution (`msg`), to every rank
+/// (collective): the distribution, or rank 0's error.
+fn broadcast_plan(world: &SimpleCommunicator, mut msg: Vec<u8>) -> Result<Dist, RuntimeError> {
+    let root = world.process_at_rank(0);
+    let mut len = msg.len() as u64;
+    root.broadcast_into(&mut len);
+    msg.resize(len as usize, 0);
+    root.broadcast_into(&mut msg[..]);
+    if msg.first() != Some(&1) {
+        return Err(RuntimeError::Plan(
+            String::from_utf8_lossy(&msg[1..]).into_owned(),
+        ));
+    }
+    Ok(Dist(
+        msg[1..]
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+            .collect(),
+    ))
+}
