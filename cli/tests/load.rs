@@ -143,30 +143,12 @@ fn processes_mentioning(needle: &str) -> Vec<u32> {
     v
 }
 
-fn thread_cpu() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
-
 /// A thread pinned to `core` spins for `wall` and returns its CPU time /
 /// wall time.
 fn measure_share(core: usize, wall: Duration) -> f64 {
     std::thread::spawn(move || {
-        // SAFETY: a valid cpu set for the calling thread (tid 0).
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(core, &mut set);
-            assert_eq!(
-                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
-                0
-            );
-        }
-        let (c0, t0) = (thread_cpu(), Instant::now());
+        mheta_base::os::pin_to_core(core).unwrap_or_else(|e| panic!("{e}"));
+        let (c0, t0) = (mheta_base::os::thread_cpu_s(), Instant::now());
         let mut x = [1.0f64; 4];
         while t0.elapsed() < wall {
             for _ in 0..2000 {
@@ -176,7 +158,7 @@ fn measure_share(core: usize, wall: Duration) -> f64 {
                 x = std::hint::black_box(x);
             }
         }
-        (thread_cpu() - c0) / t0.elapsed().as_secs_f64()
+        (mheta_base::os::thread_cpu_s() - c0) / t0.elapsed().as_secs_f64()
     })
     .join()
     .unwrap()
