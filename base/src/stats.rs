@@ -31,7 +31,10 @@ mod tests {
         assert_eq!(median(&mut [3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), Some(2.5));
         assert_eq!(median(&mut []), None);
-        assert_eq!(finite_median(vec![f64::NAN, 5.0, f64::INFINITY, 1.0]), Some(3.0));
+        assert_eq!(
+            finite_median(vec![f64::NAN, 5.0, f64::INFINITY, 1.0]),
+            Some(3.0)
+        );
         assert_eq!(finite_median(vec![f64::NAN]), None);
     }
 }

@@ -82,7 +82,7 @@ pub struct SenseArgs {
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
-    let n = mheta_profile::parse_bytes(s)?;
+    let n = mheta_base::parse_bytes(s)?;
     if n == 0 || n > 1 << 30 {
         return Err(format!("{s:?}: between 1 byte and 1 GiB"));
     }

@@ -115,7 +115,7 @@ fn parse_cycle(params: &str) -> Result<Kind> {
                 msgs.replace(n).is_some()
             }
             "bytes" => {
-                let b = parse_bytes(v).with_context(|| format!("bytes={v:?}"))?;
+                let b = mheta_base::parse_bytes(v).map_err(|e| config(format!("bytes: {e}")))?;
                 if b == 0 || b > MAX_BYTES {
                     bail!("bytes={v} must be within 1 and 256M");
                 }
@@ -155,26 +155,6 @@ pub fn parse_duration(v: &str) -> Result<f64> {
         bail!("must be a non-negative number");
     }
     Ok(x * mul)
-}
-
-/// `64K`, `1M`, `512`, `2KiB` -> bytes (K, M, G are powers of 1024).
-pub fn parse_bytes(v: &str) -> Result<u64> {
-    let v = v.trim();
-    let t = v
-        .strip_suffix("iB")
-        .or_else(|| v.strip_suffix('B'))
-        .unwrap_or(v);
-    let (num, mul) = match t.chars().last() {
-        Some('k' | 'K') => (&t[..t.len() - 1], 1u64 << 10),
-        Some('m' | 'M') => (&t[..t.len() - 1], 1 << 20),
-        Some('g' | 'G') => (&t[..t.len() - 1], 1 << 30),
-        _ => (t, 1),
-    };
-    let n: u64 = num
-        .trim()
-        .parse()
-        .map_err(|_| config(format!("{num:?} is not a whole number")))?;
-    n.checked_mul(mul).ok_or_else(|| config("too large"))
 }
 
 /// `0`, `0,1`, `0-3,6` -> cores.
@@ -286,11 +266,6 @@ mod tests {
         assert_eq!(parse_duration("2s").unwrap(), 2.0);
         assert!((parse_duration("50us").unwrap() - 50e-6).abs() < 1e-15);
         assert!(parse_duration("5").is_err());
-        assert_eq!(parse_bytes("64K").unwrap(), 65536);
-        assert_eq!(parse_bytes("2KiB").unwrap(), 2048);
-        assert_eq!(parse_bytes("3M").unwrap(), 3 << 20);
-        assert_eq!(parse_bytes("100").unwrap(), 100);
-        assert!(parse_bytes("K").is_err());
         assert_eq!(parse_core_list("0").unwrap(), vec![0]);
         assert_eq!(parse_core_list("0,1").unwrap(), vec![0, 1]);
         assert_eq!(parse_core_list("0-2,5").unwrap(), vec![0, 1, 2, 5]);

@@ -30,4 +30,4 @@ pub use format::{
 };
 pub use modes::modes;
 pub use samples::{MEAN_MIN_SHARE, MEAN_TEXT, Mode, ModeChoice, SampleStats};
-pub use sizes::{parse_bytes, parse_max_size};
+pub use sizes::parse_max_size;
