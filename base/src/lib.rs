@@ -1,9 +1,10 @@
 //! The few helpers that every mheta crate shares, each in one place: the
 //! median ([`stats`]), sizes as command lines write them ([`units`]),
-//! writing a file so that a reader never sees half of it ([`fs`]), and what mheta asks of the operating system ([`os`]): the
-//! host's name, the cores a process may use, pinning threads to a core,
-//! and the thread and process CPU clocks. No MPI and no other mheta crate
-//! below it; everything above may use it.
+//! writing a file so that a reader never sees half of it ([`fs`]), and what
+//! mheta asks of the operating system ([`os`]): the host's name, the cores
+//! a process may use, pinning threads to a core, and the thread and process
+//! CPU clocks. No MPI and no other mheta crate below it; everything above
+//! may use it.
 
 pub mod fs;
 pub mod os;

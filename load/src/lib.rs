@@ -11,8 +11,9 @@
 //!   for the competing communication of `mheta load` and the bandwidth
 //!   probe of `mheta sense`.
 //! - The sensors behind `mheta sense` ([`sense`]): CPU availability by
-//!   probe and by counting runnable tasks, bandwidth to an echo peer, the sense file,
-//!   and their conversion into the model's load description.
+//!   probe and by counting runnable tasks, bandwidth to an echo peer,
+//!   the sense file, and their conversion into the model's load
+//!   description.
 //!
 //! The file formats and the wire protocol are in docs/FORMATS.md; the
 //! measurements behind the defaults in docs/design/load.md.

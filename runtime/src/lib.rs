@@ -1,4 +1,4 @@
-//! The in-run side of mheta, the only runtime code that touches MPI:
+//! The in-job runtime of mheta, the only planning code that touches MPI:
 //! the iteration and stage markers an application calls ([`markers`]),
 //! gathering the ranks' traces and choosing a distribution inside the job
 //! ([`plan_in_run`]: model + GBS on rank 0, broadcast to all), and moving
