@@ -7,7 +7,8 @@
 //! `--wait sleep` (the default on an oversubscribed node, like Intel MPI's
 //! `I_MPI_WAIT_MODE`) every call here posts the non-blocking form and tests
 //! it, back to back for 30 µs and then with ~50 µs sleeps in between, so
-//! a waiting rank leaves the core to the others. With `--wait poll` the blocking calls are used as they are.
+//! a waiting rank leaves the core to the others. With `--wait poll` the
+//! blocking calls are used as they are.
 //! The interposer sees the non-blocking calls and their completions, which
 //! the model reads like the blocking ones.
 

@@ -132,7 +132,8 @@ pub fn graph_flow(tree: &Tree, m: usize, ws: &[usize]) -> (f64, Vec<f64>) {
 /// adding the least residual capacity on its path and at the master
 /// (eqs. 3–5). With rendezvous results the master's constraint is
 /// weighted per worker and the greedy is no longer exact in every order;
-/// the order of [`crate::select::order`] takes the cheaper workers first. Returns AppRate (eq. 1) and each worker's SlaveRate.
+/// the order of [`crate::select::order`] takes the cheaper workers first.
+/// Returns AppRate (eq. 1) and each worker's SlaveRate.
 pub fn tree_flow(tree: &Tree, m: usize, ws: &[usize]) -> (f64, Vec<f64>) {
     let mut residual = tree.caps.clone();
     // Seconds of the master's time per second left (eq. 3, weighted per

@@ -20,7 +20,8 @@
 //! other nodes, on other emulated hosts (`mheta hosts`: one machine, but
 //! each host its own network namespace, whose moves must cross its link),
 //! in another PID namespace, or forbidden by `ptrace` rules (Yama
-//! `ptrace_scope`, containers) move through MPI as before. Pieces under [`MIN_BYTES`] always move through MPI.
+//! `ptrace_scope`, containers) move through MPI as before. Pieces under
+//! [`MIN_BYTES`] always move through MPI.
 //! `MHETA_ON_NODE_COPY=0` (or [`set_on_node_copy`]) turns the whole way
 //! off; the redistribution bench sets both side by side.
 //!

@@ -205,7 +205,8 @@ mod tests {
     #[test]
     fn two_latency_modes_are_found_with_their_shares() {
         // 60% of round trips near 0.30 us, 40% near 0.62 us (two modes as a
-        // VM gave them, docs/design/microbench.md), each with ±5% noise, and 1% preempted outliers at 20 us.
+        // VM gave them, docs/design/microbench.md), each with ±5% noise,
+        // and 1% preempted outliers at 20 us.
         let mut seed = 7;
         let mut v = Vec::new();
         for i in 0..3000 {
