@@ -106,8 +106,9 @@ def report(d):
     print(f"   mheta predict offline, on the trace (recorded on {dist(trace['dist'])}): "
           f"{dist(pb['dist'])} {ms(pb['per_iteration_s'])} ms, {dist(pc['dist'])} {ms(pc['per_iteration_s'])} ms")
     same = abs(blk["checksum"] - auto["checksum"]) <= 1e-12 * abs(blk["checksum"])
-    print(f"   verified: Block {blk['verified']}, --auto {auto['verified']} "
-          f"(error {auto['error']:.2e}; same checksum: {same})")
+    yes = lambda b: "yes" if b else "NO"
+    print(f"   answer verified: Block {yes(blk['verified'])}, --auto {yes(auto['verified'])} "
+          f"(--auto's error {auto['error']:.2e}; same checksum as Block: {yes(same)})")
     return 0 if blk["verified"] and auto["verified"] else 1
 
 
