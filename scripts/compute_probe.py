@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Where the compute part of a real-compute prediction can go wrong: the
+cost of a row of a kernel's stage, measured in real MPI runs, under the
+conditions the MHETA model assumes are the same.
+
+Usage: scripts/compute_probe.py [ROUNDS] [OUT.json]   (default 5 rounds)
+
+Every configuration runs once a round, the rounds interleaved, so that a
+slow spell of the host falls on all of them alike. Each run is a 2-rank
+`jacobi --n 2048 --iters 40` (or an M x 2048 grid) and gives, for rank 0,
+the median stage time of an iteration divided by its rows (ns a row), and
+the CPU time its stages got over their wall time (`cpu_share`). The
+configurations (rank 0's rows, rank 1's rows, the cluster, the CPU
+emulation):
+
+- rows: rank 0 alone (rank 1 owns no rows) at 128 to 1792 rows (a row
+  of each of jacobi's two arrays is 16 KiB): is the cost of a row the same at every row count (the model's
+  T_phi' = T_phi * W'/W, MHETA section 4.2.1)?
+- shared: rank 0 at 1024 rows while rank 1 computes 1024 rows on the other
+  core, against 1024 alone: what the two cores' shared memory and caches
+  cost a row;
+- paced 1: rank 0 at power 1 under `--cpu-emulation paced` against no
+  emulation (uniform): the pacing's own cost at power 1;
+- paced 0.5: rank 1 of het2 (power 0.5, paced) against rank 0 (power 1),
+  1024 rows each: the ratio should be 2.
+
+Prints one line a configuration (the median ns a row, its bootstrap 95%
+CI over the rounds, the coefficient of variation of its runs, the median
+CPU share), then each configuration against its reference side by side:
+the median over the rounds of the ratio of the two runs of a round, its
+bootstrap 95% CI and p10-p90, and what the model assumes. OUT.json (default
+compute-probe.json) keeps every run and the stamp.
+"""
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from study import BIN, ENV, stamp  # noqa: E402
+
+N, ITERS = 2048, 40
+# name: (rows of rank 0, rows of rank 1, extra args, rank whose cost is read)
+CONFIGS = {
+    "alone 128": (128, 0, [], 0),
+    "alone 256": (256, 0, [], 0),
+    "alone 512": (512, 0, [], 0),
+    "alone 768": (768, 0, [], 0),
+    "alone 1024": (1024, 0, [], 0),
+    "alone 1280": (1280, 0, [], 0),
+    "alone 1792": (1792, 0, [], 0),
+    "shared 1024": (1024, 1024, [], 0),
+    "paced 1, 1024": (1024, 1024, ["--cpu-emulation", "paced"], 0),
+    "het2 power 1, 1024": (1024, 1024, ["--cluster", "het2", "--cpu-emulation", "paced"], 0),
+    "het2 power 0.5, 1024": (1024, 1024, ["--cluster", "het2", "--cpu-emulation", "paced"], 1),
+}
+# name: (reference, expected ratio)
+REFS = {
+    "alone 128": ("alone 1024", 1.0),
+    "alone 256": ("alone 1024", 1.0),
+    "alone 512": ("alone 1024", 1.0),
+    "alone 768": ("alone 1024", 1.0),
+    "alone 1280": ("alone 1024", 1.0),
+    "alone 1792": ("alone 1024", 1.0),
+    "shared 1024": ("alone 1024", 1.0),
+    "paced 1, 1024": ("shared 1024", 1.0),
+    "het2 power 0.5, 1024": ("het2 power 1, 1024", 2.0),
+}
+
+
+def run(r0, r1, extra):
+    rows = r0 + r1
+    cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
+           os.path.join(BIN, "jacobi"), "--n", str(N), "--rows", str(rows),
+           "--iters", str(ITERS), "--dist", f"{r0},{r1}"]
+    if "--cluster" not in extra:
+        cmd += ["--cluster", "uniform"]
+    out = subprocess.run(cmd + extra, capture_output=True, text=True, env=ENV)
+    for line in out.stdout.splitlines():
+        if line.startswith("{"):
+            return json.loads(line)
+    sys.exit(f"compute-probe: {' '.join(cmd + extra)} failed:\n{out.stderr}")
+
+
+def ci95(v, reps=2000):
+    """Bootstrap 95% CI of the median of v."""
+    rng = random.Random(1)
+    meds = sorted(statistics.median(rng.choices(v, k=len(v))) for _ in range(reps))
+    return meds[int(0.025 * reps)], meds[int(0.975 * reps) - 1]
+
+
+def main():
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+    out_path = sys.argv[2] if len(sys.argv) > 2 else "compute-probe.json"
+    if rounds < 3:
+        sys.exit("compute-probe: ROUNDS must be at least 3")
+    runs = {k: [] for k in CONFIGS}
+    for rnd in range(rounds):
+        for name, (r0, r1, extra, rank) in CONFIGS.items():
+            rep = run(r0, r1, extra)
+            rk = rep["ranks"][rank]
+            runs[name].append({
+                "ns_per_row": rk["stage_s"] / rk["rows"] * 1e9,
+                "cpu_share": rk.get("cpu_share"),
+                "iter_median_s": rep["iter_median_s"],
+                "emulation": rep["emulation"].get("cpu") if isinstance(rep["emulation"], dict) else rep["emulation"],
+            })
+        print(f"compute-probe: round {rnd + 1} of {rounds} done", file=sys.stderr)
+    med = {k: statistics.median(r["ns_per_row"] for r in v) for k, v in runs.items()}
+    print(f"{'configuration':<22} {'ns/row':>8} {'95% CI':>17} {'cv %':>6} {'cpu share':>9}")
+    for name, v in runs.items():
+        x = [r["ns_per_row"] for r in v]
+        lo, hi = ci95(x)
+        cv = 100 * statistics.pstdev(x) / statistics.mean(x)
+        shares = [r["cpu_share"] for r in v if r["cpu_share"] is not None]
+        share = f"{statistics.median(shares):9.3f}" if shares else f"{'-':>9}"
+        print(f"{name:<22} {med[name]:8.1f} {lo:8.1f}-{hi:<8.1f} {cv:6.1f} {share}")
+    # Ratios side by side: each round's run over its reference's run of
+    # the same round, then the median over the rounds.
+    print(f"\n{'configuration':<22} {'against':<20} {'ratio':>6} {'95% CI':>13} {'p10-p90':>13}  model")
+    ratios = {}
+    for name, (rname, want) in REFS.items():
+        r = [a["ns_per_row"] / b["ns_per_row"] for a, b in zip(runs[name], runs[rname])]
+        lo, hi = ci95(r)
+        q = statistics.quantiles(r, n=10)
+        ratios[name] = {"against": rname, "median": statistics.median(r), "ci95": [lo, hi], "model": want}
+        print(f"{name:<22} {rname:<20} {statistics.median(r):6.3f} {lo:6.3f}-{hi:<6.3f} {q[0]:6.3f}-{q[-1]:<6.3f}  {want:g}")
+    json.dump({"stamp": stamp("scripts/compute_probe.py " + " ".join(sys.argv[1:])),
+               "n": N, "iters": ITERS, "runs": runs, "median_ns_per_row": med,
+               "ratios": ratios},
+              open(out_path, "w"), indent=1)
+    print(f"wrote {out_path}")
+
+
+if __name__ == "__main__":
+    main()
