@@ -4,6 +4,7 @@ cost of a row of a kernel's stage, measured in real MPI runs, under the
 conditions the MHETA model assumes are the same.
 
 Usage: scripts/compute_probe.py [ROUNDS] [OUT.json]   (default 5 rounds)
+       scripts/compute_probe.py recorded [ROUNDS]
 
 Every configuration runs once a round, the rounds interleaved, so that a
 slow spell of the host falls on all of them alike. Each run is a 2-rank
@@ -30,16 +31,27 @@ CPU share), then each configuration against its reference side by side:
 the median over the rounds of the ratio of the two runs of a round, its
 bootstrap 95% CI and p10-p90, and what the model assumes. OUT.json (default
 compute-probe.json) keeps every run and the stamp.
+
+`recorded`: are the iterations the interposer records (by default three,
+from iteration 3) what the rest of the run does? Each round runs jacobi
+`--n 2048 --iters 60` and `--n 1024 --iters 200` under `mheta run
+--trace-dir`, and prints per rank the recorded iterations' median compute
+(`mheta show --trace`) over the same run's median stage time over all its
+iterations (the report's `stage_s`): the median over the rounds, its
+bootstrap 95% CI, and every round's ratio.
 """
 import json
 import os
 import random
+import re
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from study import BIN, ENV, stamp  # noqa: E402
+from study import BIN, ENV, MHETA, stamp  # noqa: E402
 
 N, ITERS = 2048, 40
 # name: (rows of rank 0, rows of rank 1, extra args, rank whose cost is read)
@@ -91,7 +103,42 @@ def ci95(v, reps=2000):
     return meds[int(0.025 * reps)], meds[int(0.975 * reps) - 1]
 
 
+def recorded(rounds):
+    """The recorded iterations' compute over the whole run's median stage."""
+    ratios = {}
+    tmp = tempfile.mkdtemp(prefix="compute-probe-")
+    try:
+        for rnd in range(rounds):
+            for n, iters in [(2048, 60), (1024, 200)]:
+                tr = os.path.join(tmp, "trace")
+                shutil.rmtree(tr, ignore_errors=True)
+                cmd = [MHETA, "run", "--trace-dir", tr, "--", "mpirun", "--allow-run-as-root",
+                       "-np", "2", os.path.join(BIN, "jacobi"), "--n", str(n), "--iters", str(iters),
+                       "--cluster", "uniform"]
+                out = subprocess.run(cmd, capture_output=True, text=True, env=ENV)
+                reps = [json.loads(x) for x in out.stdout.splitlines() if x.startswith("{")]
+                if out.returncode != 0 or not reps:
+                    sys.exit(f"compute-probe: {' '.join(cmd)} failed:\n{out.stderr}")
+                show = subprocess.run([MHETA, "show", "--trace", tr], capture_output=True, text=True,
+                                      env=ENV, check=True).stdout
+                comp = [float(x) for x in re.findall(r"median [0-9.]+ ms: ([0-9.]+) ms scaled compute", show)]
+                for rk in reps[0]["ranks"]:
+                    ratios.setdefault((n, rk["rank"]), []).append(comp[rk["rank"]] * 1e-3 / rk["stage_s"])
+            print(f"compute-probe: round {rnd + 1} of {rounds} done", file=sys.stderr)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    for (n, rank), v in sorted(ratios.items(), reverse=True):
+        lo, hi = ci95(v)
+        print(f"n {n} rank {rank}: recorded / whole run {statistics.median(v):.3f} "
+              f"(95% CI {lo:.3f}-{hi:.3f}); rounds {' '.join(f'{x:.3f}' for x in v)}")
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "recorded":
+        rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 9
+        if rounds < 3:
+            sys.exit("compute-probe: ROUNDS must be at least 3")
+        return recorded(rounds)
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     out_path = sys.argv[2] if len(sys.argv) > 2 else "compute-probe.json"
     if rounds < 3:
