@@ -66,11 +66,13 @@ pub fn run<K: Kernel>(
     })?;
     let t_start = Instant::now();
     let loop_start_unix_s = adapt::unix_now();
+    let sched0 = mheta_base::os::thread_schedstat();
     for it in 0..r.job.ck.todo {
         r.iterate(it)?;
         r.move_rows(it)?;
         r.checkpoint(it)?;
     }
+    r.log.sched = sched0.zip(mheta_base::os::thread_schedstat()).map(|(a, b)| b.since(&a));
     let elapsed_s = t_start.elapsed().as_secs_f64();
     r.report(rows, extra, elapsed_s, loop_start_unix_s)
 }
@@ -178,6 +180,9 @@ struct Log {
     read_s: Vec<f64>,
     write_s: Vec<f64>,
     shares: Vec<Option<f64>>,
+    /// The main thread's CPU time and run-queue delay over the main loop
+    /// (None without schedstats): what the host gave the run, measured.
+    sched: Option<mheta_base::os::Schedstat>,
 }
 
 /// `--auto` between iterations: this rank's CPU share while the trace in

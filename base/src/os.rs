@@ -1,6 +1,6 @@
 //! What mheta reads from and asks of the operating system: the host's
-//! name, the cores a process may run on, pinning to a core, and the CPU
-//! clocks.
+//! name, the cores a process may run on, pinning to a core, the CPU
+//! clocks, and the scheduler's account of a thread (schedstat).
 
 use std::io;
 
@@ -42,6 +42,45 @@ pub fn process_cpu_s() -> f64 {
 pub fn gettid() -> i32 {
     // SAFETY: gettid has no arguments and cannot fail.
     unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+}
+
+/// The scheduler's account of one thread (`/proc/thread-self/schedstat`):
+/// its CPU time, its time runnable but waiting for a core (run-queue
+/// delay), and how many times it ran, since the thread started.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Schedstat {
+    pub cpu_s: f64,
+    pub runq_wait_s: f64,
+    pub timeslices: u64,
+}
+
+impl Schedstat {
+    /// What the thread got between `earlier` and `self`.
+    pub fn since(&self, earlier: &Schedstat) -> Schedstat {
+        Schedstat {
+            cpu_s: self.cpu_s - earlier.cpu_s,
+            runq_wait_s: self.runq_wait_s - earlier.runq_wait_s,
+            timeslices: self.timeslices.saturating_sub(earlier.timeslices),
+        }
+    }
+
+    /// Parse the three fields of a `schedstat` file (nanoseconds,
+    /// nanoseconds, count).
+    pub fn parse(text: &str) -> Option<Schedstat> {
+        let mut f = text.split_whitespace().map(|x| x.parse::<u64>().ok());
+        let (cpu, wait, slices) = (f.next()??, f.next()??, f.next()??);
+        Some(Schedstat {
+            cpu_s: cpu as f64 * 1e-9,
+            runq_wait_s: wait as f64 * 1e-9,
+            timeslices: slices,
+        })
+    }
+}
+
+/// The calling thread's [`Schedstat`]; `None` where the kernel has no
+/// schedstats (CONFIG_SCHEDSTATS off) or `/proc` is not mounted.
+pub fn thread_schedstat() -> Option<Schedstat> {
+    Schedstat::parse(&std::fs::read_to_string("/proc/thread-self/schedstat").ok()?)
 }
 
 fn one_core(core: usize) -> io::Result<libc::cpu_set_t> {
@@ -125,5 +164,26 @@ mod tests {
         assert!(pin_to_core(libc::CPU_SETSIZE as usize).is_err());
         let cores = allowed_cores();
         assert!(!cores.is_empty());
+    }
+
+    #[test]
+    fn schedstat_parses_and_counts_this_threads_cpu() {
+        let s = Schedstat::parse("2000000000 500000000 42\n");
+        assert_eq!(
+            s,
+            Some(Schedstat { cpu_s: 2.0, runq_wait_s: 0.5, timeslices: 42 })
+        );
+        assert_eq!(Schedstat::parse("12 x 3"), None);
+        assert_eq!(Schedstat::parse("12 3"), None);
+        // On a kernel with schedstats, a spin of 20 ms of CPU shows in it.
+        if let Some(a) = thread_schedstat() {
+            let t0 = thread_cpu_s();
+            while thread_cpu_s() - t0 < 0.02 {
+                std::hint::spin_loop();
+            }
+            let d = thread_schedstat().map(|b| b.since(&a)).unwrap_or_default();
+            assert!(d.cpu_s >= 0.019, "{d:?}");
+            assert!(d.runq_wait_s >= 0.0 && d.timeslices >= 1, "{d:?}");
+        }
     }
 }

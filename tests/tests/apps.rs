@@ -282,6 +282,19 @@ fn cpu_by_the_clock_lasts_units_times_the_figure() {
     assert_eq!(r["emulation"]["cpu_ns_per_unit"], ns, "{r}");
     for (i, power) in [(0usize, 1.0), (1, 0.5)] {
         let rank = &r["ranks"][i];
+        // The scheduler's account of the main loop: CPU time and run-queue
+        // delay fit inside the loop's wall time.
+        if std::path::Path::new("/proc/thread-self/schedstat").exists() {
+            let (cpu, wait) = (
+                value(&rank["sched"], "cpu_s"),
+                value(&rank["sched"], "runq_wait_s"),
+            );
+            let wall = value(&r, "elapsed_s");
+            assert!(
+                cpu > 0.0 && wait >= 0.0 && cpu + wait <= 1.2 * wall + 0.05,
+                "{rank}"
+            );
+        }
         let want = (n / 2 * n) as f64 * ns * 1e-9 / power;
         let got = value(rank, "compute_s");
         let over = rank["cpu_overruns"].as_u64().unwrap();

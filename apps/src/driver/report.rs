@@ -146,6 +146,12 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
             "read_s": med(&log.read_s),
             "write_s": med(&log.write_s),
             "compute_s": med(&compute),
+            // What the scheduler gave the main thread over the main loop.
+            "sched": log.sched.map(|s| json!({
+                "cpu_s": s.cpu_s,
+                "runq_wait_s": s.runq_wait_s,
+                "timeslices": s.timeslices,
+            })),
             "notes": notes,
         });
         if std::env::var_os("MHETA_DEBUG_TIMES").is_some() {
