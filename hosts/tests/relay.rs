@@ -333,14 +333,20 @@ fn relay_adds_latency_and_carries_a_gigabit() {
         let stats = r.finish();
         eprintln!("relay: delay 1 ms: {}", traffic(&stats));
 
-        let want = 2000.0 + base;
+        // Each frame is held 1 ms from its kernel receive timestamp, so the
+        // round trip is at least 2 ms; at most it is the baseline's plus
+        // the 2 ms. Not exactly that sum: a baseline inflated by slow
+        // wake-ups on a noisy host (medians of 450-560 µs seen, p10 150-320)
+        // is partly hidden under the held frames, which the receiver is
+        // already awake for.
+        let (lo, hi) = (0.98 * 2000.0, 1.1 * (2000.0 + base));
         eprintln!(
             "relay: delay 1 ms adds {:.0} µs to the round trip (want 2000)",
             rtt - base
         );
         assert!(
-            (rtt - want).abs() <= 0.1 * want,
-            "round trip with 1 ms each way: {rtt:.0} µs, want {want:.0} µs ± 10%"
+            (lo..=hi).contains(&rtt),
+            "round trip with 1 ms each way: {rtt:.0} µs, want {lo:.0} to {hi:.0} µs (2 ms, and at most the baseline {base:.0} µs more, + 10%)"
         );
         assert!(
             bps >= 1e9,
