@@ -182,8 +182,9 @@ mod tests {
                 std::hint::spin_loop();
             }
             let d = thread_schedstat().map(|b| b.since(&a)).unwrap_or_default();
-            assert!(d.cpu_s >= 0.019, "{d:?}");
-            assert!(d.runq_wait_s >= 0.0 && d.timeslices >= 1, "{d:?}");
+            // A thread that kept its core gets no new timeslice; the CPU
+            // time is what must show.
+            assert!(d.cpu_s >= 0.019 && d.runq_wait_s >= 0.0, "{d:?}");
         }
     }
 }
