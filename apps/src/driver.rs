@@ -72,7 +72,9 @@ pub fn run<K: Kernel>(
         r.move_rows(it)?;
         r.checkpoint(it)?;
     }
-    r.log.sched = sched0.zip(mheta_base::os::thread_schedstat()).map(|(a, b)| b.since(&a));
+    r.log.sched = sched0
+        .zip(mheta_base::os::thread_schedstat())
+        .map(|(a, b)| b.since(&a));
     let elapsed_s = t_start.elapsed().as_secs_f64();
     r.report(rows, extra, elapsed_s, loop_start_unix_s)
 }

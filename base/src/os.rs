@@ -171,7 +171,11 @@ mod tests {
         let s = Schedstat::parse("2000000000 500000000 42\n");
         assert_eq!(
             s,
-            Some(Schedstat { cpu_s: 2.0, runq_wait_s: 0.5, timeslices: 42 })
+            Some(Schedstat {
+                cpu_s: 2.0,
+                runq_wait_s: 0.5,
+                timeslices: 42
+            })
         );
         assert_eq!(Schedstat::parse("12 x 3"), None);
         assert_eq!(Schedstat::parse("12 3"), None);

@@ -4,10 +4,10 @@
 
 use super::load_desc;
 use anyhow::Result;
-use mheta_profile::{ClusterProfile, ModeChoice};
 use mheta_model::risk::StochPrediction;
 use mheta_model::slowdown::LocalRule;
 use mheta_model::{Dist, Model};
+use mheta_profile::{ClusterProfile, ModeChoice};
 use std::path::PathBuf;
 
 /// The model's inputs: a profile, a trace and an optional load.

@@ -5,9 +5,9 @@
 use super::load_desc;
 use super::predict::ModelArgs;
 use anyhow::Result;
-use mheta_profile::ModeChoice;
 use mheta_model::risk::PricedPlan;
 use mheta_model::{Dist, Model, search};
+use mheta_profile::ModeChoice;
 
 #[derive(clap::Args, Debug)]
 pub struct SearchArgs {

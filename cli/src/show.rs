@@ -3,8 +3,8 @@
 //! and per node), as tables or JSON.
 
 use anyhow::{Result, bail};
-use mheta_profile::ClusterProfile;
 use mheta_model::{Dist, analysis};
+use mheta_profile::ClusterProfile;
 use mheta_trace::{Iteration, RankTrace};
 use std::path::PathBuf;
 

@@ -8,8 +8,8 @@
 //! in small pages and in huge pages, with the on-node copy by both ends
 //! (its pieces of 4 MiB or more) and, once more, through MPI alone.
 
-use mheta_runtime::RowBlock;
 use mheta_model::Dist;
+use mheta_runtime::RowBlock;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use std::process::Command;
 
