@@ -76,8 +76,8 @@ fn in_ns(ns: &str, script: &std::path::Path, args: &[&str]) -> Command {
 }
 
 /// Three runs of a peer measurement from `from` to `to` (its address
-/// `to_ip`), each against a fresh server: the middle one, or for a round
-/// trip the least.
+/// `to_ip`), each against a fresh server: the least round trip or the
+/// greatest goodput.
 fn measure(script: &std::path::Path, from: &str, to: &str, to_ip: &str, what: &[&str]) -> f64 {
     let mut v = vec![];
     for port in [5301, 5302, 5303] {
@@ -94,10 +94,11 @@ fn measure(script: &std::path::Path, from: &str, to: &str, to_ip: &str, what: &[
         let _ = server.wait();
     }
     v.sort_by(f64::total_cmp);
-    // A round trip's disturbances (this VM's vCPU stalls, a timer woken
-    // late) only lengthen it: the least of the three medians is the
-    // path's. A rate's can go either way: the middle one.
-    if what[0] == "rtt" { v[0] } else { v[1] }
+    // Disturbances (this VM's vCPU stalls, a timer woken late, a peer
+    // starved of CPU) only lengthen a round trip and only lower a shaped
+    // link's goodput, which the shaper caps from above: the least round
+    // trip and the greatest goodput are the path's.
+    if what[0] == "rtt" { v[0] } else { v[2] }
 }
 
 #[test]
@@ -141,7 +142,8 @@ fn two_hosts_shape_the_link_add_the_latency_and_leave_nothing() {
     assert_eq!(h.trim(), "b");
 
     // The 200 Mbit/s link, c -> a: goodput within 10% of the rate
-    // (TCP/IP headers take ~4% of each frame).
+    // (TCP/IP headers take ~4% of each frame), and never over it: the
+    // bucket's burst is a few frames against 3 s of sending.
     let mbit = measure(
         &script,
         "mheta-ittwo-c",
@@ -151,7 +153,7 @@ fn two_hosts_shape_the_link_add_the_latency_and_leave_nothing() {
     );
     eprintln!("hosts: c -> a over a 200 Mbit/s link: {mbit:.1} Mbit/s");
     assert!(
-        (mbit - 200.0).abs() <= 20.0,
+        (180.0..=202.0).contains(&mbit),
         "{mbit} Mbit/s on a 200 Mbit/s link"
     );
     // The relay: c <-> b round trip less c <-> a's is the 2 x 1 ms added.
