@@ -25,10 +25,19 @@ pub struct RunArgs {
     /// Consecutive iterations to record (the model takes medians).
     #[arg(long, default_value_t = mheta_trace::DEFAULT_INSTRUMENT_COUNT, value_parser = clap::value_parser!(u64).range(1..))]
     count: u64,
+    /// After the counted iterations, go on recording whole iterations
+    /// until the recorded ones span at least this many seconds (or the
+    /// run ends; at most 20,000 iterations). The model takes each piece's
+    /// median over them: on a host whose cores change speed over hundreds
+    /// of milliseconds, a few iterations catch the moment's speed, not
+    /// the rank's. The trace is written after the counted iterations and
+    /// again when the seconds are reached (MHETA_INSTRUMENT_SECONDS).
+    #[arg(long, default_value_t = 0.0, value_name = "SECONDS", value_parser = non_negative_seconds)]
+    seconds: f64,
     /// Record the whole run, MPI_Init to MPI_Finalize, as one
     /// iteration (iteration markers ignored): for programs that mark
     /// no iterations (MHETA_RECORD_ALL=1).
-    #[arg(long, conflicts_with_all = ["iteration", "count"])]
+    #[arg(long, conflicts_with_all = ["iteration", "count", "seconds"])]
     whole_run: bool,
     /// A cluster spec with [[host]] tables: run across its emulated
     /// hosts (brought up for the run if they are down). An Open MPI
@@ -42,11 +51,12 @@ pub struct RunArgs {
 }
 
 /// The variables the interposer reads, forwarded to every rank.
-const FORWARDED: [&str; 5] = [
+const FORWARDED: [&str; 6] = [
     "MHETA_TRACE_DIR",
     "MHETA_TOOLS",
     "MHETA_INSTRUMENT_ITER",
     "MHETA_INSTRUMENT_COUNT",
+    "MHETA_INSTRUMENT_SECONDS",
     "MHETA_RECORD_ALL",
 ];
 
@@ -80,6 +90,7 @@ pub fn main(a: RunArgs) -> Result<i32> {
         .env("MHETA_TOOLS", &a.tools)
         .env("MHETA_INSTRUMENT_ITER", a.iteration.to_string())
         .env("MHETA_INSTRUMENT_COUNT", a.count.to_string())
+        .env("MHETA_INSTRUMENT_SECONDS", a.seconds.to_string())
         .env("MHETA_RECORD_ALL", if a.whole_run { "1" } else { "" });
     let preload = preload_with(&lib);
     if is_open_mpi_launcher(prog) {
@@ -140,5 +151,13 @@ fn forward(cmd: &mut Command, preload: &OsString) {
         if std::env::var_os(v).is_some() {
             cmd.arg("-x").arg(v);
         }
+    }
+}
+
+/// `--seconds`: a finite number of seconds, at least 0.
+fn non_negative_seconds(v: &str) -> Result<f64, String> {
+    match v.trim().parse::<f64>() {
+        Ok(x) if x >= 0.0 && x.is_finite() => Ok(x),
+        _ => Err(format!("{v:?} is not a number of seconds >= 0")),
     }
 }

@@ -16,7 +16,9 @@
 //! Environment: `MHETA_TOOLS` (default `recorder`; also `summary`),
 //! `MHETA_TRACE_DIR` (default `./mheta-trace`), `MHETA_INSTRUMENT_ITER`
 //! (first recorded iteration, default 3), `MHETA_INSTRUMENT_COUNT`
-//! (consecutive iterations recorded, default 3), `MHETA_RECORD_ALL=1` (the
+//! (consecutive iterations recorded, default 3), `MHETA_INSTRUMENT_SECONDS`
+//! (then record on until the recorded iterations span this long; default
+//! 0), `MHETA_RECORD_ALL=1` (the
 //! whole run is one recorded iteration, markers ignored), `MHETA_SUMMARY_DIR`
 //! (default: the trace directory).
 //!

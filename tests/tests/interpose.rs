@@ -256,6 +256,56 @@ fn rust_jacobi_trace_has_halos_and_reduction() {
     }
 }
 
+/// `mheta run --seconds S` records on after the counted iterations until
+/// the recorded ones span S seconds, then stops; a run that ends first
+/// leaves what it recorded, with a warning.
+#[test]
+fn seconds_extend_the_recording_and_a_short_run_keeps_what_it_recorded() {
+    let dir = scratch("jseconds");
+    let record = |t: &std::path::Path, secs: &str, iters: &str| {
+        let o = mheta()
+            .args(["run", "--seconds", secs, "--trace-dir"])
+            .arg(t)
+            .args(["--", "mpirun", "--oversubscribe", "-np", "2"])
+            .arg(bin("jacobi"))
+            .args(["--n", "256", "--iters", iters])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        (
+            mheta_trace::read_dir(t).unwrap(),
+            String::from_utf8_lossy(&o.stderr).to_string(),
+        )
+    };
+    let span = |t: &mheta_trace::RankTrace| -> f64 {
+        t.iterations.iter().map(|i| i.duration_ns as f64 * 1e-9).sum()
+    };
+    // 0.05 s of a run of 2000 iterations: more than the 3 counted, at
+    // least 0.05 s, consecutive from iteration 3, and fewer than the run.
+    let (traces, _) = record(&dir.join("long"), "0.05", "2000");
+    for t in &traces {
+        let n = t.iterations.len();
+        assert!(n > 3 && n < 1990, "rank {}: {n} iterations", t.rank);
+        assert!(span(t) >= 0.05, "rank {}: {} s", t.rank, span(t));
+        let idx: Vec<u64> = t.iterations.iter().map(|i| i.index).collect();
+        assert_eq!(idx, (3..3 + n as u64).collect::<Vec<_>>());
+    }
+    // 100 s asked of a 20-iteration run: its 17 iterations from 3, and
+    // a warning that says so.
+    let (traces, err) = record(&dir.join("short"), "100", "20");
+    for t in &traces {
+        assert_eq!(t.iterations.len(), 17, "rank {}", t.rank);
+    }
+    assert!(err.contains("short of MHETA_INSTRUMENT_SECONDS=100"), "{err}");
+    // A bad value is refused before anything runs.
+    let o = mheta()
+        .args(["run", "--seconds=-1", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--seconds"));
+}
+
 #[test]
 fn unwritable_trace_dir_is_reported_and_the_program_runs_on() {
     let exe = ring(&scratch("ring-unwritable"));

@@ -29,6 +29,12 @@ struct State {
     enabled: bool,
     /// MHETA_RECORD_ALL: one iteration from MPI_Init to MPI_Finalize.
     whole_run: bool,
+    /// MHETA_INSTRUMENT_SECONDS, in ns (0: the counted iterations only).
+    min_ns: u64,
+    /// The counted iterations are done and their trace written; with
+    /// `min_ns`, recording goes on until `written`.
+    counted: bool,
+    /// Nothing more is recorded (until a reset).
     written: bool,
     current: u64,
     done: Vec<Iteration>,
@@ -212,9 +218,19 @@ impl Recorder {
             duration_ns,
             events,
         });
-        if s.current + 1 >= s.first + s.count {
+        if !s.counted && s.current + 1 >= s.first + s.count {
+            // The counted iterations' trace is written now, whatever
+            // follows: the in-job runtime reads it at this point.
+            s.counted = true;
+            write_trace(s);
+            s.written = s.min_ns == 0;
+        }
+        if s.counted && !s.written && extension_done(s) {
             s.written = true;
             write_trace(s);
+        }
+        if s.written {
+            s.done = Vec::new();
         }
     }
 }
@@ -225,7 +241,9 @@ impl Tool for Recorder {
     }
 
     fn init(&self, rank: u32, size: u32) {
-        let (iters, complaints) = mheta_trace::env::instrumented_iterations();
+        let (iters, mut complaints) = mheta_trace::env::instrumented_iterations();
+        let (secs, complaint) = mheta_trace::env::instrumented_seconds();
+        complaints.extend(complaint);
         if rank == 0 {
             for c in complaints {
                 crate::warn(format!("mheta: {c}"));
@@ -244,6 +262,8 @@ impl Tool for Recorder {
             iters_seen: if all { 1 } else { 0 },
             enabled: true,
             whole_run: all,
+            min_ns: if all { 0 } else { (secs * 1e9) as u64 },
+            counted: false,
             written: false,
             current: 0,
             done: Vec::new(),
@@ -283,13 +303,15 @@ impl Tool for Recorder {
             pcontrol::RESET => {
                 set_active(RECORDER, false);
                 s.iters_seen = 0;
+                s.counted = false;
                 s.written = false;
                 s.done.clear();
             }
             pcontrol::ITER_BEGIN => {
                 let i = s.iters_seen;
                 s.iters_seen += 1;
-                if i >= s.first && i < s.first + s.count && s.enabled && !s.written {
+                let wanted = i < s.first + s.count || s.counted;
+                if i >= s.first && wanted && s.enabled && !s.written {
                     s.current = i;
                     Recorder::begin();
                 }
@@ -326,6 +348,22 @@ impl Tool for Recorder {
             Recorder::end(s);
         }
         set_active(RECORDER, false);
+        if let Some(s) = g.as_mut()
+            && s.counted
+            && !s.written
+        {
+            // The run ended before MHETA_INSTRUMENT_SECONDS were
+            // recorded: the trace holds what was.
+            s.written = true;
+            let (n, span) = (s.done.len(), span_ns(s) as f64 * 1e-9);
+            write_trace(s);
+            if s.rank == 0 {
+                crate::warn(format!(
+                    "mheta: the run ended after {n} recorded iterations spanning {span:.3} s, short of MHETA_INSTRUMENT_SECONDS={}; the trace holds those",
+                    s.min_ns as f64 * 1e-9
+                ));
+            }
+        }
         if let Some(s) = g.as_ref()
             && !s.written
             && s.rank == 0
@@ -347,6 +385,22 @@ impl Tool for Recorder {
     }
 }
 
+/// The recorded iterations' time, ns.
+fn span_ns(s: &State) -> u64 {
+    s.done.iter().map(|i| i.duration_ns).sum()
+}
+
+/// Has an extended recording (MHETA_INSTRUMENT_SECONDS) enough: the
+/// seconds, or the most iterations or events it may hold?
+fn extension_done(s: &State) -> bool {
+    let events: usize = s.done.iter().map(|i| i.events.len()).sum();
+    span_ns(s) >= s.min_ns
+        || s.done.len() >= mheta_trace::MAX_EXTENDED_ITERATIONS
+        || events >= mheta_trace::MAX_EXTENDED_EVENTS
+}
+
+/// Write this rank's trace of the iterations recorded so far (kept, as
+/// an extended recording may add to them and write again).
 fn write_trace(s: &mut State) {
     let trace = RankTrace {
         rank: s.rank,
@@ -357,13 +411,13 @@ fn write_trace(s: &mut State) {
             .as_ref()
             .map(|(_, names)| names.clone())
             .unwrap_or_default(),
-        iterations: std::mem::take(&mut s.done),
+        iterations: s.done.clone(),
     };
     let result = std::fs::create_dir_all(&s.trace_dir)
         .map_err(|e| format!("{}: {e}", s.trace_dir.display()))
         .and_then(|_| mheta_trace::write_rank(&s.trace_dir, &trace).map_err(|e| e.to_string()));
     if let Err(e) = result {
-        // Reported once: a trace is written at most once per run.
+        // Reported for each write (at most twice per recording).
         crate::warn(format!(
             "mheta[{}]: cannot write trace: {e}; the program continues",
             s.rank

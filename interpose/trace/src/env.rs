@@ -55,3 +55,24 @@ pub fn instrumented_iterations() -> (Range<u64>, Vec<String>) {
     let count = get("MHETA_INSTRUMENT_COUNT", crate::DEFAULT_INSTRUMENT_COUNT, 1);
     (first..first + count, complaints)
 }
+
+/// `MHETA_INSTRUMENT_SECONDS`: after the counted iterations, go on
+/// recording whole iterations until the recorded ones span at least this
+/// many seconds (0, the default: the counted ones only), with a complaint
+/// if the value is not a number >= 0. On a host whose cores change speed
+/// over hundreds of milliseconds, a few iterations measure the moment's
+/// speed, not the rank's (docs/design/fidelity.md).
+pub fn instrumented_seconds() -> (f64, Option<String>) {
+    match std::env::var("MHETA_INSTRUMENT_SECONDS") {
+        Ok(v) => match v.trim().parse::<f64>() {
+            Ok(x) if x >= 0.0 && x.is_finite() => (x, None),
+            _ => (
+                0.0,
+                Some(format!(
+                    "MHETA_INSTRUMENT_SECONDS={v:?} is not a number of seconds >= 0; using 0"
+                )),
+            ),
+        },
+        Err(_) => (0.0, None),
+    }
+}

@@ -37,6 +37,11 @@ pub const DEFAULT_INSTRUMENT_ITER: u64 = 3;
 /// Consecutive iterations recorded unless `MHETA_INSTRUMENT_COUNT` says
 /// otherwise.
 pub const DEFAULT_INSTRUMENT_COUNT: u64 = 3;
+/// The most iterations a rank records when `MHETA_INSTRUMENT_SECONDS`
+/// extends the recording, and the most events: the recording stops at
+/// either, whatever the seconds.
+pub const MAX_EXTENDED_ITERATIONS: usize = 20_000;
+pub const MAX_EXTENDED_EVENTS: usize = 2_000_000;
 /// Name of the application declaration inside a trace directory.
 pub const APP_FILE: &str = "app.json";
 
