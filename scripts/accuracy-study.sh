@@ -6,21 +6,31 @@
 #
 # Every cell is one `mheta experiment --app A --cluster C --np NP --iters I
 # --repeat REPEAT --profile OUT_DIR/pNP.json --json -- SIZES
-# --cpu-emulation paced` (REPEAT default 2, NP default 4), all against one
+# --cpu-emulation paced` (REPEAT default 5, NP default 4), all against one
 # profile measured first (`mheta bench --np NP --quick`; kept if
-# OUT_DIR/pNP.json exists). Emulation: 4 ranks on this machine's cores, paced CPU (pinned,
+# OUT_DIR/pNP.json exists). Emulation: NP ranks on this machine's cores, paced CPU (pinned,
 # work under SCHED_IDLE), paced disk, memory cgroup, sleep waits; each
 # cell's JSON records it under "emulation".
 # Sizes: jacobi --n 2048; sor and lanczos --n 2560; cg --class A; mg --n
-# 2047 on DC and --n 1023 elsewhere (at 2047 one row plus the in-core data
-# does not fit IO's 8 MB); wavefront --n 2560 --tiles 8 on DC and --n 2048
+# 2047 on the clusters without a memory limit (DC, uniform) and --n 1023
+# elsewhere (at 2047 one row plus the in-core data does not fit IO's
+# 8 MB); wavefront --n 2560 --tiles 8 on DC and uniform and --n 2048
 # --tiles 8 --iters 3 elsewhere (an out-of-core iteration at 2560 takes
-# ~10 s). About 45 minutes at REPEAT 2 on a 2-core VM.
+# ~10 s). jacobi --prefetch runs only on the clusters with a disk (not DC,
+# not uniform). About 45 minutes at REPEAT 2 on a 2-core VM, most of it
+# in the real runs, whose number grows with REPEAT.
 #
 # STUDY_NP (default 4) sets the rank count (the built-in clusters DC, IO,
-# HY1 and HY2 have 2-, 4- and 8-rank forms; the profile is then
-# OUT_DIR/pNP.json). Every cell also draws OUT_DIR/TAG-C.svg (--plot).
+# HY1 and HY2 have 2-, 4- and 8-rank forms, and uniform, every rank at
+# power 1, any count; the profile is then OUT_DIR/pNP.json). Every cell
+# also draws OUT_DIR/TAG-C.svg (--plot).
 #
+# STUDY_CPU=real (the default; `paced` is the same) runs real compute with
+# no clock: `--cpu-emulation paced`, where each piece of work runs for
+# real and a rank of CPU power p < 1 then sleeps until the piece has
+# lasted its CPU time / p (a rank at power 1 is not slowed at all). Its
+# compute time is this host's, with the host's speed changes: the flags
+# below tell the runs the host disturbed.
 # STUDY_CPU=clock runs every cell with `--cpu-emulation clock` instead:
 # each app and size is calibrated, before its first cell, by one uniform
 # in-core run
@@ -45,14 +55,31 @@
 # for the whole study (taken down at the end if they were down).
 #
 # Prints, per cell: mean diff / max diff / the predicted best's gap to the
-# actual best in actual time, all %, and in parentheses the noise: the
-# median over the cell's points of the spread between the REPEAT runs of
-# one point (max - min over min, %). A second table splits each cell's
-# points into out-of-core (some rank kept an array out of core in a real
-# run: the row's "out_of_core") and in-core, each with the diff of the
-# busiest rank's time in stages alone (the rows' busy_diff_pct; the rest
-# of a diff is communication and waiting). scripts/repredict.py OUT_DIR
-# re-predicts the stored points with another binary.
+# actual best in actual time, all %, and in parentheses the noise floor:
+# the median over the cell's points of the spread between the REPEAT runs
+# of one point ((max - min) / median, %).
+# A second table, one line per cell, treats the noise as a measurement:
+# the mean diff over all runs, the mean diff without the runs the host
+# disturbed, the bootstrap 95% interval of the mean diff (every point's
+# runs resampled together), flagged runs / runs, the mean diff of the
+# busiest rank's time in stages alone (busy), the noise floor, and a
+# verdict per goal. A run is flagged (kept, and counted) when some rank's
+# main thread waited for a core more than 5% of the main loop, or took more
+# than 15% more CPU time per unit of work than at that point's median
+# (`mheta experiment --flag-runq-pct 5 --flag-cpu-pct 15`; STUDY_FLAGS
+# passes other flags, e.g. "--flag-runq-pct 3"). The goals, %:
+# STUDY_GOAL_MEAN (default 3) for the mean diff, STUDY_GOAL_MAX (8) for the
+# max, STUDY_GOAL_GAP (3) for the best's gap, STUDY_GOAL_BUSY (2) for the
+# mean busy diff. The verdicts judge the figures over all runs: "met" when
+# within the goal; "within noise" when not, but the cell's noise floor is
+# above the goal and the figure is within the noise floor + 1 point;
+# else "missed".
+# A last part splits every cell's points into out-of-core (some rank kept
+# an array out of core in a real run: the row's "out_of_core") and
+# in-core, each with the diff of the busiest rank's time in stages alone
+# (the rows' busy_diff_pct; the rest of a diff is communication and
+# waiting). scripts/repredict.py OUT_DIR re-predicts the stored points
+# with another binary.
 # The JSON of every cell stays in OUT_DIR (default: a fresh temporary
 # directory).
 set -euo pipefail
@@ -64,7 +91,7 @@ for a in ${STUDY_APPS:-}; do
     [[ " $all_apps " == *" $a "* ]] || { echo "accuracy-study: STUDY_APPS: unknown app $a (one of: $all_apps)" >&2; exit 2; }
 done
 out=${1:-$(mktemp -d)}
-repeat=${2:-2}
+repeat=${2:-5}
 np=${STUDY_NP:-4}
 mkdir -p "$out"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -97,14 +124,19 @@ profile_for() {
             { cat "$out/bench-$c.log" >&2; echo "accuracy-study: the profile of $c failed" >&2; exit 1; }
     fi
 }
-cpu=${STUDY_CPU:-paced}
-case $cpu in paced | clock) ;; *) echo "accuracy-study: STUDY_CPU=$cpu: paced or clock" >&2; exit 2 ;; esac
+cpu=${STUDY_CPU:-real}
+case $cpu in real | paced) cpu=real ;; clock) ;; *) echo "accuracy-study: STUDY_CPU=$cpu: real (or paced), or clock" >&2; exit 2 ;; esac
+read -r -a flags <<<"${STUDY_FLAGS:-}"
+for g in STUDY_GOAL_MEAN STUDY_GOAL_MAX STUDY_GOAL_GAP STUDY_GOAL_BUSY; do
+    [[ -z ${!g:-} || ${!g} =~ ^[0-9]+([.][0-9]+)?$ ]] ||
+        { echo "accuracy-study: $g=${!g}: a number (percent) is needed" >&2; exit 2; }
+done
 # The CPU emulation's arguments for APP with SIZES, into the array `cpu_flags`.
 # Clock: the first cell of an app and size calibrates it (kept in OUT_DIR).
 cpu_flags_for() {
     local app=$1
     shift
-    if [[ $cpu == paced ]]; then
+    if [[ $cpu == real ]]; then
         cpu_flags=(--cpu-emulation paced)
         return
     fi
@@ -136,18 +168,21 @@ cell() {
     local s=$SECONDS rc=0
     rm -rf "$out/w-$tag-$c"
     "$mheta" experiment --app "$app" --cluster "$c" --np "$np" --iters "$it" --repeat "$repeat" \
-        --profile "$profile" --dir "$out/w-$tag-$c" --plot "$out/$tag-$c.svg" --json "${pre[@]}" \
+        --profile "$profile" --dir "$out/w-$tag-$c" --plot "$out/$tag-$c.svg" --json "${flags[@]}" "${pre[@]}" \
         -- "$@" "${cpu_flags[@]}" \
         >"$out/$tag-$c.json" 2>"$out/$tag-$c.err" || rc=$?
     echo "accuracy-study: $tag $c: exit $rc, $((SECONDS - s)) s" >&2
 }
+# The clusters without a disk or memory limit: no jacobi --prefetch, the
+# large sizes.
+in_core() { [[ $1 == DC || $1 == uniform ]]; }
 for c in ${STUDY_CLUSTERS:-DC IO HY1 HY2}; do
     cell jacobi jacobi $c 8 -- --n 2048
-    [[ $c == DC ]] || cell jacobi-pf jacobi $c 8 --prefetch -- --n 2048
+    in_core $c || cell jacobi-pf jacobi $c 8 --prefetch -- --n 2048
     cell sor sor $c 8 -- --n 2560
     cell lanczos lanczos $c 8 -- --n 2560
     cell cg cg $c 8 -- --class A
-    if [[ $c == DC ]]; then
+    if in_core $c; then
         cell mg mg $c 8 -- --n 2047
         cell wavefront wavefront $c 8 -- --n 2560 --tiles 8
     else
@@ -162,32 +197,86 @@ chosen = os.environ["STUDY_APPS"].split()
 apps = [a for a in ["jacobi", "sor", "lanczos", "cg", "wavefront", "mg", "jacobi-pf"] if a in chosen]
 cls = sys.argv[2:]
 skip = os.environ.get("STUDY_SKIP", "").split()
+def goal(name, default):
+    v = os.environ.get(name, default)
+    try:
+        return float(v)
+    except ValueError:
+        sys.exit(f"accuracy-study: {name}={v}: a number (percent) is needed")
+goals = [("mean", "mean_diff_pct", goal("STUDY_GOAL_MEAN", "3")),
+         ("max", "max_diff_pct", goal("STUDY_GOAL_MAX", "8")),
+         ("gap", "predicted_best_gap_pct", goal("STUDY_GOAL_GAP", "3")),
+         ("busy", "mean_busy_diff_pct", goal("STUDY_GOAL_BUSY", "2"))]
 def load(tag, c):
     f = os.path.join(out, f"{tag}-{c}.json")
     try:
         return json.load(open(f))
     except Exception:
         return None
+def absent(a, c):
+    return (a == "jacobi-pf" and c in ("DC", "uniform")) or f"{a}-{c}" in skip
+def pct(v, digits=1):
+    return "-" if v is None else f"{v:.{digits}f}"
+def verdict(v, g, noise):
+    """met: within the goal; within noise: not, but the noise floor is above
+    the goal and v is within it + 1 point; else missed."""
+    if v is None:
+        return "-"
+    if v <= g:
+        return "met"
+    if noise is not None and noise > g and v <= noise + 1:
+        return "within noise"
+    return "missed"
+print("mean / max diff / predicted best's gap, % (noise floor, %)")
+print()
 print("| app | " + " | ".join(cls) + " |")
 print("|---" * (len(cls) + 1) + "|")
-split = []
+split, done = [], []
 for a in apps:
     cells = []
     for c in cls:
         d = load(a, c)
-        if (a == "jacobi-pf" and c == "DC") or f"{a}-{c}" in skip:
+        if absent(a, c):
             cells.append("-")
             continue
         if d is None:
             cells.append("failed")
             continue
+        done.append((a, c, d))
         cells.append(f"{d['mean_diff_pct']:.1f} / {d['max_diff_pct']:.1f} / "
-                     f"{d['predicted_best_gap_pct']:.1f} ({d['noise_pct']:.0f})")
+                     f"{d['predicted_best_gap_pct']:.1f} ({pct(d.get('noise_pct'), 0)})")
         for r in d["rows"]:
             split.append((a, c, r.get("out_of_core", r["actual_s"] >= 0.25), r["diff_pct"],
                           r.get("busy_diff_pct")))
     name = "jacobi --prefetch" if a == "jacobi-pf" else a
     print(f"| {name} | " + " | ".join(cells) + " |")
+print()
+print("per cell, noise as a measurement: mean diff over all runs and without flagged runs, "
+      "the mean's bootstrap 95% CI, flagged runs, busy = the busiest rank's time in stages "
+      "(mean diff), noise floor; then a verdict per goal on the all-runs figures "
+      f"(goals: {', '.join(f'{n} {g:g}%' for n, _, g in goals)})")
+print()
+print("| app | cluster | mean % | w/o flagged % | 95% CI of mean % | flagged / runs | busy % | noise % | "
+      + " | ".join(f"{n} <= {g:g}" for n, _, g in goals) + " |")
+print("|---" * (8 + len(goals)) + "|")
+tally = {}
+for a, c, d in done:
+    ci = d.get("mean_diff_ci95_pct")
+    noise = d.get("noise_pct")
+    v = [verdict(d.get(k), g, noise) for _, k, g in goals]
+    for x in v:
+        tally[x] = tally.get(x, 0) + 1
+    name = "jacobi --prefetch" if a == "jacobi-pf" else a
+    print(f"| {name} | {c} | {d['mean_diff_pct']:.2f} | {pct(d.get('mean_diff_unflagged_pct'), 2)} | "
+          + (f"[{ci[0]:.2f}, {ci[1]:.2f}]" if ci and None not in ci else "-")
+          + f" | {d.get('flagged_runs', '-')} / {d.get('total_runs', '-')} | "
+          f"{d['mean_busy_diff_pct']:.2f} | {pct(noise, 2)} | " + " | ".join(v) + " |")
+if done:
+    t = done[-1][2].get("flag_runq_pct"), done[-1][2].get("flag_cpu_pct")
+    print()
+    print(f"verdicts: {', '.join(f'{tally.get(x, 0)} {x}' for x in ['met', 'within noise', 'missed'])}"
+          f" (of {len(done) * len(goals)}); a run is flagged when some rank waited for a core "
+          f"> {t[0]}% of the main loop or took > {t[1]}% more CPU per unit than at its point's median")
 print()
 for ooc, what in [(True, "out-of-core points"), (False, "in-core points")]:
     d = [x[3] for x in split if x[2] == ooc]

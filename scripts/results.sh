@@ -8,8 +8,9 @@
 # them, stamped with the date, this machine, each study's emulation and
 # the command that ran it, copies the SVGs to docs/results/, and rewrites
 # the README's headline table (between its results:begin/end markers).
-# --quick runs the small form of every study but the scaling study (fewer
-# cells, fewer rounds: under 15 minutes on a 2-core VM); without it the
+# --quick runs the small form of every study but the real-compute
+# accuracy study (the same cells in both) and the scaling study (fewer
+# cells, fewer rounds: about 20 minutes on a 2-core VM); without it the
 # full studies run (a few hours).
 # RESULTS_ONLY="NAME ..." reruns only those studies into the same OUT,
 # keeping the others' results. When a study fails, its error is kept in OUT/NAME/stderr.txt, the
@@ -54,27 +55,32 @@ study() {
 }
 
 if [[ $quick == 1 ]]; then
-    clusters=DC apps="jacobi cg" clock_apps=jacobi rounds=2 sq=1 runs=4
+    clusters=DC clock_apps=jacobi rounds=2 sq=1 runs=4
 else
-    clusters="DC IO HY1 HY2" apps="jacobi jacobi-pf sor lanczos cg mg wavefront" clock_apps=$apps
+    clusters="DC IO HY1 HY2" clock_apps="jacobi jacobi-pf sor lanczos cg mg wavefront"
     rounds=6 sq=0 runs=30
 fi
+# The accuracy studies: 5 runs per point (the bootstrap intervals and the
+# flagged runs need them) where the study is real compute; 3 where the
+# clock times the compute and the title says so.
 clock="clock: compute timed from declared units (--cpu-ns-per-unit), 4 ranks on 2 cores"
-study accuracy-clock "MHETA accuracy, 4 ranks, compute by the clock" "$clock" -- \
+study accuracy-clock "MHETA accuracy, 4 ranks, compute by the clock, 3 runs per point" "$clock" -- \
     STUDY_CPU=clock STUDY_NP=4 STUDY_CLUSTERS="$clusters" STUDY_APPS="$clock_apps" \
-    scripts/accuracy-study.sh "$out/accuracy-clock/work" 2
-study accuracy-real "MHETA accuracy, 2 ranks, real compute" \
-    "paced: real compute, one core per rank, paced to the rank's CPU power" -- \
-    STUDY_CPU=paced STUDY_NP=2 STUDY_CLUSTERS="$clusters" STUDY_APPS="$apps" \
-    scripts/accuracy-study.sh "$out/accuracy-real/work" 2
+    scripts/accuracy-study.sh "$out/accuracy-clock/work" 3
+# Real compute, the same cells in both forms (about 6 minutes at 5 runs
+# per point).
+study accuracy-real "MHETA accuracy, 2 ranks, real compute, 5 runs per point" \
+    "real: real compute, no clock (--cpu-emulation paced: one core per rank; a rank at CPU power 1 is not slowed, a slower one sleeps out the rest)" -- \
+    STUDY_CPU=real STUDY_NP=2 STUDY_CLUSTERS="DC uniform" STUDY_APPS="jacobi cg sor lanczos mg" \
+    scripts/accuracy-study.sh "$out/accuracy-real/work" 5
 # Across hosts: jacobi and cg on net4 and jacobi on netcpu4 in the quick
-# form (about 6 minutes), both apps on both in the full one.
+# form, both apps on both in the full one.
 host_skip=""
 [[ $quick == 0 ]] || host_skip=cg-netcpu4
-study accuracy-hosts "MHETA accuracy across emulated hosts" \
+study accuracy-hosts "MHETA accuracy across emulated hosts, 3 runs per point" \
     "$clock; hosts: network namespaces, shaped links, a latency relay for h3" -- \
     STUDY_CPU=clock STUDY_NP=4 STUDY_CLUSTERS="net4 netcpu4" STUDY_APPS="jacobi cg" \
-    STUDY_SKIP="$host_skip" scripts/accuracy-study.sh "$out/accuracy-hosts/work" 2
+    STUDY_SKIP="$host_skip" scripts/accuracy-study.sh "$out/accuracy-hosts/work" 3
 # The link matrix shows the profile the accuracy study measured across
 # net4's hosts (the same `mheta bench --cluster net4 --quick`), or measures
 # it when that study did not run.

@@ -86,7 +86,9 @@ def page(out, cmd, all_studies, svg_link):
             f"- written: {now} (each study says when it ran: RESULTS_ONLY reruns some into the same OUT)",
             f"- machine: {machine()}",
             "- emulation: given per study (docs/EMULATION.md says what each method does and does not test)",
-            "- noise: each accuracy table gives, in parentheses, the spread of one distribution's repeated runs", ""]
+            "- noise: each accuracy table gives, in parentheses, the spread of one distribution's repeated runs (the noise floor);",
+            "  its second table the runs the host disturbed (flagged, kept and counted), the mean diff without them,",
+            "  the mean diff's bootstrap 95% interval, and per goal whether it was met, within the noise, or missed", ""]
     head += ["| study | took | status |", "|---|---|---|"]
     head += [f"| [{s['title']}](#{anchor(s['title'])}) | {s['secs']} s | {'ok' if s['rc'] == 0 else 'failed'} |"
              for s in all_studies]
@@ -114,9 +116,16 @@ def accuracy_headline(out, name):
         return None
     noise = sorted(c["noise_pct"] for c in cells if c.get("noise_pct") is not None)
     mid = f", noise floor {noise[len(noise) // 2]:.1f}%" if noise else ""
+    clean = [c["mean_diff_unflagged_pct"] for c in cells if c.get("mean_diff_unflagged_pct") is not None]
+    runs = sum(c.get("total_runs", 0) for c in cells)
+    flagged = ""
+    if runs:
+        flagged = f"; {sum(c.get('flagged_runs', 0) for c in cells)} of {runs} runs flagged as disturbed"
+        if clean:
+            flagged += f", mean error without them {sum(clean) / len(clean):.1f}%"
     return (f"{len(cells)} cells: mean error {sum(c['mean_diff_pct'] for c in cells) / len(cells):.1f}%, "
             f"max {max(c['max_diff_pct'] for c in cells):.1f}%, predicted best within "
-            f"{max(c['predicted_best_gap_pct'] for c in cells):.1f}% of the actual best{mid}")
+            f"{max(c['predicted_best_gap_pct'] for c in cells):.1f}% of the actual best{mid}{flagged}")
 
 
 # A study's headline: the line of its table that starts with one of these.

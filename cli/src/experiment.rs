@@ -5,12 +5,14 @@
 //! 10-11.
 //!
 //! This file holds the arguments and the study's steps; [`job`] starts a
-//! run and reads its JSON result, [`report`] turns the runs into the
+//! run and reads its JSON result, [`noise`] keeps each run's record and
+//! flags the runs the host disturbed, [`report`] turns the runs into the
 //! report and prints it, [`cpu`] chooses the CPU emulation and [`plot`]
 //! draws it.
 
 mod cpu;
 mod job;
+mod noise;
 mod plot;
 mod report;
 
@@ -20,13 +22,13 @@ pub use report::{Report, Row, print};
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use job::{
-    app_args, busiest_stage, check_answer, instrumented_iters, iter_median, mpirun, out_of_core,
-    run_job, sizes,
+    app_args, check_answer, instrumented_iters, iter_median, mpirun, out_of_core, run_job, sizes,
 };
 use mheta_base::median;
 use mheta_hosts::cluster::ClusterSpec;
 use mheta_model::{Dist, Model, search};
 use mheta_profile::ClusterProfile;
+use noise::{RunRecord, Thresholds};
 use report::{Measured, rows, summarise};
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -72,6 +74,18 @@ pub struct Args {
     /// --repeat 1 the first point runs once more, for the noise floor).
     #[arg(long, default_value_t = 2, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub repeat: usize,
+    /// Flag a run the host disturbed when some rank's main thread waited
+    /// for a core (run-queue delay, from schedstat) more than this percent
+    /// of the main loop's wall time. A flagged run is kept: the report
+    /// gives the diffs with and without flagged runs, and why each is
+    /// flagged.
+    #[arg(long, default_value_t = 5.0, value_name = "PCT")]
+    pub flag_runq_pct: f64,
+    /// Flag a run when some rank's CPU time per unit of work is more than
+    /// this percent above that rank's median over the point's runs (the
+    /// vCPU's own slowdowns show there, where steal time reads 0).
+    #[arg(long, default_value_t = 15.0, value_name = "PCT")]
+    pub flag_cpu_pct: f64,
     /// One JSON object on stdout instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -129,6 +143,14 @@ pub fn check(a: &Args) -> Result<PathBuf> {
     }
     if a.repeat < 1 {
         bail!("--repeat {}: at least one run per distribution", a.repeat);
+    }
+    for (flag, v) in [
+        ("--flag-runq-pct", a.flag_runq_pct),
+        ("--flag-cpu-pct", a.flag_cpu_pct),
+    ] {
+        if !(v.is_finite() && v >= 0.0) {
+            bail!("{flag} {v}: a percentage of 0 or more is needed");
+        }
     }
     if a.iters < 2 {
         bail!("--iters {}: at least 2 iterations per run", a.iters);
@@ -196,14 +218,18 @@ pub fn run(a: &Args) -> Result<Report> {
     let predicted: Vec<(f64, f64)> = dists.iter().map(|(_, d)| predict(&m, d)).collect();
     let measured = s.measure(&dists)?;
     let noise = match a.repeat {
-        1 => s.noise_run(&dists[0].1, measured.runs[0][0])?,
+        1 => s.noise_run(&dists[0].1, measured.runs[0][0].iter_median_s)?,
         _ => (
             None,
             format!("the median spread of {} runs per point", a.repeat),
         ),
     };
     s.bar.finish_and_clear();
-    let rows = rows(&dists, predicted, measured);
+    let t = Thresholds {
+        runq_pct: a.flag_runq_pct,
+        cpu_pct: a.flag_cpu_pct,
+    };
+    let rows = rows(&dists, predicted, measured, t);
     let blk = search::corners(&m).blk;
     summarise(a, rows, &block_run, &blk, g, noise, choice.why)
 }
@@ -306,14 +332,14 @@ impl Study<'_> {
         Ok(r)
     }
 
-    /// `--repeat` real runs of every point, in interleaved rounds.
+    /// `--repeat` real runs of every point, in interleaved rounds; each
+    /// run's record.
     fn measure(&mut self, dists: &[(String, Dist)]) -> Result<Measured> {
         let a = self.a;
         self.bar.set_length((dists.len() * a.repeat) as u64);
         let n = dists.len();
         let mut m = Measured {
             runs: vec![Vec::new(); n],
-            busy: vec![Vec::new(); n],
             ooc: vec![false; n],
         };
         for round in 0..a.repeat {
@@ -321,8 +347,8 @@ impl Study<'_> {
                 self.bar
                     .set_message(format!("round {}/{}: run {d}", round + 1, a.repeat));
                 let r = self.real_run(d)?;
-                m.runs[i].push(iter_median(&r)?);
-                m.busy[i].push(busiest_stage(&r)?);
+                let rec = RunRecord::from_json(&r).with_context(|| format!("the run on {d}"))?;
+                m.runs[i].push(rec);
                 m.ooc[i] |= out_of_core(&r);
                 self.bar.inc(1);
             }

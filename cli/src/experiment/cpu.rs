@@ -124,6 +124,8 @@ mod tests {
             points: 3,
             iters: 2,
             repeat: 2,
+            flag_runq_pct: 5.0,
+            flag_cpu_pct: 15.0,
             json: false,
             plot: None,
             profile: None,

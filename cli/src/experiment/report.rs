@@ -1,8 +1,9 @@
 //! The study's report: a row per point (predicted against the median of
-//! its runs), the diffs, drift, noise floor and bests, printed as a table
-//! and a summary.
+//! its runs), the diffs, drift, noise floor, flagged runs and bests,
+//! printed as a table and a summary.
 
 use super::Args;
+use super::noise::{self, RunRecord, Thresholds};
 use anyhow::{Context, Result};
 use mheta_base::median;
 use mheta_model::{Dist, search};
@@ -17,6 +18,21 @@ pub struct Row {
     pub diff_pct: f64,
     /// Each real run's median iteration, in the order they ran.
     pub runs_s: Vec<f64>,
+    /// Each real run's record, in the order they ran: its median
+    /// iteration, busiest rank's stages, main loop's wall time, per rank
+    /// rows, CPU time, run-queue delay and CPU time per unit, and whether
+    /// and why the host disturbed it (`flags`).
+    pub runs: Vec<RunRecord>,
+    /// How many of `runs` are flagged.
+    pub flagged_runs: usize,
+    /// The median of the runs not flagged (null when every run was).
+    pub actual_unflagged_s: Option<f64>,
+    /// diff % of `predicted_s` and `actual_unflagged_s`.
+    pub diff_unflagged_pct: Option<f64>,
+    /// The percentile bootstrap 95% interval of `diff_pct`: the point's
+    /// runs resampled with replacement 2000 times (seeded by the point's
+    /// index), the diff of each resample's median.
+    pub diff_ci95_pct: [f64; 2],
     /// (max − min) / median of `runs_s`, percent.
     pub spread_pct: f64,
     /// The model's busiest rank: its time in stages (computation and
@@ -49,6 +65,21 @@ pub struct Report {
     /// Mean over the points of `busy_diff_pct`: how much of the diff is
     /// already in the stages.
     pub mean_busy_diff_pct: f64,
+    /// The percentile bootstrap 95% interval of `mean_diff_pct`: every
+    /// point's runs resampled together, 2000 times.
+    pub mean_diff_ci95_pct: [f64; 2],
+    /// Mean and max over the points of `diff_unflagged_pct` (the points
+    /// with an unflagged run; null when there is none).
+    pub mean_diff_unflagged_pct: Option<f64>,
+    pub max_diff_unflagged_pct: Option<f64>,
+    /// Flagged runs, and all real runs of the points.
+    pub flagged_runs: usize,
+    pub total_runs: usize,
+    /// The flagging thresholds: run-queue delay over the main loop's wall
+    /// time, and CPU time per unit over the rank's median at the point,
+    /// percent (`--flag-runq-pct`, `--flag-cpu-pct`).
+    pub flag_runq_pct: f64,
+    pub flag_cpu_pct: f64,
     pub best_actual: Row,
     pub best_predicted: Row,
     /// The predicted best is the actual best.
@@ -82,27 +113,36 @@ pub fn diff_pct(p: f64, a: f64) -> f64 {
     100.0 * (p - a).abs() / p.min(a)
 }
 
-/// Each point's real runs: median iterations, busiest stages, and
-/// whether some rank was out of core.
+/// Each point's real runs: their records, and whether some rank was out
+/// of core.
 pub(super) struct Measured {
-    pub(super) runs: Vec<Vec<f64>>,
-    pub(super) busy: Vec<Vec<f64>>,
+    pub(super) runs: Vec<Vec<RunRecord>>,
     pub(super) ooc: Vec<bool>,
 }
 
-/// Each point's row: predicted against the median of its runs.
-pub(super) fn rows(dists: &[(String, Dist)], predicted: Vec<(f64, f64)>, m: Measured) -> Vec<Row> {
+/// Each point's row: its runs flagged by `t`, predicted against the
+/// median of its runs.
+pub(super) fn rows(
+    dists: &[(String, Dist)],
+    predicted: Vec<(f64, f64)>,
+    m: Measured,
+    t: Thresholds,
+) -> Vec<Row> {
     let mut rows = Vec::new();
-    for (((((label, d), (predicted_s, predicted_busy_s)), runs_s), mut busy), out_of_core) in dists
+    for (i, ((((label, d), (predicted_s, predicted_busy_s)), mut runs), out_of_core)) in dists
         .iter()
         .zip(predicted)
         .zip(m.runs)
-        .zip(m.busy)
         .zip(m.ooc)
+        .enumerate()
     {
+        noise::flag(&mut runs, t);
+        let runs_s: Vec<f64> = runs.iter().map(|r| r.iter_median_s).collect();
+        let mut busy: Vec<f64> = runs.iter().map(|r| r.busiest_stage_s).collect();
         let mut sorted = runs_s.clone();
         let actual_s = median(&mut sorted).unwrap_or(f64::NAN);
         let actual_busy_s = median(&mut busy).unwrap_or(f64::NAN);
+        let actual_unflagged_s = noise::unflagged_median(&runs);
         rows.push(Row {
             label: label.clone(),
             dist: d.0.clone(),
@@ -113,11 +153,27 @@ pub(super) fn rows(dists: &[(String, Dist)], predicted: Vec<(f64, f64)>, m: Meas
             predicted_busy_s,
             actual_busy_s,
             busy_diff_pct: diff_pct(predicted_busy_s, actual_busy_s),
+            flagged_runs: runs.iter().filter(|r| r.flagged).count(),
+            actual_unflagged_s,
+            diff_unflagged_pct: actual_unflagged_s.map(|a| diff_pct(predicted_s, a)),
+            diff_ci95_pct: noise::diff_ci(&[(predicted_s, &runs_s)], i as u64),
             runs_s,
+            runs,
             out_of_core,
         });
     }
     rows
+}
+
+/// The mean and max of the points' diffs without flagged runs, over the
+/// points that have an unflagged run.
+fn unflagged_diffs(rows: &[Row]) -> (Option<f64>, Option<f64>) {
+    let d: Vec<f64> = rows.iter().filter_map(|r| r.diff_unflagged_pct).collect();
+    if d.is_empty() {
+        return (None, None);
+    }
+    let mean = d.iter().sum::<f64>() / d.len() as f64;
+    (Some(mean), Some(d.iter().copied().fold(0.0, f64::max)))
 }
 
 /// The report: the rows, their diffs, drift and noise, and the bests.
@@ -150,6 +206,12 @@ pub(super) fn summarise(
             .context("no rows")
     };
     let (best_actual, best_predicted) = (best(|r| r.actual_s)?, best(|r| r.predicted_s)?);
+    let points: Vec<(f64, &[f64])> = rows
+        .iter()
+        .map(|r| (r.predicted_s, r.runs_s.as_slice()))
+        .collect();
+    let mean_diff_ci95_pct = noise::diff_ci(&points, noise::MEAN_SEED);
+    let (mean_diff_unflagged_pct, max_diff_unflagged_pct) = unflagged_diffs(&rows);
     Ok(Report {
         app: a.app.clone(),
         cluster: a.cluster.clone(),
@@ -161,6 +223,13 @@ pub(super) fn summarise(
         mean_diff_pct: diffs.iter().sum::<f64>() / diffs.len() as f64,
         max_diff_pct: diffs.iter().copied().fold(0.0, f64::max),
         mean_busy_diff_pct,
+        mean_diff_ci95_pct,
+        mean_diff_unflagged_pct,
+        max_diff_unflagged_pct,
+        flagged_runs: rows.iter().map(|r| r.flagged_runs).sum(),
+        total_runs: rows.iter().map(|r| r.runs.len()).sum(),
+        flag_runq_pct: a.flag_runq_pct,
+        flag_cpu_pct: a.flag_cpu_pct,
         predicted_best_is_best: best_predicted.dist == best_actual.dist,
         predicted_best_gap_pct: 100.0 * (best_predicted.actual_s / best_actual.actual_s - 1.0),
         best_actual,
@@ -209,42 +278,63 @@ pub fn print(r: &Report) {
     summary(r);
 }
 
-/// One line per point: predicted, actual, diff, spread, busy diff, core.
+/// One line per point: predicted, actual, diff and its 95% interval,
+/// spread, flagged runs, busy diff, core.
 fn table(r: &Report) {
     println!(
-        "{:>3}  {:<10} {:<28} {:>14} {:>14} {:>8} {:>9} {:>8}  core",
-        "#", "point", "distribution", "predicted (s)", "actual (s)", "diff %", "spread %", "busy %"
+        "{:>3}  {:<10} {:<28} {:>14} {:>14} {:>8} {:>15} {:>9} {:>7} {:>8}  core",
+        "#",
+        "point",
+        "distribution",
+        "predicted (s)",
+        "actual (s)",
+        "diff %",
+        "95% CI diff %",
+        "spread %",
+        "flagged",
+        "busy %"
     );
     for (i, row) in r.rows.iter().enumerate() {
         println!(
-            "{:>3}  {:<10} {:<28} {:>14.6} {:>14.6} {:>8.2} {:>9} {:>8.2}  {}",
+            "{:>3}  {:<10} {:<28} {:>14.6} {:>14.6} {:>8.2} {:>15} {:>9} {:>7} {:>8.2}  {}",
             i,
             row.label,
             Dist(row.dist.clone()).to_string(),
             row.predicted_s,
             row.actual_s,
             row.diff_pct,
+            interval(row.diff_ci95_pct),
             if row.runs_s.len() > 1 {
                 format!("{:.2}", row.spread_pct)
             } else {
                 "-".to_string()
             },
+            format!("{}/{}", row.flagged_runs, row.runs.len()),
             row.busy_diff_pct,
             if row.out_of_core { "out" } else { "in" }
         );
     }
 }
 
-/// The diffs beside the noise floor, the busy part, the drift, and the
-/// bests.
+/// `[lo, hi]` to two decimals.
+fn interval(ci: [f64; 2]) -> String {
+    format!("[{:.2}, {:.2}]", ci[0], ci[1])
+}
+
+/// The diffs beside the noise floor and their interval, without flagged
+/// runs, the busy part, the drift, and the bests.
 fn summary(r: &Report) {
     let noise = r
         .noise_pct
         .map_or("not measured".to_string(), |n| format!("{n:.2}%"));
     println!(
-        "diff: min {:.2}%  avg {:.2}%  max {:.2}%  (noise floor {noise})",
-        r.min_diff_pct, r.mean_diff_pct, r.max_diff_pct
+        "diff: min {:.2}%  avg {:.2}%  max {:.2}%  (noise floor {noise}); avg's 95% CI {}% (bootstrap over the runs)",
+        r.min_diff_pct,
+        r.mean_diff_pct,
+        r.max_diff_pct,
+        interval(r.mean_diff_ci95_pct)
     );
+    flagged(r);
     println!(
         "busy: the busiest rank's time in stages (computation and I/O), predicted against measured: avg diff {:.2}%; the rest of a diff is communication and waiting",
         r.mean_busy_diff_pct
@@ -280,4 +370,40 @@ fn summary(r: &Report) {
             )
         }
     );
+}
+
+/// The flagged runs: how many, the diffs without them, and each with why.
+fn flagged(r: &Report) {
+    let f = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.2}%"));
+    println!(
+        "without flagged runs: avg {}  max {}  ({} of {} runs flagged: some rank waited for a core > {}% of the main loop, or took > {}% more CPU per unit than at the point's median)",
+        f(r.mean_diff_unflagged_pct),
+        f(r.max_diff_unflagged_pct),
+        r.flagged_runs,
+        r.total_runs,
+        r.flag_runq_pct,
+        r.flag_cpu_pct
+    );
+    const SHOWN: usize = 10;
+    let all = r.rows.iter().enumerate().flat_map(|(i, row)| {
+        row.runs
+            .iter()
+            .enumerate()
+            .filter(|(_, x)| x.flagged)
+            .map(move |(k, x)| (i, k, x))
+    });
+    for (i, k, x) in all.take(SHOWN) {
+        println!(
+            "  flagged: point {i} run {} ({:.6} s): {}",
+            k + 1,
+            x.iter_median_s,
+            x.flags.join("; ")
+        );
+    }
+    if r.flagged_runs > SHOWN {
+        println!(
+            "  ... and {} more (--json: rows[].runs[].flags)",
+            r.flagged_runs - SHOWN
+        );
+    }
 }

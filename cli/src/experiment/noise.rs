@@ -1,0 +1,330 @@
+//! The host's noise as a measurement: a record of each real run (what the
+//! scheduler gave each rank, its CPU time per unit of work), the rule that
+//! flags a run the host disturbed, and bootstrap confidence intervals of
+//! the diffs.
+//!
+//! Two signs of a disturbed run, each against a stated threshold:
+//! - run-queue delay: a rank's main thread was runnable but waited for a
+//!   core (`sched.runq_wait_s`, from `/proc/thread-self/schedstat`) for more
+//!   than `runq_pct` % of the main loop's wall time (`elapsed_s`);
+//! - CPU time per unit of work: a rank's `cpu_ns_per_unit` is more than
+//!   `cpu_pct` % above that rank's median over the same point's runs. The
+//!   same work on the same rows took more CPU time: the vCPU itself ran
+//!   slower (its steal time reads 0 on a VM that does not report it, so
+//!   this is where such a slowdown shows).
+//!
+//! A flagged run is kept: the point's `actual_s` is still the median of all
+//! its runs, and the report gives the figures without flagged runs beside.
+
+use super::job::{busiest_stage, iter_median};
+use super::report::diff_pct;
+use anyhow::{Context, Result};
+use mheta_base::median;
+use mheta_model::search::Rng;
+use serde::Serialize;
+use serde_json::Value;
+
+/// Resamples of one bootstrap interval.
+pub const RESAMPLES: usize = 2000;
+
+/// The seed of the report's interval of the mean diff (a row's is its
+/// point's index).
+pub const MEAN_SEED: u64 = 0x6d68_6574_615f_6d65;
+
+/// One rank of one real run.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+pub struct RankRun {
+    pub rows: u64,
+    /// CPU time of the rank's main thread over the main loop, s (null
+    /// without schedstats).
+    pub cpu_s: Option<f64>,
+    /// Time that thread was runnable but waited for a core, s (null
+    /// without schedstats).
+    pub runq_wait_s: Option<f64>,
+    /// CPU time per unit of work, ns (null when the rank did no work).
+    pub cpu_ns_per_unit: Option<f64>,
+}
+
+/// One real run of a point, and whether the host disturbed it.
+#[derive(Serialize, Clone, Debug)]
+pub struct RunRecord {
+    /// The run's median iteration, s.
+    pub iter_median_s: f64,
+    /// The busiest rank's median time in stages per iteration, s.
+    pub busiest_stage_s: f64,
+    /// The main loop's wall time, s.
+    pub elapsed_s: f64,
+    pub ranks: Vec<RankRun>,
+    /// Some rule below flagged the run.
+    pub flagged: bool,
+    /// Why, one sentence per rank and rule (empty when not flagged).
+    pub flags: Vec<String>,
+}
+
+/// The thresholds of the flagging rule, percent.
+#[derive(Serialize, Clone, Copy, Debug)]
+pub struct Thresholds {
+    /// Run-queue delay over the main loop's wall time.
+    pub runq_pct: f64,
+    /// CPU time per unit of work over the rank's median at the point.
+    pub cpu_pct: f64,
+}
+
+impl RunRecord {
+    /// The record of a run from its JSON result (not yet flagged).
+    pub fn from_json(r: &Value) -> Result<RunRecord> {
+        let ranks = r["ranks"]
+            .as_array()
+            .filter(|v| !v.is_empty())
+            .context("run result has no ranks[]")?;
+        let ranks = ranks
+            .iter()
+            .enumerate()
+            .map(|(i, k)| {
+                Ok(RankRun {
+                    rows: k["rows"]
+                        .as_u64()
+                        .with_context(|| format!("run result: rank {i} has no rows"))?,
+                    cpu_s: k["sched"]["cpu_s"].as_f64(),
+                    runq_wait_s: k["sched"]["runq_wait_s"].as_f64(),
+                    cpu_ns_per_unit: k["cpu_ns_per_unit"].as_f64(),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(RunRecord {
+            iter_median_s: iter_median(r)?,
+            busiest_stage_s: busiest_stage(r)?,
+            elapsed_s: r["elapsed_s"]
+                .as_f64()
+                .context("run result has no elapsed_s")?,
+            ranks,
+            flagged: false,
+            flags: Vec::new(),
+        })
+    }
+}
+
+/// Each rank's median CPU time per unit over `runs` (None where no run
+/// of that rank has one).
+fn rank_medians(runs: &[RunRecord]) -> Vec<Option<f64>> {
+    let n = runs.iter().map(|r| r.ranks.len()).max().unwrap_or(0);
+    (0..n)
+        .map(|k| {
+            let mut v: Vec<f64> = runs
+                .iter()
+                .filter_map(|r| r.ranks.get(k).and_then(|x| x.cpu_ns_per_unit))
+                .filter(|x| x.is_finite() && *x > 0.0)
+                .collect();
+            median(&mut v)
+        })
+        .collect()
+}
+
+/// Flag the runs of one point by the two rules (module doc), saying why.
+pub fn flag(runs: &mut [RunRecord], t: Thresholds) {
+    let medians = rank_medians(runs);
+    for run in runs.iter_mut() {
+        let mut why = Vec::new();
+        for (k, x) in run.ranks.iter().enumerate() {
+            if let Some(w) = x.runq_wait_s
+                && run.elapsed_s > 0.0
+                && 100.0 * w / run.elapsed_s > t.runq_pct
+            {
+                why.push(format!(
+                    "runq: rank {k} waited {:.1}% of the main loop for a core (> {}%)",
+                    100.0 * w / run.elapsed_s,
+                    t.runq_pct
+                ));
+            }
+            if let (Some(c), Some(Some(m))) = (x.cpu_ns_per_unit, medians.get(k))
+                && c > m * (1.0 + t.cpu_pct / 100.0)
+            {
+                why.push(format!(
+                    "cpu: rank {k} took {c:.3} ns of CPU per unit, {:.1}% over its median {m:.3} at this point (> {}%)",
+                    100.0 * (c / m - 1.0),
+                    t.cpu_pct
+                ));
+            }
+        }
+        run.flagged = !why.is_empty();
+        run.flags = why;
+    }
+}
+
+/// The median iteration of the runs not flagged (None when every run
+/// was).
+pub fn unflagged_median(runs: &[RunRecord]) -> Option<f64> {
+    let mut v: Vec<f64> = runs
+        .iter()
+        .filter(|r| !r.flagged)
+        .map(|r| r.iter_median_s)
+        .collect();
+    median(&mut v)
+}
+
+/// The `q` quantile of sorted `v`, interpolated between order statistics.
+fn quantile(v: &[f64], q: f64) -> f64 {
+    let x = q * (v.len() - 1) as f64;
+    let (i, f) = (x.floor() as usize, x - x.floor());
+    match v.get(i + 1) {
+        Some(&next) if f > 0.0 => v[i] + f * (next - v[i]),
+        _ => v[i],
+    }
+}
+
+/// The percentile bootstrap 95% interval of the mean over `points` of
+/// diff(predicted, median of the point's runs): each resample draws every
+/// point's runs with replacement (as many as it has), takes each point's
+/// median and diff, and their mean; the interval is the 2.5th and 97.5th
+/// percentile of `RESAMPLES` such means. For one point, the interval of
+/// its diff. Points without runs are left out; none at all gives NaN.
+pub fn diff_ci(points: &[(f64, &[f64])], seed: u64) -> [f64; 2] {
+    let points: Vec<&(f64, &[f64])> = points.iter().filter(|p| !p.1.is_empty()).collect();
+    if points.is_empty() {
+        return [f64::NAN; 2];
+    }
+    let mut rng = Rng::new(seed);
+    let mut draw = Vec::new();
+    let mut means: Vec<f64> = (0..RESAMPLES)
+        .map(|_| {
+            let sum: f64 = points
+                .iter()
+                .map(|(p, runs)| {
+                    draw.clear();
+                    draw.extend(
+                        (0..runs.len()).map(|_| runs[rng.below(runs.len() as u64) as usize]),
+                    );
+                    diff_pct(*p, median(&mut draw).unwrap_or(f64::NAN))
+                })
+                .sum();
+            sum / points.len() as f64
+        })
+        .collect();
+    means.sort_by(f64::total_cmp);
+    [quantile(&means, 0.025), quantile(&means, 0.975)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const T: Thresholds = Thresholds {
+        runq_pct: 5.0,
+        cpu_pct: 15.0,
+    };
+
+    /// A 2-rank run's JSON: its median iteration, main loop of 1 s, and
+    /// per rank (run-queue wait s, CPU ns per unit).
+    fn run(iter_s: f64, ranks: [(f64, f64); 2]) -> Value {
+        let ranks: Vec<Value> = ranks
+            .iter()
+            .map(|&(w, c)| {
+                json!({ "rows": 512, "stage_s": iter_s / 2.0, "cpu_ns_per_unit": c,
+                        "sched": { "cpu_s": 0.9, "runq_wait_s": w, "timeslices": 3 } })
+            })
+            .collect();
+        json!({ "iter_median_s": iter_s, "elapsed_s": 1.0, "ranks": ranks })
+    }
+
+    fn records(v: &[Value]) -> Vec<RunRecord> {
+        v.iter().map(|r| RunRecord::from_json(r).unwrap()).collect()
+    }
+
+    #[test]
+    fn a_run_queue_delay_or_a_slow_cpu_flags_a_run_and_says_why() {
+        let mut runs = records(&[
+            run(0.10, [(0.01, 2.0), (0.02, 4.0)]),
+            // Rank 1 waited 8% of the loop for a core.
+            run(0.11, [(0.01, 2.0), (0.08, 4.1)]),
+            // Rank 0 took 20% more CPU per unit than its median (2.0).
+            run(0.12, [(0.00, 2.4), (0.01, 3.9)]),
+            run(0.10, [(0.04, 1.9), (0.00, 4.0)]),
+            run(0.10, [(0.01, 2.1), (0.01, 4.2)]),
+        ]);
+        flag(&mut runs, T);
+        let flagged: Vec<bool> = runs.iter().map(|r| r.flagged).collect();
+        assert_eq!(flagged, [false, true, true, false, false]);
+        assert_eq!(runs[1].flags.len(), 1);
+        assert!(
+            runs[1].flags[0].starts_with("runq: rank 1 waited 8.0%"),
+            "{:?}",
+            runs[1].flags
+        );
+        assert_eq!(runs[2].flags.len(), 1);
+        assert!(
+            runs[2].flags[0].starts_with("cpu: rank 0 "),
+            "{:?}",
+            runs[2].flags
+        );
+        assert!(
+            runs[2].flags[0].contains("20.0% over"),
+            "{:?}",
+            runs[2].flags
+        );
+        // A record keeps what the rule read.
+        assert_eq!(runs[1].ranks[1].runq_wait_s, Some(0.08));
+        assert_eq!(runs[1].ranks[1].rows, 512);
+        // Looser thresholds flag neither.
+        flag(
+            &mut runs,
+            Thresholds {
+                runq_pct: 10.0,
+                cpu_pct: 25.0,
+            },
+        );
+        assert!(runs.iter().all(|r| !r.flagged && r.flags.is_empty()));
+    }
+
+    #[test]
+    fn a_run_without_schedstats_or_work_is_not_flagged() {
+        let mut r = run(0.1, [(0.0, 2.0), (0.0, 2.0)]);
+        r["ranks"][0]["sched"] = Value::Null;
+        r["ranks"][1]["cpu_ns_per_unit"] = Value::Null;
+        let mut runs = records(&[r.clone(), r]);
+        flag(&mut runs, T);
+        assert!(runs.iter().all(|r| !r.flagged));
+        assert_eq!(runs[0].ranks[0].runq_wait_s, None);
+        // A result without elapsed_s is refused, naming it.
+        let e = RunRecord::from_json(
+            &json!({ "iter_median_s": 0.1, "ranks": [{ "rows": 1, "stage_s": 0.1 }] }),
+        );
+        assert!(format!("{:#}", e.unwrap_err()).contains("elapsed_s"));
+    }
+
+    #[test]
+    fn the_unflagged_median_leaves_flagged_runs_out() {
+        let mut runs = records(&[
+            run(0.10, [(0.0, 2.0), (0.0, 4.0)]),
+            run(0.30, [(0.0, 2.0), (0.0, 4.0)]),
+            run(0.12, [(0.0, 2.0), (0.0, 4.0)]),
+        ]);
+        runs[1].flagged = true;
+        assert_eq!(unflagged_median(&runs), Some(0.11));
+        for r in &mut runs {
+            r.flagged = true;
+        }
+        assert_eq!(unflagged_median(&runs), None);
+    }
+
+    #[test]
+    fn the_bootstrap_interval_is_deterministic_and_holds_the_estimate() {
+        let runs = [1.00, 1.04, 0.97, 1.10, 1.02];
+        let ci = diff_ci(&[(1.2, &runs)], 3);
+        assert_eq!(ci, diff_ci(&[(1.2, &runs)], 3));
+        let est = diff_pct(1.2, median(&mut runs.clone()).unwrap());
+        assert!(ci[0] < est && est < ci[1], "{ci:?} around {est}");
+        // Its ends are diffs of medians the resamples can have.
+        assert!(ci[0] >= diff_pct(1.2, 1.10) - 1e-9 && ci[1] <= diff_pct(1.2, 0.97) + 1e-9);
+        // Runs that all agree leave nothing to resample.
+        let same = diff_ci(&[(1.2, &[1.0, 1.0, 1.0])], 0);
+        assert_eq!(same[0], same[1]);
+        assert!((same[0] - diff_pct(1.2, 1.0)).abs() < 1e-12, "{same:?}");
+        // The mean over points holds the mean of their estimates.
+        let other = [2.0, 2.1, 1.9];
+        let mean = (est + diff_pct(1.8, 2.0)) / 2.0;
+        let ci = diff_ci(&[(1.2, &runs), (1.8, &other)], MEAN_SEED);
+        assert!(ci[0] < mean && mean < ci[1], "{ci:?} around {mean}");
+        assert!(diff_ci(&[], 0)[0].is_nan());
+    }
+}
