@@ -31,6 +31,16 @@
 # lasted its CPU time / p (a rank at power 1 is not slowed at all). Its
 # compute time is this host's, with the host's speed changes: the flags
 # below tell the runs the host disturbed.
+# Under real compute every run lasts at least STUDY_RUN_SECONDS (default
+# 1.5; `mheta experiment --run-seconds`), and the instrumented run records
+# its iterations over 0.8 of that: this host's cores change speed over
+# hundreds of milliseconds (scripts/core-windows.sh), so a few short
+# iterations measure the moment, not the rank. STUDY_RUN_SECONDS=0 gives
+# the runs --iters iterations and the model 3 recorded ones. Under real
+# compute each round also runs its own instrumented run before its real
+# runs (`mheta experiment --learn-each-round`): a point's prediction is
+# the median of the rounds' models, and the table gives beside it the mean
+# diff of one model alone. STUDY_LEARN_EACH_ROUND=0 learns once.
 # STUDY_CPU=clock runs every cell with `--cpu-emulation clock` instead:
 # each app and size is calibrated, before its first cell, by one uniform
 # in-core run
@@ -127,6 +137,15 @@ profile_for() {
 cpu=${STUDY_CPU:-real}
 case $cpu in real | paced) cpu=real ;; clock) ;; *) echo "accuracy-study: STUDY_CPU=$cpu: real (or paced), or clock" >&2; exit 2 ;; esac
 read -r -a flags <<<"${STUDY_FLAGS:-}"
+# Real compute: every run lasts STUDY_RUN_SECONDS (default 1.5) and the
+# instrumented run records 0.8 of that (`mheta experiment --run-seconds`).
+run_seconds=${STUDY_RUN_SECONDS:-$([[ $cpu == real ]] && echo 1.5 || echo 0)}
+[[ $run_seconds =~ ^[0-9]+([.][0-9]+)?$ ]] ||
+    { echo "accuracy-study: STUDY_RUN_SECONDS=$run_seconds: a number of seconds is needed" >&2; exit 2; }
+# Real compute: each round learns its own model (STUDY_LEARN_EACH_ROUND=0
+# keeps the first round's alone).
+learn=()
+[[ $cpu == real && ${STUDY_LEARN_EACH_ROUND:-1} == 1 ]] && learn=(--learn-each-round)
 for g in STUDY_GOAL_MEAN STUDY_GOAL_MAX STUDY_GOAL_GAP STUDY_GOAL_BUSY; do
     [[ -z ${!g:-} || ${!g} =~ ^[0-9]+([.][0-9]+)?$ ]] ||
         { echo "accuracy-study: $g=${!g}: a number (percent) is needed" >&2; exit 2; }
@@ -168,7 +187,7 @@ cell() {
     local s=$SECONDS rc=0
     rm -rf "$out/w-$tag-$c"
     "$mheta" experiment --app "$app" --cluster "$c" --np "$np" --iters "$it" --repeat "$repeat" \
-        --profile "$profile" --dir "$out/w-$tag-$c" --plot "$out/$tag-$c.svg" --json "${flags[@]}" "${pre[@]}" \
+        --profile "$profile" --dir "$out/w-$tag-$c" --plot "$out/$tag-$c.svg" --json --run-seconds "$run_seconds" "${learn[@]}" "${flags[@]}" "${pre[@]}" \
         -- "$@" "${cpu_flags[@]}" \
         >"$out/$tag-$c.json" 2>"$out/$tag-$c.err" || rc=$?
     echo "accuracy-study: $tag $c: exit $rc, $((SECONDS - s)) s" >&2
@@ -252,13 +271,14 @@ for a in apps:
     print(f"| {name} | " + " | ".join(cells) + " |")
 print()
 print("per cell, noise as a measurement: mean diff over all runs and without flagged runs, "
-      "the mean's bootstrap 95% CI, flagged runs, busy = the busiest rank's time in stages "
+      "the mean's bootstrap 95% CI, one model = the mean diff of one instrumented run's "
+      "model alone (models learned), flagged runs, busy = the busiest rank's time in stages "
       "(mean diff), noise floor; then a verdict per goal on the all-runs figures "
       f"(goals: {', '.join(f'{n} {g:g}%' for n, _, g in goals)})")
 print()
-print("| app | cluster | mean % | w/o flagged % | 95% CI of mean % | flagged / runs | busy % | noise % | "
+print("| app | cluster | mean % | w/o flagged % | 95% CI of mean % | one model % | flagged / runs | busy % | noise % | "
       + " | ".join(f"{n} <= {g:g}" for n, _, g in goals) + " |")
-print("|---" * (8 + len(goals)) + "|")
+print("|---" * (9 + len(goals)) + "|")
 tally = {}
 for a, c, d in done:
     ci = d.get("mean_diff_ci95_pct")
@@ -269,6 +289,7 @@ for a, c, d in done:
     name = "jacobi --prefetch" if a == "jacobi-pf" else a
     print(f"| {name} | {c} | {d['mean_diff_pct']:.2f} | {pct(d.get('mean_diff_unflagged_pct'), 2)} | "
           + (f"[{ci[0]:.2f}, {ci[1]:.2f}]" if ci and None not in ci else "-")
+          + f" | {pct(d.get('mean_diff_one_model_pct'), 2)} ({d.get('models', 1)})"
           + f" | {d.get('flagged_runs', '-')} / {d.get('total_runs', '-')} | "
           f"{d['mean_busy_diff_pct']:.2f} | {pct(noise, 2)} | " + " | ".join(v) + " |")
 if done:

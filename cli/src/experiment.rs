@@ -66,6 +66,25 @@ pub struct Args {
     /// cg runs its NPB class's count.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..))]
     pub iters: u64,
+    /// Make every run last at least this many seconds: a short run on
+    /// Block (4 iterations, not counted) times an iteration, then the
+    /// instrumented and the real runs take max(--iters, SECONDS / that)
+    /// iterations, and the instrumented run records on until its
+    /// recorded iterations span 0.8 x SECONDS (`mheta run --seconds`).
+    /// On a host whose cores change speed over hundreds of milliseconds
+    /// (scripts/core-windows.sh), a run of a few short iterations
+    /// measures the moment, not the rank. 0: --iters as given. cg runs
+    /// its NPB class's count whatever this says.
+    #[arg(long, default_value_t = 0.0, value_name = "SECONDS")]
+    pub run_seconds: f64,
+    /// Each round after the first runs its own instrumented run on Block
+    /// before its real runs, and the model learned from it predicts every
+    /// point; a point's prediction is the median over the rounds' models
+    /// (the spectrum comes from the first). The JSON keeps each round's
+    /// prediction and the mean diff of one round's model alone: what a
+    /// single instrumented run gives, host noise and all.
+    #[arg(long)]
+    pub learn_each_round: bool,
     /// Real runs per distribution, in interleaved rounds (every point
     /// once, then again): "actual" is the median of the runs' median
     /// iterations, and the JSON gives each run and the spread; their
@@ -152,6 +171,12 @@ pub fn check(a: &Args) -> Result<PathBuf> {
             bail!("{flag} {v}: a percentage of 0 or more is needed");
         }
     }
+    if !(a.run_seconds >= 0.0 && a.run_seconds.is_finite()) {
+        bail!(
+            "--run-seconds {}: a number of seconds of 0 or more is needed",
+            a.run_seconds
+        );
+    }
     if a.iters < 2 {
         bail!("--iters {}: at least 2 iterations per run", a.iters);
     }
@@ -181,6 +206,9 @@ struct Study<'a> {
     cpu: Vec<OsString>,
     bar: ProgressBar,
     reference: Option<serde_json::Value>,
+    /// Iterations of the instrumented and real runs: `--iters`, or more
+    /// for `--run-seconds`.
+    iters: u64,
 }
 
 /// The study: profile, CPU emulation (calibrated when it is the clock),
@@ -208,15 +236,18 @@ pub fn run(a: &Args) -> Result<Report> {
         cpu: choice.flags,
         bar,
         reference: None,
+        iters: a.iters,
     };
     let prof = ClusterProfile::load(&s.profile()?)?;
     if choice.calibrate {
         s.calibrate()?;
     }
+    s.size_runs()?;
     let (block_run, m) = s.instrumented(&prof)?;
     let (dists, g) = points(&m, a.points)?;
-    let predicted: Vec<(f64, f64)> = dists.iter().map(|(_, d)| predict(&m, d)).collect();
-    let measured = s.measure(&dists)?;
+    let mut predicted: Vec<Vec<(f64, f64)>> =
+        dists.iter().map(|(_, d)| vec![predict(&m, d)]).collect();
+    let measured = s.measure(&dists, &prof, &mut predicted)?;
     let noise = match a.repeat {
         1 => s.noise_run(&dists[0].1, measured.runs[0][0].iter_median_s)?,
         _ => (
@@ -231,7 +262,9 @@ pub fn run(a: &Args) -> Result<Report> {
     };
     let rows = rows(&dists, predicted, measured, t);
     let blk = search::corners(&m).blk;
-    summarise(a, rows, &block_run, &blk, g, noise, choice.why)
+    let mut r = summarise(a, rows, &block_run, &blk, g, noise, choice.why)?;
+    r.iters = s.iters;
+    Ok(r)
 }
 
 impl Study<'_> {
@@ -281,6 +314,22 @@ impl Study<'_> {
         Ok(())
     }
 
+    /// `--run-seconds`: time an iteration in a short run on Block, and
+    /// give the runs enough iterations to last that long.
+    fn size_runs(&mut self) -> Result<()> {
+        let a = self.a;
+        if a.run_seconds <= 0.0 {
+            return Ok(());
+        }
+        self.bar
+            .set_message("timing an iteration (Block, 4 iterations)");
+        let mut c = mpirun(a.np, self.lab.as_ref())?;
+        c.arg(&self.bin).args(app_args(a, 4, &self.cpu));
+        let t = iter_median(&run_job(c, "the run that times an iteration")?)?;
+        self.iters = runs_iterations(a.iters, a.run_seconds, t);
+        Ok(())
+    }
+
     /// One instrumented run on Block under `mheta run`; its result and
     /// the model of its trace.
     fn instrumented(&self, prof: &ClusterProfile) -> Result<(serde_json::Value, Model)> {
@@ -298,11 +347,13 @@ impl Study<'_> {
             .arg("run")
             .arg("--trace-dir")
             .arg(&trace)
+            .arg("--seconds")
+            .arg((0.8 * a.run_seconds).to_string())
             .arg("--")
             .arg(mpi.get_program())
             .args(mpi.get_args())
             .arg(&self.bin)
-            .args(app_args(a, instrumented_iters(a.iters), &self.cpu));
+            .args(app_args(a, instrumented_iters(self.iters), &self.cpu));
         let block_run = run_job(launch, "the instrumented run")?;
         // sor's short runs cannot meet its exact-solution check: each is
         // held to the first real run (Blk, the spectrum's first point).
@@ -320,7 +371,7 @@ impl Study<'_> {
         let a = self.a;
         let mut c = mpirun(a.np, self.lab.as_ref())?;
         c.arg(&self.bin)
-            .args(app_args(a, a.iters, &self.cpu))
+            .args(app_args(a, self.iters, &self.cpu))
             .arg("--dist")
             .arg(d.to_string());
         let what = format!("the run on {d}");
@@ -334,7 +385,14 @@ impl Study<'_> {
 
     /// `--repeat` real runs of every point, in interleaved rounds; each
     /// run's record.
-    fn measure(&mut self, dists: &[(String, Dist)]) -> Result<Measured> {
+    /// With `--learn-each-round`, each round after the first learns a
+    /// model first and adds its predictions to `predicted` (per point).
+    fn measure(
+        &mut self,
+        dists: &[(String, Dist)],
+        prof: &ClusterProfile,
+        predicted: &mut [Vec<(f64, f64)>],
+    ) -> Result<Measured> {
         let a = self.a;
         self.bar.set_length((dists.len() * a.repeat) as u64);
         let n = dists.len();
@@ -343,6 +401,12 @@ impl Study<'_> {
             ooc: vec![false; n],
         };
         for round in 0..a.repeat {
+            if round > 0 && a.learn_each_round {
+                let (_, model) = self.instrumented(prof)?;
+                for (p, (_, d)) in predicted.iter_mut().zip(dists) {
+                    p.push(predict(&model, d));
+                }
+            }
             for (i, (_, d)) in dists.iter().enumerate() {
                 self.bar
                     .set_message(format!("round {}/{}: run {d}", round + 1, a.repeat));
@@ -371,6 +435,15 @@ impl Study<'_> {
             format!("the first point ({d}) run twice: {first_s:.6} s and {again:.6} s"),
         ))
     }
+}
+
+/// Iterations for runs of at least `seconds` when one takes `iter_s`:
+/// `iters` or more, at most a million.
+fn runs_iterations(iters: u64, seconds: f64, iter_s: f64) -> u64 {
+    if !(iter_s > 0.0) {
+        return iters;
+    }
+    iters.max(((seconds / iter_s).ceil() as u64).min(1_000_000))
 }
 
 /// The model's iteration and its busiest rank's time in stages (∞ for a
@@ -413,4 +486,22 @@ fn points(m: &Model, k: usize) -> Result<(Vec<(String, Dist)>, search::Found)> {
         None => dists.push(("GBS".into(), gd)),
     }
     Ok((dists, g))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::runs_iterations;
+
+    #[test]
+    fn runs_take_enough_iterations_to_last_the_seconds() {
+        // 6.5 ms an iteration for 1.5 s: 231 iterations.
+        assert_eq!(runs_iterations(8, 1.5, 0.0065), 231);
+        // Long iterations keep --iters.
+        assert_eq!(runs_iterations(8, 1.5, 2.0), 8);
+        // No time measured: --iters.
+        assert_eq!(runs_iterations(8, 1.5, 0.0), 8);
+        assert_eq!(runs_iterations(8, 1.5, f64::NAN), 8);
+        // Bounded.
+        assert_eq!(runs_iterations(8, 1e9, 1e-6), 1_000_000);
+    }
 }

@@ -278,7 +278,10 @@ fn seconds_extend_the_recording_and_a_short_run_keeps_what_it_recorded() {
         )
     };
     let span = |t: &mheta_trace::RankTrace| -> f64 {
-        t.iterations.iter().map(|i| i.duration_ns as f64 * 1e-9).sum()
+        t.iterations
+            .iter()
+            .map(|i| i.duration_ns as f64 * 1e-9)
+            .sum()
     };
     // 0.05 s of a run of 2000 iterations: more than the 3 counted, at
     // least 0.05 s, consecutive from iteration 3, and fewer than the run.
@@ -296,7 +299,10 @@ fn seconds_extend_the_recording_and_a_short_run_keeps_what_it_recorded() {
     for t in &traces {
         assert_eq!(t.iterations.len(), 17, "rank {}", t.rank);
     }
-    assert!(err.contains("short of MHETA_INSTRUMENT_SECONDS=100"), "{err}");
+    assert!(
+        err.contains("short of MHETA_INSTRUMENT_SECONDS=100"),
+        "{err}"
+    );
     // A bad value is refused before anything runs.
     let o = mheta()
         .args(["run", "--seconds=-1", "--", "true"])

@@ -126,6 +126,8 @@ mod tests {
             repeat: 2,
             flag_runq_pct: 5.0,
             flag_cpu_pct: 15.0,
+            run_seconds: 0.0,
+            learn_each_round: false,
             json: false,
             plot: None,
             profile: None,

@@ -13,7 +13,11 @@ use serde::Serialize;
 pub struct Row {
     pub label: String,
     pub dist: Vec<u64>,
+    /// The median of `predicted_rounds_s`.
     pub predicted_s: f64,
+    /// Each model's prediction: the first instrumented run's, then with
+    /// `--learn-each-round` each later round's.
+    pub predicted_rounds_s: Vec<f64>,
     pub actual_s: f64,
     pub diff_pct: f64,
     /// Each real run's median iteration, in the order they ran.
@@ -65,6 +69,13 @@ pub struct Report {
     /// Mean over the points of `busy_diff_pct`: how much of the diff is
     /// already in the stages.
     pub mean_busy_diff_pct: f64,
+    /// Models learned (instrumented runs): 1, or `repeat` with
+    /// `--learn-each-round`.
+    pub models: usize,
+    /// Mean over the points and the models of one model's prediction
+    /// against the point's actual: the diff a single instrumented run
+    /// gives. With one model, `mean_diff_pct`.
+    pub mean_diff_one_model_pct: f64,
     /// The percentile bootstrap 95% interval of `mean_diff_pct`: every
     /// point's runs resampled together, 2000 times.
     pub mean_diff_ci95_pct: [f64; 2],
@@ -124,12 +135,12 @@ pub(super) struct Measured {
 /// median of its runs.
 pub(super) fn rows(
     dists: &[(String, Dist)],
-    predicted: Vec<(f64, f64)>,
+    predicted: Vec<Vec<(f64, f64)>>,
     m: Measured,
     t: Thresholds,
 ) -> Vec<Row> {
     let mut rows = Vec::new();
-    for (i, ((((label, d), (predicted_s, predicted_busy_s)), mut runs), out_of_core)) in dists
+    for (i, ((((label, d), models), mut runs), out_of_core)) in dists
         .iter()
         .zip(predicted)
         .zip(m.runs)
@@ -137,6 +148,10 @@ pub(super) fn rows(
         .enumerate()
     {
         noise::flag(&mut runs, t);
+        let predicted_rounds_s: Vec<f64> = models.iter().map(|p| p.0).collect();
+        let predicted_s = median(&mut predicted_rounds_s.clone()).unwrap_or(f64::NAN);
+        let predicted_busy_s =
+            median(&mut models.iter().map(|p| p.1).collect::<Vec<_>>()).unwrap_or(f64::NAN);
         let runs_s: Vec<f64> = runs.iter().map(|r| r.iter_median_s).collect();
         let mut busy: Vec<f64> = runs.iter().map(|r| r.busiest_stage_s).collect();
         let mut sorted = runs_s.clone();
@@ -147,6 +162,7 @@ pub(super) fn rows(
             label: label.clone(),
             dist: d.0.clone(),
             predicted_s,
+            predicted_rounds_s,
             actual_s,
             diff_pct: diff_pct(predicted_s, actual_s),
             spread_pct: 100.0 * (sorted[sorted.len() - 1] - sorted[0]) / actual_s,
@@ -211,6 +227,14 @@ pub(super) fn summarise(
         .map(|r| (r.predicted_s, r.runs_s.as_slice()))
         .collect();
     let mean_diff_ci95_pct = noise::diff_ci(&points, noise::MEAN_SEED);
+    let one_model: Vec<f64> = rows
+        .iter()
+        .flat_map(|r| {
+            r.predicted_rounds_s
+                .iter()
+                .map(|&p| diff_pct(p, r.actual_s))
+        })
+        .collect();
     let (mean_diff_unflagged_pct, max_diff_unflagged_pct) = unflagged_diffs(&rows);
     Ok(Report {
         app: a.app.clone(),
@@ -223,6 +247,8 @@ pub(super) fn summarise(
         mean_diff_pct: diffs.iter().sum::<f64>() / diffs.len() as f64,
         max_diff_pct: diffs.iter().copied().fold(0.0, f64::max),
         mean_busy_diff_pct,
+        models: rows.first().map_or(0, |r| r.predicted_rounds_s.len()),
+        mean_diff_one_model_pct: one_model.iter().sum::<f64>() / one_model.len().max(1) as f64,
         mean_diff_ci95_pct,
         mean_diff_unflagged_pct,
         max_diff_unflagged_pct,
@@ -335,6 +361,12 @@ fn summary(r: &Report) {
         interval(r.mean_diff_ci95_pct)
     );
     flagged(r);
+    if r.models > 1 {
+        println!(
+            "models: {} instrumented runs, one a round; a point's prediction is their median; one model alone: avg diff {:.2}%",
+            r.models, r.mean_diff_one_model_pct
+        );
+    }
     println!(
         "busy: the busiest rank's time in stages (computation and I/O), predicted against measured: avg diff {:.2}%; the rest of a diff is communication and waiting",
         r.mean_busy_diff_pct
