@@ -173,28 +173,38 @@ fn quantile(v: &[f64], q: f64) -> f64 {
 }
 
 /// The percentile bootstrap 95% interval of the mean over `points` of
-/// diff(predicted, median of the point's runs): each resample draws every
-/// point's runs with replacement (as many as it has), takes each point's
-/// median and diff, and their mean; the interval is the 2.5th and 97.5th
+/// diff(median of the point's predictions, median of its runs): each
+/// resample draws every point's predictions (one per model learned) and
+/// runs with replacement (as many as it has), takes each point's medians
+/// and diff, and their mean; the interval is the 2.5th and 97.5th
 /// percentile of `RESAMPLES` such means. For one point, the interval of
-/// its diff. Points without runs are left out; none at all gives NaN.
-pub fn diff_ci(points: &[(f64, &[f64])], seed: u64) -> [f64; 2] {
-    let points: Vec<&(f64, &[f64])> = points.iter().filter(|p| !p.1.is_empty()).collect();
+/// its diff. Points without runs or predictions are left out; none at
+/// all gives NaN.
+pub fn diff_ci(points: &[(&[f64], &[f64])], seed: u64) -> [f64; 2] {
+    let points: Vec<&(&[f64], &[f64])> = points
+        .iter()
+        .filter(|p| !p.0.is_empty() && !p.1.is_empty())
+        .collect();
     if points.is_empty() {
         return [f64::NAN; 2];
     }
     let mut rng = Rng::new(seed);
     let mut draw = Vec::new();
+    let mut drawn_p = Vec::new();
     let mut means: Vec<f64> = (0..RESAMPLES)
         .map(|_| {
             let sum: f64 = points
                 .iter()
-                .map(|(p, runs)| {
-                    draw.clear();
-                    draw.extend(
-                        (0..runs.len()).map(|_| runs[rng.below(runs.len() as u64) as usize]),
-                    );
-                    diff_pct(*p, median(&mut draw).unwrap_or(f64::NAN))
+                .map(|(preds, runs)| {
+                    let mut resample = |from: &[f64], into: &mut Vec<f64>| {
+                        into.clear();
+                        into.extend(
+                            (0..from.len()).map(|_| from[rng.below(from.len() as u64) as usize]),
+                        );
+                        median(into).unwrap_or(f64::NAN)
+                    };
+                    let p = resample(preds, &mut drawn_p);
+                    diff_pct(p, resample(runs, &mut draw))
                 })
                 .sum();
             sum / points.len() as f64
@@ -310,20 +320,20 @@ mod tests {
     #[test]
     fn the_bootstrap_interval_is_deterministic_and_holds_the_estimate() {
         let runs = [1.00, 1.04, 0.97, 1.10, 1.02];
-        let ci = diff_ci(&[(1.2, &runs)], 3);
-        assert_eq!(ci, diff_ci(&[(1.2, &runs)], 3));
+        let ci = diff_ci(&[(&[1.2], &runs)], 3);
+        assert_eq!(ci, diff_ci(&[(&[1.2], &runs)], 3));
         let est = diff_pct(1.2, median(&mut runs.clone()).unwrap());
         assert!(ci[0] < est && est < ci[1], "{ci:?} around {est}");
         // Its ends are diffs of medians the resamples can have.
         assert!(ci[0] >= diff_pct(1.2, 1.10) - 1e-9 && ci[1] <= diff_pct(1.2, 0.97) + 1e-9);
         // Runs that all agree leave nothing to resample.
-        let same = diff_ci(&[(1.2, &[1.0, 1.0, 1.0])], 0);
+        let same = diff_ci(&[(&[1.2], &[1.0, 1.0, 1.0])], 0);
         assert_eq!(same[0], same[1]);
         assert!((same[0] - diff_pct(1.2, 1.0)).abs() < 1e-12, "{same:?}");
         // The mean over points holds the mean of their estimates.
         let other = [2.0, 2.1, 1.9];
         let mean = (est + diff_pct(1.8, 2.0)) / 2.0;
-        let ci = diff_ci(&[(1.2, &runs), (1.8, &other)], MEAN_SEED);
+        let ci = diff_ci(&[(&[1.2], &runs), (&[1.8], &other)], MEAN_SEED);
         assert!(ci[0] < mean && mean < ci[1], "{ci:?} around {mean}");
         assert!(diff_ci(&[], 0)[0].is_nan());
     }

@@ -158,6 +158,7 @@ pub(super) fn rows(
         let actual_s = median(&mut sorted).unwrap_or(f64::NAN);
         let actual_busy_s = median(&mut busy).unwrap_or(f64::NAN);
         let actual_unflagged_s = noise::unflagged_median(&runs);
+        let diff_ci95_pct = noise::diff_ci(&[(&predicted_rounds_s, &runs_s)], i as u64);
         rows.push(Row {
             label: label.clone(),
             dist: d.0.clone(),
@@ -172,7 +173,7 @@ pub(super) fn rows(
             flagged_runs: runs.iter().filter(|r| r.flagged).count(),
             actual_unflagged_s,
             diff_unflagged_pct: actual_unflagged_s.map(|a| diff_pct(predicted_s, a)),
-            diff_ci95_pct: noise::diff_ci(&[(predicted_s, &runs_s)], i as u64),
+            diff_ci95_pct,
             runs_s,
             runs,
             out_of_core,
@@ -222,9 +223,9 @@ pub(super) fn summarise(
             .context("no rows")
     };
     let (best_actual, best_predicted) = (best(|r| r.actual_s)?, best(|r| r.predicted_s)?);
-    let points: Vec<(f64, &[f64])> = rows
+    let points: Vec<(&[f64], &[f64])> = rows
         .iter()
-        .map(|r| (r.predicted_s, r.runs_s.as_slice()))
+        .map(|r| (r.predicted_rounds_s.as_slice(), r.runs_s.as_slice()))
         .collect();
     let mean_diff_ci95_pct = noise::diff_ci(&points, noise::MEAN_SEED);
     let one_model: Vec<f64> = rows
