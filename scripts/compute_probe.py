@@ -5,6 +5,7 @@ conditions the MHETA model assumes are the same.
 
 Usage: scripts/compute_probe.py [ROUNDS] [OUT.json]   (default 5 rounds)
        scripts/compute_probe.py recorded [ROUNDS]
+       scripts/compute_probe.py window PROFILE.json [ROUNDS]
 
 Every configuration runs once a round, the rounds interleaved, so that a
 slow spell of the host falls on all of them alike. Each run is a 2-rank
@@ -39,6 +40,15 @@ from iteration 3) what the rest of the run does? Each round runs jacobi
 (`mheta show --trace`) over the same run's median stage time over all its
 iterations (the report's `stage_s`): the median over the rounds, its
 bootstrap 95% CI, and every round's ratio.
+
+`window PROFILE.json`: how far a model learned on `uniform` (both ranks
+at power 1) strays from an even split, by how long its trace was
+recorded. Each round records 2-rank `jacobi --n 2048` under `mheta run`
+twice: the default three iterations of an 8-iteration run (about 20 ms of
+recorded compute), and `--seconds 1.2` of a 200-iteration run; `mheta
+search` with PROFILE.json (a 2-rank `mheta bench` profile) picks each
+trace's distribution. Prints per round both splits and the rows moved
+off 1024, then the median and max moved for each trace length.
 """
 import json
 import os
@@ -133,7 +143,44 @@ def recorded(rounds):
               f"(95% CI {lo:.3f}-{hi:.3f}); rounds {' '.join(f'{x:.3f}' for x in v)}")
 
 
+def window(profile, rounds):
+    """Rows the search moves on a uniform cluster, by trace length."""
+    moved = {"short": [], "long": []}
+    tmp = tempfile.mkdtemp(prefix="compute-probe-")
+    try:
+        for rnd in range(rounds):
+            line = []
+            for name, iters, extra in [("short", 8, []), ("long", 200, ["--seconds", "1.2"])]:
+                tr = os.path.join(tmp, name)
+                shutil.rmtree(tr, ignore_errors=True)
+                cmd = [MHETA, "run", "--trace-dir", tr, *extra, "--", "mpirun",
+                       "--allow-run-as-root", "-np", "2", os.path.join(BIN, "jacobi"),
+                       "--n", "2048", "--iters", str(iters), "--cluster", "uniform"]
+                out = subprocess.run(cmd, capture_output=True, text=True, env=ENV)
+                if out.returncode != 0:
+                    sys.exit(f"compute-probe: {' '.join(cmd)} failed:\n{out.stderr}")
+                found = subprocess.run([MHETA, "search", "--profile", profile, "--trace", tr,
+                                        "--json"], capture_output=True, text=True, env=ENV)
+                if found.returncode != 0:
+                    sys.exit(f"compute-probe: mheta search failed:\n{found.stderr}")
+                dist = json.loads(found.stdout)["dist"]
+                moved[name].append(abs(dist[0] - 1024))
+                line.append(f"{name} {dist[0]},{dist[1]} ({abs(dist[0] - 1024)} moved)")
+            print(f"round {rnd + 1}: " + ", ".join(line))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    for name, v in moved.items():
+        print(f"{name}: rows moved off 1024, median {statistics.median(v):g}, max {max(v)} "
+              f"({100 * max(v) / 1024:.1f}% of a rank's rows)")
+
+
 def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "window":
+        rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 5
+        if not os.path.isfile(sys.argv[2]):
+            sys.exit(f"compute-probe: {sys.argv[2]}: no such profile")
+        window(sys.argv[2], rounds)
+        return
     if len(sys.argv) > 1 and sys.argv[1] == "recorded":
         rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 9
         if rounds < 3:
