@@ -67,12 +67,18 @@ clock="clock: compute timed from declared units (--cpu-ns-per-unit), 4 ranks on 
 study accuracy-clock "MHETA accuracy, 4 ranks, compute by the clock, 3 runs per point" "$clock" -- \
     STUDY_CPU=clock STUDY_NP=4 STUDY_CLUSTERS="$clusters" STUDY_APPS="$clock_apps" \
     scripts/accuracy-study.sh "$out/accuracy-clock/work" 3
-# Real compute, the same cells in both forms (about 6 minutes at 5 runs
-# per point).
+# Real compute, the same cells in both forms (about 15 minutes at 5 runs
+# per point: every run lasts 1.5 s and each round learns its own model).
 study accuracy-real "MHETA accuracy, 2 ranks, real compute, 5 runs per point" \
     "real: real compute, no clock (--cpu-emulation paced: one core per rank; a rank at CPU power 1 is not slowed, a slower one sleeps out the rest)" -- \
     STUDY_CPU=real STUDY_NP=2 STUDY_CLUSTERS="DC uniform" STUDY_APPS="jacobi cg sor lanczos mg" \
     scripts/accuracy-study.sh "$out/accuracy-real/work" 5
+# Real compute across two emulated hosts, one rank each (DC's powers):
+# about 6 minutes with the profile measured across them.
+study accuracy-real-hosts "MHETA accuracy, real compute, one rank on each of two emulated hosts, 5 runs per point" \
+    "real: real compute, no clock (paced: h1 at CPU power 0.5 sleeps out the rest); hosts: network namespaces, 1 Gbit/s shaped links" -- \
+    STUDY_CPU=real STUDY_NP=2 STUDY_CLUSTERS=netdc2 STUDY_APPS="jacobi sor cg" \
+    scripts/accuracy-study.sh "$out/accuracy-real-hosts/work" 5
 # Across hosts: jacobi and cg on net4 and jacobi on netcpu4 in the quick
 # form, both apps on both in the full one.
 host_skip=""

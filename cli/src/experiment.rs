@@ -68,9 +68,9 @@ pub struct Args {
     pub iters: u64,
     /// Make every run last at least this many seconds: a short run on
     /// Block (4 iterations, not counted) times an iteration, then the
-    /// instrumented and the real runs take max(--iters, SECONDS / that)
-    /// iterations, and the instrumented run records on until its
-    /// recorded iterations span 0.8 x SECONDS (`mheta run --seconds`).
+    /// real runs take max(--iters, SECONDS / that) iterations, and the
+    /// instrumented run twice that and records until its recorded
+    /// iterations span 0.8 x SECONDS (`mheta run --seconds`).
     /// On a host whose cores change speed over hundreds of milliseconds
     /// (scripts/core-windows.sh), a run of a few short iterations
     /// measures the moment, not the rank. 0: --iters as given. cg runs
@@ -331,6 +331,18 @@ impl Study<'_> {
         Ok(())
     }
 
+    /// Iterations of an instrumented run: the real runs', or with
+    /// `--run-seconds` twice theirs after the skipped ones, so that its
+    /// recording (0.8 of the seconds) ends before the run does even when
+    /// an iteration takes up to 1.6 times the one timed.
+    fn inst_iters(&self) -> u64 {
+        if self.a.run_seconds > 0.0 {
+            2 * self.iters + mheta_trace::DEFAULT_INSTRUMENT_ITER
+        } else {
+            self.iters
+        }
+    }
+
     /// One instrumented run on Block under `mheta run`; its result and
     /// the model of its trace.
     fn instrumented(&self, prof: &ClusterProfile) -> Result<(serde_json::Value, Model)> {
@@ -354,7 +366,11 @@ impl Study<'_> {
             .arg(mpi.get_program())
             .args(mpi.get_args())
             .arg(&self.bin)
-            .args(app_args(a, instrumented_iters(self.iters), &self.cpu));
+            .args(app_args(
+                a,
+                instrumented_iters(self.inst_iters()),
+                &self.cpu,
+            ));
         let block_run = run_job(launch, "the instrumented run")?;
         // sor's short runs cannot meet its exact-solution check: each is
         // held to the first real run (Blk, the spectrum's first point).

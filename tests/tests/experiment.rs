@@ -150,3 +150,59 @@ fn a_small_study_reports_real_runs() {
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.contains("<svg") && text.contains("predicted"), "svg");
 }
+
+/// `--run-seconds` lengthens every run (and the recording), and
+/// `--learn-each-round` learns a model a round: each row keeps one
+/// prediction per round, predicts their median, and the report the mean
+/// diff of one model alone.
+#[test]
+fn long_runs_and_a_model_per_round() {
+    let dir = scratch("exp-rounds");
+    let profile = quick_profile(&dir, 2);
+    let r = last_json(&ok(mheta()
+        .args(["experiment", "--app", "jacobi", "--cluster", "DC"])
+        .args([
+            "--np", "2", "--points", "3", "--iters", "4", "--repeat", "3",
+        ])
+        .args(["--run-seconds", "0.3", "--learn-each-round", "--json"])
+        .arg("--profile")
+        .arg(&profile)
+        .arg("--dir")
+        .arg(dir.join("w"))
+        .args(["--", "--n", "256"])));
+    // 0.3 s of iterations of well under 10 ms: more than the 4 asked.
+    assert!(r["iters"].as_u64().unwrap() > 30, "{r}");
+    assert_eq!(r["models"], 3);
+    // The recorded trace spans at least 0.8 x 0.3 s, or (iterations far
+    // slower than the one timed) every iteration of the instrumented run
+    // from the fourth: twice the real runs' after the 3 skipped.
+    let traces = mheta_trace::read_dir(&dir.join("w").join("trace")).unwrap();
+    let inst_iters = 2 * r["iters"].as_u64().unwrap() + 3;
+    for t in &traces {
+        let span: f64 = t
+            .iterations
+            .iter()
+            .map(|i| i.duration_ns as f64 * 1e-9)
+            .sum();
+        let last = t.iterations.last().unwrap().index;
+        assert!(t.iterations.len() > 3, "rank {}", t.rank);
+        assert!(
+            span >= 0.24 || last + 1 == inst_iters,
+            "rank {}: {span} s recorded, to iteration {last} of {inst_iters}",
+            t.rank
+        );
+    }
+    let mut one_model = vec![];
+    for row in r["rows"].as_array().unwrap() {
+        let mut p: Vec<f64> = serde_json::from_value(row["predicted_rounds_s"].clone()).unwrap();
+        assert_eq!(p.len(), 3, "{row}");
+        let a = row["actual_s"].as_f64().unwrap();
+        one_model.extend(p.iter().map(|&x| 100.0 * (x - a).abs() / x.min(a)));
+        p.sort_by(f64::total_cmp);
+        assert_eq!(row["predicted_s"].as_f64().unwrap(), p[1], "{row}");
+        let ci: Vec<f64> = serde_json::from_value(row["diff_ci95_pct"].clone()).unwrap();
+        assert!(ci[0] <= ci[1], "{row}");
+    }
+    let mean = one_model.iter().sum::<f64>() / one_model.len() as f64;
+    assert!((r["mean_diff_one_model_pct"].as_f64().unwrap() - mean).abs() < 1e-9);
+}
