@@ -296,8 +296,10 @@ if done:
     t = done[-1][2].get("flag_runq_pct"), done[-1][2].get("flag_cpu_pct")
     print()
     print(f"verdicts: {', '.join(f'{tally.get(x, 0)} {x}' for x in ['met', 'within noise', 'missed'])}"
-          f" (of {len(done) * len(goals)}); a run is flagged when some rank waited for a core "
-          f"> {t[0]}% of the main loop or took > {t[1]}% more CPU per unit than at its point's median")
+          f" (of {len(done) * len(goals)}); a run is flagged when "
+          + (f"some rank waited for a core > {t[0]}% of the main loop or " if t[0] is not None else
+             "(the ranks outnumber the cores: no run-queue rule) ")
+          + f"took > {t[1]}% more CPU per unit than at its point's median")
 print()
 for ooc, what in [(True, "out-of-core points"), (False, "in-core points")]:
     d = [x[3] for x in split if x[2] == ooc]

@@ -95,7 +95,8 @@ pub struct Args {
     pub repeat: usize,
     /// Flag a run the host disturbed when some rank's main thread waited
     /// for a core (run-queue delay, from schedstat) more than this percent
-    /// of the main loop's wall time. A flagged run is kept: the report
+    /// of the main loop's wall time (not when the ranks outnumber this
+    /// machine's cores: then they wait by design). A flagged run is kept: the report
     /// gives the diffs with and without flagged runs, and why each is
     /// flagged.
     #[arg(long, default_value_t = 5.0, value_name = "PCT")]
@@ -256,14 +257,24 @@ pub fn run(a: &Args) -> Result<Report> {
         ),
     };
     s.bar.finish_and_clear();
+    // More ranks than cores wait for one by design: the run-queue rule
+    // is off then.
+    let runq_on = a.np <= cores;
     let t = Thresholds {
-        runq_pct: a.flag_runq_pct,
+        runq_pct: if runq_on {
+            a.flag_runq_pct
+        } else {
+            f64::INFINITY
+        },
         cpu_pct: a.flag_cpu_pct,
     };
     let rows = rows(&dists, predicted, measured, t);
     let blk = search::corners(&m).blk;
     let mut r = summarise(a, rows, &block_run, &blk, g, noise, choice.why)?;
     r.iters = s.iters;
+    if !runq_on {
+        r.flag_runq_pct = None;
+    }
     Ok(r)
 }
 

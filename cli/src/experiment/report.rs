@@ -88,8 +88,10 @@ pub struct Report {
     pub total_runs: usize,
     /// The flagging thresholds: run-queue delay over the main loop's wall
     /// time, and CPU time per unit over the rank's median at the point,
-    /// percent (`--flag-runq-pct`, `--flag-cpu-pct`).
-    pub flag_runq_pct: f64,
+    /// percent (`--flag-runq-pct`, `--flag-cpu-pct`). The run-queue rule
+    /// is off (null) when the ranks outnumber this machine's cores: then
+    /// waiting for a core is the emulation's, not a disturbance.
+    pub flag_runq_pct: Option<f64>,
     pub flag_cpu_pct: f64,
     pub best_actual: Row,
     pub best_predicted: Row,
@@ -255,7 +257,7 @@ pub(super) fn summarise(
         max_diff_unflagged_pct,
         flagged_runs: rows.iter().map(|r| r.flagged_runs).sum(),
         total_runs: rows.iter().map(|r| r.runs.len()).sum(),
-        flag_runq_pct: a.flag_runq_pct,
+        flag_runq_pct: Some(a.flag_runq_pct),
         flag_cpu_pct: a.flag_cpu_pct,
         predicted_best_is_best: best_predicted.dist == best_actual.dist,
         predicted_best_gap_pct: 100.0 * (best_predicted.actual_s / best_actual.actual_s - 1.0),
@@ -408,13 +410,16 @@ fn summary(r: &Report) {
 /// The flagged runs: how many, the diffs without them, and each with why.
 fn flagged(r: &Report) {
     let f = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.2}%"));
+    let runq = r.flag_runq_pct.map_or(
+        "the run-queue rule is off: the ranks outnumber the cores".to_string(),
+        |p| format!("some rank waited for a core > {p}% of the main loop"),
+    );
     println!(
-        "without flagged runs: avg {}  max {}  ({} of {} runs flagged: some rank waited for a core > {}% of the main loop, or took > {}% more CPU per unit than at the point's median)",
+        "without flagged runs: avg {}  max {}  ({} of {} runs flagged: {runq}, or took > {}% more CPU per unit than at the point's median)",
         f(r.mean_diff_unflagged_pct),
         f(r.max_diff_unflagged_pct),
         r.flagged_runs,
         r.total_runs,
-        r.flag_runq_pct,
         r.flag_cpu_pct
     );
     const SHOWN: usize = 10;
