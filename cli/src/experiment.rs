@@ -468,7 +468,7 @@ impl Study<'_> {
 /// Iterations for runs of at least `seconds` when one takes `iter_s`:
 /// `iters` or more, at most a million.
 fn runs_iterations(iters: u64, seconds: f64, iter_s: f64) -> u64 {
-    if !(iter_s > 0.0) {
+    if iter_s.is_nan() || iter_s <= 0.0 {
         return iters;
     }
     iters.max(((seconds / iter_s).ceil() as u64).min(1_000_000))
