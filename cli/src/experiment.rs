@@ -29,7 +29,7 @@ use mheta_hosts::cluster::ClusterSpec;
 use mheta_model::{Dist, Model, search};
 use mheta_profile::ClusterProfile;
 use noise::{RunRecord, Thresholds};
-use report::{Measured, rows, summarise};
+use report::{Measured, Ran, rows, summarise};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::Command;
@@ -259,23 +259,18 @@ pub fn run(a: &Args) -> Result<Report> {
     s.bar.finish_and_clear();
     // More ranks than cores wait for one by design: the run-queue rule
     // is off then.
-    let runq_on = a.np <= cores;
     let t = Thresholds {
-        runq_pct: if runq_on {
-            a.flag_runq_pct
-        } else {
-            f64::INFINITY
-        },
+        runq_pct: (a.np <= cores).then_some(a.flag_runq_pct),
         cpu_pct: a.flag_cpu_pct,
     };
     let rows = rows(&dists, predicted, measured, t);
     let blk = search::corners(&m).blk;
-    let mut r = summarise(a, rows, &block_run, &blk, g, noise, choice.why)?;
-    r.iters = s.iters;
-    if !runq_on {
-        r.flag_runq_pct = None;
-    }
-    Ok(r)
+    let ran = Ran {
+        iters: s.iters,
+        thresholds: t,
+        cpu_emulation: choice.why,
+    };
+    summarise(a, rows, &block_run, &blk, g, noise, ran)
 }
 
 impl Study<'_> {

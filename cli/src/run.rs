@@ -156,8 +156,6 @@ fn forward(cmd: &mut Command, preload: &OsString) {
 
 /// `--seconds`: a finite number of seconds, at least 0.
 fn non_negative_seconds(v: &str) -> Result<f64, String> {
-    match v.trim().parse::<f64>() {
-        Ok(x) if x >= 0.0 && x.is_finite() => Ok(x),
-        _ => Err(format!("{v:?} is not a number of seconds >= 0")),
-    }
+    mheta_trace::env::parse_seconds(v)
+        .ok_or_else(|| format!("{v:?} is not a number of seconds >= 0"))
 }

@@ -64,8 +64,9 @@ pub struct RunRecord {
 /// The thresholds of the flagging rule, percent.
 #[derive(Serialize, Clone, Copy, Debug)]
 pub struct Thresholds {
-    /// Run-queue delay over the main loop's wall time.
-    pub runq_pct: f64,
+    /// Run-queue delay over the main loop's wall time; None: no such
+    /// rule (the ranks outnumber the cores and wait for one by design).
+    pub runq_pct: Option<f64>,
     /// CPU time per unit of work over the rank's median at the point.
     pub cpu_pct: f64,
 }
@@ -126,14 +127,13 @@ pub fn flag(runs: &mut [RunRecord], t: Thresholds) {
     for run in runs.iter_mut() {
         let mut why = Vec::new();
         for (k, x) in run.ranks.iter().enumerate() {
-            if let Some(w) = x.runq_wait_s
+            if let (Some(w), Some(limit)) = (x.runq_wait_s, t.runq_pct)
                 && run.elapsed_s > 0.0
-                && 100.0 * w / run.elapsed_s > t.runq_pct
+                && 100.0 * w / run.elapsed_s > limit
             {
                 why.push(format!(
-                    "runq: rank {k} waited {:.1}% of the main loop for a core (> {}%)",
+                    "runq: rank {k} waited {:.1}% of the main loop for a core (> {limit}%)",
                     100.0 * w / run.elapsed_s,
-                    t.runq_pct
                 ));
             }
             if let (Some(c), Some(Some(m))) = (x.cpu_ns_per_unit, medians.get(k))
@@ -220,7 +220,7 @@ mod tests {
     use serde_json::json;
 
     const T: Thresholds = Thresholds {
-        runq_pct: 5.0,
+        runq_pct: Some(5.0),
         cpu_pct: 15.0,
     };
 
@@ -279,7 +279,7 @@ mod tests {
         flag(
             &mut runs,
             Thresholds {
-                runq_pct: 10.0,
+                runq_pct: Some(10.0),
                 cpu_pct: 25.0,
             },
         );

@@ -121,6 +121,15 @@ pub struct Report {
     pub emulation: serde_json::Value,
 }
 
+/// How the study's runs went, beside the arguments: their iterations
+/// (more than `--iters` with `--run-seconds`), the flagging thresholds in
+/// force, and the CPU emulation with why it was chosen.
+pub(super) struct Ran {
+    pub(super) iters: u64,
+    pub(super) thresholds: Thresholds,
+    pub(super) cpu_emulation: String,
+}
+
 /// |p - a| / min(p, a), in percent (the paper's figure 9 measure).
 pub fn diff_pct(p: f64, a: f64) -> f64 {
     100.0 * (p - a).abs() / p.min(a)
@@ -203,7 +212,7 @@ pub(super) fn summarise(
     blk: &Dist,
     g: search::Found,
     (noise, noise_from): (Option<f64>, String),
-    cpu_emulation: String,
+    ran: Ran,
 ) -> Result<Report> {
     let diffs: Vec<f64> = rows.iter().map(|r| r.diff_pct).collect();
     let mean_busy_diff_pct = rows.iter().map(|r| r.busy_diff_pct).sum::<f64>() / rows.len() as f64;
@@ -244,7 +253,7 @@ pub(super) fn summarise(
         cluster: a.cluster.clone(),
         np: a.np,
         prefetch: a.prefetch,
-        iters: a.iters,
+        iters: ran.iters,
         repeat: a.repeat,
         min_diff_pct: diffs.iter().copied().fold(f64::INFINITY, f64::min),
         mean_diff_pct: diffs.iter().sum::<f64>() / diffs.len() as f64,
@@ -257,8 +266,8 @@ pub(super) fn summarise(
         max_diff_unflagged_pct,
         flagged_runs: rows.iter().map(|r| r.flagged_runs).sum(),
         total_runs: rows.iter().map(|r| r.runs.len()).sum(),
-        flag_runq_pct: Some(a.flag_runq_pct),
-        flag_cpu_pct: a.flag_cpu_pct,
+        flag_runq_pct: ran.thresholds.runq_pct,
+        flag_cpu_pct: ran.thresholds.cpu_pct,
         predicted_best_is_best: best_predicted.dist == best_actual.dist,
         predicted_best_gap_pct: 100.0 * (best_predicted.actual_s / best_actual.actual_s - 1.0),
         best_actual,
@@ -269,7 +278,7 @@ pub(super) fn summarise(
         drift_pct,
         noise_pct,
         noise_from,
-        cpu_emulation,
+        cpu_emulation: ran.cpu_emulation,
         emulation: block_run["emulation"].clone(),
         rows,
     })

@@ -38,6 +38,9 @@ struct State {
     written: bool,
     current: u64,
     done: Vec<Iteration>,
+    /// Time and events of `done`, kept as it grows.
+    done_ns: u64,
+    done_events: usize,
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
@@ -213,6 +216,8 @@ impl Recorder {
             *end = e.t1_ns;
         }
         events.sort_by_key(|e| e.t0_ns);
+        s.done_ns += duration_ns;
+        s.done_events += events.len();
         s.done.push(Iteration {
             index: s.current,
             duration_ns,
@@ -222,15 +227,12 @@ impl Recorder {
             // The counted iterations' trace is written now, whatever
             // follows: the in-job runtime reads it at this point.
             s.counted = true;
-            write_trace(s);
             s.written = s.min_ns == 0;
+            write_trace(s);
         }
         if s.counted && !s.written && extension_done(s) {
             s.written = true;
             write_trace(s);
-        }
-        if s.written {
-            s.done = Vec::new();
         }
     }
 }
@@ -267,6 +269,8 @@ impl Tool for Recorder {
             written: false,
             current: 0,
             done: Vec::new(),
+            done_ns: 0,
+            done_events: 0,
         });
         if all {
             Recorder::begin();
@@ -306,6 +310,7 @@ impl Tool for Recorder {
                 s.counted = false;
                 s.written = false;
                 s.done.clear();
+                (s.done_ns, s.done_events) = (0, 0);
             }
             pcontrol::ITER_BEGIN => {
                 let i = s.iters_seen;
@@ -355,7 +360,7 @@ impl Tool for Recorder {
             // The run ended before MHETA_INSTRUMENT_SECONDS were
             // recorded: the trace holds what was.
             s.written = true;
-            let (n, span) = (s.done.len(), span_ns(s) as f64 * 1e-9);
+            let (n, span) = (s.done.len(), s.done_ns as f64 * 1e-9);
             write_trace(s);
             if s.rank == 0 {
                 crate::warn(format!(
@@ -385,22 +390,17 @@ impl Tool for Recorder {
     }
 }
 
-/// The recorded iterations' time, ns.
-fn span_ns(s: &State) -> u64 {
-    s.done.iter().map(|i| i.duration_ns).sum()
-}
-
 /// Has an extended recording (MHETA_INSTRUMENT_SECONDS) enough: the
 /// seconds, or the most iterations or events it may hold?
 fn extension_done(s: &State) -> bool {
-    let events: usize = s.done.iter().map(|i| i.events.len()).sum();
-    span_ns(s) >= s.min_ns
+    s.done_ns >= s.min_ns
         || s.done.len() >= mheta_trace::MAX_EXTENDED_ITERATIONS
-        || events >= mheta_trace::MAX_EXTENDED_EVENTS
+        || s.done_events >= mheta_trace::MAX_EXTENDED_EVENTS
 }
 
-/// Write this rank's trace of the iterations recorded so far (kept, as
-/// an extended recording may add to them and write again).
+/// Write this rank's trace of the iterations recorded so far: handed
+/// over once the recording is `written`, else copied, as an extended
+/// recording adds to them and writes again.
 fn write_trace(s: &mut State) {
     let trace = RankTrace {
         rank: s.rank,
@@ -411,7 +411,11 @@ fn write_trace(s: &mut State) {
             .as_ref()
             .map(|(_, names)| names.clone())
             .unwrap_or_default(),
-        iterations: s.done.clone(),
+        iterations: if s.written {
+            std::mem::take(&mut s.done)
+        } else {
+            s.done.clone()
+        },
     };
     let result = std::fs::create_dir_all(&s.trace_dir)
         .map_err(|e| format!("{}: {e}", s.trace_dir.display()))

@@ -64,9 +64,9 @@ pub fn instrumented_iterations() -> (Range<u64>, Vec<String>) {
 /// speed, not the rank's (docs/design/fidelity.md).
 pub fn instrumented_seconds() -> (f64, Option<String>) {
     match std::env::var("MHETA_INSTRUMENT_SECONDS") {
-        Ok(v) => match v.trim().parse::<f64>() {
-            Ok(x) if x >= 0.0 && x.is_finite() => (x, None),
-            _ => (
+        Ok(v) => match parse_seconds(&v) {
+            Some(x) => (x, None),
+            None => (
                 0.0,
                 Some(format!(
                     "MHETA_INSTRUMENT_SECONDS={v:?} is not a number of seconds >= 0; using 0"
@@ -75,4 +75,13 @@ pub fn instrumented_seconds() -> (f64, Option<String>) {
         },
         Err(_) => (0.0, None),
     }
+}
+
+/// A number of seconds: finite and at least 0 (`MHETA_INSTRUMENT_SECONDS`,
+/// `mheta run --seconds`).
+pub fn parse_seconds(v: &str) -> Option<f64> {
+    v.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|x| *x >= 0.0 && x.is_finite())
 }
