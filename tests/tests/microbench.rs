@@ -30,11 +30,18 @@ fn check_profile(p: &ClusterProfile, np: usize) {
             );
         }
         assert!(c.o_send_s > 0.0 && c.o_recv_s > 0.0, "{who}");
-        // The eager limit was measured. An 8-byte send is buffered (o_s is
-        // timed on one), and Open MPI sends nothing near 4 MiB eagerly (its
-        // shared-memory and TCP transports switch at 4 and 64 KiB at most).
-        let eager = c.eager_limit_bytes.expect("eager limit measured");
-        assert!((8..4 << 20).contains(&eager), "{who}: eager limit {eager}");
+        // The eager limit was measured where every rank has a core: its
+        // probe needs the receiver to stay out of MPI while the sender
+        // tests, and with more ranks than cores (plus a busy host) no
+        // take of a probe may be kept within the budget, and the limit is
+        // then unknown (null), not guessed. An 8-byte send is buffered
+        // (o_s is timed on one), and Open MPI sends nothing near 4 MiB
+        // eagerly (its shared-memory and TCP transports switch at 4 and
+        // 64 KiB at most).
+        match c.eager_limit_bytes {
+            Some(eager) => assert!((8..4 << 20).contains(&eager), "{who}: eager limit {eager}"),
+            None => assert!(np > cores(), "{who}: eager limit not measured"),
+        }
         // Every fitted per-byte cost is positive.
         assert!(!c.segments.is_empty(), "{who}");
         for g in &c.segments {

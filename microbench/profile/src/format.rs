@@ -76,8 +76,10 @@ pub struct PairCost {
     /// 4 KiB with its header; TCP: 64 KiB). A larger one goes by rendezvous:
     /// the sender's request completes only once the receiver has matched
     /// it and taken the data (`mheta_microbench::net::eager_limit`). None:
-    /// not measured (profiles from before it was); the model then takes
-    /// every send as eager.
+    /// not measured (no probe could keep the receiver out of MPI within
+    /// its budget, as on ranks that share cores with a busy host; or a
+    /// profile from before the probe); the model then takes every send as
+    /// eager.
     #[serde(default)]
     pub eager_limit_bytes: Option<u64>,
 }

@@ -100,6 +100,18 @@ impl ClusterProfile {
                 segs.join(" ")
             );
         }
+        let unknown = self
+            .pairs
+            .iter()
+            .filter(|c| c.eager_limit_bytes.is_none())
+            .count();
+        if unknown > 0 {
+            let _ = writeln!(
+                out,
+                "# eager B '-': not measured for {unknown} of {} pairs (no probe kept its receiver out of MPI within the budget: ranks sharing cores, or a busy host); the model takes their sends as eager",
+                self.pairs.len()
+            );
+        }
     }
 
     /// Which figures are multi-modal, and what the profile stores of them.
