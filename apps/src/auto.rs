@@ -14,6 +14,8 @@ use std::time::Instant;
 /// What `--auto` did, for the report.
 #[derive(serde::Serialize, Debug, Clone)]
 pub struct AutoReport {
+    /// The iterations the plan was made on: from the first instrumented
+    /// one to the plan (a re-plan: those recorded again).
     pub instrumented_iterations: std::ops::Range<u64>,
     /// The iteration after which the plan was made (and the move, if any).
     pub redistributed_after: u64,
@@ -74,11 +76,10 @@ pub(crate) fn plan_and_move<K: Kernel, F: Fn(&Ctx) -> Result<K>>(
     ctx: &mut Ctx,
     decl: &mut mheta_trace::AppDecl,
     profile: &Path,
-    it: u64,
-    iters: u64,
+    (it, iters): (u64, u64),
+    recorded: std::ops::Range<u64>,
     sensed: Option<Vec<mheta_model::stoch::Stoch>>,
 ) -> Result<AutoReport> {
-    let inst = mheta_runtime::instrumented_iterations();
     declare_dist(ctx, decl)?;
     let t0 = Instant::now();
     let at_unix_s = adapt::unix_now();
@@ -102,7 +103,7 @@ pub(crate) fn plan_and_move<K: Kernel, F: Fn(&Ctx) -> Result<K>>(
         measured_move_s = Some(worst);
     }
     let mut r = auto_report(&plan, from, remaining);
-    r.instrumented_iterations = inst;
+    r.instrumented_iterations = recorded;
     r.redistributed_after = it;
     r.at_unix_s = at_unix_s;
     r.measured_move_s = measured_move_s;

@@ -278,6 +278,10 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
             .as_ref()
             .filter(|_| s.job.c.replan_threshold > 0.0)
             .map(|_| adapt::Watch::new(s.job.c.replan_threshold / 100.0));
+        if s.job.ck.auto.is_some() {
+            // `--auto` plans on every iteration recorded before it.
+            mheta_runtime::markers::record_until_done();
+        }
         Ok(Runner {
             job: s.job,
             scratch: Some(s.scratch),
@@ -387,22 +391,26 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
 
     /// `--auto`: plan with the model inside the job (on the sensed
     /// slowdowns when the sensor asked for it, else on a fresh
-    /// recording), move if it pays, and tell the watch what to expect.
+    /// recording: every iteration from the instrumented ones to this one,
+    /// or those recorded again), move if it pays, and tell the watch what
+    /// to expect.
     fn plan(&mut self, it: u64, replan_now: bool) -> Result<()> {
+        // The recording ends here; its trace is on disk on every rank.
+        mheta_runtime::markers::recording_done();
         let auto = &mut self.auto;
         let sensed = auto.pending_sensed.take();
+        let inst = mheta_runtime::instrumented_iterations();
+        let recorded = if replan_now {
+            (it + 1).saturating_sub(inst.end - inst.start)..it + 1
+        } else {
+            inst.start..it + 1
+        };
         if let Some(s) = &sensed {
             auto.applied = s.iter().map(|x| x.mean).collect();
         } else {
             // A plan on a fresh recording: the sensor's base is the share
             // this rank had while it was recorded.
-            let inst = mheta_runtime::instrumented_iterations();
-            let recorded = if replan_now {
-                (it + 1).saturating_sub(inst.end - inst.start)..it + 1
-            } else {
-                inst
-            };
-            auto.base_share = adapt::median_share(&self.log.shares, recorded);
+            auto.base_share = adapt::median_share(&self.log.shares, recorded.clone());
             auto.applied.clear();
         }
         let profile = &self.job.ck.auto.as_ref().context("no --auto")?.1;
@@ -413,8 +421,8 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
             &mut self.ctx,
             &mut self.decl,
             profile,
-            it,
-            self.job.ck.todo,
+            (it, self.job.ck.todo),
+            recorded,
             sensed,
         )?;
         if r.moved {

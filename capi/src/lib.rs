@@ -354,7 +354,8 @@ pub extern "C" fn mheta_work_end() -> c_int {
     }
 }
 
-/// Plan on the iterations the interposer recorded (collective): the model
+/// Plan on the iterations the interposer recorded (collective; an
+/// extended recording ends here, `MPI_Pcontrol(103)`): the model
 /// and GBS on rank 0 with the cluster profile (`MHETA_PROFILE`), the cost
 /// of the move, and whether it pays over `remaining` iterations. `*moves`
 /// becomes 1 when it does, and `dist` (one count per rank) the
@@ -386,6 +387,9 @@ fn plan(st: &mut State, remaining: u64) -> Result<(mheta_runtime::RunPlan, CStri
     let profile = std::env::var_os("MHETA_PROFILE")
         .map(PathBuf::from)
         .ok_or("mheta_plan: set MHETA_PROFILE to a cluster profile (`mheta bench`)")?;
+    // An extended recording (MHETA_INSTRUMENT_SECONDS) ends here: the
+    // plan reads what was recorded on these rows.
+    mheta_runtime::markers::recording_done();
     st.decl.dist = st.dist.0.clone();
     if world().rank() == 0 {
         mheta_trace::write_app(&mheta_runtime::trace_dir(), &st.decl).map_err(|e| e.to_string())?;

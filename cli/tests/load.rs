@@ -364,7 +364,8 @@ fn a_cycle_process_alone_communicates_its_fraction() {
         assert_eq!(p["cycle_s"], 0.1);
         assert_eq!(p["msgs"], 1);
         assert_eq!(p["bytes"], 1024);
-        assert!(p["cycles"].as_u64().unwrap() >= 7, "{p}");
+        // At least 2 cycles in the second; 7 and more on a free core, below.
+        assert!(p["cycles"].as_u64().unwrap() >= 2, "{p}");
         assert!(p["bursts"].as_u64().unwrap() >= p["cycles"].as_u64().unwrap());
         let frac = f("comm_fraction");
         let (cw, ccpu, cwall) = (f("comm_wall_s"), f("compute_cpu_s"), f("compute_wall_s"));
@@ -381,7 +382,9 @@ fn a_cycle_process_alone_communicates_its_fraction() {
             cwall / ccpu
         );
         if cwall / ccpu < 1.15 {
-            // Uncontended: the measured fraction is the asked one.
+            // Uncontended: the cycles are 100 ms long and the measured
+            // fraction is the asked one.
+            assert!(cycles >= 7.0, "{p}");
             assert!((frac - 0.5).abs() <= 0.1, "comm fraction {frac}: {p}");
             return;
         }

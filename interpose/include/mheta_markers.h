@@ -18,6 +18,8 @@
 #define MHETA_PCONTROL_RESET 2
 #define MHETA_ITER_BEGIN 100
 #define MHETA_ITER_END 101
+#define MHETA_RECORD_ON 102   /* record on after the counted iterations ... */
+#define MHETA_RECORD_DONE 103 /* ... until this: write the trace now */
 #define MHETA_STAGE_BEGIN 110
 #define MHETA_STAGE_END 111
 

@@ -48,6 +48,19 @@ pub fn stage<R>(f: impl FnOnce() -> R) -> R {
     r
 }
 
+/// Record on after the counted iterations until [`recording_done`],
+/// this recording and those after a [`rerecord`].
+pub fn record_until_done() {
+    pcontrol(pcontrol::RECORD_ON);
+}
+
+/// End the recording now: this rank's trace holds the iterations recorded
+/// so far, on disk when this returns (nothing happens before the counted
+/// iterations have ended).
+pub fn recording_done() {
+    pcontrol(pcontrol::RECORD_DONE);
+}
+
 /// Record again: the interposer forgets the iterations it has seen and
 /// records the instrumented ones counted from the next iteration marker
 /// (`MHETA_INSTRUMENT_ITER` of them skipped, then `MHETA_INSTRUMENT_COUNT`

@@ -34,6 +34,9 @@ struct State {
     /// The counted iterations are done and their trace written; with
     /// `min_ns`, recording goes on until `written`.
     counted: bool,
+    /// The program asked to record on until it says it is done
+    /// (`pcontrol::RECORD_ON`; kept across a reset).
+    until_done: bool,
     /// Nothing more is recorded (until a reset).
     written: bool,
     current: u64,
@@ -227,7 +230,7 @@ impl Recorder {
             // The counted iterations' trace is written now, whatever
             // follows: the in-job runtime reads it at this point.
             s.counted = true;
-            s.written = s.min_ns == 0;
+            s.written = s.min_ns == 0 && !s.until_done;
             write_trace(s);
         }
         if s.counted && !s.written && extension_done(s) {
@@ -266,6 +269,7 @@ impl Tool for Recorder {
             whole_run: all,
             min_ns: if all { 0 } else { (secs * 1e9) as u64 },
             counted: false,
+            until_done: false,
             written: false,
             current: 0,
             done: Vec::new(),
@@ -322,6 +326,13 @@ impl Tool for Recorder {
                 }
             }
             pcontrol::ITER_END if recording() => Recorder::end(s),
+            pcontrol::RECORD_ON => s.until_done = true,
+            pcontrol::RECORD_DONE if s.counted && !s.written => {
+                // Between iterations: nothing is being recorded.
+                set_active(RECORDER, false);
+                s.written = true;
+                write_trace(s);
+            }
             pcontrol::STAGE_BEGIN | pcontrol::STAGE_END if recording() => {
                 let t = crate::clock::now();
                 let what = if level == pcontrol::STAGE_BEGIN {
@@ -358,11 +369,12 @@ impl Tool for Recorder {
             && !s.written
         {
             // The run ended before MHETA_INSTRUMENT_SECONDS were
-            // recorded: the trace holds what was.
+            // recorded, or before the program said it was done: the
+            // trace holds what was.
             s.written = true;
             let (n, span) = (s.done.len(), s.done_ns as f64 * 1e-9);
             write_trace(s);
-            if s.rank == 0 {
+            if s.rank == 0 && s.done_ns < s.min_ns {
                 crate::warn(format!(
                     "mheta: the run ended after {n} recorded iterations spanning {span:.3} s, short of MHETA_INSTRUMENT_SECONDS={}; the trace holds those",
                     s.min_ns as f64 * 1e-9
@@ -393,7 +405,7 @@ impl Tool for Recorder {
 /// Has an extended recording (MHETA_INSTRUMENT_SECONDS) enough: the
 /// seconds, or the most iterations or events it may hold?
 fn extension_done(s: &State) -> bool {
-    s.done_ns >= s.min_ns
+    (!s.until_done && s.done_ns >= s.min_ns)
         || s.done.len() >= mheta_trace::MAX_EXTENDED_ITERATIONS
         || s.done_events >= mheta_trace::MAX_EXTENDED_EVENTS
 }

@@ -16,6 +16,17 @@ pub const ITER_BEGIN: i32 = 100;
 /// The current iteration ends; if it was the instrumented one, its trace is
 /// written before `MPI_Pcontrol` returns.
 pub const ITER_END: i32 = 101;
+/// Record on after the counted iterations, whole iterations, until
+/// [`RECORD_DONE`] (or the caps of an extended recording,
+/// [`crate::MAX_EXTENDED_ITERATIONS`] and [`crate::MAX_EXTENDED_EVENTS`]),
+/// this recording and those after a [`RESET`]: a program that plans at an
+/// iteration of its own (mheta's `--auto-at`) records everything before it.
+pub const RECORD_ON: i32 = 102;
+/// End an extended recording now: the iterations recorded so far are
+/// written (this rank's trace is on disk when `MPI_Pcontrol` returns) and
+/// nothing more is recorded until a [`RESET`]. Nothing happens before the
+/// counted iterations have ended.
+pub const RECORD_DONE: i32 = 103;
 /// A stage (computation and I/O, no communication) begins.
 pub const STAGE_BEGIN: i32 = 110;
 /// The current stage ends.
