@@ -90,6 +90,13 @@ def report(d):
         apart = "" if any(r["measured_chosen_s"] is not None for r in a["replans"]) else \
             "; the run reports no time after it"
         print(f"   a re-plan follows a drift of the busy times from the model's{apart}")
+    if a.get("host_cpu_change") is not None:
+        per = ", ".join(f"rank {i} {b * 1e6:.2f} -> {c * 1e6:.2f}"
+                        for i, (b, c) in enumerate(zip(a["cpu_per_row_from_s"], a["cpu_per_row_chosen_s"]))
+                        if b is not None and c is not None)
+        print(f"   CPU time per row in stages, before the plan -> after the move (us): {per}")
+        print(f"     median change {100 * (a['host_cpu_change'] - 1):+.1f}%: the host's own speed and the rows' "
+              f"cost, which the model takes as recorded")
     moves = [x for x in [a] + a["replans"] if x["moved"] and x.get("measured_move_s") is not None]
     move_ms = " + ".join(f"{x['measured_move_s'] * 1e3:.0f}" for x in moves) or "0"
     plan_ms = sum(x["plan_s"] for x in [a] + a["replans"]) * 1e3

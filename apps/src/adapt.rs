@@ -1,6 +1,6 @@
 //! Watching a run after `--auto` has planned: is the iteration time still
 //! what the model expected? ([`Watch`]). When it is not, the harness
-//! records a few iterations again, re-plans on them, and moves again if
+//! records again ([`rerecord_len`] iterations), re-plans on them, and moves again if
 //! that pays: another job arrived on a node (Figueira and Berman's time-shared
 //! nodes), or the first plan came from a disturbed window.
 //!
@@ -154,6 +154,15 @@ pub fn unix_now() -> f64 {
 pub fn revert_pays(before: f64, measured: f64, move_s: f64, remaining: u64) -> bool {
     measured > before * (1.0 + REVERT_PCT / 100.0)
         && (measured - before) * remaining as f64 > move_s
+}
+
+/// Iterations a re-plan records again: as many as the first plan was
+/// made on (`first`), at most a quarter of the `left` iterations, and at
+/// least the instrumented `count`. Three iterations of a few milliseconds
+/// catch the moment's speed of a shared core, not the rank's, and a
+/// re-plan on them chases it (docs/design/fidelity.md).
+pub fn rerecord_len(first: u64, count: u64, left: u64) -> u64 {
+    first.min(left / 4).max(count)
 }
 
 impl Watch {
@@ -316,6 +325,14 @@ impl Watch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_replan_records_as_long_as_the_first_plan_within_a_quarter_of_what_is_left() {
+        assert_eq!(rerecord_len(37, 3, 100), 25);
+        assert_eq!(rerecord_len(37, 3, 400), 37);
+        assert_eq!(rerecord_len(3, 3, 400), 3);
+        assert_eq!(rerecord_len(37, 3, 8), 3);
+    }
 
     #[test]
     fn a_replan_is_undone_only_when_it_lost_more_than_the_move_back() {

@@ -40,6 +40,16 @@ pub struct AutoReport {
     pub measured_move_s: Option<f64>,
     pub measured_from_s: Option<f64>,
     pub measured_chosen_s: Option<f64>,
+    /// Each rank's CPU time per row inside its stages (median over the
+    /// same iterations as `measured_from_s` and `measured_chosen_s`), and
+    /// the median over the ranks of after over before: how much more
+    /// CPU time the host took for the same work after the move. On a VM
+    /// whose vCPUs are themselves shared, steal reads 0 and the host's
+    /// own slowdowns show only there; the model, made on the recording,
+    /// cannot know of them.
+    pub cpu_per_row_from_s: Vec<Option<f64>>,
+    pub cpu_per_row_chosen_s: Vec<Option<f64>>,
+    pub host_cpu_change: Option<f64>,
     pub evaluations: u64,
     /// The model's busy time (computation and I/O) of each rank on the
     /// distribution the run continues on: what the drift watch compares.
@@ -176,6 +186,9 @@ pub(crate) fn auto_report(plan: &mheta_runtime::RunPlan, from: Dist, remaining: 
         measured_move_s: None,
         measured_from_s: None,
         measured_chosen_s: None,
+        cpu_per_row_from_s: Vec::new(),
+        cpu_per_row_chosen_s: Vec::new(),
+        host_cpu_change: None,
         evaluations: evals,
         predicted_busy_s: plan.predicted_busy_s.clone(),
         plan_s: 0.0,

@@ -179,6 +179,8 @@ struct Setup<'w, 'i, F> {
 struct Log {
     times: Vec<f64>,
     stage_s: Vec<f64>,
+    /// This rank's CPU time inside stages, per iteration.
+    stage_cpu_s: Vec<f64>,
     read_s: Vec<f64>,
     write_s: Vec<f64>,
     shares: Vec<Option<f64>>,
@@ -198,6 +200,8 @@ struct AutoState {
     pending_sensed: Option<Vec<Stoch>>,
     report: Option<AutoReport>,
     watch: Option<adapt::Watch>,
+    /// A re-recording under way began at this iteration.
+    rerecord_from: Option<u64>,
 }
 
 /// A running app.
@@ -343,8 +347,9 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
         log.times.push(t.elapsed().as_secs_f64());
         let stage = since(&STAGE_NS, s0);
         log.stage_s.push(stage);
-        log.shares
-            .push(adapt::stage_share(since(&STAGE_CPU_NS, c0), stage));
+        let stage_cpu = since(&STAGE_CPU_NS, c0);
+        log.stage_cpu_s.push(stage_cpu);
+        log.shares.push(adapt::stage_share(stage_cpu, stage));
         log.read_s.push(since(&READ_NS, r0));
         log.write_s.push(since(&WRITE_NS, w0));
         Ok(())
@@ -400,10 +405,9 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
         let auto = &mut self.auto;
         let sensed = auto.pending_sensed.take();
         let inst = mheta_runtime::instrumented_iterations();
-        let recorded = if replan_now {
-            (it + 1).saturating_sub(inst.end - inst.start)..it + 1
-        } else {
-            inst.start..it + 1
+        let recorded = match auto.rerecord_from.take() {
+            Some(from) if replan_now => from..it + 1,
+            _ => inst.start..it + 1,
         };
         if let Some(s) = &sensed {
             auto.applied = s.iter().map(|x| x.mean).collect();
@@ -460,22 +464,26 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
         {
             verdict = None;
         }
+        let inst = mheta_runtime::instrumented_iterations();
         match verdict {
             Some(adapt::Verdict::Drift(drift))
-                if it + 1 + mheta_runtime::instrumented_iterations().end + adapt::WINDOW as u64
-                    <= iters =>
+                if it + 1 + inst.end + adapt::WINDOW as u64 <= iters =>
             {
                 // The next iterations are recorded again (the perturbed
                 // ones are left out of the medians), then the plan is made
                 // afresh; not when fewer than a window of iterations would
                 // be left after it to gain anything.
                 mheta_runtime::markers::rerecord();
-                let inst = mheta_runtime::instrumented_iterations();
+                let first = self.auto.report.as_ref().map_or(0, |a| {
+                    a.instrumented_iterations.end - a.instrumented_iterations.start
+                });
+                let from = it + 1 + inst.start;
+                let len = adapt::rerecord_len(first, inst.end - inst.start, iters - from);
                 if let Some(w) = self.auto.watch.as_mut() {
-                    w.replan_at = Some(it + 1 + inst.end);
+                    w.replan_at = Some(from + len);
                 }
-                self.rerecorded
-                    .extend((it + 1 + inst.start)..(it + 1 + inst.end));
+                self.auto.rerecord_from = Some(from);
+                self.rerecorded.extend(from..from + len);
                 if let Some(a) = self.auto.report.as_mut() {
                     a.drifts.push(drift);
                 }

@@ -86,8 +86,9 @@ pub struct Common {
     /// continue. Needs the interposer (`mheta run`) and a cluster profile.
     #[arg(long)]
     pub auto: bool,
-    /// With --auto: redistribute after this iteration (default: right
-    /// after the instrumented ones).
+    /// With --auto: plan on the iterations recorded from the instrumented
+    /// ones to this one, and redistribute after it (default: right after
+    /// the instrumented ones).
     #[arg(long, value_name = "ITER")]
     pub auto_at: Option<u64>,
     /// Move every distributed array to this GEN_BLOCK distribution after
@@ -103,7 +104,8 @@ pub struct Common {
     /// With --auto: when the ranks' busy times (median of 5 iterations
     /// each, time in stages) measured over the model's predictions have
     /// come apart by more than this many percent (largest ratio over
-    /// smallest) twice in a row, record a few iterations again, re-plan,
+    /// smallest) twice in a row, record again (as many iterations as the
+    /// first plan had, at most a quarter of those left), re-plan,
     /// and move again if it pays. 0 turns it off.
     #[arg(long, value_name = "PCT", default_value_t = adapt::DEFAULT_THRESHOLD_PCT)]
     pub replan_threshold: f64,

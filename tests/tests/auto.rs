@@ -81,6 +81,16 @@ fn two_ranks_het2_balances_the_recorded_per_row_costs() {
     );
     assert_eq!(r["verified"], true, "{r}");
     let a = &r["auto"];
+    // The plan was made on every iteration from the instrumented ones
+    // (from 3, 5 counted) to --auto-at 12, not on the 5 counted alone,
+    // and each rank's trace holds them, each recorded on Block rows.
+    assert_eq!(a["instrumented_iterations"]["start"], 3, "{a}");
+    assert_eq!(a["instrumented_iterations"]["end"], 12, "{a}");
+    for rank in 0..2 {
+        let t = mheta_trace::read_rank(&mheta_trace::rank_file(&trace, rank)).unwrap();
+        let idx: Vec<u64> = t.iterations.iter().map(|i| i.index).collect();
+        assert_eq!(idx, (3..12).collect::<Vec<u64>>(), "rank {rank}");
+    }
     let chosen: Vec<u64> = a["chosen_dist"]
         .as_array()
         .unwrap()

@@ -238,6 +238,35 @@ fn refuses_a_name_it_did_not_make() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("het2"));
 }
 
+/// What a net4 profile measured outside the links' bounds (see
+/// `jacobi_auto_runs_and_verifies_across_net4`).
+fn net4_misses(p: &serde_json::Value) -> Vec<String> {
+    let pair = |s: u64, d: u64| {
+        p["pairs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["src"] == s && c["dst"] == d)
+            .unwrap()
+            .clone()
+    };
+    let mut misses = Vec::new();
+    for (s, d) in [(0, 2), (2, 1), (3, 2)] {
+        let mb_s = pair(s, d)["bandwidth_bps"].as_f64().unwrap() / 1e6;
+        if !(0.7 * 25.0..=1.1 * 25.0).contains(&mb_s) {
+            misses.push(format!("{s} -> {d}: {mb_s} MB/s"));
+        }
+    }
+    let one_way = |s, d| pair(s, d)["one_way_small"]["p50"].as_f64().unwrap();
+    for (s, d) in [(0, 3), (3, 1), (2, 3)] {
+        let added = one_way(s, d) - one_way(0, 1);
+        if !(0.9e-3..=1.3e-3).contains(&added) {
+            misses.push(format!("{s} -> {d}: {added} s added"));
+        }
+    }
+    misses
+}
+
 #[test]
 fn jacobi_auto_runs_and_verifies_across_net4() {
     if !is_root() {
@@ -248,44 +277,32 @@ fn jacobi_auto_runs_and_verifies_across_net4() {
     let dir = scratch("hosts-net4");
     let was_up = net4_is_up();
     let profile = dir.join("net4.json");
-    let out = ok_within(
-        mheta()
-            .args(["bench", "--cluster", "net4", "--quick", "--no-disk", "-o"])
-            .arg(&profile),
-        Duration::from_secs(400),
-    );
-    assert!(out.contains("h2"), "the profile names the hosts:\n{out}");
     // Every pair over its link: through h2 the 200 Mbit/s link's 25 MB/s,
-    // never more than 10% over it and at least 70% of it (a loaded
-    // machine only lowers a shaped link's goodput: 76% seen on CI);
-    // through h3 its 1 ms more, never 0.1 ms less and at most 0.3 ms more
-    // (the relay is never early, only late when it waits for a CPU).
-    let p: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&profile).unwrap()).unwrap();
-    let pair = |s: u64, d: u64| {
-        p["pairs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["src"] == s && c["dst"] == d)
-            .unwrap()
-            .clone()
+    // never more than 10% over it and at least 70% of it; through h3 its
+    // 1 ms more, never 0.1 ms less and at most 0.3 ms more. A loaded
+    // machine only lowers a shaped link's goodput (76% seen on CI, 39%
+    // under two extra CPU hogs) and only delays the relay, never the
+    // other way: a session outside the bounds is measured again, at most
+    // three in all, and the last must be within them.
+    let mut attempt = 0;
+    let p = loop {
+        attempt += 1;
+        let out = ok_within(
+            mheta()
+                .args(["bench", "--cluster", "net4", "--quick", "--no-disk", "-o"])
+                .arg(&profile),
+            Duration::from_secs(400),
+        );
+        assert!(out.contains("h2"), "the profile names the hosts:\n{out}");
+        let p: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&profile).unwrap()).unwrap();
+        let misses = net4_misses(&p);
+        if misses.is_empty() {
+            break p;
+        }
+        assert!(attempt < 3, "{misses:?}");
+        eprintln!("hosts: net4 session {attempt} outside the bounds, measured again: {misses:?}");
     };
-    for (s, d) in [(0, 2), (2, 1), (3, 2)] {
-        let mb_s = pair(s, d)["bandwidth_bps"].as_f64().unwrap() / 1e6;
-        assert!(
-            (0.7 * 25.0..=1.1 * 25.0).contains(&mb_s),
-            "{s} -> {d}: {mb_s} MB/s"
-        );
-    }
-    let one_way = |s, d| pair(s, d)["one_way_small"]["p50"].as_f64().unwrap();
-    for (s, d) in [(0, 3), (3, 1), (2, 3)] {
-        let added = one_way(s, d) - one_way(0, 1);
-        assert!(
-            (0.9e-3..=1.3e-3).contains(&added),
-            "{s} -> {d}: {added} s added"
-        );
-    }
     assert_eq!(p["links"].as_array().unwrap().len(), 16, "the spec's links");
     let trace = dir.join("trace");
     let out = ok_within(

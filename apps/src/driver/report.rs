@@ -28,6 +28,39 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
         )
     }
 
+    /// Every rank's CPU time per row in its stages before the plan and
+    /// after its move (to `end`), and the median change over the ranks
+    /// (collective).
+    fn host_cpu_change(&self, inst: &[u64], a: &mut crate::auto::AutoReport, end: u64) {
+        let rank = self.ctx.rank;
+        let per_row = |from: u64, to: u64, rows: u64| -> f64 {
+            let v: Vec<f64> = self
+                .log
+                .stage_cpu_s
+                .iter()
+                .map(|c| c / rows as f64)
+                .collect();
+            (rows > 0)
+                .then(|| self.med(inst, &v, from, to))
+                .flatten()
+                .unwrap_or(f64::NAN)
+        };
+        let mine = [
+            per_row(1, a.redistributed_after + 1, a.from_dist[rank]),
+            per_row(a.redistributed_after + 2, end, a.chosen_dist[rank]),
+        ];
+        let mut all = vec![0.0f64; 2 * self.ctx.dist.0.len()];
+        self.job.world.all_gather_into(&mine[..], &mut all[..]);
+        let ok = |x: f64| (x.is_finite() && x > 0.0).then_some(x);
+        a.cpu_per_row_from_s = all.chunks(2).map(|c| ok(c[0])).collect();
+        a.cpu_per_row_chosen_s = all.chunks(2).map(|c| ok(c[1])).collect();
+        a.host_cpu_change = median(
+            all.chunks(2)
+                .filter_map(|c| Some(ok(c[1])? / ok(c[0])?))
+                .collect(),
+        );
+    }
+
     /// Finish and verify the kernel; rank 0 prints the job's report with
     /// every rank's; then every rank's files go.
     pub(super) fn report(
@@ -63,6 +96,7 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
                     .first()
                     .map_or(iters, |r| r.redistributed_after + 1);
                 a.measured_chosen_s = self.med(&inst, &job_times, a.redistributed_after + 2, end);
+                self.host_cpu_change(&inst, &mut a, end);
             }
             self.auto.report = Some(a);
         }
