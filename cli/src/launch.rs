@@ -1,5 +1,5 @@
 //! What the subcommands share to start programs: where mheta's own
-//! binaries and the interposer live, which launchers are Open MPI's, and
+//! binaries and the interposer live, which launcher a command is, and
 //! an exit status as a code.
 
 use anyhow::{Context, Result, bail};
@@ -36,16 +36,66 @@ pub fn interposer() -> Result<PathBuf> {
     )
 }
 
-/// Is `prog` Open MPI's launcher (it takes `-x`, `--oversubscribe`)?
-pub fn is_open_mpi_launcher(prog: &OsString) -> bool {
+/// The MPI launchers mheta passes its settings to, each in its own way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Launcher {
+    /// Open MPI's `mpirun`/`mpiexec`/`orterun`/`prterun`: `-x NAME=VALUE`.
+    OpenMpi,
+    /// MPICH's Hydra (`mpiexec.hydra`, `mpiexec.mpich`; Intel MPI and
+    /// MVAPICH2 use it too): `-genv NAME VALUE`.
+    Hydra,
+    /// Anything else (srun, a script): the environment, inherited.
+    Other,
+}
+
+/// Which launcher `prog` is: by its name, and for the generic `mpirun`
+/// and `mpiexec` by the file they resolve to on the PATH (Debian's
+/// alternatives point them at `orterun` or `mpiexec.hydra`).
+pub fn launcher_kind(prog: &OsString) -> Launcher {
+    let by_name = |name: &str| match name {
+        "orterun" | "prterun" | "mpirun.openmpi" | "mpiexec.openmpi" => Some(Launcher::OpenMpi),
+        "mpiexec.hydra" | "mpiexec.mpich" | "mpirun.mpich" | "hydra_pmi_proxy" => {
+            Some(Launcher::Hydra)
+        }
+        _ => None,
+    };
     let name = Path::new(prog)
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or("");
-    matches!(
-        name,
-        "mpirun" | "mpiexec" | "orterun" | "mpirun.openmpi" | "mpiexec.openmpi"
-    )
+    if let Some(k) = by_name(name) {
+        return k;
+    }
+    if !matches!(name, "mpirun" | "mpiexec") {
+        return Launcher::Other;
+    }
+    let resolved = which(Path::new(prog)).and_then(|p| p.canonicalize().ok());
+    match resolved
+        .as_deref()
+        .and_then(|p| p.file_name())
+        .and_then(|n| n.to_str())
+        .and_then(by_name)
+    {
+        Some(k) => k,
+        // An mpirun that resolves to nothing known: Open MPI's name.
+        None => Launcher::OpenMpi,
+    }
+}
+
+/// `prog` as the shell would find it: itself when it has a directory,
+/// else the first match on the PATH.
+fn which(prog: &Path) -> Option<PathBuf> {
+    if prog.components().count() > 1 {
+        return Some(prog.to_path_buf());
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(prog))
+        .find(|p| p.is_file())
+}
+
+/// Is `prog` Open MPI's launcher (it takes `-x`, `--oversubscribe`)?
+pub fn is_open_mpi_launcher(prog: &OsString) -> bool {
+    launcher_kind(prog) == Launcher::OpenMpi
 }
 
 /// Does mheta run as root (Open MPI then needs `--allow-run-as-root`)?
@@ -57,4 +107,20 @@ pub fn is_root() -> bool {
 /// A child's exit status as mheta's exit code (1 when a signal ended it).
 pub fn status_code(st: std::process::ExitStatus) -> i32 {
     st.code().unwrap_or(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn launchers_are_told_apart_by_name() {
+        let k = |s: &str| launcher_kind(&OsString::from(s));
+        assert_eq!(k("mpirun.openmpi"), Launcher::OpenMpi);
+        assert_eq!(k("/usr/bin/orterun"), Launcher::OpenMpi);
+        assert_eq!(k("mpiexec.hydra"), Launcher::Hydra);
+        assert_eq!(k("/usr/bin/mpiexec.mpich"), Launcher::Hydra);
+        assert_eq!(k("srun"), Launcher::Other);
+        assert_eq!(k("/no/such/dir/mpirun"), Launcher::OpenMpi);
+    }
 }

@@ -3,7 +3,7 @@
 //! directory.
 
 use super::hosts;
-use super::launch::{interposer, is_open_mpi_launcher, status_code};
+use super::launch::{Launcher, interposer, is_open_mpi_launcher, launcher_kind, status_code};
 use anyhow::{Context, Result, bail};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -93,10 +93,12 @@ pub fn main(a: RunArgs) -> Result<i32> {
         .env("MHETA_INSTRUMENT_SECONDS", a.seconds.to_string())
         .env("MHETA_RECORD_ALL", if a.whole_run { "1" } else { "" });
     let preload = preload_with(&lib);
-    if is_open_mpi_launcher(prog) {
-        forward(&mut cmd, &preload);
-    } else {
-        cmd.env("LD_PRELOAD", &preload);
+    match launcher_kind(prog) {
+        Launcher::OpenMpi => forward(&mut cmd, &preload),
+        Launcher::Hydra => forward_hydra(&mut cmd, &preload),
+        Launcher::Other => {
+            cmd.env("LD_PRELOAD", &preload);
+        }
     }
     cmd.args(rest);
     let st = cmd
@@ -150,6 +152,27 @@ fn forward(cmd: &mut Command, preload: &OsString) {
     for v in ["MHETA_PROFILE", "MHETA_SUMMARY_DIR"] {
         if std::env::var_os(v).is_some() {
             cmd.arg("-x").arg(v);
+        }
+    }
+}
+
+/// Hydra's way (`mpiexec.hydra`, `mpiexec.mpich`): `-genv NAME VALUE`
+/// for the preload and every variable the interposer reads, so that they
+/// reach ranks on other hosts too and the launcher itself runs without
+/// the interposer.
+fn forward_hydra(cmd: &mut Command, preload: &OsString) {
+    cmd.arg("-genv").arg("LD_PRELOAD").arg(preload);
+    let set: Vec<(String, OsString)> = cmd
+        .get_envs()
+        .filter_map(|(k, v)| Some((k.to_str()?.to_string(), v?.to_owned())))
+        .filter(|(k, _)| FORWARDED.contains(&k.as_str()))
+        .collect();
+    for (k, v) in set {
+        cmd.arg("-genv").arg(k).arg(v);
+    }
+    for v in ["MHETA_PROFILE", "MHETA_SUMMARY_DIR"] {
+        if let Some(x) = std::env::var_os(v) {
+            cmd.arg("-genv").arg(v).arg(x);
         }
     }
 }

@@ -25,12 +25,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Fortran INTEGER (`MPI_Fint`).
 type Fint = c_int;
-/// Open MPI's `MPI_STATUS_SIZE`.
-const STATUS_SIZE: usize = 6;
+/// Fortran's `MPI_STATUS_SIZE`: a C status in INTEGERs (6 in Open MPI,
+/// 5 in MPICH and its family).
+const STATUS_SIZE: usize = std::mem::size_of::<MPI_Status>() / std::mem::size_of::<Fint>();
 
 unsafe extern "C" {
-    static mpi_fortran_status_ignore_: Fint;
-    static mpi_fortran_statuses_ignore_: Fint;
+    // The standard's C names of Fortran's MPI_STATUS(ES)_IGNORE (MPI-2.2),
+    // exported alike by Open MPI and MPICH.
+    static MPI_F_STATUS_IGNORE: *mut Fint;
+    static MPI_F_STATUSES_IGNORE: *mut Fint;
 }
 
 /// The next definition of `name` (NUL-terminated) after this library.
@@ -43,7 +46,7 @@ fn resolve(cache: &AtomicUsize, name: &str) -> usize {
     let p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr() as *const c_char) } as usize;
     if p == 0 {
         crate::warn(format!(
-            "mheta: {} not found after libmheta_interpose.so; is Open MPI's Fortran library loaded?",
+            "mheta: {} not found after libmheta_interpose.so; is the MPI library's Fortran binding loaded?",
             name.trim_end_matches('\0')
         ));
         std::process::abort();
@@ -54,17 +57,17 @@ fn resolve(cache: &AtomicUsize, name: &str) -> usize {
 
 fn comm(f: *const Fint) -> MPI_Comm {
     // SAFETY: f points at the caller's Fortran handle.
-    unsafe { mpi_sys::PMPI_Comm_f2c(*f) }
+    unsafe { mpi_sys::RSMPI_Comm_f2c(*f) }
 }
 
 fn dtype(f: *const Fint) -> MPI_Datatype {
     // SAFETY: f points at the caller's Fortran handle.
-    unsafe { mpi_sys::PMPI_Type_f2c(*f) }
+    unsafe { mpi_sys::RSMPI_Type_f2c(*f) }
 }
 
 fn request(f: *const Fint) -> MPI_Request {
     // SAFETY: f points at the caller's Fortran handle.
-    unsafe { mpi_sys::PMPI_Request_f2c(*f) }
+    unsafe { mpi_sys::RSMPI_Request_f2c(*f) }
 }
 
 fn int(f: *const Fint) -> c_int {
@@ -74,8 +77,8 @@ fn int(f: *const Fint) -> c_int {
 
 /// `status`, or `own` when the caller passed `MPI_STATUS_IGNORE`.
 fn own_fstatus(status: *mut Fint, own: &mut [Fint; STATUS_SIZE]) -> *mut Fint {
-    // Comparing with the address of Open MPI's sentinel.
-    if std::ptr::eq(status, &raw const mpi_fortran_status_ignore_) {
+    // SAFETY: the MPI library sets the pointer before MPI_Init returns.
+    if std::ptr::eq(status, unsafe { MPI_F_STATUS_IGNORE }) {
         own.as_mut_ptr()
     } else {
         status
@@ -84,8 +87,8 @@ fn own_fstatus(status: *mut Fint, own: &mut [Fint; STATUS_SIZE]) -> *mut Fint {
 
 /// Statuses for `n` requests (see [`own_fstatus`]).
 fn own_fstatuses(statuses: *mut Fint, n: usize, own: &mut Vec<Fint>) -> *mut Fint {
-    // Comparing with the address of Open MPI's sentinel.
-    if std::ptr::eq(statuses, &raw const mpi_fortran_statuses_ignore_) {
+    // SAFETY: as in own_fstatus.
+    if std::ptr::eq(statuses, unsafe { MPI_F_STATUSES_IGNORE }) {
         own.resize(STATUS_SIZE * n.max(1), 0);
         own.as_mut_ptr()
     } else {

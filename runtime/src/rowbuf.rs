@@ -196,21 +196,22 @@ impl<T: Copy + Default> RowBuf<T> {
         if bytes <= self.map_bytes {
             return;
         }
-        let target = map_aligned(bytes);
         if self.map_bytes == 0 {
-            self.ptr = target.cast();
+            self.ptr = map_aligned(bytes).cast();
         } else {
-            // SAFETY: the old mapping is ours; MREMAP_FIXED replaces the
-            // fresh mapping at `target` (also ours, `bytes` long) with the
-            // old one's pages, extended to `bytes`. Both are 2 MiB
-            // aligned, so huge pages move as page-table entries.
+            // SAFETY: the old mapping is ours; the kernel extends it in
+            // place or moves its pages (page-table entries, huge pages
+            // too) to a new address of its choice, 2 MiB aligned for a
+            // mapping of whole huge pages on kernels since 6.7. Not
+            // MREMAP_FIXED onto a mapping of our own: an mremap hook may
+            // drop that fifth argument (UCX's memory events, under
+            // MPICH's ch4:ucx, did, and the rows went astray).
             let moved = unsafe {
                 libc::mremap(
                     self.ptr.as_ptr().cast(),
                     self.map_bytes,
                     bytes,
-                    libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
-                    target.as_ptr().cast::<libc::c_void>(),
+                    libc::MREMAP_MAYMOVE,
                 )
             };
             if moved == libc::MAP_FAILED {
@@ -220,7 +221,8 @@ impl<T: Copy + Default> RowBuf<T> {
                     std::io::Error::last_os_error()
                 );
             }
-            self.ptr = target.cast();
+            // SAFETY: mremap succeeded: a mapping of `bytes` at `moved`.
+            self.ptr = unsafe { NonNull::new_unchecked(moved.cast()) };
         }
         self.map_bytes = bytes;
         if huge_pages_wanted() {

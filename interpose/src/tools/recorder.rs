@@ -54,7 +54,15 @@ static BASE: AtomicU64 = AtomicU64::new(0);
 /// Several outstanding requests can share a handle: Open MPI hands out its
 /// static `ompi_request_empty` for sends that completed at once. They are
 /// matched to completions in posting order.
-type ReqMap = HashMap<usize, std::collections::VecDeque<(u32, Option<usize>)>>;
+type ReqMap = HashMap<usize, std::collections::VecDeque<(u32, Option<Comm>)>>;
+
+/// A communicator handle as the maps keep it: a pointer (Open MPI) or an
+/// integer (MPICH and its family) that is only handed back to MPI.
+#[derive(Clone, Copy)]
+struct Comm(MPI_Comm);
+// SAFETY: the handle is never dereferenced here, only returned to MPI,
+// which takes it from any thread of the process.
+unsafe impl Send for Comm {}
 static REQS: Mutex<Option<ReqMap>> = Mutex::new(None);
 static NEXT_REQ: AtomicU64 = AtomicU64::new(1);
 /// File handle -> variable id; names of variables by id.
@@ -75,15 +83,14 @@ pub enum Template {
     Recv(MPI_Comm),
 }
 
-/// Persistent request handle -> its template, with a receive's
-/// communicator as a pointer value (a raw handle is not `Send`). Kept even
+/// Persistent request handle -> its template. Kept even
 /// while nothing is recorded, since programs set their persistent requests
 /// up before the instrumented iterations. A freed handle's entry may stay
 /// until the handle is reused; only `MPI_Start(all)` reads the map, and only
 /// for handles the program set up with `MPI_*_init`, which overwrite.
 enum Kept {
     Send(mheta_trace::Msg),
-    Recv(usize),
+    Recv(Comm),
 }
 static PERSIST: Mutex<Option<HashMap<usize, Kept>>> = Mutex::new(None);
 
@@ -91,7 +98,7 @@ static PERSIST: Mutex<Option<HashMap<usize, Kept>>> = Mutex::new(None);
 pub fn persist(req: MPI_Request, t: Template) {
     let k = match t {
         Template::Send(m) => Kept::Send(m),
-        Template::Recv(c) => Kept::Recv(c.0 as usize),
+        Template::Recv(c) => Kept::Recv(Comm(c)),
     };
     lock(&PERSIST)
         .get_or_insert_with(HashMap::new)
@@ -103,7 +110,7 @@ pub fn persistent(req: MPI_Request) -> Option<Template> {
     let g = lock(&PERSIST);
     Some(match g.as_ref()?.get(&(req.0 as usize))? {
         Kept::Send(m) => Template::Send(*m),
-        Kept::Recv(c) => Template::Recv(MPI_Comm(*c as *mut _)),
+        Kept::Recv(c) => Template::Recv(c.0),
     })
 }
 
@@ -122,7 +129,7 @@ pub fn post_request(req: MPI_Request, recv_comm: Option<MPI_Comm>) -> u32 {
         .get_or_insert_with(HashMap::new)
         .entry(req.0 as usize)
         .or_default()
-        .push_back((id, recv_comm.map(|c| c.0 as usize)));
+        .push_back((id, recv_comm.map(Comm)));
     id
 }
 
@@ -140,7 +147,7 @@ pub fn take_request(req: MPI_Request) -> Option<Posted> {
     if q.is_empty() {
         m.remove(&key);
     }
-    Some((id, c.map(|c| MPI_Comm(c as *mut _))))
+    Some((id, c.map(|c| c.0)))
 }
 
 /// Put back a request that a call did not complete (first in line again).
@@ -149,7 +156,7 @@ pub fn restore_request(req: MPI_Request, posted: Posted) {
         .get_or_insert_with(HashMap::new)
         .entry(req.0 as usize)
         .or_default()
-        .push_front((posted.0, posted.1.map(|c| c.0 as usize)));
+        .push_front((posted.0, posted.1.map(Comm)));
 }
 
 /// Name a newly opened file as a variable and return its id.
