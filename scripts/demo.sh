@@ -10,6 +10,7 @@
 # microbenchmark's full tables (bench.txt) and the trace.
 #
 #   scripts/demo.sh          # N=3072 ITERS=150 AT=40 by default
+#   MHETA_MPI=mpich scripts/demo.sh   # the same on MPICH (target/mpich/)
 #
 # N, ITERS: jacobi's size and iterations; AT: --auto plans after that
 # iteration. 10 to 25 s after the build on a 2-core VM.
@@ -27,9 +28,10 @@ done_in
 N=${N:-3072}
 ITERS=${ITERS:-150}
 AT=${AT:-40}
-out=target/mheta-demo
+out=${CARGO_TARGET_DIR:-target}/mheta-demo
 mkdir -p "$out"
-bin=target/release
+bin=${CARGO_TARGET_DIR:-target}/release
+mpirun=$MHETA_MPIRUN
 t=$SECONDS
 echo "== 1. the cluster profile: mheta bench --np 2 --quick -o $out/profile.json"
 $bin/mheta bench --np 2 --quick -o "$out/profile.json" >"$out/bench.txt" 2>&1 ||
@@ -40,12 +42,12 @@ done_in
 
 t=$SECONDS
 printf '%s' "== 2. jacobi --n $N --iters $ITERS --cluster het2 on Block rows (2 ranks)"
-mpirun -np 2 $bin/jacobi --n "$N" --iters "$ITERS" --cluster het2 > "$out/block.json"
+$mpirun -np 2 $bin/jacobi --n "$N" --iters "$ITERS" --cluster het2 > "$out/block.json"
 done_in
 
 t=$SECONDS
 printf '%s' "== 3. the same under mheta run with --auto: plan after iteration $AT, move, go on"
-$bin/mheta run --trace-dir "$out/trace" -- mpirun -np 2 $bin/jacobi --n "$N" --iters "$ITERS" \
+$bin/mheta run --trace-dir "$out/trace" -- $mpirun -np 2 $bin/jacobi --n "$N" --iters "$ITERS" \
   --cluster het2 --auto --auto-at "$AT" --profile "$out/profile.json" > "$out/auto.json"
 done_in
 

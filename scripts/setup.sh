@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what mheta needs on a fresh Debian machine (idempotent):
-# Open MPI (libopenmpi-dev, openmpi-bin), libclang-dev for mpi-sys bindgen,
+# Open MPI (libopenmpi-dev, openmpi-bin) or MPICH (libmpich-dev, mpich; see
+# MHETA_MPI below), libclang-dev for mpi-sys bindgen,
 # gfortran for the Fortran test, python3 for the demo summary, and Slurm
 # (slurmctld, slurmd, slurm-client, munge) for `mheta hosts up --slurm`,
 # which runs the daemons itself with files of its own (the packages' services
@@ -8,8 +9,20 @@
 # Sourced by demo.sh and test.sh.
 set -euo pipefail
 
+# MHETA_MPI picks the MPI mheta is built against: openmpi (the default),
+# mpich (MPICH, whose ABI Intel MPI, MVAPICH2 and Cray MPICH share), or
+# both (scripts/test.sh: the suite on Open MPI, the MPICH checks on MPICH).
+MHETA_MPI=${MHETA_MPI:-openmpi}
+case "$MHETA_MPI" in
+  openmpi) mpi_pkgs=(libopenmpi-dev openmpi-bin) ;;
+  mpich) mpi_pkgs=(libmpich-dev mpich) ;;
+  both) mpi_pkgs=(libopenmpi-dev openmpi-bin libmpich-dev mpich) ;;
+  *) echo "setup: MHETA_MPI=$MHETA_MPI: use openmpi, mpich or both" >&2; exit 2 ;;
+esac
+export MHETA_MPI
+
 need=()
-for pkg in libopenmpi-dev openmpi-bin libclang-dev gfortran slurmctld slurmd slurm-client munge; do
+for pkg in "${mpi_pkgs[@]}" libclang-dev gfortran slurmctld slurmd slurm-client munge; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 command -v python3 >/dev/null 2>&1 || need+=(python3)
@@ -30,3 +43,18 @@ command -v cargo >/dev/null 2>&1 || { echo "setup: cargo not found; install Rust
 if [ "$(id -u)" -eq 0 ]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
+
+# Build and run against the MPI chosen: Open MPI into target/, MPICH into
+# target/mpich/ (the two builds live side by side), each with its own
+# compiler wrapper (rsmpi's mpi-sys probes $MPICC) and launcher
+# ($MHETA_MPIRUN, read by `mheta bench`).
+_mheta_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+use_mpich() {
+  export MPICC=mpicc.mpich CARGO_TARGET_DIR="$_mheta_root/target/mpich" MHETA_MPIRUN=mpiexec.mpich
+}
+use_openmpi() {
+  export MPICC=mpicc.openmpi MHETA_MPIRUN=mpirun
+  unset CARGO_TARGET_DIR
+}
+if [ "$MHETA_MPI" = mpich ]; then use_mpich; else use_openmpi; fi
+echo "setup: MPI: $("$MPICC" -show 2>/dev/null | grep -o 'openmpi\|mpich' | head -1) through $MPICC, launcher $MHETA_MPIRUN" >&2

@@ -25,6 +25,7 @@
 //! [`recorder`]: tools::recorder
 //! [`summary`]: tools::summary
 
+pub mod abi;
 pub mod clock;
 mod fortran;
 pub mod mpi_util;

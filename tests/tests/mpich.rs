@@ -1,0 +1,137 @@
+//! The MPICH build (`target/mpich/`, made by `scripts/test.sh` with
+//! `MHETA_MPI=both`, the default there) beside the Open MPI one: its
+//! interposer records under Hydra's `mpiexec`, its rows move and the
+//! answer verifies, its microbenchmark measures, and an interposer of one
+//! MPI is refused, by name, in a program of the other.
+
+#![allow(clippy::unwrap_used)] // tests fail loudly on purpose
+
+use mheta_tests::{bin, fails, last_json, ok, root, scratch};
+use std::path::PathBuf;
+use std::process::Command;
+
+/// A binary of the MPICH build; None only when the suite was told to run
+/// on Open MPI alone (`MHETA_MPI=openmpi`).
+fn mpich_bin(name: &str) -> Option<PathBuf> {
+    if std::env::var("MHETA_MPI").is_ok_and(|v| v == "openmpi") {
+        eprintln!("mpich: skipped (MHETA_MPI=openmpi)");
+        return None;
+    }
+    let p = root().join("target/mpich/release").join(name);
+    assert!(
+        p.exists(),
+        "{} is missing: build the MPICH side with `MHETA_MPI=both scripts/test.sh` (or MHETA_MPI=openmpi to leave it out)",
+        p.display()
+    );
+    Some(p)
+}
+
+fn mheta_mpich() -> Option<Command> {
+    let mut c = Command::new(mpich_bin("mheta")?);
+    c.env("MHETA_MPIRUN", "mpiexec.mpich");
+    Some(c)
+}
+
+#[test]
+fn mpich_records_moves_rows_and_verifies() {
+    let (Some(mut run), Some(jacobi)) = (mheta_mpich(), mpich_bin("jacobi")) else {
+        return;
+    };
+    let dir = scratch("mpich-run");
+    let trace = dir.join("trace");
+    // A move of a third of the rows of a 3072 x 3072 grid: 8 MB pieces,
+    // which UCX (MPICH's ch4:ucx) once sent from stale pages after the
+    // row buffer grew.
+    let out = ok(run
+        .args(["run", "--tools", "recorder,summary", "--trace-dir"])
+        .arg(&trace)
+        .args(["--", "mpiexec.mpich", "-n", "2"])
+        .arg(&jacobi)
+        .args([
+            "--n",
+            "3072",
+            "--iters",
+            "30",
+            "--move-to",
+            "2048,1024",
+            "--move-at",
+            "10",
+        ]));
+    let r = last_json(&out);
+    assert_eq!(r["verified"], true, "{r}");
+    assert_eq!(r["dist"], serde_json::json!([2048, 1024]), "{r}");
+    for rank in 0..2 {
+        let t = mheta_trace::read_rank(&mheta_trace::rank_file(&trace, rank)).unwrap();
+        let idx: Vec<u64> = t.iterations.iter().map(|i| i.index).collect();
+        assert_eq!(idx, vec![3, 4, 5], "rank {rank}");
+        // Halo exchanges and the residual's reduction, recorded.
+        assert!(
+            t.iterations[0].events.len() >= 3,
+            "rank {rank}: {:?}",
+            t.iterations[0].events
+        );
+    }
+    assert!(trace.join("mheta-summary.txt").is_file());
+}
+
+#[test]
+fn mpich_microbench_measures_a_profile() {
+    let Some(mut bench) = mheta_mpich() else {
+        return;
+    };
+    let dir = scratch("mpich-bench");
+    let out = dir.join("p.json");
+    ok(bench
+        .args(["bench", "--np", "2", "--quick", "--no-disk", "-o"])
+        .arg(&out));
+    let p = mheta_profile::ClusterProfile::load(&out).unwrap();
+    assert_eq!(p.pairs.len(), 2);
+    for c in &p.pairs {
+        assert!(c.bandwidth_bps > 0.0 && c.rtt_small_s > 0.0, "{c:?}");
+    }
+}
+
+#[test]
+fn an_interposer_of_the_other_mpi_is_refused_by_name() {
+    let (Some(mut run), Some(jacobi)) = (mheta_mpich(), mpich_bin("jacobi")) else {
+        return;
+    };
+    let dir = scratch("mpich-abi");
+    // Open MPI's interposer in an MPICH program.
+    let out = fails(
+        run.env("MHETA_INTERPOSE_LIB", bin("libmheta_interpose.so"))
+            .args(["run", "--trace-dir"])
+            .arg(dir.join("a"))
+            .args(["--", "mpiexec.mpich", "-n", "2"])
+            .arg(&jacobi)
+            .args(["--n", "256", "--iters", "8"]),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("built for Open MPI") && err.contains("libmpich.so"),
+        "{err}"
+    );
+    // MPICH's interposer in an Open MPI program (when the suite has the
+    // Open MPI build too: not under MHETA_MPI=mpich alone).
+    if !root().join("target/release/jacobi").exists() {
+        eprintln!("mpich: the Open MPI half skipped (no Open MPI build)");
+        return;
+    }
+    let out = fails(
+        mheta_tests::mheta()
+            .env(
+                "MHETA_INTERPOSE_LIB",
+                mpich_bin("libmheta_interpose.so").unwrap(),
+            )
+            .args(["run", "--trace-dir"])
+            .arg(dir.join("b"))
+            .args(["--", "mpirun", "--oversubscribe", "-np", "2"])
+            .arg(bin("jacobi"))
+            .args(["--n", "256", "--iters", "8"]),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("built for the MPICH family") && err.contains("libmpi.so.40"),
+        "{err}"
+    );
+}
