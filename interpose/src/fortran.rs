@@ -5,6 +5,8 @@
 //! Fortran handles to C ones for the tools and forwards to Open MPI's own
 //! `pmpi_*_` Fortran function, found with `dlsym(RTLD_NEXT)` on first use
 //! (so the interposer loads into C programs that lack the Fortran library).
+//! MPICH's Fortran bindings call the C `MPI_*` functions, whose wrappers
+//! then pass the call through ([`inside`]): each call is recorded once.
 //!
 //! Covered: init, init_thread, finalize, abort, pcontrol, send, ssend,
 //! recv, isend, irecv, wait, waitall, sendrecv, barrier, bcast, reduce,
@@ -34,6 +36,34 @@ unsafe extern "C" {
     // exported alike by Open MPI and MPICH.
     static MPI_F_STATUS_IGNORE: *mut Fint;
     static MPI_F_STATUSES_IGNORE: *mut Fint;
+}
+
+thread_local! {
+    static DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Is this thread inside one of the Fortran wrappers? MPICH's Fortran
+/// bindings call the C `MPI_*` functions (Open MPI's call `PMPI_*`), so
+/// that a C wrapper would see the call again: it passes the call through
+/// when this is true, and the Fortran wrapper alone records it.
+pub(crate) fn inside() -> bool {
+    DEPTH.with(|d| d.get() > 0)
+}
+
+/// Marks this thread inside a Fortran wrapper while it lives.
+struct Inside;
+
+impl Inside {
+    fn enter() -> Inside {
+        DEPTH.with(|d| d.set(d.get() + 1));
+        Inside
+    }
+}
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+    }
 }
 
 /// The next definition of `name` (NUL-terminated) after this library.
@@ -128,6 +158,7 @@ macro_rules! fortran {
                 // same signature.
                 let real: unsafe extern "C" fn($($ty),*) =
                     unsafe { std::mem::transmute(resolve(&REAL, concat!($real, "\0"))) };
+                let _inside = Inside::enter();
                 if !tools::active() {
                     // SAFETY: the caller's arguments, passed through.
                     unsafe { real($($arg),*) };
@@ -318,6 +349,7 @@ pub unsafe extern "C" fn mpi_init_(ierr: *mut Fint) {
     static REAL: AtomicUsize = AtomicUsize::new(0);
     // SAFETY: Open MPI's Fortran MPI_INIT has this signature.
     let real: InitFn = unsafe { std::mem::transmute(resolve(&REAL, "pmpi_init_\0")) };
+    let _inside = Inside::enter();
     // SAFETY: the caller's argument.
     unsafe { real(ierr) };
     if int(ierr) == 0 {
@@ -335,6 +367,7 @@ pub unsafe extern "C" fn mpi_init_thread_(
     static REAL: AtomicUsize = AtomicUsize::new(0);
     // SAFETY: Open MPI's Fortran MPI_INIT_THREAD has this signature.
     let real: InitThreadFn = unsafe { std::mem::transmute(resolve(&REAL, "pmpi_init_thread_\0")) };
+    let _inside = Inside::enter();
     // SAFETY: the caller's arguments.
     unsafe { real(required, provided, ierr) };
     if int(ierr) == 0 {
@@ -348,6 +381,7 @@ pub unsafe extern "C" fn mpi_finalize_(ierr: *mut Fint) {
     static REAL: AtomicUsize = AtomicUsize::new(0);
     // SAFETY: Open MPI's Fortran MPI_FINALIZE has this signature.
     let real: FinalizeFn = unsafe { std::mem::transmute(resolve(&REAL, "pmpi_finalize_\0")) };
+    let _inside = Inside::enter();
     for t in tools::tools() {
         t.finalize();
     }
@@ -361,6 +395,7 @@ pub unsafe extern "C" fn mpi_abort_(comm_: *const Fint, errorcode: *const Fint, 
     static REAL: AtomicUsize = AtomicUsize::new(0);
     // SAFETY: Open MPI's Fortran MPI_ABORT has this signature.
     let real: AbortFn = unsafe { std::mem::transmute(resolve(&REAL, "pmpi_abort_\0")) };
+    let _inside = Inside::enter();
     for t in tools::tools() {
         t.emergency(false);
     }
@@ -374,6 +409,7 @@ pub unsafe extern "C" fn mpi_pcontrol_(level: *const Fint) {
     static REAL: AtomicUsize = AtomicUsize::new(0);
     // SAFETY: Open MPI's Fortran MPI_PCONTROL has this signature.
     let real: PcontrolFn = unsafe { std::mem::transmute(resolve(&REAL, "pmpi_pcontrol_\0")) };
+    let _inside = Inside::enter();
     for t in tools::tools() {
         t.pcontrol(int(level));
     }

@@ -60,7 +60,7 @@ macro_rules! wrappers {
             #[allow(unused_variables, unused_mut)]
             #[doc = concat!("Interposed `", stringify!($name), "`: forwards to `", stringify!($pname), "`.")]
             pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
-                if !tools::active() {
+                if !tools::active() || crate::fortran::inside() {
                     // SAFETY: the caller's arguments, passed through unchanged.
                     let rc = unsafe { mpi_sys::$pname($($arg),*) };
                     $( if rc == 0 { $($idle)* } )?

@@ -135,3 +135,85 @@ fn an_interposer_of_the_other_mpi_is_refused_by_name() {
         "{err}"
     );
 }
+
+/// Ranks' output of `exe` plainly and under the MPICH `mheta run`; the
+/// two must be the same. Returns the trace directory.
+fn same_under_mpich(dir: &std::path::Path, exe: &std::path::Path, extra: &[&str]) -> PathBuf {
+    let plain = ok(Command::new("mpiexec.mpich").args(["-n", "2"]).arg(exe));
+    let trace = dir.join("trace");
+    let wrapped = ok(mheta_mpich()
+        .unwrap()
+        .args(["run", "--tools", "recorder,summary", "--trace-dir"])
+        .arg(&trace)
+        .args(extra)
+        .args(["--", "mpiexec.mpich", "-n", "2"])
+        .arg(exe));
+    let sorted = |s: &str| {
+        let mut v: Vec<String> = s.lines().map(str::to_string).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(sorted(&plain), sorted(&wrapped));
+    trace
+}
+
+fn mpif90(dir: &std::path::Path, name: &str) -> PathBuf {
+    let exe = dir.join(name);
+    ok(Command::new("mpif90.mpich")
+        .arg("-O1")
+        .arg(root().join(format!("tests/fortran/{name}.f90")))
+        .arg("-o")
+        .arg(&exe));
+    exe
+}
+
+#[test]
+fn mpich_fortran_calls_are_recorded_once() {
+    if mpich_bin("mheta").is_none() {
+        return;
+    }
+    // MPICH's Fortran bindings call the C MPI_* functions: each call must
+    // still appear once, as on Open MPI (tests/tests/interpose.rs).
+    let dir = scratch("mpich-fortran");
+    let trace = same_under_mpich(&dir, &mpif90(&dir, "ring"), &[]);
+    for rank in 0..2u32 {
+        let t = mheta_trace::read_rank(&mheta_trace::rank_file(&trace, rank)).unwrap();
+        assert_eq!(t.iterations.len(), 3, "rank {rank}");
+        let ops: Vec<mheta_trace::Op> =
+            t.iterations[0].events.iter().filter_map(|e| e.op).collect();
+        use mheta_trace::Op;
+        let send_recv = if rank == 0 {
+            [Op::Send, Op::Recv]
+        } else {
+            [Op::Recv, Op::Send]
+        };
+        let want = [
+            vec![Op::Irecv, Op::Isend, Op::Waitall, Op::Sendrecv],
+            send_recv.to_vec(),
+            vec![Op::Bcast, Op::Reduce, Op::Allreduce],
+        ]
+        .concat();
+        assert_eq!(ops, want, "rank {rank}");
+    }
+    // Persistent requests, the whole run as one iteration.
+    let dir = scratch("mpich-fortran-persist");
+    let trace = same_under_mpich(&dir, &mpif90(&dir, "persist"), &["--whole-run"]);
+    for rank in 0..2u32 {
+        let t = mheta_trace::read_rank(&mheta_trace::rank_file(&trace, rank)).unwrap();
+        let ops: Vec<mheta_trace::Op> =
+            t.iterations[0].events.iter().filter_map(|e| e.op).collect();
+        use mheta_trace::Op;
+        // One receive and one send set up, three rounds of Startall and
+        // Start, both requests freed.
+        for (op, n) in [
+            (Op::Recv_init, 1),
+            (Op::Send_init, 1),
+            (Op::Startall, 3),
+            (Op::Start, 3),
+            (Op::Request_free, 2),
+        ] {
+            let seen = ops.iter().filter(|&&o| o == op).count();
+            assert_eq!(seen, n, "rank {rank}: {op:?} in {ops:?}");
+        }
+    }
+}

@@ -50,7 +50,7 @@ pub(crate) fn start() {
 pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
     // SAFETY: the caller's arguments, passed through unchanged.
     let rc = unsafe { mpi_sys::PMPI_Init(argc, argv) };
-    if rc == 0 {
+    if rc == 0 && !crate::fortran::inside() {
         start();
     }
     rc
@@ -66,7 +66,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
 ) -> c_int {
     // SAFETY: the caller's arguments, passed through unchanged.
     let rc = unsafe { mpi_sys::PMPI_Init_thread(argc, argv, required, provided) };
-    if rc == 0 {
+    if rc == 0 && !crate::fortran::inside() {
         start();
     }
     rc
@@ -76,7 +76,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
 /// report) while MPI still works.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Finalize() -> c_int {
-    for t in tools::tools() {
+    for t in tools::tools().iter().filter(|_| !crate::fortran::inside()) {
         t.finalize();
     }
     // SAFETY: plain forwarding.
@@ -87,7 +87,7 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
 /// communicating, then MPI aborts.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
-    for t in tools::tools() {
+    for t in tools::tools().iter().filter(|_| !crate::fortran::inside()) {
         t.emergency(false);
     }
     // SAFETY: plain forwarding.
@@ -100,7 +100,7 @@ pub unsafe extern "C" fn MPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
 /// in the same register either way, so the extra arguments are not read.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Pcontrol(level: c_int) -> c_int {
-    for t in tools::tools() {
+    for t in tools::tools().iter().filter(|_| !crate::fortran::inside()) {
         t.pcontrol(level);
     }
     // SAFETY: forwarding the level to the next profiling layer.
