@@ -1,7 +1,9 @@
 //! What the interposer adds to each MPI call, against the same program
 //! without it, measured in one run: `cargo bench -p mheta-interpose`.
 //!
-//! `interpose/bench/overhead.c` (compiled here with `mpicc`) times an
+//! On the MPI scripts/setup.sh chose (`MHETA_MPI=mpich`: the MPICH build
+//! in target/mpich/, `mpicc.mpich`, Hydra's `mpiexec`; else Open MPI).
+//! `interpose/bench/overhead.c` (compiled here with the MPI's `mpicc`) times an
 //! 8-byte ping-pong between 2 ranks and `MPI_Iprobe` on nothing (medians of
 //! 21 batches). It runs under four configurations, in rotating order, for
 //! ROUNDS rounds; the table gives the median over rounds:
@@ -34,23 +36,31 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn main() {
     let root = root();
-    let lib = root.join("target/release/libmheta_interpose.so");
+    // The MPI scripts/setup.sh chose: MHETA_MPI=mpich builds into
+    // target/mpich/ and runs Hydra's mpiexec.
+    let mpich = std::env::var("MHETA_MPI").is_ok_and(|v| v == "mpich");
+    let (target, mpicc, launcher) = if mpich {
+        ("target/mpich/release", "mpicc.mpich", "mpiexec.mpich")
+    } else {
+        ("target/release", "mpicc.openmpi", "mpirun")
+    };
+    let lib = root.join(target).join("libmheta_interpose.so");
     assert!(
         lib.is_file(),
         "{} missing: cargo build --release -p mheta-interpose",
         lib.display()
     );
-    let out = root.join("target/mheta-bench");
+    let out = root.join(target).join("../mheta-bench");
     std::fs::create_dir_all(&out).expect("target dir");
     let exe = out.join("overhead");
-    let st = Command::new("mpicc")
+    let st = Command::new(mpicc)
         .args(["-O2", "-I"])
         .arg(root.join("interpose/include"))
         .arg(root.join("interpose/bench/overhead.c"))
         .arg("-o")
         .arg(&exe)
         .status()
-        .expect("mpicc");
+        .expect(mpicc);
     assert!(st.success(), "mpicc failed");
     let trace = out.join("trace");
     let configs: [(&str, Vec<String>); 4] = [
@@ -86,14 +96,19 @@ fn main() {
     for round in 0..ROUNDS {
         for k in 0..configs.len() {
             let c = (round + k) % configs.len();
-            let mut cmd = Command::new("mpirun");
+            let mut cmd = Command::new(launcher);
             cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
                 .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
                 .args(["-np", "2"]);
             for x in &configs[c].1 {
-                cmd.arg("-x").arg(x);
+                if mpich {
+                    let (k, v) = x.split_once('=').expect("NAME=VALUE");
+                    cmd.arg("-genv").arg(k).arg(v);
+                } else {
+                    cmd.arg("-x").arg(x);
+                }
             }
-            let o = cmd.arg(&exe).output().expect("mpirun");
+            let o = cmd.arg(&exe).output().expect(launcher);
             assert!(
                 o.status.success(),
                 "{}: {}",
@@ -112,7 +127,10 @@ fn main() {
     }
     let rtt: Vec<f64> = rtt.into_iter().map(median).collect();
     let ip: Vec<f64> = iprobe.into_iter().map(median).collect();
-    println!("interposer overhead, 2 ranks on 2 cores, medians of {ROUNDS} interleaved rounds");
+    println!(
+        "interposer overhead, {}, 2 ranks on 2 cores, medians of {ROUNDS} interleaved rounds",
+        if mpich { "MPICH (mpiexec.mpich)" } else { "Open MPI (mpirun)" }
+    );
     println!(
         "{:<11} {:>14} {:>16} {:>10} {:>13} {:>16}",
         "config", "8B lat (ns)", "added/call (ns)", "lat ratio", "Iprobe (ns)", "added/call (ns)"
