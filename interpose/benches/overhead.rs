@@ -129,7 +129,11 @@ fn main() {
     let ip: Vec<f64> = iprobe.into_iter().map(median).collect();
     println!(
         "interposer overhead, {}, 2 ranks on 2 cores, medians of {ROUNDS} interleaved rounds",
-        if mpich { "MPICH (mpiexec.mpich)" } else { "Open MPI (mpirun)" }
+        if mpich {
+            "MPICH (mpiexec.mpich)"
+        } else {
+            "Open MPI (mpirun)"
+        }
     );
     println!(
         "{:<11} {:>14} {:>16} {:>10} {:>13} {:>16}",

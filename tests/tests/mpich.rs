@@ -139,15 +139,31 @@ fn an_interposer_of_the_other_mpi_is_refused_by_name() {
 /// Ranks' output of `exe` plainly and under the MPICH `mheta run`; the
 /// two must be the same. Returns the trace directory.
 fn same_under_mpich(dir: &std::path::Path, exe: &std::path::Path, extra: &[&str]) -> PathBuf {
-    let plain = ok(Command::new("mpiexec.mpich").args(["-n", "2"]).arg(exe));
-    let trace = dir.join("trace");
+    same_under(dir, (exe, &[]), 2, "recorder,summary", extra)
+}
+
+/// [`same_under_mpich`] of `exe args` on `np` ranks with `tools`.
+fn same_under(
+    dir: &std::path::Path,
+    (exe, args): (&std::path::Path, &[&str]),
+    np: usize,
+    tools: &str,
+    extra: &[&str],
+) -> PathBuf {
+    let n = np.to_string();
+    let plain = ok(Command::new("mpiexec.mpich")
+        .args(["-n", &n])
+        .arg(exe)
+        .args(args));
+    let trace = dir.join(format!("trace-{np}-{tools}"));
     let wrapped = ok(mheta_mpich()
         .unwrap()
-        .args(["run", "--tools", "recorder,summary", "--trace-dir"])
+        .args(["run", "--tools", tools, "--trace-dir"])
         .arg(&trace)
         .args(extra)
-        .args(["--", "mpiexec.mpich", "-n", "2"])
-        .arg(exe));
+        .args(["--", "mpiexec.mpich", "-n", &n])
+        .arg(exe)
+        .args(args));
     let sorted = |s: &str| {
         let mut v: Vec<String> = s.lines().map(str::to_string).collect();
         v.sort();
@@ -216,4 +232,74 @@ fn mpich_fortran_calls_are_recorded_once() {
             assert_eq!(seen, n, "rank {rank}: {op:?} in {ops:?}");
         }
     }
+}
+
+fn mpicc(dir: &std::path::Path, name: &str) -> PathBuf {
+    let exe = dir.join(name);
+    ok(Command::new("mpicc.mpich")
+        .args(["-O2", "-pthread", "-I"])
+        .arg(root().join("interpose/include"))
+        .arg(root().join(format!("tests/c/{name}.c")))
+        .arg("-o")
+        .arg(&exe));
+    exe
+}
+
+#[test]
+fn mpich_c_programs_run_the_same_under_every_tool() {
+    if mpich_bin("mheta").is_none() {
+        return;
+    }
+    // The interposer's edge cases (MPI_IN_PLACE, MPI_STATUS_IGNORE,
+    // zero-size and persistent requests, ...), whose constants differ
+    // between the two ABIs, on 1 to 4 ranks; collectives and threads on 2.
+    let dir = scratch("mpich-c");
+    let edge = mpicc(&dir, "edge");
+    for np in 1..=4usize {
+        for (tools, extra) in [
+            ("recorder", &[][..]),
+            ("summary", &[][..]),
+            ("recorder,summary", &["--whole-run"][..]),
+        ] {
+            let trace = same_under(&dir, (&edge, &[]), np, tools, extra);
+            if extra.is_empty() {
+                continue;
+            }
+            for rank in 0..np as u32 {
+                let t = mheta_trace::read_rank(&mheta_trace::rank_file(&trace, rank)).unwrap();
+                let ops: Vec<mheta_trace::Op> =
+                    t.iterations[0].events.iter().filter_map(|e| e.op).collect();
+                use mheta_trace::Op;
+                for op in [
+                    Op::Allgather,
+                    Op::Bcast,
+                    Op::Alltoall,
+                    Op::Waitall,
+                    Op::Startall,
+                ] {
+                    assert!(
+                        ops.contains(&op),
+                        "np {np} rank {rank}: no {op:?} in {ops:?}"
+                    );
+                }
+            }
+        }
+    }
+    let collectives = mpicc(&dir, "collectives");
+    same_under(
+        &dir,
+        (&collectives, &[]),
+        2,
+        "recorder,summary",
+        &["--whole-run"],
+    );
+    // 8 threads a rank sending 400 messages each (MPI_THREAD_MULTIPLE).
+    let threads = mpicc(&dir, "threads");
+    same_under(
+        &dir,
+        (&threads, &["8", "400"]),
+        2,
+        "recorder,summary",
+        &["--whole-run"],
+    );
 }
