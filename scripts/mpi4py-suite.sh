@@ -7,6 +7,9 @@
 #   scripts/mpi4py-suite.sh            # the whole suite (about 2 minutes)
 #   scripts/mpi4py-suite.sh --quick    # intercommunicators, collectives,
 #                                      # point-to-point, requests; 3 ranks
+#                                      # (2 on MPICH)
+#   MHETA_MPI=mpich scripts/mpi4py-suite.sh   # on MPICH (mpi4py built
+#                                      # from the same sdist against it)
 #
 # Tools: none (LD_PRELOAD with no tool listening: MHETA_TOOLS=none),
 # recorder (idle: mpi4py marks no iterations), recorder while recording
@@ -23,6 +26,8 @@ PY=/usr/bin/python3
 need=()
 dpkg -s python3-mpi4py >/dev/null 2>&1 || need+=(python3-mpi4py)
 $PY -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
+# MPICH: mpi4py is compiled from its sdist (Python.h).
+[ "$MHETA_MPI" != mpich ] || dpkg -s python3-dev >/dev/null 2>&1 || need+=(python3-dev)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ]; then
     apt-get update -qq
@@ -39,13 +44,25 @@ if [ ! -f "$dir/test/runtests.py" ]; then
   $PY -m pip download --quiet --no-deps --no-binary :all: -d target/third-party "mpi4py==$ver"
   tar xzf "target/third-party/mpi4py-$ver.tar.gz" -C target/third-party
 fi
-lib=$PWD/target/release/libmheta_interpose.so
+target=${CARGO_TARGET_DIR:-$PWD/target}
+lib=$target/release/libmheta_interpose.so
 [ -f "$lib" ] || cargo build --release -p mheta-interpose
+pypath=
+if [ "$MHETA_MPI" = mpich ]; then
+  # Debian's python3-mpi4py is Open MPI's: the same release from its
+  # sdist, built against MPICH beside mheta's MPICH build.
+  pypath=$target/third-party/py
+  if ! PYTHONPATH=$pypath $PY -c 'from mpi4py import MPI' 2>/dev/null; then
+    MPICC=mpicc.mpich $PY -m pip install --quiet --no-deps --no-build-isolation \
+      --target "$pypath" "target/third-party/mpi4py-$ver.tar.gz"
+  fi
+fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 if [ "${1:-}" = "--quick" ]; then
-  nps="3"
+  # MPICH's ranks poll while they wait: 3 on 2 cores take minutes.
+  if [ "$MHETA_MPI" = mpich ]; then nps="2"; else nps="3"; fi
   sel=(-i test_comm_inter -i test_cco_obj_inter -i test_cco_buf -i test_cco_nb_buf -i test_p2p_buf -i test_request)
 else
   nps="1 2 3 4"
@@ -60,11 +77,20 @@ run() { # name np env...
   local name=$1 np=$2; shift 2
   local log="$out/$name-$np"
   local rc=0
-  (cd "$dir" && env "$@" timeout 600 mpirun --oversubscribe -np "$np" --output-filename "$log" \
-      -x LD_PRELOAD -x MHETA_TOOLS -x MHETA_RECORD_ALL -x MHETA_TRACE_DIR \
-      $PY test/runtests.py -e test_spawn -e test_dynproc "${sel[@]}") >"$log.txt" 2>&1 || rc=$?
+  local vars=LD_PRELOAD,MHETA_TOOLS,MHETA_RECORD_ALL,MHETA_TRACE_DIR
+  if [ "$MHETA_MPI" = mpich ]; then
+    mkdir -p "$log"
+    (cd "$dir" && env PYTHONPATH="$pypath" "$@" timeout 600 mpiexec.mpich -n "$np" \
+        -outfile-pattern "$log/rank.%r.stdout" -errfile-pattern "$log/rank.%r.stderr" \
+        -genvlist "$vars,PYTHONPATH" \
+        $PY test/runtests.py -e test_spawn -e test_dynproc "${sel[@]}") >"$log.txt" 2>&1 || rc=$?
+  else
+    (cd "$dir" && env "$@" timeout 600 mpirun --oversubscribe -np "$np" --output-filename "$log" \
+        -x LD_PRELOAD -x MHETA_TOOLS -x MHETA_RECORD_ALL -x MHETA_TRACE_DIR \
+        $PY test/runtests.py -e test_spawn -e test_dynproc "${sel[@]}") >"$log.txt" 2>&1 || rc=$?
+  fi
   local res
-  res=$(cat "$log"/*/rank.*/std* 2>/dev/null | grep -E '^(OK|FAILED|Ran [0-9]+ tests?)' \
+  res=$(cat "$log"/rank.*.std* "$log"/*/rank.*/std* 2>/dev/null | grep -E '^(OK|FAILED|Ran [0-9]+ tests?)' \
       | sed -E 's/^(Ran [0-9]+ tests?) in .*/\1/' | sort | uniq -c | tr -s ' ' | tr '\n' ';')
   grep -q 'Segmentation fault\|signal [0-9]' "$log.txt" && res="$res crashed;"
   echo "rc=$rc $res"

@@ -303,3 +303,32 @@ fn mpich_c_programs_run_the_same_under_every_tool() {
         &["--whole-run"],
     );
 }
+
+/// mpi4py's own tests (intercommunicators, collectives, point-to-point,
+/// requests), with mpi4py built against MPICH, at 2 ranks without mheta
+/// and under every tool: the same results (`MHETA_MPI=mpich
+/// scripts/mpi4py-suite.sh --quick`).
+#[test]
+fn mpich_mpi4py_suite_same_under_every_tool() {
+    if mpich_bin("mheta").is_none() {
+        return;
+    }
+    let out = Command::new(root().join("scripts/mpi4py-suite.sh"))
+        .arg("--quick")
+        .env("MHETA_MPI", "mpich")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(text.matches(" same").count(), 5, "{text}");
+    let ran: Vec<u32> = text
+        .lines()
+        .filter_map(|l| l.split(" 2 Ran ").nth(1)?.split(' ').next()?.parse().ok())
+        .collect();
+    assert_eq!(ran.len(), 6, "{text}");
+    assert!(ran.iter().all(|&n| n >= 100), "{text}");
+}
