@@ -94,7 +94,10 @@
 # directory).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-mheta=${MHETA:-$here/target/release/mheta}
+mheta=${MHETA:-${CARGO_TARGET_DIR:-$here/target}/release/mheta}
+# The launcher of the MPI mheta was built for (scripts/setup.sh sets
+# MHETA_MPIRUN; mheta bench and experiment read it too).
+launcher=${MHETA_MPIRUN:-mpirun}
 [[ -x $mheta ]] || { echo "accuracy-study: $mheta: not an executable (cargo build --release)" >&2; exit 2; }
 all_apps="jacobi jacobi-pf sor lanczos cg mg wavefront"
 for a in ${STUDY_APPS:-}; do
@@ -163,7 +166,9 @@ cpu_flags_for() {
     cal="$out/cal-$app-$(echo "$*" | tr -c 'a-zA-Z0-9\n' _).json"
     if [[ ! -s $cal ]]; then
         echo "accuracy-study: calibrating $app $* (uniform, spin, 2 iterations)" >&2
-        mpirun -np "$np" --oversubscribe "$(dirname "$mheta")/$app" "$@" --iters 2 \
+        local over=(--oversubscribe)
+        [[ $(basename "$launcher") == mpiexec.* ]] && over=()
+        "$launcher" -np "$np" "${over[@]}" "$(dirname "$mheta")/$app" "$@" --iters 2 \
             --cpu-emulation spin >"$cal.tmp" 2>"$cal.err" ||
             { cat "$cal.err" >&2; echo "accuracy-study: calibrating $app $* failed" >&2; exit 1; }
         mv "$cal.tmp" "$cal"
