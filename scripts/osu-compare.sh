@@ -27,7 +27,10 @@ set -euo pipefail
 osu=${1:?usage: scripts/osu-compare.sh OSU_PT2PT_DIR [ROUNDS]}
 rounds=${2:-5}
 here=$(cd "$(dirname "$0")/.." && pwd)
-mheta=${MHETA:-$here/target/release/mheta}
+mheta=${MHETA:-${CARGO_TARGET_DIR:-$here/target}/release/mheta}
+# The launcher of the MPI mheta was built for (scripts/setup.sh sets it;
+# mheta bench reads it too): build OSU with that MPI's mpicc.
+launcher=${MHETA_MPIRUN:-mpirun}
 for x in "$osu/osu_latency" "$osu/osu_bw" "$mheta"; do
     [[ -x $x ]] || { echo "osu-compare: $x: not an executable" >&2; exit 2; }
 done
@@ -50,9 +53,9 @@ if [[ -n ${OSU_CLUSTER:-} ]]; then
         trap '"$mheta" hosts down "$OSU_CLUSTER" >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
     fi
 else
-    launch=(mpirun -np 2)
+    launch=("$launcher" -np 2)
     where=(--np 2)
-    place="2 ranks, one per core (mpirun default binding)"
+    place="2 ranks, one per core ($launcher's default binding)"
 fi
 run_osu() {
     "${launch[@]}" "$osu/osu_latency" ${OSU_ARGS:-} >"$tmp/lat.$1" 2>&1
