@@ -332,3 +332,74 @@ fn mpich_mpi4py_suite_same_under_every_tool() {
     assert_eq!(ran.len(), 6, "{text}");
     assert!(ran.iter().all(|&n| n >= 100), "{text}");
 }
+
+/// The C API (`libmheta.so`, `mheta.h`) built against MPICH: the example
+/// `apps/c/jacobi.c` on het2 under `mheta run` with `--auto` moves rows
+/// toward the faster rank 0 and ends with the answer of a run that never
+/// moved. The host changes its own speed (tests/tests/capi.rs), so a
+/// recording that saw no difference is retried, three runs at most.
+#[test]
+fn mpich_c_api_moves_toward_the_faster_rank_and_verifies() {
+    let (Some(lib), Some(mut bench)) = (mpich_bin("libmheta.so"), mheta_mpich()) else {
+        return;
+    };
+    let dir = scratch("mpich-capi");
+    let libdir = lib.parent().unwrap();
+    let exe = dir.join("jacobi-c");
+    ok(Command::new("mpicc.mpich")
+        .args(["-O2", "-I"])
+        .arg(root().join("capi/include"))
+        .arg(root().join("apps/c/jacobi.c"))
+        .arg("-L")
+        .arg(libdir)
+        .args([
+            "-lmheta",
+            &format!("-Wl,-rpath,{}", libdir.display()),
+            "-lm",
+            "-o",
+        ])
+        .arg(&exe));
+    let profile = dir.join("p.json");
+    ok(bench
+        .args(["bench", "--np", "2", "--quick", "--no-disk", "-o"])
+        .arg(&profile));
+    let args = ["--n", "1536", "--iters", "60"];
+    // cargo test puts target/release (Open MPI's libmheta.so) on
+    // LD_LIBRARY_PATH, which outranks the example's runpath.
+    let plain = last_json(&ok(Command::new("mpiexec.mpich")
+        .env_remove("LD_LIBRARY_PATH")
+        .env("MHETA_CLUSTER", "het2")
+        .args(["-n", "2"])
+        .arg(&exe)
+        .args(args)));
+    assert_eq!(plain["verified"], true, "{plain}");
+    let mut last = serde_json::Value::Null;
+    for attempt in 1..=3 {
+        let r = last_json(&ok(mheta_mpich()
+            .unwrap()
+            .env_remove("LD_LIBRARY_PATH")
+            .env("MHETA_CLUSTER", "het2")
+            .env("MHETA_PROFILE", &profile)
+            .args(["run", "--trace-dir"])
+            .arg(dir.join(format!("trace-{attempt}")))
+            .args(["--", "mpiexec.mpich", "-n", "2"])
+            .arg(&exe)
+            .args(args)
+            .arg("--auto")));
+        assert_eq!(r["verified"], true, "{r}");
+        let (a, b) = (
+            r["checksum"].as_f64().unwrap(),
+            plain["checksum"].as_f64().unwrap(),
+        );
+        assert!(
+            (a - b).abs() <= 1e-12 * b.abs(),
+            "checksum {a} after moving, {b} without"
+        );
+        if r["auto"]["moved"] == true && r["dist"][0].as_u64().unwrap() > 768 + 768 / 10 {
+            return;
+        }
+        eprintln!("mpich C API: attempt {attempt}: {}", r["dist"]);
+        last = r;
+    }
+    panic!("rank 0 (the faster) never got more rows in 3 runs: {last}");
+}
