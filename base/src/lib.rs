@@ -3,10 +3,12 @@
 //! writing a file so that a reader never sees half of it ([`fs`]), and what
 //! mheta asks of the operating system ([`os`]): the host's name, the cores
 //! a process may use, pinning threads to a core, and the thread and process
-//! CPU clocks. No MPI and no other mheta crate below it; everything above
+//! CPU clocks; and which MPI family the libraries loaded belong to
+//! ([`mpi_abi`]). No MPI and no other mheta crate below it; everything above
 //! may use it.
 
 pub mod fs;
+pub mod mpi_abi;
 pub mod os;
 pub mod stats;
 pub mod units;

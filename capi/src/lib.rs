@@ -503,3 +503,16 @@ pub extern "C" fn mheta_finalize() -> c_int {
         Err(_) => set_error("mheta's state is poisoned".into()),
     }
 }
+
+/// Before the program's `main`: an MPI library of the other family than
+/// the one this library was built for stops the process with a message
+/// naming both ([`mheta_base::mpi_abi`]).
+extern "C" fn check_mpi_family() {
+    let built_for =
+        mheta_base::mpi_abi::Family::of_handle_size(std::mem::size_of::<mpi::ffi::MPI_Comm>());
+    mheta_base::mpi_abi::stop_on_foreign("libmheta.so", built_for);
+}
+
+#[used]
+#[unsafe(link_section = ".init_array")]
+static CHECK_MPI_FAMILY: extern "C" fn() = check_mpi_family;

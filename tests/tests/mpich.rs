@@ -373,6 +373,22 @@ fn mpich_c_api_moves_toward_the_faster_rank_and_verifies() {
         .arg(&exe)
         .args(args)));
     assert_eq!(plain["verified"], true, "{plain}");
+    // Open MPI's libmheta.so found first (as LD_LIBRARY_PATH makes it) is
+    // refused at load, by name (when the suite has the Open MPI build).
+    if root().join("target/release/libmheta.so").exists() {
+        let out = fails(
+            Command::new("mpiexec.mpich")
+                .env("LD_LIBRARY_PATH", root().join("target/release"))
+                .args(["-n", "1"])
+                .arg(&exe)
+                .args(["--n", "64", "--iters", "2"]),
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("libmheta.so was built for Open MPI") && err.contains("libmpich.so"),
+            "{err}"
+        );
+    }
     let mut last = serde_json::Value::Null;
     for attempt in 1..=3 {
         let r = last_json(&ok(mheta_mpich()
