@@ -164,3 +164,30 @@ pub fn ok_within(cmd: &mut Command, limit: std::time::Duration) -> String {
 
 /// True when this process runs as root (network namespaces, tc, cgroups).
 pub use mheta_hosts::lab::is_root;
+
+/// `scripts/mpi4py-suite.sh --quick` on the MPI `mpi` (`MHETA_MPI`:
+/// openmpi or mpich), whose quick runs have `np` ranks: every tool's
+/// results the same as without mheta, and every rank ran the selected
+/// tests (not an empty selection).
+pub fn mpi4py_quick_same(mpi: &str, np: usize) {
+    let out = Command::new(root().join("scripts/mpi4py-suite.sh"))
+        .arg("--quick")
+        .env("MHETA_MPI", mpi)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(text.matches(" same").count(), 5, "{text}");
+    assert!(text.contains("without mheta              rc=0"), "{text}");
+    let ran_by = format!(" {np} Ran ");
+    let ran: Vec<u32> = text
+        .lines()
+        .filter_map(|l| l.split(&ran_by).nth(1)?.split(' ').next()?.parse().ok())
+        .collect();
+    assert_eq!(ran.len(), 6, "{text}");
+    assert!(ran.iter().all(|&n| n >= 100), "{text}");
+}

@@ -865,25 +865,7 @@ fn edge_cases_under_every_tool() {
 /// the script without --quick runs the whole suite at 1 to 4 ranks).
 #[test]
 fn mpi4py_suite_same_under_every_tool() {
-    let out = std::process::Command::new(root().join("scripts/mpi4py-suite.sh"))
-        .arg("--quick")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(text.matches(" same").count(), 5, "{text}");
-    assert!(text.contains("without mheta              rc=0"), "{text}");
-    // Every rank ran the selected tests (not an empty selection).
-    let ran: Vec<u32> = text
-        .lines()
-        .filter_map(|l| l.split(" 3 Ran ").nth(1)?.split(' ').next()?.parse().ok())
-        .collect();
-    assert_eq!(ran.len(), 6, "{text}");
-    assert!(ran.iter().all(|&n| n >= 100), "{text}");
+    mheta_tests::mpi4py_quick_same("openmpi", 3);
 }
 
 /// A job started by `MPI_Comm_spawn` numbers its ranks from 0 as well: its

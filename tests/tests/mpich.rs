@@ -313,24 +313,7 @@ fn mpich_mpi4py_suite_same_under_every_tool() {
     if mpich_bin("mheta").is_none() {
         return;
     }
-    let out = Command::new(root().join("scripts/mpi4py-suite.sh"))
-        .arg("--quick")
-        .env("MHETA_MPI", "mpich")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(text.matches(" same").count(), 5, "{text}");
-    let ran: Vec<u32> = text
-        .lines()
-        .filter_map(|l| l.split(" 2 Ran ").nth(1)?.split(' ').next()?.parse().ok())
-        .collect();
-    assert_eq!(ran.len(), 6, "{text}");
-    assert!(ran.iter().all(|&n| n >= 100), "{text}");
+    mheta_tests::mpi4py_quick_same("mpich", 2);
 }
 
 /// The C API (`libmheta.so`, `mheta.h`) built against MPICH: the example
