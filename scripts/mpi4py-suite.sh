@@ -52,7 +52,8 @@ if [ "$MHETA_MPI" = mpich ]; then
   # Debian's python3-mpi4py is Open MPI's: the same release from its
   # sdist, built against MPICH beside mheta's MPICH build.
   pypath=$target/third-party/py
-  if ! PYTHONPATH=$pypath $PY -c 'from mpi4py import MPI' 2>/dev/null; then
+  # (Debian's Open MPI mpi4py imports from anywhere: ask which MPI.)
+  if ! PYTHONPATH=$pypath $PY -c 'import sys; from mpi4py import MPI; sys.exit(not MPI.Get_library_version().startswith("MPICH"))' 2>/dev/null; then
     MPICC=mpicc.mpich $PY -m pip install --quiet --no-deps --no-build-isolation \
       --target "$pypath" "target/third-party/mpi4py-$ver.tar.gz"
   fi
