@@ -1,25 +1,31 @@
 #!/usr/bin/env bash
-# Romanazzi and Jimack's methodology on real runs (`mheta scale`): per kernel (mg, then
-# jacobi), fit T = T_comp(work) + alpha(np) + gamma*work on np <= 4 of each
-# host group of clusters/grid2.toml (np 1 at two sizes, np0 = 2 and 4 at
-# the same rows per process, and 2+2 split over the two groups for the
-# link), then predict and run held-out configurations: np 6 and 8 on
-# larger grids on group a, and split over groups a and b. Every
-# configuration is repeated SCALE_REPEAT times (default 4), interleaved;
-# times are medians of the apps' median time per iteration.
+# Romanazzi and Jimack's methodology on real runs (`mheta scale`): per kernel, fit
+# T = T_comp(work) + alpha(np) + gamma*work on np <= 4 of each host group
+# (np 1 at two sizes, np0 = 2 and 4 at the same rows per process, and 2+2
+# split over the two groups for the link; c, d and gamma fitted together
+# over the np0 runs), then predict and run held-out configurations at
+# larger np and on larger grids, on one group and split over two. Two
+# specs: clusters/grid2.toml (mg and jacobi; groups a: 8 hosts at power
+# 0.2, b: 4 at 0.125, 100 Mbit/s between) and clusters/grid64.toml
+# (jacobi at N 1536; groups c: 6 hosts at 0.25, d: 4 at 0.12, 200 Mbit/s
+# between). Every configuration is repeated SCALE_REPEAT times (default
+# 4), interleaved; times are medians of the apps' median time per
+# iteration. Each check also prints the error of the paper's own fit (c,
+# d through the per-np0 alpha, gamma of the largest np0) on the same runs.
 # CPU (SCALE_EMULATION): clock (default), one rank per emulated host,
 # where a piece of u units (grid points) lasts u x NS / cpu_power (NS: 10
-# ns per point update for both kernels, about twice this machine's own
-# cost, so the real work fits inside): each host keeps its power at every
-# np, this VM's own speed changes are out of the compute, and the
-# communication is real; or paced, where each piece of real work lasts its
-# CPU time / cpu_power, so the real work of 8 ranks at power 0.2 fills 80%
-# of 2 cores and their memory traffic slows one another's. docs/RESULTS.md
-# has the clock figures.
+# ns per point update, about twice this machine's own cost, so the real
+# work fits inside): each host keeps its power at every np, this VM's
+# own speed changes are out of the compute, and the communication is
+# real; or paced, where each piece of real work lasts its CPU time /
+# cpu_power, so the real work of 8 ranks at power 0.2 fills 80% of 2
+# cores and their memory traffic slows one another's. docs/RESULTS.md has
+# the clock figures.
 # Writes OUT/scale.json (per held-out configuration: predicted, actual,
-# noise floor, error; max_err_pct), OUT/scale.svg (mg) and
-# OUT/scale-jacobi.svg, the fits (OUT/fit-*.json, OUT/fit-*.txt) and the
-# scenarios (OUT/scenarios.txt).
+# noise floor, signed error, the published fit's error; max_err_pct),
+# OUT/scale.svg (mg), OUT/scale-jacobi.svg and OUT/scale-grid64-jacobi.svg,
+# the fits (OUT/fit-*.json, OUT/fit-*.txt) and the scenarios
+# (OUT/scenarios.txt).
 # Usage: scripts/scale-study.sh OUT
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,8 +38,8 @@ SPEC=$LAB_SPEC
 REPEAT=${SCALE_REPEAT:-4}
 EMU=${SCALE_EMULATION:-clock}
 
-study() { # app n rows_per_proc iters configs...
-  local app=$1 n=$2 per=$3 iters=$4; shift 4
+study() { # tag app n rows_per_proc iters configs...
+  local tag=$1 app=$2 n=$3 per=$4 iters=$5; shift 5
   local cfg=() emu=(--cpu-emulation "$EMU")
   for c in "$@"; do cfg+=(--config "$c"); done
   if [ "$EMU" = clock ]; then
@@ -41,17 +47,21 @@ study() { # app n rows_per_proc iters configs...
   fi
   "$M" scale fit --spec "$SPEC" --app "$app" --n "$n" --rows-per-proc "$per" \
     --np0 2,4 --iters "$iters" --repeat "$REPEAT" "${emu[@]}" \
-    -o "$OUT/fit-$app.json" | tee "$OUT/fit-$app.txt"
-  "$M" scale check --fit "$OUT/fit-$app.json" "${cfg[@]}" --iters "$iters" \
-    --repeat "$REPEAT" "${emu[@]}" -o "$OUT/check-$app.json" \
-    --svg "$OUT/scale-$app.svg" | tee "$OUT/check-$app.txt"
+    -o "$OUT/fit-$tag.json" | tee "$OUT/fit-$tag.txt"
+  "$M" scale check --fit "$OUT/fit-$tag.json" "${cfg[@]}" --iters "$iters" \
+    --repeat "$REPEAT" "${emu[@]}" -o "$OUT/check-$tag.json" \
+    --svg "$OUT/scale-$tag.svg" | tee "$OUT/check-$tag.txt"
 }
 
-study mg 2047 127,255 20 \
+study mg mg 2047 127,255 20 \
   a=6@1023 a=8@1023 a=6@2047 a=8@2047 a=3,b=3@1023 a=4,b=4@1023 a=4,b=4@2047
-study jacobi 2048 128,256 100 \
+study jacobi jacobi 2048 128,256 100 \
   a=6@1536 a=8@1024 a=6@2048 a=8@2048 a=3,b=3@1536 a=4,b=4@1024 a=4,b=4@2048
 cp "$OUT/scale-mg.svg" "$OUT/scale.svg"
+lab_switch clusters/grid64.toml
+SPEC=$LAB_SPEC
+study grid64-jacobi jacobi 1536 128,256 100 \
+  c=6@1536 c=6@3072 c=3,d=3@1536 c=6,d=4@1536 c=5,d=2@1536
 
 {
   echo "# Scenario 1: fastest resources for the 2047x2047 mg grid, up to a=8, b=4"
@@ -65,24 +75,33 @@ python3 - "$OUT" <<'PY'
 import json, sys
 out = sys.argv[1]
 rows, emu = [], {}
-for app in ("mg", "jacobi"):
-    c = json.load(open(f"{out}/check-{app}.json"))
-    emu[app] = c["emulation"]
+for tag, spec in (("mg", "grid2"), ("jacobi", "grid2"), ("grid64-jacobi", "grid64")):
+    c = json.load(open(f"{out}/check-{tag}.json"))
+    emu[tag] = c["emulation"]
     for r in c["configs"]:
-        rows.append({"app": app, **{k: r[k] for k in (
+        rows.append({"app": c["app"], "spec": spec, **{k: r.get(k) for k in (
             "config", "np", "rows", "n", "work_mb", "predicted_s", "actual_s",
-            "noise_pct", "error_pct", "runs_s")}})
+            "noise_pct", "error_pct", "signed_error_pct", "error_as_published_pct", "runs_s")}})
+pub = [abs(r["error_as_published_pct"]) for r in rows if r["error_as_published_pct"] is not None]
 res = {
-    "study": "Romanazzi and Jimack multilevel scaling: fit on np <= 4, predict np 6 and 8 on larger grids, one group and split over two",
-    "spec": "clusters/grid2.toml", "emulation": emu,
+    "study": "Romanazzi and Jimack multilevel scaling: fit on np <= 4, predict larger np and grids, one group and split over two",
+    "specs": ["clusters/grid2.toml", "clusters/grid64.toml"], "emulation": emu,
     "configs": rows,
     "max_err_pct": max(r["error_pct"] for r in rows),
     "mean_err_pct": sum(r["error_pct"] for r in rows) / len(rows),
     "max_noise_pct": max(r["noise_pct"] for r in rows),
+    "max_err_as_published_pct": max(pub) if pub else None,
+    "mean_err_as_published_pct": sum(pub) / len(pub) if pub else None,
 }
 json.dump(res, open(f"{out}/scale.json", "w"), indent=2)
-print(f"{'app':<7}{'config':<16}{'pred ms':>10}{'actual ms':>11}{'err %':>8}{'noise %':>9}")
+print(f"{'spec':<8}{'app':<7}{'config':<16}{'pred ms':>10}{'actual ms':>11}{'err %':>8}{'noise %':>9}{'as published %':>16}")
 for r in rows:
-    print(f"{r['app']:<7}{r['config']:<16}{r['predicted_s']*1e3:>10.2f}{r['actual_s']*1e3:>11.2f}{r['error_pct']:>8.2f}{r['noise_pct']:>9.2f}")
+    p = r["error_as_published_pct"]
+    print(f"{r['spec']:<8}{r['app']:<7}{r['config']:<16}{r['predicted_s']*1e3:>10.2f}{r['actual_s']*1e3:>11.2f}"
+          f"{r['signed_error_pct']:>+8.2f}{r['noise_pct']:>9.2f}{'-' if p is None else f'{p:+.2f}':>16}")
 print(f"max error {res['max_err_pct']:.2f}%  mean {res['mean_err_pct']:.2f}%  max noise {res['max_noise_pct']:.2f}%")
+if pub:
+    print(f"max error as published (gamma of the largest np0) {res['max_err_as_published_pct']:.2f}%  "
+          f"mean {res['mean_err_as_published_pct']:.2f}%")
+print("err: predicted over actual - 1; noise: (max - min) / median of the repeats")
 PY

@@ -19,6 +19,7 @@ fn group(k: usize) -> GroupFit {
         gamma: 0.0005,
         c: 0.003,
         d: 0.0015,
+        as_published: None,
     }
 }
 
@@ -33,6 +34,7 @@ fn fit(groups: usize, n: u64) -> FitFile {
         emulation: "none".into(),
         groups: (0..groups).map(|k| (format!("g{k}"), group(k))).collect(),
         link_s: Some(0.004),
+        link_s_as_published: None,
         samples: vec![],
     }
 }

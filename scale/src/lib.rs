@@ -2,9 +2,9 @@
 //! T = T_comp(work) + T_comm (eq. 1) with T_comm = α(np) + γ(np)·work
 //! (eq. 2), α(np) ≈ c + d·log2(np) (eq. 3) and γ(np) constant (eq. 4),
 //! where work is the memory per process in MB. It fits T_comp from
-//! single-process runs at two sizes, α(np0) and γ from runs at small
-//! process counts np0 with the work per process held fixed, and c and d
-//! through the (np0, α(np0)) points; it predicts a run on one host group
+//! single-process runs at two sizes, and c, d and γ together by least
+//! squares over the runs at small process counts np0 with the work per
+//! process held fixed (α(np0) and γ(np0) of each np0 are kept to inspect); it predicts a run on one host group
 //! or split over several (the slowest part plus the cost of the link
 //! between groups, eq. 5 plus a fitted link term), answers the paper's
 //! two scenarios (the fastest resources for a grid; the largest grid a
@@ -140,6 +140,76 @@ pub struct NpFit {
     pub gamma: f64,
 }
 
+/// Romanazzi and Jimack eqs. 2–4 fitted together: the least-squares
+/// (c, d, γ) of T_comm = c + d·log2(np) + γ·work over every parallel
+/// sample, given as ([1, log2(np), work], T − T_comp(work)) rows.
+///
+/// The paper takes γ from the largest np0 alone (its γ(8)) and c, d
+/// through the per-np0 intercepts. On this machine that γ is the
+/// difference of two noisy times at one np0 (jacobi on grid2, clock,
+/// 2026-11-28: γ(np0) ran from −0.03 to +0.49 ms/MB over np0 2..8, where
+/// jacobi's messages do not grow with its rows at all); one γ from all the
+/// samples narrows the spread of the held-out errors by half
+/// (docs/design/scale.md, "Which term was wrong"). With exactly two np0
+/// at two sizes each it is still a least-squares fit (4 samples, 3
+/// unknowns), not an interpolation.
+pub fn eqs2to4_joint(rows: &[([f64; 3], f64)]) -> Result<[f64; 3]> {
+    let what = "eqs. 2-4 over the parallel samples";
+    let mut a = [[0.0f64; 3]; 3];
+    let mut b = [0.0f64; 3];
+    for (x, y) in rows {
+        for v in x.iter().chain(std::iter::once(y)) {
+            finite(what, *v)?;
+        }
+        for i in 0..3 {
+            b[i] += x[i] * y;
+            for j in 0..3 {
+                a[i][j] += x[i] * x[j];
+            }
+        }
+    }
+    // Gaussian elimination with partial pivoting on the normal equations.
+    let scale = a
+        .iter()
+        .flatten()
+        .fold(0.0f64, |m, v| m.max(v.abs()))
+        .max(1.0);
+    for col in 0..3 {
+        let piv = (col..3)
+            .max_by(|&i, &j| a[i][col].abs().total_cmp(&a[j][col].abs()))
+            .unwrap_or(col);
+        if a[piv][col].abs() <= 1e-12 * scale {
+            return Err(ScaleError::TooFewPoints {
+                what: format!("{what} (need two np0 and two work sizes)"),
+                got: rows.iter().map(|r| r.0[1]).collect(),
+            });
+        }
+        a.swap(col, piv);
+        b.swap(col, piv);
+        let (prow, pb) = (a[col], b[col]);
+        for (r, (row, br)) in a.iter_mut().zip(b.iter_mut()).enumerate() {
+            if r != col {
+                let f = row[col] / prow[col];
+                for (x, p) in row.iter_mut().zip(prow) {
+                    *x -= f * p;
+                }
+                *br -= f * pb;
+            }
+        }
+    }
+    Ok([b[0] / a[0][0], b[1] / a[1][1], b[2] / a[2][2]])
+}
+
+/// Eqs. 3–4 fitted as the paper does: c and d through the (np0, α(np0))
+/// points, γ of the largest np0 alone. Kept beside the joint fit so that
+/// `mheta scale check` can show both on the same runs.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
+pub struct AsPublished {
+    pub gamma: f64,
+    pub c: f64,
+    pub d: f64,
+}
+
 /// One host group's fitted model.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct GroupFit {
@@ -147,11 +217,16 @@ pub struct GroupFit {
     pub comp: Line,
     /// α and γ at each small process count (step 3).
     pub per_np: Vec<NpFit>,
-    /// Eq. 4: γ, taken at the largest fitted np0 (the paper's γ(8)).
+    /// Eq. 4: one γ for every np, fitted with c and d over all the
+    /// parallel samples ([`eqs2to4_joint`]).
     pub gamma: f64,
-    /// Eq. 3's c and d (step 4).
+    /// Eq. 3's c and d (step 4, with γ).
     pub c: f64,
     pub d: f64,
+    /// The paper's own fit of c, d and γ on the same samples (absent
+    /// from fit files written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub as_published: Option<AsPublished>,
 }
 
 /// A prediction's parts, seconds.
@@ -197,18 +272,50 @@ impl GroupFit {
                 gamma: l.slope,
             });
         }
+        if per_np.len() < 2 {
+            return Err(ScaleError::TooFewPoints {
+                what: "eq. 3 through (np0, α(np0))".into(),
+                got: per_np.iter().map(|f| f64::from(f.np).log2()).collect(),
+            });
+        }
+        let rows: Vec<([f64; 3], f64)> = parallel
+            .iter()
+            .map(|s| {
+                (
+                    [1.0, f64::from(s.np).log2(), s.work_mb],
+                    s.time_s - comp.at(s.work_mb),
+                )
+            })
+            .collect();
+        let [c, d, gamma] = eqs2to4_joint(&rows)?;
         let (xs, ys): (Vec<f64>, Vec<f64>) = per_np
             .iter()
             .map(|f| (f64::from(f.np).log2(), f.alpha))
             .unzip();
         let cd = least_squares("eq. 3 through (np0, α(np0))", &xs, &ys)?;
-        let gamma = per_np.last().map_or(0.0, |f| f.gamma);
+        let as_published = Some(AsPublished {
+            gamma: per_np.last().map_or(0.0, |f| f.gamma),
+            c: cd.intercept,
+            d: cd.slope,
+        });
         Ok(GroupFit {
             comp,
             per_np,
             gamma,
-            c: cd.intercept,
-            d: cd.slope,
+            c,
+            d,
+            as_published,
+        })
+    }
+
+    /// This group's model with the paper's own c, d and γ, if kept.
+    pub fn as_published(&self) -> Option<GroupFit> {
+        self.as_published.map(|p| GroupFit {
+            gamma: p.gamma,
+            c: p.c,
+            d: p.d,
+            as_published: None,
+            ..self.clone()
         })
     }
 
@@ -280,6 +387,10 @@ pub struct FitFile {
     /// Seconds a run split over groups adds beyond its slowest part (the
     /// link between groups), fitted from split runs; None when none ran.
     pub link_s: Option<f64>,
+    /// The link term fitted against the paper's own group fits
+    /// ([`GroupFit::as_published`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_s_as_published: Option<f64>,
     /// Every measured run: group label ("a", "b", or "a+b" for a split),
     /// then the sample.
     pub samples: Vec<(String, Sample)>,
@@ -318,6 +429,24 @@ impl FitFile {
         std::fs::write(path, text + "\n").map_err(|e| ScaleError::File {
             path: path.display().to_string(),
             detail: e.to_string(),
+        })
+    }
+
+    /// The same fit with every group's c, d and γ as the paper fits them
+    /// (and the link fitted against those); None when the file lacks them.
+    pub fn as_published(&self) -> Option<FitFile> {
+        let mut groups = BTreeMap::new();
+        for (g, f) in &self.groups {
+            groups.insert(g.clone(), f.as_published()?);
+        }
+        if self.link_s.is_some() && self.link_s_as_published.is_none() {
+            return None;
+        }
+        Some(FitFile {
+            groups,
+            link_s: self.link_s_as_published,
+            link_s_as_published: None,
+            ..self.clone()
         })
     }
 

@@ -113,6 +113,7 @@ fn file(link: Option<f64>) -> FitFile {
         emulation: "quota".into(),
         groups: [("a".to_string(), a), ("b".to_string(), b)].into(),
         link_s: link,
+        link_s_as_published: link,
         samples: vec![],
     }
 }
@@ -206,4 +207,90 @@ fn fit_file_round_trips_and_refuses_other_versions() {
         .to_string();
     assert!(e.contains("absent.json"), "{e}");
     std::fs::remove_dir_all(&dir).expect("cleanup");
+}
+
+#[test]
+fn joint_fit_is_the_least_squares_solution_on_noisy_samples() {
+    // Samples at np0 2, 4 and 6 with errors of -0.3 to +0.4 ms: γ(np0)
+    // per np0 differs from one np0 to the next, the joint (c, d, γ) must
+    // leave residuals orthogonal to each regressor (the normal equations).
+    let (single, _) = synthetic();
+    let mut par = Vec::new();
+    let mut noise = [4e-4, -2e-4, -2e-4, 4e-4, 4e-4, -3e-4].into_iter();
+    for np in [2u32, 4, 6] {
+        for w in [4.0, 8.0] {
+            let noise = noise.next().expect("six errors");
+            par.push(Sample {
+                np,
+                work_mb: w,
+                time_s: truth(np, w) + noise,
+            });
+        }
+    }
+    let f = GroupFit::fit(&single, &par).expect("fit");
+    let gammas: Vec<f64> = f.per_np.iter().map(|p| p.gamma).collect();
+    assert!(
+        gammas.windows(2).any(|w| (w[0] - w[1]).abs() > 1e-5),
+        "the per-np0 γ should differ here: {gammas:?}"
+    );
+    let mut dots = [0.0f64; 3];
+    for s in &par {
+        let r = s.time_s
+            - f.comp.at(s.work_mb)
+            - eq2_comm(eq3_alpha(f.c, f.d, s.np), f.gamma, s.work_mb);
+        let x = [1.0, f64::from(s.np).log2(), s.work_mb];
+        for i in 0..3 {
+            dots[i] += r * x[i];
+        }
+    }
+    assert!(
+        dots.iter().all(|d| d.abs() < 1e-12),
+        "residuals not orthogonal: {dots:?}"
+    );
+    // And it is not the paper's γ of the largest np0 alone.
+    assert!(
+        (f.gamma - gammas[2]).abs() > 1e-6,
+        "γ {} vs γ(6) {}",
+        f.gamma,
+        gammas[2]
+    );
+}
+
+#[test]
+fn joint_fit_needs_two_np0_and_two_sizes() {
+    let one_size = [
+        ([1.0, 1.0, 4.0], 1.0),
+        ([1.0, 2.0, 4.0], 2.0),
+        ([1.0, 3.0, 4.0], 3.0),
+    ];
+    let e = eqs2to4_joint(&one_size).expect_err("one work size");
+    assert!(e.to_string().contains("two work sizes"), "{e}");
+    let nan = [([1.0, 1.0, 4.0], f64::NAN)];
+    assert!(
+        eqs2to4_joint(&nan)
+            .expect_err("nan")
+            .to_string()
+            .contains("not a finite")
+    );
+}
+
+#[test]
+fn the_published_fit_is_kept_beside_the_joint_one() {
+    // Exact samples: both fits recover the truth. Old files without the
+    // published fit still load and predict with the joint one alone.
+    let f = file(Some(0.004));
+    let p = f.as_published().expect("kept");
+    let parts = parse_parts("a=8").expect("parts");
+    let (x, y) = (
+        f.predict(&parts, 800).expect("joint"),
+        p.predict(&parts, 800).expect("paper"),
+    );
+    assert!(close(x, y), "{x} vs {y}");
+    let mut v: serde_json::Value = serde_json::to_value(&f).expect("json");
+    for g in v["groups"].as_object_mut().expect("groups").values_mut() {
+        g.as_object_mut().expect("group").remove("as_published");
+    }
+    let old: FitFile = serde_json::from_value(v).expect("an older fit file");
+    assert!(old.as_published().is_none());
+    assert!(close(old.predict(&parts, 800).expect("joint"), x));
 }

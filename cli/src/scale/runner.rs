@@ -225,10 +225,7 @@ impl Runner {
                 c.label(),
                 hosts.join(","),
                 self.app,
-                String::from_utf8_lossy(&out.stderr)
-                    .lines()
-                    .last()
-                    .unwrap_or("")
+                app_error(&String::from_utf8_lossy(&out.stderr))
             );
         }
         let rep: Value = stdout
@@ -285,6 +282,21 @@ impl Drop for Runner {
     }
 }
 
+/// The line of a failed run's stderr that says why: the first that names
+/// an error, else the first that is not mpirun's banner of dashes or empty.
+fn app_error(stderr: &str) -> &str {
+    let useful = |l: &&str| {
+        let t = l.trim();
+        !t.is_empty() && !t.chars().all(|c| c == '-')
+    };
+    stderr
+        .lines()
+        .find(|l| l.contains("error"))
+        .or_else(|| stderr.lines().find(useful))
+        .unwrap_or("(no message on stderr)")
+        .trim()
+}
+
 #[cfg(test)]
 mod tests {
     use super::{RunOpts, parse_config, resolve_emulation};
@@ -325,5 +337,16 @@ mod tests {
             let e = parse_config(bad).expect_err(bad).to_string();
             assert!(e.contains(bad), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn a_failed_run_is_named_by_the_apps_own_error() {
+        let e = "mg: error: --rows 383: multigrid needs M = 2^j - 1\n-----\nPrimary job terminated\n-----\n";
+        assert_eq!(
+            super::app_error(e),
+            "mg: error: --rows 383: multigrid needs M = 2^j - 1"
+        );
+        assert_eq!(super::app_error("----\n\nkilled\n"), "killed");
+        assert_eq!(super::app_error(""), "(no message on stderr)");
     }
 }
