@@ -22,6 +22,10 @@ def load(d, name):
         sys.exit(f"demo: {path}: {e}")
 
 
+# The demo's goal for the model's error per iteration, in %.
+GOAL_PCT = 5.0
+
+
 def dist(v):
     return ",".join(map(str, v))
 
@@ -69,21 +73,38 @@ def report(d):
           f"{auto['np']} ranks at CPU power {' : '.join(f'{x:g}' for x in powers)}")
     print(f"   per iteration (median); predicted: the model inside the --auto run, "
           f"on its {inst['end'] - inst['start']} recorded iterations")
-    print(f"   {'':<26}{'rows':>12}{'predicted ms':>14}{'measured ms':>13}{'error':>8}{'speed-up':>10}")
+    print(f"   {'':<26}{'rows':>12}{'predicted ms':>14}{'measured ms':>13}{'error':>8}{'noise':>8}{'speed-up':>10}")
 
-    def row(name, rows, p, m, base):
+    def row(name, rows, p, m, base, noise=None):
         up = "-" if m is None or base is None else f"{base / m:.2f}x"
-        print(f"   {name:<26}{dist(rows):>12}{ms(p):>14}{ms(m):>13}{error(p, m):>8}{up:>10}")
+        nf = "-" if noise is None else f"{noise:.1f}%"
+        print(f"   {name:<26}{dist(rows):>12}{ms(p):>14}{ms(m):>13}{error(p, m):>8}{nf:>8}{up:>10}")
 
     base = a["measured_from_s"]
-    row("Block, before the plan", a["from_dist"], a["predicted_from_s"], base, base)
+    row("Block, before the plan", a["from_dist"], a["predicted_from_s"], base, base, a.get("noise_from_pct"))
     row("--auto, after the move" if a["moved"] else "--auto's plan (not moved)",
-        a["chosen_dist"], a["predicted_chosen_s"], a["measured_chosen_s"], base)
+        a["chosen_dist"], a["predicted_chosen_s"], a["measured_chosen_s"], base,
+        a.get("noise_chosen_pct") if a["moved"] else None)
     for i, r in enumerate(a["replans"], 1):
         what = "moved" if r["moved"] else "not moved"
         if r.get("reverted"):
             what = "moved, undone"
         row(f"re-plan {i} ({what})", r["chosen_dist"], r["predicted_chosen_s"], r["measured_chosen_s"], base)
+    print("   noise: the window's own floor, the spread of the medians of its three thirds "
+          "(how far this host's speed wandered inside it)")
+    for name, p, m, nz in (("Block", a["predicted_from_s"], base, a.get("noise_from_pct")),
+                           ("after the move", a["predicted_chosen_s"], a["measured_chosen_s"],
+                            a.get("noise_chosen_pct"))):
+        if p is None or m is None or (name != "Block" and not a["moved"]):
+            continue
+        err = abs(p - m) / min(p, m) * 100
+        if err <= GOAL_PCT:
+            verdict = "met"
+        elif nz is not None and nz > GOAL_PCT and err <= nz + 1:
+            verdict = f"within noise (the floor {nz:.1f}% is above the goal; the error is within it + 1 point)"
+        else:
+            verdict = "MISSED"
+        print(f"   goal: {name} predicted within {GOAL_PCT:g}%: {verdict}")
     if not a["moved"]:
         print(f"   not moved: {a['reason']}")
     if a["replans"]:

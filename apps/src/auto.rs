@@ -50,6 +50,13 @@ pub struct AutoReport {
     pub cpu_per_row_from_s: Vec<Option<f64>>,
     pub cpu_per_row_chosen_s: Vec<Option<f64>>,
     pub host_cpu_change: Option<f64>,
+    /// The noise floor inside each window, in %: the window's kept
+    /// iterations (as the medians take them) cut into three consecutive
+    /// thirds, (max − min) / median of the three thirds' medians. How
+    /// far the host's own speed wanders within one window of this very
+    /// run; None with fewer than 9 iterations.
+    pub noise_from_pct: Option<f64>,
+    pub noise_chosen_pct: Option<f64>,
     pub evaluations: u64,
     /// The model's busy time (computation and I/O) of each rank on the
     /// distribution the run continues on: what the drift watch compares.
@@ -189,6 +196,8 @@ pub(crate) fn auto_report(plan: &mheta_runtime::RunPlan, from: Dist, remaining: 
         cpu_per_row_from_s: Vec::new(),
         cpu_per_row_chosen_s: Vec::new(),
         host_cpu_change: None,
+        noise_from_pct: None,
+        noise_chosen_pct: None,
         evaluations: evals,
         predicted_busy_s: plan.predicted_busy_s.clone(),
         plan_s: 0.0,

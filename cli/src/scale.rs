@@ -94,6 +94,20 @@ enum ScaleCmd {
     ///
     /// Example: mheta scale check --fit fit.json --config a=8@1023 --config a=4,b=4@1023 -o scale.json --svg scale.svg
     Check(CheckArgs),
+    /// Hold out, without running anything: refit each group of a fit
+    /// file on its np 1 runs and the --np0 given, and predict the file's
+    /// runs at every other np (fitted with --np0 2,3,4,5,6,7,8, say). Prints
+    /// each held-out run's error under the joint fit of c, d and γ and
+    /// under the paper's own (γ of the largest np0), and their max and mean.
+    ///
+    /// Example: mheta scale holdout --fit all.json --np0 2,4
+    Holdout {
+        #[arg(long)]
+        fit: PathBuf,
+        /// The process counts to fit on; the rest are held out.
+        #[arg(long, value_delimiter = ',', required = true)]
+        np0: Vec<u32>,
+    },
 }
 
 /// How runs are launched (fit and check).
@@ -180,6 +194,7 @@ pub fn main(a: ScaleArgs) -> Result<i32> {
             iters,
         } => budget(&fit, &avail, seconds, iters),
         ScaleCmd::Check(c) => check(c),
+        ScaleCmd::Holdout { fit, np0 } => holdout(&fit, &np0),
     }
 }
 
@@ -307,14 +322,8 @@ fn fit(a: FitArgs) -> Result<i32> {
         }
     }
     for g in &groups {
-        let mine = |np1: bool| -> Vec<Sample> {
-            file.samples
-                .iter()
-                .filter(|(l, s)| l == g && (s.np == 1) == np1)
-                .map(|p| p.1)
-                .collect()
-        };
-        let gf = GroupFit::fit(&mine(true), &mine(false))
+        let (single, par) = group_samples(&file, g);
+        let gf = GroupFit::fit(&single, &par)
             .map_err(|e| anyhow::anyhow!("group {g}: {e}"))?;
         file.groups.insert(g.clone(), gf);
     }
@@ -331,6 +340,79 @@ fn fit(a: FitArgs) -> Result<i32> {
     }
     file.save(&a.output)?;
     print_fit(&file);
+    Ok(0)
+}
+
+/// A group's runs in a fit file: (np 1, parallel).
+fn group_samples(file: &FitFile, g: &str) -> (Vec<Sample>, Vec<Sample>) {
+    let mine = |np1: bool| -> Vec<Sample> {
+        file.samples
+            .iter()
+            .filter(|(l, s)| l == g && (s.np == 1) == np1)
+            .map(|p| p.1)
+            .collect()
+    };
+    (mine(true), mine(false))
+}
+
+fn holdout(path: &Path, np0: &[u32]) -> Result<i32> {
+    let f = FitFile::load(path)?;
+    println!(
+        "{} N={} ({}); fitted on np 1 and np0 {:?}; err: predicted over measured - 1",
+        f.app, f.n, f.emulation, np0
+    );
+    println!(
+        "{:<6} {:>4} {:>9} {:>12} {:>12} {:>8} {:>14}",
+        "group", "np", "work MB", "measured ms", "predicted ms", "err %", "as published %"
+    );
+    let mut any = false;
+    for g in f.groups.keys() {
+        let (single, par) = group_samples(&f, g);
+        let (fit_on, held): (Vec<Sample>, Vec<Sample>) =
+            par.into_iter().partition(|s| np0.contains(&s.np));
+        let gf = GroupFit::fit(&single, &fit_on)
+            .map_err(|e| anyhow::anyhow!("{}: group {g}: {e}", path.display()))?;
+        let pubd = gf.as_published().context("the refit keeps the paper's fit")?;
+        let (mut e, mut ep) = (Vec::new(), Vec::new());
+        for s in &held {
+            let p = gf.predict(s.np, s.work_mb)?.total_s;
+            let q = pubd.predict(s.np, s.work_mb)?.total_s;
+            let (x, y) = ((p / s.time_s - 1.0) * 100.0, (q / s.time_s - 1.0) * 100.0);
+            println!(
+                "{g:<6} {:>4} {:>9.3} {:>12.3} {:>12.3} {:>+8.2} {:>+14.2}",
+                s.np,
+                s.work_mb,
+                s.time_s * 1e3,
+                p * 1e3,
+                x,
+                y
+            );
+            e.push(x.abs());
+            ep.push(y.abs());
+        }
+        if e.is_empty() {
+            println!("{g:<6} no runs at other np to hold out");
+            continue;
+        }
+        any = true;
+        let stat = |v: &[f64]| {
+            (
+                v.iter().copied().fold(0.0, f64::max),
+                v.iter().sum::<f64>() / v.len() as f64,
+            )
+        };
+        let ((m, a), (mp, ap)) = (stat(&e), stat(&ep));
+        println!(
+            "{g:<6} held out {}: max {m:.2}% mean {a:.2}%; as published: max {mp:.2}% mean {ap:.2}%",
+            e.len()
+        );
+    }
+    if !any {
+        bail!(
+            "{}: no run at an np outside --np0 {np0:?} to hold out",
+            path.display()
+        );
+    }
     Ok(0)
 }
 

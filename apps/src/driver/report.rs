@@ -8,24 +8,49 @@ use anyhow::{Context, Result};
 use mpi::collective::{CommunicatorCollectives, SystemOperation};
 use serde_json::{Value, json};
 
+/// (max − min) / median, in %, of the medians of `v`'s three consecutive
+/// thirds; None with fewer than 9 values.
+fn thirds_spread_pct(v: &[f64]) -> Option<f64> {
+    if v.len() < 9 {
+        return None;
+    }
+    let k = v.len() / 3;
+    let m: Vec<f64> = [&v[..k], &v[k..2 * k], &v[2 * k..]]
+        .iter()
+        .filter_map(|w| median(w.to_vec()))
+        .collect();
+    let lo = m.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = m.iter().copied().fold(0.0, f64::max);
+    let mid = median(m)?;
+    (mid > 0.0).then(|| (hi - lo) / mid * 100.0)
+}
+
 impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
     /// The median over iterations `from..to` of `v`, leaving out
     /// iteration 0 (warm-up), the instrumented iterations `inst`
     /// (perturbed by recording), the ones recorded again, and each
     /// redistribution's iteration and the one after it.
     fn med(&self, inst: &[u64], v: &[f64], from: u64, to: u64) -> Option<f64> {
+        median(self.kept(inst, v, from, to))
+    }
+
+    /// The values [`Self::med`] takes, in iteration order.
+    fn kept(&self, inst: &[u64], v: &[f64], from: u64, to: u64) -> Vec<f64> {
         let skip = |i: u64| {
             i == 0
                 || inst.contains(&i)
                 || self.rerecorded.contains(&i)
                 || self.moved.iter().any(|&m| i == m || i == m + 1)
         };
-        median(
-            (from..to.min(v.len() as u64))
-                .filter(|&i| !skip(i))
-                .map(|i| v[i as usize])
-                .collect(),
-        )
+        (from..to.min(v.len() as u64))
+            .filter(|&i| !skip(i))
+            .map(|i| v[i as usize])
+            .collect()
+    }
+
+    /// The window's noise floor in %: see `AutoReport::noise_from_pct`.
+    fn window_noise(&self, inst: &[u64], v: &[f64], from: u64, to: u64) -> Option<f64> {
+        thirds_spread_pct(&self.kept(inst, v, from, to))
     }
 
     /// Every rank's CPU time per row in its stages before the plan and
@@ -89,6 +114,7 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
         let iters = self.job.ck.todo;
         if let Some(mut a) = self.auto.report.take() {
             a.measured_from_s = self.med(&inst, &job_times, 1, a.redistributed_after + 1);
+            a.noise_from_pct = self.window_noise(&inst, &job_times, 1, a.redistributed_after + 1);
             if a.moved {
                 // Up to the next re-plan, if any.
                 let end = a
@@ -96,6 +122,8 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
                     .first()
                     .map_or(iters, |r| r.redistributed_after + 1);
                 a.measured_chosen_s = self.med(&inst, &job_times, a.redistributed_after + 2, end);
+                a.noise_chosen_pct =
+                    self.window_noise(&inst, &job_times, a.redistributed_after + 2, end);
                 self.host_cpu_change(&inst, &mut a, end);
             }
             self.auto.report = Some(a);
@@ -261,4 +289,21 @@ fn job_emulation(mine: &emulate::EmulationReport, ranks: &[Value]) -> emulate::E
     notes.dedup();
     emulation.notes = notes;
     emulation
+}
+
+#[cfg(test)]
+mod tests {
+    use super::thirds_spread_pct;
+
+    #[test]
+    fn the_window_noise_is_the_spread_of_its_thirds() {
+        assert_eq!(thirds_spread_pct(&[1.0; 8]), None);
+        let flat = [2.0; 9];
+        assert_eq!(thirds_spread_pct(&flat), Some(0.0));
+        // Thirds with medians 10, 11 and 12 (one outlier each, which the
+        // medians leave out): (12 - 10) / 11.
+        let v = [10.0, 10.0, 99.0, 11.0, 0.1, 11.0, 12.0, 12.0, 50.0];
+        let x = thirds_spread_pct(&v).expect("nine values");
+        assert!((x - 200.0 / 11.0).abs() < 1e-9, "{x}");
+    }
 }
