@@ -111,10 +111,10 @@ study stochastic "stochastic study" "see the table's emulation line" -- \
     STUDY_QUICK=$sq STUDY_RUNS=$runs scripts/stochastic-study.sh "$out/stochastic/work"
 study place "Master/worker placement (Shao, Berman and Wolski), farm on farm4" "see the table's emulation line" -- \
     PLACE_REPEAT=$((quick == 1 ? 2 : 3)) scripts/place-study.sh "$out/place/work"
-# The scaling study takes about 10 minutes: the full run only (or
-# RESULTS_ONLY=scale into the same OUT).
+# The scaling study takes about 20 minutes (2 repeats) to 40 (4): the
+# full run only (or RESULTS_ONLY=scale into the same OUT).
 [[ $quick == 1 && -z ${RESULTS_ONLY:-} ]] ||
-    study scale "Multilevel scaling (Romanazzi and Jimack), mg and jacobi on grid2" \
+    study scale "Multilevel scaling (Romanazzi and Jimack), mg and jacobi on grid2, jacobi on grid64" \
     "clock: compute timed from declared units (10 ns per point at CPU power 1), one rank per emulated host, the same power at every np" -- \
         SCALE_REPEAT=$((quick == 1 ? 2 : 4)) scripts/scale-study.sh "$out/scale/work"
 

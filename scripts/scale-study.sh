@@ -10,7 +10,10 @@
 # (jacobi at N 1536; groups c: 6 hosts at 0.25, d: 4 at 0.12, 200 Mbit/s
 # between). Every configuration is repeated SCALE_REPEAT times (default
 # 4), interleaved; times are medians of the apps' median time per
-# iteration. Each check also prints the error of the paper's own fit (c,
+# iteration. The check runs the fit's configurations again in the same
+# interleaved rounds as the held-out ones and predicts from a fit of those
+# (`check --refit`: this VM drifts by several % between a fit and a check
+# run minutes apart); it also prints the error of the paper's own fit (c,
 # d through the per-np0 alpha, gamma of the largest np0) on the same runs.
 # CPU (SCALE_EMULATION): clock (default), one rank per emulated host,
 # where a piece of u units (grid points) lasts u x NS / cpu_power (NS: 10
@@ -48,7 +51,7 @@ study() { # tag app n rows_per_proc iters configs...
   "$M" scale fit --spec "$SPEC" --app "$app" --n "$n" --rows-per-proc "$per" \
     --np0 2,4 --iters "$iters" --repeat "$REPEAT" "${emu[@]}" \
     -o "$OUT/fit-$tag.json" | tee "$OUT/fit-$tag.txt"
-  "$M" scale check --fit "$OUT/fit-$tag.json" "${cfg[@]}" --iters "$iters" \
+  "$M" scale check --refit --fit "$OUT/fit-$tag.json" "${cfg[@]}" --iters "$iters" \
     --repeat "$REPEAT" "${emu[@]}" -o "$OUT/check-$tag.json" \
     --svg "$OUT/scale-$tag.svg" | tee "$OUT/check-$tag.txt"
 }
@@ -74,10 +77,11 @@ study grid64-jacobi jacobi 1536 128,256 100 \
 python3 - "$OUT" <<'PY'
 import json, sys
 out = sys.argv[1]
-rows, emu = [], {}
+rows, emu, controls = [], {}, []
 for tag, spec in (("mg", "grid2"), ("jacobi", "grid2"), ("grid64-jacobi", "grid64")):
     c = json.load(open(f"{out}/check-{tag}.json"))
     emu[tag] = c["emulation"]
+    controls += [{"spec": spec, "app": c["app"], **k} for k in c.get("controls", [])]
     for r in c["configs"]:
         rows.append({"app": c["app"], "spec": spec, **{k: r.get(k) for k in (
             "config", "np", "rows", "n", "work_mb", "predicted_s", "actual_s",
@@ -90,6 +94,7 @@ res = {
     "max_err_pct": max(r["error_pct"] for r in rows),
     "mean_err_pct": sum(r["error_pct"] for r in rows) / len(rows),
     "max_noise_pct": max(r["noise_pct"] for r in rows),
+    "controls": controls,
     "max_err_as_published_pct": max(pub) if pub else None,
     "mean_err_as_published_pct": sum(pub) / len(pub) if pub else None,
 }
@@ -103,5 +108,8 @@ print(f"max error {res['max_err_pct']:.2f}%  mean {res['mean_err_pct']:.2f}%  ma
 if pub:
     print(f"max error as published (gamma of the largest np0) {res['max_err_as_published_pct']:.2f}%  "
           f"mean {res['mean_err_as_published_pct']:.2f}%")
-print("err: predicted over actual - 1; noise: (max - min) / median of the repeats")
+for k in controls:
+    print(f"control {k['spec']} {k['app']} {k['config']}: {k['drift_pct']:+.2f}% since the fit")
+print("err: predicted over actual - 1; noise: (max - min) / median of the repeats; control: a fitted "
+      "configuration run again with the held-out ones, its change since the fit (the host's drift)")
 PY

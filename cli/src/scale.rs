@@ -175,6 +175,22 @@ pub struct CheckArgs {
     /// Draw predicted against measured per configuration.
     #[arg(long)]
     svg: Option<PathBuf>,
+    /// Run all of the fit's configurations again in the same interleaved
+    /// rounds as the held-out ones, fit those runs, and predict from that
+    /// fit (written beside OUTPUT as NAME.refit.json): fit and check then
+    /// meet the same host. Without it, each group's largest fitted run is
+    /// run again as a control and its change since the fit printed.
+    #[arg(long)]
+    refit: bool,
+}
+
+/// Where `check --refit` writes its fit: OUTPUT's name with `.refit.json`.
+fn refit_path(output: &Path) -> PathBuf {
+    let stem = output
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "check".into());
+    output.with_file_name(format!("{stem}.refit.json"))
 }
 
 pub fn main(a: ScaleArgs) -> Result<i32> {
@@ -308,6 +324,22 @@ fn fit(a: FitArgs) -> Result<i32> {
         link_s_as_published: None,
         samples: Vec::new(),
     };
+    fit_groups(&mut file, &groups, &configs, &times)?;
+    file.save(&a.output)?;
+    print_fit(&file);
+    Ok(0)
+}
+
+/// Fill `file`'s samples, groups and link term from the runs of
+/// `configs` (their repeats in `times`).
+fn fit_groups(
+    file: &mut FitFile,
+    groups: &[String],
+    configs: &[Config],
+    times: &[Vec<f64>],
+) -> Result<()> {
+    file.samples.clear();
+    file.groups.clear();
     let mut split = Vec::new();
     for (c, t) in configs.iter().zip(times) {
         let s = Sample {
@@ -321,12 +353,13 @@ fn fit(a: FitArgs) -> Result<i32> {
             split.push((c.parts.clone(), s));
         }
     }
-    for g in &groups {
-        let (single, par) = group_samples(&file, g);
-        let gf = GroupFit::fit(&single, &par)
-            .map_err(|e| anyhow::anyhow!("group {g}: {e}"))?;
+    for g in groups {
+        let (single, par) = group_samples(file, g);
+        let gf = GroupFit::fit(&single, &par).map_err(|e| anyhow::anyhow!("group {g}: {e}"))?;
         file.groups.insert(g.clone(), gf);
     }
+    file.link_s = None;
+    file.link_s_as_published = None;
     if !split.is_empty() {
         file.link_s = Some(fit_link(&file.groups, &split)?);
         let published: Option<BTreeMap<String, GroupFit>> = file
@@ -338,9 +371,62 @@ fn fit(a: FitArgs) -> Result<i32> {
             file.link_s_as_published = Some(fit_link(&p, &split)?);
         }
     }
-    file.save(&a.output)?;
-    print_fit(&file);
-    Ok(0)
+    Ok(())
+}
+
+/// A fit file's runs as the configurations that made them, in its order
+/// (a split run "a+b" of np ranks was np/2 on each group).
+fn sample_configs(f: &FitFile) -> Vec<Config> {
+    f.samples
+        .iter()
+        .filter_map(|(label, s)| {
+            let gs: Vec<&str> = label.split('+').collect();
+            let k = s.np / gs.len() as u32;
+            let parts: Vec<(String, u32)> = gs.iter().map(|g| (g.to_string(), k)).collect();
+            rows_of(f, s.np, s.work_mb).map(|rows| Config { parts, rows })
+        })
+        .collect()
+}
+
+/// The grid's rows of a fitted run of `np` processes with `work_mb` each
+/// (mg's grids are np·(per + 1) − 1 rows, jacobi's np·per).
+fn rows_of(f: &FitFile, np: u32, work_mb: f64) -> Option<u64> {
+    let per_mb = f.n as f64 * f.bytes_per_point / 1e6;
+    let w = (work_mb / per_mb).round() as u64;
+    [w.saturating_sub(1), w].into_iter().find_map(|per| {
+        let rows = total_rows(&f.app, per, np);
+        ((f.work_of(rows, np) - work_mb).abs() <= 1e-9 * work_mb.max(1.0)).then_some(rows)
+    })
+}
+
+/// Each group's fitted run at its largest np0 and larger work per
+/// process, as a configuration to run again, with its time at the fit.
+fn drift_controls(f: &FitFile) -> Vec<(Config, f64)> {
+    let mut out = Vec::new();
+    for g in f.groups.keys() {
+        let best = f
+            .samples
+            .iter()
+            .filter(|(l, s)| l == g && s.np > 1)
+            .map(|p| p.1)
+            .max_by(|x, y| {
+                (x.np, x.work_mb)
+                    .partial_cmp(&(y.np, y.work_mb))
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            });
+        let Some(s) = best else { continue };
+        let found = rows_of(f, s.np, s.work_mb);
+        if let Some(rows) = found {
+            out.push((
+                Config {
+                    parts: vec![(g.clone(), s.np)],
+                    rows,
+                },
+                s.time_s,
+            ));
+        }
+    }
+    out
 }
 
 /// A group's runs in a fit file: (np 1, parallel).
@@ -372,7 +458,9 @@ fn holdout(path: &Path, np0: &[u32]) -> Result<i32> {
             par.into_iter().partition(|s| np0.contains(&s.np));
         let gf = GroupFit::fit(&single, &fit_on)
             .map_err(|e| anyhow::anyhow!("{}: group {g}: {e}", path.display()))?;
-        let pubd = gf.as_published().context("the refit keeps the paper's fit")?;
+        let pubd = gf
+            .as_published()
+            .context("the refit keeps the paper's fit")?;
         let (mut e, mut ep) = (Vec::new(), Vec::new());
         for s in &held {
             let p = gf.predict(s.np, s.work_mb)?.total_s;
@@ -502,13 +590,71 @@ fn budget(fits: &[PathBuf], avail: &str, seconds: f64, iters: u64) -> Result<i32
 }
 
 fn check(a: CheckArgs) -> Result<i32> {
-    let f = FitFile::load(&a.fit)?;
+    let mut f = FitFile::load(&a.fit)?;
     let configs = a
         .configs
         .iter()
         .map(|c| parse_config(c))
         .collect::<Result<Vec<_>>>()?;
     check_rows(&f.app, f.n, &configs)?;
+    // Controls: each group's largest fitted run, again, in the same rounds
+    // as the held-out ones. Their change since the fit is how far this
+    // host drifted between the fit and the check, which no model sees.
+    // With --refit, all of the fit's runs again, and a fit of those.
+    let controls: Vec<(Config, f64)> = if a.refit {
+        let c = sample_configs(&f);
+        if c.len() != f.samples.len() {
+            bail!(
+                "{}: --refit: {} of its {} runs do not map back to a configuration",
+                a.fit.display(),
+                f.samples.len() - c.len(),
+                f.samples.len()
+            );
+        }
+        c.into_iter()
+            .zip(f.samples.iter().map(|s| s.1.time_s))
+            .collect()
+    } else {
+        drift_controls(&f)
+    };
+    let mut all = configs.clone();
+    all.extend(controls.iter().map(|(c, _)| c.clone()));
+    let mut r = Runner::new(&f.spec, &f.app, f.n, a.run.clone())?;
+    let mut times = r.measure(&all)?;
+    let control_times = times.split_off(configs.len());
+    let mut drift = Vec::new();
+    for ((c, at_fit), t) in controls.iter().zip(&control_times) {
+        let now = median(&mut t.clone()).context("no runs")?;
+        let pct = (now / at_fit - 1.0) * 100.0;
+        if !a.refit {
+            println!(
+                "control {:<16} at the fit {:.3} ms, now {:.3} ms: {pct:+.2}% (the host's drift since the fit)",
+                c.label(),
+                at_fit * 1e3,
+                now * 1e3
+            );
+        }
+        drift.push(json!({"config": c.label(), "at_fit_s": at_fit, "now_s": now, "runs_s": t, "drift_pct": pct}));
+    }
+    if a.refit {
+        let groups: Vec<String> = f.groups.keys().cloned().collect();
+        let fit_cfgs: Vec<Config> = controls.iter().map(|c| c.0.clone()).collect();
+        fit_groups(&mut f, &groups, &fit_cfgs, &control_times)?;
+        f.emulation = r.emulation.clone();
+        let mut d: Vec<f64> = drift
+            .iter()
+            .filter_map(|x| x["drift_pct"].as_f64())
+            .collect();
+        let out = refit_path(&a.output);
+        f.save(&out)?;
+        println!(
+            "refit: the fit's {} runs again in the same rounds (median change since the fit {:+.2}%), fit written to {}",
+            fit_cfgs.len(),
+            median(&mut d).unwrap_or(f64::NAN),
+            out.display()
+        );
+        print_fit(&f);
+    }
     let mut predicted = Vec::new();
     for c in &configs {
         predicted.push(
@@ -527,8 +673,6 @@ fn check(a: CheckArgs) -> Result<i32> {
         ),
         None => None,
     };
-    let mut r = Runner::new(&f.spec, &f.app, f.n, a.run.clone())?;
-    let times = r.measure(&configs)?;
     let mut rows = Vec::new();
     let mut max_err: f64 = 0.0;
     let mut max_err_pub: f64 = 0.0;
@@ -580,6 +724,7 @@ fn check(a: CheckArgs) -> Result<i32> {
         "noise": "(max - min) / median of the repeats",
         "configs": rows, "max_err_pct": max_err,
         "max_err_as_published_pct": published.as_ref().map(|_| max_err_pub),
+        "controls": drift, "refit": a.refit,
     });
     std::fs::write(&a.output, serde_json::to_string_pretty(&out)? + "\n")
         .with_context(|| format!("{}: cannot write", a.output.display()))?;
@@ -599,6 +744,59 @@ mod tests {
         assert_eq!(total_rows("jacobi", 128, 4), 512);
         assert_eq!(group_of("a12"), "a");
         assert!(bytes_per_point("cg").is_err());
+    }
+
+    #[test]
+    fn the_drift_control_is_each_groups_largest_fitted_run() {
+        for (app, bpp, n, per, want) in [
+            ("mg", 32.0, 2047, [127u64, 255], "a=4@1023"),
+            ("jacobi", 16.0, 2048, [128, 256], "a=4@1024"),
+        ] {
+            let mut f = FitFile {
+                version: FIT_VERSION,
+                app: app.into(),
+                n,
+                bytes_per_point: bpp,
+                iters: 1,
+                spec: "s".into(),
+                emulation: "clock".into(),
+                groups: BTreeMap::new(),
+                link_s: None,
+                link_s_as_published: None,
+                samples: vec![],
+            };
+            for np in [1u32, 2, 4] {
+                for p in per {
+                    let rows = total_rows(app, p, np);
+                    let s = Sample {
+                        np,
+                        work_mb: f.work_of(rows, np),
+                        time_s: f64::from(np) + p as f64,
+                    };
+                    f.samples.push(("a".into(), s));
+                }
+            }
+            let one = f.samples[0].1;
+            f.groups.insert(
+                "a".into(),
+                GroupFit::fit(
+                    &[one, f.samples[1].1],
+                    &f.samples[2..].iter().map(|x| x.1).collect::<Vec<_>>(),
+                )
+                .expect("fit"),
+            );
+            // Every run maps back to the configuration that made it.
+            let back: Vec<String> = sample_configs(&f).iter().map(Config::label).collect();
+            let made: Vec<String> = [1u32, 2, 4]
+                .iter()
+                .flat_map(|&np| per.map(|p| format!("a={np}@{}", total_rows(app, p, np))))
+                .collect();
+            assert_eq!(back, made, "{app}");
+            let c = drift_controls(&f);
+            assert_eq!(c.len(), 1, "{app}");
+            assert_eq!(c[0].0.label(), want, "{app}");
+            assert_eq!(c[0].1, 4.0 + per[1] as f64, "{app}: its time at the fit");
+        }
     }
 
     #[test]
