@@ -137,7 +137,7 @@ LINES = {
     "risk": r"^quantile plan against",
     "parallel": r"aggregate slowdown",
     "place": r"chosen|headline",
-    "scale": r"max|headline",
+    "scale": r"^max error .*mean|^max error as published",
 }
 
 

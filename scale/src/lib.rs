@@ -149,7 +149,7 @@ pub struct NpFit {
 /// difference of two noisy times at one np0 (jacobi on grid2, clock,
 /// 2026-11-28: γ(np0) ran from −0.03 to +0.49 ms/MB over np0 2..8, where
 /// jacobi's messages do not grow with its rows at all); one γ from all the
-/// samples narrows the spread of the held-out errors by half
+/// samples beat or matched it in 7 of 8 held-out comparisons there
 /// (docs/design/scale.md, "Which term was wrong"). With exactly two np0
 /// at two sizes each it is still a least-squares fit (4 samples, 3
 /// unknowns), not an interpolation.
