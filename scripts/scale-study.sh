@@ -108,8 +108,13 @@ print(f"max error {res['max_err_pct']:.2f}%  mean {res['mean_err_pct']:.2f}%  ma
 if pub:
     print(f"max error as published (gamma of the largest np0) {res['max_err_as_published_pct']:.2f}%  "
           f"mean {res['mean_err_as_published_pct']:.2f}%")
+by = {}
 for k in controls:
-    print(f"control {k['spec']} {k['app']} {k['config']}: {k['drift_pct']:+.2f}% since the fit")
+    by.setdefault((k["spec"], k["app"]), []).append(k["drift_pct"])
+for (spec, app), d in by.items():
+    d.sort()
+    print(f"controls {spec} {app}: {len(d)} fitted configurations run again, change since the fit "
+          f"median {d[len(d) // 2]:+.2f}%, from {d[0]:+.2f} to {d[-1]:+.2f}%")
 print("err: predicted over actual - 1; noise: (max - min) / median of the repeats; control: a fitted "
       "configuration run again with the held-out ones, its change since the fit (the host's drift)")
 PY

@@ -52,6 +52,7 @@ enum ScaleCmd {
     ///
     /// Example: mheta scale predict --fit fit.json --np a=4,b=4 --rows 1023
     Predict {
+        /// The fit file written by `mheta scale fit`.
         #[arg(long)]
         fit: PathBuf,
         /// Processes per group, GROUP=NP[,GROUP=NP].
@@ -64,6 +65,7 @@ enum ScaleCmd {
     /// Scenario 1: the fastest resources for a grid, among up to AVAIL
     /// processes per group; prints every candidate, fastest first.
     Fastest {
+        /// The fit file written by `mheta scale fit`.
         #[arg(long)]
         fit: PathBuf,
         /// Available processes per group, GROUP=NP[,GROUP=NP].
@@ -89,8 +91,10 @@ enum ScaleCmd {
         iters: u64,
     },
     /// Predict held-out configurations, run them (interleaved repeats),
-    /// and write predicted, actual (median), noise floor and error per
-    /// configuration, and max_err_pct, as JSON; optionally an SVG.
+    /// and write predicted, actual (median), noise floor and signed error
+    /// per configuration, the paper's own fit's error on the same runs,
+    /// max_err_pct and the drift controls (each group's largest fitted
+    /// run again, in the same rounds), as JSON; optionally an SVG.
     ///
     /// Example: mheta scale check --fit fit.json --config a=8@1023 --config a=4,b=4@1023 -o scale.json --svg scale.svg
     Check(CheckArgs),
@@ -102,6 +106,7 @@ enum ScaleCmd {
     ///
     /// Example: mheta scale holdout --fit all.json --np0 2,4
     Holdout {
+        /// The fit file written by `mheta scale fit`.
         #[arg(long)]
         fit: PathBuf,
         /// The process counts to fit on; the rest are held out.
@@ -163,6 +168,7 @@ pub struct FitArgs {
 
 #[derive(ClapArgs, Debug)]
 pub struct CheckArgs {
+    /// The fit file written by `mheta scale fit`.
     #[arg(long)]
     fit: PathBuf,
     /// A held-out configuration PARTS@ROWS (`a=8@1023`, `a=4,b=4@1023`).
