@@ -1,0 +1,345 @@
+//! `mheta scale check` and `holdout`: validation. `check` predicts
+//! held-out configurations from a fit, runs them with drift controls (or,
+//! with `--refit`, with all of the fit's runs again) in interleaved
+//! rounds, and writes the errors; `holdout` refits a fit file on a subset
+//! of its process counts and predicts the rest from the same runs.
+
+use super::runner::{Config, Runner, parse_config};
+use super::{CheckArgs, check_rows, fit_groups, group_samples, plot, print_fit, total_rows};
+use anyhow::{Context, Result, bail};
+use mheta_base::median;
+use mheta_scale::{FitFile, GroupFit, Sample};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+/// Where `check --refit` writes its fit: OUTPUT's name with `.refit.json`.
+fn refit_path(output: &Path) -> PathBuf {
+    let stem = output
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "check".into());
+    output.with_file_name(format!("{stem}.refit.json"))
+}
+
+/// A fit file's runs as the configurations that made them, in its order
+/// (a split run "a+b" of np ranks was np/2 on each group).
+fn sample_configs(f: &FitFile) -> Vec<Config> {
+    f.samples
+        .iter()
+        .filter_map(|(label, s)| {
+            let gs: Vec<&str> = label.split('+').collect();
+            let k = s.np / gs.len() as u32;
+            let parts: Vec<(String, u32)> = gs.iter().map(|g| (g.to_string(), k)).collect();
+            rows_of(f, s.np, s.work_mb).map(|rows| Config { parts, rows })
+        })
+        .collect()
+}
+
+/// The grid's rows of a fitted run of `np` processes with `work_mb` each
+/// (mg's grids are np·(per + 1) − 1 rows, jacobi's np·per).
+fn rows_of(f: &FitFile, np: u32, work_mb: f64) -> Option<u64> {
+    let per_mb = f.n as f64 * f.bytes_per_point / 1e6;
+    let w = (work_mb / per_mb).round() as u64;
+    [w.saturating_sub(1), w].into_iter().find_map(|per| {
+        let rows = total_rows(&f.app, per, np);
+        ((f.work_of(rows, np) - work_mb).abs() <= 1e-9 * work_mb.max(1.0)).then_some(rows)
+    })
+}
+
+/// Each group's fitted run at its largest np0 and larger work per
+/// process, as a configuration to run again, with its time at the fit.
+fn drift_controls(f: &FitFile) -> Vec<(Config, f64)> {
+    let mut out = Vec::new();
+    for g in f.groups.keys() {
+        let best = f
+            .samples
+            .iter()
+            .filter(|(l, s)| l == g && s.np > 1)
+            .map(|p| p.1)
+            .max_by(|x, y| {
+                (x.np, x.work_mb)
+                    .partial_cmp(&(y.np, y.work_mb))
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            });
+        let Some(s) = best else { continue };
+        let found = rows_of(f, s.np, s.work_mb);
+        if let Some(rows) = found {
+            out.push((
+                Config {
+                    parts: vec![(g.clone(), s.np)],
+                    rows,
+                },
+                s.time_s,
+            ));
+        }
+    }
+    out
+}
+
+pub(super) fn holdout(path: &Path, np0: &[u32]) -> Result<i32> {
+    let f = FitFile::load(path)?;
+    println!(
+        "{} N={} ({}); fitted on np 1 and np0 {:?}; err: predicted over measured - 1",
+        f.app, f.n, f.emulation, np0
+    );
+    println!(
+        "{:<6} {:>4} {:>9} {:>12} {:>12} {:>8} {:>14}",
+        "group", "np", "work MB", "measured ms", "predicted ms", "err %", "as published %"
+    );
+    let mut any = false;
+    for g in f.groups.keys() {
+        let (single, par) = group_samples(&f, g);
+        let (fit_on, held): (Vec<Sample>, Vec<Sample>) =
+            par.into_iter().partition(|s| np0.contains(&s.np));
+        let gf = GroupFit::fit(&single, &fit_on)
+            .map_err(|e| anyhow::anyhow!("{}: group {g}: {e}", path.display()))?;
+        let pubd = gf
+            .as_published()
+            .context("the refit keeps the paper's fit")?;
+        let (mut e, mut ep) = (Vec::new(), Vec::new());
+        for s in &held {
+            let p = gf.predict(s.np, s.work_mb)?.total_s;
+            let q = pubd.predict(s.np, s.work_mb)?.total_s;
+            let (x, y) = ((p / s.time_s - 1.0) * 100.0, (q / s.time_s - 1.0) * 100.0);
+            println!(
+                "{g:<6} {:>4} {:>9.3} {:>12.3} {:>12.3} {:>+8.2} {:>+14.2}",
+                s.np,
+                s.work_mb,
+                s.time_s * 1e3,
+                p * 1e3,
+                x,
+                y
+            );
+            e.push(x.abs());
+            ep.push(y.abs());
+        }
+        if e.is_empty() {
+            println!("{g:<6} no runs at other np to hold out");
+            continue;
+        }
+        any = true;
+        let stat = |v: &[f64]| {
+            (
+                v.iter().copied().fold(0.0, f64::max),
+                v.iter().sum::<f64>() / v.len() as f64,
+            )
+        };
+        let ((m, a), (mp, ap)) = (stat(&e), stat(&ep));
+        println!(
+            "{g:<6} held out {}: max {m:.2}% mean {a:.2}%; as published: max {mp:.2}% mean {ap:.2}%",
+            e.len()
+        );
+    }
+    if !any {
+        bail!(
+            "{}: no run at an np outside --np0 {np0:?} to hold out",
+            path.display()
+        );
+    }
+    Ok(0)
+}
+
+pub(super) fn check(a: CheckArgs) -> Result<i32> {
+    let mut f = FitFile::load(&a.fit)?;
+    let configs = a
+        .configs
+        .iter()
+        .map(|c| parse_config(c))
+        .collect::<Result<Vec<_>>>()?;
+    check_rows(&f.app, f.n, &configs)?;
+    // Controls: each group's largest fitted run, again, in the same rounds
+    // as the held-out ones. Their change since the fit is how far this
+    // host drifted between the fit and the check, which no model sees.
+    // With --refit, all of the fit's runs again, and a fit of those.
+    let controls: Vec<(Config, f64)> = if a.refit {
+        let c = sample_configs(&f);
+        if c.len() != f.samples.len() {
+            bail!(
+                "{}: --refit: {} of its {} runs do not map back to a configuration",
+                a.fit.display(),
+                f.samples.len() - c.len(),
+                f.samples.len()
+            );
+        }
+        c.into_iter()
+            .zip(f.samples.iter().map(|s| s.1.time_s))
+            .collect()
+    } else {
+        drift_controls(&f)
+    };
+    let mut all = configs.clone();
+    all.extend(controls.iter().map(|(c, _)| c.clone()));
+    let mut r = Runner::new(&f.spec, &f.app, f.n, a.run.clone())?;
+    let mut times = r.measure(&all)?;
+    let control_times = times.split_off(configs.len());
+    let mut drift = Vec::new();
+    for ((c, at_fit), t) in controls.iter().zip(&control_times) {
+        let now = median(&mut t.clone()).context("no runs")?;
+        let pct = (now / at_fit - 1.0) * 100.0;
+        if !a.refit {
+            println!(
+                "control {:<16} at the fit {:.3} ms, now {:.3} ms: {pct:+.2}% (the host's drift since the fit)",
+                c.label(),
+                at_fit * 1e3,
+                now * 1e3
+            );
+        }
+        drift.push(json!({"config": c.label(), "at_fit_s": at_fit, "now_s": now, "runs_s": t, "drift_pct": pct}));
+    }
+    if a.refit {
+        let groups: Vec<String> = f.groups.keys().cloned().collect();
+        let fit_cfgs: Vec<Config> = controls.iter().map(|c| c.0.clone()).collect();
+        fit_groups(&mut f, &groups, &fit_cfgs, &control_times)?;
+        f.emulation = r.emulation.clone();
+        let mut d: Vec<f64> = drift
+            .iter()
+            .filter_map(|x| x["drift_pct"].as_f64())
+            .collect();
+        let out = refit_path(&a.output);
+        f.save(&out)?;
+        println!(
+            "refit: the fit's {} runs again in the same rounds (median change since the fit {:+.2}%), fit written to {}",
+            fit_cfgs.len(),
+            median(&mut d).unwrap_or(f64::NAN),
+            out.display()
+        );
+        print_fit(&f);
+    }
+    let mut predicted = Vec::new();
+    for c in &configs {
+        predicted.push(
+            f.predict(&c.parts, c.rows)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", c.label()))?,
+        );
+    }
+    // The paper's own fit of c, d and γ (γ of the largest np0) on the same
+    // samples, when the fit file keeps it.
+    let published: Option<Vec<f64>> = match f.as_published() {
+        Some(p) => Some(
+            configs
+                .iter()
+                .map(|c| p.predict(&c.parts, c.rows))
+                .collect::<std::result::Result<_, _>>()?,
+        ),
+        None => None,
+    };
+    let mut rows = Vec::new();
+    let mut max_err: f64 = 0.0;
+    let mut max_err_pub: f64 = 0.0;
+    let signed = |p: f64, actual: f64| (p - actual) / actual * 100.0;
+    println!(
+        "{:<16} {:>12} {:>12} {:>8} {:>8} {:>14}",
+        "config", "predicted ms", "actual ms", "err %", "noise %", "as published %"
+    );
+    for (i, ((c, p), t)) in configs.iter().zip(&predicted).zip(&times).enumerate() {
+        let actual = median(&mut t.clone()).context("no runs")?;
+        let lo = t.iter().copied().fold(f64::MAX, f64::min);
+        let hi = t.iter().copied().fold(0.0, f64::max);
+        let noise = (hi - lo) / actual * 100.0;
+        let err = signed(*p, actual);
+        max_err = max_err.max(err.abs());
+        let pubd = published.as_ref().map(|v| v[i]);
+        let err_pub = pubd.map(|q| signed(q, actual));
+        if let Some(e) = err_pub {
+            max_err_pub = max_err_pub.max(e.abs());
+        }
+        println!(
+            "{:<16} {:>12.3} {:>12.3} {:>+8.2} {:>8.2} {:>14}",
+            c.label(),
+            p * 1e3,
+            actual * 1e3,
+            err,
+            noise,
+            err_pub.map_or("-".into(), |e| format!("{e:+.2}"))
+        );
+        rows.push(json!({
+            "config": c.label(), "np": c.np(), "rows": c.rows, "n": f.n,
+            "work_mb": f.work_of(c.rows, c.np()),
+            "predicted_s": p, "actual_s": actual, "runs_s": t,
+            "noise_pct": noise, "error_pct": err.abs(), "signed_error_pct": err,
+            "predicted_as_published_s": pubd, "error_as_published_pct": err_pub,
+        }));
+    }
+    println!("max error {max_err:.2}% (err: predicted over actual - 1, eqs. 2-4 fitted together)");
+    if published.is_some() {
+        println!(
+            "as published (c, d through the per-np0 alpha, gamma of the largest np0): max error {max_err_pub:.2}%"
+        );
+    }
+    let out = json!({
+        "app": f.app, "n": f.n, "fit": a.fit, "spec": f.spec,
+        "emulation": r.emulation, "fit_emulation": f.emulation,
+        "iters": a.run.iters, "repeat": a.run.repeat,
+        "time": "median seconds per iteration over interleaved repeats",
+        "noise": "(max - min) / median of the repeats",
+        "configs": rows, "max_err_pct": max_err,
+        "max_err_as_published_pct": published.as_ref().map(|_| max_err_pub),
+        "controls": drift, "refit": a.refit,
+    });
+    std::fs::write(&a.output, serde_json::to_string_pretty(&out)? + "\n")
+        .with_context(|| format!("{}: cannot write", a.output.display()))?;
+    if let Some(svg) = &a.svg {
+        plot::draw(svg, &out)?;
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mheta_scale::FIT_VERSION;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn the_drift_control_is_each_groups_largest_fitted_run() {
+        for (app, bpp, n, per, want) in [
+            ("mg", 32.0, 2047, [127u64, 255], "a=4@1023"),
+            ("jacobi", 16.0, 2048, [128, 256], "a=4@1024"),
+        ] {
+            let mut f = FitFile {
+                version: FIT_VERSION,
+                app: app.into(),
+                n,
+                bytes_per_point: bpp,
+                iters: 1,
+                spec: "s".into(),
+                emulation: "clock".into(),
+                groups: BTreeMap::new(),
+                link_s: None,
+                link_s_as_published: None,
+                samples: vec![],
+            };
+            for np in [1u32, 2, 4] {
+                for p in per {
+                    let rows = total_rows(app, p, np);
+                    let s = Sample {
+                        np,
+                        work_mb: f.work_of(rows, np),
+                        time_s: f64::from(np) + p as f64,
+                    };
+                    f.samples.push(("a".into(), s));
+                }
+            }
+            let one = f.samples[0].1;
+            f.groups.insert(
+                "a".into(),
+                GroupFit::fit(
+                    &[one, f.samples[1].1],
+                    &f.samples[2..].iter().map(|x| x.1).collect::<Vec<_>>(),
+                )
+                .expect("fit"),
+            );
+            // Every run maps back to the configuration that made it.
+            let back: Vec<String> = sample_configs(&f).iter().map(Config::label).collect();
+            let made: Vec<String> = [1u32, 2, 4]
+                .iter()
+                .flat_map(|&np| per.map(|p| format!("a={np}@{}", total_rows(app, p, np))))
+                .collect();
+            assert_eq!(back, made, "{app}");
+            let c = drift_controls(&f);
+            assert_eq!(c.len(), 1, "{app}");
+            assert_eq!(c[0].0.label(), want, "{app}");
+            assert_eq!(c[0].1, 4.0 + per[1] as f64, "{app}: its time at the fit");
+        }
+    }
+}
