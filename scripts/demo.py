@@ -72,7 +72,7 @@ def report(d):
     print(f"   {auto['app']} --n {auto['n']}, {auto['iters']} iterations on {auto['cluster']}: "
           f"{auto['np']} ranks at CPU power {' : '.join(f'{x:g}' for x in powers)}")
     print(f"   per iteration (median); predicted: the model inside the --auto run, "
-          f"on its {inst['end'] - inst['start']} recorded iterations")
+          f"its {inst['end'] - inst['start']} recorded iterations each replayed on the rows, their median")
     print(f"   {'':<26}{'rows':>12}{'predicted ms':>14}{'measured ms':>13}{'error':>8}{'noise':>8}{'speed-up':>10}")
 
     def row(name, rows, p, m, base, noise=None):
@@ -92,6 +92,11 @@ def report(d):
         row(f"re-plan {i} ({what})", r["chosen_dist"], r["predicted_chosen_s"], r["measured_chosen_s"], base)
     print("   noise: the window's own floor, the spread of the medians of its three thirds "
           "(how far this host's speed wandered inside it)")
+    if a.get("predicted_chosen_point_s"):
+        print(f"   MHETA's one iteration (the replay of the recorded iterations' median): Block "
+              f"{ms(a['predicted_from_point_s'])} ms ({error(a['predicted_from_point_s'], base).strip()}), "
+              f"after the move {ms(a['predicted_chosen_point_s'])} ms "
+              f"({error(a['predicted_chosen_point_s'], a['measured_chosen_s']).strip()})")
     for name, p, m, nz in (("Block", a["predicted_from_s"], base, a.get("noise_from_pct")),
                            ("after the move", a["predicted_chosen_s"], a["measured_chosen_s"],
                             a.get("noise_chosen_pct"))):

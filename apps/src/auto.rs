@@ -28,8 +28,17 @@ pub struct AutoReport {
     /// Did the run move to `chosen_dist`, and why (or why not).
     pub moved: bool,
     pub reason: String,
+    /// Predicted iteration time on `from_dist` and on `chosen_dist`: the
+    /// median of the recorded iterations replayed one by one under each
+    /// (`Model::predict_iterations`; with fewer than 3 recorded, the
+    /// replay of their median).
     pub predicted_from_s: f64,
     pub predicted_chosen_s: f64,
+    /// The replay of the recorded iterations' median on each (MHETA's one
+    /// iteration, `Model::predict`): the slowest rank's median, which a
+    /// run of close ranks exceeds.
+    pub predicted_from_point_s: f64,
+    pub predicted_chosen_point_s: f64,
     /// Predicted gain over the remaining iterations, and the predicted
     /// cost of the move (`mheta_model::redist`).
     pub remaining_iters: u64,
@@ -186,6 +195,8 @@ pub(crate) fn auto_report(plan: &mheta_runtime::RunPlan, from: Dist, remaining: 
         reason,
         predicted_from_s: plan.predicted_current_s,
         predicted_chosen_s: pc,
+        predicted_from_point_s: plan.point_current_s,
+        predicted_chosen_point_s: plan.point_chosen_s,
         remaining_iters: remaining,
         predicted_gain_s: gain,
         predicted_move_s: cost,

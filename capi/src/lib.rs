@@ -411,10 +411,12 @@ fn plan(st: &mut State, remaining: u64) -> Result<(mheta_runtime::RunPlan, CStri
         "moved": plan.dist != st.dist,
         "plan_s": t.elapsed().as_secs_f64(),
         "predicted_from_s": plan.predicted_current_s,
+        "predicted_from_point_s": plan.point_current_s,
     });
     if let (Some(f), Some(d), Some(c)) = (&plan.found, &plan.decision, &plan.cost) {
         j["chosen_dist"] = serde_json::json!(f.dist);
         j["predicted_chosen_s"] = serde_json::json!(f.predicted_s);
+        j["predicted_chosen_point_s"] = serde_json::json!(plan.point_chosen_s);
         j["reason"] = serde_json::json!(d.reason);
         j["predicted_gain_s"] = serde_json::json!(d.gain_s);
         j["predicted_move_s"] = serde_json::json!(c.total_s);

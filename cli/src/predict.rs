@@ -80,6 +80,9 @@ pub struct PredictArgs {
 struct Found {
     dist: Dist,
     sp: StochPrediction,
+    /// Each recorded iteration replayed under `dist`: their median and
+    /// the times (None with fewer than 3 recorded).
+    each: Option<(f64, Vec<f64>)>,
     src: Dist,
     cost: mheta_model::redist::MoveCost,
     from_s: f64,
@@ -91,6 +94,7 @@ pub fn main(a: PredictArgs) -> Result<i32> {
     let (m, prof) = a.model.model(a.mode, a.iters)?;
     let d = Dist::parse(&a.dist, m.ranks(), m.rows())?;
     let sp = mheta_model::risk::predict_stochastic(&m, &d)?;
+    let each = m.predict_iterations(&d)?;
     let src = match &a.from {
         Some(f) => Dist::parse(f, m.ranks(), m.rows())?,
         None => Dist(m.app.dist.clone()),
@@ -102,6 +106,7 @@ pub fn main(a: PredictArgs) -> Result<i32> {
     let f = Found {
         dist: d,
         sp,
+        each,
         src,
         cost,
         from_s,
@@ -150,6 +155,8 @@ fn json(a: &PredictArgs, m: &Model, f: &Found) -> serde_json::Value {
         "per_iteration_s": p.per_iteration_s,
         "total_s": p.per_iteration_s * a.iters as f64,
         "ranks": p.ranks,
+        "iterations_median_s": f.each.as_ref().map(|e| e.0),
+        "iterations_s": f.each.as_ref().map(|e| &e.1),
         "load": m.load.as_ref().filter(|_| a.model.load.is_some()),
         "per_iteration": load_desc::json(f.sp.per_iteration),
         "total": load_desc::json(f.sp.total(a.iters)),
@@ -188,6 +195,13 @@ fn text(a: &PredictArgs, m: &Model, f: &Found) {
         p.per_iteration_s,
         p.per_iteration_s * iters as f64
     );
+    if let Some((med, v)) = &f.each {
+        println!(
+            "each of the {} recorded iterations replayed: median {med:.6} s ({:+.1}% over the replay of their median)",
+            v.len(),
+            (med / p.per_iteration_s - 1.0) * 100.0
+        );
+    }
     if let (Some(l), Some(s)) = (&a.model.load, &m.load) {
         let (it, tot) = (f.sp.per_iteration, f.sp.total(iters));
         println!(

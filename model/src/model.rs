@@ -424,6 +424,44 @@ impl Model {
         self.replay(d, None, self.laps())
     }
 
+    /// The median over the recorded iterations of each one replayed under
+    /// `d` (every rank's compute steps as in its recorded iteration `j`,
+    /// scaled to `d` as [`Model::predict`] scales the median), with the
+    /// per-iteration times in recorded order; None when a rank recorded
+    /// fewer than 3 iterations of one shape.
+    ///
+    /// Beyond MHETA: the paper prices one iteration from one recorded
+    /// program per rank, here the median over the recorded ones, so the
+    /// prediction is the slowest rank's median. A run's median iteration
+    /// is the median over its iterations of the slowest rank in each;
+    /// when ranks are close, which rank is slowest changes from one
+    /// iteration to the next and that median is the larger one (the
+    /// expected maximum of jittered times exceeds the maximum of their
+    /// centres). Replaying the recorded iterations keeps each one's
+    /// ranks together, so their correlation is the recorded one, and
+    /// costs one evaluation per recorded iteration.
+    pub fn predict_iterations(&self, d: &Dist) -> Result<Option<(f64, Vec<f64>)>, ModelError> {
+        let k = self
+            .programs
+            .iter()
+            .map(|p| p.compute_by_iter.iter().map(Vec::len).max().unwrap_or(0))
+            .min()
+            .unwrap_or(0);
+        if k < 3 {
+            return Ok(None);
+        }
+        d.check(self.ranks(), self.rows())?;
+        let times = (0..k)
+            .map(|j| {
+                replay::Replay::new(self, d, None, self.laps())?
+                    .iteration(j)
+                    .run()
+                    .map(|p| p.per_iteration_s)
+            })
+            .collect::<Result<Vec<f64>, _>>()?;
+        Ok(mheta_base::median(&mut times.clone()).map(|m| (m, times)))
+    }
+
     /// One iteration under `d` replayed from a common start, as MHETA's
     /// section 4 prices it: its equations' own reading, which the unit
     /// tests check by hand. [`Model::predict`] differs only where

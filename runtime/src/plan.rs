@@ -21,8 +21,17 @@ pub struct RunPlan {
     pub dist: Dist,
     /// GBS result (rank 0's; other ranks get the distribution only).
     pub found: Option<Found>,
-    /// Predicted iteration time of the distribution that was instrumented.
+    /// Predicted iteration time of the distribution that was instrumented:
+    /// the median of the recorded iterations replayed one by one
+    /// ([`Model::predict_iterations`]), or the replay of their median
+    /// with fewer than 3 recorded. GBS's `found.predicted_s` is the same
+    /// figure for its choice.
     pub predicted_current_s: f64,
+    /// The replay of the recorded iterations' median ([`Model::predict`],
+    /// MHETA's one iteration) on the instrumented distribution and on
+    /// GBS's choice (rank 0's; 0 elsewhere).
+    pub point_current_s: f64,
+    pub point_chosen_s: f64,
     /// Predicted cost of moving to GBS's choice (rank 0's).
     pub cost: Option<MoveCost>,
     /// Whether to move and why (rank 0's; every rank gets `dist`).
@@ -61,6 +70,8 @@ pub fn plan_in_run(
         dist: Dist(Vec::new()),
         found: None,
         predicted_current_s: 0.0,
+        point_current_s: 0.0,
+        point_chosen_s: 0.0,
         cost: None,
         decision: None,
         predicted_busy_s: Vec::new(),
@@ -74,7 +85,14 @@ pub fn plan_in_run(
             p,
         };
         match plan_at_root(&traces, &inputs) {
-            Ok((f, cur, c, busy_now, busy_chosen)) => {
+            Ok(Planned {
+                found: f,
+                current_s: cur,
+                cost: c,
+                busy_now,
+                busy_chosen,
+                point,
+            }) => {
                 let d = redist::decide(cur, f.predicted_s, c.total_s, remaining);
                 msg.push(1);
                 let to = if d.moved { &f.dist } else { &app.dist };
@@ -83,6 +101,7 @@ pub fn plan_in_run(
                 }
                 plan.predicted_busy_s = if d.moved { busy_chosen } else { busy_now };
                 plan.predicted_current_s = cur;
+                (plan.point_current_s, plan.point_chosen_s) = point;
                 plan.found = Some(f);
                 plan.cost = Some(c);
                 plan.decision = Some(d);
@@ -112,9 +131,20 @@ struct Inputs<'a> {
     p: usize,
 }
 
-/// GBS's choice, the current prediction, the move's cost, and the busy
-/// times on the current and on the chosen distribution.
-type Planned = (Found, f64, MoveCost, Vec<f64>, Vec<f64>);
+/// Rank 0's plan.
+struct Planned {
+    /// GBS's choice, its `predicted_s` the median of the recorded
+    /// iterations replayed on it where there are 3 or more.
+    found: Found,
+    /// The same figure on the current distribution.
+    current_s: f64,
+    cost: MoveCost,
+    /// The busy times on the current and on the chosen distribution.
+    busy_now: Vec<f64>,
+    busy_chosen: Vec<f64>,
+    /// The replay of the median iteration on the current and the chosen.
+    point: (f64, f64),
+}
 
 /// Rank 0's plan: the model of the traces on the profile (under the
 /// sensed CPU slowdowns, Figueira and Berman eq. 1), GBS, and the move's cost.
@@ -133,11 +163,25 @@ fn plan_at_root(traces: &[mheta_trace::RankTrace], x: &Inputs) -> Result<Planned
     }
     let now = Dist(x.app.dist.clone());
     let cur = m.predict(&now).map_err(|e| e.to_string())?;
-    let f = search::gbs(&m).map_err(|e| e.to_string())?;
+    let mut f = search::gbs(&m).map_err(|e| e.to_string())?;
     let to = Dist(f.dist.clone());
     let c = m.move_cost(&now, &to);
     let chosen = m.predict(&to).map_err(|e| e.to_string())?;
-    Ok((f, cur.per_iteration_s, c, busy(&cur), busy(&chosen)))
+    let point = (cur.per_iteration_s, f.predicted_s);
+    let each = |d: &Dist, at: f64| -> Result<f64, String> {
+        let it = m.predict_iterations(d).map_err(|e| e.to_string())?;
+        Ok(it.map_or(at, |(med, _)| med))
+    };
+    let current_s = each(&now, point.0)?;
+    f.predicted_s = each(&to, point.1)?;
+    Ok(Planned {
+        found: f,
+        current_s,
+        cost: c,
+        busy_now: busy(&cur),
+        busy_chosen: busy(&chosen),
+        point,
+    })
 }
 
 /// Rank 0's status and distribution (`msg`), to every rank

@@ -218,6 +218,7 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
         });
         if std::env::var_os("MHETA_DEBUG_TIMES").is_some() {
             mine["cpu_shares"] = json!(log.shares);
+            mine["stage_times_s"] = json!(log.stage_s);
         }
         mine
     }

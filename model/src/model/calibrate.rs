@@ -143,6 +143,7 @@ mod tests {
             spin_s: 0.0,
             wake_s: 0.0,
             stage_io_s: Vec::new(),
+            compute_by_iter: Vec::new(),
             reduce_tooks,
             send_waits_s: Vec::new(),
         }

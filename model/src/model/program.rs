@@ -113,6 +113,12 @@ pub struct Program {
     /// [`Model::calibrate_collectives`](super::Model::calibrate_collectives) learns the rank's handshake
     /// latency from.
     pub send_waits_s: Vec<f64>,
+    /// Per step (by index into `steps`): a compute step's seconds in each
+    /// recorded iteration, in order (empty for other steps, and for all
+    /// when fewer than 3 iterations of the same shape were recorded).
+    /// What [`Model::predict_iterations`](super::Model::predict_iterations)
+    /// replays one iteration at a time.
+    pub compute_by_iter: Vec<Vec<f64>>,
 }
 
 /// A gap after a failed test longer than this is a sleep, not a spin.
@@ -225,6 +231,7 @@ impl Program {
         };
         let (steps, scaled_s, unscaled_s) = median_steps(&progs);
         Program {
+            compute_by_iter: compute_by_iter(&progs),
             reduce_tooks: reduce_tooks(&progs, &steps),
             steps,
             scaled_s,
@@ -305,6 +312,27 @@ fn median_steps(progs: &[Program]) -> (Vec<Step>, f64, f64) {
         }
     }
     (steps, scaled_s, unscaled_s)
+}
+
+/// [`Program::compute_by_iter`] of iterations of the same shape: each
+/// compute step's seconds in each of them (none with fewer than 3).
+fn compute_by_iter(progs: &[Program]) -> Vec<Vec<f64>> {
+    if progs.len() < 3 {
+        return Vec::new();
+    }
+    let out: Vec<Vec<f64>> = (0..progs[0].steps.len())
+        .map(|k| match progs[0].steps[k] {
+            Step::Compute { .. } => progs
+                .iter()
+                .map(|p| match p.steps[k] {
+                    Step::Compute { s, .. } => s,
+                    _ => 0.0,
+                })
+                .collect(),
+            _ => Vec::new(),
+        })
+        .collect();
+    out
 }
 
 /// Per full-world collective of `steps`, its time in each iteration.
@@ -649,6 +677,7 @@ impl Reading {
             stage_io_s,
             reduce_tooks: Vec::new(),
             send_waits_s: self.send_waits_s,
+            compute_by_iter: Vec::new(),
         }
         .with_own_tooks()
     }

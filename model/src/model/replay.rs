@@ -106,6 +106,9 @@ pub(super) struct Replay<'a> {
     n_at_reduce: usize,
     /// Collectives completed so far (the index into `collective_s`).
     nth_collective: usize,
+    /// Replay recorded iteration `j`'s computation instead of the median
+    /// over the recorded iterations ([`Model::predict_iterations`]).
+    iteration: Option<usize>,
 }
 
 impl<'a> Replay<'a> {
@@ -151,7 +154,16 @@ impl<'a> Replay<'a> {
             at_reduce: vec![None; p],
             n_at_reduce: 0,
             nth_collective: 0,
+            iteration: None,
         })
+    }
+
+    /// The same replay with every rank's computation as in its recorded
+    /// iteration `j` (each compute step's own seconds then), where the
+    /// rank recorded it.
+    pub(super) fn iteration(mut self, j: usize) -> Replay<'a> {
+        self.iteration = Some(j);
+        self
     }
 
     /// Step every rank as far as it can go, round after round, until all
@@ -198,12 +210,19 @@ impl<'a> Replay<'a> {
     /// Rank `i`'s current step; false when it must wait for another rank.
     fn step(&mut self, i: usize) -> bool {
         let m = self.m;
-        let step = &m.programs[i].steps[self.pc[i] % self.len[i]];
+        let k = self.pc[i] % self.len[i];
+        let step = &m.programs[i].steps[k];
         if !matches!(step, Step::Compute { .. } | Step::StageEnd(_)) {
             self.stage_acc[i] = 0.0;
         }
         match step {
-            Step::Compute { s, scaled, level } => self.compute(i, *s, *scaled, *level),
+            Step::Compute { s, scaled, level } => {
+                let s = self
+                    .iteration
+                    .and_then(|j| m.programs[i].compute_by_iter.get(k)?.get(j))
+                    .unwrap_or(s);
+                self.compute(i, *s, *scaled, *level)
+            }
             Step::StageEnd(k) => self.stage_end(i, *k as usize),
             Step::Send(to, mode) => self.send(i, to, *mode),
             Step::Recv(from) => return self.receive_all(i, std::slice::from_ref(from), true),
