@@ -73,11 +73,17 @@ study accuracy-real "MHETA accuracy, 2 ranks, real compute, 5 runs per point" \
     "real: real compute, no clock (--cpu-emulation paced: one core per rank; a rank at CPU power 1 is not slowed, a slower one sleeps out the rest)" -- \
     STUDY_CPU=real STUDY_NP=2 STUDY_CLUSTERS="DC uniform" STUDY_APPS="jacobi cg sor lanczos mg" \
     scripts/accuracy-study.sh "$out/accuracy-real/work" 5
+# HY1 (rank 0 at CPU power 0.5, rank 1 with a fast disk and 8 MB, so out
+# of core at most points): about 40 minutes, cg's out-of-core runs most.
+study accuracy-real-hy1 "MHETA accuracy, 2 ranks, real compute, HY1, 5 runs per point" \
+    "real: real compute, no clock (paced: rank 0 at CPU power 0.5 sleeps out the rest); rank 1's disk paced at io_factor 0.5 and its memory held to 8 MB by a memory cgroup" -- \
+    STUDY_CPU=real STUDY_NP=2 STUDY_CLUSTERS=HY1 STUDY_APPS="jacobi cg sor lanczos mg" \
+    scripts/accuracy-study.sh "$out/accuracy-real-hy1/work" 5
 # Real compute across two emulated hosts, one rank each (DC's powers):
-# about 6 minutes with the profile measured across them.
+# about 10 minutes with the profile measured across them.
 study accuracy-real-hosts "MHETA accuracy, real compute, one rank on each of two emulated hosts, 5 runs per point" \
     "real: real compute, no clock (paced: h1 at CPU power 0.5 sleeps out the rest); hosts: network namespaces, 1 Gbit/s shaped links" -- \
-    STUDY_CPU=real STUDY_NP=2 STUDY_CLUSTERS=netdc2 STUDY_APPS="jacobi sor cg" \
+    STUDY_CPU=real STUDY_NP=2 STUDY_CLUSTERS=netdc2 STUDY_APPS="jacobi cg sor lanczos mg" \
     scripts/accuracy-study.sh "$out/accuracy-real-hosts/work" 5
 # Across hosts: jacobi and cg on net4 and jacobi on netcpu4 in the quick
 # form, both apps on both in the full one.

@@ -85,4 +85,38 @@ fn main() {
             );
         }
     }
+    growth();
+}
+
+/// One evaluation at P = 1024 over one at P = 256, per trace, timed
+/// interleaved (the fastest of 9 batches each): linear growth is 4, the
+/// all-reduce's log P rounds add to it, quadratic growth is 16
+/// (`tests/growth.rs` guards the jacobi figure).
+fn growth() {
+    let model = |p: u32| {
+        let traces: Vec<_> = (0..p)
+            .map(|r| jacobi_trace(r, p, 1_000_000 + (r as u64 * 7919 % 13) * 150_000, 8 * 1026))
+            .collect();
+        let m = Model::new(&traces, app(vec![64; p as usize]), &profile(p)).expect("model");
+        (m, Dist::block(p as usize, 64 * p as u64))
+    };
+    let batch = |(m, d): &(Model, Dist), reps: usize| {
+        let t = Instant::now();
+        for _ in 0..reps {
+            black_box(m.predict(black_box(d)).expect("predict"));
+        }
+        t.elapsed().as_secs_f64() / reps as f64
+    };
+    let (small, large) = (model(256), model(1024));
+    let (mut s, mut l) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..9 {
+        s = s.min(batch(&small, 40));
+        l = l.min(batch(&large, 10));
+    }
+    println!(
+        "growth, jacobi: P=1024 {:.1} us over P=256 {:.1} us = {:.2} (interleaved, fastest of 9 batches each; linear 4, quadratic 16)",
+        l * 1e6,
+        s * 1e6,
+        l / s
+    );
 }

@@ -227,7 +227,11 @@ impl Model {
             self.net_slow.clear();
         } else {
             self.cpu_slow = load.cpu.iter().map(|s| s.mean).collect();
-            self.net_slow = load.net.iter().map(|s| s.mean).collect();
+            // The load lists pairs as `src * P + dst`; the replay reads
+            // them by `Net::k`.
+            self.net_slow = (0..load.net.len())
+                .map(|k| load.net[self.net.row_major(k)].mean)
+                .collect();
         }
         self.load = Some(load);
         self

@@ -52,7 +52,11 @@ fn fewer_than_three_iterations_give_none() {
         rank(1, &[1_000_000, 1_200_000]),
     ];
     let m = Model::new(&traces, app(vec![100, 100]), &profile(2)).unwrap();
-    assert!(m.predict_iterations(&Dist(vec![100, 100])).unwrap().is_none());
+    assert!(
+        m.predict_iterations(&Dist(vec![100, 100]))
+            .unwrap()
+            .is_none()
+    );
     // A distribution that does not fit is an error, as for `predict`.
     let traces = [rank(0, &[1_000_000; 3]), rank(1, &[1_000_000; 3])];
     let m = Model::new(&traces, app(vec![100, 100]), &profile(2)).unwrap();
