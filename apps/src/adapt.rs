@@ -7,14 +7,19 @@
 //! The check costs one `MPI_Allreduce` of three doubles every [`WINDOW`]
 //! iterations (a few microseconds against iterations of milliseconds).
 //! Each rank keeps its own iteration times and its busy times (its time
-//! inside stages: computation and I/O, not waiting), and holds the
-//! median busy time of the window against the model's prediction for its
-//! rows: `r_i = measured_i / predicted_i`. A drift is a window in which
-//! these ratios have come apart, `max r / min r` more than the threshold
-//! above 1 (`--replan-threshold`, default [`DEFAULT_THRESHOLD_PCT`] %),
-//! among the ranks predicted at least a fifth of the busiest rank's time
-//! (a rank with a sliver of rows has a busy time of noise). Two windows in
-//! a row trigger a re-plan.
+//! inside stages: computation and I/O, not waiting), and holds each
+//! iteration's busy time against the model's prediction for its rows:
+//! `r_i = measured_i / predicted_i`. Over its last [`CI_ITERS`] such
+//! ratios a rank has their median and a distribution-free 95% confidence
+//! interval of it ([`median_ci`]): its own noise, measured. A drift is a
+//! check at which these intervals have come apart: the highest lower
+//! bound over the lowest upper bound more than the threshold above 1
+//! (`--replan-threshold`, default [`DEFAULT_THRESHOLD_PCT`] %), among the
+//! ranks predicted at least a fifth of the busiest rank's time (a rank
+//! with a sliver of rows has a busy time of noise). A rank whose busy
+//! time wanders widely from iteration to iteration has a wide interval
+//! and needs a larger change to count. Two checks in a row trigger a
+//! re-plan.
 //!
 //! - One node slowed by another job: its `r` rises, the others' do not.
 //! - A plan from a disturbed window: the rank that looked slow while it
@@ -30,12 +35,11 @@
 //! The same allreduce carries the slowest rank's median iteration time,
 //! reported beside the expected one.
 //!
-//! Why 25%: it is well above the model's error on a faithful emulation
-//! (`mheta experiment`, docs/RESULTS.md) and well below the 2x a new job
-//! on a rank's core makes. On a VM whose vCPUs are themselves time-shared,
-//! a rank's speed wanders by itself between windows, and a tighter
-//! threshold re-plans on that wandering and chases it
-//! (`scripts/auto-speedup.sh` compares the whole runs).
+//! Why 10% beyond the intervals: the noise is in the intervals; what is
+//! left is the least change worth a re-recording, a plan and a move, and
+//! above the model's own error on a rank's busy time (a few percent,
+//! docs/design/fidelity.md); well below the 2x a new job on a rank's core
+//! makes.
 
 //! Iterations predicted shorter than [`MIN_WATCHED_S`] are not watched: a
 //! window of them is a few milliseconds, which one scheduler tick or
@@ -43,13 +47,14 @@
 //! such a recording is as noisy as the disturbance it reacts to.
 //!
 //! Expected times: the model's predictions for the distribution in force,
-//! right after a plan. If the first window after a re-plan still drifts
+//! right after a plan. If the first check after a re-plan (the first
+//! with [`CI_ITERS`] iterations behind it) still drifts
 //! (the model does not match this run even on a fresh recording), the
 //! watch takes the measured times as the expected ones from then on, so
 //! that it reacts to the next change instead of re-planning for ever.
 //!
 //! A re-plan that made things worse is undone ([`Revert`]): when the
-//! first window after a re-plan's move still drifts and its iteration
+//! first check after a re-plan's move still drifts and its window's iteration
 //! time is more than [`REVERT_PCT`] % above the one measured on the old
 //! distribution in the window that triggered the re-plan, and that loss
 //! over the remaining iterations exceeds what the move took, the run
@@ -68,8 +73,12 @@ use serde::Serialize;
 
 /// Iterations per check.
 pub const WINDOW: usize = 5;
-/// Default `--replan-threshold`, percent.
-pub const DEFAULT_THRESHOLD_PCT: f64 = 25.0;
+/// Iterations of busy-time ratios each rank's interval is taken over
+/// (the last ones, at every check).
+pub const CI_ITERS: usize = 15;
+/// Default `--replan-threshold`, percent: how far apart the ranks'
+/// intervals must be.
+pub const DEFAULT_THRESHOLD_PCT: f64 = 10.0;
 /// Shortest predicted iteration time that is watched, seconds.
 pub const MIN_WATCHED_S: f64 = 2e-3;
 /// Iterations left alone after a plan (the move and the one after it).
@@ -88,8 +97,12 @@ pub struct Drift {
     pub measured_s: f64,
     pub expected_s: f64,
     /// Largest over smallest ratio of a rank's measured busy time to the
-    /// model's, in that window.
+    /// model's (the medians over the last [`CI_ITERS`] iterations).
     pub busy_spread: f64,
+    /// The highest lower bound of those medians' 95% intervals over the
+    /// lowest upper bound: how far apart the ranks were beyond their own
+    /// noise (what the threshold holds).
+    pub busy_ci_gap: f64,
 }
 
 /// A re-plan undone: its first window ran slower than the distribution it
@@ -128,8 +141,11 @@ pub struct Watch {
     from: u64,
     window: Vec<f64>,
     busy: Vec<f64>,
+    /// This rank's last [`CI_ITERS`] ratios of measured to predicted busy
+    /// time.
+    ratios: std::collections::VecDeque<f64>,
     strikes: u32,
-    /// The first window after a re-plan decides whether to calibrate.
+    /// The first check after a re-plan decides whether to calibrate.
     after_replan: bool,
     /// The iteration time (every rank's) and this rank's busy time
     /// measured in the window that triggered the re-plan under way.
@@ -165,6 +181,22 @@ pub fn rerecord_len(first: u64, count: u64, left: u64) -> u64 {
     first.min(left / 4).max(count)
 }
 
+/// The median of `v` and a distribution-free 95% confidence interval of
+/// it: the order statistics k and n - 1 - k of the sorted values, k =
+/// ⌊n/2 − 0.98·√n⌋ (the normal approximation to the binomial count of
+/// values below the median; at n = 15, the 4th and 12th, 96.5%). None
+/// with fewer than 6 values.
+pub fn median_ci(v: &[f64]) -> Option<(f64, f64, f64)> {
+    let n = v.len();
+    if n < 6 {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let k = ((n as f64 / 2.0 - 0.98 * (n as f64).sqrt()).floor().max(0.0)) as usize;
+    Some((s[k], median(&mut s)?, s[n - 1 - k]))
+}
+
 impl Watch {
     pub fn new(threshold: f64) -> Watch {
         Watch {
@@ -174,6 +206,7 @@ impl Watch {
             from: 0,
             window: Vec::with_capacity(WINDOW),
             busy: Vec::with_capacity(WINDOW),
+            ratios: std::collections::VecDeque::with_capacity(CI_ITERS),
             strikes: 0,
             after_replan: false,
             before: None,
@@ -215,6 +248,7 @@ impl Watch {
         self.from = it + 1 + SETTLE;
         self.window.clear();
         self.busy.clear();
+        self.ratios.clear();
         self.strikes = 0;
         self.after_replan = replan;
         self.revert_cost = moved.filter(|_| replan);
@@ -234,6 +268,7 @@ impl Watch {
         self.from = it + 1 + SETTLE;
         self.window.clear();
         self.busy.clear();
+        self.ratios.clear();
         self.strikes = 0;
         self.after_replan = false;
         self.revert_cost = None;
@@ -257,6 +292,12 @@ impl Watch {
         }
         self.window.push(secs);
         self.busy.push(busy);
+        if let Some(b) = self.my_busy {
+            if self.ratios.len() == CI_ITERS {
+                self.ratios.pop_front();
+            }
+            self.ratios.push_back(busy / b);
+        }
         if self.window.len() < WINDOW {
             return None;
         }
@@ -264,23 +305,30 @@ impl Watch {
         let my_busy = median(&mut self.busy).expect("a full window");
         self.window.clear();
         self.busy.clear();
-        // Max of: the iteration time, this rank's measured over predicted
-        // busy time, and minus that (ranks outside the check send what
+        // Max of: the iteration time, this rank's median ratio of measured
+        // over predicted busy time and the lower bound of its interval,
+        // and minus those and minus the upper bound (ranks outside the
+        // check, and ranks without enough iterations yet, send what
         // leaves the max alone).
-        let r = self.my_busy.map(|b| my_busy / b);
-        let send = match r {
-            Some(r) => [mine, r, -r],
-            None => [mine, 0.0, f64::MIN],
+        let ci = (self.ratios.len() >= CI_ITERS)
+            .then(|| median_ci(self.ratios.make_contiguous()))
+            .flatten();
+        let send = match ci {
+            Some((lo, r, hi)) => [mine, r, -r, lo, -hi],
+            None => [mine, 0.0, f64::MIN, 0.0, f64::MIN],
         };
-        let mut got = [0.0f64; 3];
+        let mut got = [0.0f64; 5];
         world.all_reduce_into(&send[..], &mut got[..], SystemOperation::max());
-        let (measured, r_max, r_min) = (got[0], got[1], -got[2]);
-        let busy_spread = if r_min > 0.0 && r_max > 0.0 {
-            r_max / r_min
-        } else {
-            1.0
-        };
-        let drifting = busy_spread - 1.0 > self.threshold;
+        let (measured, r_max, r_min, lo_max, hi_min) = (got[0], got[1], -got[2], got[3], -got[4]);
+        let ratio = |a: f64, b: f64| if a > 0.0 && b > 0.0 { a / b } else { 1.0 };
+        let busy_spread = ratio(r_max, r_min);
+        let busy_ci_gap = ratio(lo_max, hi_min);
+        if got[4] == f64::MIN {
+            // No rank has its interval yet: nothing to judge, and the
+            // first judgement after a re-plan is still to come.
+            return None;
+        }
+        let drifting = busy_ci_gap - 1.0 > self.threshold;
         let after_replan = std::mem::take(&mut self.after_replan);
         let cost = self.revert_cost.take();
         if after_replan
@@ -303,6 +351,7 @@ impl Watch {
             if self.my_busy.is_some() {
                 self.my_busy = Some(my_busy);
             }
+            self.ratios.clear();
             return None;
         }
         self.strikes = if drifting { self.strikes + 1 } else { 0 };
@@ -317,6 +366,7 @@ impl Watch {
                 measured_s: measured,
                 expected_s: expected,
                 busy_spread,
+                busy_ci_gap,
             })
         })
     }
@@ -346,6 +396,22 @@ mod tests {
         assert!(revert_pays(0.0206, 0.026, 0.03, 6));
         // Faster: never.
         assert!(!revert_pays(0.026, 0.0206, 0.0, 1000));
+    }
+
+    #[test]
+    fn the_median_interval_is_the_order_statistics_of_the_binomial() {
+        // n = 15: k = floor(7.5 - 0.98 * 3.873) = 3, the 4th and 12th.
+        let v: Vec<f64> = (1..=15).rev().map(f64::from).collect();
+        assert_eq!(median_ci(&v), Some((4.0, 8.0, 12.0)));
+        // Its coverage: P(4 <= #below the median <= 11) of Binomial(15, 1/2).
+        let c = |k: u64| (0..k).fold(1.0, |a, i| a * (15 - i) as f64 / (i + 1) as f64);
+        let cover: f64 = (4..=11).map(c).sum::<f64>() / 2f64.powi(15);
+        assert!((cover - 0.965).abs() < 0.001, "{cover}");
+        assert_eq!(median_ci(&[1.0; 5]), None);
+        // One outlier moves neither bound far.
+        let mut w = vec![1.0; 14];
+        w.push(100.0);
+        assert_eq!(median_ci(&w), Some((1.0, 1.0, 1.0)));
     }
 }
 

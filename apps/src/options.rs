@@ -101,12 +101,14 @@ pub struct Common {
         conflicts_with = "auto"
     )]
     pub move_to: Option<String>,
-    /// With --auto: when the ranks' busy times (median of 5 iterations
-    /// each, time in stages) measured over the model's predictions have
-    /// come apart by more than this many percent (largest ratio over
-    /// smallest) twice in a row, record again (as many iterations as the
-    /// first plan had, at most a quarter of those left), re-plan,
-    /// and move again if it pays. 0 turns it off.
+    /// With --auto: when the ranks' busy times (time in stages) measured
+    /// over the model's predictions have come apart beyond their own
+    /// noise, record again (as many iterations as the first plan had, at
+    /// most a quarter of those left), re-plan, and move again if it pays.
+    /// Every 5 iterations each rank takes the median of its last 15
+    /// ratios and that median's 95% interval; a drift is the highest
+    /// lower bound more than this many percent above the lowest upper
+    /// bound, at two checks in a row. 0 turns it off.
     #[arg(long, value_name = "PCT", default_value_t = adapt::DEFAULT_THRESHOLD_PCT)]
     pub replan_threshold: f64,
     /// With --auto, how a drift is answered: `record` (record a few
