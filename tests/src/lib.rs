@@ -191,3 +191,22 @@ pub fn mpi4py_quick_same(mpi: &str, np: usize) {
     assert_eq!(ran.len(), 6, "{text}");
     assert!(ran.iter().all(|&n| n >= 100), "{text}");
 }
+
+/// The MPI calls one iteration of `tests/fortran/ring.f90` makes on
+/// `rank`, in order: the ring's non-blocking exchange and sendrecv, the
+/// even ranks' send before receive (the odd ones' receive first), then
+/// the collectives.
+pub fn fortran_ring_ops(rank: u32) -> Vec<mheta_trace::Op> {
+    use mheta_trace::Op;
+    let send_recv = if rank % 2 == 0 {
+        [Op::Send, Op::Recv]
+    } else {
+        [Op::Recv, Op::Send]
+    };
+    [
+        vec![Op::Irecv, Op::Isend, Op::Waitall, Op::Sendrecv],
+        send_recv.to_vec(),
+        vec![Op::Bcast, Op::Reduce, Op::Allreduce],
+    ]
+    .concat()
+}

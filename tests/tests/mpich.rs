@@ -6,7 +6,7 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
-use mheta_tests::{bin, fails, last_json, ok, root, scratch};
+use mheta_tests::{bin, fails, fortran_ring_ops, last_json, ok, root, scratch};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -197,19 +197,7 @@ fn mpich_fortran_calls_are_recorded_once() {
         assert_eq!(t.iterations.len(), 3, "rank {rank}");
         let ops: Vec<mheta_trace::Op> =
             t.iterations[0].events.iter().filter_map(|e| e.op).collect();
-        use mheta_trace::Op;
-        let send_recv = if rank == 0 {
-            [Op::Send, Op::Recv]
-        } else {
-            [Op::Recv, Op::Send]
-        };
-        let want = [
-            vec![Op::Irecv, Op::Isend, Op::Waitall, Op::Sendrecv],
-            send_recv.to_vec(),
-            vec![Op::Bcast, Op::Reduce, Op::Allreduce],
-        ]
-        .concat();
-        assert_eq!(ops, want, "rank {rank}");
+        assert_eq!(ops, fortran_ring_ops(rank), "rank {rank}");
     }
     // Persistent requests, the whole run as one iteration.
     let dir = scratch("mpich-fortran-persist");
