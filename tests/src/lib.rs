@@ -198,7 +198,7 @@ pub fn mpi4py_quick_same(mpi: &str, np: usize) {
 /// the collectives.
 pub fn fortran_ring_ops(rank: u32) -> Vec<mheta_trace::Op> {
     use mheta_trace::Op;
-    let send_recv = if rank % 2 == 0 {
+    let send_recv = if rank.is_multiple_of(2) {
         [Op::Send, Op::Recv]
     } else {
         [Op::Recv, Op::Send]
