@@ -4,7 +4,7 @@
 //! that pays: another job arrived on a node (Figueira and Berman's time-shared
 //! nodes), or the first plan came from a disturbed window.
 //!
-//! The check costs one `MPI_Allreduce` of three doubles every [`WINDOW`]
+//! The check costs one `MPI_Allreduce` of five doubles every [`WINDOW`]
 //! iterations (a few microseconds against iterations of milliseconds).
 //! Each rank keeps its own iteration times and its busy times (its time
 //! inside stages: computation and I/O, not waiting), and holds each
