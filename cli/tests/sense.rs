@@ -88,16 +88,21 @@ fn a_hog_halves_availability_and_idle_is_near_one() {
     assert!(loaded.cores[0].samples.len() >= 10);
     assert!(loaded.load.is_none());
     // Anything else on this host that runs on core 0 only lowers its
-    // availability: of up to three idle readings, the greatest.
+    // availability, and this VM's host takes a vCPU away for seconds at
+    // a time (the greatest of three idle readings in a row has read 0.67):
+    // of up to six idle readings half a second apart, the greatest.
     let mut idle = sense_core0(&f, &["--ranks", "0:0,1"]);
-    for _ in 0..2 {
+    let mut seen = vec![idle.cores[0].summary.dist.mean];
+    for _ in 0..5 {
         if idle.cores[0].summary.dist.mean > 0.8 {
             break;
         }
+        std::thread::sleep(std::time::Duration::from_millis(500));
         idle = sense_core0(&f, &["--ranks", "0:0,1"]);
+        seen.push(idle.cores[0].summary.dist.mean);
     }
     let m = idle.cores[0].summary.dist.mean;
-    assert!(m > 0.8, "idle: availability {m} (the greatest of three)");
+    assert!(m > 0.8, "idle: availability {m} (readings {seen:?})");
     // The load object: a LoadSpec with one node, our ranks, the mixture.
     let load = idle.load.expect("load object");
     assert_eq!(load.nodes.len(), 1);
