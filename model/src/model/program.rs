@@ -320,7 +320,7 @@ fn compute_by_iter(progs: &[Program]) -> Vec<Vec<f64>> {
     if progs.len() < 3 {
         return Vec::new();
     }
-    let out: Vec<Vec<f64>> = (0..progs[0].steps.len())
+    (0..progs[0].steps.len())
         .map(|k| match progs[0].steps[k] {
             Step::Compute { .. } => progs
                 .iter()
@@ -331,8 +331,7 @@ fn compute_by_iter(progs: &[Program]) -> Vec<Vec<f64>> {
                 .collect(),
             _ => Vec::new(),
         })
-        .collect();
-    out
+        .collect()
 }
 
 /// Per full-world collective of `steps`, its time in each iteration.
