@@ -109,7 +109,7 @@ study move-rate "Redistribution across a 1 Gbit/s link, beside a TCP stream" \
 study auto-speedup "--auto against Block and the static ideal (jacobi, het2)" \
     "spin: one core per rank, rank 1 at CPU power 0.5" -- \
     scripts/auto-speedup.sh "$rounds"
-for s in slowdown risk parallel; do
+for s in slowdown risk parallel hog; do
     study "$s" "$s study" "see the table's emulation line" -- \
         STUDY_QUICK=$sq "scripts/$s-study.sh" "$out/$s/work"
 done

@@ -136,6 +136,7 @@ LINES = {
     "stochastic": r"^bursty: coverage",
     "risk": r"^quantile plan against",
     "parallel": r"aggregate slowdown",
+    "hog": r"^--auto under a hog",
     "place": r"chosen|headline",
     "scale": r"^max error .*mean|^max error as published",
 }

@@ -82,7 +82,7 @@ pub const DEFAULT_THRESHOLD_PCT: f64 = 10.0;
 /// Shortest predicted iteration time that is watched, seconds.
 pub const MIN_WATCHED_S: f64 = 2e-3;
 /// Iterations left alone after a plan (the move and the one after it).
-const SETTLE: u64 = 2;
+pub const SETTLE: u64 = 2;
 /// A re-plan whose first window runs this many percent slower than the
 /// old distribution did is undone (if that pays).
 pub const REVERT_PCT: f64 = 5.0;
@@ -154,6 +154,9 @@ pub struct Watch {
     revert_cost: Option<f64>,
     /// Re-plan after this many iterations (a re-recording is under way).
     pub replan_at: Option<u64>,
+    /// The last check's iteration time (every rank's) and this rank's
+    /// busy time.
+    last: Option<(f64, f64)>,
 }
 
 /// Seconds since the Unix epoch (0 on a clock set before it).
@@ -212,6 +215,7 @@ impl Watch {
             before: None,
             revert_cost: None,
             replan_at: None,
+            last: None,
         }
     }
 
@@ -274,6 +278,19 @@ impl Watch {
         self.revert_cost = None;
     }
 
+    /// Expect what the last check measured from now on (the model misses
+    /// this run, and a re-plan would not do better).
+    pub fn accept(&mut self) {
+        if let Some((t, busy)) = self.last {
+            self.expected = Some(t);
+            if self.my_busy.is_some() {
+                self.my_busy = Some(busy);
+            }
+        }
+        self.ratios.clear();
+        self.strikes = 0;
+    }
+
     /// Iteration `it` of `iters` took `secs` here, `busy` of it inside
     /// stages. Every [`WINDOW`] watched iterations this is collective (one
     /// allreduce); returns the drift when a re-plan is due, or the revert
@@ -328,6 +345,7 @@ impl Watch {
             // first judgement after a re-plan is still to come.
             return None;
         }
+        self.last = Some((measured, my_busy));
         let drifting = busy_ci_gap - 1.0 > self.threshold;
         let after_replan = std::mem::take(&mut self.after_replan);
         let cost = self.revert_cost.take();
@@ -347,11 +365,7 @@ impl Watch {
         if after_replan && drifting {
             // The model misses this run even on a fresh recording: watch
             // for change from what was measured.
-            self.expected = Some(measured);
-            if self.my_busy.is_some() {
-                self.my_busy = Some(my_busy);
-            }
-            self.ratios.clear();
+            self.accept();
             return None;
         }
         self.strikes = if drifting { self.strikes + 1 } else { 0 };
@@ -412,111 +426,5 @@ mod tests {
         let mut w = vec![1.0; 14];
         w.push(100.0);
         assert_eq!(median_ci(&w), Some((1.0, 1.0, 1.0)));
-    }
-}
-
-/// Change of a rank's sensed CPU slowdown, against the one the plan in
-/// force assumed, that plans again from the sensed load, percent.
-pub const SENSE_PCT: f64 = 15.0;
-
-/// The in-run CPU sensor (Figueira and Berman's local slowdown, measured where the
-/// job runs): a rank's *CPU share in its stages*, the thread CPU time it
-/// got over the wall time its stages took. A rank alone on its core gets
-/// about 1 (less where its stages wait on a disk or an emulation's
-/// pacing, which the ratio to the recorded share takes out); with k
-/// CPU-bound jobs beside it, 1/(k + 1). Its cost: two `clock_gettime`
-/// calls per stage (about 50 ns against stages of milliseconds) and,
-/// at a drift only, one `MPI_Allgather` of two doubles.
-///
-/// [`sensed_slowdowns`] turns the shares of the last window into each
-/// rank's CPU slowdown against the share it had while its trace was
-/// recorded, `base / share` (MHETA's computation times then scale by it,
-/// Figueira and Berman eq. 1), with the spread of the window's per-iteration ratios
-/// as its sd (Schopf and Berman's stochastic value).
-pub fn stage_share(cpu_s: f64, wall_s: f64) -> Option<f64> {
-    (wall_s > 1e-6 && cpu_s > 0.0).then(|| (cpu_s / wall_s).min(1.0))
-}
-
-/// The median of the defined shares of iterations `range`.
-pub fn median_share(shares: &[Option<f64>], range: std::ops::Range<u64>) -> Option<f64> {
-    let mut v: Vec<f64> = range
-        .filter_map(|i| shares.get(i as usize).copied().flatten())
-        .collect();
-    median(&mut v)
-}
-
-/// Every rank's CPU slowdown since its base share: over the iterations
-/// `window`, median ± sd of `base / share` per iteration (collective: one
-/// allgather). A rank without a share in the window or a base counts as
-/// unchanged (1 ± 0).
-pub fn sensed_slowdowns(
-    world: &SimpleCommunicator,
-    base: Option<f64>,
-    shares: &[Option<f64>],
-    window: std::ops::Range<u64>,
-) -> Vec<mheta_model::stoch::Stoch> {
-    let ratios: Vec<f64> = match base {
-        Some(b) => window
-            .filter_map(|i| shares.get(i as usize).copied().flatten())
-            .map(|s| b / s)
-            .collect(),
-        None => Vec::new(),
-    };
-    let mine = if ratios.is_empty() {
-        [1.0, 0.0]
-    } else {
-        // The median as the centre: a window that straddles a job's
-        // arrival is judged by most of its iterations.
-        let n = ratios.len() as f64;
-        let mean = ratios.iter().sum::<f64>() / n;
-        let var = ratios.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / n;
-        let mut sorted = ratios.clone();
-        [
-            median(&mut sorted).expect("ratios is not empty"),
-            var.sqrt(),
-        ]
-    };
-    let mut all = vec![0.0f64; 2 * world.size() as usize];
-    world.all_gather_into(&mine[..], &mut all[..]);
-    all.chunks_exact(2)
-        .map(|c| mheta_model::stoch::Stoch::new(c[0], c[1]))
-        .collect()
-}
-
-/// Whether the sensed slowdowns differ from the ones in force (`applied`,
-/// 1 where none) by more than [`SENSE_PCT`] on some rank.
-pub fn load_changed(sensed: &[mheta_model::stoch::Stoch], applied: &[f64]) -> bool {
-    sensed.iter().enumerate().any(|(i, s)| {
-        let a = applied.get(i).copied().unwrap_or(1.0);
-        (s.mean / a - 1.0).abs() * 100.0 > SENSE_PCT
-    })
-}
-
-#[cfg(test)]
-mod sense_tests {
-    use super::*;
-
-    #[test]
-    fn shares_and_changes() {
-        assert_eq!(stage_share(0.5, 1.0), Some(0.5));
-        assert_eq!(stage_share(1.2, 1.0), Some(1.0));
-        assert_eq!(stage_share(0.0, 1.0), None);
-        let sh = [
-            Some(1.0),
-            Some(0.9),
-            None,
-            Some(0.5),
-            Some(0.52),
-            Some(0.48),
-        ];
-        // Two defined shares: the mean of the middle two (mheta_base::median).
-        assert_eq!(median_share(&sh, 0..3), Some(0.95));
-        assert_eq!(median_share(&sh, 3..6), Some(0.5));
-        assert_eq!(median_share(&sh, 2..3), None);
-        use mheta_model::stoch::Stoch;
-        let s = [Stoch::new(2.0, 0.1), Stoch::new(1.0, 0.0)];
-        assert!(load_changed(&s, &[1.0, 1.0]));
-        assert!(!load_changed(&s, &[1.9, 1.0]));
-        assert!(load_changed(&[Stoch::new(1.0, 0.0)], &[2.0]));
     }
 }

@@ -86,14 +86,19 @@ pub struct AutoReport {
     pub reverted: Option<adapt::Revert>,
     /// A plan made on the sensed load, without recording again: each
     /// rank's CPU slowdown since its trace was recorded, mean ± sd
-    /// (`adapt::sensed_slowdowns`).
+    /// (`sensor::LoadWatch`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sensed_slowdown: Option<Vec<mheta_model::stoch::Stoch>>,
+    /// The change of load this plan answered (the load watch's finding).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load_change: Option<crate::sensor::LoadChange>,
 }
 
 /// One plan with the model and GBS on the latest recorded iterations
-/// (collective), and the move if it pays. `decl.dist` becomes the
-/// distribution in force, so a re-plan models the rows the trace saw.
+/// (collective), and the move if it pays. On a fresh recording
+/// (`sensed` None) `decl.dist` becomes the distribution in force, the
+/// rows the trace saw; a plan on sensed slowdowns prices the trace on
+/// disk, recorded on `decl.dist`, from the distribution in force.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn plan_and_move<K: Kernel, F: Fn(&Ctx) -> Result<K>>(
     world: &SimpleCommunicator,
@@ -106,13 +111,16 @@ pub(crate) fn plan_and_move<K: Kernel, F: Fn(&Ctx) -> Result<K>>(
     recorded: std::ops::Range<u64>,
     sensed: Option<Vec<mheta_model::stoch::Stoch>>,
 ) -> Result<AutoReport> {
-    declare_dist(ctx, decl)?;
+    if sensed.is_none() {
+        declare_dist(ctx, decl)?;
+    }
     let t0 = Instant::now();
     let at_unix_s = adapt::unix_now();
     let remaining = iters - (it + 1);
     let plan = mheta_runtime::plan_in_run(
         world,
         decl,
+        &ctx.dist,
         &mheta_runtime::trace_dir(),
         profile,
         remaining,
@@ -217,6 +225,7 @@ pub(crate) fn auto_report(plan: &mheta_runtime::RunPlan, from: Dist, remaining: 
         replans: Vec::new(),
         reverted: None,
         sensed_slowdown: None,
+        load_change: None,
     }
 }
 

@@ -10,11 +10,10 @@ use crate::options::{Checked, check};
 use crate::storage::Storage;
 use crate::{
     Common, Ctx, Kernel, READ_NS, Resolved, STAGE_CPU_NS, STAGE_NS, Scratch, WRITE_NS, adapt,
-    agree, checkpoint, emulate, make_scratch, touches,
+    agree, checkpoint, emulate, make_scratch, sensor, touches,
 };
 use anyhow::{Context, Result};
 use mheta_model::Dist;
-use mheta_model::stoch::Stoch;
 use mheta_trace::AppDecl;
 use mpi::collective::Root;
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -184,22 +183,31 @@ struct Log {
     read_s: Vec<f64>,
     write_s: Vec<f64>,
     shares: Vec<Option<f64>>,
+    /// With the load watch, what it reads per iteration: the main
+    /// thread's CPU availability, CPU time over CPU time plus run-queue
+    /// delay (schedstat), or without schedstat the stage share; and the
+    /// last schedstat reading.
+    avail: Vec<Option<f64>>,
+    last_sched: Option<mheta_base::os::Schedstat>,
+    /// The time the load watch's readings took, seconds (its overhead).
+    sensor_s: f64,
     /// The main thread's CPU time and run-queue delay over the main loop
     /// (None without schedstats): what the host gave the run, measured.
     sched: Option<mheta_base::os::Schedstat>,
 }
 
-/// `--auto` between iterations: this rank's CPU share while the trace in
-/// use was recorded; the slowdowns the plan in force was made with (none:
-/// as recorded); sensed slowdowns for the next plan; the report; the
-/// watch that re-plans on drift.
+/// `--auto` between iterations: the report; the watch that re-plans on
+/// drift; the load watch (`--replan-on sensed`) and a load change it saw,
+/// for the next plan; the iterations the trace on disk holds.
 #[derive(Default)]
 struct AutoState {
-    base_share: Option<f64>,
-    applied: Vec<f64>,
-    pending_sensed: Option<Vec<Stoch>>,
     report: Option<AutoReport>,
     watch: Option<adapt::Watch>,
+    load: Option<sensor::LoadWatch>,
+    pending: Option<(sensor::LoadChange, Vec<f64>)>,
+    /// The last load check saw a change under way, not yet beyond noise.
+    load_moving: bool,
+    trace_iters: std::ops::Range<u64>,
     /// A re-recording under way began at this iteration.
     rerecord_from: Option<u64>,
 }
@@ -282,6 +290,10 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
             .as_ref()
             .filter(|_| s.job.c.replan_threshold > 0.0)
             .map(|_| adapt::Watch::new(s.job.c.replan_threshold / 100.0));
+        let load = watch
+            .as_ref()
+            .filter(|_| s.job.c.replan_on == "sensed")
+            .map(|_| sensor::LoadWatch::default());
         if s.job.ck.auto.is_some() {
             // `--auto` plans on every iteration recorded before it.
             mheta_runtime::markers::record_until_done();
@@ -297,6 +309,7 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
             touch_at,
             log: Log::default(),
             auto: AutoState {
+                load,
                 watch,
                 ..AutoState::default()
             },
@@ -349,7 +362,17 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
         log.stage_s.push(stage);
         let stage_cpu = since(&STAGE_CPU_NS, c0);
         log.stage_cpu_s.push(stage_cpu);
-        log.shares.push(adapt::stage_share(stage_cpu, stage));
+        log.shares.push(sensor::stage_share(stage_cpu, stage));
+        if self.auto.load.is_some() {
+            let t = Instant::now();
+            let now = mheta_base::os::thread_schedstat();
+            log.avail.push(match now {
+                Some(_) => sensor::availability(log.last_sched.as_ref(), now.as_ref()),
+                None => sensor::stage_share(stage_cpu, stage),
+            });
+            log.last_sched = now;
+            log.sensor_s += t.elapsed().as_secs_f64();
+        }
         log.read_s.push(since(&READ_NS, r0));
         log.write_s.push(since(&WRITE_NS, w0));
         Ok(())
@@ -395,30 +418,31 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
     }
 
     /// `--auto`: plan with the model inside the job (on the sensed
-    /// slowdowns when the sensor asked for it, else on a fresh
+    /// slowdowns when the load watch saw a change, else on a fresh
     /// recording: every iteration from the instrumented ones to this one,
-    /// or those recorded again), move if it pays, and tell the watch what
-    /// to expect.
+    /// or those recorded again), move if it pays, and tell the watches
+    /// what to expect.
     fn plan(&mut self, it: u64, replan_now: bool) -> Result<()> {
         // The recording ends here; its trace is on disk on every rank.
         mheta_runtime::markers::recording_done();
         let auto = &mut self.auto;
-        let sensed = auto.pending_sensed.take();
-        let inst = mheta_runtime::instrumented_iterations();
-        let recorded = match auto.rerecord_from.take() {
-            Some(from) if replan_now => from..it + 1,
-            _ => inst.start..it + 1,
-        };
-        if let Some(s) = &sensed {
-            auto.applied = s.iter().map(|x| x.mean).collect();
-        } else {
-            // A plan on a fresh recording: the sensor's base is the share
-            // this rank had while it was recorded.
-            auto.base_share = adapt::median_share(&self.log.shares, recorded.clone());
-            auto.applied.clear();
+        let pending = auto.pending.take();
+        if pending.is_none() {
+            let inst = mheta_runtime::instrumented_iterations();
+            auto.trace_iters = match auto.rerecord_from.take() {
+                Some(from) if replan_now => from..it + 1,
+                _ => inst.start..it + 1,
+            };
+        }
+        let from = it + 1 + adapt::SETTLE;
+        if let Some(l) = auto.load.as_mut() {
+            match &pending {
+                Some((c, _)) => l.applied(&c.to, from),
+                None => l.recorded(&self.log.avail, auto.trace_iters.clone(), from),
+            }
         }
         let profile = &self.job.ck.auto.as_ref().context("no --auto")?.1;
-        let r = plan_and_move(
+        let mut r = plan_and_move(
             self.job.world,
             &mut self.slot,
             &mut self.mover,
@@ -426,9 +450,10 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
             &mut self.decl,
             profile,
             (it, self.job.ck.todo),
-            recorded,
-            sensed,
+            auto.trace_iters.clone(),
+            pending.as_ref().map(|(c, sd)| c.slowdowns(sd)),
         )?;
+        r.load_change = pending.map(|(c, _)| c);
         if r.moved {
             self.moved.push(it);
         }
@@ -449,23 +474,43 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
         Ok(())
     }
 
-    /// The watch's look at iteration `it`: a drift asks the sensor or
-    /// records again to re-plan; a re-plan that did worse is reverted.
+    /// After iteration `it`: the load watch's check (a change of load
+    /// plans at once on the sensed slowdowns), then the drift watch's
+    /// look (a drift records again to re-plan, unless a rank is
+    /// time-shared or its load is moving; a re-plan that did worse is
+    /// reverted).
     fn watch(&mut self, it: u64) -> Result<()> {
         let iters = self.job.ck.todo;
         let Some(w) = self.auto.watch.as_mut() else {
             return Ok(());
         };
-        let (t, stage) = (self.log.times[it as usize], self.log.stage_s[it as usize]);
-        let mut verdict = w.observe(self.job.world, it, iters, t, stage);
-        if self.job.c.replan_on == "sensed"
-            && let Some(adapt::Verdict::Drift(drift)) = &verdict
-            && self.sensed_replan(it, drift)
+        if w.replan_at.is_none()
+            && let Some(l) = self.auto.load.as_mut()
+            && let Some(s) = l.check(self.job.world, it, &self.log.avail)
         {
-            verdict = None;
+            self.auto.load_moving = s.moving;
+            if let Some(c) = s.change
+                && it + 1 + adapt::WINDOW as u64 <= iters
+            {
+                self.auto.pending = Some(c);
+                return self.plan(it, true);
+            }
         }
+        let (t, stage) = (self.log.times[it as usize], self.log.stage_s[it as usize]);
+        let verdict = w.observe(self.job.world, it, iters, t, stage);
         let inst = mheta_runtime::instrumented_iterations();
+        let held = self
+            .auto
+            .load
+            .as_ref()
+            .map(|l| (l.time_shared(), self.auto.load_moving));
         match verdict {
+            // Never record while a rank is time-shared: the plan in force
+            // priced its load, and the drift is the model's miss under it;
+            // expect what is measured.
+            Some(adapt::Verdict::Drift(_)) if held.is_some_and(|(shared, _)| shared) => w.accept(),
+            // While a rank's load is moving, the load watch decides.
+            Some(adapt::Verdict::Drift(_)) if held.is_some_and(|(_, moving)| moving) => {}
             Some(adapt::Verdict::Drift(drift))
                 if it + 1 + inst.end + adapt::WINDOW as u64 <= iters =>
             {
@@ -479,9 +524,7 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
                 });
                 let from = it + 1 + inst.start;
                 let len = adapt::rerecord_len(first, inst.end - inst.start, iters - from);
-                if let Some(w) = self.auto.watch.as_mut() {
-                    w.replan_at = Some(from + len);
-                }
+                w.replan_at = Some(from + len);
                 self.auto.rerecord_from = Some(from);
                 self.rerecorded.extend(from..from + len);
                 if let Some(a) = self.auto.report.as_mut() {
@@ -492,31 +535,6 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
             _ => {}
         }
         Ok(())
-    }
-
-    /// With `--replan-on sensed`, a drift asks the in-run sensor first:
-    /// has a rank's CPU share changed since its trace was recorded
-    /// (another job came or went)? Then the next iteration plans on the
-    /// sensed slowdowns, without recording again (true).
-    fn sensed_replan(&mut self, it: u64, drift: &adapt::Drift) -> bool {
-        if it + 2 + adapt::WINDOW as u64 > self.job.ck.todo {
-            return false;
-        }
-        let window = (it + 1).saturating_sub(adapt::WINDOW as u64)..it + 1;
-        let a = &mut self.auto;
-        let sensed =
-            adapt::sensed_slowdowns(self.job.world, a.base_share, &self.log.shares, window);
-        if !adapt::load_changed(&sensed, &a.applied) {
-            return false;
-        }
-        if let Some(w) = a.watch.as_mut() {
-            w.replan_at = Some(it + 2);
-        }
-        a.pending_sensed = Some(sensed);
-        if let Some(r) = a.report.as_mut() {
-            r.drifts.push(drift.clone());
-        }
-        true
     }
 
     /// Back to the distribution the last re-plan left.

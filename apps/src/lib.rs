@@ -32,6 +32,7 @@ pub mod farm;
 pub mod grid;
 pub mod harmonic;
 pub mod mpiio;
+pub mod sensor;
 pub mod storage;
 pub mod touches;
 
@@ -153,7 +154,7 @@ pub static READ_NS: AtomicU64 = AtomicU64::new(0);
 pub static WRITE_NS: AtomicU64 = AtomicU64::new(0);
 pub(crate) static STAGE_NS: AtomicU64 = AtomicU64::new(0);
 /// This rank's thread CPU time in stages (the in-run CPU sensor,
-/// [`adapt::stage_share`]).
+/// [`sensor::stage_share`]).
 pub(crate) static STAGE_CPU_NS: AtomicU64 = AtomicU64::new(0);
 
 /// What a kernel reports about its storage.

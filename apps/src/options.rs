@@ -111,12 +111,18 @@ pub struct Common {
     /// bound, at two checks in a row. 0 turns it off.
     #[arg(long, value_name = "PCT", default_value_t = adapt::DEFAULT_THRESHOLD_PCT)]
     pub replan_threshold: f64,
-    /// With --auto, how a drift is answered: `record` (record a few
-    /// iterations again and plan on them) or `sensed` (when a rank's CPU
-    /// share in its stages has changed by more than 15% since its trace
-    /// was recorded, plan at once on the sensed slowdowns with Figueira and Berman's
-    /// model, without recording; otherwise record).
-    #[arg(long, value_name = "HOW", default_value = "record", value_parser = ["record", "sensed"])]
+    /// With --auto, how changes are answered. `sensed` (default): every 5
+    /// iterations a load watch holds each rank's CPU availability (its
+    /// thread's CPU time over the time it was runnable, from schedstat)
+    /// against the one it had while its trace was recorded; when a rank's
+    /// slowdown has moved beyond its own 95% interval and by more than
+    /// 15% at two checks in a row (another job came to its core or left
+    /// it), plan at once on the sensed slowdowns (Figueira and Berman),
+    /// pricing the dedicated trace, without recording; a drift of the
+    /// busy times records again only while no rank is time-shared.
+    /// `record`: every drift records a few iterations again and plans on
+    /// them.
+    #[arg(long, value_name = "HOW", default_value = "sensed", value_parser = ["record", "sensed"])]
     pub replan_on: String,
     /// With --move-to: move after this many iterations (as --auto-at).
     #[arg(long, value_name = "ITER", requires = "move_to")]

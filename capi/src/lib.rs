@@ -398,6 +398,7 @@ fn plan(st: &mut State, remaining: u64) -> Result<(mheta_runtime::RunPlan, CStri
     let plan = mheta_runtime::plan_in_run(
         &world(),
         &st.decl,
+        &st.dist,
         &mheta_runtime::trace_dir(),
         &profile,
         remaining,

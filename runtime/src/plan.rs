@@ -21,7 +21,7 @@ pub struct RunPlan {
     pub dist: Dist,
     /// GBS result (rank 0's; other ranks get the distribution only).
     pub found: Option<Found>,
-    /// Predicted iteration time of the distribution that was instrumented:
+    /// Predicted iteration time of the distribution in force:
     /// the median of the recorded iterations replayed one by one
     /// ([`Model::predict_iterations`]), or the replay of their median
     /// with fewer than 3 recorded. GBS's `found.predicted_s` is the same
@@ -52,9 +52,16 @@ pub struct RunPlan {
 /// recorded (Figueira and Berman eq. 1: its computation and message overheads run
 /// that many times slower; mean ± sd over the sensing window); None: the
 /// nodes are as they were when recorded.
+///
+/// `app.dist` is the distribution the traces in `dir` were recorded on;
+/// `current` the one in force, which the plan moves from. They differ
+/// when a plan on sensed slowdowns prices a trace recorded before an
+/// earlier move.
+#[allow(clippy::too_many_arguments)]
 pub fn plan_in_run(
     world: &SimpleCommunicator,
     app: &AppDecl,
+    current: &Dist,
     dir: &Path,
     profile: &Path,
     remaining: u64,
@@ -79,6 +86,7 @@ pub fn plan_in_run(
     if world.rank() == 0 {
         let inputs = Inputs {
             app,
+            current,
             profile,
             rebuild_s_per_row,
             cpu_slowdown,
@@ -95,7 +103,7 @@ pub fn plan_in_run(
             }) => {
                 let d = redist::decide(cur, f.predicted_s, c.total_s, remaining);
                 msg.push(1);
-                let to = if d.moved { &f.dist } else { &app.dist };
+                let to = if d.moved { &f.dist } else { &current.0 };
                 for &s in to {
                     msg.extend_from_slice(&s.to_le_bytes());
                 }
@@ -125,6 +133,7 @@ pub fn plan_in_run(
 /// What rank 0 plans from, besides the traces.
 struct Inputs<'a> {
     app: &'a AppDecl,
+    current: &'a Dist,
     profile: &'a Path,
     rebuild_s_per_row: Option<&'a [f64]>,
     cpu_slowdown: Option<&'a [mheta_model::stoch::Stoch]>,
@@ -161,7 +170,7 @@ fn plan_at_root(traces: &[mheta_trace::RankTrace], x: &Inputs) -> Result<Planned
         }
         m = m.with_load(load);
     }
-    let now = Dist(x.app.dist.clone());
+    let now = x.current.clone();
     let cur = m.predict(&now).map_err(|e| e.to_string())?;
     let mut f = search::gbs(&m).map_err(|e| e.to_string())?;
     let to = Dist(f.dist.clone());

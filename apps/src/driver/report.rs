@@ -3,7 +3,7 @@
 //! storage, emulation, moves, checkpoints and `--auto`.
 
 use super::Runner;
-use crate::{Ctx, Kernel, StorageReport, adapt, emulate, gather_json, median};
+use crate::{Ctx, Kernel, StorageReport, emulate, gather_json, median, sensor};
 use anyhow::{Context, Result};
 use mpi::collective::{CommunicatorCollectives, SystemOperation};
 use serde_json::{Value, json};
@@ -204,7 +204,11 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
             "stage_s": med(&log.stage_s),
             // The in-run CPU sensor: this rank's CPU share in its stages,
             // median over the run (per iteration with MHETA_DEBUG_TIMES).
-            "cpu_share": adapt::median_share(&log.shares, 0..iters),
+            "cpu_share": sensor::median_share(&log.shares, 0..iters),
+            // The load watch's readings (schedstat, once per iteration):
+            // their median and the time they took over the main loop.
+            "cpu_avail": sensor::median_share(&log.avail, 0..iters),
+            "load_sensor_s": log.sensor_s,
             "read_s": med(&log.read_s),
             "write_s": med(&log.write_s),
             "compute_s": med(&compute),
@@ -218,6 +222,7 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
         });
         if std::env::var_os("MHETA_DEBUG_TIMES").is_some() {
             mine["cpu_shares"] = json!(log.shares);
+            mine["cpu_avail_per_iter"] = json!(log.avail);
             mine["stage_times_s"] = json!(log.stage_s);
         }
         mine

@@ -1,0 +1,363 @@
+//! The in-run CPU sensor and the load watch of `--auto --replan-on
+//! sensed` (the default): has another job come to, or left, a rank's core
+//! since its trace was recorded (Figueira and Berman's time-shared nodes)?
+//!
+//! **The sensor.** Each iteration, the main thread's *CPU availability*
+//! ([`availability`]): the CPU time it got over the time it was
+//! runnable, CPU time plus run-queue delay, from
+//! `/proc/thread-self/schedstat` (one read of a few microseconds per
+//! iteration, only with the load watch on). Alone on its core a thread
+//! gets 1, beside k CPU-bound jobs 1/(k + 1), however long it sleeps or
+//! waits in MPI. Without schedstat, the *CPU share in its stages*
+//! ([`stage_share`]: thread CPU time over the stages' wall time, two
+//! `clock_gettime` calls per stage; the report's `cpu_share`), which
+//! reads the same on a rank that computes or polls all the time. The host
+//! taking the vCPU away shows in neither (steal is 0 on such a guest, so
+//! the thread's CPU time runs on): the sensor sees contention inside the
+//! node, the drift watch (`adapt.rs`) everything else.
+//!
+//! **The load watch** ([`LoadWatch`]). Each rank's CPU slowdown since its
+//! trace was recorded is `base / reading` per iteration (`base`: its
+//! median reading over the recorded iterations; MHETA's computation times
+//! then scale by it, Figueira and Berman eq. 1). Every [`WINDOW`]
+//! iterations, over the last [`CI_ITERS`] ones since the plan in force,
+//! each rank takes the median slowdown and its distribution-free 95%
+//! interval ([`median_ci`]), and one `MPI_Allgather` of five doubles
+//! shares them. A rank whose interval excludes the slowdown the plan in
+//! force priced, by a median more than [`SENSE_PCT`] % away from it, at
+//! two checks in a row, is a load change: the sensed state moved beyond
+//! its own noise and stayed. The run then plans at once on the sensed
+//! slowdowns (each changed rank's median over the last two windows, all
+//! after the change; one within [`SENSE_PCT`] % of 1 is 1, so that a job
+//! leaving gives back the dedicated plan), pricing the trace recorded on
+//! a dedicated node: it never records again while a rank is time-shared.
+
+use crate::adapt::{CI_ITERS, WINDOW, median_ci};
+use mheta_base::median;
+use mheta_model::stoch::Stoch;
+use mpi::collective::CommunicatorCollectives;
+use mpi::topology::{Communicator, SimpleCommunicator};
+use serde::Serialize;
+use std::ops::Range;
+
+/// Least change of a rank's CPU slowdown, against the one the plan in
+/// force priced, that plans again, percent. Below a second job on a core
+/// (100%) and above what one rank's share wanders by alone (a few
+/// percent: MPI's progress, kernel threads).
+pub const SENSE_PCT: f64 = 15.0;
+
+/// A rank's CPU share in a stage: CPU time over wall time, at most 1.
+pub fn stage_share(cpu_s: f64, wall_s: f64) -> Option<f64> {
+    (wall_s > 1e-6 && cpu_s > 0.0).then(|| (cpu_s / wall_s).min(1.0))
+}
+
+/// A thread's CPU availability between two schedstat readings: the CPU
+/// time it got over the time it was runnable (CPU time plus run-queue
+/// delay). 1 alone on a core, 1/(k + 1) beside k CPU-bound jobs, however
+/// much of the time the thread sleeps; the host taking the vCPU away
+/// does not count (the guest's scheduler does not see it).
+pub fn availability(
+    before: Option<&mheta_base::os::Schedstat>,
+    after: Option<&mheta_base::os::Schedstat>,
+) -> Option<f64> {
+    let d = after?.since(before?);
+    let runnable = d.cpu_s + d.runq_wait_s;
+    (runnable > 1e-6 && d.cpu_s > 0.0).then(|| d.cpu_s / runnable)
+}
+
+/// The median of the defined shares of iterations `range`.
+pub fn median_share(shares: &[Option<f64>], range: Range<u64>) -> Option<f64> {
+    let mut v: Vec<f64> = range
+        .filter_map(|i| shares.get(i as usize).copied().flatten())
+        .collect();
+    median(&mut v)
+}
+
+/// A change of load the watch saw, and the plan that answered it.
+#[derive(Serialize, Debug, Clone)]
+pub struct LoadChange {
+    /// The check after this iteration saw it.
+    pub after: u64,
+    /// When, seconds since the Unix epoch on this rank's clock.
+    pub at_unix_s: f64,
+    /// `arrived` (a rank's slowdown rose), `left` (fell) or `changed`
+    /// (some rose, some fell).
+    pub what: String,
+    /// The ranks whose slowdown moved beyond its interval.
+    pub ranks: Vec<usize>,
+    /// Every rank's CPU slowdown since its trace was recorded: the one
+    /// the plan in force priced, and the one the new plan prices.
+    pub from: Vec<f64>,
+    pub to: Vec<f64>,
+    /// Every rank's median slowdown over the check's iterations and its
+    /// 95% interval.
+    pub ci: Vec<[f64; 3]>,
+}
+
+impl LoadChange {
+    /// The slowdowns to plan on: mean the new level, sd its spread over
+    /// the last two windows (Schopf and Berman's stochastic value).
+    pub fn slowdowns(&self, sd: &[f64]) -> Vec<Stoch> {
+        self.to
+            .iter()
+            .zip(sd)
+            .map(|(&m, &s)| Stoch::new(m, if m == 1.0 { 0.0 } else { s }))
+            .collect()
+    }
+}
+
+/// What a check found, the same on every rank.
+#[derive(Debug, Default)]
+pub struct Sensed {
+    /// A load change: plan on `to` now.
+    pub change: Option<(LoadChange, Vec<f64>)>,
+    /// Some rank's last two windows are more than [`SENSE_PCT`] % away
+    /// from what the plan in force priced, though not yet beyond its
+    /// interval: a change may be under way, so a drift is not recorded.
+    pub moving: bool,
+}
+
+/// The load watch of one rank.
+#[derive(Debug, Default)]
+pub struct LoadWatch {
+    /// This rank's CPU share while the trace in use was recorded.
+    base: Option<f64>,
+    /// Every rank's slowdown the plan in force priced (empty: 1, as
+    /// recorded).
+    applied: Vec<f64>,
+    /// Iterations before this one are not judged.
+    from: u64,
+    /// The last check saw a change (a second in a row plans).
+    strike: bool,
+}
+
+impl LoadWatch {
+    /// A plan on a fresh recording of iterations `recorded`, in force
+    /// from iteration `from`: the base is this rank's share over them.
+    pub fn recorded(&mut self, shares: &[Option<f64>], recorded: Range<u64>, from: u64) {
+        self.base = median_share(shares, recorded);
+        self.applied.clear();
+        self.from = from;
+        self.strike = false;
+    }
+
+    /// A plan on sensed slowdowns `to`, in force from iteration `from`.
+    pub fn applied(&mut self, to: &[f64], from: u64) {
+        self.applied = to.to_vec();
+        self.from = from;
+        self.strike = false;
+    }
+
+    /// Whether a rank runs time-shared under the plan in force.
+    pub fn time_shared(&self) -> bool {
+        self.applied.iter().any(|&a| a > 1.0 + SENSE_PCT / 100.0)
+    }
+
+    fn applied_to(&self, rank: usize) -> f64 {
+        self.applied.get(rank).copied().unwrap_or(1.0)
+    }
+
+    /// After iteration `it`, with this rank's shares so far: every
+    /// [`WINDOW`] iterations once [`CI_ITERS`] are there since the plan,
+    /// the check (collective: one allgather); None between checks.
+    pub fn check(
+        &mut self,
+        world: &SimpleCommunicator,
+        it: u64,
+        shares: &[Option<f64>],
+    ) -> Option<Sensed> {
+        let n = CI_ITERS as u64;
+        if !(it + 1).is_multiple_of(WINDOW as u64) || it + 1 < self.from + n {
+            return None;
+        }
+        let ratios = |r: Range<u64>| -> Vec<f64> {
+            match self.base {
+                Some(b) => r
+                    .filter_map(|i| shares.get(i as usize).copied().flatten())
+                    .map(|s| b / s)
+                    .collect(),
+                None => Vec::new(),
+            }
+        };
+        let last = ratios(it + 1 - n..it + 1);
+        let recent = ratios(it + 1 - 2 * WINDOW as u64..it + 1);
+        // [lo, median, hi] over the check, the last two windows' median
+        // and sd; NaN where this rank has no reading.
+        let mut mine = [f64::NAN; 5];
+        if let (Some((lo, m, hi)), Some(r)) = (median_ci(&last), median(&mut recent.clone())) {
+            let k = recent.len() as f64;
+            let mean = recent.iter().sum::<f64>() / k;
+            let var = recent.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / k;
+            mine = [lo, m, hi, r, var.sqrt()];
+        }
+        let p = world.size() as usize;
+        let mut all = vec![0.0f64; 5 * p];
+        world.all_gather_into(&mine[..], &mut all[..]);
+        let s = self.judge(it, &all);
+        Some(self.strike(s))
+    }
+
+    /// A change counts at its second check in a row; at its first it is
+    /// a change under way.
+    fn strike(&mut self, mut s: Sensed) -> Sensed {
+        if s.change.is_none() {
+            self.strike = false;
+        } else if !std::mem::replace(&mut self.strike, true) {
+            s.change = None;
+            s.moving = true;
+        }
+        s
+    }
+
+    /// The check's verdict on every rank's `[lo, median, hi, recent, sd]`.
+    fn judge(&self, it: u64, all: &[f64]) -> Sensed {
+        // Apart by more than SENSE_PCT, up or down alike (on the log
+        // scale: a rank priced at 1.17 whose job left reads 1.0, 14.5%
+        // below it, and must count as changed as 1.0 to 1.17 did).
+        let far = |x: f64, a: f64| (x / a).ln().abs() > (1.0 + SENSE_PCT / 100.0).ln();
+        let (mut ranks, mut moving) = (Vec::new(), false);
+        for (i, c) in all.chunks_exact(5).enumerate() {
+            if c.iter().any(|x| !x.is_finite()) {
+                continue;
+            }
+            let a = self.applied_to(i);
+            if (a < c[0] || a > c[2]) && far(c[1], a) && far(c[3], a) {
+                ranks.push(i);
+            } else if far(c[3], a) {
+                moving = true;
+            }
+        }
+        if ranks.is_empty() {
+            return Sensed {
+                change: None,
+                moving,
+            };
+        }
+        let p = all.len() / 5;
+        let from: Vec<f64> = (0..p).map(|i| self.applied_to(i)).collect();
+        let mut to = from.clone();
+        let mut sd = vec![0.0; p];
+        for &i in &ranks {
+            let r = all[5 * i + 3];
+            to[i] = if !far(r, 1.0) { 1.0 } else { r };
+            sd[i] = all[5 * i + 4];
+        }
+        let up = ranks.iter().any(|&i| to[i] > from[i]);
+        let down = ranks.iter().any(|&i| to[i] < from[i]);
+        let what = match (up, down) {
+            (true, false) => "arrived",
+            (false, true) => "left",
+            _ => "changed",
+        };
+        let change = LoadChange {
+            after: it,
+            at_unix_s: crate::adapt::unix_now(),
+            what: what.into(),
+            ranks,
+            from,
+            to,
+            ci: all.chunks_exact(5).map(|c| [c[0], c[1], c[2]]).collect(),
+        };
+        Sensed {
+            change: Some((change, sd)),
+            moving,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares() {
+        assert_eq!(stage_share(0.5, 1.0), Some(0.5));
+        assert_eq!(stage_share(1.2, 1.0), Some(1.0));
+        assert_eq!(stage_share(0.0, 1.0), None);
+        let sh = [
+            Some(1.0),
+            Some(0.9),
+            None,
+            Some(0.5),
+            Some(0.52),
+            Some(0.48),
+        ];
+        // Two defined shares: the mean of the middle two (mheta_base::median).
+        assert_eq!(median_share(&sh, 0..3), Some(0.95));
+        assert_eq!(median_share(&sh, 3..6), Some(0.5));
+        assert_eq!(median_share(&sh, 2..3), None);
+    }
+
+    fn rank(lo: f64, m: f64, hi: f64, recent: f64) -> [f64; 5] {
+        [lo, m, hi, recent, 0.05]
+    }
+
+    #[test]
+    fn a_job_arriving_is_a_change_beyond_the_interval() {
+        let w = LoadWatch::default();
+        // Rank 1 at twice its recorded time, its interval well above 1.
+        let all = [rank(0.97, 1.0, 1.03, 1.0), rank(1.8, 1.95, 2.1, 2.0)].concat();
+        let s = w.judge(40, &all);
+        let (c, sd) = s.change.expect("a change");
+        assert_eq!(c.what, "arrived");
+        assert_eq!(c.ranks, vec![1]);
+        assert_eq!(c.from, vec![1.0, 1.0]);
+        assert_eq!(c.to, vec![1.0, 2.0]);
+        let sl = c.slowdowns(&sd);
+        assert_eq!((sl[0].mean, sl[0].sd), (1.0, 0.0));
+        assert_eq!((sl[1].mean, sl[1].sd), (2.0, 0.05));
+    }
+
+    #[test]
+    fn a_change_counts_at_its_second_check_in_a_row() {
+        let mut w = LoadWatch::default();
+        let up = [rank(0.97, 1.0, 1.03, 1.0), rank(1.8, 1.95, 2.1, 2.0)].concat();
+        let calm = [rank(0.97, 1.0, 1.03, 1.0), rank(0.97, 1.0, 1.03, 1.0)].concat();
+        let first = w.strike(w.judge(40, &up));
+        assert!(first.change.is_none() && first.moving);
+        // A blip: gone at the next check, and the count starts again.
+        assert!(w.strike(w.judge(45, &calm)).change.is_none());
+        assert!(w.strike(w.judge(50, &up)).change.is_none());
+        assert!(w.strike(w.judge(55, &up)).change.is_some());
+        // A plan resets it.
+        w.applied(&[1.0, 2.0], 56);
+        assert!(w.strike(w.judge(75, &calm)).change.is_none());
+    }
+
+    #[test]
+    fn a_change_inside_the_interval_or_below_the_threshold_is_none() {
+        let w = LoadWatch::default();
+        // 20% up, but the interval holds 1: noise; the last windows moved.
+        let all = [rank(0.9, 1.2, 1.4, 1.25), rank(0.97, 1.0, 1.03, 1.0)].concat();
+        let s = w.judge(40, &all);
+        assert!(s.change.is_none());
+        assert!(s.moving);
+        // Beyond the interval but by 8%: not worth a plan.
+        let all = [rank(1.05, 1.08, 1.1, 1.08), rank(0.97, 1.0, 1.03, 1.0)].concat();
+        let s = w.judge(40, &all);
+        assert!(s.change.is_none() && !s.moving);
+        // A rank without readings is left alone.
+        let all = [[f64::NAN; 5], rank(0.97, 1.0, 1.03, 1.0)].concat();
+        assert!(w.judge(40, &all).change.is_none());
+    }
+
+    #[test]
+    fn a_job_leaving_gives_back_the_dedicated_slowdown() {
+        let mut w = LoadWatch::default();
+        w.applied(&[1.0, 2.0], 10);
+        assert!(w.time_shared());
+        let all = [rank(0.97, 1.0, 1.03, 1.0), rank(1.0, 1.04, 1.1, 1.06)].concat();
+        let (c, _) = w.judge(80, &all).change.expect("a change");
+        assert_eq!(c.what, "left");
+        // 1.06 is within SENSE_PCT of 1: the dedicated plan, exactly.
+        assert_eq!(c.to, vec![1.0, 1.0]);
+        w.applied(&c.to, 81);
+        assert!(!w.time_shared());
+        // Down by 14.7% is as far as up by 17.3%: a rank priced at 1.173
+        // that reads 1.0 again is back to 1.
+        w.applied(&[1.173, 1.0], 90);
+        let all = [rank(0.98, 1.0, 1.02, 1.0), rank(0.97, 1.0, 1.03, 1.0)].concat();
+        let (c, _) = w.judge(120, &all).change.expect("a change");
+        assert_eq!((c.what.as_str(), c.to), ("left", vec![1.0, 1.0]));
+    }
+}
