@@ -109,10 +109,16 @@ study move-rate "Redistribution across a 1 Gbit/s link, beside a TCP stream" \
 study auto-speedup "--auto against Block and the static ideal (jacobi, het2)" \
     "spin: one core per rank, rank 1 at CPU power 0.5" -- \
     scripts/auto-speedup.sh "$rounds"
-for s in slowdown risk parallel hog; do
+for s in slowdown risk parallel; do
     study "$s" "$s study" "see the table's emulation line" -- \
         STUDY_QUICK=$sq "scripts/$s-study.sh" "$out/$s/work"
 done
+# Five interleaved rounds in both forms (about 13 minutes): the goals
+# are stated over five.
+study hog "--auto under a hog landing on a rank's core (jacobi, sor)" "see the table's emulation line" -- \
+    STUDY_ROUNDS=5 scripts/hog-study.sh "$out/hog/work"
+study sensor "The CPU sensors against the kernel's schedstat" "see the table's emulation line" -- \
+    STUDY_QUICK=$sq scripts/sensor-check.sh "$out/sensor/work"
 study stochastic "stochastic study" "see the table's emulation line" -- \
     STUDY_QUICK=$sq STUDY_RUNS=$runs scripts/stochastic-study.sh "$out/stochastic/work"
 study place "Master/worker placement (Shao, Berman and Wolski), farm on farm4" "see the table's emulation line" -- \

@@ -137,6 +137,7 @@ LINES = {
     "risk": r"^quantile plan against",
     "parallel": r"aggregate slowdown",
     "hog": r"^--auto under a hog",
+    "sensor": r"^sensors against the kernel",
     "place": r"chosen|headline",
     "scale": r"^max error .*mean|^max error as published",
 }

@@ -128,6 +128,9 @@ pub enum Verdict {
     Drift(Drift),
     /// The last re-plan made things worse: move back.
     Revert(Revert),
+    /// The first check after a re-plan still drifts: the model misses
+    /// this run on its own plan.
+    Missed,
 }
 
 /// The watch of one run.
@@ -278,6 +281,28 @@ impl Watch {
         self.revert_cost = None;
     }
 
+    /// A re-recording was dropped after iteration `it`: watch again from
+    /// the next iterations, with the expectations of the plan in force.
+    pub fn resume(&mut self, it: u64) {
+        self.replan_at = None;
+        self.from = it + 1;
+        self.window.clear();
+        self.busy.clear();
+        self.ratios.clear();
+        self.strikes = 0;
+        self.before = None;
+    }
+
+    /// This rank's median ratio of measured to predicted busy time over
+    /// the last [`CI_ITERS`] iterations (NaN when it is not watched).
+    pub fn busy_ratio(&self) -> f64 {
+        let mut v: Vec<f64> = self.ratios.iter().copied().collect();
+        match self.my_busy {
+            Some(_) => median(&mut v).unwrap_or(f64::NAN),
+            None => f64::NAN,
+        }
+    }
+
     /// Expect what the last check measured from now on (the model misses
     /// this run, and a re-plan would not do better).
     pub fn accept(&mut self) {
@@ -363,10 +388,10 @@ impl Watch {
             }));
         }
         if after_replan && drifting {
-            // The model misses this run even on a fresh recording: watch
-            // for change from what was measured.
-            self.accept();
-            return None;
+            // The model misses this run even on a fresh recording: the
+            // harness calibrates a plan on sensed slowdowns, or takes
+            // what was measured as expected ([`Watch::accept`]).
+            return Some(Verdict::Missed);
         }
         self.strikes = if drifting { self.strikes + 1 } else { 0 };
         (self.strikes >= 2).then(|| {

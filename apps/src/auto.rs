@@ -89,6 +89,10 @@ pub struct AutoReport {
     /// (`sensor::LoadWatch`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sensed_slowdown: Option<Vec<mheta_model::stoch::Stoch>>,
+    /// Iterations after which a re-recording was dropped: a rank's load
+    /// changed while it recorded (the plan's report only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub recordings_dropped: Vec<u64>,
     /// The change of load this plan answered (the load watch's finding).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub load_change: Option<crate::sensor::LoadChange>,
@@ -225,6 +229,7 @@ pub(crate) fn auto_report(plan: &mheta_runtime::RunPlan, from: Dist, remaining: 
         replans: Vec::new(),
         reverted: None,
         sensed_slowdown: None,
+        recordings_dropped: Vec::new(),
         load_change: None,
     }
 }

@@ -15,7 +15,7 @@ use crate::{
 use anyhow::{Context, Result};
 use mheta_model::Dist;
 use mheta_trace::AppDecl;
-use mpi::collective::Root;
+use mpi::collective::{CommunicatorCollectives, Root, SystemOperation};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -207,6 +207,11 @@ struct AutoState {
     pending: Option<(sensor::LoadChange, Vec<f64>)>,
     /// The last load check saw a change under way, not yet beyond noise.
     load_moving: bool,
+    /// Per rank, the calibration the plans on the sensed load carry
+    /// (`sensor::LoadChange::calibrated`; empty: none), and whether one
+    /// was made since the last change of load.
+    calib: Vec<f64>,
+    calibrated: bool,
     trace_iters: std::ops::Range<u64>,
     /// A re-recording under way began at this iteration.
     rerecord_from: Option<u64>,
@@ -425,6 +430,9 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
     fn plan(&mut self, it: u64, replan_now: bool) -> Result<()> {
         // The recording ends here; its trace is on disk on every rank.
         mheta_runtime::markers::recording_done();
+        if replan_now && self.auto.pending.is_none() && self.recorded_under_new_load(it)? {
+            return Ok(());
+        }
         let auto = &mut self.auto;
         let pending = auto.pending.take();
         if pending.is_none() {
@@ -433,6 +441,31 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
                 Some(from) if replan_now => from..it + 1,
                 _ => inst.start..it + 1,
             };
+        }
+        let mut pending = pending;
+        match pending.as_mut() {
+            None => {
+                auto.calib.clear();
+                auto.calibrated = false;
+            }
+            Some((c, _)) if c.what == "calibrated" => auto.calib = c.calibration.clone(),
+            Some((c, _)) => {
+                // A calibration stands in for the recording that cannot be
+                // made while a rank is time-shared: back on dedicated
+                // nodes the trace is priced as it is (and a drift records
+                // again); otherwise a rank whose load changed loses its
+                // factor (it was its old load's), the others keep theirs.
+                if c.to.iter().all(|&x| x <= 1.0 + sensor::SENSE_PCT / 100.0) {
+                    auto.calib.clear();
+                }
+                for &i in &c.ranks {
+                    if let Some(x) = auto.calib.get_mut(i) {
+                        *x = 1.0;
+                    }
+                }
+                auto.calibrated = false;
+                c.calibration = auto.calib.clone();
+            }
         }
         let from = it + 1 + adapt::SETTLE;
         if let Some(l) = auto.load.as_mut() {
@@ -472,6 +505,39 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
             w.planned(self.job.world, it, expected, &busy, replan_now, move_s);
         }
         Ok(())
+    }
+
+    /// A re-recording that ends after iteration `it`, checked by the load
+    /// watch (collective): when a rank's load moved while it recorded (a
+    /// job came or went, the drift was its first sign), the new trace
+    /// mixes two loads. Then every rank puts back the trace it kept, the
+    /// plan is skipped, and the load watch answers the change (true).
+    /// Otherwise the kept copy is removed.
+    fn recorded_under_new_load(&mut self, it: u64) -> Result<bool> {
+        let (Some(l), Some(from)) = (self.auto.load.as_ref(), self.auto.rerecord_from) else {
+            return Ok(false);
+        };
+        let mine = f64::from(u8::from(l.moved_during(&self.log.avail, from..it + 1)));
+        let mut any = 0.0f64;
+        self.job
+            .world
+            .all_reduce_into(&mine, &mut any, SystemOperation::max());
+        let file = mheta_trace::rank_file(&mheta_runtime::trace_dir(), self.ctx.rank as u32);
+        let kept = kept_trace(&file);
+        if any == 0.0 {
+            let _ = std::fs::remove_file(&kept);
+            return Ok(false);
+        }
+        std::fs::rename(&kept, &file)
+            .with_context(|| format!("cannot put back {} as {}", kept.display(), file.display()))?;
+        self.auto.rerecord_from = None;
+        if let Some(w) = self.auto.watch.as_mut() {
+            w.resume(it);
+        }
+        if let Some(a) = self.auto.report.as_mut() {
+            a.recordings_dropped.push(it);
+        }
+        Ok(true)
     }
 
     /// After iteration `it`: the load watch's check (a change of load
@@ -518,6 +584,13 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
                 // ones are left out of the medians), then the plan is made
                 // afresh; not when fewer than a window of iterations would
                 // be left after it to gain anything.
+                if self.auto.load.is_some() {
+                    // Kept, should the load change while recording.
+                    let file =
+                        mheta_trace::rank_file(&mheta_runtime::trace_dir(), self.ctx.rank as u32);
+                    std::fs::copy(&file, kept_trace(&file))
+                        .with_context(|| format!("cannot keep a copy of {}", file.display()))?;
+                }
                 mheta_runtime::markers::rerecord();
                 let first = self.auto.report.as_ref().map_or(0, |a| {
                     a.instrumented_iterations.end - a.instrumented_iterations.start
@@ -532,6 +605,29 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
                 }
             }
             Some(adapt::Verdict::Revert(rev)) => self.revert(it, rev)?,
+            Some(adapt::Verdict::Missed) => {
+                // A plan on the sensed load missed: calibrate it once per
+                // change of load; otherwise expect what is measured.
+                let shared = self.auto.load.as_ref().is_some_and(|l| l.time_shared());
+                if shared && !self.auto.calibrated && it + 1 + adapt::WINDOW as u64 <= iters {
+                    let p = self.job.world.size() as usize;
+                    let mut ratios = vec![0.0f64; p];
+                    self.job
+                        .world
+                        .all_gather_into(&w.busy_ratio(), &mut ratios[..]);
+                    let applied = self.auto.load.as_ref().map(|l| l.applied.clone());
+                    let c = sensor::LoadChange::calibrated(
+                        it,
+                        &applied.unwrap_or_default(),
+                        &self.auto.calib,
+                        &ratios,
+                    );
+                    self.auto.calibrated = true;
+                    self.auto.pending = Some((c, vec![0.0; p]));
+                    return self.plan(it, true);
+                }
+                w.accept();
+            }
             _ => {}
         }
         Ok(())
@@ -582,6 +678,13 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
         }
         Ok(())
     }
+}
+
+/// Where a rank keeps its trace while it records again.
+fn kept_trace(file: &std::path::Path) -> std::path::PathBuf {
+    let mut name = file.as_os_str().to_owned();
+    name.push(".kept");
+    name.into()
 }
 
 /// Rank 0 writes the declaration next to the traces; a failure is said

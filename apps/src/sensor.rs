@@ -46,6 +46,13 @@ use std::ops::Range;
 /// percent: MPI's progress, kernel threads).
 pub const SENSE_PCT: f64 = 15.0;
 
+/// Apart by more than [`SENSE_PCT`], up or down alike (on the log scale:
+/// a rank priced at 1.17 whose job left reads 1.0, 14.5% below it, and
+/// counts as changed as 1.0 to 1.17 did).
+fn far(x: f64, a: f64) -> bool {
+    (x / a).ln().abs() > (1.0 + SENSE_PCT / 100.0).ln()
+}
+
 /// A rank's CPU share in a stage: CPU time over wall time, at most 1.
 pub fn stage_share(cpu_s: f64, wall_s: f64) -> Option<f64> {
     (wall_s > 1e-6 && cpu_s > 0.0).then(|| (cpu_s / wall_s).min(1.0))
@@ -90,19 +97,63 @@ pub struct LoadChange {
     pub from: Vec<f64>,
     pub to: Vec<f64>,
     /// Every rank's median slowdown over the check's iterations and its
-    /// 95% interval.
+    /// 95% interval (empty for a calibration).
     pub ci: Vec<[f64; 3]>,
+    /// Per rank, the factor the plan's slowdowns carry besides the
+    /// sensed ones (empty: 1): measured over predicted busy time after a
+    /// plan on the sensed load missed ([`LoadChange::calibrated`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub calibration: Vec<f64>,
 }
 
 impl LoadChange {
-    /// The slowdowns to plan on: mean the new level, sd its spread over
-    /// the last two windows (Schopf and Berman's stochastic value).
+    /// The slowdowns to plan on: mean the new level times its
+    /// calibration, sd its spread over the last two windows (Schopf and
+    /// Berman's stochastic value).
     pub fn slowdowns(&self, sd: &[f64]) -> Vec<Stoch> {
         self.to
             .iter()
             .zip(sd)
-            .map(|(&m, &s)| Stoch::new(m, if m == 1.0 { 0.0 } else { s }))
+            .enumerate()
+            .map(|(i, (&m, &s))| {
+                let c = self.calibration.get(i).copied().unwrap_or(1.0);
+                Stoch::new(m * c, if m == 1.0 { 0.0 } else { s * c })
+            })
             .collect()
+    }
+
+    /// A plan on the sensed load, after iteration `it`, missed: each
+    /// rank's busy time ran `ratios[i]` times what it predicted (NaN: not
+    /// watched). The sensed slowdowns `applied` stay; each watched rank's
+    /// factor `calibration` is multiplied by its ratio, so that the next
+    /// plan prices the ranks as they run (a dedicated trace from a
+    /// disturbed window, or a rank slowed beyond its CPU share).
+    pub fn calibrated(it: u64, applied: &[f64], calibration: &[f64], ratios: &[f64]) -> LoadChange {
+        let c = |i: usize| calibration.get(i).copied().unwrap_or(1.0);
+        let a = |i: usize| applied.get(i).copied().unwrap_or(1.0);
+        let p = ratios.len();
+        let ranks: Vec<usize> = (0..p)
+            .filter(|&i| ratios[i].is_finite() && ratios[i] > 0.0)
+            .collect();
+        let new: Vec<f64> = (0..p)
+            .map(|i| {
+                if ranks.contains(&i) {
+                    c(i) * ratios[i]
+                } else {
+                    c(i)
+                }
+            })
+            .collect();
+        LoadChange {
+            after: it,
+            at_unix_s: crate::adapt::unix_now(),
+            what: "calibrated".into(),
+            ranks,
+            from: (0..p).map(|i| a(i) * c(i)).collect(),
+            to: (0..p).map(a).collect(),
+            ci: Vec::new(),
+            calibration: new,
+        }
     }
 }
 
@@ -122,9 +173,9 @@ pub struct Sensed {
 pub struct LoadWatch {
     /// This rank's CPU share while the trace in use was recorded.
     base: Option<f64>,
-    /// Every rank's slowdown the plan in force priced (empty: 1, as
-    /// recorded).
-    applied: Vec<f64>,
+    /// Every rank's sensed slowdown the plan in force priced (empty: 1,
+    /// as recorded).
+    pub applied: Vec<f64>,
     /// Iterations before this one are not judged.
     from: u64,
     /// The last check saw a change (a second in a row plans).
@@ -146,6 +197,23 @@ impl LoadWatch {
         self.applied = to.to_vec();
         self.from = from;
         self.strike = false;
+    }
+
+    /// Whether this rank's readings over the iterations `recorded` moved
+    /// from the base its trace in use was recorded at: their median, or
+    /// more than a third of them, more than [`SENSE_PCT`] % away (a job
+    /// came or went while recording again, and the new trace mixes the
+    /// two loads). False without a base or readings.
+    pub fn moved_during(&self, readings: &[Option<f64>], recorded: Range<u64>) -> bool {
+        let Some(b) = self.base else {
+            return false;
+        };
+        let mut v: Vec<f64> = recorded
+            .filter_map(|i| readings.get(i as usize).copied().flatten())
+            .collect();
+        let n = v.len();
+        let moved = v.iter().filter(|&&x| far(x, b)).count();
+        median(&mut v).is_some_and(|m| far(m, b) || 3 * moved > n)
     }
 
     /// Whether a rank runs time-shared under the plan in force.
@@ -211,10 +279,6 @@ impl LoadWatch {
 
     /// The check's verdict on every rank's `[lo, median, hi, recent, sd]`.
     fn judge(&self, it: u64, all: &[f64]) -> Sensed {
-        // Apart by more than SENSE_PCT, up or down alike (on the log
-        // scale: a rank priced at 1.17 whose job left reads 1.0, 14.5%
-        // below it, and must count as changed as 1.0 to 1.17 did).
-        let far = |x: f64, a: f64| (x / a).ln().abs() > (1.0 + SENSE_PCT / 100.0).ln();
         let (mut ranks, mut moving) = (Vec::new(), false);
         for (i, c) in all.chunks_exact(5).enumerate() {
             if c.iter().any(|x| !x.is_finite()) {
@@ -257,6 +321,7 @@ impl LoadWatch {
             from,
             to,
             ci: all.chunks_exact(5).map(|c| [c[0], c[1], c[2]]).collect(),
+            calibration: Vec::new(),
         };
         Sensed {
             change: Some((change, sd)),
@@ -339,6 +404,45 @@ mod tests {
         // A rank without readings is left alone.
         let all = [[f64::NAN; 5], rank(0.97, 1.0, 1.03, 1.0)].concat();
         assert!(w.judge(40, &all).change.is_none());
+    }
+
+    #[test]
+    fn a_calibration_scales_the_watched_ranks_and_keeps_the_sensed_load() {
+        let c = LoadChange::calibrated(90, &[1.0, 2.0], &[], &[0.85, 1.1]);
+        assert_eq!(c.what, "calibrated");
+        assert_eq!(c.ranks, vec![0, 1]);
+        assert_eq!(c.to, vec![1.0, 2.0]);
+        assert_eq!(c.from, vec![1.0, 2.0]);
+        assert_eq!(c.calibration, vec![0.85, 1.1]);
+        let s = c.slowdowns(&[0.0, 0.1]);
+        assert_eq!(s[0].mean, 0.85);
+        assert!((s[1].mean - 2.2).abs() < 1e-12 && (s[1].sd - 0.11).abs() < 1e-12);
+        // A rank not watched keeps its factor; factors compound.
+        let c = LoadChange::calibrated(120, &[1.0, 2.0], &[0.85, 1.1], &[f64::NAN, 0.9]);
+        assert_eq!(c.ranks, vec![1]);
+        assert_eq!(c.from, vec![0.85, 2.2]);
+        assert!((c.calibration[1] - 0.99).abs() < 1e-12 && c.calibration[0] == 0.85);
+    }
+
+    #[test]
+    fn a_recording_under_a_new_load_is_seen() {
+        let mut w = LoadWatch::default();
+        let r = [
+            Some(1.0),
+            Some(0.99),
+            Some(1.0),
+            Some(0.5),
+            Some(0.52),
+            Some(1.0),
+        ];
+        assert!(!w.moved_during(&r, 0..3), "no base yet");
+        w.recorded(&r, 0..3, 3);
+        assert!(!w.moved_during(&r, 0..3));
+        // A job arrived during the recording: two of three readings at
+        // half the base.
+        assert!(w.moved_during(&r, 3..6));
+        // One reading of four off is a blip, not a new load.
+        assert!(!w.moved_during(&[Some(1.0), Some(1.0), Some(0.5), Some(1.0)], 0..4));
     }
 
     #[test]
