@@ -189,6 +189,8 @@ struct Log {
     /// last schedstat reading.
     avail: Vec<Option<f64>>,
     last_sched: Option<mheta_base::os::Schedstat>,
+    /// The main thread's schedstat file, kept open.
+    sched_file: Option<mheta_base::os::SchedstatReader>,
     /// The time the load watch's readings took, seconds (its overhead).
     sensor_s: f64,
     /// The main thread's CPU time and run-queue delay over the main loop
@@ -370,7 +372,10 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
         log.shares.push(sensor::stage_share(stage_cpu, stage));
         if self.auto.load.is_some() {
             let t = Instant::now();
-            let now = mheta_base::os::thread_schedstat();
+            if log.sched_file.is_none() {
+                log.sched_file = mheta_base::os::SchedstatReader::open();
+            }
+            let now = log.sched_file.as_ref().and_then(|f| f.read());
             log.avail.push(match now {
                 Some(_) => sensor::availability(log.last_sched.as_ref(), now.as_ref()),
                 None => sensor::stage_share(stage_cpu, stage),

@@ -5,8 +5,10 @@
 //! **The sensor.** Each iteration, the main thread's *CPU availability*
 //! ([`availability`]): the CPU time it got over the time it was
 //! runnable, CPU time plus run-queue delay, from
-//! `/proc/thread-self/schedstat` (one read of a few microseconds per
-//! iteration, only with the load watch on). Alone on its core a thread
+//! `/proc/thread-self/schedstat` (one `pread` of the file kept open per
+//! iteration, only with the load watch on: its time is each rank's
+//! `load_sensor_s`, and `scripts/sensor-check.sh` prints it per
+//! iteration). Alone on its core a thread
 //! gets 1, beside k CPU-bound jobs 1/(k + 1), however long it sleeps or
 //! waits in MPI. Without schedstat, the *CPU share in its stages*
 //! ([`stage_share`]: thread CPU time over the stages' wall time, two
