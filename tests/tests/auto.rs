@@ -245,52 +245,68 @@ fn unix_now() -> f64 {
 /// well under an even split, whatever else the host does.
 #[test]
 fn jobs_arriving_on_a_ranks_core_are_rebalanced() {
-    let dir = scratch("drift");
-    let profile = quick_profile(&dir, 2);
     // Up to three runs, the first that rebalances passes (a first plan
     // can come late on a host slow to start MPI); a watch that never
     // reacts fails all three.
+    first_of_three("drift", drift_run);
+}
+
+/// Up to three runs of `run` in a scratch directory with a 2-rank
+/// profile; the first that passes passes, else the test fails with why
+/// each did not.
+fn first_of_three(
+    name: &str,
+    run: fn(&std::path::Path, &std::path::Path, usize) -> Result<(), String>,
+) {
+    let dir = scratch(name);
+    let profile = quick_profile(&dir, 2);
     let mut why = Vec::new();
     for k in 0..3 {
-        match drift_run(&dir, &profile, k) {
+        match run(&dir, &profile, k) {
             Ok(()) => return,
             Err(e) => {
-                eprintln!("drift run {k}: {e}");
+                eprintln!("{name} run {k}: {e}");
                 why.push(e)
             }
         }
     }
-    panic!("no run rebalanced: {why:#?}");
+    panic!("no {name} run passed: {why:#?}");
 }
 
-fn drift_run(dir: &std::path::Path, profile: &std::path::Path, k: usize) -> Result<(), String> {
-    let trace = dir.join(format!("trace{k}"));
-    let child = mheta()
+/// `mheta run` of a 2-rank jacobi (N = 3072, uniform, ranks bound to
+/// cores) with `--auto` and `extra`, its output piped.
+fn auto_jacobi(
+    trace: &std::path::Path,
+    profile: &std::path::Path,
+    iters: u32,
+    extra: &[&str],
+) -> std::process::Child {
+    mheta()
         .args(["run", "--trace-dir"])
-        .arg(&trace)
+        .arg(trace)
         .args(["--", "mpirun", "-np", "2", "--bind-to", "core"])
         .arg(bin("jacobi"))
         .args([
             "--n",
             "3072",
             "--iters",
-            "600",
+            &iters.to_string(),
             "--cluster",
             "uniform",
-            "--auto",
-            "--replan-on",
-            "record",
-            "--profile",
         ])
+        .args(extra)
+        .args(["--auto", "--profile"])
         .arg(profile)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_secs(3));
-    let arrived = unix_now();
-    let hogs = Hogs(
-        (0..3)
+        .unwrap()
+}
+
+/// `n` busy loops pinned to core 0, killed when dropped.
+fn hogs_on_core_0(n: usize) -> Hogs {
+    Hogs(
+        (0..n)
             .map(|_| {
                 std::process::Command::new("taskset")
                     .args(["-c", "0", "sh", "-c", "while :; do :; done"])
@@ -298,7 +314,19 @@ fn drift_run(dir: &std::path::Path, profile: &std::path::Path, k: usize) -> Resu
                     .unwrap()
             })
             .collect(),
+    )
+}
+
+fn drift_run(dir: &std::path::Path, profile: &std::path::Path, k: usize) -> Result<(), String> {
+    let child = auto_jacobi(
+        &dir.join(format!("trace{k}")),
+        profile,
+        600,
+        &["--replan-on", "record"],
     );
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let arrived = unix_now();
+    let hogs = hogs_on_core_0(3);
     let out = child.wait_with_output().unwrap();
     drop(hogs);
     assert!(
@@ -399,48 +427,20 @@ fn drift_run(dir: &std::path::Path, profile: &std::path::Path, k: usize) -> Resu
 /// the departure with one that returns to the dedicated plan (every
 /// slowdown 1, the choice of the plan on the recording it prices), at
 /// most two plans on the load for each (a calibration may follow), and
-/// no recording started while the job ran; the answer verifies. The sensor reads the thread's CPU share, which
-/// the host's own slowdowns do not move (steal is 0 on this VM), so one
-/// loop (2x) is enough here; up to three runs, the first that passes.
+/// no recording started while the job ran; the answer verifies. The
+/// sensor reads the thread's CPU availability (schedstat), which the
+/// host's own slowdowns do not move (steal is 0 on this VM), so one loop
+/// (2x) is enough here; up to three runs, the first that passes.
 #[test]
 fn a_job_on_a_ranks_core_is_answered_once_on_arrival_and_once_on_departure() {
-    let dir = scratch("sensed");
-    let profile = quick_profile(&dir, 2);
-    let mut why = Vec::new();
-    for k in 0..3 {
-        match sensed_run(&dir, &profile, k) {
-            Ok(()) => return,
-            Err(e) => {
-                eprintln!("sensed run {k}: {e}");
-                why.push(e)
-            }
-        }
-    }
-    panic!("no run answered the load's arrival and departure: {why:#?}");
+    first_of_three("sensed", sensed_run);
 }
 
 fn sensed_run(dir: &std::path::Path, profile: &std::path::Path, k: usize) -> Result<(), String> {
-    let trace = dir.join(format!("trace{k}"));
-    let child = mheta()
-        .args(["run", "--trace-dir"])
-        .arg(&trace)
-        .args(["--", "mpirun", "-np", "2", "--bind-to", "core"])
-        .arg(bin("jacobi"))
-        .args(["--n", "3072", "--iters", "700", "--cluster", "uniform"])
-        .args(["--auto", "--profile"])
-        .arg(profile)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = auto_jacobi(&dir.join(format!("trace{k}")), profile, 700, &[]);
     std::thread::sleep(std::time::Duration::from_secs(3));
     let arrived = unix_now();
-    let hog = Hogs(vec![
-        std::process::Command::new("taskset")
-            .args(["-c", "0", "sh", "-c", "while :; do :; done"])
-            .spawn()
-            .unwrap(),
-    ]);
+    let hog = hogs_on_core_0(1);
     std::thread::sleep(std::time::Duration::from_secs(4));
     drop(hog);
     let left = unix_now();
