@@ -173,7 +173,8 @@ struct Setup<'w, 'i, F> {
 }
 
 /// Per iteration of this process: its time, its stages' time, reads,
-/// writes, and its CPU share in its stages (the in-run CPU sensor).
+/// writes, its CPU share in its stages, and with the load watch its CPU
+/// availability (the in-run CPU sensors, `sensor.rs`).
 #[derive(Default)]
 struct Log {
     times: Vec<f64>,

@@ -202,11 +202,11 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
             "out_of_core": st.out_of_core,
             "icla_bytes": st.icla_bytes,
             "stage_s": med(&log.stage_s),
-            // The in-run CPU sensor: this rank's CPU share in its stages,
-            // median over the run (per iteration with MHETA_DEBUG_TIMES).
+            // The in-run CPU sensors (median over the run, per iteration
+            // with MHETA_DEBUG_TIMES): this rank's CPU share in its stages,
             "cpu_share": sensor::median_share(&log.shares, 0..iters),
-            // The load watch's readings (schedstat, once per iteration):
-            // their median and the time they took over the main loop.
+            // and the load watch's availability (schedstat, once per
+            // iteration) with the time its readings took.
             "cpu_avail": sensor::median_share(&log.avail, 0..iters),
             "load_sensor_s": log.sensor_s,
             "read_s": med(&log.read_s),
