@@ -440,7 +440,7 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
             return Ok(());
         }
         let auto = &mut self.auto;
-        let pending = auto.pending.take();
+        let mut pending = auto.pending.take();
         if pending.is_none() {
             let inst = mheta_runtime::instrumented_iterations();
             auto.trace_iters = match auto.rerecord_from.take() {
@@ -448,7 +448,6 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
                 _ => inst.start..it + 1,
             };
         }
-        let mut pending = pending;
         match pending.as_mut() {
             None => {
                 auto.calib.clear();

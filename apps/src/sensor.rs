@@ -134,17 +134,10 @@ impl LoadChange {
         let c = |i: usize| calibration.get(i).copied().unwrap_or(1.0);
         let a = |i: usize| applied.get(i).copied().unwrap_or(1.0);
         let p = ratios.len();
-        let ranks: Vec<usize> = (0..p)
-            .filter(|&i| ratios[i].is_finite() && ratios[i] > 0.0)
-            .collect();
+        let watched = |i: usize| ratios[i].is_finite() && ratios[i] > 0.0;
+        let ranks: Vec<usize> = (0..p).filter(|&i| watched(i)).collect();
         let new: Vec<f64> = (0..p)
-            .map(|i| {
-                if ranks.contains(&i) {
-                    c(i) * ratios[i]
-                } else {
-                    c(i)
-                }
-            })
+            .map(|i| if watched(i) { c(i) * ratios[i] } else { c(i) })
             .collect();
         LoadChange {
             after: it,
@@ -181,7 +174,7 @@ pub struct LoadWatch {
     /// Iterations before this one are not judged.
     from: u64,
     /// The last check saw a change (a second in a row plans).
-    strike: bool,
+    struck: bool,
 }
 
 impl LoadWatch {
@@ -191,14 +184,14 @@ impl LoadWatch {
         self.base = median_share(shares, recorded);
         self.applied.clear();
         self.from = from;
-        self.strike = false;
+        self.struck = false;
     }
 
     /// A plan on sensed slowdowns `to`, in force from iteration `from`.
     pub fn applied(&mut self, to: &[f64], from: u64) {
         self.applied = to.to_vec();
         self.from = from;
-        self.strike = false;
+        self.struck = false;
     }
 
     /// Whether this rank's readings over the iterations `recorded` moved
@@ -271,8 +264,8 @@ impl LoadWatch {
     /// a change under way.
     fn strike(&mut self, mut s: Sensed) -> Sensed {
         if s.change.is_none() {
-            self.strike = false;
-        } else if !std::mem::replace(&mut self.strike, true) {
+            self.struck = false;
+        } else if !std::mem::replace(&mut self.struck, true) {
             s.change = None;
             s.moving = true;
         }
