@@ -166,7 +166,8 @@ pub struct Sensed {
 /// The load watch of one rank.
 #[derive(Debug, Default)]
 pub struct LoadWatch {
-    /// This rank's CPU share while the trace in use was recorded.
+    /// This rank's median reading (availability, or the stage share)
+    /// while the trace in use was recorded.
     base: Option<f64>,
     /// Every rank's sensed slowdown the plan in force priced (empty: 1,
     /// as recorded).
@@ -179,7 +180,8 @@ pub struct LoadWatch {
 
 impl LoadWatch {
     /// A plan on a fresh recording of iterations `recorded`, in force
-    /// from iteration `from`: the base is this rank's share over them.
+    /// from iteration `from`: the base is this rank's median reading over
+    /// them.
     pub fn recorded(&mut self, shares: &[Option<f64>], recorded: Range<u64>, from: u64) {
         self.base = median_share(shares, recorded);
         self.applied.clear();
@@ -220,7 +222,7 @@ impl LoadWatch {
         self.applied.get(rank).copied().unwrap_or(1.0)
     }
 
-    /// After iteration `it`, with this rank's shares so far: every
+    /// After iteration `it`, with this rank's readings so far: every
     /// [`WINDOW`] iterations once [`CI_ITERS`] are there since the plan,
     /// the check (collective: one allgather); None between checks.
     pub fn check(
