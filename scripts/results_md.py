@@ -132,7 +132,7 @@ def accuracy_headline(out, name):
 LINES = {
     "auto-speedup": r"^# median ratio|^# auto against",
     "move-rate": r"^# moves of",
-    "slowdown": r"^mean error",
+    "slowdown": r"^predicted from what",
     "stochastic": r"^bursty: coverage",
     "risk": r"^quantile plan against",
     "parallel": r"aggregate slowdown",

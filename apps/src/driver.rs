@@ -173,8 +173,9 @@ struct Setup<'w, 'i, F> {
 }
 
 /// Per iteration of this process: its time, its stages' time, reads,
-/// writes, its CPU share in its stages, and with the load watch its CPU
-/// availability (the in-run CPU sensors, `sensor.rs`).
+/// writes, its CPU share in its stages, and with the load watch (or
+/// MHETA_DEBUG_TIMES) its CPU availability (the in-run CPU sensors,
+/// `sensor.rs`).
 #[derive(Default)]
 struct Log {
     times: Vec<f64>,
@@ -184,6 +185,9 @@ struct Log {
     read_s: Vec<f64>,
     write_s: Vec<f64>,
     shares: Vec<Option<f64>>,
+    /// Whether MHETA_DEBUG_TIMES asks for every iteration's figures in
+    /// the report (availability included, with or without the watch).
+    debug: bool,
     /// With the load watch, what it reads per iteration: the main
     /// thread's CPU availability, CPU time over CPU time plus run-queue
     /// delay (schedstat), or without schedstat the stage share; and the
@@ -315,7 +319,10 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
             decl,
             decl_written,
             touch_at,
-            log: Log::default(),
+            log: Log {
+                debug: std::env::var_os("MHETA_DEBUG_TIMES").is_some(),
+                ..Log::default()
+            },
             auto: AutoState {
                 load,
                 watch,
@@ -371,7 +378,7 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
         let stage_cpu = since(&STAGE_CPU_NS, c0);
         log.stage_cpu_s.push(stage_cpu);
         log.shares.push(sensor::stage_share(stage_cpu, stage));
-        if self.auto.load.is_some() {
+        if self.auto.load.is_some() || log.debug {
             let t = Instant::now();
             if log.sched_file.is_none() {
                 log.sched_file = mheta_base::os::SchedstatReader::open();

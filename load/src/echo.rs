@@ -12,7 +12,7 @@
 //! sequence number on the connection (u32 LE, from 1).
 
 use crate::Notice;
-use mheta_base::os::{pin_to_core, thread_cpu_s};
+use mheta_base::os::{pin_to_core, thread_cpu_s, thread_schedstat};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
@@ -160,6 +160,8 @@ pub struct EchoStats {
     pub bytes: u64,
     /// CPU time of the serving threads, seconds.
     pub cpu_s: f64,
+    /// Their run-queue delay, seconds (None without schedstat).
+    pub runq_wait_s: Option<f64>,
 }
 
 /// Serve one connection until the client closes it (also in the middle of
@@ -167,6 +169,7 @@ pub struct EchoStats {
 /// also after an error.
 pub fn serve_conn(mut s: TcpStream, stop: &dyn Fn() -> bool) -> (EchoStats, io::Result<()>) {
     let cpu0 = thread_cpu_s();
+    let sched0 = thread_schedstat();
     let mut st = EchoStats::default();
     if let Err(e) = setup_stream(&s) {
         return (st, Err(e));
@@ -206,6 +209,10 @@ pub fn serve_conn(mut s: TcpStream, stop: &dyn Fn() -> bool) -> (EchoStats, io::
         }
     })();
     st.cpu_s = thread_cpu_s() - cpu0;
+    st.runq_wait_s = match (thread_schedstat(), sched0) {
+        (Some(now), Some(from)) => Some(now.since(&from).runq_wait_s),
+        _ => None,
+    };
     match r {
         // The client may close first when we stop.
         Err(_) if stop() => (st, Ok(())),
@@ -271,6 +278,9 @@ pub fn serve(
                 served.stats.bursts += s.bursts;
                 served.stats.bytes += s.bytes;
                 served.stats.cpu_s += s.cpu_s;
+                if let Some(w) = s.runq_wait_s {
+                    *served.stats.runq_wait_s.get_or_insert(0.0) += w;
+                }
             }
         }
         accepted.map(|()| served)

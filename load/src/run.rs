@@ -248,8 +248,8 @@ struct Threads {
 
 impl Threads {
     /// Wait for every thread: each worker's result, and each echo peer's
-    /// CPU seconds (None without a peer, or if it failed).
-    fn join(self) -> (Vec<Result<ProcStats>>, Vec<Option<f64>>) {
+    /// account (None without a peer, or if it failed).
+    fn join(self) -> (Vec<Result<ProcStats>>, Vec<Option<echo::EchoStats>>) {
         let stats = (self.workers.into_iter())
             .map(|h| {
                 h.join()
@@ -259,7 +259,7 @@ impl Threads {
         let peer_cpu = (self.echo.into_iter())
             .map(|h| {
                 let r = h?.join().ok()?;
-                r.ok().map(|e| e.cpu_s)
+                r.ok()
             })
             .collect();
         (stats, peer_cpu)
@@ -382,7 +382,7 @@ fn run_load(
     let elapsed = t0.elapsed().as_secs_f64();
     let end_wall = SystemTime::now();
     ctl.request_stop();
-    let (stats, peer_cpu) = threads.join();
+    let (stats, peers) = threads.join();
     let error = ctl.error();
     if error.is_some() {
         stopped_by = "error".into();
@@ -392,7 +392,7 @@ fn run_load(
         .enumerate()
         .map(|(i, p)| {
             let st = stats.get(i).and_then(|r| r.as_ref().ok()).cloned();
-            let peer = peer_cpu.get(i).copied().flatten();
+            let peer = peers.get(i).copied().flatten();
             timeline::proc_out(i, p, st.unwrap_or_default(), core_of(&cfg.cores, i), peer)
         })
         .collect();
@@ -566,6 +566,7 @@ pub fn serve_echo(cfg: &EchoConfig) -> Result<Finished> {
             bursts: served.stats.bursts,
             bytes: served.stats.bytes,
             cpu_s: served.stats.cpu_s,
+            runq_wait_s: served.stats.runq_wait_s,
         }),
     };
     Ok(finish(&cfg.opts, tl, ready))

@@ -3,9 +3,11 @@
 //! competing process did, the level switches of a bursty load, the echo
 //! server's totals; and its summary for people.
 
+use crate::echo::EchoStats;
 use crate::schedule::SwitchMode;
 use crate::spec::{Kind, ProcSpec};
 use crate::worker::ProcStats;
+use mheta_model::slowdown::Competitor;
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -39,6 +41,51 @@ pub struct ProcOut {
     pub comm_fraction: Option<f64>,
     pub comm_cpu_share: Option<f64>,
     pub peer_cpu_s: Option<f64>,
+    /// The scheduler's account of the thread (`None` without schedstat):
+    /// run-queue delay in all and inside each kind of phase, timeslices.
+    pub runq_wait_s: Option<f64>,
+    pub compute_wait_s: Option<f64>,
+    pub comm_wait_s: Option<f64>,
+    pub timeslices: Option<u64>,
+    pub peer_runq_wait_s: Option<f64>,
+    /// What the process did, as the slowdown model's competitor: its
+    /// compute and communication fractions as if it had had a CPU to
+    /// itself ([`measured_competitor`]); a load description takes it as
+    /// it stands. `None` before it ran a cycle.
+    pub as_competitor: Option<Competitor>,
+    /// Its echo peer the same way (no compute; the CPU the peer took
+    /// while the process communicated).
+    pub peer_as_competitor: Option<Competitor>,
+}
+
+/// A competitor's behaviour measured, not declared (Figueira and Berman's
+/// `p_comp`, `p_comm` and `delay_comm` for one process). Per cycle it
+/// needed `c = compute_cpu_s` of CPU to compute, and communicated for
+/// `m = comm_wall_s`: a cycle's communication phase lasts a wall time by
+/// design, whatever the CPU lets it do meanwhile. On a CPU of its own it
+/// computes `c / (c + m)` of its time and communicates `m / (c + m)`.
+/// While communicating it takes `comm_cpu_s / m` of the CPU: what it took
+/// over the window, beside whatever else ran (a round trip that waits
+/// for the CPU sends less, so this is the day's figure, not a constant of
+/// the process). A hog computes all the time. Its echo peer computes
+/// nothing, communicates as much, and takes `peer_cpu_s / m`.
+pub(crate) fn measured_competitor(
+    kind: &str,
+    st: &ProcStats,
+    peer_cpu_s: Option<f64>,
+) -> (Option<Competitor>, Option<Competitor>) {
+    if kind == "hog" {
+        return (Some(Competitor::hog()), None);
+    }
+    let c = st.compute_cpu_s.max(0.0);
+    let m = st.comm_wall_s.max(0.0);
+    if st.cycles == 0 || c + m <= 0.0 {
+        return (None, None);
+    }
+    let share = |cpu: f64| (m > 0.0).then(|| (cpu / m).clamp(0.0, 1.0));
+    let own = Competitor::cycling(c / (c + m), m / (c + m), share(st.comm_cpu_s));
+    let peer = peer_cpu_s.map(|p| Competitor::cycling(0.0, m / (c + m), share(p)));
+    (Some(own), peer)
 }
 
 /// A level switch, `t_s` seconds after the start.
@@ -81,6 +128,7 @@ pub struct EchoOut {
     pub bursts: u64,
     pub bytes: u64,
     pub cpu_s: f64,
+    pub runq_wait_s: Option<f64>,
 }
 
 /// The whole timeline of a run (`mode` "load" or "echo-server").
@@ -145,8 +193,9 @@ pub(crate) fn proc_out(
     p: &ProcSpec,
     st: ProcStats,
     core: Option<usize>,
-    peer_cpu_s: Option<f64>,
+    peer: Option<EchoStats>,
 ) -> ProcOut {
+    let peer_cpu_s = peer.map(|e| e.cpu_s);
     let (kind, comm, cycle_s, msgs, bytes) = match p.kind {
         Kind::Hog => ("hog", None, None, None, None),
         Kind::Cycle {
@@ -157,6 +206,9 @@ pub(crate) fn proc_out(
         } => ("cycle", Some(comm), Some(cycle_s), Some(msgs), Some(bytes)),
     };
     let busy = st.compute_wall_s + st.comm_wall_s;
+    let (as_competitor, peer_as_competitor) = measured_competitor(kind, &st, peer_cpu_s);
+    let sched = st.sched.is_some();
+    let cycle = kind == "cycle";
     ProcOut {
         index: i,
         kind,
@@ -178,6 +230,13 @@ pub(crate) fn proc_out(
         comm_fraction: (kind == "cycle" && busy > 0.0).then(|| st.comm_wall_s / busy),
         comm_cpu_share: (st.comm_wall_s > 0.0).then(|| st.comm_cpu_s / st.comm_wall_s),
         peer_cpu_s,
+        runq_wait_s: st.sched.map(|x| x.runq_wait_s),
+        compute_wait_s: (sched && cycle).then_some(st.compute_wait_s),
+        comm_wait_s: (sched && cycle).then_some(st.comm_wait_s),
+        timeslices: st.sched.map(|x| x.timeslices),
+        peer_runq_wait_s: peer.and_then(|e| e.runq_wait_s),
+        as_competitor,
+        peer_as_competitor,
     }
 }
 
@@ -195,7 +254,7 @@ impl Timeline {
         if !tl.procs.is_empty() {
             let _ = writeln!(
                 o,
-                "  {:>3} {:<5} {:>4} {:>8} {:>8} {:>7} {:>8} {:>9} {:>9} {:>9} {:>9}",
+                "  {:>3} {:<5} {:>4} {:>8} {:>8} {:>7} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}",
                 "#",
                 "kind",
                 "core",
@@ -206,14 +265,15 @@ impl Timeline {
                 "comm_frac",
                 "comm_wall",
                 "comm_cpu",
-                "peer_cpu"
+                "peer_cpu",
+                "runq_wait"
             );
         }
         let opt = |x: Option<f64>, p: usize| x.map_or("-".to_string(), |v| format!("{v:.p$}"));
         for p in &tl.procs {
             let _ = writeln!(
                 o,
-                "  {:>3} {:<5} {:>4} {:>8.2} {:>8.2} {:>7} {:>8} {:>9} {:>9} {:>9} {:>9}",
+                "  {:>3} {:<5} {:>4} {:>8.2} {:>8.2} {:>7} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}",
                 p.index,
                 p.kind,
                 p.core.map_or("-".into(), |c| c.to_string()),
@@ -225,6 +285,7 @@ impl Timeline {
                 opt((p.kind == "cycle").then_some(p.comm_wall_s), 3),
                 opt((p.kind == "cycle").then_some(p.comm_cpu_s), 3),
                 opt(p.peer_cpu_s, 3),
+                opt(p.runq_wait_s, 3),
             );
         }
         if let Some(b) = &tl.bursty {
@@ -290,5 +351,35 @@ mod tests {
         assert!((p[1].time_s - 3.0).abs() < 1e-12);
         assert!((p[0].share - 0.4).abs() < 1e-12);
         assert_eq!(p[1].mean_dwell_s, Some(3.0));
+    }
+
+    #[test]
+    fn a_competitor_is_what_it_did_net_of_waiting_for_the_cpu() {
+        // 10 cycles: 0.25 s of CPU computing, 0.25 s communicating
+        // (0.15 s of it waiting in the run queue), 0.05 s of CPU then.
+        let st = ProcStats {
+            cycles: 10,
+            compute_cpu_s: 0.25,
+            compute_wall_s: 0.6,
+            comm_wall_s: 0.25,
+            comm_wait_s: 0.15,
+            comm_cpu_s: 0.05,
+            ..ProcStats::default()
+        };
+        let (own, peer) = measured_competitor("cycle", &st, Some(0.1));
+        let own = own.unwrap();
+        assert!((own.compute() - 0.5).abs() < 1e-12);
+        assert!((own.comm - 0.5).abs() < 1e-12);
+        assert!((own.comm_cpu.unwrap() - 0.2).abs() < 1e-12);
+        let peer = peer.unwrap();
+        assert_eq!(peer.compute(), 0.0);
+        assert!((peer.comm - 0.5).abs() < 1e-12);
+        assert!((peer.comm_cpu.unwrap() - 0.4).abs() < 1e-12);
+        assert_eq!(
+            measured_competitor("hog", &st, None).0,
+            Some(Competitor::hog())
+        );
+        let idle = ProcStats::default();
+        assert_eq!(measured_competitor("cycle", &idle, None), (None, None));
     }
 }

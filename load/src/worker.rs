@@ -12,12 +12,17 @@
 //! sends bursts to the echo peer until `comm * cycle` wall seconds have
 //! passed since the phase began (at least one burst); the CPU it takes is
 //! Figueira and Berman's `delay_comm`.
+//!
+//! Each worker also keeps the scheduler's account of its thread
+//! (`/proc/thread-self/schedstat`, read at each phase's ends): the
+//! run-queue delay of its compute and its communication phases, so that
+//! what it did can be told from what the CPU it shared let it do.
 
 use crate::echo::{Burst, EchoStats, Xfer, is_retry, serve_conn, setup_stream};
 use crate::error::{Context, Result};
 use crate::signal;
 use crate::spec::{Kind, ProcSpec};
-use mheta_base::os::{pin_to_core, thread_cpu_s};
+use mheta_base::os::{Schedstat, SchedstatReader, pin_to_core, thread_cpu_s};
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
@@ -164,6 +169,19 @@ pub(crate) struct ProcStats {
     pub compute_wall_s: f64,
     pub comm_wall_s: f64,
     pub comm_cpu_s: f64,
+    /// The thread's scheduler account over the run (None without
+    /// schedstat), and its run-queue delay inside each kind of phase.
+    pub sched: Option<Schedstat>,
+    pub compute_wait_s: f64,
+    pub comm_wait_s: f64,
+}
+
+/// The run-queue delay since `from` on `r`'s thread, and the reading now.
+fn wait_since(r: Option<&SchedstatReader>, from: Option<Schedstat>) -> f64 {
+    match (r.and_then(SchedstatReader::read), from) {
+        (Some(now), Some(from)) => now.since(&from).runq_wait_s.max(0.0),
+        _ => 0.0,
+    }
 }
 
 /// Competing process `i`: pin it, connect it to its echo peer, report
@@ -188,6 +206,8 @@ pub(crate) fn worker(
         _ => None,
     };
     ctl.ready.fetch_add(1, Relaxed);
+    let sched = SchedstatReader::open();
+    let sched0 = sched.as_ref().and_then(SchedstatReader::read);
     let cpu0 = thread_cpu_s();
     let mut st = ProcStats::default();
     let mut gate = Gate::new(ctl, i);
@@ -208,11 +228,18 @@ pub(crate) fn worker(
             let compute_cpu = (1.0 - comm) * cycle_s;
             let comm_wall = comm * cycle_s;
             while gate.pass().is_some() {
-                if compute_cpu > 0.0 && compute(&mut gate, &mut state, compute_cpu, &mut st) {
+                let at = sched.as_ref().and_then(SchedstatReader::read);
+                let stop =
+                    compute_cpu > 0.0 && compute(&mut gate, &mut state, compute_cpu, &mut st);
+                st.compute_wait_s += wait_since(sched.as_ref(), at);
+                if stop {
                     break;
                 }
                 if let Some(s) = conn.as_mut() {
-                    match communicate(s, &mut gate, &burst, comm_wall, &mut st) {
+                    let at = sched.as_ref().and_then(SchedstatReader::read);
+                    let r = communicate(s, &mut gate, &burst, comm_wall, &mut st);
+                    st.comm_wait_s += wait_since(sched.as_ref(), at);
+                    match r {
                         Ok(false) => {}
                         Ok(true) => break,
                         Err(e) => {
@@ -228,6 +255,10 @@ pub(crate) fn worker(
     gate.finish();
     st.active_s = gate.active_s;
     st.cpu_s = thread_cpu_s() - cpu0;
+    st.sched = match (sched.as_ref().and_then(SchedstatReader::read), sched0) {
+        (Some(now), Some(from)) => Some(now.since(&from)),
+        _ => None,
+    };
     Ok(st)
 }
 

@@ -220,10 +220,11 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
             })),
             "notes": notes,
         });
-        if std::env::var_os("MHETA_DEBUG_TIMES").is_some() {
+        if log.debug {
             mine["cpu_shares"] = json!(log.shares);
             mine["cpu_avail_per_iter"] = json!(log.avail);
             mine["stage_times_s"] = json!(log.stage_s);
+            mine["stage_cpu_s"] = json!(log.stage_cpu_s);
         }
         mine
     }
