@@ -7,10 +7,17 @@ Driven by scripts/parallel-study.sh.
 
 Per app (jacobi, sor):
 1. A dedicated trace on Block and a 4-rank profile.
-2. Aggregate slowdown: Block dedicated and loaded, interleaved (D L D L ...);
-   predicted by `mheta predict --load` (node 0: ranks 0,1 on one CPU with
-   the hog; the MHETA replay of the dedicated trace with those slowdowns)
-   over the same replay dedicated.
+2. Aggregate slowdown on Block: runs with the hog switching on and off every
+   half second, iterations with it on against those with it off in the same
+   run (the vCPUs' own speed moves between runs), 5 runs (3 quick); with
+   F, node 0's ranks' CPU time per unit of work on over off. Predicted by
+   `mheta predict --load` (node 0: ranks 0,1 on one CPU with the hog; the
+   MHETA replay of the dedicated trace with those slowdowns) over the same
+   replay dedicated, which is what mheta uses; and by Figueira and
+   Berman's eq. 12 on the same local slowdowns (`mheta slowdown`), which
+   takes the iteration to be its slowest node's computation: the two
+   differ when communication and waiting are a part of the iteration
+   that CPU sharing does not slow.
 3. The spectrum, run under the load: node 0's ranks given 100% down to 40%
    of Block's rows, node 1's the rest, each run's median iteration.
 4. --auto --replan-on sensed from a dedicated start, the hog arriving mid-run (a scripted
@@ -20,10 +27,13 @@ Per app (jacobi, sor):
 """
 import json, os, statistics, subprocess, sys, time
 
-from study import BIN, ENV, MHETA, QUICK, stamp
+from study import BIN, ENV, MHETA, QUICK, boot_ci, on_off_windows, stamp
 
 OUT = sys.argv[1]
 REPS = 1 if QUICK else 3
+AGG_REPS = 3 if QUICK else 5
+AGG_ITERS = 800 if QUICK else 1500
+DWELL = 0.5  # the hog's on and off windows in the aggregate runs, seconds
 os.makedirs(OUT, exist_ok=True)
 W = os.path.join(OUT, "work")
 os.makedirs(W, exist_ok=True)
@@ -87,22 +97,55 @@ def main():
     results = []
     for app, n, iters in APPS:
         tr = os.path.join(W, f"trace-{app}")
-        subprocess.run([MHETA, "run", "--trace-dir", tr, "--"] + cmd(app, n, 12), env=ENV, check=True,
-                       capture_output=True)
-        block = ",".join(map(str, dist_for(n, 1.0)))
+        # 1.5 s of recorded iterations: the vCPUs change speed by themselves.
+        subprocess.run([MHETA, "run", "--trace-dir", tr, "--seconds", "1.5", "--"] + cmd(app, n, AGG_ITERS),
+                       env=ENV, check=True, capture_output=True)
+        block_d = dist_for(n, 1.0)
+        block = ",".join(map(str, block_d))
         base = ["predict", "--profile", prof, "--trace", tr, "--dist", block]
         ded_pred = mheta_json(base)["per_iteration_s"]
         pred = mheta_json(base + ["--load", lf])["per_iteration_s"] / ded_pred
-        # Aggregate slowdown, measured interleaved.
-        ratios, prev = [], run(cmd(app, n, iters))["elapsed_s"]
-        for _ in range(REPS):
-            ld = Load(f"agg-{app}")
-            loaded = run(cmd(app, n, iters))["elapsed_s"]
+        # Figueira and Berman eq. 8 (eq. 12 on Block): the slowest node's
+        # (1 + ew_a)·sd_a / w_a, every rank of the same dedicated power.
+        sd = [x["sharing"]["mean"] for x in mheta_json(["slowdown", "--load", lf, "--np", "4"])["ranks"]]
+        ew = [rows * 4 / n - 1 for rows in block_d]
+        eq12 = max((1 + e) * s for e, s in zip(ew, sd)) / max(1 + e for e in ew)
+        # Aggregate slowdown, measured within runs: the hog on and off.
+        agg = []
+        for rep in range(AGG_REPS):
+            name = f"agg-{app}-{rep}"
+            ld = Load(name, ["--levels", "0,1", "--dwell", str(DWELL), "--switch", "scripted"])
+            r = run(cmd(app, n, AGG_ITERS), env=dict(ENV, MHETA_DEBUG_TIMES="1"))
             ld.stop()
-            nxt = run(cmd(app, n, iters))["elapsed_s"]
-            ratios.append(loaded / ((prev + nxt) / 2))
-            prev = nxt
+            on, off = on_off_windows(r, json.load(open(os.path.join(W, name + ".json"))))
+            alloff = off[0] + off[1]
+            if len(on) < 20 or len(alloff) < 20:
+                sys.exit(f"parallel-study: too few iterations on ({len(on)}) or off ({len(alloff)})")
+            mean = lambda v, idx: sum(v[i] for i in idx) / len(idx)
+            it = r["iter_times_s"]
+            cpu = [sum(r["ranks"][k]["stage_cpu_s"][i] for k in (0, 1)) for i in range(len(it))]
+            noise = (abs(mean(it, off[0]) / mean(it, off[1]) - 1)
+                     if len(off[0]) >= 10 and len(off[1]) >= 10 else None)
+            # Eq. 8 on this run's own dedicated windows: each rank's power
+            # w_a from its median stage time with the hog off (the vCPUs'
+            # speeds of this run, not of the trace's).
+            stage_off = [statistics.median(r["ranks"][k]["stage_times_s"][i] for i in alloff) for k in range(4)]
+            w = [min(stage_off) / x for x in stage_off]
+            eq8 = (max((1 + e) * s / wa for e, s, wa in zip(ew, sd, w))
+                   / max((1 + e) / wa for e, wa in zip(ew, w)))
+            agg.append({"S": mean(it, on) / mean(it, alloff), "F": mean(cpu, on) / mean(cpu, alloff),
+                        "eq8_run": eq8, "w": w,
+                        "noise": noise, "iters_on": len(on), "iters_off": len(alloff)})
+        ratios = [a["S"] for a in agg]
         meas = statistics.median(ratios)
+        f_med = statistics.median(a["F"] for a in agg)
+        noises = [a["noise"] for a in agg if a["noise"] is not None]
+        eq8_run = statistics.median(a["eq8_run"] for a in agg)
+        # The trace's ranks on Block: their recorded compute apart (the
+        # vCPUs' speeds when it was recorded), which the replay keeps.
+        rep = mheta_json(base)
+        comp = [x["compute_s"] for x in rep.get("ranks", [])] if isinstance(rep.get("ranks"), list) else []
+        trace_spread = 100 * (max(comp) / min(comp) - 1) if comp and min(comp) > 0 else None
         # The spectrum under load.
         ld = Load(f"spectrum-{app}")
         spectrum = {f: [] for f in FRACS}
@@ -140,8 +183,15 @@ def main():
         auto_med = statistics.median(got) if got else None
         results.append({
             "app": app, "n": n, "iters": iters,
-            "aggregate": {"predicted": pred, "measured": meas, "measured_runs": ratios,
-                          "err_pct": 100 * abs(pred - meas) / meas},
+            "aggregate": {"predicted": pred, "eq12": eq12, "eq8_run_powers": eq8_run, "local_slowdowns": sd,
+                          "trace_compute_spread_pct": trace_spread,
+                          "measured": meas, "measured_ci": boot_ci(ratios), "measured_runs": agg,
+                          "cpu_per_work": f_med, "fixed_work_rate": meas / f_med,
+                          "noise_floor_pct": 100 * statistics.median(noises) if noises else None,
+                          "err_pct": 100 * (pred / meas - 1), "err_eq12_pct": 100 * (eq12 / meas - 1),
+                          "err_fixed_pct": 100 * (pred / (meas / f_med) - 1),
+                          "err_eq12_fixed_pct": 100 * (eq12 / (meas / f_med) - 1),
+                          "err_eq8_run_fixed_pct": 100 * (eq8_run / (meas / f_med) - 1)},
             "spectrum": spec_rows, "best": best, "auto": autos,
             "auto_iter_median_s": auto_med,
             "auto_fraction_of_best": best["iter_median_s"] / auto_med if auto_med else None,
@@ -150,14 +200,24 @@ def main():
         **stamp("scripts/parallel-study.sh " + OUT),
         "emulation": "two nodes of one core each: ranks 0,1 pinned to core 0 and 2,3 to core 1 (rankfile), each "
                      "rank a cgroup cpu quota of half a core (--cpu-emulation share), --wait sleep; a `mheta load` "
-                     "hog pinned to core 0 (real contention; the kernel time-shares the core).",
+                     "hog pinned to core 0 (real contention; the kernel time-shares the core), on and off every "
+                     f"{DWELL} s for the aggregate slowdown.",
         "apps": results, "wall_s": time.time() - t0,
     }
     json.dump(res, open(os.path.join(OUT, "parallel.json"), "w"), indent=1)
     for r in results:
         g = r["aggregate"]
-        print(f"{r['app']}: aggregate slowdown predicted {g['predicted']:.3f}, measured {g['measured']:.3f} "
-              f"(runs {', '.join(f'{x:.3f}' for x in g['measured_runs'])}), error {g['err_pct']:.1f}%")
+        nf = "-" if g["noise_floor_pct"] is None else f"{g['noise_floor_pct']:.1f}%"
+        runs_s = ", ".join(f"{x['S']:.3f}" for x in g["measured_runs"])
+        print(f"{r['app']}: aggregate slowdown measured {g['measured']:.3f} [95% CI {g['measured_ci'][0]:.3f}, "
+              f"{g['measured_ci'][1]:.3f}] (runs {runs_s}; noise floor {nf}); "
+              f"replay {g['predicted']:.3f} ({g['err_pct']:+.1f}%), eq. 12 {g['eq12']:.3f} ({g['err_eq12_pct']:+.1f}%); "
+              f"node 0's CPU per unit of work x{g['cpu_per_work']:.3f}, so at a fixed work rate {g['fixed_work_rate']:.3f}: "
+              f"replay {g['err_fixed_pct']:+.1f}%, eq. 12 {g['err_eq12_fixed_pct']:+.1f}%, eq. 8 with each run's "
+              f"own rank powers {g['eq8_run_powers']:.3f} ({g['err_eq8_run_fixed_pct']:+.1f}%)")
+        if g["trace_compute_spread_pct"] is not None:
+            print(f"  the trace's ranks on Block computed {g['trace_compute_spread_pct']:.1f}% apart (the replay keeps "
+                  "that; eq. 12 takes equal powers)")
         print("  spectrum under load (node 0's rows / Block's): " + "  ".join(
             f"{s['node0_fraction_of_block']:.1f}:{s['iter_median_s']*1e3:.2f}ms" for s in r["spectrum"]))
         for x in r["auto"]:

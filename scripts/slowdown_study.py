@@ -32,9 +32,9 @@ replay of a dedicated trace with both nodes' slowdowns, against the same
 replay dedicated), by the sharing rule and by eq. 2 as published; and once
 from each generator measured alone beforehand (its dedicated fractions).
 """
-import json, os, random, statistics, subprocess, sys, time
+import json, os, statistics, subprocess, sys, time
 
-from study import BIN, ENV, MHETA, QUICK, stamp
+from study import BIN, ENV, MHETA, QUICK, boot_ci, on_off_windows, stamp
 
 OUT = sys.argv[1]
 REPS = int(os.environ.get("STUDY_REPS", "3" if QUICK else "5"))
@@ -95,23 +95,8 @@ def run_app(app, n, iters, np_):
 
 
 def windows(report, timeline):
-    """Each iteration's index sorted into the load's on-windows and the
-    odd and even off-windows, from its midpoint on the timeline."""
-    t0 = timeline["start_unix_s"]
-    sw = [(x["t_s"] + t0, x["level"]) for x in timeline["bursty"]["switches"]]
-    t = report["loop_start_unix_s"]
-    on, off = [], {0: [], 1: []}
-    for i, d in enumerate(report["iter_times_s"]):
-        mid, t = t + d / 2, t + d
-        if i == 0:
-            continue
-        k = max((j for j, (ts, _) in enumerate(sw) if ts <= mid), default=None)
-        if k is None or min(abs(mid - ts) for ts, _ in sw) < GUARD:
-            continue
-        if sw[k][1] > 0:
-            on.append(i)
-        else:
-            off[k // 2 % 2].append(i)
+    """On- and off-window iterations (study.on_off_windows), enough of each."""
+    on, off = on_off_windows(report, timeline, GUARD)
     if len(on) < 20 or len(off[0]) + len(off[1]) < 20:
         sys.exit(f"slowdown-study: too few iterations on ({len(on)}) or off "
                  f"({len(off[0]) + len(off[1])})")
@@ -219,15 +204,6 @@ def calibrate(g, i):
     Load([g], tl, duration=2.0).p.wait()
     t = json.load(open(tl))["procs"][0]
     return t["as_competitor"], t["peer_as_competitor"]
-
-
-def boot_ci(v, reps=2000, seed=7):
-    """Bootstrap 95% CI of the median of `v`."""
-    if len(v) < 2:
-        return [v[0], v[0]] if v else [None, None]
-    rng = random.Random(seed)
-    meds = sorted(statistics.median(rng.choices(v, k=len(v))) for _ in range(reps))
-    return [meds[int(0.025 * reps)], meds[int(0.975 * reps) - 1]]
 
 
 def err_pct(pred, meas):

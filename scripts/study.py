@@ -19,3 +19,38 @@ def stamp(command):
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": f"{platform.node()}: {os.cpu_count()} cores, {platform.platform()}",
     }
+
+
+def on_off_windows(report, timeline, guard=0.06):
+    """The iterations of a kernel's report (MHETA_DEBUG_TIMES) sorted by the
+    level of a switching `mheta load` (its timeline): the indices run with
+    the load on, and with it off in odd and even off-windows. Each
+    iteration is placed by its midpoint; the first, and those within
+    `guard` seconds of a switch, are left out."""
+    t0 = timeline["start_unix_s"]
+    sw = [(x["t_s"] + t0, x["level"]) for x in timeline["bursty"]["switches"]]
+    t = report["loop_start_unix_s"]
+    on, off = [], {0: [], 1: []}
+    for i, d in enumerate(report["iter_times_s"]):
+        mid, t = t + d / 2, t + d
+        if i == 0:
+            continue
+        k = max((j for j, (ts, _) in enumerate(sw) if ts <= mid), default=None)
+        if k is None or min(abs(mid - ts) for ts, _ in sw) < guard:
+            continue
+        if sw[k][1] > 0:
+            on.append(i)
+        else:
+            off[k // 2 % 2].append(i)
+    return on, off
+
+
+def boot_ci(v, reps=2000, seed=7):
+    """Bootstrap 95% CI of the median of `v`."""
+    import random
+    import statistics
+    if len(v) < 2:
+        return [v[0], v[0]] if v else [None, None]
+    rng = random.Random(seed)
+    meds = sorted(statistics.median(rng.choices(v, k=len(v))) for _ in range(reps))
+    return [meds[int(0.025 * reps)], meds[int(0.975 * reps) - 1]]
