@@ -26,11 +26,15 @@ Measured per run (the kernels' MHETA_DEBUG_TIMES report, the load's timeline):
 - the noise floor: S and F between the odd and the even off-windows.
 
 Predicted per run, from what the generators did in that run (the model's
-load description from the timeline's `as_competitor`): `mheta slowdown`
-(sor: rank 0's local slowdown) and `mheta predict --load` (jacobi: the MHETA
-replay of a dedicated trace with both nodes' slowdowns, against the same
-replay dedicated), by the sharing rule and by eq. 2 as published; and once
-from each generator measured alone beforehand (its dedicated fractions).
+load description from the timeline's `as_competitor`), by the sharing rule
+and by eq. 2 as published, through `mheta slowdown`: sor is rank 0's local
+slowdown; jacobi is Figueira and Berman's eq. 8 over both ranks' local
+slowdowns, each rank's power from its stage time with the load off in the
+same run (this VM's two vCPUs change speed against each other from one
+run to the next, so a trace recorded minutes earlier prices them wrong). Beside it the MHETA replay of a
+dedicated trace (`mheta predict --load` over the same replay dedicated),
+which keeps the trace's speeds. And from each generator measured alone
+beforehand (its dedicated fractions).
 """
 import json, os, statistics, subprocess, sys, time
 
@@ -127,7 +131,8 @@ def measure(report, timeline):
     if len(off[0]) >= 10 and len(off[1]) >= 10:
         noise_s = abs(mean(it, off[0]) / mean(it, off[1]) - 1.0)
         noise_f = abs(mean(cpu, off[0]) / mean(cpu, off[1]) - 1.0)
-    return {"S": s, "F": f, "A": s / f, "avail_on": avail(on), "avail_off": avail(alloff),
+    stage_off = [statistics.median(r["stage_times_s"][i] for i in alloff) for r in report["ranks"]]
+    return {"S": s, "F": f, "A": s / f, "avail_on": avail(on), "avail_off": avail(alloff), "stage_off": stage_off,
             "noise_S": noise_s, "noise_F": noise_f, "iters_on": len(on), "iters_off": len(alloff)}
 
 
@@ -184,18 +189,28 @@ def mheta_json(args):
     return json.loads(out.stdout)
 
 
-def predict(desc, name, app, n, np_, prof, traces):
-    """(sharing rule, eq. 2 as published) for the load description `desc`."""
+def predict(desc, name, app, n, np_, prof, traces, stage_off):
+    """Predicted slowdowns for the load description `desc`, by the sharing
+    rule (`pred`) and by eq. 2 as published (`pred_eq2`). For 2 ranks these
+    are Figueira and Berman's eq. 8 on the ranks' local slowdowns, with each
+    rank's power from `stage_off` (its median stage time with the load off
+    in this run: the vCPUs' speeds of this run); beside them `pred_replay`,
+    the MHETA replay of the dedicated trace (`mheta predict --load` over the
+    same replay dedicated), which prices the ranks at the speeds the trace
+    recorded."""
     lf = os.path.join(W, f"load-{name}.json")
     json.dump(desc, open(lf, "w"), indent=1)
+    ranks = mheta_json(["slowdown", "--load", lf, "--np", str(np_)])["ranks"]
     if np_ == 1:
-        s = mheta_json(["slowdown", "--load", lf, "--np", "1"])["ranks"][0]
-        return s["sharing"]["mean"], s["paper"]["mean"]
+        return {"pred": ranks[0]["sharing"]["mean"], "pred_eq2": ranks[0]["paper"]["mean"]}
+    eq8 = lambda sd: max(t * x for t, x in zip(stage_off, sd)) / max(stage_off)
     half = n // 2
     base = ["predict", "--profile", prof, "--trace", traces[(app, n)], "--dist", f"{half},{n - half}"]
     ded = mheta_json(base)["per_iteration_s"]
-    return (mheta_json(base + ["--load", lf])["per_iteration_s"] / ded,
-            mheta_json(base + ["--load", lf, "--rule", "paper"])["per_iteration_s"] / ded)
+    return {"pred": eq8([r["sharing"]["mean"] for r in ranks]),
+            "pred_eq2": eq8([r["paper"]["mean"] for r in ranks]),
+            "local": [r["sharing"]["mean"] for r in ranks],
+            "pred_replay": mheta_json(base + ["--load", lf])["per_iteration_s"] / ded}
 
 
 def calibrate(g, i):
@@ -248,8 +263,12 @@ def main():
             timeline = json.load(open(tl))
             m = measure(rep_json, timeline)
             own, peers = competitors(timeline)
-            m["pred"], m["pred_eq2"] = predict(load_desc(own, peers, np_), f"{app}-{i}-{rep}",
-                                               app, n, np_, prof, traces)
+            m.update(predict(load_desc(own, peers, np_), f"{app}-{i}-{rep}", app, n, np_, prof, traces,
+                             m["stage_off"]))
+            al_own = [alone[g][0] for g in CONFIGS[i]]
+            al_peers = [alone[g][1] for g in CONFIGS[i] if alone[g][1]]
+            m["pred_alone"] = predict(load_desc(al_own, al_peers, np_), f"{app}-{i}-{rep}-alone", app, n, np_,
+                                      prof, traces, m["stage_off"])["pred"]
             m["generators"] = [{"as_competitor": p["as_competitor"], "runq_wait_s": p["runq_wait_s"],
                                 "active_s": p["active_s"], "cpu_s": p["cpu_s"]}
                                for p in timeline["procs"]]
@@ -258,16 +277,15 @@ def main():
     for a, i in cells:
         app, n, iters, np_ = APPS[a]
         rs = runs[(a, i)]
-        own = [alone[g][0] for g in CONFIGS[i]]
-        peers = [alone[g][1] for g in CONFIGS[i] if alone[g][1]]
-        pred_alone, _ = predict(load_desc(own, peers, np_), f"{app}-{i}-alone", app, n, np_, prof, traces)
         med = lambda k: statistics.median(r[k] for r in rs)
         S, A, F = med("S"), med("A"), med("F")
         # Each run's error against its own measurement, then the median.
         e_s = statistics.median(err_pct(r["pred"], r["S"]) for r in rs)
         e_a = statistics.median(err_pct(r["pred"], r["A"]) for r in rs)
         e_eq2 = statistics.median(err_pct(r["pred_eq2"], r["S"]) for r in rs)
-        e_alone = err_pct(pred_alone, S)
+        e_alone = statistics.median(err_pct(r["pred_alone"], r["S"]) for r in rs)
+        e_replay = (statistics.median(err_pct(r["pred_replay"], r["A"]) for r in rs)
+                    if np_ == 2 else None)
         ci_s = boot_ci([r["S"] for r in rs])
         ci_a = boot_ci([r["A"] for r in rs])
         noise_s = [r["noise_S"] for r in rs if r["noise_S"] is not None]
@@ -284,7 +302,9 @@ def main():
             "contention": A, "contention_ci": ci_a,
             "cpu_per_work": F, "cpu_per_work_ci": boot_ci([r["F"] for r in rs]),
             "avail_on": med("avail_on") if all(r["avail_on"] for r in rs) else None,
-            "predicted": med("pred"), "predicted_eq2": med("pred_eq2"), "predicted_alone": pred_alone,
+            "predicted": med("pred"), "predicted_eq2": med("pred_eq2"), "predicted_alone": med("pred_alone"),
+            "predicted_replay": med("pred_replay") if np_ == 2 else None,
+            "err_replay_contention_pct": e_replay,
             "err_pct": e_s, "err_contention_pct": e_a, "err_eq2_pct": e_eq2, "err_alone_pct": e_alone,
             "noise_floor_pct": floor_s, "noise_floor_cpu_per_work_pct": floor_f,
             "verdict": verdict(e_s, max(floor_s or 0.0, half_s)),
@@ -315,7 +335,6 @@ def main():
                                 for v in ("met", "within noise", "missed")},
         "wall_s": time.time() - t_start,
     }
-    json.dump(res, open(os.path.join(OUT, "slowdown.json"), "w"), indent=1)
     print(f"{'app':<6} {'n':>4} {'np':>2}  {'generators (comm/msgs/bytes)':<32} {'meas':>6} {'95% CI':>13} "
           f"{'F':>5} {'S/F':>6} {'pred':>6} {'err%':>6} {'vsS/F%':>6} {'eq2%':>6} {'alone%':>6} {'noise%':>6}  verdict")
     for r in rows:
@@ -335,9 +354,15 @@ def main():
     print(f"eq. 2 as published: mean {res['paper_rule']['mean_err_pct']:.1f}%, max {res['paper_rule']['max_err_pct']:.1f}%; "
           f"sharing rule from the generators measured alone: mean {res['alone']['mean_err_pct']:.1f}%, "
           f"max {res['alone']['max_err_pct']:.1f}%")
+    rp = [abs(r["err_replay_contention_pct"]) for r in rows if r["err_replay_contention_pct"] is not None]
+    if rp:
+        res["replay"] = {"mean_err_contention_pct": statistics.mean(rp), "max_err_contention_pct": max(rp)}
+        print(f"2-rank rows by the MHETA replay of the trace instead of eq. 8 (the ranks at the speeds the trace "
+              f"recorded, not this run's) against S/F: mean {statistics.mean(rp):.1f}%, max {max(rp):.1f}%")
     print(f"goal: mean <= {GOAL_MEAN:.0f}%, max <= {GOAL_MAX:.0f}%; noise floor (odd against even off-windows of a run) "
           f"median {res['noise_floor_pct']:.1f}%, max {res['noise_floor_max_pct']:.1f}%")
     print(f"emulation: {res['emulation']}")
+    json.dump(res, open(os.path.join(OUT, "slowdown.json"), "w"), indent=1)
     print(f"wrote {os.path.join(OUT, 'slowdown.json')} in {res['wall_s']:.0f} s")
 
 

@@ -80,6 +80,8 @@ pub struct PredictArgs {
 struct Found {
     dist: Dist,
     sp: StochPrediction,
+    /// The iteration's ±2σ band clipped to what the load can produce.
+    range: (f64, f64),
     /// Each recorded iteration replayed under `dist`: their median and
     /// the times (None with fewer than 3 recorded).
     each: Option<(f64, Vec<f64>)>,
@@ -103,9 +105,11 @@ pub fn main(a: PredictArgs) -> Result<i32> {
     let from_s = m.predict(&src)?.per_iteration_s;
     let decision =
         mheta_model::redist::decide(from_s, sp.point.per_iteration_s, cost.total_s, a.iters);
+    let range = mheta_model::risk::range_within_load(&m, &d, &sp)?;
     let f = Found {
         dist: d,
         sp,
+        range,
         each,
         src,
         cost,
@@ -159,6 +163,8 @@ fn json(a: &PredictArgs, m: &Model, f: &Found) -> serde_json::Value {
         "iterations_s": f.each.as_ref().map(|e| &e.1),
         "load": m.load.as_ref().filter(|_| a.model.load.is_some()),
         "per_iteration": load_desc::json(f.sp.per_iteration),
+        // The ±2σ band clipped to what the load can produce.
+        "per_iteration_range": [f.range.0, f.range.1],
         "total": load_desc::json(f.sp.total(a.iters)),
         "move": {
             "from": f.src.0,
@@ -205,12 +211,12 @@ fn text(a: &PredictArgs, m: &Model, f: &Found) {
     if let (Some(l), Some(s)) = (&a.model.load, &m.load) {
         let (it, tot) = (f.sp.per_iteration, f.sp.total(iters));
         println!(
-            "under load ({}): per iteration {:.6} ± {:.6} s (±2σ: {:.6} .. {:.6}); total {:.6} ± {:.6} s",
+            "under load ({}): per iteration {:.6} ± {:.6} s (±2σ within what the load can produce: {:.6} .. {:.6}); total {:.6} ± {:.6} s",
             l.display(),
             it.mean,
             2.0 * it.sd,
-            it.range2().0,
-            it.range2().1,
+            f.range.0,
+            f.range.1,
             tot.mean,
             2.0 * tot.sd
         );

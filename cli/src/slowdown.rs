@@ -40,6 +40,10 @@ pub fn main(a: SlowdownArgs) -> Result<i32> {
                     "rank": r,
                     "sharing": load_desc::json(out[0].cpu[r]),
                     "paper": load_desc::json(out[1].cpu[r]),
+                    // ±2σ clipped to the least and greatest slowdown the
+                    // load can produce.
+                    "range": out[0].cpu_range2(r),
+                    "bounds": out[0].cpu_bounds[r],
                     "how": out[0].how[r],
                 })
             })
@@ -47,14 +51,16 @@ pub fn main(a: SlowdownArgs) -> Result<i32> {
         println!("{}", serde_json::json!({"load": name, "ranks": ranks}));
     } else {
         println!(
-            "{:>5} {:>22} {:>22}  how",
-            "rank", "sharing (mean ± 2σ)", "eq. 2 (mean ± 2σ)"
+            "{:>5} {:>22} {:>17} {:>22}  how",
+            "rank", "sharing (mean ± 2σ)", "within the load", "eq. 2 (mean ± 2σ)"
         );
         for r in 0..np {
+            let (lo, hi) = out[0].cpu_range2(r);
             println!(
-                "{:>5} {:>22} {:>22}  {}",
+                "{:>5} {:>22} {:>17} {:>22}  {}",
                 r,
                 format!("{:.4}", out[0].cpu[r]),
+                format!("{lo:.3}..{hi:.3}"),
                 format!("{:.4}", out[1].cpu[r]),
                 out[0].how[r]
             );

@@ -66,6 +66,38 @@ pub fn predict_stochastic(m: &Model, d: &Dist) -> Result<StochPrediction, ModelE
     })
 }
 
+/// The ±2σ band of `s` (a prediction of `d` under `m`'s load) clipped to
+/// what the load can produce: the replay of `d` with every rank at the
+/// least, and at the greatest, CPU slowdown its load allows
+/// ([`crate::slowdown::Slowdowns::cpu_bounds`]). A run under a hog that
+/// comes and goes is between dedicated and time-shared however wide the
+/// spread of the mixture's average says it may be. Two evaluations more
+/// than the prediction, so not inside searches.
+pub fn range_within_load(
+    m: &Model,
+    d: &Dist,
+    s: &StochPrediction,
+) -> Result<(f64, f64), ModelError> {
+    let (lo, hi) = s.per_iteration.range2();
+    let Some(load) = &m.load else {
+        return Ok((lo, hi));
+    };
+    let at = |pick: fn((f64, f64)) -> f64| -> Result<f64, ModelError> {
+        let cpu = load
+            .cpu_bounds
+            .iter()
+            .map(|&b| Stoch::point(pick(b)))
+            .collect();
+        Ok(m.clone()
+            .with_load(load.with_cpu(cpu))
+            .predict(d)?
+            .per_iteration_s)
+    };
+    let (a, b) = (at(|b| b.0)?, at(|b| b.1)?);
+    let (tlo, thi) = (a.min(b), a.max(b));
+    Ok((lo.clamp(tlo, thi), hi.clamp(tlo, thi)))
+}
+
 /// Clark's Max over ranks, ranks on one node fully correlated: a node's
 /// ranks fold with ρ = 1 first, then the nodes with ρ = 0.
 fn max_related(xs: &[(Stoch, usize)]) -> Stoch {

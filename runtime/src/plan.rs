@@ -165,6 +165,7 @@ fn plan_at_root(traces: &[mheta_trace::RankTrace], x: &Inputs) -> Result<Planned
     if let Some(sd) = x.cpu_slowdown {
         let mut load = mheta_model::slowdown::Slowdowns::dedicated(x.p);
         load.cpu = sd.to_vec();
+        load.cpu_bounds = sd.iter().map(|s| s.range2()).collect();
         for h in &mut load.how {
             *h = "sensed in the run".into();
         }

@@ -98,6 +98,13 @@ pub struct Slowdowns {
     /// Per node, how the CPU slowdown was formed: "dedicated",
     /// "competitors (eq. 2)", "single mode", "mixture over the run".
     pub how: Vec<String>,
+    /// Per rank, the least and the greatest CPU slowdown the load can
+    /// produce: a mixture's run average lies between its fastest and its
+    /// slowest mode (each mode's value ±2σ), whatever the spread of the
+    /// average says; a point slowdown is its own bounds.
+    pub cpu_bounds: Vec<(f64, f64)>,
+    /// Per rank, its node's link slowdown (eq. 3; 1 without one).
+    pub bw: Vec<Stoch>,
 }
 
 impl Slowdowns {
@@ -107,7 +114,31 @@ impl Slowdowns {
             node_of: (0..p).collect(),
             net: vec![Stoch::point(1.0); p * p],
             how: vec!["dedicated".into(); p],
+            cpu_bounds: vec![(1.0, 1.0); p],
+            bw: vec![Stoch::point(1.0); p],
         }
+    }
+
+    /// The same load with each rank's CPU slowdown `cpu[r]`, and every
+    /// transfer's slowdown formed from it as [`LoadSpec::resolve`] forms it.
+    pub fn with_cpu(&self, cpu: Vec<Stoch>) -> Slowdowns {
+        let p = cpu.len();
+        let mut s = self.clone();
+        for a in 0..p {
+            for b in 0..p {
+                s.net[a * p + b] = transfer(self.bw[a], self.bw[b], cpu[a], cpu[b]);
+            }
+        }
+        s.cpu = cpu;
+        s
+    }
+
+    /// Rank `r`'s CPU slowdown as mean ± 2σ, clipped to what the load
+    /// can produce ([`Slowdowns::cpu_bounds`]).
+    pub fn cpu_range2(&self, r: usize) -> (f64, f64) {
+        let (lo, hi) = self.cpu[r].range2();
+        let (blo, bhi) = self.cpu_bounds[r];
+        (lo.clamp(blo, bhi), hi.clamp(blo, bhi))
     }
 
     pub fn is_dedicated(&self) -> bool {
@@ -164,7 +195,7 @@ impl LoadSpec {
         let mut s = Slowdowns::dedicated(p);
         let mut seen = vec![false; p];
         for (n, node) in self.nodes.iter().enumerate() {
-            let (cpu, how) = self.node_cpu(node, run_s).map_err(|msg| LoadError::Node {
+            let (cpu, how, bounds) = self.node_cpu(node, run_s).map_err(|msg| LoadError::Node {
                 path: path.into(),
                 node: n,
                 msg,
@@ -184,23 +215,17 @@ impl LoadSpec {
                     });
                 }
                 s.cpu[r] = cpu;
+                s.cpu_bounds[r] = bounds;
                 s.node_of[r] = p + n;
                 s.how[r] = how.clone();
             }
         }
-        // A message is moved by its ends' CPUs as well as the link
-        // (shared-memory copies, protocol processing, and a rank that is
-        // not running does not take its message): a transfer runs at the
-        // slower of the two ends' CPU slowdowns and the links' (eq. 3),
-        // whichever is larger. A sensed bandwidth already includes the
-        // CPU's part, so the larger, not the product.
+        for r in 0..p {
+            s.bw[r] = self.bw_of(s.node_of[r], p);
+        }
         for a in 0..p {
             for b in 0..p {
-                let f = |r: usize| self.bw_of(s.node_of[r], p);
-                s.net[a * p + b] = f(a)
-                    .max_corr(f(b), 1.0)
-                    .max_corr(s.cpu[a], 1.0)
-                    .max_corr(s.cpu[b], 1.0);
+                s.net[a * p + b] = transfer(s.bw[a], s.bw[b], s.cpu[a], s.cpu[b]);
             }
         }
         Ok(s)
@@ -213,8 +238,18 @@ impl LoadSpec {
             .unwrap_or(Stoch::point(1.0))
     }
 
-    /// A node's CPU slowdown over a run of `run_s` seconds.
-    fn node_cpu(&self, node: &NodeLoad, run_s: f64) -> Result<(Stoch, String), String> {
+    /// A node's CPU slowdown over a run of `run_s` seconds, how it was
+    /// formed, and the least and greatest the load can produce.
+    fn node_cpu(&self, node: &NodeLoad, run_s: f64) -> Result<(Stoch, String, (f64, f64)), String> {
+        let (s, how) = self.node_cpu_value(node, run_s)?;
+        let bounds = match &node.cpu_avail {
+            Some(mx) if !mx.modes.is_empty() => mixture_bounds(mx),
+            _ => (s.mean, s.mean),
+        };
+        Ok((s, how, bounds))
+    }
+
+    fn node_cpu_value(&self, node: &NodeLoad, run_s: f64) -> Result<(Stoch, String), String> {
         match (&node.cpu_avail, node.competitors.is_empty()) {
             (Some(_), false) => Err("give competitors or cpu_avail, not both".into()),
             (None, true) => Ok((Stoch::point(1.0), "dedicated".into())),
@@ -240,6 +275,36 @@ impl LoadSpec {
             (Some(mx), true) => avail_slowdown(mx, node.current_mode, run_s),
         }
     }
+}
+
+/// A transfer between ranks whose nodes' links are slowed by `bwa`, `bwb`
+/// and whose CPUs by `ca`, `cb`. A message is moved by its ends' CPUs as
+/// well as the link (shared-memory copies, protocol processing, and a rank
+/// that is not running does not take its message): it runs at the slower
+/// of the two ends' CPU slowdowns and the links' (eq. 3), whichever is
+/// larger. A sensed bandwidth already includes the CPU's part, so the
+/// larger, not the product.
+fn transfer(bwa: Stoch, bwb: Stoch, ca: Stoch, cb: Stoch) -> Stoch {
+    bwa.max_corr(bwb, 1.0).max_corr(ca, 1.0).max_corr(cb, 1.0)
+}
+
+/// The least and greatest slowdown a node whose CPU availability is the
+/// mixture `mx` can give a run: 1 over its fastest mode's value + 2σ
+/// (at most 1), and over its slowest mode's value − 2σ.
+fn mixture_bounds(mx: &Mixture) -> (f64, f64) {
+    let hi_avail = mx
+        .modes
+        .iter()
+        .map(|m| m.value.range2().1)
+        .fold(f64::MIN, f64::max);
+    let lo_avail = mx
+        .modes
+        .iter()
+        .map(|m| m.value.range2().0)
+        .fold(f64::MAX, f64::min);
+    let lo = 1.0 / hi_avail.clamp(1e-3, 1.0);
+    let hi = 1.0 / lo_avail.clamp(1e-3, 1.0);
+    (lo.min(hi), hi.max(lo))
 }
 
 /// The CPU slowdown of a run of `run_s` dedicated seconds on a node whose
@@ -344,5 +409,34 @@ mod tests {
             (s.mean - 1.0 / 0.75).abs() < 1e-9 && how.contains("mixture"),
             "{how}"
         );
+    }
+
+    #[test]
+    fn a_mixtures_range_stays_within_its_modes() {
+        // A hog on and off, each for a few seconds: a short run's average
+        // may be anything from dedicated to time-shared, never beyond.
+        let spec = LoadSpec::parse(
+            r#"{"node": [{"ranks": [0], "cpu_avail": {"modes": [
+                {"value": {"mean": 1.0, "sd": 0.01}, "share": 0.5, "mean_dwell_s": 1.0},
+                {"value": {"mean": 0.5, "sd": 0.01}, "share": 0.5, "mean_dwell_s": 1.0}]}}]}"#,
+            "t.json",
+        )
+        .expect("parses");
+        let s = spec.resolve(2, 0.5, "t.json").expect("resolves");
+        let (blo, bhi) = s.cpu_bounds[0];
+        assert!(
+            (blo - 1.0).abs() < 1e-12 && (bhi - 1.0 / 0.48).abs() < 1e-9,
+            "{blo} {bhi}"
+        );
+        let (lo, hi) = s.cpu[0].range2();
+        assert!(
+            lo < blo || hi > bhi,
+            "the unclipped band is wider: {lo} {hi}"
+        );
+        let (clo, chi) = s.cpu_range2(0);
+        assert!(clo >= blo && chi <= bhi && clo < chi, "{clo} {chi}");
+        // A rank without load is its own bounds.
+        assert_eq!(s.cpu_bounds[1], (1.0, 1.0));
+        assert_eq!(s.cpu_range2(1), (1.0, 1.0));
     }
 }
