@@ -133,7 +133,7 @@ LINES = {
     "auto-speedup": r"^# median ratio|^# auto against",
     "move-rate": r"^# moves of",
     "slowdown": r"^predicted from what",
-    "stochastic": r"^bursty: coverage|^single-mode: coverage|^goals: bursty",
+    "stochastic": r"^bursty: coverage|^goals on the run's own",
     "risk": r"^quantile plan against",
     "parallel": r"aggregate slowdown",
     "hog": r"^--auto under a hog",

@@ -202,6 +202,18 @@ def main():
         "cases": [bursty, single],
         "wall_s": time.time() - t0,
     }
+    widths = [(c["predicted_range_s"][1] - c["predicted_range_s"][0])
+              / max((c["dedicated_s"] + 2 * c["dedicated_sd"]) * c["slowdown_bounds"][1]
+                    - (c["dedicated_s"] - 2 * c["dedicated_sd"]) * c["slowdown_bounds"][0], 1e-12)
+              for c in bursty["cells"]]
+    res["bursty_width_of_allowed"] = statistics.mean(widths)
+    json.dump(res, open(os.path.join(OUT, "stochastic.json"), "w"), indent=1)
+    show(res)
+
+
+def show(res):
+    """The tables and the goals of a study's JSON."""
+    bursty, single = res["cases"]
     print(f"{'case':<12} {'n':>5} {'ded s':>7} {'slowdown, ±2σ in the load':>26} {'pred s, ±2σ in the load':>26} "
           f"{'meas mean':>9} {'cover%':>6} {'half%':>6} {'score%':>6} {'own sd':>6} {'cover%':>6}")
     for case in res["cases"]:
@@ -222,21 +234,28 @@ def main():
               f"against the interval's {case['slowdown_interval_err_pct']:.1f}%")
     # Goals: bursty coverage >= 90% over >= 50 runs, error outside <= 10%,
     # the interval's width at most half the range the load allows; single
-    # mode coverage >= 90% with half-width <= 5%.
-    widths = [(c["predicted_range_s"][1] - c["predicted_range_s"][0])
-              / max((c["dedicated_s"] + 2 * c["dedicated_sd"]) * c["slowdown_bounds"][1]
-                    - (c["dedicated_s"] - 2 * c["dedicated_sd"]) * c["slowdown_bounds"][0], 1e-12)
-              for c in bursty["cells"]]
-    res["bursty_width_of_allowed"] = statistics.mean(widths)
+    # mode coverage >= 90% with half-width <= 5%. Judged on the run's time
+    # (the dedicated baseline's spread, the host's, included), and on the
+    # run's own slowdown (wall over the CPU it got: the contention alone;
+    # the load allows 1 to its slowest mode).
     ok = lambda b: "met" if b else "missed"
-    print(f"goals: bursty coverage >= 90% over >= 50 runs: {ok(bursty['coverage_pct'] >= 90 and bursty['runs'] >= 50)} "
-          f"({bursty['coverage_pct']:.1f}% of {bursty['runs']}); outside <= 10%: {ok(bursty['max_err_outside_pct'] <= 10)}; "
-          f"width <= half the range the load allows: {ok(res['bursty_width_of_allowed'] <= 0.5)} "
-          f"({res['bursty_width_of_allowed']:.2f} of it); single mode coverage >= 90% with half-width <= 5%: "
-          f"{ok(single['coverage_pct'] >= 90 and single['mean_half_width_pct'] <= 5)}")
+    allowed = statistics.mean(c["slowdown_bounds"][1] - c["slowdown_bounds"][0] for c in bursty["cells"])
+    own_w = statistics.mean(c["slowdown_range"][1] - c["slowdown_range"][0] for c in bursty["cells"])
+    for what, cov, out, width, half in (
+            ("time", "coverage_pct", "max_err_outside_pct", res["bursty_width_of_allowed"], "mean_half_width_pct"),
+            ("own slowdown", "slowdown_coverage_pct", "slowdown_max_err_outside_pct", own_w / allowed,
+             "slowdown_mean_half_width_pct")):
+        print(f"goals on the run's {what}: bursty coverage >= 90% over >= 50 runs: "
+              f"{ok(bursty[cov] >= 90 and bursty['runs'] >= 50)} ({bursty[cov]:.1f}% of {bursty['runs']}); "
+              f"outside <= 10%: {ok(bursty[out] <= 10)}; width <= half the range the load allows: "
+              f"{ok(width <= 0.5)} ({width:.2f} of it); single mode coverage >= 90% with half-width <= 5%: "
+              f"{ok(single[cov] >= 90 and single[half] <= 5)} ({single[cov]:.1f}%, {single[half]:.1f}%)")
     print(f"emulation: {res['emulation']}")
-    json.dump(res, open(os.path.join(OUT, "stochastic.json"), "w"), indent=1)
     print(f"wrote {os.path.join(OUT, 'stochastic.json')} in {res['wall_s']:.0f} s")
 
 
-main()
+if len(sys.argv) > 2 and sys.argv[2] == "report":
+    # Print the tables again from OUT/stochastic.json.
+    show(json.load(open(os.path.join(OUT, "stochastic.json"))))
+else:
+    main()

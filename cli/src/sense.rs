@@ -12,14 +12,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 ///
 /// Every --interval seconds, a thread pinned to each core of --cores takes
 /// a CPU availability sample: with --method probe (the default, the
-/// Network Weather Service's method) it spins for --probe seconds and
-/// reports the CPU time it got over the wall time, i.e. the share of the
-/// core a new CPU-bound process gets; with --method passive it spins not
+/// Network Weather Service's method) it spins and reports the CPU time it
+/// got over the wall time across --probe seconds of whole turns of the
+/// scheduler's round, from its first return to the core after it was
+/// switched out (a waking thread is first given extra CPU, which this
+/// leaves out), i.e. the share of the core a CPU-bound process gets;
+/// with --method passive it spins not
 /// at all and reports 1/(1+n) for the n runnable tasks of other processes
 /// whose last CPU is the core (/proc/*/task/*/stat). The probe is right
 /// where the passive count is not (sched autogroups, nice levels, tasks
 /// runnable part of the time) and costs --probe/--interval of the core
-/// while sensing. With --bw-peer-core or --bw-peer, each sample is
+/// while sensing (up to twice that on a shared core). With --bw-peer-core or --bw-peer, each sample is
 /// followed by a TCP transfer of --bw-bytes to an acknowledging peer:
 /// available bandwidth; the best seen is the dedicated bandwidth and
 /// dedicated/available the communication slowdown.
@@ -43,9 +46,10 @@ pub struct SenseArgs {
     /// Seconds between samples.
     #[arg(long, default_value_t = 0.25)]
     interval: f64,
-    /// Seconds one CPU probe spins (method probe). Its overhead is
-    /// probe/interval of the core (8% by default). Shorter probes read
-    /// high: a waking thread is given some extra CPU (measurements in
+    /// Seconds one CPU probe measures (method probe), after its first
+    /// switch-out; it spins at most twice that. Its overhead is about
+    /// probe/interval of the core (8% by default). Shorter probes catch
+    /// fewer turns of the scheduler's round (measurements in
     /// docs/design/load.md).
     #[arg(long, default_value_t = 0.02)]
     probe: f64,
@@ -233,7 +237,10 @@ fn table(f: &SenseFile) -> String {
     let s = &f.settings;
     let mut o = String::new();
     let how = match s.method {
-        Method::Probe => format!("probe: spin {:.3} s, CPU time got / wall time", s.probe_s),
+        Method::Probe => format!(
+            "probe: spin, CPU time got / wall time over {:.3} s of whole scheduler turns",
+            s.probe_s
+        ),
         Method::Passive => "passive: 1/(1 + runnable tasks on the core)".into(),
     };
     let _ = writeln!(
@@ -314,8 +321,8 @@ fn overhead_rows(o: &mut String, f: &SenseFile) {
         Method::Probe => {
             let _ = writeln!(
                 *o,
-                "overhead: the probe spins {:.3} s every {:.3} s = {:.1}% of each core's time \
-                 (a co-runner loses up to that); sensor threads' CPU: {measured}",
+                "overhead: the probe measures {:.3} s every {:.3} s = {:.1}% of each core's time \
+                 (up to twice that on a shared core; a co-runner loses up to that); sensor threads' CPU: {measured}",
                 s.probe_s,
                 s.interval_s,
                 100.0 * oh.probe_duty
