@@ -305,7 +305,7 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
         let load = watch
             .as_ref()
             .filter(|_| s.job.c.replan_on == "sensed")
-            .map(|_| sensor::LoadWatch::default());
+            .map(|_| sensor::LoadWatch::new(s.job.world));
         if s.job.ck.auto.is_some() {
             // `--auto` plans on every iteration recorded before it.
             mheta_runtime::markers::record_until_done();

@@ -176,9 +176,41 @@ pub struct LoadWatch {
     from: u64,
     /// The last check saw a change (a second in a row plans).
     struck: bool,
+    /// Per rank, the lowest rank pinned to the same single core of the
+    /// same host (itself when alone, or not pinned to one core; empty:
+    /// every rank alone). See [`LoadWatch::new`].
+    mates: Vec<usize>,
 }
 
 impl LoadWatch {
+    /// The watch of this rank, knowing which ranks share a core
+    /// (collective: one allgather of the host and the core each rank is
+    /// pinned to). Ranks sharing a core take turns on it, so a rank's
+    /// availability moves with its core-mates' work, which the plan
+    /// itself moves: rows taken from one give the other more turns. A job
+    /// arriving on the core lowers every mate's availability alike, so a
+    /// change on a shared core counts only when all its ranks moved the
+    /// same way, and each is priced at their geometric mean.
+    pub fn new(world: &SimpleCommunicator) -> LoadWatch {
+        let host = mheta_base::os::hostname()
+            .bytes()
+            .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            });
+        let cores = mheta_base::os::allowed_cores();
+        let core = match cores.as_slice() {
+            [c] => *c as u64,
+            _ => u64::MAX,
+        };
+        let p = world.size() as usize;
+        let mut all = vec![0u64; 2 * p];
+        world.all_gather_into(&[host, core][..], &mut all[..]);
+        LoadWatch {
+            mates: core_mates(&all),
+            ..LoadWatch::default()
+        }
+    }
+
     /// A plan on a fresh recording of iterations `recorded`, in force
     /// from iteration `from`: the base is this rank's median reading over
     /// them.
@@ -216,6 +248,10 @@ impl LoadWatch {
     /// Whether a rank runs time-shared under the plan in force.
     pub fn time_shared(&self) -> bool {
         self.applied.iter().any(|&a| a > 1.0 + SENSE_PCT / 100.0)
+    }
+
+    fn mate_of(&self, rank: usize) -> usize {
+        self.mates.get(rank).copied().unwrap_or(rank)
     }
 
     fn applied_to(&self, rank: usize) -> f64 {
@@ -276,7 +312,7 @@ impl LoadWatch {
 
     /// The check's verdict on every rank's `[lo, median, hi, recent, sd]`.
     fn judge(&self, it: u64, all: &[f64]) -> Sensed {
-        let (mut ranks, mut moving) = (Vec::new(), false);
+        let (mut ranks, mut moved) = (Vec::new(), Vec::new());
         for (i, c) in all.chunks_exact(5).enumerate() {
             if c.iter().any(|x| !x.is_finite()) {
                 continue;
@@ -285,16 +321,32 @@ impl LoadWatch {
             if (a < c[0] || a > c[2]) && far(c[1], a) && far(c[3], a) {
                 ranks.push(i);
             } else if far(c[3], a) {
-                moving = true;
+                moved.push(i);
             }
         }
+        let p = all.len() / 5;
+        // On a shared core, every rank moved, the same way, or none counts.
+        let dir = |i: usize, k: usize| (all[5 * i + k] / self.applied_to(i)).ln().signum();
+        let whole = |i: usize, set: &[usize], k: usize| {
+            (0..p)
+                .filter(|&j| self.mate_of(j) == self.mate_of(i))
+                .all(|j| set.contains(&j) && dir(j, k) == dir(i, k))
+        };
+        let moving = {
+            let both: Vec<usize> = ranks.iter().chain(&moved).copied().collect();
+            moved.iter().any(|&i| whole(i, &both, 3))
+        };
+        let ranks: Vec<usize> = ranks
+            .iter()
+            .copied()
+            .filter(|&i| whole(i, &ranks, 1))
+            .collect();
         if ranks.is_empty() {
             return Sensed {
                 change: None,
                 moving,
             };
         }
-        let p = all.len() / 5;
         let from: Vec<f64> = (0..p).map(|i| self.applied_to(i)).collect();
         let mut to = from.clone();
         let mut sd = vec![0.0; p];
@@ -302,6 +354,18 @@ impl LoadWatch {
             let r = all[5 * i + 3];
             to[i] = if !far(r, 1.0) { 1.0 } else { r };
             sd[i] = all[5 * i + 4];
+        }
+        // Ranks sharing a core: priced alike, at their geometric mean.
+        for &i in &ranks {
+            let group: Vec<usize> = (0..p)
+                .filter(|&j| self.mate_of(j) == self.mate_of(i))
+                .collect();
+            if group.len() > 1 {
+                let k = group.len() as f64;
+                let r = (group.iter().map(|&j| all[5 * j + 3].ln()).sum::<f64>() / k).exp();
+                to[i] = if !far(r, 1.0) { 1.0 } else { r };
+                sd[i] = group.iter().map(|&j| all[5 * j + 4]).sum::<f64>() / k;
+            }
         }
         let up = ranks.iter().any(|&i| to[i] > from[i]);
         let down = ranks.iter().any(|&i| to[i] < from[i]);
@@ -325,6 +389,22 @@ impl LoadWatch {
             moving,
         }
     }
+}
+
+/// Per rank, the lowest rank on the same host pinned to the same single
+/// core, from every rank's `[host hash, core]` (core `u64::MAX`: not
+/// pinned to one core, alone).
+fn core_mates(all: &[u64]) -> Vec<usize> {
+    let p = all.len() / 2;
+    (0..p)
+        .map(|i| {
+            let me = &all[2 * i..2 * i + 2];
+            if me[1] == u64::MAX {
+                return i;
+            }
+            (0..p).find(|&j| &all[2 * j..2 * j + 2] == me).unwrap_or(i)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -368,6 +448,56 @@ mod tests {
         let sl = c.slowdowns(&sd);
         assert_eq!((sl[0].mean, sl[0].sd), (1.0, 0.0));
         assert_eq!((sl[1].mean, sl[1].sd), (2.0, 0.05));
+    }
+
+    #[test]
+    fn ranks_sharing_a_core_change_together_or_not_at_all() {
+        // Ranks 0 and 1 pinned to core 3 of one host, rank 2 alone, rank 3
+        // not pinned to one core.
+        let h = 42u64;
+        let mates = core_mates(&[h, 3, h, 3, h, 4, h, u64::MAX]);
+        assert_eq!(mates, vec![0, 0, 2, 3]);
+        let w = LoadWatch {
+            mates,
+            ..LoadWatch::default()
+        };
+        let calm = rank(0.97, 1.0, 1.03, 1.0);
+        // The plan moved rows from rank 0 to rank 1: rank 0 gets more turns
+        // of their core, rank 1 fewer. Not a load.
+        let shift = [
+            rank(0.7, 0.78, 0.85, 0.78),
+            rank(1.2, 1.3, 1.4, 1.3),
+            calm,
+            calm,
+        ]
+        .concat();
+        assert!(w.judge(40, &shift).change.is_none());
+        // One of them alone beyond its interval: not a load either.
+        let one = [rank(1.2, 1.3, 1.4, 1.3), calm, calm, calm].concat();
+        assert!(w.judge(40, &one).change.is_none());
+        // A job on their core: both slower; each priced at the geometric mean.
+        let job = [
+            rank(1.3, 1.4, 1.5, 1.44),
+            rank(1.5, 1.6, 1.7, 1.6),
+            calm,
+            calm,
+        ]
+        .concat();
+        let (c, _) = w.judge(40, &job).change.expect("a change");
+        assert_eq!(c.ranks, vec![0, 1]);
+        let g = (1.44f64 * 1.6).sqrt();
+        assert!(
+            (c.to[0] - g).abs() < 1e-12 && (c.to[1] - g).abs() < 1e-12,
+            "{:?}",
+            c.to
+        );
+        assert_eq!((c.to[2], c.to[3]), (1.0, 1.0));
+        // A rank alone on its core changes alone, as before.
+        let alone = [calm, calm, rank(1.8, 1.95, 2.1, 2.0), calm].concat();
+        assert_eq!(
+            w.judge(40, &alone).change.expect("a change").0.ranks,
+            vec![2]
+        );
     }
 
     #[test]
