@@ -102,7 +102,7 @@ fn quantile(a: &SearchArgs, m: &Model, q: f64) -> Result<()> {
             100.0 * (b.per_iteration.mean / a.per_iteration.mean - 1.0)
         );
     } else {
-        println!("the plans are the same distribution");
+        println!("the plans are the same distribution: {}", r.note);
     }
     if let Some(s) = &m.load {
         for line in load_desc::describe(s) {

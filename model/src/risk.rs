@@ -17,7 +17,10 @@
 //! [`quantile_search`] minimises a quantile of the run time instead of its
 //! mean: GBS on the cost lines at each rank's quantile slowdown, then a
 //! line search between that plan and the mean-optimal one under the
-//! stochastic prediction itself.
+//! stochastic prediction itself, among the plans whose mean is at most
+//! [`MEAN_COST`] above the mean plan's and whose quantile is below the
+//! mean plan's by more than [`QUANTILE_GAIN`]. Where none is, it returns
+//! the mean plan and says why.
 
 use crate::dist::Dist;
 use crate::model::{Model, ModelError, Prediction};
@@ -113,6 +116,15 @@ fn max_related(xs: &[(Stoch, usize)]) -> Stoch {
     Stoch::max_of(nodes.into_iter().flatten()).unwrap_or(Stoch::ZERO)
 }
 
+/// The most a risk-aware plan may raise the mean iteration over the mean
+/// plan's (relative): a plan that buys a lower tail with a dearer mean
+/// than this is not offered.
+pub const MEAN_COST: f64 = 0.03;
+
+/// The least a risk-aware plan must lower the quantile below the mean
+/// plan's (relative) to be offered instead of it.
+pub const QUANTILE_GAIN: f64 = 0.01;
+
 /// A plan and what it is predicted to take.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct PricedPlan {
@@ -131,6 +143,9 @@ pub struct RiskFound {
     pub quantile_plan: PricedPlan,
     /// Whether the plans differ.
     pub differ: bool,
+    /// Why the quantile plan is the mean plan, when it is (empty
+    /// otherwise).
+    pub note: String,
     pub evaluations: u64,
 }
 
@@ -141,14 +156,6 @@ fn plan(m: &Model, d: &Dist, q: f64) -> Result<PricedPlan, ModelError> {
         per_iteration: s.per_iteration,
         quantile_s: s.per_iteration.quantile(q),
     })
-}
-
-fn quantile_cost(m: &Model, d: &Dist, q: f64) -> Result<f64, ModelError> {
-    match plan(m, d, q) {
-        Ok(p) => Ok(p.quantile_s),
-        Err(ModelError::TooSmall { .. }) => Ok(f64::INFINITY),
-        Err(e) => Err(e),
-    }
 }
 
 /// The distribution `t` of the way from `a` to `b`, summing to N.
@@ -167,7 +174,13 @@ pub fn quantile_search(m: &Model, q: f64) -> Result<RiskFound, ModelError> {
     let mean = search::gbs(m)?;
     let dm = Dist(mean.dist.clone());
     let mut evals = mean.evaluations;
-    let mut best = (quantile_cost(m, &dm, q)?, dm.clone());
+    let mean_plan = plan(m, &dm, q)?;
+    let mut best = (mean_plan.quantile_s, dm.clone());
+    // Only a plan that lowers the quantile by QUANTILE_GAIN at a mean at
+    // most MEAN_COST dearer is offered.
+    let bar = mean_plan.quantile_s * (1.0 - QUANTILE_GAIN);
+    let dearest = mean_plan.per_iteration.mean * (1.0 + MEAN_COST);
+    let mut lower_tail = false;
     if let Some(load) = &m.load {
         let z = crate::stoch::norm_quantile(q);
         let mut at_q = load.clone();
@@ -183,18 +196,41 @@ pub fn quantile_search(m: &Model, q: f64) -> Result<RiskFound, ModelError> {
             if d.check(m.ranks(), m.rows()).is_err() {
                 continue;
             }
-            let c = quantile_cost(m, &d, q)?;
+            let pd = match plan(m, &d, q) {
+                Ok(p) => p,
+                Err(ModelError::TooSmall { .. }) => continue,
+                Err(e) => return Err(e),
+            };
             evals += 1;
-            if c < best.0 {
-                best = (c, d);
+            lower_tail |= pd.quantile_s < bar;
+            if pd.quantile_s < bar && pd.per_iteration.mean <= dearest && pd.quantile_s < best.0 {
+                best = (pd.quantile_s, d);
             }
         }
     }
-    let mean_plan = plan(m, &dm, q)?;
     let quantile_plan = plan(m, &best.1, q)?;
+    let differ = mean_plan.dist != quantile_plan.dist;
+    let pct = |x: f64| 100.0 * x;
+    let note = match (differ, m.load.is_some(), lower_tail) {
+        (true, _, _) => String::new(),
+        (false, false, _) => "no load: the quantile plan is the mean plan".into(),
+        (false, true, false) => format!(
+            "no plan lowers the q{:.0} by {:.0}% or more: the mean plan is the quantile plan",
+            pct(q),
+            pct(QUANTILE_GAIN)
+        ),
+        (false, true, true) => format!(
+            "every plan that lowers the q{:.0} by {:.0}% or more raises the mean by more than {:.0}%: \
+             the mean plan is the quantile plan",
+            pct(q),
+            pct(QUANTILE_GAIN),
+            pct(MEAN_COST)
+        ),
+    };
     Ok(RiskFound {
         quantile: q,
-        differ: mean_plan.dist != quantile_plan.dist,
+        differ,
+        note,
         mean_plan,
         quantile_plan,
         evaluations: evals,
