@@ -325,21 +325,34 @@ impl LoadWatch {
             }
         }
         let p = all.len() / 5;
+        // Each core's ranks (keyed by its lowest rank), found once.
+        let mut group: Vec<Vec<usize>> = vec![Vec::new(); p];
+        for j in 0..p {
+            group[self.mate_of(j).min(p.saturating_sub(1))].push(j);
+        }
+        let group_of = |i: usize| &group[self.mate_of(i).min(p.saturating_sub(1))];
         // On a shared core, every rank moved, the same way, or none counts.
         let dir = |i: usize, k: usize| (all[5 * i + k] / self.applied_to(i)).ln().signum();
-        let whole = |i: usize, set: &[usize], k: usize| {
-            (0..p)
-                .filter(|&j| self.mate_of(j) == self.mate_of(i))
-                .all(|j| set.contains(&j) && dir(j, k) == dir(i, k))
+        let mask = |set: &[usize]| {
+            let mut m = vec![false; p];
+            set.iter().for_each(|&i| m[i] = true);
+            m
         };
+        let whole = |i: usize, set: &[bool], k: usize| {
+            group_of(i)
+                .iter()
+                .all(|&j| set[j] && dir(j, k) == dir(i, k))
+        };
+        let in_ranks = mask(&ranks);
         let moving = {
-            let both: Vec<usize> = ranks.iter().chain(&moved).copied().collect();
+            let mut both = mask(&moved);
+            ranks.iter().for_each(|&i| both[i] = true);
             moved.iter().any(|&i| whole(i, &both, 3))
         };
         let ranks: Vec<usize> = ranks
             .iter()
             .copied()
-            .filter(|&i| whole(i, &ranks, 1))
+            .filter(|&i| whole(i, &in_ranks, 1))
             .collect();
         if ranks.is_empty() {
             return Sensed {
@@ -357,14 +370,12 @@ impl LoadWatch {
         }
         // Ranks sharing a core: priced alike, at their geometric mean.
         for &i in &ranks {
-            let group: Vec<usize> = (0..p)
-                .filter(|&j| self.mate_of(j) == self.mate_of(i))
-                .collect();
-            if group.len() > 1 {
-                let k = group.len() as f64;
-                let r = (group.iter().map(|&j| all[5 * j + 3].ln()).sum::<f64>() / k).exp();
+            let g = group_of(i);
+            if g.len() > 1 {
+                let k = g.len() as f64;
+                let r = (g.iter().map(|&j| all[5 * j + 3].ln()).sum::<f64>() / k).exp();
                 to[i] = if !far(r, 1.0) { 1.0 } else { r };
-                sd[i] = group.iter().map(|&j| all[5 * j + 4]).sum::<f64>() / k;
+                sd[i] = g.iter().map(|&j| all[5 * j + 4]).sum::<f64>() / k;
             }
         }
         let up = ranks.iter().any(|&i| to[i] > from[i]);

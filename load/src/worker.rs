@@ -176,7 +176,7 @@ pub(crate) struct ProcStats {
     pub comm_wait_s: f64,
 }
 
-/// The run-queue delay since `from` on `r`'s thread, and the reading now.
+/// The run-queue delay on `r`'s thread since the reading `from`.
 fn wait_since(r: Option<&SchedstatReader>, from: Option<Schedstat>) -> f64 {
     match (r.and_then(SchedstatReader::read), from) {
         (Some(now), Some(from)) => now.since(&from).runq_wait_s.max(0.0),

@@ -131,7 +131,7 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
         if let Some(ranks) = ranks {
             let mut report = self.job_report(rows, &ranks, elapsed_s);
             report["iter_median_s"] = json!(self.med(&inst, &job_times, 0, iters));
-            if std::env::var_os("MHETA_DEBUG_TIMES").is_some() {
+            if self.log.debug {
                 // With when the loop began on rank 0's clock, to set the
                 // iterations beside another program's timeline.
                 report["iter_times_s"] = json!(job_times);
