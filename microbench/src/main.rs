@@ -371,8 +371,9 @@ fn measure_nodes(
 
 /// This rank's node figures: the CPU kernel (every rank runs it at once,
 /// as an application would; its weight against the slowest rank), the
-/// memory available to it, and its host's disk when it is the host's
-/// first rank.
+/// memory available to it, its costs of shifting rows in memory and of
+/// writing fresh memory (every rank at once), and its host's disk when it
+/// is the host's first rank.
 fn node_cost(
     world: &SimpleCommunicator,
     args: &Args,
@@ -391,6 +392,13 @@ fn node_cost(
     world.all_gather_into(&cpu.p50, &mut medians[..]);
     let slowest = medians.iter().copied().fold(0.0, f64::max);
     let mem = node::mem_available(lay.local.len());
+    world.barrier();
+    // A shift of 32 MiB takes a few milliseconds: 21 even when quick.
+    let reps = 21;
+    let copy = SampleStats::from_samples(&node::copy_cost(reps));
+    world.barrier();
+    let touch = node::touch_cost(reps);
+    let touch = (!touch.is_empty()).then(|| SampleStats::from_samples(&touch));
     // Disk: the first rank of each host measures it; the others copy.
     let first_local = lay.local[0];
     let disk = if args.no_disk || me != first_local {
@@ -417,6 +425,8 @@ fn node_cost(
         cpu_kernel: cpu,
         mem_available_bytes: mem,
         disk,
+        copy_per_byte: Some(copy),
+        touch_per_byte: touch,
     })
 }
 

@@ -22,6 +22,68 @@ pub fn cpu_kernel() -> f64 {
     t.elapsed().as_secs_f64()
 }
 
+/// Bytes [`copy_cost`] shifts: past the last-level cache of today's
+/// nodes, as the rows a move keeps are.
+pub const COPY_BYTES: usize = 32 << 20;
+
+/// One shift of [`COPY_BYTES`] within a buffer by an eighth of its
+/// length (an overlapping `memmove`, as a rank shifts the rows it keeps
+/// when its block's first row changes), `reps` times after one untimed
+/// shift that touches the pages. Returns seconds per byte of each.
+pub fn copy_cost(reps: usize) -> Vec<f64> {
+    let shift = COPY_BYTES / 8;
+    let mut buf = vec![1u8; COPY_BYTES + shift];
+    buf.copy_within(0..COPY_BYTES, shift);
+    (0..reps)
+        .map(|i| {
+            let (from, to) = if i % 2 == 0 { (shift, 0) } else { (0, shift) };
+            let t = Instant::now();
+            buf.copy_within(from..from + COPY_BYTES, to);
+            std::hint::black_box(&buf);
+            t.elapsed().as_secs_f64() / COPY_BYTES as f64
+        })
+        .collect()
+}
+
+/// Backing [`COPY_BYTES`] of memory freshly mapped, `reps` times, as the
+/// runtime's row buffers back the rows a move brings: a new anonymous
+/// mapping at a 2 MiB boundary, populated for writing
+/// (`MADV_POPULATE_WRITE`: the page faults and the kernel's zeroing,
+/// without the write), unmapped after. Returns seconds per byte of each;
+/// empty where the kernel cannot populate (before Linux 5.14).
+pub fn touch_cost(reps: usize) -> Vec<f64> {
+    const HUGE: usize = 2 << 20;
+    let mut out = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let over = COPY_BYTES + HUGE;
+        // SAFETY: a new private anonymous mapping that nothing else refers
+        // to; populated inside its bounds, then unmapped whole.
+        unsafe {
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                over,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            );
+            if p == libc::MAP_FAILED {
+                return Vec::new();
+            }
+            let at = (p as usize).next_multiple_of(HUGE) as *mut libc::c_void;
+            let t = Instant::now();
+            let rc = libc::madvise(at, COPY_BYTES, libc::MADV_POPULATE_WRITE);
+            let s = t.elapsed().as_secs_f64();
+            libc::munmap(p, over);
+            if rc != 0 {
+                return Vec::new();
+            }
+            out.push(s / COPY_BYTES as f64);
+        }
+    }
+    out
+}
+
 /// Memory available to one of `local_ranks` ranks on this node: the
 /// smaller of /proc/meminfo's MemAvailable and the cgroup's free limit,
 /// divided among the node's ranks.

@@ -704,6 +704,8 @@ mod tests {
                     read: vec![],
                     write: vec![],
                 }),
+                copy_per_byte: None,
+                touch_per_byte: None,
             });
         }
         IoModel::new(&app, &files, &obs, &prof).unwrap()

@@ -4,17 +4,24 @@
 //! Berman, "Modeling the cost of redistribution in scheduling"): a move
 //! from one GEN_BLOCK distribution to another is a set of point-to-point
 //! transfers, one per (sender, receiver) pair whose old and new blocks
-//! overlap, carrying the overlapping rows of every declared array. Each
-//! rank sends and receives at once, so a rank's time is the larger of the
-//! sum of its sends and the sum of its receives, each priced by that
-//! pair's one-way transfer time from the cluster profile; the move ends
-//! when the slowest rank does ([`Model::move_cost`]). On top of that:
+//! overlap, carrying the overlapping rows of every declared array, each
+//! priced by that pair's one-way transfer time from the cluster profile;
+//! the move ends when the slowest rank does ([`Model::move_cost`]). With
+//! every array in core (`redist/network.rs`), what the paper's model
+//! leaves out is priced as the runtime moves rows:
 //!
-//! - the rows a rank keeps but must shift in its buffer (its new block
-//!   starts elsewhere) are a local copy, priced per byte as the fastest
-//!   pair of its host (a shared-memory transfer is a copy), else of any
-//!   host, else as the fastest pair at all (`Net::copy_per_byte`; why
-//!   not the mean over its pairs: docs/design/model.md);
+//! - the arrays move one after another; a rank that keeps its rows where
+//!   they lie in its buffer overlaps its sends with its receives, one
+//!   whose block gains rows above the kept ones (or keeps none) first
+//!   sends, then shifts the kept rows (at its measured
+//!   `NodeCost::copy_per_byte`), then receives, and its senders wait for
+//!   that: those waits chain along the ranks;
+//! - the rows a rank's buffer grows by are fresh memory, backed at its
+//!   measured `NodeCost::touch_per_byte`: up front when a sender shares
+//!   its host, under the receives' waits otherwise;
+//! - a piece of [`DIRECT_COPY_MIN_BYTES`] or more between two ranks of
+//!   one host is the runtime's cross-process copy, priced at the copy
+//!   rate rather than the pair's MPI figures;
 //! - an array that is out of core on the sender (under the old
 //!   distribution) is read from its file, and on the receiver (under the
 //!   new one) written to its file, priced by the I/O model's per-rank,
@@ -40,11 +47,19 @@
 use crate::{Dist, Model};
 use serde::Serialize;
 
+mod network;
+
 /// Smallest predicted gain per iteration, as a fraction of the current
 /// predicted iteration time, that [`decide`] acts on: the model's mean
 /// error on faithful emulations (`mheta experiment`, docs/design/model.md),
 /// so a smaller predicted gain may be noise in the instrumented window.
 pub const MIN_GAIN: f64 = 0.03;
+
+/// Pieces (one array's rows to one peer) of at least this many bytes
+/// between two ranks of one host move by the runtime's cross-process copy,
+/// both ends copying half (`mheta_runtime::onnode`), smaller ones through
+/// MPI. The runtime takes its threshold from here.
+pub const DIRECT_COPY_MIN_BYTES: usize = 4 << 20;
 
 /// The predicted cost of a move.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -148,58 +163,6 @@ impl Model {
             }
         }
         v
-    }
-
-    /// Every array in core: each rank sends the rows it loses to their
-    /// new owners (its sends and receives, each at the pair's transfer
-    /// time, overlap: a rank takes the longer) and copies the rows it
-    /// keeps when their place shifts.
-    fn network_move_cost(&self, on_level: &[(Dist, Dist)]) -> MoveCost {
-        let p = self.ranks();
-        let offs: Vec<(Vec<u64>, Vec<u64>)> = on_level
-            .iter()
-            .map(|(f, t)| (f.offsets(), t.offsets()))
-            .collect();
-        let mut send = vec![0.0f64; p];
-        let mut recv = vec![0.0f64; p];
-        let mut local = vec![0.0f64; p];
-        let mut bytes = 0u64;
-        for i in 0..p {
-            // Bytes rank i sends to each j, all arrays together.
-            let mut to_j = vec![0.0f64; p];
-            for (k, decl) in self.app.arrays.iter().enumerate() {
-                let lv = decl.level.unwrap_or(0) as usize;
-                let (f, t) = &on_level[lv];
-                let (fo, to_) = &offs[lv];
-                let mine = span(fo, f, i);
-                for (j, b) in to_j.iter_mut().enumerate() {
-                    let Some((a, e)) = overlap(mine, span(to_, t, j)) else {
-                        continue;
-                    };
-                    let by = self.array_bytes(k, a, e);
-                    if j != i {
-                        *b += by;
-                    } else if fo[i] != to_[i] {
-                        // Kept rows: a local copy when they shift.
-                        local[i] += by * self.net.copy_per_byte[i];
-                    }
-                }
-            }
-            for (j, &b) in to_j.iter().enumerate() {
-                if b > 0.0 {
-                    let t = self.net.transfer(self.net.k(i, j), b);
-                    send[i] += t;
-                    recv[j] += t;
-                    bytes += b as u64;
-                }
-            }
-        }
-        let rank_s: Vec<f64> = (0..p).map(|i| send[i].max(recv[i]) + local[i]).collect();
-        MoveCost {
-            total_s: rank_s.iter().copied().fold(0.0, f64::max),
-            bytes,
-            rank_s,
-        }
     }
 
     /// A move with an array out of core on some rank goes through MPI-IO

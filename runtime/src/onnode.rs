@@ -40,8 +40,9 @@ const DONE_TAG: i32 = 0x6d6a;
 
 /// Pieces smaller than this move through MPI: below it the probe and the
 /// four messages cost more than the second copier saves (the
-/// redistribution bench; docs/design/runtime.md).
-pub const MIN_BYTES: usize = 4 << 20;
+/// redistribution bench; docs/design/runtime.md). The move-cost model
+/// prices pieces by the same threshold.
+pub const MIN_BYTES: usize = mheta_model::redist::DIRECT_COPY_MIN_BYTES;
 
 static WANTED: Switch = Switch::new("MHETA_ON_NODE_COPY", true);
 

@@ -202,6 +202,18 @@ pub struct NodeCost {
     pub mem_available_bytes: u64,
     /// `None` when disks were not measured (`--no-disk`).
     pub disk: Option<DiskCost>,
+    /// Seconds per byte of shifting rows within this rank's memory (an
+    /// overlapping `memmove` of 32 MiB, every rank of the node at once):
+    /// what a move costs for the rows a rank keeps when its block's first
+    /// row changes. `None`: not measured (a profile from before it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy_per_byte: Option<SampleStats>,
+    /// Seconds per byte of backing memory the process has not touched yet
+    /// (32 MiB freshly mapped, populated for writing as the runtime's row
+    /// buffers are: the page faults and the kernel's zeroing): what a rank
+    /// pays for the rows a move adds to its block. `None`: not measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub touch_per_byte: Option<SampleStats>,
 }
 
 /// OSU-compatible results (`--osu-compat`): osu_latency and osu_bw loops.

@@ -162,19 +162,30 @@ impl ClusterProfile {
         let _ = writeln!(out, "# Nodes");
         let _ = writeln!(
             out,
-            "{:>5} {:<12} {:>10} {:>12} {:>10} {:>10} {:>10} {:>10}  disk method",
-            "rank", "host", "cpu w", "mem (MB)", "O_r (us)", "r (ns/B)", "O_w (us)", "w (ns/B)"
+            "{:>5} {:<12} {:>10} {:>12} {:>11} {:>12} {:>10} {:>10} {:>10} {:>10}  disk method",
+            "rank",
+            "host",
+            "cpu w",
+            "mem (MB)",
+            "copy (GB/s)",
+            "touch (GB/s)",
+            "O_r (us)",
+            "r (ns/B)",
+            "O_w (us)",
+            "w (ns/B)"
         );
         for nd in &self.nodes {
             let d = nd.disk.as_ref();
             let f = |x: Option<f64>, k: f64| x.map_or("-".to_string(), |v| format!("{:.3}", v * k));
             let _ = writeln!(
                 out,
-                "{:>5} {:<12} {:>10.3} {:>12.0} {:>10} {:>10} {:>10} {:>10}  {}",
+                "{:>5} {:<12} {:>10.3} {:>12.0} {:>11} {:>12} {:>10} {:>10} {:>10} {:>10}  {}",
                 nd.rank,
                 nd.host,
                 nd.cpu_weight,
                 nd.mem_available_bytes as f64 / 1e6,
+                f(nd.copy_per_byte.as_ref().map(|c| 1.0 / c.p50), 1e-9),
+                f(nd.touch_per_byte.as_ref().map(|c| 1.0 / c.p50), 1e-9),
                 f(d.map(|d| d.read_overhead_s), 1e6),
                 f(d.map(|d| d.read_per_byte_s), 1e9),
                 f(d.map(|d| d.write_overhead_s), 1e6),

@@ -31,6 +31,9 @@ pub(crate) struct Net {
     /// Per rank, seconds per byte of a copy within its memory
     /// ([`Net::find_copy_costs`]).
     pub(crate) copy_per_byte: Vec<f64>,
+    /// Per rank, seconds per byte of writing memory it had not touched
+    /// (`NodeCost::touch_per_byte`; 0 where not measured).
+    pub(crate) touch_per_byte: Vec<f64>,
 }
 
 /// A host's link as [`Net::link_out`] and [`Net::link_in`] hold it.
@@ -84,6 +87,7 @@ impl Net {
             link_out: vec![None; p],
             link_in: vec![None; p],
             copy_per_byte: Vec::new(),
+            touch_per_byte: vec![0.0; p],
         };
         // In the order of `k`, so that a pair's segments lie where its
         // neighbours' do.
@@ -121,7 +125,12 @@ impl Net {
             }
         }
         net.find_host_links();
-        net.find_copy_costs();
+        let mut measured: Vec<Option<f64>> = vec![None; p];
+        for n in prof.nodes.iter().filter(|n| (n.rank as usize) < p) {
+            measured[n.rank as usize] = n.copy_per_byte.as_ref().map(|c| c.p50);
+            net.touch_per_byte[n.rank as usize] = n.touch_per_byte.as_ref().map_or(0.0, |c| c.p50);
+        }
+        net.find_copy_costs(&measured);
         net
     }
 
@@ -217,32 +226,26 @@ impl Net {
         src * self.p + (src + off) % self.p
     }
 
-    /// [`Net::copy_per_byte`] of every rank: the fastest measured pair of
-    /// its host (a shared-memory transfer is a copy), else of any host,
-    /// else the fastest pair at all, an upper bound where every host
-    /// carries one rank (the profile measures no copy of its own); the
-    /// mean per byte when no pair was measured.
-    fn find_copy_costs(&mut self) {
+    /// [`Net::copy_per_byte`]: each rank's own measured cost of shifting
+    /// rows in memory (`NodeCost::copy_per_byte`); for a profile without
+    /// it, the fastest pair of its host (a shared-memory transfer is a
+    /// copy and its overheads), else of any host; else 0, unpriced. Never
+    /// a link between hosts: a network's rate says nothing of a memory's.
+    fn find_copy_costs(&mut self, measured: &[Option<f64>]) {
         let hosts = self.host.iter().max().map_or(1, |h| h + 1);
         let mut on_host = vec![f64::INFINITY; hosts];
-        let mut any = f64::INFINITY;
         for k in (0..self.p * self.p).filter(|&k| self.wires[k].measured) {
             let rm = self.row_major(k);
             let (a, b, g) = (rm / self.p, rm % self.p, self.wires[k].per_byte);
-            if a == b {
-                continue;
-            }
-            any = any.min(g);
-            if self.host[a] == self.host[b] {
+            if a != b && self.host[a] == self.host[b] {
                 on_host[self.host[a]] = on_host[self.host[a]].min(g);
             }
         }
         let some_host = on_host.iter().copied().fold(f64::INFINITY, f64::min);
-        self.copy_per_byte = self
-            .host
-            .iter()
-            .map(|&h| {
-                [on_host[h], some_host, any, self.mean[3]]
+        self.copy_per_byte = (self.host.iter().enumerate())
+            .map(|(r, &h)| {
+                let own = measured.get(r).copied().flatten();
+                [own.unwrap_or(f64::INFINITY), on_host[h], some_host]
                     .into_iter()
                     .find(|v| v.is_finite())
                     .unwrap_or(0.0)
@@ -285,7 +288,7 @@ mod tests {
     }
 
     #[test]
-    fn a_copy_costs_what_its_hosts_fastest_pair_costs() {
+    fn a_copy_costs_what_the_rank_measured_else_its_hosts_fastest_pair() {
         // Ranks 0 and 1 share host a (shared memory, 0.1 ns a byte); 2 is
         // alone on b; links cost 8 ns a byte, 40 into b.
         let g = |s: u32, d: u32| match (s, d) {
@@ -302,12 +305,33 @@ mod tests {
         );
         // Alone on b: the fastest pair of any host.
         assert!((c[2] - 0.1e-9).abs() < 1e-15, "{c:?}");
-        // One rank per host: the fastest pair at all (8 ns), not the mean
-        // (18.7 ns).
+        // One rank per host and no copy measured: unpriced, never a
+        // link's rate (8 ns a byte here, 100 times a memory's).
         let links = |_: u32, d: u32| if d == 2 { 40e-9 } else { 8e-9 };
-        let net = Net::from_profile(&priced(&["a", "b", "c"], links));
-        for &v in &net.copy_per_byte {
-            assert!((v - 8e-9).abs() < 1e-15, "{v}");
+        let mut prof = priced(&["a", "b", "c"], links);
+        let net = Net::from_profile(&prof);
+        assert_eq!(net.copy_per_byte, vec![0.0; 3]);
+        // Each rank's own measured copy, where the node measured it.
+        for r in 0..3u32 {
+            let mut n = mheta_profile::NodeCost {
+                rank: r,
+                host: String::new(),
+                cpu_weight: 1.0,
+                cpu_kernel: mheta_profile::SampleStats::from_samples(&[1.0]),
+                mem_available_bytes: 1 << 30,
+                disk: None,
+                copy_per_byte: None,
+                touch_per_byte: None,
+            };
+            if r != 1 {
+                let s = [0.1e-9, 0.12e-9, 0.11e-9].map(|x| x * (1 + r) as f64);
+                n.copy_per_byte = Some(mheta_profile::SampleStats::from_samples(&s));
+            }
+            prof.nodes.push(n);
         }
+        let c = Net::from_profile(&prof).copy_per_byte;
+        assert!((c[0] - 0.11e-9).abs() < 1e-18, "{c:?}");
+        assert_eq!(c[1], 0.0, "{c:?}");
+        assert!((c[2] - 0.33e-9).abs() < 1e-18, "{c:?}");
     }
 }

@@ -1,0 +1,224 @@
+//! A move with every array in core: the rows cross the network (or a
+//! node's memory), one array after another, as the runtime's row buffers
+//! move them (`RowBlock::redistribute`, `mheta_runtime::redistribute`).
+
+use super::{DIRECT_COPY_MIN_BYTES, MoveCost, overlap, span};
+use crate::{Dist, Model};
+
+/// How one rank moves one array.
+#[derive(Clone, Copy, Debug, Default)]
+struct RankMove {
+    /// Its receives are posted only once its sends are done and its kept
+    /// rows shifted (the runtime's path when the kept rows cannot stay
+    /// where they lie, or its old and new rows share no row).
+    in_turn: bool,
+    /// Seconds of shifting its kept rows (in turn only).
+    shift_s: f64,
+    /// Seconds of backing fresh memory before anything else (a sender on
+    /// its host: the copy from a neighbour cannot wait for page faults).
+    up_front_s: f64,
+    /// Seconds of backing fresh memory while it waits for its receives.
+    hidden_s: f64,
+}
+
+impl Model {
+    /// Every array in core, the arrays one after another. For each array,
+    /// a rank sends the rows it loses to their new owners and receives its
+    /// new rows, each piece at the pair's transfer time (eq. 3's
+    /// T_{i->j}); a piece of [`DIRECT_COPY_MIN_BYTES`] or more between two
+    /// ranks of one host is the runtime's cross-process copy, at the
+    /// slower end's measured copy rate. What a rank does with its buffer
+    /// decides when its receives can start:
+    ///
+    /// - when it keeps its rows where they lie (its block loses rows at
+    ///   the top or gains none there), it posts its receives with its
+    ///   sends, and they overlap;
+    /// - when its block gains rows above the kept ones, the kept rows
+    ///   shift by the rows gained (a copy at its measured
+    ///   `NodeCost::copy_per_byte`), and when its old and new rows share
+    ///   no row it has nothing to keep: either way it first sends, then
+    ///   shifts, then receives, so a sender to it waits for that;
+    /// - the rows its buffer grows by are fresh memory (its
+    ///   `NodeCost::touch_per_byte`): backed up front when a sender
+    ///   shares its host, while it waits for its receives otherwise.
+    ///
+    /// A sender serves its receivers in the order they post, each piece
+    /// after the last (its link is one); a receiver takes its pieces one
+    /// after another from when it posts. Those waits chain: a rank that
+    /// receives in turn holds up its senders, which may in turn hold up
+    /// theirs. Each rank starts on an array when it is done with the one
+    /// before, so ranks at different arrays overlap, except where the
+    /// array has a piece of [`DIRECT_COPY_MIN_BYTES`] or more: then the
+    /// runtime's probe of the on-node peers, a collective, starts it on
+    /// every rank at once. The schedule of an
+    /// array is found by relaxing the post times until they settle (at
+    /// most one pass per rank along a chain). A rank's buffer is taken to
+    /// hold its old block exactly (a first move); the move ends when the
+    /// slowest rank does.
+    pub(super) fn network_move_cost(&self, on_level: &[(Dist, Dist)]) -> MoveCost {
+        let p = self.ranks();
+        let offs: Vec<(Vec<u64>, Vec<u64>)> = on_level
+            .iter()
+            .map(|(f, t)| (f.offsets(), t.offsets()))
+            .collect();
+        let mut rank_s = vec![0.0f64; p];
+        let mut bytes = 0u64;
+        for (k, decl) in self.app.arrays.iter().enumerate() {
+            let lv = decl.level.unwrap_or(0) as usize;
+            let (f, t) = &on_level[lv];
+            let (fo, to_) = &offs[lv];
+            // Pieces (sender, receiver, seconds), in sender order.
+            let mut pieces: Vec<(usize, usize, f64)> = Vec::new();
+            let mut local_peer = vec![false; p];
+            let mut largest = 0.0f64;
+            for i in 0..p {
+                let mine = span(fo, f, i);
+                for j in (0..p).filter(|&j| j != i) {
+                    let Some((a, e)) = overlap(mine, span(to_, t, j)) else {
+                        continue;
+                    };
+                    let by = self.array_bytes(k, a, e);
+                    largest = largest.max(by);
+                    let same_host = self.net.host[i] == self.net.host[j];
+                    let s = if same_host && by >= DIRECT_COPY_MIN_BYTES as f64 {
+                        // Two cross-process copiers, each at about half a
+                        // copy's rate (docs/design/runtime.md): the piece
+                        // at the slower end's copy rate.
+                        by * self.net.copy_per_byte[i].max(self.net.copy_per_byte[j])
+                    } else {
+                        self.net.transfer(self.net.k(i, j), by)
+                    };
+                    pieces.push((i, j, s));
+                    local_peer[j] |= same_host;
+                    bytes += by as u64;
+                }
+            }
+            let how: Vec<RankMove> = (0..p)
+                .map(|i| self.rank_move(k, span(fo, f, i), span(to_, t, i), i, local_peer[i]))
+                .collect();
+            // A piece large enough for the on-node copy makes every rank
+            // probe its peers first (`Peers::probe`, collective): the
+            // array then starts when the slowest rank is done with the
+            // one before.
+            if largest >= DIRECT_COPY_MIN_BYTES as f64 {
+                let all = rank_s.iter().copied().fold(0.0, f64::max);
+                rank_s.fill(all);
+            }
+            rank_s = schedule(&pieces, &how, &rank_s);
+        }
+        MoveCost {
+            total_s: rank_s.iter().copied().fold(0.0, f64::max),
+            bytes,
+            rank_s,
+        }
+    }
+
+    /// How rank `i` moves array `k` from rows `old` to rows `new`, as
+    /// `RowBlock::redistribute` places them: the kept rows stay where
+    /// they lie when the new block fits around them in its room (the
+    /// larger of the old block and twice the new), else everything starts
+    /// at the buffer's front.
+    fn rank_move(
+        &self,
+        k: usize,
+        old: (u64, u64),
+        new: (u64, u64),
+        i: usize,
+        local_peer: bool,
+    ) -> RankMove {
+        let (old_n, new_n) = (old.1 - old.0, new.1 - new.0);
+        let kept = overlap(old, new);
+        let (lost_top, gained_top) = kept.map_or((0, 0), |(a, _)| (a - old.0, a - new.0));
+        let in_place = kept.is_some()
+            && lost_top >= gained_top
+            && lost_top - gained_top + new_n <= old_n.max(2 * new_n);
+        let place = if in_place { lost_top - gained_top } else { 0 };
+        let need = old_n.max(place + new_n);
+        let grown_s = if need > old_n {
+            // The rows past the old block's end, at the block's mean row
+            // size (rows of sparse arrays differ).
+            let per_row = if old_n > 0 {
+                self.array_bytes(k, old.0, old.1) / old_n as f64
+            } else {
+                self.array_bytes(k, new.0, new.1) / new_n.max(1) as f64
+            };
+            (need - old_n) as f64 * per_row * self.net.touch_per_byte[i]
+        } else {
+            0.0
+        };
+        let in_turn = match kept {
+            Some(_) => !in_place,
+            None => old_n > 0 && new_n > 0,
+        };
+        RankMove {
+            in_turn,
+            shift_s: match kept {
+                Some((a, e)) if in_turn => self.array_bytes(k, a, e) * self.net.copy_per_byte[i],
+                _ => 0.0,
+            },
+            up_front_s: if local_peer { grown_s } else { 0.0 },
+            hidden_s: if local_peer { 0.0 } else { grown_s },
+        }
+    }
+}
+
+/// When each rank is done with one array's pieces, each rank starting
+/// on them when it was done with the array before (`ready`; module docs
+/// of [`Model::network_move_cost`]): post times relaxed until they
+/// settle.
+fn schedule(pieces: &[(usize, usize, f64)], how: &[RankMove], ready: &[f64]) -> Vec<f64> {
+    let p = how.len();
+    let start: Vec<f64> = (how.iter().zip(ready))
+        .map(|(h, r)| r + h.up_front_s)
+        .collect();
+    let mut post = start.clone();
+    let mut send_done = start.clone();
+    let mut ends = vec![0.0f64; pieces.len()];
+    let mut order: Vec<usize> = (0..pieces.len()).collect();
+    for _ in 0..=p {
+        // Senders serve their receivers in the order those post.
+        order.sort_by(|&a, &b| {
+            let (pa, pb) = (pieces[a], pieces[b]);
+            pa.0.cmp(&pb.0).then(post[pa.1].total_cmp(&post[pb.1]))
+        });
+        let mut busy = start.clone();
+        for &x in &order {
+            let (i, j, s) = pieces[x];
+            busy[i] = busy[i].max(post[j]) + s;
+            ends[x] = busy[i];
+        }
+        send_done.clone_from(&busy);
+        let next: Vec<f64> = (0..p)
+            .map(|i| {
+                let h = &how[i];
+                if h.in_turn {
+                    send_done[i] + h.shift_s
+                } else {
+                    start[i]
+                }
+            })
+            .collect();
+        if next == post {
+            break;
+        }
+        post = next;
+    }
+    (0..p)
+        .map(|j| {
+            let (mut taken, mut last, mut any) = (post[j], 0.0f64, false);
+            for (x, &(_, to, s)) in pieces.iter().enumerate() {
+                if to == j {
+                    (taken, last, any) = (taken + s, last.max(ends[x]), true);
+                }
+            }
+            // Its pieces one after another from its post, none before its
+            // sender sent it, the fresh memory backed under them.
+            let recv_done = if any {
+                taken.max(last).max(post[j] + how[j].hidden_s)
+            } else {
+                post[j]
+            };
+            send_done[j].max(recv_done)
+        })
+        .collect()
+}

@@ -1,0 +1,140 @@
+//! A move's predicted cost (`Model::move_cost`, every array in core) on
+//! synthetic profiles whose answers are known by hand: each pair's
+//! transfer L + b·G (MHETA eq. 3's T_{i->j}), each rank's measured copy
+//! and first-touch costs, and the buffer rules of the runtime's
+//! `RowBlock::redistribute`.
+
+#![allow(clippy::unwrap_used)] // tests fail loudly on purpose
+
+use mheta_model::synthetic::{G, L, jacobi_trace, profile};
+use mheta_model::{Dist, Model};
+use mheta_profile::{NodeCost, SampleStats};
+use mheta_trace::{AppDecl, ArrayDecl};
+
+/// Bytes of a row of the one array.
+const ROW: u64 = 1000;
+/// A rank's copy and first-touch costs, seconds per byte.
+const COPY: f64 = 2e-10;
+const TOUCH: f64 = 5e-10;
+
+/// Two ranks on `hosts`, 100 rows each of one 1000-byte array; the nodes
+/// measured their copy and touch costs when `measured`.
+fn model(hosts: [&str; 2], measured: bool) -> Model {
+    model_rows_of(hosts, measured, ROW)
+}
+
+/// The same with rows of `row` bytes.
+fn model_rows_of(hosts: [&str; 2], measured: bool, row: u64) -> Model {
+    let mut prof = profile(2);
+    prof.hosts = hosts.iter().map(|h| h.to_string()).collect();
+    for rank in 0..2 {
+        prof.nodes.push(NodeCost {
+            rank,
+            host: hosts[rank as usize].into(),
+            cpu_weight: 1.0,
+            cpu_kernel: SampleStats::from_samples(&[1.0]),
+            mem_available_bytes: 1 << 30,
+            disk: None,
+            copy_per_byte: measured.then(|| SampleStats::from_samples(&[COPY])),
+            touch_per_byte: measured.then(|| SampleStats::from_samples(&[TOUCH])),
+        });
+    }
+    let mut app = AppDecl::new("test", 200, vec![100, 100]);
+    app.arrays = vec![ArrayDecl::rows("u", row, false, false)];
+    let traces = [
+        jacobi_trace(0, 2, 1_000_000, 8000),
+        jacobi_trace(1, 2, 1_000_000, 8000),
+    ];
+    Model::new(&traces, app, &prof).unwrap()
+}
+
+fn close(got: f64, want: f64) {
+    assert!((got - want).abs() < 1e-15, "{got} vs {want}");
+}
+
+#[test]
+fn rows_kept_in_place_cost_no_copy_and_fresh_memory_hides_under_the_network() {
+    let m = model(["a", "b"], true);
+    // 50 rows from rank 1 to rank 0: rank 1 loses its top rows and keeps
+    // the rest where they lie; rank 0's buffer grows by 50 rows, touched
+    // while it waits for them from the other host.
+    let c = m.move_cost(&Dist(vec![100, 100]), &Dist(vec![150, 50]));
+    let wire = L + 50.0 * ROW as f64 * G;
+    assert!(50.0 * ROW as f64 * TOUCH < wire);
+    close(c.rank_s[0], wire);
+    close(c.rank_s[1], wire);
+    close(c.total_s, wire);
+    assert_eq!(c.bytes, 50 * ROW);
+}
+
+#[test]
+fn a_block_that_gains_rows_above_its_own_shifts_them_between_sends_and_receives() {
+    let m = model(["a", "b"], true);
+    // 50 rows from rank 0 to rank 1: rank 1's block now starts 50 rows
+    // earlier, so its 100 kept rows shift by 50 before it receives.
+    // Rank 0's piece waits for rank 1 to post its receive.
+    let c = m.move_cost(&Dist(vec![100, 100]), &Dist(vec![50, 150]));
+    let wire = L + 50.0 * ROW as f64 * G;
+    let shift = 100.0 * ROW as f64 * COPY;
+    close(c.rank_s[0], shift + wire);
+    close(c.rank_s[1], shift + wire);
+}
+
+#[test]
+fn ranks_that_receive_in_turn_hold_up_their_senders_along_a_chain() {
+    // Four ranks of 100 rows on four hosts, each block moved whole one
+    // rank down: ranks 1 and 2 keep no row, so each sends, then receives;
+    // rank 3's piece waits for rank 2, whose receive waits for its own
+    // send to rank 1: three pieces one after another.
+    let mut prof = profile(4);
+    prof.hosts = ["a", "b", "c", "d"].iter().map(|h| h.to_string()).collect();
+    let mut app = AppDecl::new("test", 400, vec![100; 4]);
+    app.arrays = vec![ArrayDecl::rows("u", ROW, false, false)];
+    let traces: Vec<_> = (0..4)
+        .map(|r| jacobi_trace(r, 4, 1_000_000, 8000))
+        .collect();
+    let m = Model::new(&traces, app, &prof).unwrap();
+    let c = m.move_cost(&Dist(vec![100; 4]), &Dist(vec![200, 100, 100, 0]));
+    let wire = L + 100.0 * ROW as f64 * G;
+    close(c.rank_s[0], wire);
+    close(c.rank_s[1], 2.0 * wire);
+    close(c.rank_s[2], 3.0 * wire);
+    close(c.rank_s[3], 3.0 * wire);
+    close(c.total_s, 3.0 * wire);
+}
+
+#[test]
+fn fresh_memory_is_paid_up_front_when_the_sender_shares_the_host() {
+    let m = model(["a", "a"], true);
+    // Rank 1's piece waits for rank 0 to back its fresh rows.
+    let c = m.move_cost(&Dist(vec![100, 100]), &Dist(vec![150, 50]));
+    let wire = L + 50.0 * ROW as f64 * G;
+    close(c.rank_s[0], 50.0 * ROW as f64 * TOUCH + wire);
+    close(c.rank_s[1], 50.0 * ROW as f64 * TOUCH + wire);
+}
+
+#[test]
+fn a_profile_without_memory_costs_never_prices_a_copy_at_a_links_rate() {
+    // One rank a host and no copy measured: the shift is unpriced, not
+    // priced at the link's G (which would add 100 us here).
+    let m = model(["a", "b"], false);
+    let c = m.move_cost(&Dist(vec![100, 100]), &Dist(vec![50, 150]));
+    close(c.rank_s[1], L + 50.0 * ROW as f64 * G);
+}
+
+#[test]
+fn a_large_piece_between_ranks_of_one_host_moves_at_the_copy_rate() {
+    // 50 rows of 100 KB: 5 MB, above the runtime's cross-process copy
+    // threshold, so the runtime copies it directly, not through MPI.
+    let row = 100_000u64;
+    let by = 50.0 * row as f64;
+    assert!(by >= mheta_model::redist::DIRECT_COPY_MIN_BYTES as f64);
+    let m = model_rows_of(["a", "a"], true, row);
+    let c = m.move_cost(&Dist(vec![100, 100]), &Dist(vec![150, 50]));
+    close(c.rank_s[0], by * TOUCH + by * COPY);
+    close(c.rank_s[1], by * TOUCH + by * COPY);
+    // On two hosts the same piece crosses the link.
+    let m = model_rows_of(["a", "b"], true, row);
+    let c = m.move_cost(&Dist(vec![100, 100]), &Dist(vec![150, 50]));
+    close(c.rank_s[1], L + by * G);
+}
