@@ -107,6 +107,12 @@ study links-net4 "Link matrix of emulated hosts (net4)" \
 study move-rate "Redistribution across a 1 Gbit/s link, beside a TCP stream" \
     "hosts: two network namespaces, each link shaped to 1 Gbit/s by tbf" -- \
     scripts/move-rate.sh "$((rounds < 5 ? 5 : rounds))" 1gbit
+# A move's predicted cost against its measured time: one node, and one
+# rank a host across 1 Gbit/s, 200 and 100 Mbit/s links with and without
+# added latency, 2 and 4 ranks, 1-64 MiB a pair, 3 interleaved rounds.
+study move-cost "A move's predicted cost against its measured time, across links" \
+    "hosts: one rank per network namespace, each link shaped by tbf, 500 us added on the last host; node: one machine" -- \
+    scripts/move_cost_study.py "$out/move-cost/work" 3
 study auto-speedup "--auto against Block and the static ideal (jacobi, het2)" \
     "spin: one core per rank, rank 1 at CPU power 0.5" -- \
     scripts/auto-speedup.sh "$rounds"
