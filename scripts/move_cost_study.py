@@ -207,7 +207,7 @@ def report(res):
               f"{100 * r['noise']:8.1f}  {r['verdict']}")
     errs = [abs(r["err"]) for r in res["rows"]]
     v = [r["verdict"] for r in res["rows"]]
-    print(f"# |err|: median {100 * statistics.median(errs):.1f}%, max {100 * max(errs):.1f}%; "
+    print(f"# absolute error: median {100 * statistics.median(errs):.1f}%, max {100 * max(errs):.1f}%; "
           f"{v.count('met')} met, {v.count('within noise')} within noise, {v.count('missed')} missed "
           f"of {len(v)}")
 

@@ -132,7 +132,7 @@ def accuracy_headline(out, name):
 LINES = {
     "auto-speedup": r"^# median ratio|^# auto against",
     "move-rate": r"^# moves of",
-    "move-cost": r"^# \|err\|",
+    "move-cost": r"^# absolute error",
     "slowdown": r"^predicted from what",
     "stochastic": r"^bursty: coverage|^goals on the run's own",
     "risk": r"^quantile plan against",

@@ -1,6 +1,7 @@
 //! What mheta reads from and asks of the operating system: the host's
 //! name, the cores a process may run on, pinning to a core, the CPU
-//! clocks, and the scheduler's account of a thread (schedstat).
+//! clocks, the scheduler's account of a thread (schedstat), and fresh
+//! memory mappings at a huge-page boundary.
 
 use std::io;
 
@@ -174,6 +175,42 @@ pub fn allowed_cores() -> Vec<usize> {
             .filter(|&c| libc::CPU_ISSET(c, &set))
             .collect()
     }
+}
+
+/// A fresh private anonymous mapping of `bytes` at an address that is a
+/// multiple of `align` (a power of two, e.g. a huge page's 2 MiB): maps
+/// `align` more, then unmaps the ends. Readable and writable, backed only
+/// where touched (`MAP_NORESERVE`); the caller owns it and unmaps it with
+/// `munmap(ptr, bytes)`.
+pub fn map_aligned(bytes: usize, align: usize) -> io::Result<std::ptr::NonNull<u8>> {
+    let over = bytes + align;
+    // SAFETY: a new private anonymous mapping; nothing else refers to it.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            over,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    let start = p as usize;
+    let a = start.next_multiple_of(align);
+    // SAFETY: both ranges lie inside the mapping just made and are unused.
+    unsafe {
+        if a > start {
+            libc::munmap(p, a - start);
+        }
+        let tail = start + over - (a + bytes);
+        if tail > 0 {
+            libc::munmap((a + bytes) as *mut libc::c_void, tail);
+        }
+    }
+    std::ptr::NonNull::new(a as *mut u8).ok_or_else(|| io::Error::other("mmap returned null"))
 }
 
 #[cfg(test)]

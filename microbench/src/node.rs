@@ -52,33 +52,23 @@ pub fn copy_cost(reps: usize) -> Vec<f64> {
 /// without the write), unmapped after. Returns seconds per byte of each;
 /// empty where the kernel cannot populate (before Linux 5.14).
 pub fn touch_cost(reps: usize) -> Vec<f64> {
-    const HUGE: usize = 2 << 20;
     let mut out = Vec::with_capacity(reps);
     for _ in 0..reps {
-        let over = COPY_BYTES + HUGE;
-        // SAFETY: a new private anonymous mapping that nothing else refers
-        // to; populated inside its bounds, then unmapped whole.
-        unsafe {
-            let p = libc::mmap(
-                std::ptr::null_mut(),
-                over,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            );
-            if p == libc::MAP_FAILED {
-                return Vec::new();
-            }
-            let at = (p as usize).next_multiple_of(HUGE) as *mut libc::c_void;
-            let t = Instant::now();
-            let rc = libc::madvise(at, COPY_BYTES, libc::MADV_POPULATE_WRITE);
+        let Ok(p) = mheta_base::os::map_aligned(COPY_BYTES, 2 << 20) else {
+            return Vec::new();
+        };
+        let t = Instant::now();
+        // SAFETY: populating and then unmapping the mapping just made,
+        // which nothing else refers to, inside its bounds.
+        let rc = unsafe {
+            let rc = libc::madvise(p.as_ptr().cast(), COPY_BYTES, libc::MADV_POPULATE_WRITE);
             let s = t.elapsed().as_secs_f64();
-            libc::munmap(p, over);
-            if rc != 0 {
-                return Vec::new();
-            }
-            out.push(s / COPY_BYTES as f64);
+            libc::munmap(p.as_ptr().cast(), COPY_BYTES);
+            (rc == 0).then_some(s)
+        };
+        match rc {
+            Some(s) => out.push(s / COPY_BYTES as f64),
+            None => return Vec::new(),
         }
     }
     out

@@ -268,39 +268,10 @@ impl Prefault {
 }
 
 /// A fresh anonymous mapping of `bytes` (a multiple of [`HUGE`]) at a
-/// 2 MiB-aligned address: map 2 MiB more, then unmap the ends.
+/// 2 MiB-aligned address.
 fn map_aligned(bytes: usize) -> NonNull<u8> {
-    let over = bytes + HUGE;
-    // SAFETY: a new private anonymous mapping; nothing else refers to it.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            over,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        panic!(
-            "RowBuf: cannot map {bytes} bytes: {}",
-            std::io::Error::last_os_error()
-        );
-    }
-    let start = p as usize;
-    let a = start.next_multiple_of(HUGE);
-    // SAFETY: both ranges lie inside the mapping just made and are unused.
-    unsafe {
-        if a > start {
-            libc::munmap(p, a - start);
-        }
-        let tail = start + over - (a + bytes);
-        if tail > 0 {
-            libc::munmap((a + bytes) as *mut libc::c_void, tail);
-        }
-    }
-    NonNull::new(a as *mut u8).expect("mmap returned null")
+    mheta_base::os::map_aligned(bytes, HUGE)
+        .unwrap_or_else(|e| panic!("RowBuf: cannot map {bytes} bytes: {e}"))
 }
 
 /// Is `T::default()` all zero bytes (as for numbers), so that fresh
