@@ -86,6 +86,46 @@ fn main() {
         }
     }
     growth();
+    moves();
+}
+
+/// A move's predicted cost (`Model::move_cost`) at P = 256 and 1024, two
+/// ways: every block's rows shifted toward rank 0 (each rank keeps its
+/// rows in place) and toward the last rank (each receives in turn: one
+/// chain of waits along all P ranks). Linear growth is 4.
+fn moves() {
+    let model = |p: u32| {
+        let traces: Vec<_> = (0..p)
+            .map(|r| jacobi_trace(r, p, 1_000_000, 8 * 1026))
+            .collect();
+        let mut decl = app(vec![64; p as usize]);
+        decl.arrays = vec![mheta_trace::ArrayDecl::rows("u", 8 * 1026, false, false)];
+        Model::new(&traces, decl, &profile(p)).expect("model")
+    };
+    let time = |m: &Model, from: &Dist, to: &Dist| {
+        let reps = 20;
+        let t = Instant::now();
+        for _ in 0..reps {
+            black_box(m.move_cost(black_box(from), black_box(to)));
+        }
+        t.elapsed().as_secs_f64() / reps as f64
+    };
+    let mut line = Vec::new();
+    for p in [256u32, 1024] {
+        let m = model(p);
+        let from = Dist::block(p as usize, 64 * p as u64);
+        let mut up = vec![64u64; p as usize];
+        (up[0], up[p as usize - 1]) = (96, 32);
+        let down: Vec<u64> = up.iter().rev().copied().collect();
+        line.push((p, time(&m, &from, &Dist(up)), time(&m, &from, &Dist(down))));
+    }
+    for (p, up, down) in &line {
+        println!(
+            "move cost, P={p}: toward rank 0 {:.1} us, toward the last rank (a chain of {p}) {:.1} us",
+            up * 1e6,
+            down * 1e6
+        );
+    }
 }
 
 /// One evaluation at P = 1024 over one at P = 256, per trace, timed

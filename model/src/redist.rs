@@ -142,8 +142,13 @@ impl Model {
             let next = (on_level[l].0.coarse_level(), on_level[l].1.coarse_level());
             on_level.push(next);
         }
-        let ooc_from: Vec<Vec<bool>> = (0..p).map(|i| self.out_of_core_arrays(from, i)).collect();
-        let ooc_to: Vec<Vec<bool>> = (0..p).map(|i| self.out_of_core_arrays(to, i)).collect();
+        let (of, ot) = (from.offsets(), to.offsets());
+        let ooc_from: Vec<Vec<bool>> = (0..p)
+            .map(|i| self.out_of_core_arrays(of[i], from.0[i], i))
+            .collect();
+        let ooc_to: Vec<Vec<bool>> = (0..p)
+            .map(|i| self.out_of_core_arrays(ot[i], to.0[i], i))
+            .collect();
         let any = |v: &[Vec<bool>]| v.iter().flatten().any(|&o| o);
         if any(&ooc_from) || any(&ooc_to) {
             return self.disk_move_cost(&on_level, &ooc_from, &ooc_to);
@@ -151,11 +156,11 @@ impl Model {
         self.network_move_cost(&on_level)
     }
 
-    /// Which arrays rank `i` holds out of core under `d`.
-    fn out_of_core_arrays(&self, d: &Dist, i: usize) -> Vec<bool> {
+    /// Which arrays rank `i` holds out of core with `rows` rows from row
+    /// `first`.
+    fn out_of_core_arrays(&self, first: u64, rows: u64, i: usize) -> Vec<bool> {
         let Some(io) = &self.io else { return vec![] };
-        let first = d.offsets()[i];
-        let plan = io.plan(i, first, d.0[i]);
+        let plan = io.plan(i, first, rows);
         let mut v = vec![false; self.app.arrays.len()];
         if let Some(plan) = plan {
             for (j, &k) in io.arrays.iter().enumerate() {
@@ -192,12 +197,16 @@ impl Model {
             lines.get(i)?.get(j).copied()
         };
         let mut bytes = 0u64;
+        let offs: Vec<(Vec<u64>, Vec<u64>)> = on_level
+            .iter()
+            .map(|(f, n)| (f.offsets(), n.offsets()))
+            .collect();
         let rank_s: Vec<f64> = (0..p)
             .map(|i| {
                 let mut t = 0.0;
                 for (k, decl) in self.app.arrays.iter().enumerate() {
-                    let (f, n) = &on_level[decl.level.unwrap_or(0) as usize];
-                    let (fo, no) = (f.offsets(), n.offsets());
+                    let lv = decl.level.unwrap_or(0) as usize;
+                    let ((f, n), (fo, no)) = (&on_level[lv], &offs[lv]);
                     let old = self.array_bytes(k, fo[i], fo[i] + f.0[i]);
                     let new = self.array_bytes(k, no[i], no[i] + n.0[i]);
                     bytes += old as u64;

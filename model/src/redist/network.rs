@@ -50,9 +50,7 @@ impl Model {
     /// before, so ranks at different arrays overlap, except where the
     /// array has a piece of [`DIRECT_COPY_MIN_BYTES`] or more: then the
     /// runtime's probe of the on-node peers, a collective, starts it on
-    /// every rank at once. The schedule of an
-    /// array is found by relaxing the post times until they settle (at
-    /// most one pass per rank along a chain). A rank's buffer is taken to
+    /// every rank at once. A rank's buffer is taken to
     /// hold its old block exactly (a first move); the move ends when the
     /// slowest rank does.
     pub(super) fn network_move_cost(&self, on_level: &[(Dist, Dist)]) -> MoveCost {
@@ -71,9 +69,17 @@ impl Model {
             let mut pieces: Vec<(usize, usize, f64)> = Vec::new();
             let mut local_peer = vec![false; p];
             let mut largest = 0.0f64;
+            let ends: Vec<u64> = (0..p).map(|j| to_[j] + t.0[j]).collect();
             for i in 0..p {
                 let mine = span(fo, f, i);
-                for j in (0..p).filter(|&j| j != i) {
+                // The new owners of its old rows: the ranks whose new
+                // blocks end past its first row, up to the first whose
+                // block starts at or past its end (GEN_BLOCK: in order).
+                let from = ends.partition_point(|&e| e <= mine.0);
+                for j in (from..p)
+                    .take_while(|&j| to_[j] < mine.1)
+                    .filter(|&j| j != i)
+                {
                     let Some((a, e)) = overlap(mine, span(to_, t, j)) else {
                         continue;
                     };
@@ -164,57 +170,90 @@ impl Model {
 
 /// When each rank is done with one array's pieces, each rank starting
 /// on them when it was done with the array before (`ready`; module docs
-/// of [`Model::network_move_cost`]): post times relaxed until they
-/// settle.
+/// of [`Model::network_move_cost`]). A rank that receives in turn posts
+/// when its own sends are done, which wait for their receivers' posts:
+/// the posts are found depth first along those waits (a chain of P ranks
+/// in one pass, linear in the pieces). Where the waits would close a
+/// circle, the rank met again is taken to have posted when it started.
 fn schedule(pieces: &[(usize, usize, f64)], how: &[RankMove], ready: &[f64]) -> Vec<f64> {
     let p = how.len();
     let start: Vec<f64> = (how.iter().zip(ready))
         .map(|(h, r)| r + h.up_front_s)
         .collect();
+    // Each sender's pieces, by index into `pieces`.
+    let mut first = vec![0usize; p + 1];
+    for &(i, _, _) in pieces {
+        first[i + 1] += 1;
+    }
+    for i in 0..p {
+        first[i + 1] += first[i];
+    }
+    let mut by_sender = vec![0usize; pieces.len()];
+    let mut fill = first.clone();
+    for (x, &(i, _, _)) in pieces.iter().enumerate() {
+        by_sender[fill[i]] = x;
+        fill[i] += 1;
+    }
+    let mine = |i: usize| &by_sender[first[i]..first[i + 1]];
+    // Senders serve their receivers in the order those post, each piece
+    // after the last.
+    let sends = |i: usize, post: &[f64], ends: &mut [f64]| -> f64 {
+        let mut order: Vec<usize> = mine(i).to_vec();
+        order.sort_by(|&a, &b| post[pieces[a].1].total_cmp(&post[pieces[b].1]));
+        let mut busy = start[i];
+        for x in order {
+            busy = busy.max(post[pieces[x].1]) + pieces[x].2;
+            ends[x] = busy;
+        }
+        busy
+    };
+    // Posts: a rank not in turn posts when it starts; one in turn once
+    // its sends are done and its kept rows shifted.
     let mut post = start.clone();
-    let mut send_done = start.clone();
     let mut ends = vec![0.0f64; pieces.len()];
-    let mut order: Vec<usize> = (0..pieces.len()).collect();
-    for _ in 0..=p {
-        // Senders serve their receivers in the order those post.
-        order.sort_by(|&a, &b| {
-            let (pa, pb) = (pieces[a], pieces[b]);
-            pa.0.cmp(&pb.0).then(post[pa.1].total_cmp(&post[pb.1]))
-        });
-        let mut busy = start.clone();
-        for &x in &order {
-            let (i, j, s) = pieces[x];
-            busy[i] = busy[i].max(post[j]) + s;
-            ends[x] = busy[i];
+    let mut state = vec![0u8; p]; // 0: not yet, 1: on the stack, 2: known
+    for r in 0..p {
+        if state[r] == 2 {
+            continue;
         }
-        send_done.clone_from(&busy);
-        let next: Vec<f64> = (0..p)
-            .map(|i| {
-                let h = &how[i];
-                if h.in_turn {
-                    send_done[i] + h.shift_s
-                } else {
-                    start[i]
+        let mut stack = vec![r];
+        while let Some(&i) = stack.last() {
+            if state[i] == 2 || !how[i].in_turn {
+                state[i] = 2;
+                stack.pop();
+                continue;
+            }
+            state[i] = 1;
+            let before = stack.len();
+            for &x in mine(i) {
+                let j = pieces[x].1;
+                if state[j] == 0 {
+                    stack.push(j);
                 }
-            })
-            .collect();
-        if next == post {
-            break;
+            }
+            if stack.len() == before {
+                post[i] = sends(i, &post, &mut ends) + how[i].shift_s;
+                state[i] = 2;
+                stack.pop();
+            }
         }
-        post = next;
+    }
+    let mut send_done = start.clone();
+    for (i, d) in send_done.iter_mut().enumerate() {
+        *d = sends(i, &post, &mut ends);
+    }
+    // Each receiver takes its pieces one after another from its post,
+    // none before its sender sent it, its fresh memory backed under them.
+    let mut taken = post.clone();
+    let mut last = vec![f64::NEG_INFINITY; p];
+    for (x, &(_, j, s)) in pieces.iter().enumerate() {
+        taken[j] += s;
+        last[j] = last[j].max(ends[x]);
     }
     (0..p)
         .map(|j| {
-            let (mut taken, mut last, mut any) = (post[j], 0.0f64, false);
-            for (x, &(_, to, s)) in pieces.iter().enumerate() {
-                if to == j {
-                    (taken, last, any) = (taken + s, last.max(ends[x]), true);
-                }
-            }
-            // Its pieces one after another from its post, none before its
-            // sender sent it, the fresh memory backed under them.
-            let recv_done = if any {
-                taken.max(last).max(post[j] + how[j].hidden_s)
+            let recv_done = if last[j].is_finite() {
+                taken[j].max(last[j]).max(post[j] + how[j].hidden_s)
             } else {
                 post[j]
             };
