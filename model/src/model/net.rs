@@ -31,7 +31,7 @@ pub(crate) struct Net {
     /// Per rank, seconds per byte of a copy within its memory
     /// ([`Net::find_copy_costs`]).
     pub(crate) copy_per_byte: Vec<f64>,
-    /// Per rank, seconds per byte of writing memory it had not touched
+    /// Per rank, seconds per byte of backing memory it had not touched
     /// (`NodeCost::touch_per_byte`; 0 where not measured).
     pub(crate) touch_per_byte: Vec<f64>,
 }

@@ -238,10 +238,7 @@ fn schedule(pieces: &[(usize, usize, f64)], how: &[RankMove], ready: &[f64]) -> 
             }
         }
     }
-    let mut send_done = start.clone();
-    for (i, d) in send_done.iter_mut().enumerate() {
-        *d = sends(i, &post, &mut ends);
-    }
+    let send_done: Vec<f64> = (0..p).map(|i| sends(i, &post, &mut ends)).collect();
     // Each receiver takes its pieces one after another from its post,
     // none before its sender sent it, its fresh memory backed under them.
     let mut taken = post.clone();
