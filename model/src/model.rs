@@ -147,6 +147,9 @@ pub struct Model {
     net_slow: Vec<f64>,
     /// The stochastic slowdowns the model was given ([`Model::with_load`]).
     pub load: Option<crate::slowdown::Slowdowns>,
+    /// Each all-reduce's pair costs in its algorithm's order, recorded
+    /// once ([`collective::Tape`]).
+    tapes: collective::Tapes,
 }
 
 impl Model {
@@ -202,6 +205,7 @@ impl Model {
             cpu_slow: Vec::new(),
             net_slow: Vec::new(),
             load: None,
+            tapes: Default::default(),
         };
         model.last_arrival_s = last_arrivals(&model.programs);
         model.overlapping = !model.programs.iter().all(Program::ends_at_a_collective)
@@ -234,6 +238,7 @@ impl Model {
                 .collect();
         }
         self.load = Some(load);
+        self.tapes.clear();
         self
     }
 
@@ -268,10 +273,7 @@ impl Model {
         let f = rows as f64 / self.app.dist[i].max(1) as f64;
         let plan = match &self.io {
             Some(io) => {
-                let first = self.app.dist[..i]
-                    .iter()
-                    .sum::<u64>()
-                    .min(self.rows() - rows.min(self.rows()));
+                let first = self.inst_offsets[i].min(self.rows() - rows.min(self.rows()));
                 match io.plan(i, first, rows) {
                     Some(p) => Some(p),
                     None => return f64::INFINITY,

@@ -73,12 +73,181 @@ pub(crate) struct Costs<'a> {
     pub o_recv: &'a dyn Fn(usize, usize) -> f64,
 }
 
-impl Costs<'_> {
+/// The pair costs an algorithm reads, in the order it reads them: from
+/// [`Costs`] directly, onto a [`Tape`] while doing so ([`Recorder`]), or
+/// back off a tape ([`Player`]). A shape's algorithm reads the same
+/// pairs in the same order whatever the arrival times, so a tape made
+/// once per model replays every later evaluation without a pair lookup.
+trait Pairs {
+    fn msg(&mut self, s: usize, d: usize) -> f64;
+    fn o_send(&mut self, s: usize, d: usize) -> f64;
+    fn o_recv(&mut self, s: usize, d: usize) -> f64;
+
     /// When `dst`, ready at `ready`, has received a message that `src`
     /// sent at `sent`.
-    fn received(&self, src: usize, dst: usize, sent: f64, ready: f64) -> f64 {
-        (sent + (self.msg)(src, dst)).max(ready + (self.o_recv)(src, dst))
+    fn received(&mut self, src: usize, dst: usize, sent: f64, ready: f64) -> f64 {
+        let m = self.msg(src, dst);
+        let r = self.o_recv(src, dst);
+        (sent + m).max(ready + r)
     }
+}
+
+impl Pairs for &Costs<'_> {
+    fn msg(&mut self, s: usize, d: usize) -> f64 {
+        (self.msg)(s, d)
+    }
+    fn o_send(&mut self, s: usize, d: usize) -> f64 {
+        (self.o_send)(s, d)
+    }
+    fn o_recv(&mut self, s: usize, d: usize) -> f64 {
+        (self.o_recv)(s, d)
+    }
+}
+
+/// The costs one shape's algorithm read over P ranks for one message
+/// size, in its order ([`Tape::record`]); [`exits_taped`] replays them.
+#[derive(Clone, Debug)]
+pub(crate) struct Tape {
+    shape: Shape,
+    p: usize,
+    costs: Vec<f64>,
+}
+
+struct Recorder<'a, 'b> {
+    c: &'a Costs<'b>,
+    tape: Vec<f64>,
+}
+
+impl Pairs for Recorder<'_, '_> {
+    fn msg(&mut self, s: usize, d: usize) -> f64 {
+        let v = (self.c.msg)(s, d);
+        self.tape.push(v);
+        v
+    }
+    fn o_send(&mut self, s: usize, d: usize) -> f64 {
+        let v = (self.c.o_send)(s, d);
+        self.tape.push(v);
+        v
+    }
+    fn o_recv(&mut self, s: usize, d: usize) -> f64 {
+        let v = (self.c.o_recv)(s, d);
+        self.tape.push(v);
+        v
+    }
+}
+
+struct Player<'a> {
+    tape: &'a [f64],
+    at: usize,
+}
+
+impl Player<'_> {
+    #[inline]
+    fn next(&mut self) -> f64 {
+        let v = self.tape[self.at];
+        self.at += 1;
+        v
+    }
+}
+
+impl Pairs for Player<'_> {
+    #[inline]
+    fn msg(&mut self, _: usize, _: usize) -> f64 {
+        self.next()
+    }
+    #[inline]
+    fn o_send(&mut self, _: usize, _: usize) -> f64 {
+        self.next()
+    }
+    #[inline]
+    fn o_recv(&mut self, _: usize, _: usize) -> f64 {
+        self.next()
+    }
+}
+
+impl Tape {
+    /// The tape of `shape` over `p` ranks under `c`; None for the shapes
+    /// whose reads depend on the distribution ([`Shape::Linear`]'s blocks)
+    /// or that read none ([`Shape::Together`]).
+    pub(crate) fn record(shape: Shape, p: usize, c: &Costs<'_>) -> Option<Tape> {
+        let mut r = Recorder {
+            c,
+            tape: Vec::new(),
+        };
+        let zero = vec![0.0; p];
+        match shape {
+            Shape::Binomial => drop(binomial(&zero, &mut r)),
+            Shape::RecursiveDoubling => drop(recursive_doubling(&zero, &mut r)),
+            Shape::Linear | Shape::Together => return None,
+        }
+        Some(Tape {
+            shape,
+            p,
+            costs: r.tape,
+        })
+    }
+}
+
+/// The tapes a model has recorded, by shape and message size: filled by
+/// the first evaluation that reaches each collective, emptied when the
+/// model's costs change ([`super::Model::with_load`]).
+#[derive(Default)]
+pub(crate) struct Tapes(std::sync::Mutex<Vec<(Shape, u64, std::sync::Arc<Tape>)>>);
+
+impl Tapes {
+    /// The tape of `shape` for messages of `bytes`, recorded by `record`
+    /// the first time; None where `record` gives none.
+    pub(crate) fn get_or_record(
+        &self,
+        shape: Shape,
+        bytes: f64,
+        record: impl FnOnce() -> Option<Tape>,
+    ) -> Option<std::sync::Arc<Tape>> {
+        let key = bytes.to_bits();
+        let mut tapes = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, _, t)) = tapes.iter().find(|(s, b, _)| *s == shape && *b == key) {
+            return Some(t.clone());
+        }
+        let t = std::sync::Arc::new(record()?);
+        tapes.push((shape, key, t.clone()));
+        Some(t)
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.0.get_mut().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+}
+
+impl Clone for Tapes {
+    fn clone(&self) -> Tapes {
+        Tapes(std::sync::Mutex::new(
+            self.0.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        ))
+    }
+}
+
+impl std::fmt::Debug for Tapes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.0.lock().map_or(0, |t| t.len());
+        write!(f, "Tapes({n})")
+    }
+}
+
+/// [`exits`] for the shape and ranks `tape` was recorded for, its pair
+/// costs read off the tape.
+pub(crate) fn exits_taped(tape: &Tape, arrive: &[f64]) -> Vec<f64> {
+    assert_eq!(arrive.len(), tape.p, "a tape is for its own rank count");
+    let mut play = Player {
+        tape: &tape.costs,
+        at: 0,
+    };
+    let out = match tape.shape {
+        Shape::Binomial => binomial(arrive, &mut play),
+        Shape::RecursiveDoubling => recursive_doubling(arrive, &mut play),
+        Shape::Linear | Shape::Together => unreachable!("never recorded"),
+    };
+    debug_assert_eq!(play.at, tape.costs.len());
+    out
 }
 
 /// Each rank's exit time from a collective of shape `shape` whose ranks
@@ -93,8 +262,8 @@ pub(crate) fn exits(
 ) -> Option<Vec<f64>> {
     match shape {
         Shape::Together => None,
-        Shape::Binomial => Some(binomial(arrive, c)),
-        Shape::RecursiveDoubling => Some(recursive_doubling(arrive, c)),
+        Shape::Binomial => Some(binomial(arrive, &mut { c })),
+        Shape::RecursiveDoubling => Some(recursive_doubling(arrive, &mut { c })),
         Shape::Linear => Some(linear(arrive, c, links)),
     }
 }
@@ -155,7 +324,7 @@ fn host_queues(arrive: &[f64], c: &Costs<'_>, l: &Links<'_>, leave: &mut [f64]) 
 }
 
 /// [`Shape::Binomial`].
-fn binomial(arrive: &[f64], c: &Costs<'_>) -> Vec<f64> {
+fn binomial(arrive: &[f64], c: &mut impl Pairs) -> Vec<f64> {
     let p = arrive.len();
     // The reduction: `t[j]` is when rank j holds its subtree's sum;
     // `ready[j]` when it is done with the reduction (a sender's send
@@ -168,7 +337,7 @@ fn binomial(arrive: &[f64], c: &Costs<'_>) -> Vec<f64> {
             let peer = j + half;
             if peer < p {
                 t[j] = c.received(peer, j, t[peer], t[j]);
-                ready[peer] = t[peer] + (c.o_send)(peer, j);
+                ready[peer] = t[peer] + c.o_send(peer, j);
             }
         }
         half *= 2;
@@ -190,7 +359,7 @@ fn binomial(arrive: &[f64], c: &Costs<'_>) -> Vec<f64> {
             let child = v + step;
             if v < step && child < p {
                 sent[child] = clock;
-                clock += (c.o_send)(v, child);
+                clock += c.o_send(v, child);
             }
             step *= 2;
         }
@@ -200,7 +369,7 @@ fn binomial(arrive: &[f64], c: &Costs<'_>) -> Vec<f64> {
 }
 
 /// [`Shape::RecursiveDoubling`].
-fn recursive_doubling(arrive: &[f64], c: &Costs<'_>) -> Vec<f64> {
+fn recursive_doubling(arrive: &[f64], c: &mut impl Pairs) -> Vec<f64> {
     let p = arrive.len();
     let adj = if p == 0 {
         0
@@ -213,7 +382,7 @@ fn recursive_doubling(arrive: &[f64], c: &Costs<'_>) -> Vec<f64> {
     for i in 0..extra {
         let (e, o) = (2 * i, 2 * i + 1);
         t[o] = c.received(e, o, t[e], t[o]);
-        t[e] += (c.o_send)(e, o);
+        t[e] += c.o_send(e, o);
     }
     let rank_of = |n: usize| if n < extra { 2 * n + 1 } else { n + extra };
     let mut dist = 1;
@@ -222,7 +391,8 @@ fn recursive_doubling(arrive: &[f64], c: &Costs<'_>) -> Vec<f64> {
         before.copy_from_slice(&t);
         for n in 0..adj {
             let (me, peer) = (rank_of(n), rank_of(n ^ dist));
-            t[me] = c.received(peer, me, before[peer], before[me] + (c.o_send)(me, peer));
+            let o = c.o_send(me, peer);
+            t[me] = c.received(peer, me, before[peer], before[me] + o);
         }
         dist *= 2;
     }
@@ -230,7 +400,7 @@ fn recursive_doubling(arrive: &[f64], c: &Costs<'_>) -> Vec<f64> {
     for i in 0..extra {
         let (e, o) = (2 * i, 2 * i + 1);
         t[e] = c.received(o, e, t[o], t[e]);
-        t[o] += (c.o_send)(o, e);
+        t[o] += c.o_send(o, e);
     }
     t
 }
@@ -353,6 +523,34 @@ mod tests {
         // On one host no link is shared: each block alone.
         let alone = 1e-6 + 1000.0 / 1e6;
         close(&run(&[1000.0; 4], &[0; 4]), &[alone; 4]);
+    }
+
+    #[test]
+    fn a_tape_replays_what_the_pairs_give() {
+        // Every pair its own costs; arrivals apart; rank counts around
+        // powers of two.
+        let msg = |s: usize, d: usize| 1e-6 * (1 + (s * 7 + d * 3) % 11) as f64;
+        let o_send = |s: usize, d: usize| 1e-7 * (1 + (s + 2 * d) % 5) as f64;
+        let o_recv = |s: usize, d: usize| 1e-7 * (1 + (3 * s + d) % 4) as f64;
+        let c = Costs {
+            msg: &msg,
+            o_send: &o_send,
+            o_recv: &o_recv,
+        };
+        for shape in [Shape::Binomial, Shape::RecursiveDoubling] {
+            for p in 1..=13 {
+                let tape = Tape::record(shape, p, &c).expect("a pattern");
+                for a in 0..3 {
+                    let arrive: Vec<f64> = (0..p)
+                        .map(|j| 1e-6 * ((j * 5 + a * 3) % 7) as f64)
+                        .collect();
+                    let live = exits(shape, &arrive, &c, None).expect("a pattern");
+                    assert_eq!(exits_taped(&tape, &arrive), live, "{shape:?} at {p}");
+                }
+            }
+        }
+        assert!(Tape::record(Shape::Linear, 4, &c).is_none());
+        assert!(Tape::record(Shape::Together, 4, &c).is_none());
     }
 
     #[test]

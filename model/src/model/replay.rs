@@ -11,42 +11,24 @@ use super::{Model, ModelError, Peer, Prediction, RankTime, SendMode, Shape, Step
 use crate::dist::Dist;
 use crate::iomodel::PlanSummary;
 use mheta_trace::Topology;
-use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
-/// FxHash (rustc's): the replay's message map is keyed by small integers,
-/// where SipHash would dominate an evaluation.
-#[derive(Default, Clone, Copy)]
-struct Fx(u64);
-
-impl Hasher for Fx {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u64(&mut self, x: u64) {
-        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn write_usize(&mut self, x: usize) {
-        self.write_u64(x as u64);
-    }
-    fn write_i32(&mut self, x: i32) {
-        self.write_u64(x as u32 as u64);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
+/// A message in flight: its sender, tag and arrival time and, for a send
+/// that completes only once the receiver has taken it, its number among
+/// the sender's sends (else [`NO_ACK`]).
+#[derive(Clone, Copy)]
+struct Mail {
+    src: usize,
+    tag: i32,
+    arrive: f64,
+    ack: u32,
 }
 
-type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
-
-/// Messages in flight during one evaluation, by (src, dst, tag): the
-/// arrival time and, for a send that completes only once the receiver has
-/// taken the message, its number among the sender's sends (else
-/// [`NO_ACK`]).
-type Inflight = FastMap<(usize, usize, i32), VecDeque<(f64, u32)>>;
+/// Messages in flight during one evaluation, per receiver, in the order
+/// they were sent: a receive takes the first from its source with its tag
+/// (MPI's non-overtaking rule), which is near the front of a short queue.
+type Inflight = Vec<VecDeque<Mail>>;
 const NO_ACK: u32 = u32::MAX;
 
 /// Per rank, the completion time of each send so far, in the order they
@@ -78,7 +60,8 @@ pub(super) struct Replay<'a> {
     calib: Option<&'a mut Calib>,
     laps: usize,
     p: usize,
-    len: Vec<usize>,
+    /// Each rank's program's steps.
+    steps: Vec<&'a [Step]>,
     /// Each rank's clock and times at the end of its first lap.
     first_lap: Vec<Option<(f64, RankTime)>>,
     /// Each rank's sends before the lap it is in (a WaitSends numbers
@@ -97,7 +80,7 @@ pub(super) struct Replay<'a> {
     clock: Vec<f64>,
     out: Vec<RankTime>,
     pc: Vec<usize>,
-    /// Arrival times of messages in flight, per (src, dst, tag), FIFO.
+    /// Messages in flight, per receiver.
     inflight: Inflight,
     sends: Sends,
     /// Ranks blocked at a collective, with their entry time, and how many
@@ -134,7 +117,7 @@ impl<'a> Replay<'a> {
             wait_s: 0.0,
         };
         Ok(Replay {
-            len: m.programs.iter().map(|pr| pr.steps.len()).collect(),
+            steps: m.programs.iter().map(|pr| &pr.steps[..]).collect(),
             factor: m.work_factors(d),
             plans: m.plans(d)?,
             m,
@@ -175,12 +158,12 @@ impl<'a> Replay<'a> {
             for i in 0..self.p {
                 progress |= self.advance(i);
             }
-            if (0..self.p).all(|i| self.pc[i] >= self.laps * self.len[i]) {
+            if (0..self.p).all(|i| self.pc[i] >= self.laps * self.steps[i].len()) {
                 return Ok(self.finish());
             }
             if !progress && !self.release_held() {
                 let rank = (0..self.p)
-                    .find(|&i| self.pc[i] < self.laps * self.len[i])
+                    .find(|&i| self.pc[i] < self.laps * self.steps[i].len())
                     .unwrap_or(0);
                 return Err(ModelError::Deadlock {
                     rank,
@@ -193,8 +176,9 @@ impl<'a> Replay<'a> {
     /// Run rank `i` until it blocks or finishes; whether it moved.
     fn advance(&mut self, i: usize) -> bool {
         let mut progress = false;
-        while self.pc[i] < self.laps * self.len[i] {
-            if self.pc[i] == self.len[i] && self.first_lap[i].is_none() {
+        let len = self.steps[i].len();
+        while self.pc[i] < self.laps * len {
+            if self.pc[i] == len && self.first_lap[i].is_none() {
                 self.first_lap[i] = Some((self.clock[i], self.out[i]));
                 self.send_base[i] = self.sends.done[i].len();
             }
@@ -210,8 +194,8 @@ impl<'a> Replay<'a> {
     /// Rank `i`'s current step; false when it must wait for another rank.
     fn step(&mut self, i: usize) -> bool {
         let m = self.m;
-        let k = self.pc[i] % self.len[i];
-        let step = &m.programs[i].steps[k];
+        let k = self.at(i);
+        let step = &self.steps[i][k];
         if !matches!(step, Step::Compute { .. } | Step::StageEnd(_)) {
             self.stage_acc[i] = 0.0;
         }
@@ -234,6 +218,14 @@ impl<'a> Replay<'a> {
             Step::Reduce { bytes, shape, .. } => return self.reduce(i, *bytes, *shape),
         }
         true
+    }
+
+    /// Rank `i`'s step within its lap (its program counter modulo its
+    /// program's length; 0 for an empty program).
+    #[inline]
+    fn at(&self, i: usize) -> usize {
+        let (pc, len) = (self.pc[i], self.steps[i].len());
+        if pc < len { pc } else { pc % len.max(1) }
     }
 
     fn active(&self, i: usize) -> bool {
@@ -308,10 +300,12 @@ impl<'a> Replay<'a> {
             if waits {
                 ack = n;
             }
-            self.inflight
-                .entry((i, j, to.tag))
-                .or_default()
-                .push_back((arrive, ack));
+            self.inflight[j].push_back(Mail {
+                src: i,
+                tag: to.tag,
+                arrive,
+                ack,
+            });
         }
         let t = self.clock[i];
         self.sends.posted[i].push(t);
@@ -328,15 +322,20 @@ impl<'a> Replay<'a> {
         self.m.route(self.d, i, from.rank)
     }
 
+    /// Where in rank `i`'s queue the first message from `src` with `tag`
+    /// is; None: not sent yet.
+    fn mail(&self, i: usize, src: usize, tag: i32) -> Option<usize> {
+        self.inflight[i]
+            .iter()
+            .position(|m| m.src == src && m.tag == tag)
+    }
+
     /// The message rank `i` receives from `from` has been sent (or none
     /// comes).
     fn ready(&self, i: usize, from: &Peer) -> bool {
         match self.source(i, from) {
             None => true,
-            Some(j) => self
-                .inflight
-                .get(&(j, i, from.tag))
-                .is_some_and(|q| !q.is_empty()),
+            Some(j) => self.mail(i, j, from.tag).is_some(),
         }
     }
 
@@ -362,11 +361,9 @@ impl<'a> Replay<'a> {
         };
         let m = self.m;
         let net = &m.net;
-        let (arrive, ack) = self
-            .inflight
-            .get_mut(&(j, i, from.tag))
-            .and_then(|q| q.pop_front())
-            .unwrap_or((self.clock[i], NO_ACK));
+        let (arrive, ack) = (self.mail(i, j, from.tag))
+            .and_then(|at| self.inflight[i].remove(at))
+            .map_or((self.clock[i], NO_ACK), |m| (m.arrive, m.ack));
         let waiting = arrive > self.clock[i];
         let wait = m.programs[i].waited(arrive - self.clock[i]);
         self.clock[i] += wait;
@@ -440,8 +437,9 @@ impl<'a> Replay<'a> {
             return false;
         }
         if let Some(j) = self.source(i, from)
-            && let Some(&(arrive, _)) = self.inflight.get(&(j, i, from.tag)).and_then(|q| q.front())
+            && let Some(at) = self.mail(i, j, from.tag)
         {
+            let arrive = self.inflight[i][at].arrive;
             let wait = (arrive - self.clock[i]).max(0.0);
             self.clock[i] += wait;
             self.out[i].wait_s += wait;
@@ -512,6 +510,10 @@ impl<'a> Replay<'a> {
     /// pairwise figures for ⌈log₂P⌉ exchanges.
     fn exits(&self, shape: Shape, arrive: &[f64], bytes: f64, entry: f64) -> Vec<f64> {
         let (m, net) = (self.m, &self.m.net);
+        let tape = |c: &Costs<'_>| {
+            m.tapes
+                .get_or_record(shape, bytes, || collective::Tape::record(shape, self.p, c))
+        };
         // Every rank's message: the collective's bytes, or for an
         // all-gather its own block.
         let block = match shape {
@@ -546,6 +548,12 @@ impl<'a> Replay<'a> {
             ingress: &ingress,
             latency: &latency,
         };
+        if let Some(t) = matches!(shape, Shape::Binomial | Shape::RecursiveDoubling)
+            .then(|| tape(&costs))
+            .flatten()
+        {
+            return collective::exits_taped(&t, arrive);
+        }
         let links = (shape == Shape::Linear).then_some(&links);
         collective::exits(shape, arrive, &costs, links)
             .unwrap_or_else(|| vec![entry + net.reduce(bytes); arrive.len()])
@@ -558,12 +566,10 @@ impl<'a> Replay<'a> {
     fn blocks(&self) -> Vec<f64> {
         let (m, p) = (self.m, self.p);
         let recorded: Vec<f64> = (0..p)
-            .map(
-                |j| match m.programs[j].steps.get(self.pc[j] % self.len[j]) {
-                    Some(Step::Reduce { bytes, .. }) => *bytes,
-                    _ => 0.0,
-                },
-            )
+            .map(|j| match self.steps[j].get(self.at(j)) {
+                Some(Step::Reduce { bytes, .. }) => *bytes,
+                _ => 0.0,
+            })
             .collect();
         let rows = &m.app.dist;
         let total_rows: u64 = rows.iter().sum();
@@ -606,7 +612,7 @@ impl<'a> Replay<'a> {
         const SEEN: f64 = 0.5;
         let (m, p) = (self.m, self.p);
         // Every rank's `pc` is at this collective.
-        let took = |j: usize| match m.programs[j].steps.get(self.pc[j] % self.len[j]) {
+        let took = |j: usize| match self.steps[j].get(self.at(j)) {
             Some(Step::Reduce { took, .. }) => *took,
             _ => 0.0,
         };
@@ -652,18 +658,16 @@ impl<'a> Replay<'a> {
     /// earliest such send complete when it was posted. False when there
     /// is none (a deadlock).
     fn release_held(&mut self) -> bool {
-        let (m, sends) = (self.m, &self.sends);
+        let sends = &self.sends;
         let held = (0..self.p)
-            .filter_map(
-                |i| match m.programs[i].steps.get(self.pc[i] % self.len[i].max(1)) {
-                    Some(Step::WaitSends(ns)) => ns
-                        .iter()
-                        .map(|&n| self.send_base[i] + n as usize)
-                        .find(|&n| sends.done[i].get(n).is_some_and(|t| t.is_nan()))
-                        .map(|n| (i, n)),
-                    _ => None,
-                },
-            )
+            .filter_map(|i| match self.steps[i].get(self.at(i)) {
+                Some(Step::WaitSends(ns)) => ns
+                    .iter()
+                    .map(|&n| self.send_base[i] + n as usize)
+                    .find(|&n| sends.done[i].get(n).is_some_and(|t| t.is_nan()))
+                    .map(|n| (i, n)),
+                _ => None,
+            })
             .min_by(|a, b| sends.posted[a.0][a.1].total_cmp(&sends.posted[b.0][b.1]));
         match held {
             Some((i, n)) => {
@@ -709,10 +713,8 @@ impl<'a> Replay<'a> {
 /// nothing once warm.
 fn warm_maps(p: usize) -> (Inflight, Sends) {
     let (mut inflight, mut sends) = INFLIGHT.with(|m| std::mem::take(&mut *m.borrow_mut()));
-    if inflight.len() > 16 * p + 1024 {
-        inflight = Default::default();
-    }
-    for q in inflight.values_mut() {
+    inflight.resize_with(p, VecDeque::new);
+    for q in &mut inflight[..p] {
         q.clear();
     }
     sends.done.resize_with(p, Vec::new);
