@@ -27,6 +27,22 @@ pub fn profile(p: u32) -> ClusterProfile {
     prof
 }
 
+/// A profile of `p` ranks, `per_host` to a host, written by kind of pair
+/// ([`ClusterProfile::unlisted`]) with no pair listed: the costs above
+/// between ranks of one host, ten times their latency and per-byte cost
+/// between hosts. How a profile of thousands of ranks is written.
+pub fn profile_by_host(p: u32, per_host: u32) -> ClusterProfile {
+    let hosts = (0..p)
+        .map(|r| format!("n{}", r / per_host.max(1)))
+        .collect();
+    let mut prof = ClusterProfile::new(p, hosts, "synthetic");
+    prof.unlisted = Some(mheta_profile::UnlistedPairs {
+        same_host: Some(PairCost::logp(0, 0, L, G, OS, OR)),
+        other_host: Some(PairCost::logp(0, 0, 10.0 * L, 10.0 * G, OS, OR)),
+    });
+    prof
+}
+
 /// An event of thread 0.
 pub fn ev(t0: u64, t1: u64, op: Option<Op>, what: What) -> Event {
     Event {

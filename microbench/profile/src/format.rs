@@ -266,6 +266,24 @@ pub struct ClusterProfile {
     /// link matrix is held against. Empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub links: Vec<SpecLink>,
+    /// The costs of every ordered pair that `pairs` does not list, by
+    /// whether its two ranks share a host: how a profile of thousands of
+    /// ranks is written, where a table of every pair (P^2 - P entries)
+    /// is out of reach. None: `pairs` lists every pair.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unlisted: Option<UnlistedPairs>,
+}
+
+/// [`ClusterProfile::unlisted`]: one pair's costs standing for every
+/// unlisted pair of its kind (their `src` and `dst` are not read).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct UnlistedPairs {
+    /// Two ranks of one host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub same_host: Option<PairCost>,
+    /// Two ranks on different hosts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_host: Option<PairCost>,
 }
 
 /// One ordered pair of hosts as the cluster spec shaped it.
@@ -427,6 +445,25 @@ impl ClusterProfile {
             osu: None,
             timer_s: 0.0,
             links: Vec::new(),
+            unlisted: None,
+        }
+    }
+
+    /// Whether ranks `a` and `b` share a host (every rank does when the
+    /// profile does not name one host per rank).
+    pub fn same_host(&self, a: u32, b: u32) -> bool {
+        let n = self.np as usize;
+        self.hosts.len() != n || self.hosts[a as usize] == self.hosts[b as usize]
+    }
+
+    /// The unlisted pairs' costs for a pair of this kind
+    /// ([`ClusterProfile::unlisted`]).
+    pub fn unlisted_pair(&self, same_host: bool) -> Option<&PairCost> {
+        let u = self.unlisted.as_ref()?;
+        if same_host {
+            u.same_host.as_ref()
+        } else {
+            u.other_host.as_ref()
         }
     }
 
@@ -469,15 +506,17 @@ impl ClusterProfile {
         Ok(p)
     }
 
-    /// Check that every ordered pair is present once with physically
-    /// plausible costs ([`MAX_TIME_S`], [`MAX_BANDWIDTH_BPS`]) and that
-    /// every node's figures are plausible.
+    /// Check that every ordered pair is listed once, or is of a kind
+    /// [`ClusterProfile::unlisted`] covers, with physically plausible
+    /// costs ([`MAX_TIME_S`], [`MAX_BANDWIDTH_BPS`]), and that every
+    /// node's figures are plausible.
     pub fn validate(&self) -> Result<(), String> {
         let n = self.np as usize;
         if n == 0 {
             return Err("np is 0".into());
         }
-        let mut seen = vec![false; n * n];
+        let mut keys = Vec::with_capacity(self.pairs.len());
+        let mut listed_same = 0u64;
         for c in &self.pairs {
             let (s, d) = (c.src as usize, c.dst as usize);
             if s >= n || d >= n || s == d {
@@ -485,15 +524,51 @@ impl ClusterProfile {
                     "pair {s}->{d} is not an ordered pair of distinct ranks below np={n}"
                 ));
             }
-            if std::mem::replace(&mut seen[s * n + d], true) {
-                return Err(format!("pair {s}->{d} appears twice"));
-            }
+            keys.push((s as u64) * n as u64 + d as u64);
+            listed_same += u64::from(self.same_host(c.src, c.dst));
             validate_pair(c).map_err(|e| format!("pair {s}->{d}: {e}"))?;
         }
-        for s in 0..n {
-            for d in 0..n {
-                if s != d && !seen[s * n + d] {
-                    return Err(format!("pair {s}->{d} is missing"));
+        keys.sort_unstable();
+        if let Some(w) = keys.windows(2).find(|w| w[0] == w[1]) {
+            let (s, d) = (w[0] / n as u64, w[0] % n as u64);
+            return Err(format!("pair {s}->{d} appears twice"));
+        }
+        for (kind, c) in [
+            ("same-host", self.unlisted_pair(true)),
+            ("other-host", self.unlisted_pair(false)),
+        ] {
+            if let Some(c) = c {
+                validate_pair(c).map_err(|e| format!("unlisted {kind} pairs: {e}"))?;
+            }
+        }
+        // Each kind is complete when all its pairs are listed (none is
+        // listed twice) or the unlisted pairs cover it.
+        let mut per_host = std::collections::HashMap::new();
+        if self.hosts.len() == n {
+            for h in &self.hosts {
+                *per_host.entry(h.as_str()).or_insert(0u64) += 1;
+            }
+        } else {
+            per_host.insert("", n as u64);
+        }
+        let all_same: u64 = per_host.values().map(|c| c * (c - 1)).sum();
+        let all = (n as u64) * (n as u64 - 1);
+        let listed = keys.len() as u64;
+        let missing_same = listed_same < all_same && self.unlisted_pair(true).is_none();
+        let missing_other =
+            listed - listed_same < all - all_same && self.unlisted_pair(false).is_none();
+        if missing_same || missing_other {
+            for s in 0..n as u32 {
+                for d in (0..n as u32).filter(|&d| d != s) {
+                    let same = self.same_host(s, d);
+                    let want = if same { missing_same } else { missing_other };
+                    if want
+                        && keys
+                            .binary_search(&(s as u64 * n as u64 + d as u64))
+                            .is_err()
+                    {
+                        return Err(format!("pair {s}->{d} is missing"));
+                    }
                 }
             }
         }
@@ -506,12 +581,14 @@ impl ClusterProfile {
         Ok(())
     }
 
-    /// Costs from `src` to `dst`. Panics if the pair is absent, which a
-    /// validated profile rules out for `src != dst < np`.
+    /// Costs from `src` to `dst`: the pair as listed, else the unlisted
+    /// pairs' of its kind. Panics if neither has it, which a validated
+    /// profile rules out for `src != dst < np`.
     pub fn pair(&self, src: u32, dst: u32) -> &PairCost {
         self.pairs
             .iter()
             .find(|c| c.src == src && c.dst == dst)
+            .or_else(|| self.unlisted_pair(self.same_host(src, dst)))
             .unwrap_or_else(|| panic!("profile has no pair {src}->{dst}"))
     }
 

@@ -9,11 +9,17 @@ use mheta_profile::ClusterProfile;
 #[derive(Clone, Debug)]
 pub(crate) struct Net {
     p: usize,
-    /// What the replay reads of each pair, by [`Net::k`]: diagonal by
-    /// diagonal, so that the pairs at one offset (every rank's right
-    /// neighbour, every rank's partner in one round of a recursive
-    /// doubling) lie side by side.
+    /// What the replay reads of each pair. Where the profile lists every
+    /// pair, by [`Net::k`]: diagonal by diagonal, so that the pairs at
+    /// one offset (every rank's right neighbour, every rank's partner in
+    /// one round of a recursive doubling) lie side by side. Where it
+    /// gives the unlisted pairs' costs by kind
+    /// ([`ClusterProfile::unlisted`]): those two (same host, other host)
+    /// and then the listed pairs, found through `listed`.
     wires: Vec<Wire>,
+    /// The listed pairs' `k` and their place in `wires`, sorted by `k`;
+    /// None: `wires` is the full table.
+    listed: Option<Vec<(usize, u32)>>,
     /// The pairs' piecewise one-way fits, one run of segments per pair.
     segs: Vec<mheta_profile::Segment>,
     /// Mean costs, for reductions.
@@ -78,9 +84,15 @@ impl Wire {
 impl Net {
     pub(super) fn from_profile(prof: &ClusterProfile) -> Net {
         let p = prof.np as usize;
+        let classed = prof.unlisted.is_some();
         let mut net = Net {
             p,
-            wires: vec![Wire::NONE; p * p],
+            wires: if classed {
+                Vec::new()
+            } else {
+                vec![Wire::NONE; p * p]
+            },
+            listed: classed.then(Vec::new),
             segs: Vec::new(),
             mean: [0.0; 4],
             host: vec![0; p],
@@ -89,6 +101,34 @@ impl Net {
             copy_per_byte: Vec::new(),
             touch_per_byte: vec![0.0; p],
         };
+        if prof.hosts.len() == p {
+            let mut names: std::collections::HashMap<&str, usize> = Default::default();
+            for (r, h) in prof.hosts.iter().enumerate() {
+                let next = names.len();
+                net.host[r] = *names.entry(h.as_str()).or_insert(next);
+            }
+        }
+        let wire = |c: &mheta_profile::PairCost, segs: &mut Vec<mheta_profile::Segment>| {
+            let w = Wire {
+                measured: true,
+                o_send: c.o_send_s,
+                o_recv: c.o_recv_s,
+                latency: c.latency_s,
+                per_byte: c.per_byte_s,
+                eager: c.eager_limit_bytes.unwrap_or(u64::MAX),
+                seg: (segs.len() as u32, c.segments.len() as u32),
+            };
+            segs.extend(c.segments.iter().cloned());
+            w
+        };
+        if classed {
+            for same in [true, false] {
+                let w = prof
+                    .unlisted_pair(same)
+                    .map_or(Wire::NONE, |c| wire(c, &mut net.segs));
+                net.wires.push(w);
+            }
+        }
         // In the order of `k`, so that a pair's segments lie where its
         // neighbours' do.
         let mut order: Vec<(usize, usize)> = (prof.pairs.iter().enumerate())
@@ -96,34 +136,16 @@ impl Net {
             .collect();
         order.sort_unstable();
         for (k, i) in order {
-            let c = &prof.pairs[i];
-            net.wires[k] = Wire {
-                measured: true,
-                o_send: c.o_send_s,
-                o_recv: c.o_recv_s,
-                latency: c.latency_s,
-                per_byte: c.per_byte_s,
-                eager: c.eager_limit_bytes.unwrap_or(u64::MAX),
-                seg: (net.segs.len() as u32, c.segments.len() as u32),
-            };
-            net.segs.extend(c.segments.iter().cloned());
-        }
-        let n = prof.pairs.len().max(1) as f64;
-        for c in &prof.pairs {
-            net.mean[0] += c.o_send_s / n;
-            net.mean[1] += c.o_recv_s / n;
-            net.mean[2] += c.latency_s / n;
-            net.mean[3] += c.per_byte_s / n;
-        }
-        if prof.hosts.len() == p {
-            let mut names: Vec<&str> = Vec::new();
-            for (r, h) in prof.hosts.iter().enumerate() {
-                net.host[r] = names.iter().position(|n| n == h).unwrap_or_else(|| {
-                    names.push(h);
-                    names.len() - 1
-                });
+            let w = wire(&prof.pairs[i], &mut net.segs);
+            match &mut net.listed {
+                Some(l) => {
+                    l.push((k, net.wires.len() as u32));
+                    net.wires.push(w);
+                }
+                None => net.wires[k] = w,
             }
         }
+        net.mean = net.mean_costs(prof);
         net.find_host_links();
         let mut measured: Vec<Option<f64>> = vec![None; p];
         for n in prof.nodes.iter().filter(|n| (n.rank as usize) < p) {
@@ -134,15 +156,125 @@ impl Net {
         net
     }
 
+    /// The costs the replay reads of pair `k`.
+    #[inline]
+    fn wire(&self, k: usize) -> &Wire {
+        match &self.listed {
+            None => &self.wires[k],
+            Some(l) => match l.binary_search_by_key(&k, |e| e.0) {
+                Ok(i) => &self.wires[l[i].1 as usize],
+                Err(_) => {
+                    let (s, d) = self.ends(k);
+                    &self.wires[usize::from(self.host[s] != self.host[d])]
+                }
+            },
+        }
+    }
+
+    /// The sender and receiver of pair `k`.
+    fn ends(&self, k: usize) -> (usize, usize) {
+        let (off, src) = (k / self.p, k % self.p);
+        (src, (src + off) % self.p)
+    }
+
+    /// The pairs' mean o_s, o_r, L and G, over every ordered pair (an
+    /// unlisted kind weighs as many pairs as it stands for).
+    fn mean_costs(&self, prof: &ClusterProfile) -> [f64; 4] {
+        let costs =
+            |c: &mheta_profile::PairCost| [c.o_send_s, c.o_recv_s, c.latency_s, c.per_byte_s];
+        let mut weighed: Vec<(f64, [f64; 4])> =
+            prof.pairs.iter().map(|c| (1.0, costs(c))).collect();
+        if self.listed.is_some() {
+            let p = self.p as f64;
+            let mut per_host = vec![0f64; self.host.iter().max().map_or(1, |h| h + 1)];
+            for &h in &self.host {
+                per_host[h] += 1.0;
+            }
+            let same: f64 = per_host.iter().map(|c| c * (c - 1.0)).sum();
+            let listed_same = (prof.pairs.iter())
+                .filter(|c| self.host[c.src as usize] == self.host[c.dst as usize])
+                .count() as f64;
+            let listed_other = prof.pairs.len() as f64 - listed_same;
+            for (is_same, n) in [
+                (true, same - listed_same),
+                (false, p * (p - 1.0) - same - listed_other),
+            ] {
+                if let Some(c) = prof.unlisted_pair(is_same).filter(|_| n > 0.0) {
+                    weighed.push((n, costs(c)));
+                }
+            }
+        }
+        let total: f64 = weighed.iter().map(|w| w.0).sum::<f64>().max(1.0);
+        let mut mean = [0.0; 4];
+        for (n, c) in &weighed {
+            for (m, v) in mean.iter_mut().zip(c) {
+                *m += n * v / total;
+            }
+        }
+        mean
+    }
+
+    /// The pairs (src, dst) of one kind (ranks of one host, or of two)
+    /// whose costs can differ: every such pair of a full table; the
+    /// listed ones, and for each rank one pair each way that the
+    /// unlisted kind stands for, of a profile that gives it.
+    fn pairs_to_scan(&self, same_host: bool) -> Box<dyn Iterator<Item = (usize, usize)> + '_> {
+        let p = self.p;
+        let kind = move |s: usize, d: usize| s != d && (self.host[s] == self.host[d]) == same_host;
+        let Some(listed) = &self.listed else {
+            return Box::new(
+                (0..p)
+                    .flat_map(move |s| (0..p).map(move |d| (s, d)))
+                    .filter(move |&(s, d)| kind(s, d)),
+            );
+        };
+        // For each rank, one partner of the kind: another rank of its
+        // host, or the first rank of another host.
+        let hosts = self.host.iter().max().map_or(1, |h| h + 1);
+        let mut first = vec![None; hosts];
+        let mut second = vec![None; hosts];
+        for (r, &h) in self.host.iter().enumerate() {
+            if first[h].is_none() {
+                first[h] = Some(r);
+            } else if second[h].is_none() {
+                second[h] = Some(r);
+            }
+        }
+        let firsts: Vec<usize> = first.iter().flatten().copied().take(2).collect();
+        let partner = move |r: usize| -> Option<usize> {
+            let h = self.host[r];
+            if same_host {
+                if first[h] == Some(r) {
+                    second[h]
+                } else {
+                    first[h]
+                }
+            } else {
+                firsts.iter().copied().find(|&o| self.host[o] != h)
+            }
+        };
+        let unlisted = (0..p).flat_map(move |r| {
+            let o = partner(r);
+            o.map(|o| (r, o)).into_iter().chain(o.map(|o| (o, r)))
+        });
+        Box::new(
+            listed
+                .iter()
+                .map(|&(k, _)| self.ends(k))
+                .filter(move |&(s, d)| kind(s, d))
+                .chain(unlisted),
+        )
+    }
+
     /// [`Net::link_out`] and [`Net::link_in`] of every rank.
     fn find_host_links(&mut self) {
         let p = self.p;
         let mib = (1u64 << 20) as f64;
         let (mut out_t, mut in_t) = (vec![f64::INFINITY; p], vec![f64::INFINITY; p]);
         let (mut best_out, mut best_in) = (vec![None; p], vec![None; p]);
-        for (s, d) in (0..p).flat_map(|s| (0..p).map(move |d| (s, d))) {
+        for (s, d) in self.pairs_to_scan(false) {
             let k = self.k(s, d);
-            if self.host[d] == self.host[s] || !self.wires[k].measured {
+            if !self.wire(k).measured {
                 continue;
             }
             let t = self.transfer(k, mib);
@@ -170,7 +302,7 @@ impl Net {
     /// T_{i->j}(q)), from the pair's piecewise one-way fit.
     /// ([`mheta_profile::PairCost::transfer_s`], the same arithmetic.)
     pub(crate) fn transfer(&self, k: usize, bytes: f64) -> f64 {
-        let w = &self.wires[k];
+        let w = self.wire(k);
         if !w.measured {
             return 0.0;
         }
@@ -189,21 +321,21 @@ impl Net {
     }
 
     pub(super) fn o_send(&self, k: usize) -> f64 {
-        self.wires[k].o_send
+        self.wire(k).o_send
     }
 
     pub(super) fn o_recv(&self, k: usize) -> f64 {
-        self.wires[k].o_recv
+        self.wire(k).o_recv
     }
 
     pub(super) fn eager(&self, k: usize) -> u64 {
-        self.wires[k].eager
+        self.wire(k).eager
     }
 
     /// Wire latency of `k`'s pair: what the receiver's acknowledgement
     /// of a rendezvous message takes back to its sender.
     pub(super) fn latency(&self, k: usize) -> f64 {
-        self.wires[k].latency
+        self.wire(k).latency
     }
 
     /// The index of pair (src, dst): its offset (dst - src mod P) times
@@ -234,11 +366,10 @@ impl Net {
     fn find_copy_costs(&mut self, measured: &[Option<f64>]) {
         let hosts = self.host.iter().max().map_or(1, |h| h + 1);
         let mut on_host = vec![f64::INFINITY; hosts];
-        for k in (0..self.p * self.p).filter(|&k| self.wires[k].measured) {
-            let rm = self.row_major(k);
-            let (a, b, g) = (rm / self.p, rm % self.p, self.wires[k].per_byte);
-            if a != b && self.host[a] == self.host[b] {
-                on_host[self.host[a]] = on_host[self.host[a]].min(g);
+        for (a, b) in self.pairs_to_scan(true) {
+            let w = self.wire(self.k(a, b));
+            if w.measured {
+                on_host[self.host[a]] = on_host[self.host[a]].min(w.per_byte);
             }
         }
         let some_host = on_host.iter().copied().fold(f64::INFINITY, f64::min);
