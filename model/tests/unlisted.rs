@@ -82,6 +82,12 @@ fn a_kind_neither_listed_nor_given_is_an_error_that_names_a_pair() {
         }
     }
     prof.validate().unwrap();
+    // `mheta show --profile` prints the kind it gives.
+    let rows: Vec<String> = (prof.tables().lines())
+        .filter(|l| l.split_whitespace().next() == Some("*"))
+        .map(|l| l.split_whitespace().take(2).collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(rows, ["* same"]);
     prof.pairs
         .push(PairCost::logp(0, 3, 5e-5, 1e-8, 1e-6, 2e-6));
     assert_eq!(prof.validate().unwrap_err(), "pair 0->3 appears twice");

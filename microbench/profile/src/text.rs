@@ -63,7 +63,16 @@ impl ClusterProfile {
             "MB/s (8M cold)",
             "eager B"
         );
-        for c in &self.pairs {
+        let unlisted = [("same", true), ("other", false)]
+            .into_iter()
+            .filter_map(|(kind, same)| {
+                Some((
+                    ("*".to_string(), kind.to_string()),
+                    self.unlisted_pair(same)?,
+                ))
+            });
+        let listed = (self.pairs.iter()).map(|c| ((c.src.to_string(), c.dst.to_string()), c));
+        for ((src, dst), c) in listed.chain(unlisted) {
             let segs: Vec<String> = c
                 .segments
                 .iter()
@@ -84,8 +93,8 @@ impl ClusterProfile {
             let _ = writeln!(
                 out,
                 "{:>5} {:>5} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>7} {:>7.1} {:>7.1} {:>7.1} {:>12.0} {:>14} {:>8}  {}",
-                c.src,
-                c.dst,
+                src,
+                dst,
                 c.o_send_s * 1e6,
                 c.o_recv_s * 1e6,
                 c.latency_s * 1e6,
@@ -98,6 +107,12 @@ impl ClusterProfile {
                 cold,
                 c.eager_text(),
                 segs.join(" ")
+            );
+        }
+        if self.unlisted.is_some() {
+            let _ = writeln!(
+                out,
+                "# src '*': every pair the list leaves out whose ranks share a host (dst 'same') or not ('other')"
             );
         }
         let unknown = self
