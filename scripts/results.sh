@@ -113,6 +113,11 @@ study move-rate "Redistribution across a 1 Gbit/s link, beside a TCP stream" \
 study move-cost "A move's predicted cost against its measured time, across links" \
     "hosts: one rank per network namespace, each link shaped by tbf, 500 us added on the last host; node: one machine" -- \
     scripts/move_cost_study.py "$out/move-cost/work" 3
+# The model's own cost: one evaluation and a whole GBS against P, up to
+# 16384 ranks on profiles written by kind of pair (about a minute).
+study model-bench "The model's cost against P: one evaluation and a GBS search" \
+    "none: the model alone, on synthetic traces and profiles" -- \
+    cargo bench -q -p mheta-model --bench model
 study auto-speedup "--auto against Block and the static ideal (jacobi, het2)" \
     "spin: one core per rank, rank 1 at CPU power 0.5" -- \
     scripts/auto-speedup.sh "$rounds"

@@ -133,6 +133,7 @@ LINES = {
     "auto-speedup": r"^# median ratio|^# auto against",
     "move-rate": r"^# moves of",
     "move-cost": r"^# absolute error",
+    "model-bench": r"^growth, jacobi|^# planning at",
     "slowdown": r"^predicted from what",
     "stochastic": r"^bursty: coverage|^goals on the run's own",
     "risk": r"^quantile plan against",

@@ -5,11 +5,13 @@
 //! (eqs. 1-2 and the out-of-core rule in every evaluation), and a
 //! pipeline of 8 tiles (eq. 4), and the same pipeline without the
 //! reduction ("wavefront": iterations overlap, so every evaluation replays
-//! two). Run: `cargo bench -p mheta-model --bench
-//! model`. Times are medians of 15 batches measured in this run.
+//! two). Then the cost against P up to 16384 ranks on profiles written
+//! by kind of pair ([`scale`]). Run: `cargo bench -p mheta-model --bench
+//! model`. Times are medians of 15 batches measured in this run unless
+//! a table says otherwise.
 
 use mheta_model::synthetic::{
-    app, hetero_cluster, jacobi_trace, pipeline_trace, profile, wavefront_trace,
+    app, hetero_cluster, jacobi_trace, pipeline_trace, profile, profile_by_host, wavefront_trace,
 };
 use mheta_model::{Dist, Model, search};
 use std::hint::black_box;
@@ -87,6 +89,74 @@ fn main() {
     }
     growth();
     moves();
+    scale();
+}
+
+/// Planning against P up to 16384 ranks, 64 to a host, on profiles
+/// written by kind of pair (`ClusterProfile::unlisted`; a full table
+/// would be 268 million pairs at 16384): building the model from the
+/// traces, one evaluation (the fastest of 3 batches) and a whole GBS (the
+/// fastest of up to 3, each on a fresh model), for the Jacobi-like trace
+/// and for the same with out-of-core I/O on a third of the ranks.
+fn scale() {
+    println!(
+        "{:>6} {:>10} | {:>12} {:>10} | {:>12} {:>10}  (64 ranks a host; profile by kind)",
+        "ranks", "build (ms)", "jacobi (us)", "gbs (ms)", "+io (us)", "gbs (ms)"
+    );
+    let mut last = Vec::new();
+    for p in [256u32, 1024, 4096, 16384] {
+        let prof = profile_by_host(p, 64);
+        let t = Instant::now();
+        let traces: Vec<_> = (0..p)
+            .map(|r| jacobi_trace(r, p, 1_000_000 + (r as u64 * 7919 % 13) * 150_000, 8 * 1026))
+            .collect();
+        let jacobi = Model::new(&traces, app(vec![64; p as usize]), &prof).expect("model");
+        let build = t.elapsed().as_secs_f64();
+        let (traces, decl) = hetero_cluster(42, p, 64);
+        let io = Model::new(&traces, decl, &prof).expect("model");
+        let d = Dist::block(p as usize, 64 * p as u64);
+        let mut cells = Vec::new();
+        for m in [&jacobi, &io] {
+            m.predict(&d).expect("predict");
+            let reps = (20_000 / p as usize).max(3);
+            let eval = (0..3)
+                .map(|_| {
+                    let t = Instant::now();
+                    for _ in 0..reps {
+                        black_box(m.predict(black_box(&d)).expect("predict"));
+                    }
+                    t.elapsed().as_secs_f64() / reps as f64
+                })
+                .fold(f64::INFINITY, f64::min);
+            let runs = if p >= 16384 { 1 } else { 3 };
+            let gbs = (0..runs)
+                .map(|_| {
+                    let m = (*m).clone();
+                    let t = Instant::now();
+                    black_box(search::gbs(&m).expect("gbs"));
+                    t.elapsed().as_secs_f64()
+                })
+                .fold(f64::INFINITY, f64::min);
+            cells.push((eval, gbs));
+        }
+        println!(
+            "{:>6} {:>10.1} | {:>12.1} {:>10.1} | {:>12.1} {:>10.1}",
+            p,
+            build * 1e3,
+            cells[0].0 * 1e6,
+            cells[0].1 * 1e3,
+            cells[1].0 * 1e6,
+            cells[1].1 * 1e3
+        );
+        last = cells;
+    }
+    println!(
+        "# planning at 16384 ranks: one evaluation {:.1} ms, GBS {:.0} ms; with I/O {:.1} ms and {:.0} ms",
+        last[0].0 * 1e3,
+        last[0].1 * 1e3,
+        last[1].0 * 1e3,
+        last[1].1 * 1e3
+    );
 }
 
 /// A move's predicted cost (`Model::move_cost`) at P = 256 and 1024, two

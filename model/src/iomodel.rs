@@ -373,6 +373,31 @@ impl IoModel {
         if let Some(p) = self.cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
             return p;
         }
+        let out = self.plan_uncached(rank, first, rows);
+        if let Ok(mut c) = self.cache.lock() {
+            c.insert(key, out.clone());
+        }
+        out
+    }
+
+    /// [`IoModel::plan`] of every rank, rank `i` holding `rows[i]` rows
+    /// from `first[i]`, with the memo locked once.
+    pub fn plans(&self, first: &[u64], rows: &[u64]) -> Vec<Option<Arc<PlanSummary>>> {
+        let sparse = self.work_prefix.is_some();
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        (0..rows.len())
+            .map(|i| {
+                let key = (i, if sparse { first[i] } else { 0 }, rows[i]);
+                cache
+                    .entry(key)
+                    .or_insert_with(|| self.plan_uncached(i, first[i], rows[i]))
+                    .clone()
+            })
+            .collect()
+    }
+
+    /// The out-of-core rule itself, not memoised.
+    fn plan_uncached(&self, rank: usize, first: u64, rows: u64) -> Option<Arc<PlanSummary>> {
         let r = rows as usize;
         let needs: Vec<Need> = self
             .decls
@@ -398,7 +423,7 @@ impl IoModel {
             .collect();
         let fixed = self.mem.fixed_bytes + self.mem.fixed_per_row * rows;
         let budget = self.mem.budget.get(rank).copied().flatten();
-        let out = ooc::plan(budget, fixed, &needs, self.mem.prefetch)
+        ooc::plan(budget, fixed, &needs, self.mem.prefetch)
             .ok()
             .map(|p| {
                 Arc::new(PlanSummary {
@@ -413,11 +438,7 @@ impl IoModel {
                         .collect(),
                     out_of_core: p.out_of_core,
                 })
-            });
-        if let Ok(mut c) = self.cache.lock() {
-            c.insert(key, out.clone());
-        }
-        out
+            })
     }
 
     /// Does the app prefetch its reads (eq. 2), so that a stage's recorded

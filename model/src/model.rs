@@ -412,17 +412,14 @@ impl Model {
         let Some(io) = &self.io else {
             return Ok(Vec::new());
         };
-        let offs = d.offsets();
-        (0..self.ranks())
-            .map(|i| {
-                io.plan(i, offs[i], d.0[i])
-                    .map(Some)
-                    .ok_or(ModelError::TooSmall {
-                        rank: i,
-                        rows: d.0[i],
-                    })
-            })
-            .collect()
+        let plans = io.plans(&d.offsets(), &d.0);
+        match plans.iter().position(Option::is_none) {
+            Some(rank) => Err(ModelError::TooSmall {
+                rank,
+                rows: d.0[rank],
+            }),
+            None => Ok(plans),
+        }
     }
 
     /// Predict one iteration under `d` (rows per rank).
