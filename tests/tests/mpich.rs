@@ -304,46 +304,47 @@ fn mpich_mpi4py_suite_same_under_every_tool() {
     mheta_tests::mpi4py_quick_same("mpich", 2);
 }
 
-/// The C API (`libmheta.so`, `mheta.h`) built against MPICH: the example
-/// `apps/c/jacobi.c` on het2 under `mheta run` with `--auto` moves rows
-/// toward the faster rank 0 and ends with the answer of a run that never
-/// moved. The host changes its own speed (tests/tests/capi.rs), so a
-/// recording that saw no difference is retried, three runs at most.
+/// The C API (`libmheta.so`, `mheta.h`) and its Fortran module
+/// (`capi/fortran/mheta.f90`) built against MPICH: the examples
+/// `apps/c/jacobi.c` and `apps/c/jacobi.f90` on het2 under `mheta run`
+/// with `--auto` move rows toward the faster rank 0 and end with the
+/// answer of a run that never moved. The host changes its own speed
+/// (tests/tests/capi.rs), so a recording that saw no difference is
+/// retried, three runs at most.
 #[test]
-fn mpich_c_api_moves_toward_the_faster_rank_and_verifies() {
+fn mpich_c_and_fortran_api_move_toward_the_faster_rank_and_verify() {
     let (Some(lib), Some(mut bench)) = (mpich_bin("libmheta.so"), mheta_mpich()) else {
         return;
     };
     let dir = scratch("mpich-capi");
     let libdir = lib.parent().unwrap();
-    let exe = dir.join("jacobi-c");
+    let link = [
+        "-L".to_string(),
+        libdir.display().to_string(),
+        "-lmheta".to_string(),
+        format!("-Wl,-rpath,{}", libdir.display()),
+    ];
+    let c = dir.join("jacobi-c");
     ok(Command::new("mpicc.mpich")
         .args(["-O2", "-I"])
         .arg(root().join("capi/include"))
         .arg(root().join("apps/c/jacobi.c"))
-        .arg("-L")
-        .arg(libdir)
-        .args([
-            "-lmheta",
-            &format!("-Wl,-rpath,{}", libdir.display()),
-            "-lm",
-            "-o",
-        ])
-        .arg(&exe));
+        .args(&link)
+        .args(["-lm", "-o"])
+        .arg(&c));
+    let f = dir.join("jacobi-f");
+    ok(Command::new("mpif90.mpich")
+        .args(["-O2", "-J"])
+        .arg(&dir)
+        .arg(root().join("capi/fortran/mheta.f90"))
+        .arg(root().join("apps/c/jacobi.f90"))
+        .args(&link)
+        .arg("-o")
+        .arg(&f));
     let profile = dir.join("p.json");
     ok(bench
         .args(["bench", "--np", "2", "--quick", "--no-disk", "-o"])
         .arg(&profile));
-    let args = ["--n", "1536", "--iters", "60"];
-    // cargo test puts target/release (Open MPI's libmheta.so) on
-    // LD_LIBRARY_PATH, which outranks the example's runpath.
-    let plain = last_json(&ok(Command::new("mpiexec.mpich")
-        .env_remove("LD_LIBRARY_PATH")
-        .env("MHETA_CLUSTER", "het2")
-        .args(["-n", "2"])
-        .arg(&exe)
-        .args(args)));
-    assert_eq!(plain["verified"], true, "{plain}");
     // Open MPI's libmheta.so found first (as LD_LIBRARY_PATH makes it) is
     // refused at load, by name (when the suite has the Open MPI build).
     if root().join("target/release/libmheta.so").exists() {
@@ -351,7 +352,7 @@ fn mpich_c_api_moves_toward_the_faster_rank_and_verifies() {
             Command::new("mpiexec.mpich")
                 .env("LD_LIBRARY_PATH", root().join("target/release"))
                 .args(["-n", "1"])
-                .arg(&exe)
+                .arg(&c)
                 .args(["--n", "64", "--iters", "2"]),
         );
         let err = String::from_utf8_lossy(&out.stderr);
@@ -360,33 +361,50 @@ fn mpich_c_api_moves_toward_the_faster_rank_and_verifies() {
             "{err}"
         );
     }
-    let mut last = serde_json::Value::Null;
-    for attempt in 1..=3 {
-        let r = last_json(&ok(mheta_mpich()
-            .unwrap()
+    for (name, exe, args, auto) in [
+        ("C", &c, vec!["--n", "1536", "--iters", "60"], "--auto"),
+        ("Fortran", &f, vec!["1536", "60"], "auto"),
+    ] {
+        // cargo test puts target/release (Open MPI's libmheta.so) on
+        // LD_LIBRARY_PATH, which outranks the example's runpath.
+        let plain = last_json(&ok(Command::new("mpiexec.mpich")
             .env_remove("LD_LIBRARY_PATH")
             .env("MHETA_CLUSTER", "het2")
-            .env("MHETA_PROFILE", &profile)
-            .args(["run", "--trace-dir"])
-            .arg(dir.join(format!("trace-{attempt}")))
-            .args(["--", "mpiexec.mpich", "-n", "2"])
-            .arg(&exe)
-            .args(args)
-            .arg("--auto")));
-        assert_eq!(r["verified"], true, "{r}");
-        let (a, b) = (
-            r["checksum"].as_f64().unwrap(),
-            plain["checksum"].as_f64().unwrap(),
-        );
+            .args(["-n", "2"])
+            .arg(exe)
+            .args(&args)));
+        assert_eq!(plain["verified"], true, "{name}: {plain}");
+        let moved = (1..=3).find_map(|attempt| {
+            let r = last_json(&ok(mheta_mpich()
+                .unwrap()
+                .env_remove("LD_LIBRARY_PATH")
+                .env("MHETA_CLUSTER", "het2")
+                .env("MHETA_PROFILE", &profile)
+                .args(["run", "--trace-dir"])
+                .arg(dir.join(format!("trace-{name}-{attempt}")))
+                .args(["--", "mpiexec.mpich", "-n", "2"])
+                .arg(exe)
+                .args(&args)
+                .arg(auto)));
+            assert_eq!(r["verified"], true, "{name}: {r}");
+            let (a, b) = (
+                r["checksum"].as_f64().unwrap(),
+                plain["checksum"].as_f64().unwrap(),
+            );
+            assert!(
+                (a - b).abs() <= 1e-12 * b.abs(),
+                "{name}: checksum {a} after moving, {b} without"
+            );
+            let to_rank0 =
+                r["auto"]["moved"] == true && r["dist"][0].as_u64().unwrap() > 768 + 768 / 10;
+            if !to_rank0 {
+                eprintln!("mpich {name} API: attempt {attempt}: {}", r["dist"]);
+            }
+            to_rank0.then_some(r)
+        });
         assert!(
-            (a - b).abs() <= 1e-12 * b.abs(),
-            "checksum {a} after moving, {b} without"
+            moved.is_some(),
+            "{name}: rank 0 (the faster) never got more rows in 3 runs"
         );
-        if r["auto"]["moved"] == true && r["dist"][0].as_u64().unwrap() > 768 + 768 / 10 {
-            return;
-        }
-        eprintln!("mpich C API: attempt {attempt}: {}", r["dist"]);
-        last = r;
     }
-    panic!("rank 0 (the faster) never got more rows in 3 runs: {last}");
 }
