@@ -408,3 +408,68 @@ fn mpich_c_and_fortran_api_move_toward_the_faster_rank_and_verify() {
         );
     }
 }
+
+/// A checkpoint holds raw rows and a JSON manifest, written with MPI-IO
+/// at explicit offsets (apps/src/checkpoint.rs): one written under one
+/// MPI resumes under the other, on another rank count, to the answer of
+/// a run never stopped. Each direction kills a rank in iteration 6 of 12
+/// after the checkpoint of iteration 4.
+#[test]
+fn a_checkpoint_of_one_mpi_resumes_under_the_other() {
+    let Some(mpich_jacobi) = mpich_bin("jacobi") else {
+        return;
+    };
+    let openmpi_jacobi = root().join("target/release/jacobi");
+    if !openmpi_jacobi.exists() {
+        eprintln!("cross-MPI resume: skipped (no Open MPI build)");
+        return;
+    }
+    let dir = scratch("mpich-cross-resume");
+    let args = ["--n", "300", "--iters", "12"];
+    let mpich = |np: usize| {
+        let mut c = Command::new("mpiexec.mpich");
+        c.env_remove("LD_LIBRARY_PATH")
+            .args(["-n", &np.to_string()])
+            .arg(&mpich_jacobi);
+        c
+    };
+    let openmpi = |np: usize| {
+        let mut c = mheta_tests::mpirun(np);
+        c.arg(&openmpi_jacobi);
+        c
+    };
+    let reference = last_json(&ok(openmpi(2).args(args)));
+    assert_eq!(reference["verified"], true, "{reference}");
+    let mpich_ref = last_json(&ok(mpich(2).args(args)));
+    let sums = |r: &serde_json::Value| r["checksum"].as_f64().unwrap();
+    assert!((sums(&reference) - sums(&mpich_ref)).abs() <= 1e-12 * sums(&reference).abs());
+    type Launch<'a> = &'a dyn Fn(usize) -> Command;
+    let ways: [(&str, Launch, Launch); 2] = [
+        ("Open MPI -> MPICH", &openmpi, &mpich),
+        ("MPICH -> Open MPI", &mpich, &openmpi),
+    ];
+    for (way, write, read) in ways {
+        let ck = dir.join(way.replace(' ', "").replace("->", "-to-"));
+        let ck_s = ck.to_str().unwrap();
+        let out = write(2)
+            .env("MHETA_KILL", "iteration:1:6")
+            .args(args)
+            .args(["--checkpoint-every", "4", "--checkpoint-dir", ck_s])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains("MHETA_KILL"),
+            "{way}: the writer was not killed ({}): {err}",
+            out.status
+        );
+        let r = last_json(&ok(read(3).args(args).args(["--resume", ck_s])));
+        assert_eq!(r["resumed_from"]["iteration"], 4, "{way}: {r}");
+        assert_eq!(r["verified"], true, "{way}: {r}");
+        let (a, b) = (sums(&r), sums(&reference));
+        assert!(
+            (a - b).abs() <= 1e-12 * b.abs(),
+            "{way}: checksum {a} resumed on 3 ranks, {b} never stopped"
+        );
+    }
+}
