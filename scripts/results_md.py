@@ -134,6 +134,7 @@ LINES = {
     "move-rate": r"^# moves of",
     "move-cost": r"^# absolute error",
     "model-bench": r"^growth, jacobi|^# planning at",
+    "gather": r"^# (jacobi|cg): .* B a rank",
     "slowdown": r"^predicted from what",
     "stochastic": r"^bursty: coverage|^goals on the run's own",
     "risk": r"^quantile plan against",

@@ -71,6 +71,12 @@ pub struct AutoReport {
     /// distribution the run continues on: what the drift watch compares.
     pub predicted_busy_s: Vec<f64>,
     pub plan_s: f64,
+    /// Where `plan_s` went on rank 0: gathering the traces (`gathered.s`,
+    /// with the bytes each rank sent and rank 0 received) and the model,
+    /// GBS and the move's price (`model_s`); the rest is the broadcast of
+    /// the plan and reading the traces from disk.
+    pub gathered: mheta_runtime::Gathered,
+    pub model_s: f64,
     /// This rank's (rank 0's) time in the move, 0 without one.
     pub redistribute_s: f64,
     /// Times the ranks' busy times came apart from the model's
@@ -224,6 +230,8 @@ pub(crate) fn auto_report(plan: &mheta_runtime::RunPlan, from: Dist, remaining: 
         evaluations: evals,
         predicted_busy_s: plan.predicted_busy_s.clone(),
         plan_s: 0.0,
+        gathered: plan.gathered,
+        model_s: plan.model_s,
         redistribute_s: 0.0,
         drifts: Vec::new(),
         replans: Vec::new(),

@@ -9,7 +9,7 @@
 //! public item is re-exported here (`mheta_runtime::X`).
 
 use mheta_trace::RankTrace;
-use mpi::collective::CommunicatorCollectives;
+use mpi::collective::{CommunicatorCollectives, Root};
 use mpi::datatype::PartitionMut;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use std::path::{Path, PathBuf};
@@ -116,12 +116,17 @@ pub fn instrumented_iterations() -> std::ops::Range<u64> {
     mheta_trace::env::instrumented_iterations().0
 }
 
-/// Every rank's trace, on every rank. A rank whose own trace is missing or
-/// stale (another process wrote it) sends nothing, and all ranks fail alike.
+/// Every rank's trace, gathered to rank 0 (the planner); the other ranks
+/// get an empty list and keep only their own trace's bytes. A rank whose
+/// own trace is missing or stale (another process wrote it) sends
+/// nothing, and all ranks fail alike: the sizes go to every rank first
+/// (P integers), the traces to rank 0 alone. Also returns what the
+/// gather moved ([`Gathered`]).
 pub fn gather_traces(
     world: &SimpleCommunicator,
     dir: &Path,
-) -> Result<Vec<RankTrace>, RuntimeError> {
+) -> Result<(Vec<RankTrace>, Gathered), RuntimeError> {
+    let t0 = std::time::Instant::now();
     let me = world.rank() as u32;
     let path = mheta_trace::rank_file(dir, me);
     let mine: Result<Vec<u8>, String> = match mheta_trace::read_rank(&path) {
@@ -149,25 +154,53 @@ pub fn gather_traces(
             why,
         });
     }
-    let displs: Vec<i32> = sizes
-        .iter()
-        .scan(0, |acc, &s| {
-            let d = *acc;
-            *acc += s;
-            Some(d)
-        })
-        .collect();
-    let mut all = vec![0u8; sizes.iter().map(|&s| s as usize).sum()];
-    {
-        let mut part = PartitionMut::new(&mut all[..], &sizes[..], &displs[..]);
-        world.all_gather_varcount_into(bytes, &mut part);
+    let total: u64 = sizes.iter().map(|&s| s as u64).sum();
+    let root = world.process_at_rank(0);
+    let mut traces = Vec::new();
+    if me == 0 {
+        let displs: Vec<i32> = sizes
+            .iter()
+            .scan(0, |acc, &s| {
+                let d = *acc;
+                *acc += s;
+                Some(d)
+            })
+            .collect();
+        let mut all = vec![0u8; total as usize];
+        {
+            let mut part = PartitionMut::new(&mut all[..], &sizes[..], &displs[..]);
+            root.gather_varcount_into_root(bytes, &mut part);
+        }
+        traces = (0..p)
+            .map(|r| {
+                let a = displs[r] as usize;
+                let b = a + sizes[r] as usize;
+                mheta_trace::decode(&all[a..b], &mheta_trace::rank_file(dir, r as u32))
+                    .map_err(|e| RuntimeError::Plan(e.to_string()))
+            })
+            .collect::<Result<_, _>>()?;
+    } else {
+        root.gather_varcount_into(bytes);
     }
-    (0..p)
-        .map(|r| {
-            let a = displs[r] as usize;
-            let b = a + sizes[r] as usize;
-            mheta_trace::decode(&all[a..b], &mheta_trace::rank_file(dir, r as u32))
-                .map_err(|e| RuntimeError::Plan(e.to_string()))
-        })
-        .collect()
+    let gathered = Gathered {
+        s: t0.elapsed().as_secs_f64(),
+        own_bytes: bytes.len() as u64,
+        total_bytes: total,
+        received_bytes: if me == 0 { total } else { 0 },
+    };
+    Ok((traces, gathered))
+}
+
+/// What [`gather_traces`] moved and took, on the calling rank.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Gathered {
+    /// Seconds from reading its own trace to having them all (rank 0:
+    /// decoded).
+    pub s: f64,
+    /// This rank's encoded trace.
+    pub own_bytes: u64,
+    /// Every rank's together.
+    pub total_bytes: u64,
+    /// What this rank received: the total on rank 0, nothing elsewhere.
+    pub received_bytes: u64,
 }

@@ -40,6 +40,11 @@ pub struct RunPlan {
     /// `dist`, seconds (rank 0's; empty elsewhere): what the drift watch
     /// holds each rank's measured stage time against.
     pub predicted_busy_s: Vec<f64>,
+    /// The traces' gather to rank 0, on this rank.
+    pub gathered: crate::Gathered,
+    /// Rank 0's time from having the traces to the plan (model, GBS,
+    /// the move's price); 0 elsewhere.
+    pub model_s: f64,
 }
 
 /// Gather traces, run model + GBS on rank 0 with the profile at `profile`,
@@ -68,7 +73,7 @@ pub fn plan_in_run(
     rebuild_s_per_row: Option<&[f64]>,
     cpu_slowdown: Option<&[mheta_model::stoch::Stoch]>,
 ) -> Result<RunPlan, RuntimeError> {
-    let traces = gather_traces(world, dir)?;
+    let (traces, gathered) = gather_traces(world, dir)?;
     let p = world.size() as usize;
     // Rank 0 plans; status and result travel in one broadcast so that every
     // rank fails or proceeds together.
@@ -82,8 +87,11 @@ pub fn plan_in_run(
         cost: None,
         decision: None,
         predicted_busy_s: Vec::new(),
+        gathered,
+        model_s: 0.0,
     };
     if world.rank() == 0 {
+        let t0 = std::time::Instant::now();
         let inputs = Inputs {
             app,
             current,
@@ -119,6 +127,7 @@ pub fn plan_in_run(
                 msg.extend_from_slice(e.as_bytes());
             }
         }
+        plan.model_s = t0.elapsed().as_secs_f64();
     }
     plan.dist = broadcast_plan(world, msg)?;
     if plan.dist.ranks() != p || plan.dist.total() != app.rows {

@@ -210,6 +210,25 @@ fn four_ranks_het4_redistributes_and_verifies() {
     let traces = mheta_trace::read_dir(&trace).unwrap();
     assert_eq!(traces.len(), 4);
     assert!(traces.iter().all(|t| t.iterations.len() == 3));
+    // Rank 0 received every rank's encoded trace, and said so.
+    let g = &r["auto"]["gathered"];
+    let sum: u64 = traces
+        .iter()
+        .map(|t| mheta_trace::encode(t).len() as u64)
+        .sum();
+    assert_eq!(g["total_bytes"].as_u64(), Some(sum), "{g}");
+    assert_eq!(g["received_bytes"], g["total_bytes"], "{g}");
+    assert_eq!(
+        g["own_bytes"].as_u64(),
+        Some(mheta_trace::encode(&traces[0]).len() as u64),
+        "{g}"
+    );
+    let (gs, ms, ps) = (
+        g["s"].as_f64().unwrap(),
+        r["auto"]["model_s"].as_f64().unwrap(),
+        r["auto"]["plan_s"].as_f64().unwrap(),
+    );
+    assert!(gs > 0.0 && ms > 0.0 && gs + ms <= ps, "{gs} + {ms} vs {ps}");
 }
 
 /// Kills the competing processes when the test ends, even on a panic.
