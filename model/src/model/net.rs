@@ -42,6 +42,58 @@ pub(crate) struct Net {
     pub(crate) touch_per_byte: Vec<f64>,
 }
 
+/// One pair's costs as the replay reads them ([`Net::pair`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Pair<'a> {
+    /// The pair's index ([`Net::k`]): what a load's slowdowns are kept by.
+    pub(crate) k: usize,
+    w: &'a Wire,
+    segs: &'a [mheta_profile::Segment],
+}
+
+impl Pair<'_> {
+    /// Time on the wire from the sender to the receiver (MHETA eq. 3's
+    /// T_{i->j}(q)), from the pair's piecewise one-way fit.
+    /// ([`mheta_profile::PairCost::transfer_s`], the same arithmetic.)
+    pub(crate) fn transfer(&self, bytes: f64) -> f64 {
+        let w = self.w;
+        if !w.measured {
+            return 0.0;
+        }
+        let (first, n) = (w.seg.0 as usize, w.seg.1 as usize);
+        let one_way = if n == 0 {
+            w.o_send + w.latency + w.o_recv + w.per_byte * bytes
+        } else {
+            let segs = &self.segs[first..first + n];
+            let s = segs
+                .iter()
+                .find(|s| bytes <= s.to_bytes as f64)
+                .unwrap_or(&segs[n - 1]);
+            s.base_s + s.per_byte_s * (bytes - s.from_bytes as f64).max(0.0)
+        };
+        (one_way - w.o_send - w.o_recv).max(0.0)
+    }
+
+    pub(crate) fn o_send(&self) -> f64 {
+        self.w.o_send
+    }
+
+    pub(crate) fn o_recv(&self) -> f64 {
+        self.w.o_recv
+    }
+
+    /// The eager limit, bytes (`u64::MAX`: every send eager).
+    pub(crate) fn eager(&self) -> u64 {
+        self.w.eager
+    }
+
+    /// Wire latency: what the receiver's acknowledgement of a rendezvous
+    /// message takes back to its sender.
+    pub(crate) fn latency(&self) -> f64 {
+        self.w.latency
+    }
+}
+
 /// A host's link as [`Net::link_out`] and [`Net::link_in`] hold it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct HostLink {
@@ -161,13 +213,34 @@ impl Net {
     fn wire(&self, k: usize) -> &Wire {
         match &self.listed {
             None => &self.wires[k],
+            Some(_) => {
+                let (s, d) = self.ends(k);
+                self.wire_of(s, d, k)
+            }
+        }
+    }
+
+    /// [`Net::wire`] of pair (s, d), whose `k` is given.
+    #[inline]
+    fn wire_of(&self, s: usize, d: usize, k: usize) -> &Wire {
+        match &self.listed {
+            None => &self.wires[k],
             Some(l) => match l.binary_search_by_key(&k, |e| e.0) {
                 Ok(i) => &self.wires[l[i].1 as usize],
-                Err(_) => {
-                    let (s, d) = self.ends(k);
-                    &self.wires[usize::from(self.host[s] != self.host[d])]
-                }
+                Err(_) => &self.wires[usize::from(self.host[s] != self.host[d])],
             },
+        }
+    }
+
+    /// Pair (src, dst), looked up once for the replay's several reads of
+    /// it.
+    #[inline]
+    pub(crate) fn pair(&self, src: usize, dst: usize) -> Pair<'_> {
+        let k = self.k(src, dst);
+        Pair {
+            k,
+            w: self.wire_of(src, dst, k),
+            segs: &self.segs,
         }
     }
 
@@ -299,43 +372,10 @@ impl Net {
     }
 
     /// Time on the wire from `k`'s sender to its receiver (MHETA eq. 3's
-    /// T_{i->j}(q)), from the pair's piecewise one-way fit.
-    /// ([`mheta_profile::PairCost::transfer_s`], the same arithmetic.)
+    /// T_{i->j}(q)): [`Pair::transfer`].
     pub(crate) fn transfer(&self, k: usize, bytes: f64) -> f64 {
-        let w = self.wire(k);
-        if !w.measured {
-            return 0.0;
-        }
-        let (first, n) = (w.seg.0 as usize, w.seg.1 as usize);
-        let one_way = if n == 0 {
-            w.o_send + w.latency + w.o_recv + w.per_byte * bytes
-        } else {
-            let segs = &self.segs[first..first + n];
-            let s = segs
-                .iter()
-                .find(|s| bytes <= s.to_bytes as f64)
-                .unwrap_or(&segs[n - 1]);
-            s.base_s + s.per_byte_s * (bytes - s.from_bytes as f64).max(0.0)
-        };
-        (one_way - w.o_send - w.o_recv).max(0.0)
-    }
-
-    pub(super) fn o_send(&self, k: usize) -> f64 {
-        self.wire(k).o_send
-    }
-
-    pub(super) fn o_recv(&self, k: usize) -> f64 {
-        self.wire(k).o_recv
-    }
-
-    pub(super) fn eager(&self, k: usize) -> u64 {
-        self.wire(k).eager
-    }
-
-    /// Wire latency of `k`'s pair: what the receiver's acknowledgement
-    /// of a rendezvous message takes back to its sender.
-    pub(super) fn latency(&self, k: usize) -> f64 {
-        self.wire(k).latency
+        let (s, d) = self.ends(k);
+        self.pair(s, d).transfer(bytes)
     }
 
     /// The index of pair (src, dst): its offset (dst - src mod P) times

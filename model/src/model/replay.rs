@@ -286,16 +286,16 @@ impl<'a> Replay<'a> {
         };
         let mut ack = NO_ACK;
         if let Some(j) = j {
-            let k = net.k(i, j);
+            let pr = net.pair(i, j);
             let b = m.msg_bytes(self.d, i, to.bytes);
-            let o = net.o_send(k) * m.cpu_factor(i);
-            let arrive = self.clock[i] + o + net.transfer(k, b) * m.net_factor(k);
+            let o = pr.o_send() * m.cpu_factor(i);
+            let arrive = self.clock[i] + o + pr.transfer(b) * m.net_factor(pr.k);
             self.clock[i] += o;
             self.out[i].overhead_s += o;
             let waits = match mode {
                 SendMode::Buffered => false,
                 SendMode::Synchronous => true,
-                SendMode::Standard => b > net.eager(k) as f64,
+                SendMode::Standard => b > pr.eager() as f64,
             };
             if waits {
                 ack = n;
@@ -371,11 +371,11 @@ impl<'a> Replay<'a> {
         if ack != NO_ACK
             && let Some(t) = self.sends.done[j].get_mut(ack as usize)
         {
-            *t = self.clock[i] + net.latency(net.k(i, j));
+            *t = self.clock[i] + net.pair(i, j).latency();
             self.sends.met_waiting[j][ack as usize] = waiting;
         }
         if pay {
-            let o = net.o_recv(net.k(j, i)) * m.cpu_factor(i);
+            let o = net.pair(j, i).o_recv() * m.cpu_factor(i);
             self.clock[i] += o;
             self.out[i].overhead_s += o;
         }
@@ -521,11 +521,11 @@ impl<'a> Replay<'a> {
             _ => Vec::new(),
         };
         let size = |s: usize| block.get(s).copied().unwrap_or(bytes);
-        let o_send = |s: usize, d: usize| net.o_send(net.k(s, d));
-        let o_recv = |s: usize, d: usize| net.o_recv(net.k(s, d));
+        let o_send = |s: usize, d: usize| net.pair(s, d).o_send();
+        let o_recv = |s: usize, d: usize| net.pair(s, d).o_recv();
         let msg = |s: usize, d: usize| {
-            let k = net.k(s, d);
-            net.o_send(k) + net.transfer(k, size(s)) * m.net_factor(k) + net.o_recv(k)
+            let pr = net.pair(s, d);
+            pr.o_send() + pr.transfer(size(s)) * m.net_factor(pr.k) + pr.o_recv()
         };
         let costs = Costs {
             msg: &msg,
@@ -538,8 +538,8 @@ impl<'a> Replay<'a> {
         let egress = |s: usize, b: f64| link(&net.link_out[s], b);
         let ingress = |j: usize, b: f64| link(&net.link_in[j], b);
         let latency = |s: usize, d: usize| {
-            let k = net.k(s, d);
-            net.transfer(k, 0.0) * m.net_factor(k)
+            let pr = net.pair(s, d);
+            pr.transfer(0.0) * m.net_factor(pr.k)
         };
         let links = Links {
             host: &net.host,
