@@ -49,9 +49,13 @@ enum HostsCmd {
         #[arg(long)]
         json: bool,
     },
-    /// Run Open MPI's mpirun across the hosts: the spec's hosts and slots,
-    /// the launcher agent, the TCP BTL on the lab's subnet, --bind-to none.
-    /// Brings the hosts up if they are down, and down again after.
+    /// Run mpirun across the hosts. Open MPI's (the default): the spec's
+    /// hosts and slots, the launcher agent, the TCP BTL on the lab's
+    /// subnet, --bind-to none. MPICH's Hydra (MHETA_MPIRUN=mpiexec.mpich,
+    /// or any mpiexec.hydra): its rsh launcher through the agent, the
+    /// bridge as its interface, the hosts and slots, and UCX held to TCP
+    /// on each host's interface. Brings the hosts up if they are down,
+    /// and down again after.
     ///
     /// Example: mheta hosts mpirun net4 -- ./target/release/jacobi --n 2048
     Mpirun {
@@ -71,8 +75,8 @@ enum HostsCmd {
         /// Cluster spec with [[host]] tables.
         spec: String,
     },
-    /// The launcher agent (Open MPI's plm_rsh_agent): run a command on
-    /// a host of a lab that is up.
+    /// The launcher agent (Open MPI's plm_rsh_agent, Hydra's
+    /// -launcher-exec): run a command on a host of a lab that is up.
     #[command(hide = true)]
     Agent {
         lab: String,
@@ -198,14 +202,39 @@ pub fn launch(lab: &Lab, user: &[OsString]) -> Result<(Vec<String>, Env)> {
 }
 
 /// An mpirun command across the lab: `mpirun` (or $MHETA_MPIRUN) with
-/// the lab's options, then `user`.
+/// the lab's options for its kind (Open MPI's, or Hydra's:
+/// [`hydra_launch`]), then `user`.
 pub fn mpirun_across(lab: &Lab, user: &[OsString]) -> Result<Command> {
     let launcher = std::env::var_os("MHETA_MPIRUN").unwrap_or_else(|| "mpirun".into());
-    let mut cmd = Command::new(launcher);
-    let (args, env) = launch(lab, user)?;
-    cmd.args(args).envs(env);
+    let mut cmd = Command::new(&launcher);
+    if crate::launch::launcher_kind(&launcher) == crate::launch::Launcher::Hydra {
+        cmd.args(hydra_launch(lab, user)?);
+    } else {
+        let (args, env) = launch(lab, user)?;
+        cmd.args(args).envs(env);
+    }
     cmd.args(user);
     Ok(cmd)
+}
+
+/// What Hydra needs to run across the lab (`agent::hydra_args`): its
+/// launcher is a script in the lab's state directory that runs this
+/// binary's agent for the lab (Hydra takes one executable, no
+/// arguments).
+pub fn hydra_launch(lab: &Lab, user: &[OsString]) -> Result<Vec<String>> {
+    let exe = std::env::current_exe().context("cannot locate the mheta executable")?;
+    let script = lab::state_dir(&lab.name).join("hydra-agent");
+    let text = format!(
+        "#!/bin/sh\n# Hydra's rsh launcher for lab {0} (written by mheta hosts)\nexec '{1}' hosts agent '{0}' \"$@\"\n",
+        lab.name,
+        exe.display()
+    );
+    std::fs::write(&script, text)
+        .and_then(|()| {
+            std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        })
+        .with_context(|| format!("cannot write {}", script.display()))?;
+    Ok(agent::hydra_args(lab, &script.display().to_string(), user))
 }
 
 pub fn main(a: HostsArgs) -> Result<i32> {

@@ -80,10 +80,14 @@ pub fn main(a: RunArgs) -> Result<i32> {
     let _lease = lab.as_ref().map(hosts::Lease::take).transpose()?;
     let mut cmd = Command::new(prog);
     if let Some(l) = &lab {
-        let (args, env) = hosts::launch(l, rest)?;
-        cmd.envs(env);
-        if is_open_mpi_launcher(prog) {
-            cmd.args(args);
+        if launcher_kind(prog) == Launcher::Hydra {
+            cmd.args(hosts::hydra_launch(l, rest)?);
+        } else {
+            let (args, env) = hosts::launch(l, rest)?;
+            cmd.envs(env);
+            if is_open_mpi_launcher(prog) {
+                cmd.args(args);
+            }
         }
     }
     cmd.env("MHETA_TRACE_DIR", &dir)

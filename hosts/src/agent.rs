@@ -1,12 +1,16 @@
-//! Launching Open MPI across a lab's hosts.
+//! Launching Open MPI, or MPICH's Hydra, across a lab's hosts.
 //!
-//! `mpirun` stays in the root namespace. Its rsh launcher runs the agent
-//! (`mheta hosts agent LAB`) with a host name and the daemon's command; the
-//! agent enters that host's network and UTS namespaces (`nsenter`), sets
-//! the host's own TMPDIR (Open MPI's session directories) and runs the
-//! command. The daemons reach `mpirun` at the bridge's address, and ranks
-//! on different hosts talk through the TCP BTL on the lab's subnet, over
-//! the shaped links.
+//! `mpirun` (or `mpiexec.hydra`) stays in the root namespace. Its rsh
+//! launcher runs the agent (`mheta hosts agent LAB`) with a host name and
+//! the daemon's (Hydra: the proxy's) command; the agent enters that
+//! host's network and UTS namespaces (`nsenter`) and a mount namespace
+//! where `/sys/class/net` lists the host's own interfaces ([`NET_SYSFS`]:
+//! UCX finds its devices there), sets the host's own TMPDIR (Open MPI's
+//! session directories) and runs the command. The daemons reach the launcher at
+//! the bridge's address, and ranks on different hosts talk TCP on the
+//! lab's subnet, over the shaped links: Open MPI's TCP BTL, or UCX held
+//! to TCP on the host's interface (`UCX_TLS`, `UCX_NET_DEVICES`, set by
+//! the agent).
 //!
 //! Settings found necessary on a 2-core machine: `--bind-to none` (else
 //! each host's daemon binds its rank to core 0 and all ranks share one
@@ -73,6 +77,34 @@ pub fn mpirun_args(lab: &Lab, agent: &[String], cores: usize, user: &[OsString])
     v
 }
 
+/// The options MPICH's Hydra (`mpiexec.hydra`) needs to run across
+/// `lab`: its rsh launcher through `agent` (one executable: Hydra calls it
+/// with the host and the proxy's command), the bridge as the interface
+/// the proxies reach it on, the hosts with their slots, and `-n` unless
+/// `user` gives it.
+pub fn hydra_args(lab: &Lab, agent: &str, user: &[OsString]) -> Vec<String> {
+    let given = user
+        .iter()
+        .any(|a| matches!(a.to_string_lossy().as_ref(), "-n" | "-np"));
+    let hosts: Vec<String> = (lab.hosts.iter())
+        .map(|h| format!("{}:{}", h.name, h.ranks))
+        .collect();
+    let mut v = vec![
+        "-iface".to_string(),
+        crate::lab::bridge(lab),
+        "-launcher".into(),
+        "rsh".into(),
+        "-launcher-exec".into(),
+        agent.into(),
+        "-hosts".into(),
+        hosts.join(","),
+    ];
+    if !given {
+        v.extend(["-n".into(), lab.ranks().to_string()]);
+    }
+    v
+}
+
 /// The environment that makes a plain `mpirun` (started by Slurm's
 /// `salloc`, say) use the lab's subnet: `OMPI_MCA_*` settings.
 pub fn mca_env(lab: &Lab, cores: usize) -> Vec<(String, String)> {
@@ -87,6 +119,14 @@ pub fn mca_env(lab: &Lab, cores: usize) -> Vec<(String, String)> {
     }
     v
 }
+
+/// Run by the agent in a mount namespace of its own before the command
+/// (`$0`): the host's network devices in `/sys/class/net` and
+/// `/sys/devices/virtual/net`, from a sysfs mounted inside its network
+/// namespace, where UCX looks for them; the rest of `/sys` (the cgroup
+/// hierarchies the CPU emulation uses) as it is. Best effort: the
+/// command runs either way.
+const NET_SYSFS: &str = r#"{ d=$(mktemp -d) && mount -t sysfs sysfs "$d" && mount --bind "$d/class/net" /sys/class/net && mount --bind "$d/devices/virtual/net" /sys/devices/virtual/net; umount "$d"; rmdir "$d"; } 2>/dev/null; exec sh -c "$0""#;
 
 /// The agent: run `cmd` (one shell command line, as the rsh launcher
 /// passes it) on `host` of lab `name`. Replaces this process.
@@ -130,11 +170,12 @@ pub fn exec_on(
     let err = Command::new("nsenter")
         .arg(format!("--net=/run/netns/{}", lab.netns(i)))
         .arg(format!("--uts={}", uts_file(name, h).display()))
-        .arg("--")
-        .arg("sh")
-        .arg("-c")
+        .args(["--", "unshare", "--mount", "--propagation", "private"])
+        .args(["sh", "-c", NET_SYSFS])
         .arg(line)
         .env("TMPDIR", &tmp)
+        .env("UCX_TLS", "tcp,self")
+        .env("UCX_NET_DEVICES", &crate::lab::host_ifaces(lab, i)[1])
         .exec();
     Err(LabError::Command {
         cmd: "nsenter".into(),
@@ -191,5 +232,28 @@ mod tests {
             !s.contains("-np") && !s.contains("--bind-to") && !s.contains("yield"),
             "{s}"
         );
+    }
+
+    #[test]
+    fn hydra_args_name_the_hosts_the_bridge_and_the_agent() {
+        let lab = Lab::new(
+            None,
+            (0..2)
+                .map(|i| crate::spec::plain_host(&format!("h{i}"), 2))
+                .collect(),
+            "x.toml",
+            "x",
+        )
+        .unwrap();
+        let s = hydra_args(&lab, "/run/x/hydra-agent", &[]).join(" ");
+        let bridge = crate::lab::bridge(&lab);
+        assert_eq!(
+            s,
+            format!(
+                "-iface {bridge} -launcher rsh -launcher-exec /run/x/hydra-agent -hosts h0:2,h1:2 -n 4"
+            )
+        );
+        let s = hydra_args(&lab, "a", &["-n".into(), "2".into()]).join(" ");
+        assert!(!s.contains("-n "), "{s}");
     }
 }

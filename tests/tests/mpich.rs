@@ -473,3 +473,60 @@ fn a_checkpoint_of_one_mpi_resumes_under_the_other() {
         );
     }
 }
+
+/// MPICH across emulated hosts: `mheta hosts mpirun` with Hydra
+/// (`MHETA_MPIRUN=mpiexec.mpich`: its rsh launcher through the lab's
+/// agent, the proxies reaching it on the bridge, UCX held to TCP on each
+/// host's interface) runs jacobi to the same answer as on one node, and
+/// the MPICH microbench across net2slow's 200 Mbit/s link measures that
+/// link, not shared memory. Root only (namespaces, tc).
+#[test]
+fn mpich_runs_across_emulated_hosts_over_their_links() {
+    let Some(mheta) = mpich_bin("mheta") else {
+        return;
+    };
+    if !mheta_tests::is_root() {
+        eprintln!("mpich hosts: skipped (needs root)");
+        return;
+    }
+    let dir = scratch("mpich-hosts");
+    let jacobi = mpich_bin("jacobi").unwrap();
+    let args = ["--n", "512", "--iters", "20"];
+    let one_node = last_json(&ok(Command::new("mpiexec.mpich")
+        .env_remove("LD_LIBRARY_PATH")
+        .args(["-n", "2"])
+        .arg(&jacobi)
+        .args(args)));
+    let spec = root().join("clusters/net2slow.toml");
+    let across = last_json(&ok(Command::new(&mheta)
+        .env("MHETA_MPIRUN", "mpiexec.mpich")
+        .env_remove("LD_LIBRARY_PATH")
+        .args(["hosts", "mpirun"])
+        .arg(&spec)
+        .arg("--")
+        .arg(&jacobi)
+        .args(args)));
+    assert_eq!(across["verified"], true, "{across}");
+    assert_eq!(across["checksum"], one_node["checksum"], "{across}");
+    let profile = dir.join("p.json");
+    ok(Command::new(&mheta)
+        .env("MHETA_MPIRUN", "mpiexec.mpich")
+        .env_remove("LD_LIBRARY_PATH")
+        .args(["bench", "--quick", "--no-disk", "--cluster"])
+        .arg(&spec)
+        .arg("-o")
+        .arg(&profile));
+    let p: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&profile).unwrap()).unwrap();
+    // 200 Mbit/s is 25 MB/s; shared memory would be hundreds of times
+    // that.
+    for c in p["pairs"].as_array().unwrap() {
+        let mbs = c["bandwidth_bps"].as_f64().unwrap() / 1e6;
+        assert!(
+            (18.0..=26.0).contains(&mbs),
+            "{} -> {}: {mbs:.1} MB/s",
+            c["src"],
+            c["dst"]
+        );
+    }
+}
