@@ -4,8 +4,8 @@
 //! launcher runs the agent (`mheta hosts agent LAB`) with a host name and
 //! the daemon's (Hydra: the proxy's) command; the agent enters that
 //! host's network and UTS namespaces (`nsenter`) and a mount namespace
-//! where `/sys/class/net` lists the host's own interfaces ([`NET_SYSFS`]:
-//! UCX finds its devices there), sets the host's own TMPDIR (Open MPI's
+//! where `/sys/class/net` lists the host's own interfaces
+//! ([`with_net_sysfs`]: UCX finds its devices there), sets the host's own TMPDIR (Open MPI's
 //! session directories) and runs the command. The daemons reach the launcher at
 //! the bridge's address, and ranks on different hosts talk TCP on the
 //! lab's subnet, over the shaped links: Open MPI's TCP BTL, or UCX held
@@ -106,9 +106,13 @@ pub fn hydra_args(lab: &Lab, agent: &str, user: &[OsString]) -> Vec<String> {
 }
 
 /// The environment that makes a plain `mpirun` (started by Slurm's
-/// `salloc`, say) use the lab's subnet: `OMPI_MCA_*` settings.
+/// `salloc`, say) use the lab's subnet: `OMPI_MCA_*` settings; and
+/// `UCX_TLS=tcp,self`, which holds an MPICH job started by `srun
+/// --mpi=pmi2` to TCP, so that its messages between hosts cross the
+/// shaped links (UCX finds each host's interface: `with_net_sysfs`).
 pub fn mca_env(lab: &Lab, cores: usize) -> Vec<(String, String)> {
     let mut v = vec![
+        ("UCX_TLS".into(), "tcp,self".into()),
         ("OMPI_MCA_btl".into(), "self,vader,tcp".into()),
         ("OMPI_MCA_btl_tcp_if_include".into(), lab.cidr()),
         ("OMPI_MCA_oob_tcp_if_include".into(), lab.cidr()),
@@ -120,13 +124,30 @@ pub fn mca_env(lab: &Lab, cores: usize) -> Vec<(String, String)> {
     v
 }
 
-/// Run by the agent in a mount namespace of its own before the command
-/// (`$0`): the host's network devices in `/sys/class/net` and
-/// `/sys/devices/virtual/net`, from a sysfs mounted inside its network
-/// namespace, where UCX looks for them; the rest of `/sys` (the cgroup
-/// hierarchies the CPU emulation uses) as it is. Best effort: the
-/// command runs either way.
-const NET_SYSFS: &str = r#"{ d=$(mktemp -d) && mount -t sysfs sysfs "$d" && mount --bind "$d/class/net" /sys/class/net && mount --bind "$d/devices/virtual/net" /sys/devices/virtual/net; umount "$d"; rmdir "$d"; } 2>/dev/null; exec sh -c "$0""#;
+/// `cmd` run in a mount namespace of its own where the host's network
+/// devices are in `/sys/class/net` and `/sys/devices/virtual/net`, from a
+/// sysfs mounted inside its network namespace (the caller is in it),
+/// where UCX looks for them; the rest of `/sys` (the cgroup hierarchies
+/// the CPU emulation and slurmd use) as it is. `ip netns exec` remounts
+/// all of `/sys` and hides them. Best effort: `cmd` runs either way, and
+/// replaces the shell (its pid is the caller's child's).
+pub fn with_net_sysfs(cmd: &[String]) -> Vec<String> {
+    const SETUP: &str = r#"{ d=$(mktemp -d) && mount -t sysfs sysfs "$d" && mount --bind "$d/class/net" /sys/class/net && mount --bind "$d/devices/virtual/net" /sys/devices/virtual/net; umount "$d"; rmdir "$d"; } 2>/dev/null; exec "$@""#;
+    let head = [
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        SETUP,
+        "sh",
+    ];
+    head.iter()
+        .map(|s| s.to_string())
+        .chain(cmd.iter().cloned())
+        .collect()
+}
 
 /// The agent: run `cmd` (one shell command line, as the rsh launcher
 /// passes it) on `host` of lab `name`. Replaces this process.
@@ -170,9 +191,8 @@ pub fn exec_on(
     let err = Command::new("nsenter")
         .arg(format!("--net=/run/netns/{}", lab.netns(i)))
         .arg(format!("--uts={}", uts_file(name, h).display()))
-        .args(["--", "unshare", "--mount", "--propagation", "private"])
-        .args(["sh", "-c", NET_SYSFS])
-        .arg(line)
+        .arg("--")
+        .args(with_net_sysfs(&["sh".into(), "-c".into(), line]))
         .env("TMPDIR", &tmp)
         .env("UCX_TLS", "tcp,self")
         .env("UCX_NET_DEVICES", &crate::lab::host_ifaces(lab, i)[1])

@@ -12,9 +12,11 @@
 //!   whose hostname is `LAB-ctl` (slurmctld insists that its hostname be
 //!   the `SlurmctldHost` name), reached at the bridge's address.
 //! - `slurmd -D -N HOST` for each host, inside the host's network and UTS
-//!   namespaces, entered with `nsenter --net=/run/netns/NS --uts=UTSFILE`.
-//!   Not `ip netns exec`: that remounts `/sys` in a mount namespace of its
-//!   own and hides the cgroup mounts, which slurmd then fails on.
+//!   namespaces, entered with `nsenter --net=/run/netns/NS --uts=UTSFILE`,
+//!   in a mount namespace where `/sys/class/net` lists the host's own
+//!   interfaces (`agent::with_net_sysfs`: UCX, under `srun --mpi=pmi2`,
+//!   finds its devices there). Not `ip netns exec`: that remounts all of
+//!   `/sys` and hides the cgroup mounts, which slurmd then fails on.
 //!
 //! Everything is under `/run/mheta/hosts/LAB/slurm/` ([`slurm_dir`]):
 //!
@@ -520,18 +522,22 @@ fn slurm_daemons(lab: &Lab, dir: &Path, conf: &Path) -> Vec<Daemon> {
     for (i, h) in lab.hosts.iter().enumerate() {
         all.push(Daemon {
             name: format!("slurmd:{}", h.name),
-            args: vec![
+            args: [
                 "nsenter".into(),
                 format!("--net=/run/netns/{}", lab.netns(i)),
                 format!("--uts={}", uts_file(&lab.name, &h.name).display()),
                 "--".into(),
+            ]
+            .into_iter()
+            .chain(crate::agent::with_net_sysfs(&[
                 "slurmd".into(),
                 "-D".into(),
                 "-N".into(),
                 h.name.clone(),
                 "-f".into(),
                 conf_s.clone(),
-            ],
+            ]))
+            .collect(),
             out: dir.join(format!("slurmd-{}.out", h.name)),
         });
     }

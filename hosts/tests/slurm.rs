@@ -1,6 +1,7 @@
 //! Slurm on a lab, end to end: `mheta hosts up SPEC --slurm` on a 2-host
 //! lab, `srun` across both hosts with the environment `mheta hosts env`
-//! prints, then `mheta hosts down`, which must stop every daemon and
+//! prints (and MPICH's jacobi through `srun --mpi=pmi2` when its build
+//! is there), then `mheta hosts down`, which must stop every daemon and
 //! remove the namespaces. Needs root, Slurm (slurmctld, slurmd, munge,
 //! slurm-client) and a built `target/release/mheta`; skipped otherwise.
 //!
@@ -133,6 +134,34 @@ fn srun_runs_on_every_host_and_down_stops_the_daemons() {
     let mut got: Vec<&str> = text.lines().map(str::trim).collect();
     got.sort_unstable();
     assert_eq!(got, HOSTS, "srun ran on the wrong hosts");
+
+    // MPICH through Slurm's PMI-2, when the suite built it
+    // (`MHETA_MPI=both`): jacobi across both hosts, held to TCP by the
+    // environment `mheta hosts env` prints.
+    let jacobi = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("mpich/release/jacobi");
+    if jacobi.is_file() {
+        let out = run(Command::new("timeout")
+            .args(["60", "srun", "--mpi=pmi2", "-N", "2", "-n", "2"])
+            .arg(&jacobi)
+            .args(["--n", "512", "--iters", "20"])
+            .env_remove("LD_LIBRARY_PATH")
+            .envs(vars.iter().map(|(k, v)| (k, v))));
+        assert!(
+            out.status.success(),
+            "srun --mpi=pmi2 of MPICH's jacobi failed"
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        let r: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        assert_eq!(r["verified"], true, "{r}");
+        assert_eq!(r["np"], 2, "{r}");
+    } else {
+        eprintln!("MPICH under srun: skipped ({} not built)", jacobi.display());
+    }
 
     let t = Instant::now();
     let down = run(Command::new(&exe).args(["hosts", "down"]).arg(&spec));
