@@ -17,7 +17,6 @@ use anyhow::{Context, Result, anyhow, bail};
 use mheta_model::Dist;
 use mheta_trace::AppDecl;
 use mpi::collective::{CommunicatorCollectives, Root};
-use mpi::datatype::PartitionMut;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -84,37 +83,12 @@ pub fn gather_json(world: &SimpleCommunicator, v: &Value) -> Option<Vec<Value>> 
 /// does not parse arrives as null. Collective.
 pub fn gather_json_at(world: &SimpleCommunicator, at: usize, v: &Value) -> Option<Vec<Value>> {
     let bytes = v.to_string().into_bytes();
-    let p = world.size() as usize;
-    let root = world.process_at_rank(at as i32);
-    if world.rank() as usize == at {
-        let mut lens = vec![0i32; p];
-        root.gather_into_root(&(bytes.len() as i32), &mut lens[..]);
-        let displs: Vec<i32> = lens
-            .iter()
-            .scan(0, |a, &l| {
-                let d = *a;
-                *a += l;
-                Some(d)
-            })
-            .collect();
-        let mut all = vec![0u8; lens.iter().map(|&l| l as usize).sum()];
-        {
-            let mut part = PartitionMut::new(&mut all[..], &lens[..], &displs[..]);
-            root.gather_varcount_into_root(&bytes[..], &mut part);
-        }
-        Some(
-            (0..p)
-                .map(|r| {
-                    let a = displs[r] as usize;
-                    serde_json::from_slice(&all[a..a + lens[r] as usize]).unwrap_or(Value::Null)
-                })
-                .collect(),
-        )
-    } else {
-        root.gather_into(&(bytes.len() as i32));
-        root.gather_varcount_into(&bytes[..]);
-        None
-    }
+    let all = mheta_runtime::gather_bytes_at(world, at, &bytes, None)?;
+    Some(
+        (all.iter())
+            .map(|b| serde_json::from_slice(b).unwrap_or(Value::Null))
+            .collect(),
+    )
 }
 
 /// The per-run scratch directory `<dir>/mheta-<app>-<tag>`; each rank

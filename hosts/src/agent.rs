@@ -207,17 +207,15 @@ pub fn exec_on(
 mod tests {
     use super::*;
 
+    /// Lab `x`: hosts h0 and h1, two ranks each.
+    fn two_hosts_of_two() -> Lab {
+        let hosts = (0..2).map(|i| crate::spec::plain_host(&format!("h{i}"), 2));
+        Lab::new(None, hosts.collect(), "x.toml", "x").unwrap()
+    }
+
     #[test]
     fn mpirun_args_name_the_hosts_and_the_subnet() {
-        let lab = Lab::new(
-            None,
-            (0..2)
-                .map(|i| crate::spec::plain_host(&format!("h{i}"), 2))
-                .collect(),
-            "x.toml",
-            "x",
-        )
-        .unwrap();
+        let lab = two_hosts_of_two();
         let a = mpirun_args(
             &lab,
             &[
@@ -256,15 +254,7 @@ mod tests {
 
     #[test]
     fn hydra_args_name_the_hosts_the_bridge_and_the_agent() {
-        let lab = Lab::new(
-            None,
-            (0..2)
-                .map(|i| crate::spec::plain_host(&format!("h{i}"), 2))
-                .collect(),
-            "x.toml",
-            "x",
-        )
-        .unwrap();
+        let lab = two_hosts_of_two();
         let s = hydra_args(&lab, "/run/x/hydra-agent", &[]).join(" ");
         let bridge = crate::lab::bridge(&lab);
         assert_eq!(

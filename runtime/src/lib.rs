@@ -155,32 +155,14 @@ pub fn gather_traces(
         });
     }
     let total: u64 = sizes.iter().map(|&s| s as u64).sum();
-    let root = world.process_at_rank(0);
     let mut traces = Vec::new();
-    if me == 0 {
-        let displs: Vec<i32> = sizes
-            .iter()
-            .scan(0, |acc, &s| {
-                let d = *acc;
-                *acc += s;
-                Some(d)
-            })
-            .collect();
-        let mut all = vec![0u8; total as usize];
-        {
-            let mut part = PartitionMut::new(&mut all[..], &sizes[..], &displs[..]);
-            root.gather_varcount_into_root(bytes, &mut part);
-        }
-        traces = (0..p)
-            .map(|r| {
-                let a = displs[r] as usize;
-                let b = a + sizes[r] as usize;
-                mheta_trace::decode(&all[a..b], &mheta_trace::rank_file(dir, r as u32))
+    if let Some(all) = gather_bytes_at(world, 0, bytes, Some(&sizes)) {
+        traces = (all.iter().enumerate())
+            .map(|(r, b)| {
+                mheta_trace::decode(b, &mheta_trace::rank_file(dir, r as u32))
                     .map_err(|e| RuntimeError::Plan(e.to_string()))
             })
             .collect::<Result<_, _>>()?;
-    } else {
-        root.gather_varcount_into(bytes);
     }
     let gathered = Gathered {
         s: t0.elapsed().as_secs_f64(),
@@ -189,6 +171,51 @@ pub fn gather_traces(
         received_bytes: if me == 0 { total } else { 0 },
     };
     Ok((traces, gathered))
+}
+
+/// Every rank's `bytes`, at rank `at`, one buffer a rank in rank order
+/// (None elsewhere). `lens`: every rank's length where the ranks know
+/// them already; None gathers them first. Collective.
+pub fn gather_bytes_at(
+    world: &SimpleCommunicator,
+    at: usize,
+    bytes: &[u8],
+    lens: Option<&[i32]>,
+) -> Option<Vec<Vec<u8>>> {
+    let p = world.size() as usize;
+    let root = world.process_at_rank(at as i32);
+    if world.rank() as usize != at {
+        if lens.is_none() {
+            root.gather_into(&(bytes.len() as i32));
+        }
+        root.gather_varcount_into(bytes);
+        return None;
+    }
+    let lens = match lens {
+        Some(l) => l.to_vec(),
+        None => {
+            let mut l = vec![0i32; p];
+            root.gather_into_root(&(bytes.len() as i32), &mut l[..]);
+            l
+        }
+    };
+    let displs: Vec<i32> = (lens.iter())
+        .scan(0, |acc, &l| {
+            let d = *acc;
+            *acc += l;
+            Some(d)
+        })
+        .collect();
+    let mut all = vec![0u8; lens.iter().map(|&l| l as usize).sum()];
+    {
+        let mut part = PartitionMut::new(&mut all[..], &lens[..], &displs[..]);
+        root.gather_varcount_into_root(bytes, &mut part);
+    }
+    Some(
+        (0..p)
+            .map(|r| all[displs[r] as usize..(displs[r] + lens[r]) as usize].to_vec())
+            .collect(),
+    )
 }
 
 /// What [`gather_traces`] moved and took, on the calling rank.
