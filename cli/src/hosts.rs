@@ -70,7 +70,9 @@ enum HostsCmd {
         args: Vec<OsString>,
     },
     /// Print the shell lines that make a plain mpirun (under salloc, or
-    /// with your own hostfile) use the lab's subnet (OMPI_MCA_* settings).
+    /// with your own hostfile) use the lab's subnet (OMPI_MCA_* settings),
+    /// hold MPICH's UCX to TCP between hosts (UCX_TLS, for srun
+    /// --mpi=pmi2) and point srun at the lab's Slurm (SLURM_CONF).
     Env {
         /// Cluster spec with [[host]] tables.
         spec: String,
