@@ -122,7 +122,7 @@ study gather "--auto's plan in the job against the ranks: the traces' gather and
 # 16384 ranks on profiles written by kind of pair (about a minute).
 study model-bench "The model's cost against P: one evaluation and a GBS search" \
     "none: the model alone, on synthetic traces and profiles" -- \
-    cargo bench -q -p mheta-model --bench model
+    scripts/model_bench.py "$out/model-bench/work"
 study auto-speedup "--auto against Block and the static ideal (jacobi, het2)" \
     "spin: one core per rank, rank 1 at CPU power 0.5" -- \
     scripts/auto-speedup.sh "$rounds"
