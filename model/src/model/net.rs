@@ -208,19 +208,7 @@ impl Net {
         net
     }
 
-    /// The costs the replay reads of pair `k`.
-    #[inline]
-    fn wire(&self, k: usize) -> &Wire {
-        match &self.listed {
-            None => &self.wires[k],
-            Some(_) => {
-                let (s, d) = self.ends(k);
-                self.wire_of(s, d, k)
-            }
-        }
-    }
-
-    /// [`Net::wire`] of pair (s, d), whose `k` is given.
+    /// The costs the replay reads of pair (s, d), whose `k` is given.
     #[inline]
     fn wire_of(&self, s: usize, d: usize, k: usize) -> &Wire {
         match &self.listed {
@@ -346,16 +334,16 @@ impl Net {
         let (mut out_t, mut in_t) = (vec![f64::INFINITY; p], vec![f64::INFINITY; p]);
         let (mut best_out, mut best_in) = (vec![None; p], vec![None; p]);
         for (s, d) in self.pairs_to_scan(false) {
-            let k = self.k(s, d);
-            if !self.wire(k).measured {
+            let pr = self.pair(s, d);
+            if !pr.w.measured {
                 continue;
             }
-            let t = self.transfer(k, mib);
+            let t = pr.transfer(mib);
             if t < out_t[s] {
-                (out_t[s], best_out[s]) = (t, Some(k));
+                (out_t[s], best_out[s]) = (t, Some(pr.k));
             }
             if t < in_t[d] {
-                (in_t[d], best_in[d]) = (t, Some(k));
+                (in_t[d], best_in[d]) = (t, Some(pr.k));
             }
         }
         let link = |k: Option<usize>| {
@@ -407,7 +395,7 @@ impl Net {
         let hosts = self.host.iter().max().map_or(1, |h| h + 1);
         let mut on_host = vec![f64::INFINITY; hosts];
         for (a, b) in self.pairs_to_scan(true) {
-            let w = self.wire(self.k(a, b));
+            let w = self.pair(a, b).w;
             if w.measured {
                 on_host[self.host[a]] = on_host[self.host[a]].min(w.per_byte);
             }
