@@ -4,17 +4,21 @@
 //!
 //! What makes a loop OSU's, besides its iteration counts:
 //! - **buffers**: one send and one receive buffer of the largest size,
-//!   page-aligned (`posix_memalign`), allocated once; before each size the
-//!   send buffer is filled with `'a'` and the receive buffer with `'b'`
-//!   (`set_buffer_pt2pt`). A buffer that is allocated zeroed and never
-//!   written maps the kernel's shared zero page: every send then reads one
-//!   4 KiB page that stays in cache, and large messages look faster
-//!   than OSU's (docs/design/microbench.md);
+//!   page-aligned (`posix_memalign`), allocated once and not written;
+//!   before each size the send buffer's first `size` bytes are filled with
+//!   `'a'` and the receive buffer's with `'b'` (`set_buffer_pt2pt`), so
+//!   the pages are first touched size by size ([`PageBuf`]). A buffer
+//!   that is never written maps the kernel's shared zero page (every send
+//!   reads one 4 KiB page that stays in cache); one written whole at once
+//!   lands differently in the caches. Either way large messages look
+//!   faster than OSU's (docs/design/microbench.md);
 //! - **order**: every size of the latency test, then every size of the
 //!   bandwidth test (two programs in OSU), each size after a barrier;
-//! - **timing**: each timed iteration is timed alone and the times are
-//!   summed (`t_total += t_end - t_start`), so time between iterations is
-//!   not counted; the bandwidth test's acknowledgement is one `MPI_CHAR`.
+//! - **timing**: each iteration runs [`WARMUP`] untimed round trips (or
+//!   windows) and times the one after them alone; the times are summed
+//!   (`t_total += t_end - t_start`), so time between timed ones is not
+//!   counted. The bandwidth test's acknowledgement is one byte, received
+//!   into the receive buffer and sent from the send buffer.
 //!
 //! [`run`] takes OSU's counts where a size fits [`BUDGET_S`] (always on
 //! shared memory) and fewer across a slow link, where OSU's own counts
@@ -22,7 +26,6 @@
 
 use mpi::collective::CommunicatorCollectives;
 use mpi::point_to_point::{Destination, Source};
-use mpi::request::WaitGuard;
 use mpi::topology::{Communicator, Process, SimpleCommunicator};
 use std::time::Instant;
 
@@ -30,11 +33,23 @@ use std::time::Instant;
 pub const LARGE: usize = 8192;
 /// osu_bw's default window.
 pub const WINDOW: usize = 64;
+/// Untimed round trips (osu_latency) or windows (osu_bw) before each
+/// timed one: OSU 7.4 runs `options.warmup_validation + 1` of them per
+/// iteration and times the last, and its default (`-u`,
+/// `VALIDATION_SKIP_DEFAULT`) is 5 with or without validation (`-c`).
+pub const WARMUP: usize = 5;
 /// OSU's default largest message (`MAX_MESSAGE_SIZE`, 4 MiB).
 pub const MAX_SIZE: usize = 1 << 22;
 
-/// A page-aligned buffer (OSU allocates with `posix_memalign` at the page
-/// size), carved out of a slightly larger `Vec` so no unsafe code is needed.
+/// A page-aligned buffer, as OSU's `posix_memalign` at the page size
+/// gives it: reserved once, its pages first touched when a size first
+/// writes them (OSU's `set_buffer_pt2pt` writes `size` bytes before each
+/// size, so a sweep faults its pages in size by size, between the MPI
+/// library's own allocations). A buffer written whole at once gets its
+/// pages in one burst, which land differently in the caches: messages of
+/// 64-512 KiB then measured faster than OSU's (docs/design/microbench.md).
+/// Carved out of a `Vec` whose capacity is reserved and whose length
+/// grows, so no unsafe code is needed and no page moves.
 pub struct PageBuf {
     v: Vec<u8>,
     off: usize,
@@ -42,17 +57,24 @@ pub struct PageBuf {
 }
 
 impl PageBuf {
-    /// `len` bytes at a page boundary, every byte written with `fill`.
-    pub fn new(len: usize, fill: u8) -> PageBuf {
+    /// `len` bytes at a page boundary, none written yet.
+    pub fn new(len: usize) -> PageBuf {
         // SAFETY: sysconf only reads a system value.
         let page = (unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).max(4096) as usize;
-        let v = vec![fill; len + page];
+        let mut v: Vec<u8> = Vec::with_capacity(len + page);
         let off = v.as_ptr().align_offset(page);
+        v.resize(off, 0);
         PageBuf { v, off, len }
     }
-    /// The first `n` bytes.
+    /// The first `n` bytes (at most the buffer's length); bytes never
+    /// written before read as 0.
     pub fn get(&mut self, n: usize) -> &mut [u8] {
-        &mut self.v[self.off..self.off + n.min(self.len)]
+        let end = self.off + n.min(self.len);
+        if self.v.len() < end {
+            // Within the reserved capacity: the buffer does not move.
+            self.v.resize(end, 0);
+        }
+        &mut self.v[self.off..end]
     }
     /// OSU's `set_buffer_pt2pt`: write `c` over the first `n` bytes.
     pub fn set(&mut self, c: u8, n: usize) {
@@ -69,8 +91,8 @@ pub struct Buffers {
 impl Buffers {
     pub fn new(max: usize) -> Buffers {
         Buffers {
-            s: PageBuf::new(max, b'a'),
-            r: PageBuf::new(max, b'b'),
+            s: PageBuf::new(max),
+            r: PageBuf::new(max),
         }
     }
 }
@@ -93,16 +115,76 @@ fn begin<'c>(
     Some(comm.process_at_rank(p))
 }
 
+/// One round trip of osu_latency from `a`: send then receive on `a`,
+/// receive then send on its peer.
+fn round_trip(me: i32, a: i32, peer: &Process<'_>, bufs: &mut Buffers, size: usize) {
+    if me == a {
+        peer.send_with_tag(&bufs.s.get(size)[..], 1);
+        peer.receive_into_with_tag(bufs.r.get(size), 1);
+    } else {
+        peer.receive_into_with_tag(bufs.r.get(size), 1);
+        peer.send_with_tag(&bufs.s.get(size)[..], 1);
+    }
+}
+
+/// One window of osu_bw from `a`: [`WINDOW`] nonblocking sends of the
+/// send buffer completed by one `MPI_Waitall`, then a one-byte
+/// acknowledgement received into the receive buffer, on `a`; as many
+/// receives into the receive buffer completed by one `MPI_Waitall`, then
+/// the acknowledgement sent from the send buffer, on its peer.
+fn window(me: i32, a: i32, peer: &Process<'_>, bufs: &mut Buffers, size: usize) {
+    if me == a {
+        let s = &bufs.s.get(size)[..];
+        mpi::request::multiple_scope(WINDOW, |sc, all| {
+            for _ in 0..WINDOW {
+                all.add(peer.immediate_send_with_tag(sc, s, 100));
+            }
+            all.wait_all(&mut Vec::with_capacity(WINDOW));
+        });
+        peer.receive_into_with_tag(&mut bufs.r.get(1)[..], 101);
+    } else {
+        let r = bufs.r.get(size);
+        let (ptr, n) = (r.as_mut_ptr(), r.len());
+        mpi::request::multiple_scope(WINDOW, |sc, all| {
+            for _ in 0..WINDOW {
+                // SAFETY: the window's receives all write the same bytes
+                // (osu_bw's single buffer; the data is discarded); no Rust
+                // code reads the buffer while they are pending.
+                let s = unsafe { std::slice::from_raw_parts_mut(ptr, n) };
+                all.add(peer.immediate_receive_into_with_tag(sc, s, 100));
+            }
+            all.wait_all(&mut Vec::with_capacity(WINDOW));
+        });
+        peer.send_with_tag(&bufs.s.get(1)[..], 101);
+    }
+}
+
+/// One of OSU's iterations: [`WARMUP`] untimed runs of `op`, then one
+/// timed on `a`. Returns the timed run's seconds on `a`, 0 elsewhere.
+fn iteration(me: i32, a: i32, mut op: impl FnMut()) -> f64 {
+    for _ in 0..WARMUP {
+        op();
+    }
+    let t = Instant::now();
+    op();
+    if me == a {
+        t.elapsed().as_secs_f64()
+    } else {
+        0.0
+    }
+}
+
 /// osu_latency for one size between ranks `a` (which times) and `b` of
 /// `comm`; every rank of `comm` calls it (it starts with a barrier). OSU
 /// defaults: 10000 iterations and 100 skipped up to 8 KiB, 1000 and 10
-/// above. Returns the latency in µs on rank `a`, 0 elsewhere.
+/// above, each of [`WARMUP`] + 1 round trips. Returns the latency in µs
+/// on rank `a`, 0 elsewhere.
 pub fn latency(comm: &SimpleCommunicator, a: i32, b: i32, bufs: &mut Buffers, size: usize) -> f64 {
     let (iters, skip) = latency_counts(size);
     latency_with(comm, a, b, bufs, size, iters, skip)
 }
 
-/// [`latency`] with `iters` timed round trips after `skip` untimed ones.
+/// [`latency`] with `iters` timed iterations after `skip` untimed ones.
 pub fn latency_with(
     comm: &SimpleCommunicator,
     a: i32,
@@ -118,16 +200,9 @@ pub fn latency_with(
     };
     let mut total = 0.0;
     for i in 0..iters + skip {
-        if me == a {
-            let t = Instant::now();
-            peer.send_with_tag(&bufs.s.get(size)[..], 1);
-            peer.receive_into_with_tag(bufs.r.get(size), 1);
-            if i >= skip {
-                total += t.elapsed().as_secs_f64();
-            }
-        } else {
-            peer.receive_into_with_tag(bufs.r.get(size), 1);
-            peer.send_with_tag(&bufs.s.get(size)[..], 1);
+        let t = iteration(me, a, || round_trip(me, a, &peer, bufs, size));
+        if i >= skip {
+            total += t;
         }
     }
     total * 1e6 / (2.0 * iters as f64)
@@ -136,7 +211,8 @@ pub fn latency_with(
 /// osu_bw for one size from rank `a` (which sends and times) to rank `b`
 /// of `comm`; every rank of `comm` calls it (it starts with a barrier).
 /// Window of 64; 100 iterations and 10 skipped up to 8 KiB, 20 and 2
-/// above. Returns decimal MB/s on rank `a`, 0 elsewhere.
+/// above, each of [`WARMUP`] + 1 windows. Returns decimal MB/s on rank
+/// `a`, 0 elsewhere.
 pub fn bandwidth(
     comm: &SimpleCommunicator,
     a: i32,
@@ -149,8 +225,8 @@ pub fn bandwidth(
 }
 
 /// osu_bw's loop for one size with `iters` timed and `skip` untimed
-/// windows of 64 (a bench that sets large moves beside it cannot afford
-/// OSU's 22 windows of 64 × 128 MiB at every repetition).
+/// iterations (a bench that sets large moves beside it cannot afford
+/// OSU's 22 iterations of 6 × 64 × 128 MiB at every repetition).
 pub fn bandwidth_with(
     comm: &SimpleCommunicator,
     a: i32,
@@ -165,36 +241,10 @@ pub fn bandwidth_with(
         return 0.0;
     };
     let mut total = 0.0;
-    let mut ack = [0u8; 1];
     for i in 0..iters + skip {
-        if me == a {
-            let t = Instant::now();
-            let s = &bufs.s.get(size)[..];
-            mpi::request::scope(|sc| {
-                let _g: Vec<WaitGuard<[u8], _>> = (0..WINDOW)
-                    .map(|_| WaitGuard::from(peer.immediate_send_with_tag(sc, s, 100)))
-                    .collect();
-            });
-            peer.receive_into_with_tag(&mut ack[..], 101);
-            if i >= skip {
-                total += t.elapsed().as_secs_f64();
-            }
-        } else {
-            let r = bufs.r.get(size);
-            let (ptr, n) = (r.as_mut_ptr(), r.len());
-            mpi::request::scope(|sc| {
-                let _g: Vec<WaitGuard<[u8], _>> = (0..WINDOW)
-                    .map(|_| {
-                        // SAFETY: the window's receives all write the same
-                        // bytes (osu_bw's single buffer; the data is
-                        // discarded); no Rust code reads the buffer while
-                        // they are pending.
-                        let s = unsafe { std::slice::from_raw_parts_mut(ptr, n) };
-                        WaitGuard::from(peer.immediate_receive_into_with_tag(sc, s, 100))
-                    })
-                    .collect();
-            });
-            peer.send_with_tag(&ack[..], 101);
+        let t = iteration(me, a, || window(me, a, &peer, bufs, size));
+        if i >= skip {
+            total += t;
         }
     }
     if me == a {
@@ -232,9 +282,11 @@ pub fn bandwidth_counts(size: usize) -> (usize, usize) {
 }
 
 /// Seconds each size of each OSU test may take in [`run`]: OSU's own
-/// counts fit it on shared memory, not across a slow link (at 200 Mbit/s
-/// osu_bw's 22 windows of 64 × 4 MiB move for four minutes).
-pub const BUDGET_S: f64 = 3.0;
+/// counts fit it on shared memory (its slowest size, osu_latency's 1010
+/// iterations of 6 round trips of 4 MiB, takes about 5 s there), not
+/// across a slow link (at 200 Mbit/s osu_bw's 22 iterations of 6 windows
+/// of 64 × 4 MiB would move for 24 minutes).
+pub const BUDGET_S: f64 = 6.0;
 
 /// Counts decided by `a` (the rank that times) sent to its `peer`; both
 /// return `a`'s `v`.
@@ -285,7 +337,7 @@ fn bounded(
 }
 
 /// [`latency`] within `budget_s` ([`bounded`]): (µs on rank `a`, 0
-/// elsewhere; timed round trips).
+/// elsewhere; timed iterations).
 pub fn latency_within(
     comm: &SimpleCommunicator,
     a: i32,
@@ -300,22 +352,13 @@ pub fn latency_within(
         return (0.0, 0);
     };
     let (total, n) = bounded(comm, a, &peer, counts, budget_s, || {
-        if me == a {
-            let t = Instant::now();
-            peer.send_with_tag(&bufs.s.get(size)[..], 1);
-            peer.receive_into_with_tag(bufs.r.get(size), 1);
-            t.elapsed().as_secs_f64()
-        } else {
-            peer.receive_into_with_tag(bufs.r.get(size), 1);
-            peer.send_with_tag(&bufs.s.get(size)[..], 1);
-            0.0
-        }
+        iteration(me, a, || round_trip(me, a, &peer, bufs, size))
     });
     (total * 1e6 / (2.0 * n.max(1) as f64), n)
 }
 
 /// [`bandwidth`] within `budget_s` ([`bounded`]; windows of 64 still):
-/// (MB/s on rank `a`, 0 elsewhere; timed windows).
+/// (MB/s on rank `a`, 0 elsewhere; timed iterations).
 pub fn bandwidth_within(
     comm: &SimpleCommunicator,
     a: i32,
@@ -329,34 +372,8 @@ pub fn bandwidth_within(
     let Some(peer) = begin(comm, a, b, bufs, size) else {
         return (0.0, 0);
     };
-    let mut ack = [0u8; 1];
     let (total, n) = bounded(comm, a, &peer, counts, budget_s, || {
-        if me == a {
-            let t = Instant::now();
-            let s = &bufs.s.get(size)[..];
-            mpi::request::scope(|sc| {
-                let _g: Vec<WaitGuard<[u8], _>> = (0..WINDOW)
-                    .map(|_| WaitGuard::from(peer.immediate_send_with_tag(sc, s, 100)))
-                    .collect();
-            });
-            peer.receive_into_with_tag(&mut ack[..], 101);
-            t.elapsed().as_secs_f64()
-        } else {
-            let r = bufs.r.get(size);
-            let (ptr, n) = (r.as_mut_ptr(), r.len());
-            mpi::request::scope(|sc| {
-                let _g: Vec<WaitGuard<[u8], _>> = (0..WINDOW)
-                    .map(|_| {
-                        // SAFETY: as in `bandwidth_with`: the window's
-                        // receives all write the same discarded bytes.
-                        let s = unsafe { std::slice::from_raw_parts_mut(ptr, n) };
-                        WaitGuard::from(peer.immediate_receive_into_with_tag(sc, s, 100))
-                    })
-                    .collect();
-            });
-            peer.send_with_tag(&ack[..], 101);
-            0.0
-        }
+        iteration(me, a, || window(me, a, &peer, bufs, size))
     });
     let mbps = if me == a {
         (size * WINDOW * n) as f64 / 1e6 / total.max(1e-12)
