@@ -14,9 +14,10 @@
 # mheta's figures are divided by the mean of a and b (the bracket cancels a
 # drift that is linear over the round), and b / a is the control: how far
 # OSU differs from itself a few seconds later. The script prints every
-# round at 64 KiB and 1 MiB, then the median over the rounds of each
-# per-round ratio. Default 5 rounds. Exit 1 when a median ratio of OSU's
-# method (--osu-only) is more than 5% from 1.
+# round at every size from 64 KiB up, then per size the median over the
+# rounds of each per-round ratio, with a bootstrap 95% CI for OSU's
+# method. Default 5 rounds. Exit 1 when a median ratio of OSU's method
+# (--osu-only) is more than 3% from 1 at some size.
 # OSU_CLUSTER=SPEC (a spec with hosts and two ranks, e.g.
 # clusters/net2slow.toml) runs every side across its emulated hosts: OSU
 # under `mheta hosts mpirun SPEC`, mheta's bench with `--cluster SPEC`. OSU_ARGS adds options to
@@ -80,26 +81,64 @@ for r in $(seq "$rounds"); do
     ba=$(table "$tmp/bw.a" "Bandwidth (MB/s)"); bb=$(table "$tmp/bw.b" "Bandwidth (MB/s)")
     cl=$(table "$tmp/compat" "OSU MPI Latency Test"); cb=$(table "$tmp/compat" "OSU MPI Bandwidth Test")
     ol=$(table "$tmp/own" "# Latency, pair 0 -> 1"); ob=$(table "$tmp/own" "# Bandwidth, pair 0 -> 1")
-    for s in 65536 1048576; do
-        echo "$r $s $(pick "$la" $s) $(pick "$lb" $s) $(pick "$cl" $s) $(pick "$ol" $s)" \
-            "$(pick "$ba" $s) $(pick "$bb" $s) $(pick "$cb" $s) $(pick "$ob" $s)"
+    # Every size from 64 KiB up that both OSU runs printed; "-" where
+    # mheta's own sweep has no such size.
+    for s in $(awk '$1 >= 65536 { print $1 }' <<<"$la"); do
+        row="$r $s"
+        for t in "$la" "$lb" "$cl" "$ol" "$ba" "$bb" "$cb" "$ob"; do
+            v=$(pick "$t" "$s"); row+=" ${v:--}"
+        done
+        echo "$row"
     done >>"$tmp/rows"
 done
-awk -v rounds="$rounds" -v place="$place" '
-function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
-BEGIN { printf "# pair 0 -> 1, %s, no CPU emulation, %d rounds of OSU, mheta --osu-only, OSU, mheta own\n", place, rounds
-        printf "%5s %8s | %8s %8s %8s %8s %6s %6s %6s | %7s %7s %7s %7s %6s %6s %6s\n", "round", "size", "osu a", "osu b", "compat", "own", "c/osu", "o/osu", "b/a", "bw a", "bw b", "compat", "own", "c/osu", "o/osu", "b/a" }
-{ n[$2]++; k = n[$2]
-  lm = ($3 + $4) / 2; bm = ($7 + $8) / 2
-  v[$2, k, 1] = $5 / lm; v[$2, k, 2] = $6 / lm; v[$2, k, 3] = $4 / $3
-  v[$2, k, 4] = $9 / bm; v[$2, k, 5] = $10 / bm; v[$2, k, 6] = $8 / $7
-  printf "%5d %8d | %8.2f %8.2f %8.2f %8.2f %6.3f %6.3f %6.3f | %7.0f %7.0f %7.0f %7.0f %6.3f %6.3f %6.3f\n", $1, $2, $3, $4, $5, $6, v[$2, k, 1], v[$2, k, 2], v[$2, k, 3], $7, $8, $9, $10, v[$2, k, 4], v[$2, k, 5], v[$2, k, 6] }
-END { bad = 0
-  printf "# median over the rounds of the per-round ratio (mheta / mean of the two OSU runs; control: second OSU run / first)\n"
-  printf "%8s %12s %12s %12s %12s %12s %12s\n", "size", "lat compat", "lat own", "lat control", "bw compat", "bw own", "bw control"
-  for (s = 65536; s <= 1048576; s *= 16) { m = n[s]; printf "%8d", s
-    for (c = 1; c <= 6; c++) { for (i = 1; i <= m; i++) a[i] = v[s, i, c]; x = med(a, m); printf " %12.3f", x
-      if ((c == 1 || c == 4) && (x < 0.95 || x > 1.05)) bad = 1 }
-    printf "\n" }
-  if (bad) { print "osu-compare: mheta'"'"'s OSU method (--osu-only) is more than 5% from OSU" > "/dev/stderr"; exit 1 } }' "$tmp/rows"
+python3 - "$tmp/rows" "$rounds" "$place" <<'PY'
+import random, statistics, sys
+rows, rounds, place = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+GOAL = 0.03  # OSU's method within 3% of OSU at every size from 64 KiB
+by = {}
+for line in open(rows):
+    f = line.split()
+    r, s = int(f[0]), int(f[1])
+    v = [None if x == "-" else float(x) for x in f[2:]]
+    la, lb, cl, ol, ba, bb, cb, ob = v
+    lm, bm = (la + lb) / 2, (ba + bb) / 2
+    ratio = lambda x, m: None if x is None else x / m
+    by.setdefault(s, []).append((r, la, lb, cl, ol, ba, bb, cb, ob,
+        [ratio(cl, lm), ratio(ol, lm), lb / la, ratio(cb, bm), ratio(ob, bm), bb / ba]))
+print(f"# pair 0 -> 1, {place}, no CPU emulation, {rounds} rounds of OSU, mheta --osu-only, OSU, mheta own")
+print(f"{'round':>5} {'size':>8} | {'osu a':>8} {'osu b':>8} {'compat':>8} {'own':>8} {'c/osu':>6} {'o/osu':>6} {'b/a':>6} |"
+      f" {'bw a':>7} {'bw b':>7} {'compat':>7} {'own':>7} {'c/osu':>6} {'o/osu':>6} {'b/a':>6}")
+fmt = lambda x, w, p: f"{'-':>{w}}" if x is None else f"{x:>{w}.{p}f}"
+for s in sorted(by):
+    for (r, la, lb, cl, ol, ba, bb, cb, ob, q) in by[s]:
+        print(f"{r:>5} {s:>8} | {fmt(la,8,2)} {fmt(lb,8,2)} {fmt(cl,8,2)} {fmt(ol,8,2)} "
+              f"{fmt(q[0],6,3)} {fmt(q[1],6,3)} {fmt(q[2],6,3)} | {fmt(ba,7,0)} {fmt(bb,7,0)} "
+              f"{fmt(cb,7,0)} {fmt(ob,7,0)} {fmt(q[3],6,3)} {fmt(q[4],6,3)} {fmt(q[5],6,3)}")
+rng = random.Random(7)
+def ci(xs):
+    """The median and its bootstrap 95% interval (2000 resamples)."""
+    m = statistics.median(xs)
+    if len(xs) < 3:
+        return m, None, None
+    b = sorted(statistics.median(rng.choices(xs, k=len(xs))) for _ in range(2000))
+    return m, b[50], b[1949]
+print("# median over the rounds of the per-round ratio (mheta / mean of the two OSU runs), its bootstrap 95% CI;")
+print(f"# control: second OSU run / first; verdict: OSU's method (--osu-only) within {GOAL:.0%} of OSU at the median")
+print(f"{'size':>8} | {'lat compat [95% CI]':>24} {'lat own':>8} {'lat ctl':>8} | {'bw compat [95% CI]':>24} {'bw own':>8} {'bw ctl':>8} | verdict")
+bad = []
+for s in sorted(by):
+    cols = []
+    for c in range(6):
+        xs = [q[9][c] for q in by[s] if q[9][c] is not None]
+        cols.append(ci(xs) if xs else (None, None, None))
+    cell = lambda m, lo, hi: f"{'-':>24}" if m is None else (f"{m:.3f} [{lo:.3f}, {hi:.3f}]" if lo is not None else f"{m:.3f}").rjust(24)
+    off = [c for c in (0, 3) if cols[c][0] is not None and abs(cols[c][0] - 1) > GOAL]
+    verdict = "met" if not off else "missed (" + ", ".join("latency" if c == 0 else "bandwidth" for c in off) + ")"
+    if off:
+        bad.append(s)
+    print(f"{s:>8} | {cell(*cols[0])} {fmt(cols[1][0],8,3)} {fmt(cols[2][0],8,3)} | {cell(*cols[3])} "
+          f"{fmt(cols[4][0],8,3)} {fmt(cols[5][0],8,3)} | {verdict}")
+if bad:
+    print(f"osu-compare: mheta's OSU method (--osu-only) is more than {GOAL:.0%} from OSU at {', '.join(map(str, bad))}", file=sys.stderr)
+    sys.exit(1)
+PY
