@@ -81,6 +81,15 @@ fn srun_runs_on_every_host_and_down_stops_the_daemons() {
         );
         return;
     }
+    // It runs the Open MPI build (and MPICH's, under srun --mpi=pmi2) by
+    // their paths: the MPICH pass of MHETA_MPI=both leaves it to the
+    // Open MPI pass.
+    if std::env::var("MHETA_MPI").as_deref() == Ok("both")
+        && std::env::var("MHETA_MPIRUN").is_ok_and(|l| l.contains("mpiexec"))
+    {
+        eprintln!("skipped in the MPICH pass (the Open MPI pass ran it)");
+        return;
+    }
     let exe = mheta();
     if !exe.is_file() {
         eprintln!(

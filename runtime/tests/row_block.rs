@@ -1,5 +1,6 @@
 //! `RowBlock::redistribute` on 3 real MPI ranks (the test launches itself
-//! under `mpirun -np 3 --oversubscribe`): a long pseudo-random sequence of
+//! under `mpirun -np 3 --oversubscribe`, or `$MHETA_MPIRUN -n 3` when that
+//! names Hydra's `mpiexec`): a long pseudo-random sequence of
 //! GEN_BLOCK moves, ranks with no rows included, with every value checked
 //! after every move; the rows a rank keeps stay at the same address when
 //! its block only loses or gains rows at its ends; the buffer stays within
@@ -21,19 +22,25 @@ const BIG_W: usize = 8192;
 const BIG_N: u64 = 240;
 
 fn main() {
-    if std::env::var_os("OMPI_COMM_WORLD_SIZE").is_none() {
+    // A rank of Open MPI or of Hydra: run the test; else launch it.
+    if ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"]
+        .iter()
+        .all(|v| std::env::var_os(v).is_none())
+    {
         let me = std::env::current_exe().expect("own path");
-        let mut c = Command::new("mpirun");
-        // SAFETY: geteuid only reads the process's credentials.
-        if unsafe { libc::geteuid() } == 0 {
-            c.arg("--allow-run-as-root");
+        let launcher = std::env::var("MHETA_MPIRUN").unwrap_or_else(|_| "mpirun".into());
+        let mut c = Command::new(&launcher);
+        if launcher.contains("mpiexec") {
+            c.args(["-n", "3"]);
+        } else {
+            // SAFETY: geteuid only reads the process's credentials.
+            if unsafe { libc::geteuid() } == 0 {
+                c.arg("--allow-run-as-root");
+            }
+            c.args(["--oversubscribe", "-np", "3"]);
         }
-        let st = c
-            .args(["--oversubscribe", "-np", "3"])
-            .arg(&me)
-            .status()
-            .expect("mpirun");
-        assert!(st.success(), "row_block under mpirun: {st}");
+        let st = c.arg(&me).status().expect("launcher");
+        assert!(st.success(), "row_block under {launcher}: {st}");
         return;
     }
     let universe = mpi::initialize().expect("MPI");

@@ -15,15 +15,47 @@ pub fn root() -> PathBuf {
         .to_path_buf()
 }
 
-/// A release binary or library of the workspace.
+/// The launcher of the MPI this pass of the suite runs on: `MHETA_MPIRUN`
+/// as `scripts/setup.sh` exports it (`mpirun` for Open MPI, the default;
+/// `mpiexec.mpich` after `use_mpich`).
+pub fn launcher() -> String {
+    std::env::var("MHETA_MPIRUN")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "mpirun".into())
+}
+
+/// Does this pass run on MPICH (Hydra's `mpiexec`) rather than Open MPI?
+pub fn on_mpich() -> bool {
+    launcher().contains("mpiexec")
+}
+
+/// The cargo target directory of the build under test: `CARGO_TARGET_DIR`
+/// (`target/mpich` after `use_mpich`), else `target`.
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| root().join("target"), PathBuf::from)
+}
+
+/// A release binary or library of the build under test.
 pub fn bin(name: &str) -> PathBuf {
-    let p = root().join("target/release").join(name);
+    let p = target_dir().join("release").join(name);
     assert!(
         p.exists(),
         "{} is missing: run `cargo build --release --workspace` first (scripts/test.sh does)",
         p.display()
     );
     p
+}
+
+/// The MPI compiler wrappers of the MPI under test: (C, Fortran).
+pub fn compilers() -> (&'static str, &'static str) {
+    if on_mpich() {
+        ("mpicc.mpich", "mpif90.mpich")
+    } else {
+        ("mpicc", "mpifort")
+    }
 }
 
 /// Cores of this machine: timing bounds hold only where every rank has one.
@@ -41,13 +73,51 @@ pub fn scratch(name: &str) -> PathBuf {
     d
 }
 
-/// `mpirun -np N` ready for root and for more ranks than cores.
+/// The launcher's words for `np` ranks, ready for root and for more ranks
+/// than cores: `mpirun --oversubscribe -np N` (Open MPI) or
+/// `mpiexec.mpich -n N` (Hydra), for `mheta run -- ...` lines.
+pub fn launch(np: usize) -> Vec<String> {
+    let n = np.to_string();
+    if on_mpich() {
+        vec![launcher(), "-n".into(), n]
+    } else {
+        vec![launcher(), "--oversubscribe".into(), "-np".into(), n]
+    }
+}
+
+/// [`launch`] with its ranks bound one to a core (`--bind-to core`,
+/// Hydra's `-bind-to core`).
+pub fn launch_bound(np: usize) -> Vec<String> {
+    let mut v = launch(np);
+    v.extend(
+        if on_mpich() {
+            ["-bind-to", "core"]
+        } else {
+            ["--bind-to", "core"]
+        }
+        .map(String::from),
+    );
+    v
+}
+
+/// The launcher on `np` ranks ([`launch`]) as a command.
 pub fn mpirun(np: usize) -> Command {
-    let mut c = Command::new("mpirun");
+    let l = launch(np);
+    let mut c = Command::new(&l[0]);
     c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .args(["--oversubscribe", "-np", &np.to_string()]);
+        .args(&l[1..]);
     c
+}
+
+/// Give every rank of `c` (a [`mpirun`]) `var=value`: Open MPI's `-x`,
+/// Hydra's `-genv`.
+pub fn export<'c>(c: &'c mut Command, var: &str, value: &str) -> &'c mut Command {
+    if on_mpich() {
+        c.args(["-genv", var, value])
+    } else {
+        c.arg("-x").arg(format!("{var}={value}"))
+    }
 }
 
 /// The `mheta` CLI, with the environment mpirun needs as root.

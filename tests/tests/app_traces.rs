@@ -6,7 +6,7 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
-use mheta_tests::{bin, last_json, mheta, ok, quick_profile, scratch};
+use mheta_tests::{bin, last_json, launch, mheta, ok, quick_profile, scratch};
 use mheta_trace::{Op, What};
 use serde_json::Value;
 use std::path::Path;
@@ -16,7 +16,8 @@ fn traced(name: &str, trace: &Path, args: &[&str]) -> Value {
     let r = last_json(&ok(mheta()
         .args(["run", "--trace-dir"])
         .arg(trace)
-        .args(["--", "mpirun", "-np", "2"])
+        .arg("--")
+        .args(launch(2))
         .arg(bin(name))
         .args(args)));
     assert_eq!(r["verified"], true, "{name}: {r}");

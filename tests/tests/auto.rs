@@ -3,7 +3,9 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
-use mheta_tests::{bin, jacobi, last_json, mheta, ok, quick_profile, scratch};
+use mheta_tests::{
+    bin, jacobi, last_json, launch, launch_bound, mheta, ok, quick_profile, scratch,
+};
 
 #[test]
 fn two_ranks_het2_balances_the_recorded_per_row_costs() {
@@ -23,7 +25,8 @@ fn two_ranks_het2_balances_the_recorded_per_row_costs() {
         let out = ok(mheta()
             .args(["run", "--count", "5", "--trace-dir"])
             .arg(&trace)
-            .args(["--", "mpirun", "-np", "2"])
+            .arg("--")
+            .args(launch(2))
             .arg(bin("jacobi"))
             .args([
                 "--n",
@@ -173,7 +176,8 @@ fn four_ranks_het4_redistributes_and_verifies() {
     let out = ok(mheta()
         .args(["run", "--trace-dir"])
         .arg(&trace)
-        .args(["--", "mpirun", "--oversubscribe", "-np", "4"])
+        .arg("--")
+        .args(launch(4))
         .arg(bin("jacobi"))
         .args([
             "--n",
@@ -303,7 +307,8 @@ fn auto_jacobi(
     mheta()
         .args(["run", "--trace-dir"])
         .arg(trace)
-        .args(["--", "mpirun", "-np", "2", "--bind-to", "core"])
+        .arg("--")
+        .args(launch_bound(2))
         .arg(bin("jacobi"))
         .args([
             "--n",

@@ -7,16 +7,19 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
-use mheta_tests::{last_json, mheta, mpirun, ok, quick_profile, root, scratch};
+use mheta_tests::{
+    compilers, last_json, launch, mheta, mpirun, ok, quick_profile, root, scratch, target_dir,
+};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn build(dir: &Path) -> (PathBuf, PathBuf) {
     let r = root();
-    let lib = r.join("target/release");
+    let lib = target_dir().join("release");
     let rpath = format!("-Wl,-rpath,{}", lib.display());
     let c = dir.join("jacobi-c");
-    ok(Command::new("mpicc")
+    let (cc, fc) = compilers();
+    ok(Command::new(cc)
         .args(["-O2", "-I"])
         .arg(r.join("capi/include"))
         .arg(r.join("apps/c/jacobi.c"))
@@ -25,7 +28,7 @@ fn build(dir: &Path) -> (PathBuf, PathBuf) {
         .args(["-lmheta", &rpath, "-lm", "-o"])
         .arg(&c));
     let f = dir.join("jacobi-f");
-    ok(Command::new("mpif90")
+    ok(Command::new(fc)
         .args(["-O2", "-J"])
         .arg(dir)
         .arg(r.join("capi/fortran/mheta.f90"))
@@ -145,7 +148,8 @@ fn c_and_fortran_codes_get_auto_through_the_c_api() {
                     .env("MHETA_PROFILE", &profile)
                     .args(["run", "--trace-dir"])
                     .arg(&trace)
-                    .args(["--", "mpirun", "-np", "2"])
+                    .arg("--")
+                    .args(launch(2))
                     .arg(bin)
                     .args(&a))
             } else {

@@ -2,7 +2,7 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
-use mheta_tests::{app, bin, cores, fails, mheta, mpirun, quick_profile, scratch};
+use mheta_tests::{app, bin, cores, fails, launch, mheta, mpirun, quick_profile, scratch};
 use std::process::Output;
 
 fn stderr(o: &Output) -> String {
@@ -105,7 +105,8 @@ fn recorded_trace(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
         mheta()
             .args(["run", "--trace-dir"])
             .arg(&trace)
-            .args(["--", "mpirun", "-np", "2"])
+            .arg("--")
+            .args(launch(2))
             .arg(bin("jacobi"))
             .args(["--n", "64", "--iters", "8"]),
     );

@@ -197,8 +197,8 @@ fn osu_compat_prints_osu_tables_for_every_size() {
     );
     let p = ClusterProfile::load(&out).unwrap();
     // --osu-only: the same tables from a process that measures nothing
-    // else, and no profile (so no -o).
-    let only = ok(mheta().args(["bench", "--np", "2", "--osu-only"]));
+    // else (here up to 64 KiB), and no profile (so no -o).
+    let only = ok(mheta().args(["bench", "--np", "2", "--osu-only", "--max-size", "64K"]));
     assert_eq!(
         only.lines().filter(|l| l.starts_with("# OSU MPI")).count(),
         2,
