@@ -268,11 +268,11 @@ fn net4_misses(p: &serde_json::Value) -> Vec<String> {
 }
 
 /// Jobs of 4 ranks across net4 run on Open MPI only. On MPICH 4.0 here
-/// (Hydra through the lab's agent, UCX over TCP) a 4-rank jacobi across
-/// net4 printed its verified result and did not exit within 120 s, and
-/// `mheta bench --cluster net4 --quick` did not finish within 400 s;
-/// tests/tests/mpich.rs runs MPICH across two emulated hosts. True (and
-/// says so) when this pass is on MPICH.
+/// (Hydra through the lab's agent, UCX over TCP) 4-rank jacobi runs across
+/// net4 printed their verified results and then, in some runs, did not
+/// exit within 120 s, and `mheta bench --cluster net4 --quick` did not
+/// finish within 400 s; tests/tests/mpich.rs runs MPICH across two
+/// emulated hosts. True (and says so) when this pass is on MPICH.
 fn mpich_across_net4() -> bool {
     let skip = on_mpich();
     if skip {
@@ -369,6 +369,9 @@ fn jacobi_auto_runs_and_verifies_across_net4() {
 fn a_checkpoint_from_net4_resumes_on_other_hosts_with_the_exact_answer() {
     if !is_root() {
         eprintln!("hosts: skipped (needs root)");
+        return;
+    }
+    if mpich_across_net4() {
         return;
     }
     let _net4 = NET4.lock().unwrap_or_else(|e| e.into_inner());
