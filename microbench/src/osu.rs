@@ -9,9 +9,9 @@
 //!   `'a'` and the receive buffer's with `'b'` (`set_buffer_pt2pt`), so
 //!   the pages are first touched size by size ([`PageBuf`]). A buffer
 //!   that is never written maps the kernel's shared zero page (every send
-//!   reads one 4 KiB page that stays in cache); one written whole at once
-//!   lands differently in the caches. Either way large messages look
-//!   faster than OSU's (docs/design/microbench.md);
+//!   reads one 4 KiB page that stays in cache); one written whole at
+//!   allocation gets its pages in one burst. Either way large messages
+//!   measured faster than OSU's (docs/design/microbench.md);
 //! - **order**: every size of the latency test, then every size of the
 //!   bandwidth test (two programs in OSU), each size after a barrier;
 //! - **timing**: each iteration runs [`WARMUP`] untimed round trips (or
@@ -45,9 +45,9 @@ pub const MAX_SIZE: usize = 1 << 22;
 /// gives it: reserved once, its pages first touched when a size first
 /// writes them (OSU's `set_buffer_pt2pt` writes `size` bytes before each
 /// size, so a sweep faults its pages in size by size, between the MPI
-/// library's own allocations). A buffer written whole at once gets its
-/// pages in one burst, which land differently in the caches: messages of
-/// 64-512 KiB then measured faster than OSU's (docs/design/microbench.md).
+/// library's own allocations). A buffer written whole at allocation gets
+/// its pages in one burst, and messages of 64-512 KiB then measured
+/// faster than OSU's (docs/design/microbench.md; why is not known).
 /// Carved out of a `Vec` whose capacity is reserved and whose length
 /// grows, so no unsafe code is needed and no page moves.
 pub struct PageBuf {
