@@ -271,8 +271,8 @@ fn net4_misses(p: &serde_json::Value) -> Vec<String> {
 /// over UCX 1.13.1's TCP transport can hang in `MPI_Finalize` after the
 /// job's work is done: one rank spins in `ucp_worker_progress` on the
 /// endpoints it closes while the others wait in the PMI barrier (gdb
-/// stacks; 2 of 8 and 5 of 12 runs of a 4-rank jacobi, n 256, and 3 of 5
-/// `mheta bench --cluster net4 --quick`, 1 of 6 with
+/// stacks; 2 of 8 and 5 of 12 runs of a 4-rank jacobi, n 256, and 4 of 6
+/// `mheta bench --cluster net4 --quick`, 2 of 6 with
 /// `UCX_TCP_PUT_ENABLE=n`; the same hang over TCP is openucx/ucx#8738).
 /// tests/tests/mpich.rs runs MPICH
 /// across two emulated hosts. True (and says so) when this pass is on
