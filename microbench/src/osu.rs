@@ -14,11 +14,13 @@
 //!   measured faster than OSU's (docs/design/microbench.md);
 //! - **order**: every size of the latency test, then every size of the
 //!   bandwidth test (two programs in OSU), each size after a barrier;
-//! - **timing**: each iteration runs [`WARMUP`] untimed round trips (or
-//!   windows) and times the one after them alone; the times are summed
-//!   (`t_total += t_end - t_start`), so time between timed ones is not
-//!   counted. The bandwidth test's acknowledgement is one byte, received
-//!   into the receive buffer and sent from the send buffer.
+//! - **timing**: each iteration is one round trip (or one window and its
+//!   acknowledgement), timed alone; the times are summed (`t_total +=
+//!   t_end - t_start`), so time between timed ones is not counted. OSU's
+//!   warm-up round trips inside an iteration (`-u`) run only when it
+//!   validates (`-c`), which these loops do not. The bandwidth test's
+//!   acknowledgement is one byte, received into the receive buffer and
+//!   sent from the send buffer.
 //!
 //! [`run`] takes OSU's counts where a size fits [`BUDGET_S`] (always on
 //! shared memory) and fewer across a slow link, where OSU's own counts
@@ -33,11 +35,6 @@ use std::time::Instant;
 pub const LARGE: usize = 8192;
 /// osu_bw's default window.
 pub const WINDOW: usize = 64;
-/// Untimed round trips (osu_latency) or windows (osu_bw) before each
-/// timed one: OSU 7.4 runs `options.warmup_validation + 1` of them per
-/// iteration and times the last, and its default (`-u`,
-/// `VALIDATION_SKIP_DEFAULT`) is 5 with or without validation (`-c`).
-pub const WARMUP: usize = 5;
 /// OSU's default largest message (`MAX_MESSAGE_SIZE`, 4 MiB).
 pub const MAX_SIZE: usize = 1 << 22;
 
@@ -159,12 +156,12 @@ fn window(me: i32, a: i32, peer: &Process<'_>, bufs: &mut Buffers, size: usize) 
     }
 }
 
-/// One of OSU's iterations: [`WARMUP`] untimed runs of `op`, then one
-/// timed on `a`. Returns the timed run's seconds on `a`, 0 elsewhere.
-fn iteration(me: i32, a: i32, mut op: impl FnMut()) -> f64 {
-    for _ in 0..WARMUP {
-        op();
-    }
+/// One of OSU's iterations: `op` once, timed on `a`. OSU 7.4 runs
+/// `warmup_validation + 1` round trips (windows) an iteration and times
+/// the last, but `process_options` (c/util/osu_util.c) sets
+/// `warmup_validation` to 0 unless it validates (`-c`): one, as here.
+/// Returns the seconds on `a`, 0 elsewhere.
+fn timed(me: i32, a: i32, op: impl FnOnce()) -> f64 {
     let t = Instant::now();
     op();
     if me == a {
@@ -174,17 +171,69 @@ fn iteration(me: i32, a: i32, mut op: impl FnMut()) -> f64 {
     }
 }
 
+/// How many iterations a loop runs: OSU's (timed, skipped) counts, or
+/// as many as fit a budget of seconds ([`bounded`]).
+#[derive(Clone, Copy)]
+enum Counts {
+    Fixed(usize, usize),
+    Within((usize, usize), f64),
+}
+
+/// One of OSU's loops for one size between ranks `a` (which times) and
+/// `b` of `comm`: both buffers filled and a barrier ([`begin`]), then
+/// `op` ([`round_trip`] or [`window`]) `counts` times. Returns (total
+/// timed seconds on `a`, timed iterations); `None` on a rank outside the
+/// pair.
+fn osu_loop(
+    comm: &SimpleCommunicator,
+    (a, b): (i32, i32),
+    bufs: &mut Buffers,
+    size: usize,
+    counts: Counts,
+    op: fn(i32, i32, &Process<'_>, &mut Buffers, usize),
+) -> Option<(f64, usize)> {
+    let me = comm.rank();
+    let peer = begin(comm, a, b, bufs, size)?;
+    let mut one = || timed(me, a, || op(me, a, &peer, bufs, size));
+    Some(match counts {
+        Counts::Fixed(iters, skip) => {
+            for _ in 0..skip {
+                one();
+            }
+            ((0..iters).map(|_| one()).sum(), iters)
+        }
+        Counts::Within(c, budget_s) => bounded(comm, a, &peer, c, budget_s, one),
+    })
+}
+
+/// µs one way from a loop's (total seconds, round trips) on `a`.
+fn one_way_us(me: i32, a: i32, (total, n): (f64, usize)) -> f64 {
+    if me == a {
+        total * 1e6 / (2.0 * n.max(1) as f64)
+    } else {
+        0.0
+    }
+}
+
+/// Decimal MB/s from a loop's (total seconds, windows) on `a`.
+fn window_mbps(me: i32, a: i32, size: usize, (total, n): (f64, usize)) -> f64 {
+    if me == a {
+        (size * WINDOW * n) as f64 / 1e6 / total.max(1e-12)
+    } else {
+        0.0
+    }
+}
+
 /// osu_latency for one size between ranks `a` (which times) and `b` of
 /// `comm`; every rank of `comm` calls it (it starts with a barrier). OSU
-/// defaults: 10000 iterations and 100 skipped up to 8 KiB, 1000 and 10
-/// above, each of [`WARMUP`] + 1 round trips. Returns the latency in µs
-/// on rank `a`, 0 elsewhere.
+/// defaults: 10000 round trips and 100 skipped up to 8 KiB, 1000 and 10
+/// above. Returns the latency in µs on rank `a`, 0 elsewhere.
 pub fn latency(comm: &SimpleCommunicator, a: i32, b: i32, bufs: &mut Buffers, size: usize) -> f64 {
     let (iters, skip) = latency_counts(size);
     latency_with(comm, a, b, bufs, size, iters, skip)
 }
 
-/// [`latency`] with `iters` timed iterations after `skip` untimed ones.
+/// [`latency`] with `iters` timed round trips after `skip` untimed ones.
 pub fn latency_with(
     comm: &SimpleCommunicator,
     a: i32,
@@ -194,25 +243,21 @@ pub fn latency_with(
     iters: usize,
     skip: usize,
 ) -> f64 {
-    let me = comm.rank();
-    let Some(peer) = begin(comm, a, b, bufs, size) else {
-        return 0.0;
-    };
-    let mut total = 0.0;
-    for i in 0..iters + skip {
-        let t = iteration(me, a, || round_trip(me, a, &peer, bufs, size));
-        if i >= skip {
-            total += t;
-        }
-    }
-    total * 1e6 / (2.0 * iters as f64)
+    osu_loop(
+        comm,
+        (a, b),
+        bufs,
+        size,
+        Counts::Fixed(iters, skip),
+        round_trip,
+    )
+    .map_or(0.0, |r| one_way_us(comm.rank(), a, r))
 }
 
 /// osu_bw for one size from rank `a` (which sends and times) to rank `b`
 /// of `comm`; every rank of `comm` calls it (it starts with a barrier).
-/// Window of 64; 100 iterations and 10 skipped up to 8 KiB, 20 and 2
-/// above, each of [`WARMUP`] + 1 windows. Returns decimal MB/s on rank
-/// `a`, 0 elsewhere.
+/// Window of 64; 100 windows and 10 skipped up to 8 KiB, 20 and 2
+/// above. Returns decimal MB/s on rank `a`, 0 elsewhere.
 pub fn bandwidth(
     comm: &SimpleCommunicator,
     a: i32,
@@ -225,8 +270,8 @@ pub fn bandwidth(
 }
 
 /// osu_bw's loop for one size with `iters` timed and `skip` untimed
-/// iterations (a bench that sets large moves beside it cannot afford
-/// OSU's 22 iterations of 6 × 64 × 128 MiB at every repetition).
+/// windows (a bench that sets large moves beside it cannot afford OSU's
+/// 22 windows of 64 × 128 MiB at every repetition).
 pub fn bandwidth_with(
     comm: &SimpleCommunicator,
     a: i32,
@@ -236,22 +281,8 @@ pub fn bandwidth_with(
     iters: usize,
     skip: usize,
 ) -> f64 {
-    let me = comm.rank();
-    let Some(peer) = begin(comm, a, b, bufs, size) else {
-        return 0.0;
-    };
-    let mut total = 0.0;
-    for i in 0..iters + skip {
-        let t = iteration(me, a, || window(me, a, &peer, bufs, size));
-        if i >= skip {
-            total += t;
-        }
-    }
-    if me == a {
-        (size * WINDOW * iters) as f64 / 1e6 / total.max(1e-12)
-    } else {
-        0.0
-    }
+    osu_loop(comm, (a, b), bufs, size, Counts::Fixed(iters, skip), window)
+        .map_or(0.0, |r| window_mbps(comm.rank(), a, size, r))
 }
 
 /// The sizes OSU sweeps: 1 B to `max` (OSU's `-m`; its default is
@@ -283,9 +314,9 @@ pub fn bandwidth_counts(size: usize) -> (usize, usize) {
 
 /// Seconds each size of each OSU test may take in [`run`]: OSU's own
 /// counts fit it on shared memory (its slowest size, osu_latency's 1010
-/// iterations of 6 round trips of 4 MiB, takes about 5 s there), not
-/// across a slow link (at 200 Mbit/s osu_bw's 22 iterations of 6 windows
-/// of 64 × 4 MiB would move for 24 minutes).
+/// round trips of 4 MiB at about 0.4 ms each way, takes about 1 s
+/// there), not across a slow link (at 200 Mbit/s osu_bw's 22 windows of
+/// 64 × 4 MiB would move for about 4 minutes).
 pub const BUDGET_S: f64 = 6.0;
 
 /// Counts decided by `a` (the rank that times) sent to its `peer`; both
@@ -337,7 +368,7 @@ fn bounded(
 }
 
 /// [`latency`] within `budget_s` ([`bounded`]): (µs on rank `a`, 0
-/// elsewhere; timed iterations).
+/// elsewhere; timed round trips).
 pub fn latency_within(
     comm: &SimpleCommunicator,
     a: i32,
@@ -346,19 +377,13 @@ pub fn latency_within(
     size: usize,
     budget_s: f64,
 ) -> (f64, usize) {
-    let counts = latency_counts(size);
-    let me = comm.rank();
-    let Some(peer) = begin(comm, a, b, bufs, size) else {
-        return (0.0, 0);
-    };
-    let (total, n) = bounded(comm, a, &peer, counts, budget_s, || {
-        iteration(me, a, || round_trip(me, a, &peer, bufs, size))
-    });
-    (total * 1e6 / (2.0 * n.max(1) as f64), n)
+    let counts = Counts::Within(latency_counts(size), budget_s);
+    osu_loop(comm, (a, b), bufs, size, counts, round_trip)
+        .map_or((0.0, 0), |r| (one_way_us(comm.rank(), a, r), r.1))
 }
 
 /// [`bandwidth`] within `budget_s` ([`bounded`]; windows of 64 still):
-/// (MB/s on rank `a`, 0 elsewhere; timed iterations).
+/// (MB/s on rank `a`, 0 elsewhere; timed windows).
 pub fn bandwidth_within(
     comm: &SimpleCommunicator,
     a: i32,
@@ -367,20 +392,9 @@ pub fn bandwidth_within(
     size: usize,
     budget_s: f64,
 ) -> (f64, usize) {
-    let counts = bandwidth_counts(size);
-    let me = comm.rank();
-    let Some(peer) = begin(comm, a, b, bufs, size) else {
-        return (0.0, 0);
-    };
-    let (total, n) = bounded(comm, a, &peer, counts, budget_s, || {
-        iteration(me, a, || window(me, a, &peer, bufs, size))
-    });
-    let mbps = if me == a {
-        (size * WINDOW * n) as f64 / 1e6 / total.max(1e-12)
-    } else {
-        0.0
-    };
-    (mbps, n)
+    let counts = Counts::Within(bandwidth_counts(size), budget_s);
+    osu_loop(comm, (a, b), bufs, size, counts, window)
+        .map_or((0.0, 0), |r| (window_mbps(comm.rank(), a, size, r), r.1))
 }
 
 /// Both OSU tests between ranks `a` and `b` of `comm`, in OSU's order

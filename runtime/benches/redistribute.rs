@@ -16,8 +16,7 @@
 //!   lately, so this is the pair's bandwidth for the same work;
 //! - **1 msg**: one message of the move's size, as osu_latency does (a
 //!   ping-pong of the same two prefilled buffers, half the round trip;
-//!   one of osu_latency's iterations per rep, 5 untimed round trips and
-//!   one timed): up to 16 MiB, buffers the last-level cache
+//!   5 untimed round trips and one timed per rep): up to 16 MiB, buffers the last-level cache
 //!   (32 MiB here) largely keeps;
 //! - **osu_bw @size**: osu_bw's loop at the move's size (a window of 64
 //!   non-blocking sends of one prefilled buffer, then an acknowledgement;
@@ -129,15 +128,14 @@ fn timed_move(world: &SimpleCommunicator, old: &Dist, new: &Dist, v: &mut RowBlo
 
 /// One-way time of one `bytes` message between ranks 1 and 0, as
 /// osu_latency measures it (half a ping-pong round trip, buffers prefilled
-/// by `Buffers`): one of its iterations, the timed round trip after
-/// `osu::WARMUP` untimed ones.
+/// by `Buffers`): one timed round trip after 5 untimed ones.
 fn one_message(
     world: &SimpleCommunicator,
     bufs: &mut mheta_microbench::osu::Buffers,
     bytes: usize,
 ) -> f64 {
     world.barrier();
-    let us = mheta_microbench::osu::latency_with(world, 1, 0, bufs, bytes, 1, 0);
+    let us = mheta_microbench::osu::latency_with(world, 1, 0, bufs, bytes, 1, 5);
     let mut y = 0.0;
     world.all_reduce_into(&us, &mut y, SystemOperation::max());
     y * 1e-6
@@ -214,14 +212,14 @@ fn run(world: &SimpleCommunicator) {
 }
 
 /// osu_bw's loop at `bytes` in both directions (1 -> 0, 0 -> 1), GB/s
-/// each: iterations (each `osu::WARMUP` untimed windows and one timed)
-/// enough to move about 2 GiB, at least one, after one untimed iteration.
+/// each: windows enough to move about 2 GiB, at least one, after one
+/// untimed window.
 fn osu_bw_both(
     world: &SimpleCommunicator,
     bufs: &mut mheta_microbench::osu::Buffers,
     bytes: usize,
 ) -> [f64; 2] {
-    let per_iter = mheta_microbench::osu::WINDOW * bytes * (mheta_microbench::osu::WARMUP + 1);
+    let per_iter = mheta_microbench::osu::WINDOW * bytes;
     let iters = ((2usize << 30) / per_iter).max(1);
     let mut bw = [0.0f64; 2];
     for (i, (s, d)) in [(1, 0), (0, 1)].into_iter().enumerate() {
