@@ -102,11 +102,16 @@ pub fn launch_bound(np: usize) -> Vec<String> {
 
 /// The launcher on `np` ranks ([`launch`]) as a command.
 pub fn mpirun(np: usize) -> Command {
-    let l = launch(np);
-    let mut c = Command::new(&l[0]);
+    launcher_command(&launch(np))
+}
+
+/// A launcher's command line (`argv[0]` and its options) as a Command,
+/// with the environment Open MPI's `mpirun` needs as root.
+pub fn launcher_command(argv: &[String]) -> Command {
+    let mut c = Command::new(&argv[0]);
     c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .args(&l[1..]);
+        .args(&argv[1..]);
     c
 }
 

@@ -13,7 +13,7 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
-use mheta_tests::{fails, last_json, ok, on_mpich, root, scratch};
+use mheta_tests::{fails, last_json, launcher_command, ok, on_mpich, root, scratch};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -52,11 +52,7 @@ fn openmpi_bin(name: &str) -> Option<PathBuf> {
 
 /// Open MPI's `mpirun` on `np` ranks, whatever MPI this pass is on.
 fn openmpi_run(np: usize) -> Command {
-    let mut c = Command::new("mpirun");
-    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .args(["--oversubscribe", "-np", &np.to_string()]);
-    c
+    launcher_command(&["mpirun", "--oversubscribe", "-np", &np.to_string()].map(String::from))
 }
 
 fn mheta_mpich() -> Option<Command> {
