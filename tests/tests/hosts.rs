@@ -274,9 +274,8 @@ fn net4_misses(p: &serde_json::Value) -> Vec<String> {
 /// stacks; 2 of 8 and 5 of 12 runs of a 4-rank jacobi, n 256, and 4 of 6
 /// `mheta bench --cluster net4 --quick`, 2 of 6 with
 /// `UCX_TCP_PUT_ENABLE=n`; the same hang over TCP is openucx/ucx#8738).
-/// tests/tests/mpich.rs runs MPICH
-/// across two emulated hosts. True (and says so) when this pass is on
-/// MPICH.
+/// tests/tests/mpich.rs runs MPICH across two emulated hosts. True (and
+/// says so) when this pass is on MPICH.
 fn mpich_across_net4() -> bool {
     let skip = on_mpich();
     if skip {
