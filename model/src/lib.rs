@@ -1,7 +1,8 @@
 //! The MHETA execution model and everything that prices or chooses a
 //! GEN_BLOCK distribution, as plain functions over plain data, free of
 //! MPI: GEN_BLOCK distributions ([`dist`]), the model ([`model`]: trace +
-//! profile + distribution -> predicted time; a rank's program from its
+//! profile + distribution -> predicted time, with each rank's row-cost
+//! curve where one was measured, [`curve`]; a rank's program from its
 //! trace in `model/program.rs`, the replay one function per step kind in
 //! `model/replay.rs`), the out-of-core rule and I/O model ([`ooc`],
 //! [`iomodel`]), the trace's summaries ([`analysis`]), the searches
@@ -12,6 +13,7 @@
 //! (`mheta-runtime`) both call these.
 
 pub mod analysis;
+pub mod curve;
 pub mod dist;
 pub mod iomodel;
 pub mod model;

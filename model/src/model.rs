@@ -43,6 +43,7 @@ mod replay;
 pub use collective::Shape;
 pub use program::{Peer, Program, SendMode, Step};
 
+use crate::curve::RowCurve;
 use crate::dist::Dist;
 use crate::iomodel::{IoModel, IoObs};
 use calibrate::{Calib, last_arrivals};
@@ -71,6 +72,8 @@ pub enum ModelError {
         "rank {rank} cannot hold even one row of its on-disk arrays with {rows} rows (its memory budget is too small)"
     )]
     TooSmall { rank: usize, rows: u64 },
+    #[error("the row-cost curve has {curve} ranks but the trace has {trace}")]
+    CurveRanks { curve: usize, trace: usize },
     #[error(transparent)]
     Dist(#[from] crate::dist::DistError),
 }
@@ -150,6 +153,9 @@ pub struct Model {
     /// Each all-reduce's pair costs in its algorithm's order, recorded
     /// once ([`collective::Tape`]).
     tapes: collective::Tapes,
+    /// Per rank, its cost a row over its rows ([`Model::with_row_curves`];
+    /// empty: one cost a row, as MHETA section 4.2.1).
+    row_curves: Vec<RowCurve>,
 }
 
 impl Model {
@@ -206,6 +212,7 @@ impl Model {
             net_slow: Vec::new(),
             load: None,
             tapes: Default::default(),
+            row_curves: Vec::new(),
         };
         model.last_arrival_s = last_arrivals(&model.programs);
         model.overlapping = !model.programs.iter().all(Program::ends_at_a_collective)
@@ -242,6 +249,28 @@ impl Model {
         self
     }
 
+    /// The same model with each rank's row-cost curve (rank order): a
+    /// rank's finest-level computation under `d` scales by
+    /// `W'/W · c(W')/c(W)` instead of `W'/W` (beyond MHETA section 4.2.1;
+    /// [`crate::curve`]).
+    pub fn with_row_curves(mut self, curves: Vec<RowCurve>) -> Result<Model, ModelError> {
+        if curves.len() != self.ranks() {
+            return Err(ModelError::CurveRanks {
+                curve: curves.len(),
+                trace: self.ranks(),
+            });
+        }
+        self.row_curves = curves;
+        Ok(self)
+    }
+
+    /// `c(W')/c(W)` of rank `i` at `rows` (1 without curves).
+    fn row_factor(&self, i: usize, rows: u64) -> f64 {
+        self.row_curves
+            .get(i)
+            .map_or(1.0, |c| c.factor(rows as f64, self.app.dist[i] as f64))
+    }
+
     fn cpu_factor(&self, i: usize) -> f64 {
         self.cpu_slow.get(i).copied().unwrap_or(1.0)
     }
@@ -264,7 +293,8 @@ impl Model {
     }
 
     /// Rank `i`'s own time for `rows` rows, messages aside: its scaled
-    /// computation scaled by `rows / recorded rows` on every level, its
+    /// computation scaled by `rows / recorded rows` on every level (and
+    /// on the finest by its row-cost curve, [`Model::with_row_curves`]), its
     /// unscaled computation, and its I/O under the out-of-core rule (eqs.
     /// 1-2). Infinite when its memory cannot hold one row. The cost line
     /// GBS bisects on.
@@ -283,11 +313,15 @@ impl Model {
         };
         let (mut t, mut stage) = (0.0, 0.0);
         let slow = self.cpu_factor(i);
+        let f0 = f * self.row_factor(i, rows);
         for step in &prog.steps {
             match step {
                 Step::Compute {
-                    s, scaled: true, ..
+                    s,
+                    scaled: true,
+                    level,
                 } => {
+                    let f = if *level == 0 { f0 } else { f };
                     t += s * f * slow;
                     stage += s * f;
                 }
@@ -387,6 +421,11 @@ impl Model {
                 for i in 0..p {
                     f[i * l] = d.0[i] as f64 / inst[i] as f64;
                 }
+            }
+        }
+        if !self.row_curves.is_empty() {
+            for i in 0..p {
+                f[i * l] *= self.row_factor(i, d.0[i]);
             }
         }
         let mut b = d.clone();
