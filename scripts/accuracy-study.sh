@@ -41,6 +41,11 @@
 # runs (`mheta experiment --learn-each-round`): a point's prediction is
 # the median of the rounds' models, and the table gives beside it the mean
 # diff of one model alone. STUDY_LEARN_EACH_ROUND=0 learns once.
+# STUDY_ROW_CURVE=K (default 0: off): every cell first measures each
+# rank's cost a row at other row counts in K interleaved rounds and
+# predicts with that curve (`mheta experiment --row-curve K`); a last
+# table gives, per cell, the curve's figures beside the paper's one cost
+# a row on the same models and runs.
 # STUDY_CPU=clock runs every cell with `--cpu-emulation clock` instead:
 # each app and size is calibrated, before its first cell, by one uniform
 # in-core run
@@ -149,6 +154,9 @@ run_seconds=${STUDY_RUN_SECONDS:-$([[ $cpu == real ]] && echo 1.5 || echo 0)}
 # keeps the first round's alone).
 learn=()
 [[ $cpu == real && ${STUDY_LEARN_EACH_ROUND:-1} == 1 ]] && learn=(--learn-each-round)
+[[ ${STUDY_ROW_CURVE:-0} =~ ^[0-9]+$ ]] ||
+    { echo "accuracy-study: STUDY_ROW_CURVE=$STUDY_ROW_CURVE: a number of rounds is needed" >&2; exit 2; }
+learn+=(--row-curve "${STUDY_ROW_CURVE:-0}")
 for g in STUDY_GOAL_MEAN STUDY_GOAL_MAX STUDY_GOAL_GAP STUDY_GOAL_BUSY; do
     [[ -z ${!g:-} || ${!g} =~ ^[0-9]+([.][0-9]+)?$ ]] ||
         { echo "accuracy-study: $g=${!g}: a number (percent) is needed" >&2; exit 2; }
@@ -305,6 +313,26 @@ if done:
           + (f"some rank waited for a core > {t[0]}% of the main loop or " if t[0] is not None else
              "(the ranks outnumber the cores: no run-queue rule) ")
           + f"took > {t[1]}% more CPU per unit than at its point's median")
+curved = [(a, c, d) for a, c, d in done if d.get("row_curve")]
+if curved:
+    print()
+    print("row-cost curve against the paper's one cost a row, on the same models and runs: "
+          "mean / max diff, busy %; the in-core points' mean diff; rows = the points whose "
+          "diff the curve made smaller / larger")
+    print()
+    print("| app | cluster | curve: mean / max / busy | one cost a row: mean / max / busy | in-core: curve / one cost | rows better / worse |")
+    print("|---|---|---|---|---|---|")
+    for a, c, d in curved:
+        k = d["row_curve"]
+        rows = [r for r in d["rows"] if r.get("diff_linear_pct") is not None]
+        inc = [r for r in rows if not r.get("out_of_core")]
+        better = sum(r["diff_pct"] < r["diff_linear_pct"] - 1e-9 for r in rows)
+        worse = sum(r["diff_pct"] > r["diff_linear_pct"] + 1e-9 for r in rows)
+        ic = (f"{st.mean(r['diff_pct'] for r in inc):.2f} / {st.mean(r['diff_linear_pct'] for r in inc):.2f}"
+              if inc else "-")
+        print(f"| {a} | {c} | {d['mean_diff_pct']:.2f} / {d['max_diff_pct']:.2f} / {d['mean_busy_diff_pct']:.2f} | "
+              f"{k['mean_diff_linear_pct']:.2f} / {k['max_diff_linear_pct']:.2f} / {k['mean_busy_diff_linear_pct']:.2f} | "
+              f"{ic} | {better} / {worse} |")
 print()
 for ooc, what in [(True, "out-of-core points"), (False, "in-core points")]:
     d = [x[3] for x in split if x[2] == ooc]

@@ -7,10 +7,12 @@
 //! This file holds the arguments and the study's steps; [`job`] starts a
 //! run and reads its JSON result, [`noise`] keeps each run's record and
 //! flags the runs the host disturbed, [`report`] turns the runs into the
-//! report and prints it, [`cpu`] chooses the CPU emulation and [`plot`]
+//! report and prints it, [`cpu`] chooses the CPU emulation, [`curve`]
+//! measures the ranks' row-cost curves (`--row-curve`) and [`plot`]
 //! draws it.
 
 mod cpu;
+mod curve;
 mod job;
 mod noise;
 mod plot;
@@ -26,6 +28,7 @@ use job::{
 };
 use mheta_base::median;
 use mheta_hosts::cluster::ClusterSpec;
+use mheta_model::curve::{CurveFile, RowCurve};
 use mheta_model::{Dist, Model, search};
 use mheta_profile::ClusterProfile;
 use noise::{RunRecord, Thresholds};
@@ -85,6 +88,16 @@ pub struct Args {
     /// single instrumented run gives, host noise and all.
     #[arg(long)]
     pub learn_each_round: bool,
+    /// Before the points, measure each rank's cost a row at other row
+    /// counts than Block's, in ROUNDS interleaved rounds of real runs
+    /// (Block, then six distributions that give the even ranks 0.25 to
+    /// 1.75 of their Block rows and the odd ranks the rest), write it to
+    /// DIR/row-curve.json (`mheta-row-curve`, docs/FORMATS.md) and
+    /// predict with it: a rank's computation scales by W'/W · c(W')/c(W)
+    /// instead of the paper's W'/W. The report gives the paper's
+    /// prediction on the same models and runs beside it. 0: off.
+    #[arg(long, default_value_t = 0, value_name = "ROUNDS")]
+    pub row_curve: usize,
     /// Real runs per distribution, in interleaved rounds (every point
     /// once, then again): "actual" is the median of the runs' median
     /// iterations, and the JSON gives each run and the spread; their
@@ -244,11 +257,26 @@ pub fn run(a: &Args) -> Result<Report> {
         s.calibrate()?;
     }
     s.size_runs()?;
-    let (block_run, m) = s.instrumented(&prof)?;
+    let (block_run, linear_m) = s.instrumented(&prof)?;
+    let curve = match a.row_curve {
+        0 => None,
+        k => Some(s.row_curve(&search::corners(&linear_m).blk, k, &linear_m)?),
+    };
+    let m = match &curve {
+        Some((c, _)) => linear_m.clone().with_row_curves(c.clone())?,
+        None => linear_m.clone(),
+    };
     let (dists, g) = points(&m, a.points)?;
     let mut predicted: Vec<Vec<(f64, f64)>> =
         dists.iter().map(|(_, d)| vec![predict(&m, d)]).collect();
-    let measured = s.measure(&dists, &prof, &mut predicted)?;
+    let mut linear: Option<Vec<Vec<(f64, f64)>>> = curve.as_ref().map(|_| {
+        dists
+            .iter()
+            .map(|(_, d)| vec![predict(&linear_m, d)])
+            .collect()
+    });
+    let curves = curve.as_ref().map(|c| &c.0);
+    let measured = s.measure(&dists, &prof, &mut predicted, linear.as_mut(), curves)?;
     let noise = match a.repeat {
         1 => s.noise_run(&dists[0].1, measured.runs[0][0].iter_median_s)?,
         _ => (
@@ -263,12 +291,13 @@ pub fn run(a: &Args) -> Result<Report> {
         runq_pct: (a.np <= cores).then_some(a.flag_runq_pct),
         cpu_pct: a.flag_cpu_pct,
     };
-    let rows = rows(&dists, predicted, measured, t);
+    let rows = rows(&dists, predicted, linear, measured, t);
     let blk = search::corners(&m).blk;
     let ran = Ran {
         iters: s.iters,
         thresholds: t,
         cpu_emulation: choice.why,
+        curve: curve.map(|(_, p)| (p.display().to_string(), a.row_curve)),
     };
     summarise(a, rows, &block_run, &blk, g, noise, ran)
 }
@@ -406,15 +435,78 @@ impl Study<'_> {
         Ok(r)
     }
 
+    /// `--row-curve ROUNDS`: the calibration's runs ([`curve`]), Block
+    /// and each of its distributions once a round; the curves, written to
+    /// DIR/row-curve.json (through a temporary file, so a failed study
+    /// leaves an older one whole), and that path.
+    fn row_curve(
+        &mut self,
+        blk: &Dist,
+        rounds: usize,
+        m: &Model,
+    ) -> Result<(Vec<RowCurve>, PathBuf)> {
+        let a = self.a;
+        let dists = curve::dists(blk);
+        if dists.is_empty() {
+            bail!(
+                "--row-curve: {} rank(s) on {blk} leave no other row counts to measure",
+                a.np
+            );
+        }
+        self.bar.set_length((rounds * (dists.len() + 1)) as u64);
+        let mut all = Vec::with_capacity(rounds);
+        for round in 0..rounds {
+            let mut runs = Vec::with_capacity(dists.len() + 1);
+            for d in std::iter::once(blk).chain(&dists) {
+                self.bar.set_message(format!(
+                    "row-cost curve, round {}/{rounds}: run {d}",
+                    round + 1
+                ));
+                let r = self.real_run(d)?;
+                runs.push(curve::rank_compute(&r).with_context(|| format!("the run on {d}"))?);
+                self.bar.inc(1);
+            }
+            all.push(runs);
+        }
+        self.bar.set_position(0);
+        let file = CurveFile {
+            format: mheta_model::curve::FORMAT.into(),
+            version: mheta_model::curve::VERSION,
+            app: m.app.app.clone(),
+            rows: m.rows(),
+            np: a.np,
+            rounds,
+            app_args: app_args(a, self.iters, &self.cpu)
+                .iter()
+                .map(|f| f.to_string_lossy())
+                .collect::<Vec<_>>()
+                .join(" "),
+            ended_unix_s: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            ranks: curve::knots(blk, &dists, &all)?,
+        };
+        let path = a.dir.join("row-curve.json");
+        let tmp = a.dir.join(".row-curve.json.tmp");
+        std::fs::write(&tmp, serde_json::to_string_pretty(&file)? + "\n")
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
+        let c = file.curves_for(&m.app.app, m.rows(), a.np)?;
+        Ok((c, path))
+    }
+
     /// `--repeat` real runs of every point, in interleaved rounds; each
     /// run's record.
     /// With `--learn-each-round`, each round after the first learns a
-    /// model first and adds its predictions to `predicted` (per point).
+    /// model first and adds its predictions to `predicted` (per point),
+    /// and with `curves` the same model's without them to `linear`.
     fn measure(
         &mut self,
         dists: &[(String, Dist)],
         prof: &ClusterProfile,
         predicted: &mut [Vec<(f64, f64)>],
+        mut linear: Option<&mut Vec<Vec<(f64, f64)>>>,
+        curves: Option<&Vec<RowCurve>>,
     ) -> Result<Measured> {
         let a = self.a;
         self.bar.set_length((dists.len() * a.repeat) as u64);
@@ -426,6 +518,15 @@ impl Study<'_> {
         for round in 0..a.repeat {
             if round > 0 && a.learn_each_round {
                 let (_, model) = self.instrumented(prof)?;
+                if let Some(l) = linear.as_deref_mut() {
+                    for (p, (_, d)) in l.iter_mut().zip(dists) {
+                        p.push(predict(&model, d));
+                    }
+                }
+                let model = match curves {
+                    Some(c) => model.with_row_curves(c.clone())?,
+                    None => model,
+                };
                 for (p, (_, d)) in predicted.iter_mut().zip(dists) {
                     p.push(predict(&model, d));
                 }

@@ -3,7 +3,8 @@
 //! costs. Also the model inputs `predict` and `search` share.
 
 use super::load_desc;
-use anyhow::Result;
+use anyhow::{Context, Result};
+use mheta_model::curve::CurveFile;
 use mheta_model::risk::StochPrediction;
 use mheta_model::slowdown::LocalRule;
 use mheta_model::{Dist, Model};
@@ -32,6 +33,11 @@ pub struct ModelArgs {
     /// Overrides the file's `rule`.
     #[arg(long)]
     pub rule: Option<LocalRule>,
+    /// Each rank's cost a row over its rows (a `mheta-row-curve` file,
+    /// from `mheta experiment --row-curve`): a rank's computation scales
+    /// by W'/W · c(W')/c(W) instead of the paper's W'/W.
+    #[arg(long, value_name = "FILE")]
+    pub row_curve: Option<PathBuf>,
 }
 
 impl ModelArgs {
@@ -42,6 +48,13 @@ impl ModelArgs {
         let app = mheta_trace::read_app(&self.trace)?;
         let prof = ClusterProfile::load(&self.profile)?;
         let mut m = Model::new(&traces, app, &prof.with_mode(mode))?;
+        if let Some(p) = &self.row_curve {
+            let what = || format!("--row-curve {}", p.display());
+            let c = CurveFile::load(p)
+                .and_then(|f| f.curves_for(&m.app.app, m.rows(), m.ranks()))
+                .with_context(what)?;
+            m = m.with_row_curves(c).with_context(what)?;
+        }
         if let Some(l) = &self.load {
             let spec = load_desc::read(l, self.rule)?;
             m = load_desc::apply(m, &spec, iters, l)?;

@@ -70,10 +70,11 @@ pub struct CurveFile {
     pub np: usize,
     /// Interleaved rounds of calibration runs.
     pub rounds: usize,
-    /// The runs' CPU emulation flags, as given to the app.
-    pub cpu_emulation: String,
-    /// When the runs ended (RFC 3339, UTC).
-    pub date: String,
+    /// The kernel's arguments in the runs that measured it (its sizes
+    /// and CPU emulation).
+    pub app_args: String,
+    /// When the runs ended, seconds since the Unix epoch.
+    pub ended_unix_s: u64,
     pub ranks: Vec<RankKnots>,
 }
 
@@ -258,8 +259,8 @@ mod tests {
             rows: 2048,
             np,
             rounds: 5,
-            cpu_emulation: String::new(),
-            date: "2026-11-29T20:00:00Z".into(),
+            app_args: "--n 2048".into(),
+            ended_unix_s: 1_796_000_000,
             ranks: (0..np)
                 .map(|rank| RankKnots {
                     rank,

@@ -128,6 +128,7 @@ mod tests {
             flag_cpu_pct: 15.0,
             run_seconds: 0.0,
             learn_each_round: false,
+            row_curve: 0,
             json: false,
             plot: None,
             profile: None,

@@ -172,6 +172,25 @@ fn quantile(v: &[f64], q: f64) -> f64 {
     }
 }
 
+/// The percentile bootstrap 95% interval of the median of `v`
+/// (`RESAMPLES` resamples with replacement, seeded); NaN for none.
+pub fn median_ci(v: &[f64], seed: u64) -> [f64; 2] {
+    if v.is_empty() {
+        return [f64::NAN; 2];
+    }
+    let mut rng = Rng::new(seed);
+    let mut draw = Vec::with_capacity(v.len());
+    let mut meds: Vec<f64> = (0..RESAMPLES)
+        .map(|_| {
+            draw.clear();
+            draw.extend((0..v.len()).map(|_| v[rng.below(v.len() as u64) as usize]));
+            median(&mut draw).unwrap_or(f64::NAN)
+        })
+        .collect();
+    meds.sort_by(f64::total_cmp);
+    [quantile(&meds, 0.025), quantile(&meds, 0.975)]
+}
+
 /// The percentile bootstrap 95% interval of the mean over `points` of
 /// diff(median of the point's predictions, median of its runs): each
 /// resample draws every point's predictions (one per model learned) and

@@ -51,6 +51,30 @@ pub struct Row {
     /// Some rank kept an array out of core in some real run of this
     /// point (its `out_of_core` list was not empty).
     pub out_of_core: bool,
+    /// With `--row-curve`: the paper's one cost a row (no curve) on the
+    /// same models, its prediction (median over the models), diff and
+    /// busy diff against the same runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted_linear_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff_linear_pct: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busy_diff_linear_pct: Option<f64>,
+}
+
+/// With `--row-curve`: the curve used and the paper's one cost a row on
+/// the same points and runs, side by side with the curve's figures.
+#[derive(Serialize, Clone, Debug)]
+pub struct CurveSummary {
+    /// The `mheta-row-curve` file the calibration wrote.
+    pub file: String,
+    /// Its interleaved rounds.
+    pub rounds: usize,
+    /// Mean and max over the points of `diff_linear_pct`, and mean of
+    /// `busy_diff_linear_pct`.
+    pub mean_diff_linear_pct: f64,
+    pub max_diff_linear_pct: f64,
+    pub mean_busy_diff_linear_pct: f64,
 }
 
 #[derive(Serialize, Debug)]
@@ -119,15 +143,20 @@ pub struct Report {
     pub cpu_emulation: String,
     /// The Block run's emulation report (cgroups, disk, cache).
     pub emulation: serde_json::Value,
+    /// `--row-curve`: the curve and the diffs without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub row_curve: Option<CurveSummary>,
 }
 
 /// How the study's runs went, beside the arguments: their iterations
 /// (more than `--iters` with `--run-seconds`), the flagging thresholds in
-/// force, and the CPU emulation with why it was chosen.
+/// force, the CPU emulation with why it was chosen, and with
+/// `--row-curve` the curve's file and rounds.
 pub(super) struct Ran {
     pub(super) iters: u64,
     pub(super) thresholds: Thresholds,
     pub(super) cpu_emulation: String,
+    pub(super) curve: Option<(String, usize)>,
 }
 
 /// |p - a| / min(p, a), in percent (the paper's figure 9 measure).
@@ -144,13 +173,17 @@ pub(super) struct Measured {
 
 /// Each point's row: its runs flagged by `t`, predicted against the
 /// median of its runs.
+/// `linear`, with `--row-curve`: the same models' predictions without
+/// the curve.
 pub(super) fn rows(
     dists: &[(String, Dist)],
     predicted: Vec<Vec<(f64, f64)>>,
+    linear: Option<Vec<Vec<(f64, f64)>>>,
     m: Measured,
     t: Thresholds,
 ) -> Vec<Row> {
     let mut rows = Vec::new();
+    let mut linear = linear.map(Vec::into_iter);
     for (i, ((((label, d), models), mut runs), out_of_core)) in dists
         .iter()
         .zip(predicted)
@@ -158,6 +191,12 @@ pub(super) fn rows(
         .zip(m.ooc)
         .enumerate()
     {
+        let lin = linear.as_mut().and_then(Iterator::next).map(|l| {
+            let med = |f: fn(&(f64, f64)) -> f64| {
+                median(&mut l.iter().map(f).collect::<Vec<_>>()).unwrap_or(f64::NAN)
+            };
+            (med(|p| p.0), med(|p| p.1))
+        });
         noise::flag(&mut runs, t);
         let predicted_rounds_s: Vec<f64> = models.iter().map(|p| p.0).collect();
         let predicted_s = median(&mut predicted_rounds_s.clone()).unwrap_or(f64::NAN);
@@ -185,6 +224,9 @@ pub(super) fn rows(
             actual_unflagged_s,
             diff_unflagged_pct: actual_unflagged_s.map(|a| diff_pct(predicted_s, a)),
             diff_ci95_pct,
+            predicted_linear_s: lin.map(|l| l.0),
+            diff_linear_pct: lin.map(|l| diff_pct(l.0, actual_s)),
+            busy_diff_linear_pct: lin.map(|l| diff_pct(l.1, actual_busy_s)),
             runs_s,
             runs,
             out_of_core,
@@ -280,8 +322,25 @@ pub(super) fn summarise(
         noise_from,
         cpu_emulation: ran.cpu_emulation,
         emulation: block_run["emulation"].clone(),
+        row_curve: ran
+            .curve
+            .map(|(file, rounds)| curve_summary(&rows, file, rounds)),
         rows,
     })
+}
+
+/// The linear model's figures over the same points.
+fn curve_summary(rows: &[Row], file: String, rounds: usize) -> CurveSummary {
+    let d: Vec<f64> = rows.iter().filter_map(|r| r.diff_linear_pct).collect();
+    let b: Vec<f64> = rows.iter().filter_map(|r| r.busy_diff_linear_pct).collect();
+    let n = d.len().max(1) as f64;
+    CurveSummary {
+        file,
+        rounds,
+        mean_diff_linear_pct: d.iter().sum::<f64>() / n,
+        max_diff_linear_pct: d.iter().copied().fold(0.0, f64::max),
+        mean_busy_diff_linear_pct: b.iter().sum::<f64>() / b.len().max(1) as f64,
+    }
 }
 
 /// The header, the table, then the summary.
@@ -383,6 +442,16 @@ fn summary(r: &Report) {
         "busy: the busiest rank's time in stages (computation and I/O), predicted against measured: avg diff {:.2}%; the rest of a diff is communication and waiting",
         r.mean_busy_diff_pct
     );
+    if let Some(c) = &r.row_curve {
+        println!(
+            "row-cost curve: {} ({} interleaved rounds); the paper's one cost a row on the same models and runs: avg diff {:.2}%, max {:.2}%, busy {:.2}%",
+            c.file,
+            c.rounds,
+            c.mean_diff_linear_pct,
+            c.max_diff_linear_pct,
+            c.mean_busy_diff_linear_pct
+        );
+    }
     if let Some(d) = r.drift_pct {
         println!(
             "drift: the Blk runs took {:+.2}% against the instrumented run on Blk ({:.6} s), a change of the machine that no prediction sees",
