@@ -15,6 +15,10 @@ fastest ran than the fastest point (the stored gap is the experiment's,
 for its search's best). The real runs are not repeated, so a model
 change can be judged on the same measurements in seconds.
 
+A cell whose study measured a row-cost curve (`w-<app>-<cluster>/row-curve.json`,
+`mheta experiment --row-curve`) is predicted with it (`--row-curve`); with
+REPREDICT_ROW_CURVE=0, without it.
+
 Prints one line per cell (mean and max diff, and the stored ones), the sum
 of the cells' means, and the points split into out of core (some rank kept
 an array out of core: the row's `out_of_core`; in a report older than that
@@ -56,6 +60,10 @@ def main():
     print(f"{'cell':<18} {'mean':>7} {'max':>7} {'gap':>7}   stored mean/max/gap")
     for tag, report in cells:
         trace = os.path.join(out, f"w-{tag}", "trace")
+        curve = os.path.join(out, f"w-{tag}", "row-curve.json")
+        curve_args = (["--row-curve", curve]
+                      if os.path.isfile(curve) and os.environ.get("REPREDICT_ROW_CURVE", "1") != "0"
+                      else [])
         # A cluster with hosts has its own profile (pNP-CLUSTER.json).
         np_ = len(report["rows"][0]["dist"]) if report["rows"] else 4
         own = os.path.join(out, f"p{np_}-{tag.rsplit('-', 1)[1]}.json")
@@ -64,7 +72,8 @@ def main():
         for row in report["rows"]:
             dist = ",".join(str(r) for r in row["dist"])
             run = subprocess.run(
-                [mheta, "predict", "--profile", profile, "--trace", trace, "--dist", dist, "--json"],
+                [mheta, "predict", "--profile", profile, "--trace", trace, "--dist", dist, "--json"]
+                + curve_args,
                 capture_output=True,
                 text=True,
             )

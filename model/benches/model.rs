@@ -5,11 +5,13 @@
 //! (eqs. 1-2 and the out-of-core rule in every evaluation), and a
 //! pipeline of 8 tiles (eq. 4), and the same pipeline without the
 //! reduction ("wavefront": iterations overlap, so every evaluation replays
-//! two). Then the cost against P up to 16384 ranks on profiles written
+//! two); "jac+curve" is the Jacobi-like one with a row-cost curve of seven
+//! knots per rank ([`mheta_model::curve`]). Then the cost against P up to 16384 ranks on profiles written
 //! by kind of pair ([`scale`]). Run: `cargo bench -p mheta-model --bench
 //! model`. Times are medians of 15 batches measured in this run unless
 //! a table says otherwise.
 
+use mheta_model::curve::RowCurve;
 use mheta_model::synthetic::{
     app, hetero_cluster, jacobi_trace, pipeline_trace, profile, profile_by_host, wavefront_trace,
 };
@@ -33,16 +35,27 @@ fn main() {
             decl.tiles = Some(8);
             Model::new(&traces, decl, &profile(p)).expect("model")
         };
-        let kinds: [(&str, Model); 4] = [
-            ("jacobi", {
-                // Per-row costs spread over 1x..3x.
-                let traces: Vec<_> = (0..p)
-                    .map(|r| {
-                        jacobi_trace(r, p, 1_000_000 + (r as u64 * 7919 % 13) * 150_000, 8 * 1026)
-                    })
+        // Per-row costs spread over 1x..3x.
+        let jacobi = {
+            let traces: Vec<_> = (0..p)
+                .map(|r| jacobi_trace(r, p, 1_000_000 + (r as u64 * 7919 % 13) * 150_000, 8 * 1026))
+                .collect();
+            Model::new(&traces, app(vec![rows_per; p as usize]), &profile(p)).expect("model")
+        };
+        // The same with a row-cost curve per rank: seven knots from 0.25
+        // to 1.75 of its rows, as `mheta experiment --row-curve` measures.
+        let curves = (0..p as usize)
+            .map(|r| {
+                let knots = [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75]
+                    .iter()
+                    .map(|f| ((f * rows_per as f64) as u64, 0.9 + 0.1 * f))
                     .collect();
-                Model::new(&traces, app(vec![rows_per; p as usize]), &profile(p)).expect("model")
-            }),
+                RowCurve::new(r, knots).expect("curve")
+            })
+            .collect();
+        let kinds: [(&str, Model); 5] = [
+            ("jacobi", jacobi.clone()),
+            ("jac+curve", jacobi.with_row_curves(curves).expect("curves")),
             ("jacobi+io", {
                 let (traces, decl) = hetero_cluster(42, p, rows_per);
                 Model::new(&traces, decl, &profile(p)).expect("model")

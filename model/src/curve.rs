@@ -51,6 +51,20 @@ pub struct Knot {
     pub rounds: usize,
 }
 
+impl Knot {
+    /// `per_row_rel` where its 95% interval excludes 1, else 1: a cost a
+    /// row that the rounds did not tell apart from the reference's is
+    /// taken to be the reference's.
+    pub fn resolved(&self) -> f64 {
+        let [lo, hi] = self.ci95;
+        if lo <= 1.0 && 1.0 <= hi {
+            1.0
+        } else {
+            self.per_row_rel
+        }
+    }
+}
+
 /// One rank's measured knots.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct RankKnots {
@@ -106,7 +120,9 @@ impl CurveFile {
         Ok(f)
     }
 
-    /// Each rank's curve, in rank order.
+    /// Each rank's curve, in rank order. A knot whose 95% interval holds
+    /// 1 is read as 1: the curve prices only the changes its rounds told
+    /// apart from the host's noise ([`Knot::resolved`]).
     pub fn curves(&self) -> Result<Vec<RowCurve>, CurveError> {
         let mut ranks: Vec<&RankKnots> = self.ranks.iter().collect();
         ranks.sort_by_key(|r| r.rank);
@@ -120,7 +136,7 @@ impl CurveFile {
                         why: format!("ranks must be 0..{} once each", self.np),
                     });
                 }
-                RowCurve::new(i, r.knots.iter().map(|k| (k.rows, k.per_row_rel)).collect())
+                RowCurve::new(i, r.knots.iter().map(|k| (k.rows, k.resolved())).collect())
             })
             .collect()
     }
@@ -290,7 +306,13 @@ mod tests {
         let p = dir.join("curve.json");
         std::fs::write(&p, serde_json::to_string(&file(2)).unwrap()).unwrap();
         let f = CurveFile::load(&p).unwrap();
-        assert_eq!(f.curves_for("jacobi", 2048, 2).unwrap().len(), 2);
+        let c = f.curves_for("jacobi", 2048, 2).unwrap();
+        assert_eq!(c.len(), 2);
+        // 1.05 at 1536 rows, but its interval [1.0, 1.1] holds 1: read as 1.
+        assert_eq!(c[0].factor(1536.0, 1024.0), 1.0);
+        let mut g = file(2);
+        g.ranks[1].knots[1].ci95 = [1.02, 1.1];
+        assert!((g.curves().unwrap()[1].factor(1536.0, 1024.0) - 1.05).abs() < 1e-12);
         let e = f.curves_for("jacobi", 2048, 4).unwrap_err().to_string();
         assert!(e.contains("jacobi with 2048 rows on 2 ranks"), "{e}");
         // A rank missing.

@@ -206,3 +206,92 @@ fn long_runs_and_a_model_per_round() {
     let mean = one_model.iter().sum::<f64>() / one_model.len() as f64;
     assert!((r["mean_diff_one_model_pct"].as_f64().unwrap() - mean).abs() < 1e-9);
 }
+
+/// `--row-curve` measures every rank's cost a row at other row counts in
+/// real runs, writes the `mheta-row-curve` file, predicts with it and
+/// keeps the paper's prediction on the same runs beside it; `predict`
+/// reads the file and refuses one of another app size.
+#[test]
+fn a_row_cost_curve_is_measured_written_and_used() {
+    let dir = scratch("exp-curve");
+    let profile = quick_profile(&dir, 2);
+    let w = dir.join("w");
+    let r = last_json(&ok(mheta()
+        .args(["experiment", "--app", "jacobi", "--cluster", "DC"])
+        .args([
+            "--np", "2", "--points", "3", "--iters", "4", "--repeat", "2",
+        ])
+        .args(["--row-curve", "2", "--json"])
+        .arg("--profile")
+        .arg(&profile)
+        .arg("--dir")
+        .arg(&w)
+        .args(["--", "--n", "256"])));
+    let file = w.join("row-curve.json");
+    let c: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(c["format"], "mheta-row-curve");
+    assert_eq!(
+        (c["app"].as_str(), c["rows"].as_u64()),
+        (Some("jacobi"), Some(256))
+    );
+    // Block's 128 rows and six others a rank, each from both rounds.
+    for (i, rank) in c["ranks"].as_array().unwrap().iter().enumerate() {
+        let k = rank["knots"].as_array().unwrap();
+        let rows: Vec<u64> = k.iter().map(|k| k["rows"].as_u64().unwrap()).collect();
+        assert_eq!(rows, [32, 64, 96, 128, 160, 192, 224], "rank {i}");
+        for k in k {
+            let (m, ci) = (k["per_row_rel"].as_f64().unwrap(), &k["ci95"]);
+            assert!(m > 0.0 && m.is_finite(), "{k}");
+            assert!(
+                ci[0].as_f64().unwrap() <= m && m <= ci[1].as_f64().unwrap(),
+                "{k}"
+            );
+            assert_eq!(k["rounds"], 2, "{k}");
+        }
+    }
+    let s = &r["row_curve"];
+    assert_eq!(s["file"].as_str(), Some(file.to_str().unwrap()));
+    let rows = r["rows"].as_array().unwrap();
+    let mut lin = 0.0;
+    for row in rows {
+        let (p, a) = (
+            row["predicted_linear_s"].as_f64().unwrap(),
+            row["actual_s"].as_f64().unwrap(),
+        );
+        let d = 100.0 * (p - a).abs() / p.min(a);
+        assert!(
+            (row["diff_linear_pct"].as_f64().unwrap() - d).abs() < 1e-9,
+            "{row}"
+        );
+        lin += d;
+    }
+    let mean = lin / rows.len() as f64;
+    assert!(
+        (s["mean_diff_linear_pct"].as_f64().unwrap() - mean).abs() < 1e-9,
+        "{s}"
+    );
+    // `predict --row-curve` reads it with the study's trace...
+    let pred = |curve: &std::path::Path| {
+        let mut c = mheta();
+        c.args(["predict", "--dist", "100,156", "--json", "--profile"])
+            .arg(&profile)
+            .arg("--trace")
+            .arg(w.join("trace"))
+            .arg("--row-curve")
+            .arg(curve);
+        c
+    };
+    ok(&mut pred(&file));
+    // ...and refuses a curve of another size, naming the file.
+    let mut other = c.clone();
+    other["rows"] = 512.into();
+    let bad = dir.join("other.json");
+    std::fs::write(&bad, other.to_string()).unwrap();
+    let out = fails(&mut pred(&bad));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("other.json") && err.contains("jacobi with 512 rows on 2 ranks"),
+        "{err}"
+    );
+}

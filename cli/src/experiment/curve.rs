@@ -3,7 +3,8 @@
 //! model prices a rank whose arrays outgrow (or come to fit) a cache
 //! ([`mheta_model::curve`]).
 //!
-//! A round runs Block, then each of [`FRACTIONS`]: the even ranks get f
+//! A round runs Block and each of [`FRACTIONS`] (round k starting k
+//! distributions later, so that no distribution always runs first): the even ranks get f
 //! times their Block rows and the odd ranks 2 - f times theirs (with an
 //! odd count the last keeps its own), so every run gives every rank a
 //! point. A rank's point is its compute a row in that run (the apps'
