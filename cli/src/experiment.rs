@@ -95,8 +95,9 @@ pub struct Args {
     /// DIR/row-curve.json (`mheta-row-curve`, docs/FORMATS.md) and
     /// predict with it: a rank's computation scales by W'/W · c(W')/c(W)
     /// instead of the paper's W'/W, where c is 1 at every knot whose
-    /// bootstrap 95% interval holds 1 (not told apart from the noise). The report gives the paper's
-    /// prediction on the same models and runs beside it. 0: off.
+    /// bootstrap 95% interval holds 1 (not told apart from the noise).
+    /// The report gives the paper's prediction on the same models and
+    /// runs beside it. 0: off.
     #[arg(long, default_value_t = 0, value_name = "ROUNDS")]
     pub row_curve: usize,
     /// Real runs per distribution, in interleaved rounds (every point
