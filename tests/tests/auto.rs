@@ -109,11 +109,17 @@ fn two_ranks_het2_balances_the_recorded_per_row_costs() {
         (chosen[0] as f64 - balanced).abs() <= 0.03 * balanced,
         "chosen {chosen:?}, balanced for the recorded {ratio:.2}x: {balanced:.0}"
     );
-    // The model expects the chosen distribution to be much faster, and the
-    // run measured it so (medians of the iterations before and after).
+    // The model expects the chosen distribution to be much faster, as
+    // the recorded costs say: balanced over Block is 2 / (1 + ratio) of
+    // the compute (0.8 at the least ratio above), plus the fixed-size
+    // messages' share; and the run measured it so (medians of the
+    // iterations before and after).
     let pf = a["predicted_from_s"].as_f64().unwrap();
     let pc = a["predicted_chosen_s"].as_f64().unwrap();
-    assert!(pc < 0.8 * pf, "predicted {pc} vs block {pf}");
+    assert!(
+        pc < (2.0 / (1.0 + ratio) + 0.05) * pf,
+        "predicted {pc} vs block {pf} at a recorded ratio of {ratio:.2}"
+    );
     let mf = a["measured_from_s"].as_f64().unwrap();
     let mc = a["measured_chosen_s"].as_f64().unwrap();
     assert!(mc < 0.85 * mf, "measured {mc} vs block {mf}");
