@@ -172,6 +172,14 @@ fn quantile(v: &[f64], q: f64) -> f64 {
     }
 }
 
+/// The median of one resample of `from` with replacement (drawn into
+/// `into`, as many as `from` holds).
+fn resampled_median(rng: &mut Rng, from: &[f64], into: &mut Vec<f64>) -> f64 {
+    into.clear();
+    into.extend((0..from.len()).map(|_| from[rng.below(from.len() as u64) as usize]));
+    median(into).unwrap_or(f64::NAN)
+}
+
 /// The percentile bootstrap 95% interval of the median of `v`
 /// (`RESAMPLES` resamples with replacement, seeded); NaN for none.
 pub fn median_ci(v: &[f64], seed: u64) -> [f64; 2] {
@@ -181,24 +189,36 @@ pub fn median_ci(v: &[f64], seed: u64) -> [f64; 2] {
     let mut rng = Rng::new(seed);
     let mut draw = Vec::with_capacity(v.len());
     let mut meds: Vec<f64> = (0..RESAMPLES)
-        .map(|_| {
-            draw.clear();
-            draw.extend((0..v.len()).map(|_| v[rng.below(v.len() as u64) as usize]));
-            median(&mut draw).unwrap_or(f64::NAN)
-        })
+        .map(|_| resampled_median(&mut rng, v, &mut draw))
         .collect();
     meds.sort_by(f64::total_cmp);
     [quantile(&meds, 0.025), quantile(&meds, 0.975)]
 }
 
-/// The percentile bootstrap 95% interval of the mean over `points` of
-/// diff(median of the point's predictions, median of its runs): each
+/// [`diff_pct`] with its sign: above 0 when the prediction is above.
+fn signed_diff_pct(p: f64, a: f64) -> f64 {
+    100.0 * (p - a) / p.min(a)
+}
+
+/// The bootstrap 95% interval of the mean over `points` of
+/// diff(median of the point's predictions, median of its runs). Each
 /// resample draws every point's predictions (one per model learned) and
-/// runs with replacement (as many as it has), takes each point's medians
-/// and diff, and their mean; the interval is the 2.5th and 97.5th
-/// percentile of `RESAMPLES` such means. For one point, the interval of
-/// its diff. Points without runs or predictions are left out; none at
-/// all gives NaN.
+/// runs with replacement (as many as it has) and takes each point's
+/// medians and signed diff.
+///
+/// - One point: the percentile interval of its signed diff, mapped through
+///   the absolute value: it reaches 0 when the resamples leave the sign
+///   open, and its ends are diffs of medians the resamples can have.
+/// - More: the mean of absolute diffs is biased upward by the noise (a
+///   point predicted inside its runs' spread has resamples on both
+///   sides, all of them farther than its estimate), so the percentile
+///   interval of the resampled means is shifted down by that bias as the
+///   bootstrap estimates it (mean of the resampled means minus the
+///   estimate), and floored at 0. Without the shift the interval can lie
+///   wholly above the estimate.
+///
+/// Points without runs or predictions are left out; none at all gives
+/// NaN.
 pub fn diff_ci(points: &[(&[f64], &[f64])], seed: u64) -> [f64; 2] {
     let points: Vec<&(&[f64], &[f64])> = points
         .iter()
@@ -208,29 +228,45 @@ pub fn diff_ci(points: &[(&[f64], &[f64])], seed: u64) -> [f64; 2] {
         return [f64::NAN; 2];
     }
     let mut rng = Rng::new(seed);
-    let mut draw = Vec::new();
-    let mut drawn_p = Vec::new();
-    let mut means: Vec<f64> = (0..RESAMPLES)
+    let (mut draw, mut drawn_p) = (Vec::new(), Vec::new());
+    // Every resample's signed diff of each point, point by point.
+    let diffs: Vec<Vec<f64>> = (0..RESAMPLES)
         .map(|_| {
-            let sum: f64 = points
+            points
                 .iter()
                 .map(|(preds, runs)| {
-                    let mut resample = |from: &[f64], into: &mut Vec<f64>| {
-                        into.clear();
-                        into.extend(
-                            (0..from.len()).map(|_| from[rng.below(from.len() as u64) as usize]),
-                        );
-                        median(into).unwrap_or(f64::NAN)
-                    };
-                    let p = resample(preds, &mut drawn_p);
-                    diff_pct(p, resample(runs, &mut draw))
+                    let p = resampled_median(&mut rng, preds, &mut drawn_p);
+                    signed_diff_pct(p, resampled_median(&mut rng, runs, &mut draw))
                 })
-                .sum();
-            sum / points.len() as f64
+                .collect()
         })
         .collect();
+    if let [_] = points[..] {
+        let mut d: Vec<f64> = diffs.iter().map(|d| d[0]).collect();
+        d.sort_by(f64::total_cmp);
+        let [lo, hi] = [quantile(&d, 0.025), quantile(&d, 0.975)];
+        return if lo <= 0.0 && hi >= 0.0 {
+            [0.0, lo.abs().max(hi.abs())]
+        } else {
+            [lo.abs().min(hi.abs()), lo.abs().max(hi.abs())]
+        };
+    }
+    let n = points.len() as f64;
+    let mut means: Vec<f64> = diffs
+        .iter()
+        .map(|d| d.iter().map(|x| x.abs()).sum::<f64>() / n)
+        .collect();
+    let estimate = points
+        .iter()
+        .map(|(preds, runs)| {
+            let p = median(&mut preds.to_vec()).unwrap_or(f64::NAN);
+            diff_pct(p, median(&mut runs.to_vec()).unwrap_or(f64::NAN))
+        })
+        .sum::<f64>()
+        / n;
+    let bias = means.iter().sum::<f64>() / means.len() as f64 - estimate;
     means.sort_by(f64::total_cmp);
-    [quantile(&means, 0.025), quantile(&means, 0.975)]
+    [0.025, 0.975].map(|q| (quantile(&means, q) - bias).max(0.0))
 }
 
 #[cfg(test)]
@@ -355,5 +391,44 @@ mod tests {
         let ci = diff_ci(&[(&[1.2], &runs), (&[1.8], &other)], MEAN_SEED);
         assert!(ci[0] < mean && mean < ci[1], "{ci:?} around {mean}");
         assert!(diff_ci(&[], 0)[0].is_nan());
+    }
+
+    #[test]
+    fn a_prediction_inside_bimodal_runs_gets_an_interval_that_holds_its_estimate() {
+        // Five runs in two modes, the prediction near their median: the
+        // resampled medians fall on either mode, each farther than the
+        // estimate.
+        let runs = [1.0, 1.0, 1.19, 1.4, 1.4];
+        let est = diff_pct(1.2, 1.19);
+        let one = diff_ci(&[(&[1.2], &runs)], 5);
+        assert_eq!(one[0], 0.0, "the sign is open: {one:?}");
+        assert!(one[1] >= diff_pct(1.2, 1.0) - 1e-9, "{one:?}");
+        let three: Vec<(&[f64], &[f64])> = vec![(&[1.2], &runs); 3];
+        // The plain percentile interval of the mean of |diff| lies wholly
+        // above the estimate here.
+        let mut rng = Rng::new(MEAN_SEED);
+        let (mut a, mut b) = (vec![], vec![]);
+        let mut plain: Vec<f64> = (0..RESAMPLES)
+            .map(|_| {
+                (0..3)
+                    .map(|_| {
+                        let p = resampled_median(&mut rng, &[1.2], &mut a);
+                        diff_pct(p, resampled_median(&mut rng, &runs, &mut b))
+                    })
+                    .sum::<f64>()
+                    / 3.0
+            })
+            .collect();
+        plain.sort_by(f64::total_cmp);
+        assert!(quantile(&plain, 0.025) > est, "{}", quantile(&plain, 0.025));
+        let ci = diff_ci(&three, MEAN_SEED);
+        assert!(ci[0] <= est && est <= ci[1], "{ci:?} around {est}");
+        // A clear miss is left where the resamples put it: a shift of
+        // less than a point.
+        let far = [1.00, 1.04, 0.97, 1.10, 1.02];
+        let two: Vec<(&[f64], &[f64])> = vec![(&[1.2], &far); 2];
+        let ci = diff_ci(&two, MEAN_SEED);
+        let e = diff_pct(1.2, 1.02);
+        assert!(ci[0] < e && e < ci[1] && ci[0] > 5.0, "{ci:?} around {e}");
     }
 }
