@@ -6,10 +6,14 @@
 //! pipeline of 8 tiles (eq. 4), and the same pipeline without the
 //! reduction ("wavefront": iterations overlap, so every evaluation replays
 //! two); "jac+curve" is the Jacobi-like one with a row-cost curve of seven
-//! knots per rank ([`mheta_model::curve`]). Then the cost against P up to 16384 ranks on profiles written
-//! by kind of pair ([`scale`]). Run: `cargo bench -p mheta-model --bench
-//! model`. Times are medians of 15 batches measured in this run unless
-//! a table says otherwise.
+//! knots per rank ([`mheta_model::curve`]). Each evaluation is timed
+//! twice, batch for batch: `predict` interprets the replay
+//! (`Model::predict`), `compiled` runs it compiled, as every search does
+//! (`Model::evaluator`; the same answer, which the bench checks). Then the
+//! cost against P up to 16384 ranks on profiles written by kind of pair
+//! ([`scale`]). Run: `cargo bench -p mheta-model --bench model`. Times are
+//! medians of 15 batches measured in this run unless a table says
+//! otherwise.
 
 use mheta_model::curve::RowCurve;
 use mheta_model::synthetic::{
@@ -21,8 +25,15 @@ use std::time::Instant;
 
 fn main() {
     println!(
-        "{:<10} {:>6} {:>8} {:>14} {:>11} {:>10} {:>10}",
-        "trace", "ranks", "rows", "predict (us)", "gbs (ms)", "gbs evals", "gbs/block"
+        "{:<10} {:>6} {:>8} {:>14} {:>14} {:>11} {:>10} {:>10}",
+        "trace",
+        "ranks",
+        "rows",
+        "predict (us)",
+        "compiled (us)",
+        "gbs (ms)",
+        "gbs evals",
+        "gbs/block"
     );
     for p in [8u32, 64, 256, 1024] {
         let rows_per = 64u64;
@@ -68,15 +79,24 @@ fn main() {
             // Warm the out-of-core plan cache as a search would.
             m.predict(&d).expect("predict");
             let reps = (20_000 / p).max(10);
-            let mut per_eval: Vec<f64> = (0..15)
+            let ev = m.evaluator();
+            ev.predict(&d).expect("predict");
+            // The interpreter and the compiled replay, batch by batch.
+            let (mut per_eval, mut compiled): (Vec<f64>, Vec<f64>) = (0..15)
                 .map(|_| {
                     let t = Instant::now();
                     for _ in 0..reps {
                         black_box(m.predict(black_box(&d)).expect("predict"));
                     }
-                    t.elapsed().as_secs_f64() / reps as f64
+                    let a = t.elapsed().as_secs_f64() / reps as f64;
+                    let t = Instant::now();
+                    for _ in 0..reps {
+                        black_box(ev.predict(black_box(&d)).expect("predict"));
+                    }
+                    (a, t.elapsed().as_secs_f64() / reps as f64)
                 })
-                .collect();
+                .unzip();
+            assert_eq!(ev.predict(&d).ok(), m.predict(&d).ok(), "{name}");
             let mut gbs_t: Vec<f64> = (0..5)
                 .map(|_| {
                     // A fresh model: no plans cached from earlier runs.
@@ -89,11 +109,12 @@ fn main() {
             let g = search::gbs(m).expect("gbs");
             let b = search::block(m).expect("block");
             println!(
-                "{:<10} {:>6} {:>8} {:>14.2} {:>11.3} {:>10} {:>10.3}",
+                "{:<10} {:>6} {:>8} {:>14.2} {:>14.2} {:>11.3} {:>10} {:>10.3}",
                 name,
                 p,
                 rows,
                 mheta_base::median(&mut per_eval).expect("15 batches") * 1e6,
+                mheta_base::median(&mut compiled).expect("15 batches") * 1e6,
                 mheta_base::median(&mut gbs_t).expect("5 searches") * 1e3,
                 g.evaluations,
                 g.predicted_s / b.predicted_s
@@ -108,8 +129,9 @@ fn main() {
 /// Planning against P up to 16384 ranks, 64 to a host, on profiles
 /// written by kind of pair (`ClusterProfile::unlisted`; a full table
 /// would be 268 million pairs at 16384): building the model from the
-/// traces, one evaluation (the fastest of 3 batches) and a whole GBS (the
-/// fastest of up to 3, each on a fresh model), for the Jacobi-like trace
+/// traces, one evaluation by the compiled replay as GBS runs it
+/// ([`mheta_model::Evaluator`]; the fastest of 3 batches) and a whole GBS
+/// (the fastest of up to 3, each on a fresh model), for the Jacobi-like trace
 /// and for the same with out-of-core I/O on a third of the ranks.
 fn scale() {
     println!(
@@ -130,13 +152,14 @@ fn scale() {
         let d = Dist::block(p as usize, 64 * p as u64);
         let mut cells = Vec::new();
         for m in [&jacobi, &io] {
-            m.predict(&d).expect("predict");
+            let ev = m.evaluator();
+            ev.predict(&d).expect("predict");
             let reps = (20_000 / p as usize).max(3);
             let eval = (0..3)
                 .map(|_| {
                     let t = Instant::now();
                     for _ in 0..reps {
-                        black_box(m.predict(black_box(&d)).expect("predict"));
+                        black_box(ev.predict(black_box(&d)).expect("predict"));
                     }
                     t.elapsed().as_secs_f64() / reps as f64
                 })

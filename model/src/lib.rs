@@ -26,4 +26,4 @@ pub mod stoch;
 pub mod synthetic;
 
 pub use dist::Dist;
-pub use model::{Model, ModelError, Prediction};
+pub use model::{Evaluator, Model, ModelError, Prediction};

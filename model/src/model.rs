@@ -36,11 +36,13 @@
 
 mod calibrate;
 mod collective;
+mod fast;
 mod net;
 mod program;
 mod replay;
 
 pub use collective::Shape;
+pub use fast::Evaluator;
 pub use program::{Peer, Program, SendMode, Step};
 
 use crate::curve::RowCurve;

@@ -17,7 +17,7 @@
 //!   Blk and its corners.
 
 use crate::dist::Dist;
-use crate::model::{Model, ModelError};
+use crate::model::{Evaluator, Model, ModelError};
 
 /// The outcome of a search.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -44,8 +44,8 @@ pub const STRATEGIES: &[&str] = &[
 
 /// Model time of `d`; infeasible distributions (a rank that cannot hold a
 /// row) cost infinity, so searches step around them.
-fn cost(m: &Model, d: &Dist) -> Result<f64, ModelError> {
-    match m.predict(d) {
+fn cost(ev: &Evaluator, d: &Dist) -> Result<f64, ModelError> {
+    match ev.predict(d) {
         Ok(p) => Ok(p.per_iteration_s),
         Err(ModelError::TooSmall { .. }) => Ok(f64::INFINITY),
         Err(e) => Err(e),
@@ -54,12 +54,12 @@ fn cost(m: &Model, d: &Dist) -> Result<f64, ModelError> {
 
 fn found(
     strategy: &str,
-    m: &Model,
+    ev: &Evaluator,
     d: Dist,
     evaluations: u64,
     bisection_steps: u64,
 ) -> Result<Found, ModelError> {
-    let predicted_s = cost(m, &d)?;
+    let predicted_s = cost(ev, &d)?;
     Ok(Found {
         strategy: strategy.into(),
         dist: d.0,
@@ -71,7 +71,13 @@ fn found(
 
 /// Equal rows.
 pub fn block(m: &Model) -> Result<Found, ModelError> {
-    found("block", m, Dist::block(m.ranks(), m.rows()), 0, 0)
+    found(
+        "block",
+        &m.evaluator(),
+        Dist::block(m.ranks(), m.rows()),
+        0,
+        0,
+    )
 }
 
 /// Each rank's measured speed, rows per second of its scaled work.
@@ -89,7 +95,7 @@ pub fn balanced_dist(m: &Model) -> Dist {
 
 /// Rows proportional to measured speed.
 pub fn balanced(m: &Model) -> Result<Found, ModelError> {
-    found("balanced", m, balanced_dist(m), 0, 0)
+    found("balanced", &m.evaluator(), balanced_dist(m), 0, 0)
 }
 
 /// Run a strategy by name (see [`STRATEGIES`]); `budget` bounds the
@@ -208,8 +214,9 @@ pub fn gbs(m: &Model) -> Result<Found, ModelError> {
         }
     }
     let s = shed(m, rows_hi);
-    let (d, e) = refine(m, Dist(s))?;
-    found("gbs", m, d, e, steps)
+    let ev = m.evaluator();
+    let (d, e) = refine_with(&ev, Dist(s))?;
+    found("gbs", &ev, d, e, steps)
 }
 
 /// Shed the rows over N from the ranks that would finish last.
@@ -235,10 +242,16 @@ fn shed(m: &Model, mut s: Vec<u64>) -> Vec<u64> {
 /// taking them (by their cost curves, no evaluation); take the first move
 /// that lowers the predicted time, else halve the step. One evaluation per
 /// tried move. Returns the result and the evaluations.
-pub fn refine(m: &Model, mut d: Dist) -> Result<(Dist, u64), ModelError> {
+pub fn refine(m: &Model, d: Dist) -> Result<(Dist, u64), ModelError> {
+    refine_with(&m.evaluator(), d)
+}
+
+/// [`refine`] with the evaluator given.
+fn refine_with(ev: &Evaluator, mut d: Dist) -> Result<(Dist, u64), ModelError> {
+    let m = ev.model();
     let p = m.ranks();
     let mut evals = 1u64;
-    let mut cur = match m.predict(&d) {
+    let mut cur = match ev.predict(&d) {
         Ok(c) => c,
         Err(ModelError::TooSmall { .. }) => return Ok((d, evals)),
         Err(e) => return Err(e),
@@ -269,7 +282,7 @@ pub fn refine(m: &Model, mut d: Dist) -> Result<(Dist, u64), ModelError> {
                 t.0[from] -= k;
                 t.0[to] += k;
                 evals += 1;
-                match m.predict(&t) {
+                match ev.predict(&t) {
                     Ok(pr) if pr.per_iteration_s < cur.per_iteration_s * (1.0 - 1e-9) => {
                         improved = Some((t, pr));
                         break 'moves;
@@ -330,7 +343,7 @@ pub fn exhaustive(m: &Model, g: u64, limit: u64) -> Result<Found, String> {
     let mut cur = vec![0u64; p];
     #[allow(clippy::too_many_arguments)]
     fn walk(
-        m: &Model,
+        ev: &Evaluator,
         g: u64,
         rem: u64,
         i: usize,
@@ -341,7 +354,7 @@ pub fn exhaustive(m: &Model, g: u64, limit: u64) -> Result<Found, String> {
     ) -> Result<(), String> {
         if i + 1 == cur.len() {
             cur[i] = left * g + rem;
-            let t = cost(m, &Dist(cur.clone())).map_err(|e| e.to_string())?;
+            let t = cost(ev, &Dist(cur.clone())).map_err(|e| e.to_string())?;
             *evals += 1;
             if best.as_ref().is_none_or(|b| t < b.0) {
                 *best = Some((t, cur.clone()));
@@ -350,12 +363,12 @@ pub fn exhaustive(m: &Model, g: u64, limit: u64) -> Result<Found, String> {
         }
         for s in 0..=left {
             cur[i] = s * g;
-            walk(m, g, rem, i + 1, left - s, cur, best, evals)?;
+            walk(ev, g, rem, i + 1, left - s, cur, best, evals)?;
         }
         Ok(())
     }
     walk(
-        m,
+        &m.evaluator(),
         g,
         n - units * g,
         0,
@@ -441,10 +454,11 @@ fn neighbour(rng: &mut Rng, d: &Dist, k: u64) -> Dist {
 /// relative change of the predicted time, geometric cooling over `budget`
 /// evaluations.
 pub fn annealing(m: &Model, budget: u64, seed: u64) -> Result<Found, ModelError> {
+    let ev = m.evaluator();
     let (p, n) = (m.ranks(), m.rows());
     let mut rng = Rng::new(seed);
     let mut cur = balanced_dist(m);
-    let mut cur_t = cost(m, &cur)?;
+    let mut cur_t = cost(&ev, &cur)?;
     let (mut best, mut best_t) = (cur.clone(), cur_t);
     let budget = budget.max(2);
     let (t0, t1) = (0.05f64, 1e-5f64);
@@ -454,7 +468,7 @@ pub fn annealing(m: &Model, budget: u64, seed: u64) -> Result<Found, ModelError>
         let temp = t0 * (t1 / t0).powf(frac);
         let k = ((max_move as f64) * (1.0 - frac).powi(2)).max(1.0) as u64;
         let cand = neighbour(&mut rng, &cur, k);
-        let t = cost(m, &cand)?;
+        let t = cost(&ev, &cand)?;
         let rel = if cur_t.is_finite() {
             (t - cur_t) / cur_t
         } else {
@@ -469,13 +483,14 @@ pub fn annealing(m: &Model, budget: u64, seed: u64) -> Result<Found, ModelError>
             }
         }
     }
-    found("annealing", m, best, budget - 1, 0)
+    found("annealing", &ev, best, budget - 1, 0)
 }
 
 /// A genetic search: a population of 24 (block, balanced and random
 /// members), tournament selection, crossover by averaging two parents'
 /// shares, mutation by row moves, the best two kept; `budget` evaluations.
 pub fn genetic(m: &Model, budget: u64, seed: u64) -> Result<Found, ModelError> {
+    let ev = m.evaluator();
     let (p, n) = (m.ranks(), m.rows());
     let mut rng = Rng::new(seed);
     let size = 24usize;
@@ -488,7 +503,7 @@ pub fn genetic(m: &Model, budget: u64, seed: u64) -> Result<Found, ModelError> {
             _ => random_dist(&mut rng, p, n),
         };
         evals += 1;
-        pop.push((cost(m, &d)?, d));
+        pop.push((cost(&ev, &d)?, d));
     }
     let pick = |rng: &mut Rng, pop: &[(f64, Dist)]| -> usize {
         let a = rng.below(pop.len() as u64) as usize;
@@ -510,38 +525,39 @@ pub fn genetic(m: &Model, budget: u64, seed: u64) -> Result<Found, ModelError> {
                 child = neighbour(&mut rng, &child, k);
             }
             evals += 1;
-            next.push((cost(m, &child)?, child));
+            next.push((cost(&ev, &child)?, child));
         }
         pop = next;
     }
     pop.sort_by(|a, b| a.0.total_cmp(&b.0));
     let best = pop.swap_remove(0).1;
-    found("genetic", m, best, evals, 0)
+    found("genetic", &ev, best, evals, 0)
 }
 
 /// Random sampling: `budget` uniformly random distributions, the best kept
 /// (block and balanced included as the first two).
 pub fn random(m: &Model, budget: u64, seed: u64) -> Result<Found, ModelError> {
+    let ev = m.evaluator();
     let (p, n) = (m.ranks(), m.rows());
     let mut rng = Rng::new(seed);
     let mut best = Dist::block(p, n);
-    let mut best_t = cost(m, &best)?;
+    let mut best_t = cost(&ev, &best)?;
     let mut evals = 1u64;
     let bal = balanced_dist(m);
-    let t = cost(m, &bal)?;
+    let t = cost(&ev, &bal)?;
     evals += 1;
     if t < best_t {
         (best, best_t) = (bal, t);
     }
     while evals < budget {
         let d = random_dist(&mut rng, p, n);
-        let t = cost(m, &d)?;
+        let t = cost(&ev, &d)?;
         evals += 1;
         if t < best_t {
             (best, best_t) = (d, t);
         }
     }
-    found("random", m, best, evals, 0)
+    found("random", &ev, best, evals, 0)
 }
 
 /// The corners of the paper's figure 8.

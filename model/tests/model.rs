@@ -782,3 +782,68 @@ fn a_handshake_costs_what_it_cost_in_the_recorded_iteration() {
     let r0 = m.predict_first(&Dist(vec![10, 10])).unwrap().ranks[0];
     assert!((r0.total_s - (2e-3 + L + wake)).abs() < 1e-9, "{r0:?}");
 }
+
+/// The compiled replay ([`Model::evaluator`]) gives the interpreter's
+/// prediction bit for bit on this file's hand-made programs: eager and
+/// rendezvous sends, handshakes, late messages, a collective after
+/// tests, out-of-core stages with and without prefetch, one rank with no
+/// rows.
+#[test]
+fn the_compiled_replay_gives_the_interpreters_answers() {
+    let mut limited = profile(2);
+    for c in &mut limited.pairs {
+        c.eager_limit_bytes = Some(256);
+    }
+    let two = |traces: &[RankTrace], prof: &mheta_profile::ClusterProfile| {
+        Model::new(traces, app(vec![10, 10]), prof).unwrap()
+    };
+    let mut models = vec![
+        two(&send_then_compute(257, Op::Isend), &limited),
+        two(&send_then_compute(8, Op::Issend), &limited),
+        two(&send_then_compute(1 << 20, Op::Ibsend), &limited),
+        two(&handshake_pair(3_000_000, 3_100_000), &limited),
+        two(&late_message(500_000), &profile(2)),
+        two(
+            &[
+                allreduce_after_stage(0, 1_000_000, 1_500_000),
+                allreduce_after_stage(1, 2_000_000, 20_000),
+            ],
+            &profile(2),
+        ),
+        ooc_model(10 * 4096 + 4096, 10, 10, false),
+        ooc_model(10 * 4096 + 4096, 10, 10, true),
+    ];
+    let traces: Vec<_> = (0..4)
+        .map(|r| jacobi_trace(r, 4, 1_000_000, 8192))
+        .collect();
+    models.push(Model::new(&traces, app(vec![25; 4]), &profile(4)).unwrap());
+    for (k, m) in models.iter().enumerate() {
+        let ev = m.evaluator();
+        let n = m.rows();
+        let p = m.ranks();
+        let mut dists = vec![Dist::block(p, n)];
+        if p > 1 {
+            let mut skew = vec![n / p as u64; p];
+            skew[0] += n - skew.iter().sum::<u64>();
+            skew[0] += skew[p - 1] / 2;
+            skew[p - 1] -= skew[p - 1] / 2;
+            dists.push(Dist(skew));
+            let mut none = vec![0u64; p];
+            none[0] = n;
+            dists.push(Dist(none));
+        }
+        for d in &dists {
+            for _ in 0..2 {
+                assert_eq!(
+                    m.predict(d).map_err(|e| e.to_string()),
+                    ev.predict(d).map_err(|e| e.to_string()),
+                    "model {k}, {d:?}"
+                );
+            }
+        }
+        assert!(
+            ev.compiled_evaluations() > 0,
+            "model {k} never ran compiled"
+        );
+    }
+}

@@ -5,8 +5,7 @@
 //! been sent, a collective not everyone reached) yields to the next.
 
 use super::calibrate::{Calib, HANDSHAKE_SLEEPS};
-use super::collective::{self, Costs, Links};
-use super::net::HostLink;
+use super::collective;
 use super::{Model, ModelError, Peer, Prediction, RankTime, SendMode, Shape, Step};
 use crate::dist::Dist;
 use crate::iomodel::PlanSummary;
@@ -23,6 +22,9 @@ struct Mail {
     tag: i32,
     arrive: f64,
     ack: u32,
+    /// The send's number among all ranks' sends of this replay, in the
+    /// order they ran ([`Log`]).
+    id: u32,
 }
 
 /// Messages in flight during one evaluation, per receiver, in the order
@@ -30,6 +32,28 @@ struct Mail {
 /// (MPI's non-overtaking rule), which is near the front of a short queue.
 type Inflight = Vec<VecDeque<Mail>>;
 const NO_ACK: u32 = u32::MAX;
+
+/// What one replay did, in order, for [`super::fast`] to compile: each
+/// step a rank completed, each arrival at a collective that had to wait
+/// for others, and before a receiving step's completion the message each
+/// of its receives took ([`NONE`]: none under this distribution).
+#[derive(Default)]
+pub(super) struct Log {
+    pub(super) events: Vec<LogEvent>,
+    /// False when the replay released a held send ([`Replay::release_held`]):
+    /// its order then depended on when sends were posted.
+    pub(super) ok: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum LogEvent {
+    Step(u32),
+    Arrive(u32),
+    Took(u32),
+}
+
+/// No message, no send.
+pub(super) const NONE: u32 = u32::MAX;
 
 /// Per rank, the completion time of each send so far, in the order they
 /// were posted (NaN: not yet taken by its receiver), and the time each was
@@ -92,6 +116,10 @@ pub(super) struct Replay<'a> {
     /// Replay recorded iteration `j`'s computation instead of the median
     /// over the recorded iterations ([`Model::predict_iterations`]).
     iteration: Option<usize>,
+    /// Sends so far, all ranks (each message's [`Mail::id`]).
+    sent: u32,
+    /// With it, what the replay did is written there ([`Replay::logged`]).
+    log: Option<Log>,
 }
 
 impl<'a> Replay<'a> {
@@ -138,6 +166,8 @@ impl<'a> Replay<'a> {
             n_at_reduce: 0,
             nth_collective: 0,
             iteration: None,
+            sent: 0,
+            log: None,
         })
     }
 
@@ -149,17 +179,38 @@ impl<'a> Replay<'a> {
         self
     }
 
+    /// The same replay, logging what it does for [`super::fast`].
+    pub(super) fn logged(mut self) -> Replay<'a> {
+        self.log = Some(Log {
+            events: Vec::new(),
+            ok: true,
+        });
+        self
+    }
+
+    /// [`Replay::run`] with its log (None unless [`Replay::logged`]).
+    pub(super) fn run_logged(mut self) -> Result<(Prediction, Option<Log>), ModelError> {
+        self.drive()?;
+        let log = self.log.take();
+        Ok((self.finish(), log))
+    }
+
     /// Step every rank as far as it can go, round after round, until all
     /// finished their laps; a round where none moved releases a held send
     /// or is a deadlock.
     pub(super) fn run(mut self) -> Result<Prediction, ModelError> {
+        self.drive()?;
+        Ok(self.finish())
+    }
+
+    fn drive(&mut self) -> Result<(), ModelError> {
         loop {
             let mut progress = false;
             for i in 0..self.p {
                 progress |= self.advance(i);
             }
             if (0..self.p).all(|i| self.pc[i] >= self.laps * self.steps[i].len()) {
-                return Ok(self.finish());
+                return Ok(());
             }
             if !progress && !self.release_held() {
                 let rank = (0..self.p)
@@ -184,6 +235,9 @@ impl<'a> Replay<'a> {
             }
             if !self.step(i) {
                 break;
+            }
+            if let Some(l) = &mut self.log {
+                l.events.push(LogEvent::Step(i as u32));
             }
             self.pc[i] += 1;
             progress = true;
@@ -279,6 +333,8 @@ impl<'a> Replay<'a> {
         let m = self.m;
         let net = &m.net;
         let n = self.sends.done[i].len() as u32;
+        let id = self.sent;
+        self.sent += 1;
         let j = if self.active(i) {
             m.route(self.d, i, to.rank)
         } else {
@@ -305,6 +361,7 @@ impl<'a> Replay<'a> {
                 tag: to.tag,
                 arrive,
                 ack,
+                id,
             });
         }
         let t = self.clock[i];
@@ -357,13 +414,19 @@ impl<'a> Replay<'a> {
     /// reaches it.
     fn receive(&mut self, i: usize, from: &Peer, pay: bool) {
         let Some(j) = self.source(i, from) else {
+            if let Some(l) = &mut self.log {
+                l.events.push(LogEvent::Took(NONE));
+            }
             return;
         };
         let m = self.m;
         let net = &m.net;
-        let (arrive, ack) = (self.mail(i, j, from.tag))
+        let (arrive, ack, id) = (self.mail(i, j, from.tag))
             .and_then(|at| self.inflight[i].remove(at))
-            .map_or((self.clock[i], NO_ACK), |m| (m.arrive, m.ack));
+            .map_or((self.clock[i], NO_ACK, NONE), |m| (m.arrive, m.ack, m.id));
+        if let Some(l) = &mut self.log {
+            l.events.push(LogEvent::Took(id));
+        }
         let waiting = arrive > self.clock[i];
         let wait = m.programs[i].waited(arrive - self.clock[i]);
         self.clock[i] += wait;
@@ -467,6 +530,11 @@ impl<'a> Replay<'a> {
         if self.at_reduce[i].is_none() {
             self.at_reduce[i] = Some(self.clock[i]);
             self.n_at_reduce += 1;
+            if self.n_at_reduce < self.p
+                && let Some(l) = &mut self.log
+            {
+                l.events.push(LogEvent::Arrive(i as u32));
+            }
         }
         if self.n_at_reduce < self.p {
             return false;
@@ -509,54 +577,13 @@ impl<'a> Replay<'a> {
     /// and o_r; any other's the last arrival plus the profile's mean
     /// pairwise figures for ⌈log₂P⌉ exchanges.
     fn exits(&self, shape: Shape, arrive: &[f64], bytes: f64, entry: f64) -> Vec<f64> {
-        let (m, net) = (self.m, &self.m.net);
-        let tape = |c: &Costs<'_>| {
-            m.tapes
-                .get_or_record(shape, bytes, || collective::Tape::record(shape, self.p, c))
-        };
         // Every rank's message: the collective's bytes, or for an
         // all-gather its own block.
         let block = match shape {
             Shape::Linear => self.blocks(),
             _ => Vec::new(),
         };
-        let size = |s: usize| block.get(s).copied().unwrap_or(bytes);
-        let o_send = |s: usize, d: usize| net.pair(s, d).o_send();
-        let o_recv = |s: usize, d: usize| net.pair(s, d).o_recv();
-        let msg = |s: usize, d: usize| {
-            let pr = net.pair(s, d);
-            pr.o_send() + pr.transfer(size(s)) * m.net_factor(pr.k) + pr.o_recv()
-        };
-        let costs = Costs {
-            msg: &msg,
-            o_send: &o_send,
-            o_recv: &o_recv,
-        };
-        let link = |l: &Option<HostLink>, b: f64| {
-            l.map_or(0.0, |l| l.per_byte_s * b * m.net_factor(l.pair))
-        };
-        let egress = |s: usize, b: f64| link(&net.link_out[s], b);
-        let ingress = |j: usize, b: f64| link(&net.link_in[j], b);
-        let latency = |s: usize, d: usize| {
-            let pr = net.pair(s, d);
-            pr.transfer(0.0) * m.net_factor(pr.k)
-        };
-        let links = Links {
-            host: &net.host,
-            block: &block,
-            egress: &egress,
-            ingress: &ingress,
-            latency: &latency,
-        };
-        if let Some(t) = matches!(shape, Shape::Binomial | Shape::RecursiveDoubling)
-            .then(|| tape(&costs))
-            .flatten()
-        {
-            return collective::exits_taped(&t, arrive);
-        }
-        let links = (shape == Shape::Linear).then_some(&links);
-        collective::exits(shape, arrive, &costs, links)
-            .unwrap_or_else(|| vec![entry + net.reduce(bytes); arrive.len()])
+        collective::priced_exits(self.m, shape, arrive, bytes, entry, &block)
     }
 
     /// Each rank's block in the all-gather every rank's program is at,
@@ -672,6 +699,9 @@ impl<'a> Replay<'a> {
         match held {
             Some((i, n)) => {
                 self.sends.done[i][n] = self.sends.posted[i][n];
+                if let Some(l) = &mut self.log {
+                    l.ok = false;
+                }
                 true
             }
             None => false,

@@ -1,0 +1,759 @@
+//! The replay compiled ([`Evaluator`]): what one interpreted replay
+//! ([`super::replay`]) did, in the order it did it, with each message's
+//! route, pair and match fixed, run again with fresh clocks for the next
+//! distribution. A search evaluates hundreds of distributions of one
+//! model; the interpreter spends most of an evaluation finding what to
+//! do (which rank can go on, where a message goes, which queued message a
+//! receive takes, which pair prices it), and that depends only on which
+//! ranks hold rows and on which sends wait for their receiver, not on the
+//! clocks. The arithmetic is the interpreter's, operation for operation,
+//! so a compiled evaluation gives the interpreter's prediction bit for
+//! bit (`tests::compiled_equals_interpreted`).
+//!
+//! A distribution that changes which ranks hold rows, or a send between
+//! eager and rendezvous (messages that scale with the sender's rows),
+//! is replayed by the interpreter and compiled again. Programs with a
+//! plain probe, or an all-gather whose blocks follow the rows, are always
+//! interpreted.
+
+use super::collective;
+use super::replay::{LogEvent, NONE, Replay};
+use super::{Model, ModelError, Prediction, RankTime, SendMode, Shape, Step};
+use crate::dist::Dist;
+use mheta_trace::MsgScaling;
+use std::cell::RefCell;
+
+/// One thing a rank did, ready to redo.
+#[derive(Clone, Copy, Debug)]
+enum Op {
+    /// A computation: `t = cpu · s · factor[slot]` when scaled.
+    Compute {
+        i: u32,
+        s: f64,
+        scaled: bool,
+        slot: u32,
+    },
+    StageEnd {
+        i: u32,
+        k: u32,
+    },
+    /// Send number `g` of the replay; `msg` into [`Compiled::msgs`] (NONE:
+    /// no message under this distribution).
+    Send {
+        i: u32,
+        g: u32,
+        msg: u32,
+    },
+    /// Receives `items` of [`Compiled::takes`], paying `o_recv` when
+    /// `pay`.
+    Recv {
+        i: u32,
+        pay: bool,
+        from: u32,
+        to: u32,
+    },
+    /// Completion of sends `from..to` of [`Compiled::waits`].
+    WaitSends {
+        i: u32,
+        from: u32,
+        to: u32,
+    },
+    MatchedRecv {
+        i: u32,
+        o: f64,
+    },
+    /// An arrival at a collective that waits for the others.
+    Arrive {
+        i: u32,
+    },
+    /// The last arrival at a collective, which completes it.
+    Reduce {
+        i: u32,
+        bytes: f64,
+        shape: Shape,
+    },
+    /// Rank `i` begins its second lap: its clock and times so far are
+    /// kept ([`Model::laps`]).
+    LapEnd {
+        i: u32,
+    },
+}
+
+impl Op {
+    fn rank(&self) -> usize {
+        match *self {
+            Op::Compute { i, .. }
+            | Op::StageEnd { i, .. }
+            | Op::Send { i, .. }
+            | Op::Recv { i, .. }
+            | Op::WaitSends { i, .. }
+            | Op::MatchedRecv { i, .. }
+            | Op::Arrive { i }
+            | Op::Reduce { i, .. }
+            | Op::LapEnd { i } => i as usize,
+        }
+    }
+}
+
+/// A send's message: its receiver, overhead, wire time (for messages of
+/// fixed size) and whether it waits for its receiver.
+#[derive(Clone, Copy, Debug)]
+struct Msg {
+    j: u32,
+    o: f64,
+    /// `transfer(b) · net factor`; NaN: recomputed from `bytes` each time
+    /// (a message that scales with the sender's rows).
+    wire: f64,
+    bytes: f64,
+    waits: bool,
+    /// A standard send: whether it waits follows its size.
+    standard: bool,
+}
+
+/// A receive: the send it takes (NONE: none was sent), its overhead and
+/// the acknowledgement's latency back to its sender.
+#[derive(Clone, Copy, Debug)]
+struct Take {
+    g: u32,
+    o: f64,
+    latency: f64,
+}
+
+/// A compiled replay and what it holds for.
+struct Compiled {
+    ops: Vec<Op>,
+    msgs: Vec<Msg>,
+    takes: Vec<Take>,
+    /// Send numbers (NONE: beyond the rank's sends, completed at 0).
+    waits: Vec<u32>,
+    sends: usize,
+    /// Which ranks held rows when it was compiled.
+    holds: Vec<bool>,
+    /// Each rank's sleep residual and spin ([`super::Program::waited`]).
+    wake: Vec<(f64, f64)>,
+    /// Iterations replayed ([`Model::laps`]).
+    laps: usize,
+}
+
+impl Compiled {
+    /// [`super::Program::waited`] of rank `i`, from its copy of the
+    /// program's two figures.
+    #[inline]
+    fn waited(&self, i: usize, ahead: f64) -> f64 {
+        let (wake_s, spin_s) = self.wake[i];
+        let wait = ahead.max(0.0);
+        if wake_s > 0.0 && wait > spin_s {
+            wait + wake_s
+        } else {
+            wait
+        }
+    }
+}
+
+/// The per-evaluation state, kept between evaluations.
+#[derive(Default)]
+struct Scratch {
+    clock: Vec<f64>,
+    out: Vec<RankTime>,
+    first_lap: Vec<Option<(f64, RankTime)>>,
+    stage_acc: Vec<f64>,
+    at_reduce: Vec<Option<f64>>,
+    arrive: Vec<f64>,
+    mail: Vec<f64>,
+    done: Vec<f64>,
+    met_waiting: Vec<bool>,
+    /// Per send, its number when it waits for its receiver, else NONE.
+    ack: Vec<u32>,
+}
+
+/// Evaluates many distributions of one model, compiling its replay
+/// ([`Model::evaluator`]).
+pub struct Evaluator<'a> {
+    m: &'a Model,
+    /// None: not compiled yet, or this model's programs are always
+    /// interpreted.
+    compiled: RefCell<Option<Compiled>>,
+    /// The programs have a step the compiled replay does not do.
+    interpret_only: bool,
+    scratch: RefCell<Scratch>,
+    /// Evaluations the compiled replay gave.
+    compiled_runs: std::cell::Cell<u64>,
+}
+
+impl Model {
+    /// An evaluator of this model's predictions: [`Model::predict`]'s
+    /// answers, several times faster after the first (the replay
+    /// compiled, [`fast`](self)).
+    pub fn evaluator(&self) -> Evaluator<'_> {
+        let interpret_only = self.programs.iter().any(|p| {
+            p.steps.iter().any(|s| {
+                matches!(
+                    s,
+                    Step::Peek(_)
+                        | Step::Reduce {
+                            shape: Shape::Linear,
+                            ..
+                        }
+                )
+            })
+        });
+        Evaluator {
+            m: self,
+            compiled: RefCell::new(None),
+            interpret_only,
+            scratch: RefCell::new(Scratch::default()),
+            compiled_runs: std::cell::Cell::new(0),
+        }
+    }
+}
+
+impl Evaluator<'_> {
+    /// [`Model::predict`] of `d`.
+    pub fn predict(&self, d: &Dist) -> Result<Prediction, ModelError> {
+        let m = self.m;
+        if self.interpret_only {
+            return m.predict(d);
+        }
+        d.check(m.ranks(), m.rows())?;
+        if let Some(c) = self.compiled.borrow().as_ref()
+            && c.holds.iter().zip(&d.0).all(|(h, &r)| *h == (r > 0))
+            && let Some(p) = self.run(c, d)?
+        {
+            self.compiled_runs.set(self.compiled_runs.get() + 1);
+            return Ok(p);
+        }
+        let (pred, log) = Replay::new(m, d, None, m.laps())?.logged().run_logged()?;
+        *self.compiled.borrow_mut() = log.filter(|l| l.ok).and_then(|l| compile(m, d, &l.events));
+        Ok(pred)
+    }
+
+    /// The model it evaluates.
+    pub fn model(&self) -> &Model {
+        self.m
+    }
+
+    /// How many evaluations so far the compiled replay gave (the others
+    /// were interpreted, and compiled).
+    pub fn compiled_evaluations(&self) -> u64 {
+        self.compiled_runs.get()
+    }
+
+    /// The compiled replay under `d`; None where a send changed between
+    /// eager and rendezvous.
+    fn run(&self, c: &Compiled, d: &Dist) -> Result<Option<Prediction>, ModelError> {
+        let m = self.m;
+        let p = m.ranks();
+        let factor = m.work_factors(d);
+        let plans = m.plans(d)?;
+        let mut guard = self.scratch.borrow_mut();
+        let s = &mut *guard;
+        let zero = RankTime {
+            total_s: 0.0,
+            compute_s: 0.0,
+            io_s: 0.0,
+            overhead_s: 0.0,
+            wait_s: 0.0,
+        };
+        reset(&mut s.clock, p, 0.0);
+        reset(&mut s.out, p, zero);
+        if c.laps > 1 || s.first_lap.len() != p {
+            reset(&mut s.first_lap, p, None);
+        }
+        reset(&mut s.stage_acc, p, 0.0);
+        reset(&mut s.at_reduce, p, None);
+        // Each send writes its own entries before anything reads them.
+        s.mail.resize(c.sends, f64::NAN);
+        s.done.resize(c.sends, f64::NAN);
+        s.met_waiting.resize(c.sends, false);
+        s.ack.resize(c.sends, NONE);
+        // Apart, so that a store to one is known not to move another.
+        let Scratch {
+            clock,
+            out,
+            first_lap,
+            stage_acc,
+            at_reduce,
+            arrive: arrive_buf,
+            mail,
+            done,
+            met_waiting,
+            ack,
+        } = s;
+        let (clock, out, stage_acc) = (&mut clock[..], &mut out[..], &mut stage_acc[..]);
+        let (mail, done, met_waiting, ack) = (
+            &mut mail[..],
+            &mut done[..],
+            &mut met_waiting[..],
+            &mut ack[..],
+        );
+        let mut nth_collective = 0usize;
+        for op in &c.ops {
+            let i = op.rank();
+            if !matches!(
+                op,
+                Op::Compute { .. } | Op::StageEnd { .. } | Op::LapEnd { .. }
+            ) {
+                stage_acc[i] = 0.0;
+            }
+            match *op {
+                Op::Compute {
+                    s: secs,
+                    scaled,
+                    slot,
+                    ..
+                } => {
+                    let w = if scaled {
+                        secs * factor[slot as usize]
+                    } else {
+                        secs
+                    };
+                    let t = m.cpu_factor(i) * w;
+                    if scaled {
+                        stage_acc[i] += t;
+                    }
+                    clock[i] += t;
+                    out[i].compute_s += t;
+                }
+                Op::StageEnd { k, .. } => {
+                    if let (Some(io), Some(Some(plan))) = (&m.io, plans.get(i)) {
+                        let t = io.stage_io(i, k as usize, plan, stage_acc[i]);
+                        clock[i] += t;
+                        out[i].compute_s += t;
+                        out[i].io_s += t;
+                    }
+                    stage_acc[i] = 0.0;
+                }
+                Op::Send { g, msg, .. } => {
+                    let g = g as usize;
+                    let mut waits = false;
+                    if msg != NONE {
+                        let mg = &c.msgs[msg as usize];
+                        let wire = if mg.wire.is_nan() {
+                            let pr = m.net.pair(i, mg.j as usize);
+                            let b = m.msg_bytes(d, i, mg.bytes);
+                            if mg.standard && (b > pr.eager() as f64) != mg.waits {
+                                return Ok(None);
+                            }
+                            pr.transfer(b) * m.net_factor(pr.k)
+                        } else {
+                            mg.wire
+                        };
+                        mail[g] = clock[i] + mg.o + wire;
+                        clock[i] += mg.o;
+                        out[i].overhead_s += mg.o;
+                        waits = mg.waits;
+                    }
+                    let t = clock[i];
+                    done[g] = if waits { f64::NAN } else { t };
+                    ack[g] = if waits { g as u32 } else { NONE };
+                    met_waiting[g] = false;
+                }
+                Op::Recv { pay, from, to, .. } => {
+                    for t in &c.takes[from as usize..to as usize] {
+                        let (arrive, a) = if t.g == NONE {
+                            (clock[i], NONE)
+                        } else {
+                            (mail[t.g as usize], ack[t.g as usize])
+                        };
+                        let waiting = arrive > clock[i];
+                        let wait = c.waited(i, arrive - clock[i]);
+                        clock[i] += wait;
+                        out[i].wait_s += wait;
+                        if a != NONE {
+                            done[a as usize] = clock[i] + t.latency;
+                            met_waiting[a as usize] = waiting;
+                        }
+                        if pay {
+                            clock[i] += t.o;
+                            out[i].overhead_s += t.o;
+                        }
+                    }
+                }
+                Op::WaitSends { from, to, .. } => {
+                    let ws = &c.waits[from as usize..to as usize];
+                    let at = |g: u32| if g == NONE { 0.0 } else { done[g as usize] };
+                    if ws.iter().any(|&g| at(g).is_nan()) {
+                        return Ok(None);
+                    }
+                    let last = ws.iter().map(|&g| at(g)).fold(f64::NEG_INFINITY, f64::max);
+                    let wait = c.waited(i, last - clock[i]);
+                    let handshake = ws.iter().any(|&g| g != NONE && met_waiting[g as usize]);
+                    let extra = if handshake {
+                        m.handshake_s.get(i).copied().unwrap_or(0.0)
+                    } else {
+                        0.0
+                    };
+                    let wait = wait + extra;
+                    clock[i] += wait;
+                    out[i].wait_s += wait;
+                }
+                Op::MatchedRecv { o, .. } => {
+                    clock[i] += o;
+                    out[i].overhead_s += o;
+                }
+                Op::Arrive { .. } => at_reduce[i] = Some(clock[i]),
+                Op::LapEnd { .. } => first_lap[i] = Some((clock[i], out[i])),
+                Op::Reduce { bytes, shape, .. } => {
+                    if at_reduce[i].is_none() {
+                        at_reduce[i] = Some(clock[i]);
+                    }
+                    arrive_buf.clear();
+                    arrive_buf.extend(at_reduce.iter().map(|a| a.unwrap_or(0.0)));
+                    let arrive = &arrive_buf[..];
+                    let entry = arrive.iter().fold(0.0f64, |a, &b| a.max(b));
+                    let exits = collective::priced_exits(m, shape, arrive, bytes, entry, &[]);
+                    let costs = &m.collective_s;
+                    let extra = costs
+                        .get(nth_collective % costs.len().max(1))
+                        .copied()
+                        .unwrap_or(0.0);
+                    nth_collective += 1;
+                    for j in 0..p {
+                        let done = (exits[j] + extra).max(entry);
+                        at_reduce[j] = None;
+                        out[j].wait_s += entry - arrive[j];
+                        out[j].overhead_s += done - entry;
+                        clock[j] = done;
+                    }
+                }
+            }
+        }
+        let mut out = out.to_vec();
+        for ((o, &clock), first) in out.iter_mut().zip(clock.iter()).zip(first_lap.iter()) {
+            o.total_s = clock;
+            if let Some((t, f)) = first {
+                *o = RankTime {
+                    total_s: clock - t,
+                    compute_s: o.compute_s - f.compute_s,
+                    io_s: o.io_s - f.io_s,
+                    overhead_s: o.overhead_s - f.overhead_s,
+                    wait_s: o.wait_s - f.wait_s,
+                };
+            }
+        }
+        let per_iteration_s = out.iter().fold(0.0f64, |a, r| a.max(r.total_s));
+        Ok(Some(Prediction {
+            per_iteration_s,
+            ranks: out,
+        }))
+    }
+}
+
+/// `v` holding `n` copies of `x`, keeping its allocation.
+fn reset<T: Clone>(v: &mut Vec<T>, n: usize, x: T) {
+    v.clear();
+    v.resize(n, x);
+}
+
+/// The ops of the replay of `m` under `d` that logged `events`; None
+/// where the log does not fit the programs.
+fn compile(m: &Model, d: &Dist, events: &[LogEvent]) -> Option<Compiled> {
+    let p = m.ranks();
+    let levels = m.levels as usize;
+    let fixed = m.app.msg_scaling == MsgScaling::Constant;
+    let active = |i: usize| d.0[i] > 0 || m.app.topology == mheta_trace::Topology::Fixed;
+    let mut c = Compiled {
+        ops: Vec::with_capacity(events.len()),
+        msgs: Vec::new(),
+        takes: Vec::new(),
+        waits: Vec::new(),
+        sends: 0,
+        holds: d.0.iter().map(|&r| r > 0).collect(),
+        wake: m.programs.iter().map(|pr| (pr.wake_s, pr.spin_s)).collect(),
+        laps: m.laps(),
+    };
+    let mut pc = vec![0usize; p];
+    // Each rank's sends so far (their numbers), and where its lap began.
+    let mut own: Vec<Vec<u32>> = vec![Vec::new(); p];
+    let mut base = vec![None::<usize>; p];
+    let mut took: Vec<u32> = Vec::new();
+    for ev in events {
+        let i = match *ev {
+            LogEvent::Took(g) => {
+                took.push(g);
+                continue;
+            }
+            LogEvent::Step(i) | LogEvent::Arrive(i) => i as usize,
+        };
+        let steps = &m.programs[i].steps;
+        let len = steps.len();
+        if len == 0 {
+            return None;
+        }
+        if pc[i] == len && base[i].is_none() {
+            base[i] = Some(own[i].len());
+            c.ops.push(Op::LapEnd { i: i as u32 });
+        }
+        let step = &steps[pc[i] % len];
+        let iu = i as u32;
+        if let LogEvent::Arrive(_) = ev {
+            if !matches!(step, Step::Reduce { .. }) {
+                return None;
+            }
+            c.ops.push(Op::Arrive { i: iu });
+            continue;
+        }
+        let op = match step {
+            Step::Compute { s, scaled, level } => Op::Compute {
+                i: iu,
+                s: *s,
+                scaled: *scaled,
+                slot: (i * levels + (*level as usize).min(levels - 1)) as u32,
+            },
+            Step::StageEnd(k) => Op::StageEnd { i: iu, k: *k },
+            Step::Send(to, mode) => {
+                let g = c.sends as u32;
+                c.sends += 1;
+                own[i].push(g);
+                let j = if active(i) {
+                    m.route(d, i, to.rank)
+                } else {
+                    None
+                };
+                let msg = match j {
+                    None => NONE,
+                    Some(j) => {
+                        let pr = m.net.pair(i, j);
+                        let b = m.msg_bytes(d, i, to.bytes);
+                        let waits = match mode {
+                            SendMode::Buffered => false,
+                            SendMode::Synchronous => true,
+                            SendMode::Standard => b > pr.eager() as f64,
+                        };
+                        c.msgs.push(Msg {
+                            j: j as u32,
+                            o: pr.o_send() * m.cpu_factor(i),
+                            wire: if fixed {
+                                pr.transfer(b) * m.net_factor(pr.k)
+                            } else {
+                                f64::NAN
+                            },
+                            bytes: to.bytes,
+                            waits,
+                            standard: *mode == SendMode::Standard,
+                        });
+                        (c.msgs.len() - 1) as u32
+                    }
+                };
+                Op::Send { i: iu, g, msg }
+            }
+            Step::Recv(from) | Step::Probe(from) => {
+                let pay = matches!(step, Step::Recv(_));
+                recv_op(m, d, i, std::slice::from_ref(from), pay, &mut took, &mut c)?
+            }
+            Step::WaitRecvs(froms) => recv_op(m, d, i, froms, true, &mut took, &mut c)?,
+            Step::WaitSends(ns) => {
+                let b = base[i].unwrap_or(0);
+                let from = c.waits.len() as u32;
+                for &n in ns {
+                    c.waits
+                        .push(own[i].get(b + n as usize).copied().unwrap_or(NONE));
+                }
+                Op::WaitSends {
+                    i: iu,
+                    from,
+                    to: c.waits.len() as u32,
+                }
+            }
+            Step::MatchedRecv => Op::MatchedRecv {
+                i: iu,
+                o: if active(i) { m.net.mean[1] } else { 0.0 },
+            },
+            Step::Reduce { bytes, shape, .. } => {
+                for pj in pc.iter_mut() {
+                    *pj += 1;
+                }
+                pc[i] -= 1;
+                Op::Reduce {
+                    i: iu,
+                    bytes: *bytes,
+                    shape: *shape,
+                }
+            }
+            Step::Peek(_) => return None,
+        };
+        if !took.is_empty() {
+            return None;
+        }
+        c.ops.push(op);
+        pc[i] += 1;
+    }
+    // Every receive took a message that a send of this log made.
+    c.takes
+        .iter()
+        .all(|t| t.g == NONE || (t.g as usize) < c.sends)
+        .then_some(c)
+}
+
+/// The receives of `froms` by rank `i`, with the messages the log says
+/// they took (drained from `took`).
+fn recv_op(
+    m: &Model,
+    d: &Dist,
+    i: usize,
+    froms: &[super::Peer],
+    pay: bool,
+    took: &mut Vec<u32>,
+    c: &mut Compiled,
+) -> Option<Op> {
+    if took.len() != froms.len() {
+        return None;
+    }
+    let active = d.0[i] > 0 || m.app.topology == mheta_trace::Topology::Fixed;
+    let from = c.takes.len() as u32;
+    for (f, &g) in froms.iter().zip(took.iter()) {
+        let src = if active { m.route(d, i, f.rank) } else { None };
+        let Some(j) = src else {
+            if g != NONE {
+                return None;
+            }
+            continue;
+        };
+        c.takes.push(Take {
+            g,
+            o: m.net.pair(j, i).o_recv() * m.cpu_factor(i),
+            latency: m.net.pair(i, j).latency(),
+        });
+    }
+    took.clear();
+    Some(Op::Recv {
+        i: i as u32,
+        pay,
+        from,
+        to: c.takes.len() as u32,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::curve::RowCurve;
+    use crate::search::Rng;
+    use crate::synthetic::{
+        app, hetero_cluster, jacobi_trace, pipeline_trace, profile, wavefront_trace,
+    };
+
+    /// Distributions of `n` rows over `p` ranks: Block, random ones, and
+    /// random ones with some ranks at 0 rows.
+    fn dists(p: usize, n: u64, seed: u64) -> Vec<Dist> {
+        let mut rng = Rng::new(seed);
+        let mut out = vec![Dist::block(p, n)];
+        for zeros in [false, false, false, true, true] {
+            let w: Vec<f64> = (0..p)
+                .map(|_| {
+                    if zeros && rng.unit() < 0.3 {
+                        0.0
+                    } else {
+                        0.2 + rng.unit()
+                    }
+                })
+                .collect();
+            let total: f64 = w.iter().sum();
+            let mut rows: Vec<u64> = w.iter().map(|x| (x / total * n as f64) as u64).collect();
+            let short = n - rows.iter().sum::<u64>();
+            let last = (0..p)
+                .rev()
+                .find(|&i| rows[i] > 0 || !zeros)
+                .unwrap_or(p - 1);
+            rows[last] += short;
+            out.push(Dist(rows));
+        }
+        out
+    }
+
+    fn models(p: u32) -> Vec<(&'static str, Model)> {
+        let rows = 64u64;
+        let jacobi = {
+            let traces: Vec<_> = (0..p)
+                .map(|r| jacobi_trace(r, p, 1_000_000 + (r as u64 * 7919 % 13) * 150_000, 8 * 1026))
+                .collect();
+            Model::new(&traces, app(vec![rows; p as usize]), &profile(p)).expect("model")
+        };
+        let curves = (0..p as usize)
+            .map(|r| {
+                let knots = [0.5, 1.0, 1.5]
+                    .iter()
+                    .map(|f| ((f * rows as f64) as u64, 0.9 + 0.1 * f))
+                    .collect();
+                RowCurve::new(r, knots).expect("curve")
+            })
+            .collect();
+        let tiled = |trace: fn(u32, u32, u32, u64, u64) -> mheta_trace::RankTrace| {
+            let traces: Vec<_> = (0..p)
+                .map(|r| trace(r, p, 8, 100_000 + (r as u64 % 5) * 20_000, 8 * 128))
+                .collect();
+            let mut decl = app(vec![rows; p as usize]);
+            decl.tiles = Some(8);
+            Model::new(&traces, decl, &profile(p)).expect("model")
+        };
+        // Halos that scale with the sender's rows, across an eager limit
+        // of 64 KB: a rank with more rows than recorded sends them in
+        // rendezvous, and waits for its receiver.
+        let scaled = {
+            let traces: Vec<_> = (0..p)
+                .map(|r| jacobi_trace(r, p, 1_000_000 + (r as u64 % 3) * 400_000, 60_000))
+                .collect();
+            let mut decl = app(vec![rows; p as usize]);
+            decl.msg_scaling = MsgScaling::SenderRows;
+            let mut prof = profile(p);
+            for c in &mut prof.pairs {
+                c.eager_limit_bytes = Some(64_000);
+            }
+            Model::new(&traces, decl, &prof).expect("model")
+        };
+        let eager = {
+            let traces: Vec<_> = (0..p)
+                .map(|r| jacobi_trace(r, p, 1_000_000 + (r as u64 % 3) * 400_000, 100_000))
+                .collect();
+            let mut prof = profile(p);
+            for c in &mut prof.pairs {
+                c.eager_limit_bytes = Some(64_000);
+            }
+            Model::new(&traces, app(vec![rows; p as usize]), &prof).expect("model")
+        };
+        vec![
+            ("jacobi", jacobi.clone()),
+            ("curve", jacobi.with_row_curves(curves).expect("curves")),
+            ("io", {
+                let (traces, decl) = hetero_cluster(7, p, rows);
+                Model::new(&traces, decl, &profile(p)).expect("model")
+            }),
+            ("pipeline", tiled(pipeline_trace)),
+            ("wavefront", tiled(wavefront_trace)),
+            ("scaled", scaled),
+            ("rendezvous", eager),
+        ]
+    }
+
+    #[test]
+    fn compiled_equals_interpreted() {
+        for p in [2u32, 5, 16] {
+            for (name, m) in models(p) {
+                let ev = m.evaluator();
+                assert!(!ev.interpret_only, "{name}");
+                let mut evals = 0;
+                for _ in 0..2 {
+                    for d in dists(p as usize, m.rows(), 11 + p as u64) {
+                        let want = m.predict(&d);
+                        // The second of two in a row runs compiled.
+                        for _ in 0..2 {
+                            let got = ev.predict(&d);
+                            match (&want, &got) {
+                                (Ok(w), Ok(g)) => assert_eq!(w, g, "{name} P={p} {d:?}"),
+                                (Err(w), Err(g)) => assert_eq!(w.to_string(), g.to_string()),
+                                _ => panic!("{name} P={p} {d:?}: {want:?} against {got:?}"),
+                            }
+                            evals += 1;
+                        }
+                    }
+                }
+                let fast = ev.compiled_evaluations();
+                assert!(
+                    fast >= evals / 2,
+                    "{name} P={p}: {fast} of {evals} compiled"
+                );
+                eprintln!("{name} P={p}: {fast} of {evals} compiled");
+            }
+        }
+    }
+}
