@@ -250,7 +250,10 @@ fn auto_on_het2_moves_every_kernel_toward_the_faster_rank() {
         // host, which can slow a rank's CPU time a row 2.5x for that long
         // and turn the plan toward the half-speed rank; it plans on the 11
         // up to --auto-at 14, as mg does.
-        ("jacobi", &["--n", "1024", "--iters", "40", "--auto-at", "14"]),
+        (
+            "jacobi",
+            &["--n", "1024", "--iters", "40", "--auto-at", "14"],
+        ),
         ("sor", &["--n", "256", "--iters", "1500"]),
         ("cg", &["--class", "W"]),
         ("lanczos", &["--n", "2048", "--iters", "20"]),

@@ -408,6 +408,60 @@ fn recursive_doubling(arrive: &[f64], c: &mut impl Pairs) -> Vec<f64> {
     t
 }
 
+/// Each rank's exit from a collective of `shape` in a replay of `m`
+/// ([`super::replay`]'s `exits`), with each rank's all-gather block in
+/// `block` (empty: `bytes` for every rank).
+pub(super) fn priced_exits(
+    m: &Model,
+    shape: Shape,
+    arrive: &[f64],
+    bytes: f64,
+    entry: f64,
+    block: &[f64],
+) -> Vec<f64> {
+    let (net, p) = (&m.net, arrive.len());
+    let tape = |c: &Costs<'_>| {
+        m.tapes
+            .get_or_record(shape, bytes, || Tape::record(shape, p, c))
+    };
+    let size = |s: usize| block.get(s).copied().unwrap_or(bytes);
+    let o_send = |s: usize, d: usize| net.pair(s, d).o_send();
+    let o_recv = |s: usize, d: usize| net.pair(s, d).o_recv();
+    let msg = |s: usize, d: usize| {
+        let pr = net.pair(s, d);
+        pr.o_send() + pr.transfer(size(s)) * m.net_factor(pr.k) + pr.o_recv()
+    };
+    let costs = Costs {
+        msg: &msg,
+        o_send: &o_send,
+        o_recv: &o_recv,
+    };
+    let link =
+        |l: &Option<HostLink>, b: f64| l.map_or(0.0, |l| l.per_byte_s * b * m.net_factor(l.pair));
+    let egress = |s: usize, b: f64| link(&net.link_out[s], b);
+    let ingress = |j: usize, b: f64| link(&net.link_in[j], b);
+    let latency = |s: usize, d: usize| {
+        let pr = net.pair(s, d);
+        pr.transfer(0.0) * m.net_factor(pr.k)
+    };
+    let links = Links {
+        host: &net.host,
+        block,
+        egress: &egress,
+        ingress: &ingress,
+        latency: &latency,
+    };
+    if let Some(t) = matches!(shape, Shape::Binomial | Shape::RecursiveDoubling)
+        .then(|| tape(&costs))
+        .flatten()
+    {
+        return exits_taped(&t, arrive);
+    }
+    let links = (shape == Shape::Linear).then_some(&links);
+    exits(shape, arrive, &costs, links)
+        .unwrap_or_else(|| vec![entry + net.reduce(bytes); arrive.len()])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -565,58 +619,4 @@ mod tests {
         };
         assert!(exits(Shape::Together, &[0.0; 4], &c, None).is_none());
     }
-}
-
-/// Each rank's exit from a collective of `shape` in a replay of `m`
-/// ([`super::replay`]'s `exits`), with each rank's all-gather block in
-/// `block` (empty: `bytes` for every rank).
-pub(super) fn priced_exits(
-    m: &Model,
-    shape: Shape,
-    arrive: &[f64],
-    bytes: f64,
-    entry: f64,
-    block: &[f64],
-) -> Vec<f64> {
-    let (net, p) = (&m.net, arrive.len());
-    let tape = |c: &Costs<'_>| {
-        m.tapes
-            .get_or_record(shape, bytes, || Tape::record(shape, p, c))
-    };
-    let size = |s: usize| block.get(s).copied().unwrap_or(bytes);
-    let o_send = |s: usize, d: usize| net.pair(s, d).o_send();
-    let o_recv = |s: usize, d: usize| net.pair(s, d).o_recv();
-    let msg = |s: usize, d: usize| {
-        let pr = net.pair(s, d);
-        pr.o_send() + pr.transfer(size(s)) * m.net_factor(pr.k) + pr.o_recv()
-    };
-    let costs = Costs {
-        msg: &msg,
-        o_send: &o_send,
-        o_recv: &o_recv,
-    };
-    let link =
-        |l: &Option<HostLink>, b: f64| l.map_or(0.0, |l| l.per_byte_s * b * m.net_factor(l.pair));
-    let egress = |s: usize, b: f64| link(&net.link_out[s], b);
-    let ingress = |j: usize, b: f64| link(&net.link_in[j], b);
-    let latency = |s: usize, d: usize| {
-        let pr = net.pair(s, d);
-        pr.transfer(0.0) * m.net_factor(pr.k)
-    };
-    let links = Links {
-        host: &net.host,
-        block,
-        egress: &egress,
-        ingress: &ingress,
-        latency: &latency,
-    };
-    if let Some(t) = matches!(shape, Shape::Binomial | Shape::RecursiveDoubling)
-        .then(|| tape(&costs))
-        .flatten()
-    {
-        return exits_taped(&t, arrive);
-    }
-    let links = (shape == Shape::Linear).then_some(&links);
-    exits(shape, arrive, &costs, links)
-        .unwrap_or_else(|| vec![entry + net.reduce(bytes); arrive.len()])
 }
