@@ -32,7 +32,7 @@
 use crate::ooc::{self, ALIGN, Need, RowBytes, round_up};
 use mheta_profile::ClusterProfile;
 use mheta_trace::{AppDecl, ArrayDecl, MemoryDecl};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::{Arc, Mutex};
 
 /// Per-call overhead and per-byte cost of one direction.
@@ -78,7 +78,9 @@ pub struct PlanSummary {
 }
 
 /// Plans by (rank, first row for sparse rows, rows); None: infeasible.
-type PlanCache = HashMap<(usize, u64, u64), Option<Arc<PlanSummary>>>;
+/// Keyed by a fast non-cryptographic hash: a search looks plans up for
+/// every rank at every evaluation and bisection step.
+type PlanCache = FxHashMap<(usize, u64, u64), Option<Arc<PlanSummary>>>;
 
 /// The I/O side of the model, built once per model.
 #[derive(Debug)]
@@ -108,7 +110,7 @@ impl Clone for IoModel {
             read: self.read.clone(),
             write: self.write.clone(),
             work_prefix: self.work_prefix.clone(),
-            cache: Mutex::new(HashMap::new()),
+            cache: Mutex::new(FxHashMap::default()),
         }
     }
 }
@@ -361,7 +363,7 @@ impl IoModel {
             arrays,
             mem,
             touches,
-            cache: Mutex::new(HashMap::new()),
+            cache: Mutex::new(FxHashMap::default()),
         })
     }
 

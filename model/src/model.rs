@@ -430,7 +430,7 @@ impl Model {
                 f[i * l] *= self.row_factor(i, d.0[i]);
             }
         }
-        let mut b = d.clone();
+        let mut b = if l > 1 { d.clone() } else { Dist(Vec::new()) };
         for (lv, a) in (1..l).zip(&self.inst_coarse) {
             b = b.coarse_level();
             for i in 0..p {
