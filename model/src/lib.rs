@@ -4,7 +4,8 @@
 //! profile + distribution -> predicted time, with each rank's row-cost
 //! curve where one was measured, [`curve`]; a rank's program from its
 //! trace in `model/program.rs`, the replay one function per step kind in
-//! `model/replay.rs`), the out-of-core rule and I/O model ([`ooc`],
+//! `model/replay.rs`, compiled for searches in `model/fast.rs`), the
+//! out-of-core rule and I/O model ([`ooc`],
 //! [`iomodel`]), the trace's summaries ([`analysis`]), the searches
 //! ([`search`]: GBS and baselines), the cost of a move ([`redist`]),
 //! shared-node slowdowns, stochastic values and risk ([`slowdown`],

@@ -31,8 +31,9 @@
 //! lives beside it: `program.rs` (a rank's [`Program`] and its steps),
 //! `net.rs` (the pairs' costs and the wire time, eq. 3's T_{i->j}),
 //! `calibrate.rs` (collectives' and handshakes' costs from the recorded
-//! iteration), `replay.rs` (the replay, one function per step kind) and
-//! `collective.rs` (an all-reduce's messages).
+//! iteration), `replay.rs` (the replay, one function per step kind),
+//! `fast.rs` (the same replay compiled for a search's many evaluations,
+//! [`Evaluator`]) and `collective.rs` (an all-reduce's messages).
 
 mod calibrate;
 mod collective;
