@@ -183,7 +183,7 @@ pub struct Evaluator<'a> {
 impl Model {
     /// An evaluator of this model's predictions: [`Model::predict`]'s
     /// answers, several times faster after the first (the replay
-    /// compiled, [`fast`](self)).
+    /// compiled: `model/fast.rs`).
     pub fn evaluator(&self) -> Evaluator<'_> {
         let interpret_only = self.programs.iter().any(|p| {
             p.steps.iter().any(|s| {
