@@ -241,7 +241,10 @@ fn shed(m: &Model, mut s: Vec<u64>) -> Vec<u64> {
 /// that waited least) to one of the ranks that would be least busy after
 /// taking them (by their cost curves, no evaluation); take the first move
 /// that lowers the predicted time, else halve the step. One evaluation per
-/// tried move. Returns the result and the evaluations.
+/// tried move; beyond 16 ranks the donors are the busiest of the ranks
+/// whose work lies on the critical path, which one more evaluation per
+/// round finds ([`Evaluator::critical`]). Returns the result and the
+/// evaluations.
 pub fn refine(m: &Model, d: Dist) -> Result<(Dist, u64), ModelError> {
     refine_with(&m.evaluator(), d)
 }
@@ -263,7 +266,17 @@ fn refine_with(ev: &Evaluator, mut d: Dist) -> Result<(Dist, u64), ModelError> {
     let (donors, receivers) = if p <= 16 { (8, 8) } else { (3, 4) };
     loop {
         let busy = |i: usize| cur.ranks[i].total_s - cur.ranks[i].wait_s;
-        let mut order: Vec<usize> = (0..p).filter(|&i| d.0[i] > 0).collect();
+        // Beyond 16 ranks only a rank whose work lies on the critical path
+        // is a donor: less work off the path leaves the iteration as it
+        // is ([`Evaluator::critical`]). With none, no move can help.
+        let critical = if p > 16 { ev.critical(&d)? } else { None };
+        evals += u64::from(critical.is_some());
+        let mut order: Vec<usize> = (0..p)
+            .filter(|&i| d.0[i] > 0 && critical.as_ref().is_none_or(|c| c[i]))
+            .collect();
+        if order.is_empty() && critical.is_some() {
+            return Ok((d, evals));
+        }
         order.sort_by(|&a, &b| busy(b).total_cmp(&busy(a)));
         let mut improved = None;
         'moves: for &from in order.iter().take(donors) {

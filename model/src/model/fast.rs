@@ -182,7 +182,7 @@ pub struct Evaluator<'a> {
 
 impl Model {
     /// An evaluator of this model's predictions: [`Model::predict`]'s
-    /// answers, several times faster after the first (the replay
+    /// answers, two to three times faster after the first (the replay
     /// compiled: `model/fast.rs`).
     pub fn evaluator(&self) -> Evaluator<'_> {
         let interpret_only = self.programs.iter().any(|p| {
@@ -241,6 +241,62 @@ impl Evaluator<'_> {
     /// The compiled replay under `d`; None where a send changed between
     /// eager and rendezvous.
     fn run(&self, c: &Compiled, d: &Dist) -> Result<Option<Prediction>, ModelError> {
+        self.run_tracked(c, d, &mut NoTrack)
+    }
+
+    /// The ranks whose work under `d` lies on the replay's critical path:
+    /// a rank's computation or stage I/O, or a send whose size follows
+    /// its rows, on the chain of operations and waits that ends at the
+    /// last rank to finish. Only such a rank's rows can shorten the
+    /// iteration (less work off the path leaves the path as it is). None
+    /// where the replay is not compiled for `d`.
+    pub fn critical(&self, d: &Dist) -> Result<Option<Vec<bool>>, ModelError> {
+        let m = self.m;
+        if self.interpret_only {
+            return Ok(None);
+        }
+        d.check(m.ranks(), m.rows())?;
+        let compiled = self.compiled.borrow();
+        let Some(c) = compiled.as_ref() else {
+            return Ok(None);
+        };
+        if !c.holds.iter().zip(&d.0).all(|(h, &r)| *h == (r > 0)) {
+            return Ok(None);
+        }
+        let mut t = PathTrack::new(c, m.ranks());
+        let Some(pred) = self.run_tracked(c, d, &mut t)? else {
+            return Ok(None);
+        };
+        let last = (0..m.ranks())
+            .max_by(|&a, &b| pred.ranks[a].total_s.total_cmp(&pred.ranks[b].total_s))
+            .unwrap_or(0);
+        let scaled = m.app.msg_scaling != MsgScaling::Constant;
+        let mut on = vec![false; m.ranks()];
+        let mut x = t.last[last];
+        while x != NONE {
+            let op = &c.ops[x as usize];
+            let rows_dependent = match op {
+                Op::Compute { scaled, .. } => *scaled,
+                Op::StageEnd { .. } => true,
+                Op::Send { msg, .. } => scaled && *msg != NONE,
+                _ => false,
+            };
+            if rows_dependent {
+                on[op.rank()] = true;
+            }
+            x = t.pred[x as usize];
+        }
+        Ok(Some(on))
+    }
+
+    /// [`Evaluator::run`], telling `track` which operation each one's
+    /// clock followed.
+    fn run_tracked<T: Track>(
+        &self,
+        c: &Compiled,
+        d: &Dist,
+        track: &mut T,
+    ) -> Result<Option<Prediction>, ModelError> {
         let m = self.m;
         let p = m.ranks();
         let factor = m.work_factors(d);
@@ -287,8 +343,10 @@ impl Evaluator<'_> {
             &mut ack[..],
         );
         let mut nth_collective = 0usize;
-        for op in &c.ops {
+        for (x, op) in c.ops.iter().enumerate() {
+            let x = x as u32;
             let i = op.rank();
+            track.begin(x, i);
             if !matches!(
                 op,
                 Op::Compute { .. } | Op::StageEnd { .. } | Op::LapEnd { .. }
@@ -339,12 +397,14 @@ impl Evaluator<'_> {
                             mg.wire
                         };
                         mail[g] = clock[i] + mg.o + wire;
+                        track.sent(g, x);
                         clock[i] += mg.o;
                         out[i].overhead_s += mg.o;
                         waits = mg.waits;
                     }
                     let t = clock[i];
                     done[g] = if waits { f64::NAN } else { t };
+                    track.done(g, x);
                     ack[g] = if waits { g as u32 } else { NONE };
                     met_waiting[g] = false;
                 }
@@ -356,12 +416,16 @@ impl Evaluator<'_> {
                             (mail[t.g as usize], ack[t.g as usize])
                         };
                         let waiting = arrive > clock[i];
+                        if waiting {
+                            track.waited_for_mail(x, t.g);
+                        }
                         let wait = c.waited(i, arrive - clock[i]);
                         clock[i] += wait;
                         out[i].wait_s += wait;
                         if a != NONE {
                             done[a as usize] = clock[i] + t.latency;
                             met_waiting[a as usize] = waiting;
+                            track.done(a as usize, x);
                         }
                         if pay {
                             clock[i] += t.o;
@@ -376,6 +440,11 @@ impl Evaluator<'_> {
                         return Ok(None);
                     }
                     let last = ws.iter().map(|&g| at(g)).fold(f64::NEG_INFINITY, f64::max);
+                    if last > clock[i]
+                        && let Some(&g) = ws.iter().find(|&&g| g != NONE && at(g) == last)
+                    {
+                        track.waited_for_done(x, g as usize);
+                    }
                     let wait = c.waited(i, last - clock[i]);
                     let handshake = ws.iter().any(|&g| g != NONE && met_waiting[g as usize]);
                     let extra = if handshake {
@@ -391,16 +460,21 @@ impl Evaluator<'_> {
                     clock[i] += o;
                     out[i].overhead_s += o;
                 }
-                Op::Arrive { .. } => at_reduce[i] = Some(clock[i]),
+                Op::Arrive { .. } => {
+                    at_reduce[i] = Some(clock[i]);
+                    track.arrived(i, x);
+                }
                 Op::LapEnd { .. } => first_lap[i] = Some((clock[i], out[i])),
                 Op::Reduce { bytes, shape, .. } => {
                     if at_reduce[i].is_none() {
                         at_reduce[i] = Some(clock[i]);
+                        track.arrived(i, x);
                     }
                     arrive_buf.clear();
                     arrive_buf.extend(at_reduce.iter().map(|a| a.unwrap_or(0.0)));
                     let arrive = &arrive_buf[..];
                     let entry = arrive.iter().fold(0.0f64, |a, &b| a.max(b));
+                    track.completed(x, arrive.iter().position(|&a| a == entry).unwrap_or(i));
                     let exits = collective::priced_exits(m, shape, arrive, bytes, entry, &[]);
                     let costs = &m.collective_s;
                     let extra = costs
@@ -417,6 +491,7 @@ impl Evaluator<'_> {
                     }
                 }
             }
+            track.end(x, i);
         }
         let mut out = out.to_vec();
         for ((o, &clock), first) in out.iter_mut().zip(clock.iter()).zip(first_lap.iter()) {
@@ -436,6 +511,119 @@ impl Evaluator<'_> {
             per_iteration_s,
             ranks: out,
         }))
+    }
+}
+
+/// What [`Evaluator::critical`] follows in a compiled replay: for each
+/// operation, the one its clock came from. [`NoTrack`] for plain
+/// evaluations costs nothing.
+trait Track {
+    /// Operation `x` of rank `i` starts from the rank's last one.
+    fn begin(&mut self, x: u32, i: usize);
+    /// Its clock waited for the message of send `g`.
+    fn waited_for_mail(&mut self, x: u32, g: u32);
+    /// Its clock waited for send `g`'s completion.
+    fn waited_for_done(&mut self, x: u32, g: usize);
+    /// Operation `x` posted send `g`.
+    fn sent(&mut self, g: usize, x: u32);
+    /// Operation `x` completed send `g`.
+    fn done(&mut self, g: usize, x: u32);
+    /// Rank `i` arrived at a collective in operation `x`.
+    fn arrived(&mut self, i: usize, x: u32);
+    /// Operation `x` completed a collective whose last arrival was rank
+    /// `last`'s: every rank's clock now follows it.
+    fn completed(&mut self, x: u32, last: usize);
+    /// Operation `x` of rank `i` ended.
+    fn end(&mut self, x: u32, i: usize);
+}
+
+struct NoTrack;
+
+impl Track for NoTrack {
+    #[inline(always)]
+    fn begin(&mut self, _: u32, _: usize) {}
+    #[inline(always)]
+    fn waited_for_mail(&mut self, _: u32, _: u32) {}
+    #[inline(always)]
+    fn waited_for_done(&mut self, _: u32, _: usize) {}
+    #[inline(always)]
+    fn sent(&mut self, _: usize, _: u32) {}
+    #[inline(always)]
+    fn done(&mut self, _: usize, _: u32) {}
+    #[inline(always)]
+    fn arrived(&mut self, _: usize, _: u32) {}
+    #[inline(always)]
+    fn completed(&mut self, _: u32, _: usize) {}
+    #[inline(always)]
+    fn end(&mut self, _: u32, _: usize) {}
+}
+
+/// Each operation's predecessor on the clock (NONE: the start).
+struct PathTrack {
+    pred: Vec<u32>,
+    /// Each rank's last operation.
+    last: Vec<u32>,
+    sent: Vec<u32>,
+    done: Vec<u32>,
+    arrived: Vec<u32>,
+    /// A collective completed: every rank's next operation follows it.
+    all: u32,
+    all_at: Vec<u32>,
+}
+
+impl PathTrack {
+    fn new(c: &Compiled, p: usize) -> PathTrack {
+        PathTrack {
+            pred: vec![NONE; c.ops.len()],
+            last: vec![NONE; p],
+            sent: vec![NONE; c.sends],
+            done: vec![NONE; c.sends],
+            arrived: vec![NONE; p],
+            all: NONE,
+            all_at: vec![NONE; p],
+        }
+    }
+}
+
+impl Track for PathTrack {
+    fn begin(&mut self, x: u32, i: usize) {
+        // A rank whose clock a collective set since its last operation
+        // goes on from that collective.
+        if self.all != NONE && self.all_at[i] != self.all {
+            self.all_at[i] = self.all;
+            self.last[i] = self.all;
+        }
+        self.pred[x as usize] = self.last[i];
+    }
+    fn waited_for_mail(&mut self, x: u32, g: u32) {
+        if g != NONE {
+            self.pred[x as usize] = self.sent[g as usize];
+        }
+    }
+    fn waited_for_done(&mut self, x: u32, g: usize) {
+        self.pred[x as usize] = self.done[g];
+    }
+    fn sent(&mut self, g: usize, x: u32) {
+        self.sent[g] = x;
+    }
+    fn done(&mut self, g: usize, x: u32) {
+        self.done[g] = x;
+    }
+    fn arrived(&mut self, i: usize, x: u32) {
+        self.arrived[i] = x;
+    }
+    fn completed(&mut self, x: u32, last: usize) {
+        // The completing rank arrived last: it goes on from itself.
+        if self.arrived[last] != x {
+            self.pred[x as usize] = self.arrived[last];
+        }
+        self.all = x;
+    }
+    fn end(&mut self, x: u32, i: usize) {
+        self.last[i] = x;
+        if self.all == x {
+            self.all_at[i] = x;
+        }
     }
 }
 
@@ -723,6 +911,30 @@ mod tests {
             ("scaled", scaled),
             ("rendezvous", eager),
         ]
+    }
+
+    #[test]
+    fn the_critical_path_runs_through_the_last_arrivers_work() {
+        // Four ranks exchange halos, compute 1, 1, 3 and 1 ms, and
+        // all-reduce: the iteration waits for rank 2's computation alone.
+        let traces: Vec<_> = (0..4u32)
+            .map(|r| jacobi_trace(r, 4, if r == 2 { 3_000_000 } else { 1_000_000 }, 8192))
+            .collect();
+        let m = Model::new(&traces, app(vec![16; 4]), &profile(4)).expect("model");
+        let ev = m.evaluator();
+        let d = Dist::block(4, 64);
+        assert_eq!(ev.critical(&d).expect("ok"), None, "not compiled yet");
+        ev.predict(&d).expect("predict");
+        let on = ev.critical(&d).expect("ok");
+        assert_eq!(on, Some(vec![false, false, true, false]));
+        // With rank 2 at a third of its rows, rank 3 (which took them) is
+        // the last.
+        let d = Dist(vec![16, 16, 5, 27]);
+        ev.predict(&d).expect("predict");
+        assert_eq!(
+            ev.critical(&d).expect("ok"),
+            Some(vec![false, false, false, true])
+        );
     }
 
     #[test]
