@@ -300,21 +300,27 @@ fn rank_lines(samples: &[Samples], d: Option<&mheta_profile::DiskCost>) -> (Line
 }
 
 /// Every rank's line for every array: where a rank's is unknown, the mean
-/// of the other ranks' for that array.
+/// of the other ranks' for that array (each array's mean taken once).
 fn fill(m: Vec<Lines>) -> Vec<Vec<Line>> {
-    let mean = |a: usize| {
-        let known: Vec<Line> = m.iter().filter_map(|r| r[a]).collect();
-        let n = known.len().max(1) as f64;
-        Line {
-            overhead_s: known.iter().map(|l| l.overhead_s).sum::<f64>() / n,
-            per_byte_s: known.iter().map(|l| l.per_byte_s).sum::<f64>() / n,
-        }
-    };
+    let arrays = m.iter().map(Vec::len).max().unwrap_or(0);
+    let mean: Vec<Line> = (0..arrays)
+        .map(|a| {
+            let known: Vec<Line> = m
+                .iter()
+                .filter_map(|r| r.get(a).copied().flatten())
+                .collect();
+            let n = known.len().max(1) as f64;
+            Line {
+                overhead_s: known.iter().map(|l| l.overhead_s).sum::<f64>() / n,
+                per_byte_s: known.iter().map(|l| l.per_byte_s).sum::<f64>() / n,
+            }
+        })
+        .collect();
     m.iter()
         .map(|r| {
             r.iter()
                 .enumerate()
-                .map(|(a, l)| l.unwrap_or_else(|| mean(a)))
+                .map(|(a, l)| l.unwrap_or(mean[a]))
                 .collect()
         })
         .collect()
@@ -385,17 +391,22 @@ impl IoModel {
     /// [`IoModel::plan`] of every rank, rank `i` holding `rows[i]` rows
     /// from `first[i]`, with the memo locked once.
     pub fn plans(&self, first: &[u64], rows: &[u64]) -> Vec<Option<Arc<PlanSummary>>> {
+        let mut out = Vec::with_capacity(rows.len());
+        self.plans_into(first, rows, &mut out);
+        out
+    }
+
+    /// [`IoModel::plans`] appended to `out`.
+    pub fn plans_into(&self, first: &[u64], rows: &[u64], out: &mut Vec<Option<Arc<PlanSummary>>>) {
         let sparse = self.work_prefix.is_some();
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        (0..rows.len())
-            .map(|i| {
-                let key = (i, if sparse { first[i] } else { 0 }, rows[i]);
-                cache
-                    .entry(key)
-                    .or_insert_with(|| self.plan_uncached(i, first[i], rows[i]))
-                    .clone()
-            })
-            .collect()
+        out.extend((0..rows.len()).map(|i| {
+            let key = (i, if sparse { first[i] } else { 0 }, rows[i]);
+            cache
+                .entry(key)
+                .or_insert_with(|| self.plan_uncached(i, first[i], rows[i]))
+                .clone()
+        }));
     }
 
     /// The out-of-core rule itself, not memoised.
@@ -441,6 +452,12 @@ impl IoModel {
                     out_of_core: p.out_of_core,
                 })
             })
+    }
+
+    /// Whether `rank` has no memory budget: every plan of it keeps all
+    /// arrays in core, and a stage's I/O under it is 0.
+    pub fn unbudgeted(&self, rank: usize) -> bool {
+        self.mem.budget.get(rank).copied().flatten().is_none()
     }
 
     /// Does the app prefetch its reads (eq. 2), so that a stage's recorded

@@ -304,15 +304,17 @@ impl Model {
     pub fn rank_cost(&self, i: usize, rows: u64) -> f64 {
         let prog = &self.programs[i];
         let f = rows as f64 / self.app.dist[i].max(1) as f64;
+        // A rank without a memory budget is in core at any rows: no plan
+        // to look up, no I/O.
         let plan = match &self.io {
-            Some(io) => {
+            Some(io) if !io.unbudgeted(i) => {
                 let first = self.inst_offsets[i].min(self.rows() - rows.min(self.rows()));
                 match io.plan(i, first, rows) {
                     Some(p) => Some(p),
                     None => return f64::INFINITY,
                 }
             }
-            None => None,
+            _ => None,
         };
         let (mut t, mut stage) = (0.0, 0.0);
         let slow = self.cpu_factor(i);
@@ -403,9 +405,17 @@ impl Model {
     /// rows, or their nonzeros when the app declares `work_per_row`; a
     /// coarse level's rows come from [`Dist::coarse_level`], as mg's do.
     fn work_factors(&self, d: &Dist) -> Vec<f64> {
+        let mut f = Vec::new();
+        self.work_factors_into(d, &mut f);
+        f
+    }
+
+    /// [`Model::work_factors`] into `f`, keeping its allocation.
+    fn work_factors_into(&self, d: &Dist, f: &mut Vec<f64>) {
         let p = self.ranks();
         let l = self.levels as usize;
-        let mut f = vec![0.0; p * l];
+        f.clear();
+        f.resize(p * l, 0.0);
         let inst = &self.app.dist;
         match &self.work_prefix {
             Some(w) => {
@@ -442,7 +452,6 @@ impl Model {
                 };
             }
         }
-        f
     }
 
     /// Each rank's out-of-core plan under `d`; an error names a rank whose
@@ -451,16 +460,29 @@ impl Model {
         &self,
         d: &Dist,
     ) -> Result<Vec<Option<std::sync::Arc<crate::iomodel::PlanSummary>>>, ModelError> {
+        let mut plans = Vec::new();
+        self.plans_into(d, &mut plans)?;
+        Ok(plans)
+    }
+
+    /// [`Model::plans`] into `plans`, keeping its allocation (empty
+    /// without out-of-core arrays).
+    fn plans_into(
+        &self,
+        d: &Dist,
+        plans: &mut Vec<Option<std::sync::Arc<crate::iomodel::PlanSummary>>>,
+    ) -> Result<(), ModelError> {
+        plans.clear();
         let Some(io) = &self.io else {
-            return Ok(Vec::new());
+            return Ok(());
         };
-        let plans = io.plans(&d.offsets(), &d.0);
+        io.plans_into(&d.offsets(), &d.0, plans);
         match plans.iter().position(Option::is_none) {
             Some(rank) => Err(ModelError::TooSmall {
                 rank,
                 rows: d.0[rank],
             }),
-            None => Ok(plans),
+            None => Ok(()),
         }
     }
 

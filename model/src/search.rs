@@ -279,17 +279,34 @@ fn refine_with(ev: &Evaluator, mut d: Dist) -> Result<(Dist, u64), ModelError> {
         }
         order.sort_by(|&a, &b| busy(b).total_cmp(&busy(a)));
         let mut improved = None;
+        // The ranks least busy after taking k rows, by their cost curves:
+        // the same list for every donor of this round that gives k
+        // (smallest first, ties by rank), one more than needed so that
+        // the donor itself can be left out.
+        let mut cheapest: Option<(u64, Vec<(f64, usize)>)> = None;
         'moves: for &from in order.iter().take(donors) {
             let k = step.min(d.0[from]);
-            let mut after: Vec<(f64, usize)> = (0..p)
-                .filter(|&j| j != from)
-                .map(|j| {
-                    let more = m.rank_cost(j, d.0[j] + k) - m.rank_cost(j, d.0[j]);
-                    (busy(j) + more, j)
-                })
-                .filter(|x| x.0.is_finite())
-                .collect();
-            after.sort_by(|x, y| x.0.total_cmp(&y.0));
+            if cheapest.as_ref().is_none_or(|c| c.0 != k) {
+                let mut all: Vec<(f64, usize)> = (0..p)
+                    .map(|j| {
+                        let more = m.rank_cost(j, d.0[j] + k) - m.rank_cost(j, d.0[j]);
+                        (busy(j) + more, j)
+                    })
+                    .filter(|x| x.0.is_finite())
+                    .collect();
+                let by =
+                    |x: &(f64, usize), y: &(f64, usize)| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1));
+                if all.len() > receivers + 1 {
+                    all.select_nth_unstable_by(receivers, by);
+                    all.truncate(receivers + 1);
+                }
+                all.sort_by(by);
+                cheapest = Some((k, all));
+            }
+            let after: Vec<(f64, usize)> = cheapest
+                .as_ref()
+                .map(|c| c.1.iter().filter(|x| x.1 != from).copied().collect())
+                .unwrap_or_default();
             for &(_, to) in after.iter().take(receivers) {
                 let mut t = d.clone();
                 t.0[from] -= k;

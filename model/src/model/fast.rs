@@ -164,6 +164,8 @@ struct Scratch {
     met_waiting: Vec<bool>,
     /// Per send, its number when it waits for its receiver, else NONE.
     ack: Vec<u32>,
+    factor: Vec<f64>,
+    plans: Vec<Option<std::sync::Arc<crate::iomodel::PlanSummary>>>,
 }
 
 /// Evaluates many distributions of one model, compiling its replay
@@ -299,10 +301,10 @@ impl Evaluator<'_> {
     ) -> Result<Option<Prediction>, ModelError> {
         let m = self.m;
         let p = m.ranks();
-        let factor = m.work_factors(d);
-        let plans = m.plans(d)?;
         let mut guard = self.scratch.borrow_mut();
         let s = &mut *guard;
+        m.work_factors_into(d, &mut s.factor);
+        m.plans_into(d, &mut s.plans)?;
         let zero = RankTime {
             total_s: 0.0,
             compute_s: 0.0,
@@ -334,7 +336,10 @@ impl Evaluator<'_> {
             done,
             met_waiting,
             ack,
+            factor,
+            plans,
         } = s;
+        let (factor, plans) = (&factor[..], &plans[..]);
         let (clock, out, stage_acc) = (&mut clock[..], &mut out[..], &mut stage_acc[..]);
         let (mail, done, met_waiting, ack) = (
             &mut mail[..],
