@@ -17,7 +17,7 @@
 //! interpreted.
 
 use super::collective;
-use super::replay::{LogEvent, NONE, Replay};
+use super::replay::{self, LogEvent, NONE, Replay};
 use super::{Model, ModelError, Prediction, RankTime, SendMode, Shape, Step};
 use crate::dist::Dist;
 use mheta_trace::MsgScaling;
@@ -498,24 +498,7 @@ impl Evaluator<'_> {
             }
             track.end(x, i);
         }
-        let mut out = out.to_vec();
-        for ((o, &clock), first) in out.iter_mut().zip(clock.iter()).zip(first_lap.iter()) {
-            o.total_s = clock;
-            if let Some((t, f)) = first {
-                *o = RankTime {
-                    total_s: clock - t,
-                    compute_s: o.compute_s - f.compute_s,
-                    io_s: o.io_s - f.io_s,
-                    overhead_s: o.overhead_s - f.overhead_s,
-                    wait_s: o.wait_s - f.wait_s,
-                };
-            }
-        }
-        let per_iteration_s = out.iter().fold(0.0f64, |a, r| a.max(r.total_s));
-        Ok(Some(Prediction {
-            per_iteration_s,
-            ranks: out,
-        }))
+        Ok(Some(replay::last_lap(out.to_vec(), clock, first_lap)))
     }
 }
 

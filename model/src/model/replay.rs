@@ -716,24 +716,34 @@ impl<'a> Replay<'a> {
             std::mem::take(&mut self.sends),
         );
         INFLIGHT.with(|m| *m.borrow_mut() = maps);
-        let mut out = self.out;
-        for ((o, &clock), first) in out.iter_mut().zip(&self.clock).zip(&self.first_lap) {
-            o.total_s = clock;
-            if let Some((t, f)) = first {
-                *o = RankTime {
-                    total_s: clock - t,
-                    compute_s: o.compute_s - f.compute_s,
-                    io_s: o.io_s - f.io_s,
-                    overhead_s: o.overhead_s - f.overhead_s,
-                    wait_s: o.wait_s - f.wait_s,
-                };
-            }
+        last_lap(self.out, &self.clock, &self.first_lap)
+    }
+}
+
+/// The prediction from each rank's times `out` and clock at the end:
+/// over its last lap where `first_lap` kept the end of its first; the
+/// iteration is the last rank to finish.
+pub(super) fn last_lap(
+    mut out: Vec<RankTime>,
+    clock: &[f64],
+    first_lap: &[Option<(f64, RankTime)>],
+) -> Prediction {
+    for ((o, &clock), first) in out.iter_mut().zip(clock).zip(first_lap) {
+        o.total_s = clock;
+        if let Some((t, f)) = first {
+            *o = RankTime {
+                total_s: clock - t,
+                compute_s: o.compute_s - f.compute_s,
+                io_s: o.io_s - f.io_s,
+                overhead_s: o.overhead_s - f.overhead_s,
+                wait_s: o.wait_s - f.wait_s,
+            };
         }
-        let per_iteration_s = out.iter().fold(0.0f64, |a, r| a.max(r.total_s));
-        Prediction {
-            per_iteration_s,
-            ranks: out,
-        }
+    }
+    let per_iteration_s = out.iter().fold(0.0f64, |a, r| a.max(r.total_s));
+    Prediction {
+        per_iteration_s,
+        ranks: out,
     }
 }
 
