@@ -96,6 +96,17 @@ pub struct RankTime {
     pub wait_s: f64,
 }
 
+impl RankTime {
+    /// Nothing yet: where a replay starts every rank.
+    pub(crate) const ZERO: RankTime = RankTime {
+        total_s: 0.0,
+        compute_s: 0.0,
+        io_s: 0.0,
+        overhead_s: 0.0,
+        wait_s: 0.0,
+    };
+}
+
 /// A predicted iteration.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Prediction {

@@ -305,15 +305,8 @@ impl Evaluator<'_> {
         let s = &mut *guard;
         m.work_factors_into(d, &mut s.factor);
         m.plans_into(d, &mut s.plans)?;
-        let zero = RankTime {
-            total_s: 0.0,
-            compute_s: 0.0,
-            io_s: 0.0,
-            overhead_s: 0.0,
-            wait_s: 0.0,
-        };
         reset(&mut s.clock, p, 0.0);
-        reset(&mut s.out, p, zero);
+        reset(&mut s.out, p, RankTime::ZERO);
         if c.laps > 1 || s.first_lap.len() != p {
             reset(&mut s.first_lap, p, None);
         }

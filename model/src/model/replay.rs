@@ -137,13 +137,6 @@ impl<'a> Replay<'a> {
             c.send_waits_seen = vec![0; p];
         }
         let (inflight, sends) = warm_maps(p);
-        let zero = RankTime {
-            total_s: 0.0,
-            compute_s: 0.0,
-            io_s: 0.0,
-            overhead_s: 0.0,
-            wait_s: 0.0,
-        };
         Ok(Replay {
             steps: m.programs.iter().map(|pr| &pr.steps[..]).collect(),
             factor: m.work_factors(d),
@@ -158,7 +151,7 @@ impl<'a> Replay<'a> {
             recorded_io,
             stage_acc: vec![0.0; p],
             clock: vec![0.0; p],
-            out: vec![zero; p],
+            out: vec![RankTime::ZERO; p],
             pc: vec![0; p],
             inflight,
             sends,
