@@ -92,15 +92,19 @@ pub fn plan_in_run(
     };
     if world.rank() == 0 {
         let t0 = std::time::Instant::now();
-        let inputs = Inputs {
-            app,
-            current,
-            profile,
-            rebuild_s_per_row,
-            cpu_slowdown,
-            p,
-        };
-        match plan_at_root(&traces, &inputs) {
+        let planned = ClusterProfile::load(profile)
+            .map_err(|e| e.to_string())
+            .and_then(|prof| {
+                let inputs = Inputs {
+                    app,
+                    current,
+                    profile: &prof,
+                    rebuild_s_per_row,
+                    cpu_slowdown,
+                };
+                plan_at_root(&traces, &inputs)
+            });
+        match planned {
             Ok(Planned {
                 found: f,
                 current_s: cur,
@@ -139,40 +143,41 @@ pub fn plan_in_run(
     Ok(plan)
 }
 
-/// What rank 0 plans from, besides the traces.
-struct Inputs<'a> {
-    app: &'a AppDecl,
-    current: &'a Dist,
-    profile: &'a Path,
-    rebuild_s_per_row: Option<&'a [f64]>,
-    cpu_slowdown: Option<&'a [mheta_model::stoch::Stoch]>,
-    p: usize,
+/// What rank 0 plans from, besides the traces ([`plan_in_run`]'s
+/// arguments).
+pub struct Inputs<'a> {
+    pub app: &'a AppDecl,
+    pub current: &'a Dist,
+    pub profile: &'a ClusterProfile,
+    pub rebuild_s_per_row: Option<&'a [f64]>,
+    pub cpu_slowdown: Option<&'a [mheta_model::stoch::Stoch]>,
 }
 
 /// Rank 0's plan.
-struct Planned {
+pub struct Planned {
     /// GBS's choice, its `predicted_s` the median of the recorded
     /// iterations replayed on it where there are 3 or more.
-    found: Found,
+    pub found: Found,
     /// The same figure on the current distribution.
-    current_s: f64,
-    cost: MoveCost,
+    pub current_s: f64,
+    pub cost: MoveCost,
     /// The busy times on the current and on the chosen distribution.
-    busy_now: Vec<f64>,
-    busy_chosen: Vec<f64>,
+    pub busy_now: Vec<f64>,
+    pub busy_chosen: Vec<f64>,
     /// The replay of the median iteration on the current and the chosen.
-    point: (f64, f64),
+    pub point: (f64, f64),
 }
 
-/// Rank 0's plan: the model of the traces on the profile (under the
-/// sensed CPU slowdowns, Figueira and Berman eq. 1), GBS, and the move's cost.
-fn plan_at_root(traces: &[mheta_trace::RankTrace], x: &Inputs) -> Result<Planned, String> {
+/// Rank 0's side of [`plan_in_run`] once it holds every rank's trace,
+/// without MPI: the model of the traces on the profile (under the sensed
+/// CPU slowdowns, Figueira and Berman eq. 1), GBS, and the move's cost
+/// (`runtime/benches/planning.rs` times it at up to 16384 ranks).
+pub fn plan_at_root(traces: &[mheta_trace::RankTrace], x: &Inputs) -> Result<Planned, String> {
     let busy = |p: &mheta_model::Prediction| p.ranks.iter().map(|r| r.compute_s).collect();
-    let prof = ClusterProfile::load(x.profile).map_err(|e| e.to_string())?;
-    let mut m = Model::new(traces, x.app.clone(), &prof).map_err(|e| e.to_string())?;
+    let mut m = Model::new(traces, x.app.clone(), x.profile).map_err(|e| e.to_string())?;
     m.rebuild_s_per_row = x.rebuild_s_per_row.map(<[f64]>::to_vec);
     if let Some(sd) = x.cpu_slowdown {
-        let mut load = mheta_model::slowdown::Slowdowns::dedicated(x.p);
+        let mut load = mheta_model::slowdown::Slowdowns::dedicated(traces.len());
         load.cpu = sd.to_vec();
         load.cpu_bounds = sd.iter().map(|s| s.range2()).collect();
         for h in &mut load.how {
