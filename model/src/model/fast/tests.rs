@@ -1,0 +1,154 @@
+use super::*;
+use crate::curve::RowCurve;
+use crate::search::Rng;
+use crate::synthetic::{
+    app, hetero_cluster, jacobi_trace, pipeline_trace, profile, wavefront_trace,
+};
+
+/// Distributions of `n` rows over `p` ranks: Block, random ones, and
+/// random ones with some ranks at 0 rows.
+fn dists(p: usize, n: u64, seed: u64) -> Vec<Dist> {
+    let mut rng = Rng::new(seed);
+    let mut out = vec![Dist::block(p, n)];
+    for zeros in [false, false, false, true, true] {
+        let w: Vec<f64> = (0..p)
+            .map(|_| {
+                if zeros && rng.unit() < 0.3 {
+                    0.0
+                } else {
+                    0.2 + rng.unit()
+                }
+            })
+            .collect();
+        let total: f64 = w.iter().sum();
+        let mut rows: Vec<u64> = w.iter().map(|x| (x / total * n as f64) as u64).collect();
+        let short = n - rows.iter().sum::<u64>();
+        let last = (0..p)
+            .rev()
+            .find(|&i| rows[i] > 0 || !zeros)
+            .unwrap_or(p - 1);
+        rows[last] += short;
+        out.push(Dist(rows));
+    }
+    out
+}
+
+fn models(p: u32) -> Vec<(&'static str, Model)> {
+    let rows = 64u64;
+    let jacobi = {
+        let traces: Vec<_> = (0..p)
+            .map(|r| jacobi_trace(r, p, 1_000_000 + (r as u64 * 7919 % 13) * 150_000, 8 * 1026))
+            .collect();
+        Model::new(&traces, app(vec![rows; p as usize]), &profile(p)).expect("model")
+    };
+    let curves = (0..p as usize)
+        .map(|r| {
+            let knots = [0.5, 1.0, 1.5]
+                .iter()
+                .map(|f| ((f * rows as f64) as u64, 0.9 + 0.1 * f))
+                .collect();
+            RowCurve::new(r, knots).expect("curve")
+        })
+        .collect();
+    let tiled = |trace: fn(u32, u32, u32, u64, u64) -> mheta_trace::RankTrace| {
+        let traces: Vec<_> = (0..p)
+            .map(|r| trace(r, p, 8, 100_000 + (r as u64 % 5) * 20_000, 8 * 128))
+            .collect();
+        let mut decl = app(vec![rows; p as usize]);
+        decl.tiles = Some(8);
+        Model::new(&traces, decl, &profile(p)).expect("model")
+    };
+    // Halos that scale with the sender's rows, across an eager limit
+    // of 64 KB: a rank with more rows than recorded sends them in
+    // rendezvous, and waits for its receiver.
+    let scaled = {
+        let traces: Vec<_> = (0..p)
+            .map(|r| jacobi_trace(r, p, 1_000_000 + (r as u64 % 3) * 400_000, 60_000))
+            .collect();
+        let mut decl = app(vec![rows; p as usize]);
+        decl.msg_scaling = MsgScaling::SenderRows;
+        let mut prof = profile(p);
+        for c in &mut prof.pairs {
+            c.eager_limit_bytes = Some(64_000);
+        }
+        Model::new(&traces, decl, &prof).expect("model")
+    };
+    let eager = {
+        let traces: Vec<_> = (0..p)
+            .map(|r| jacobi_trace(r, p, 1_000_000 + (r as u64 % 3) * 400_000, 100_000))
+            .collect();
+        let mut prof = profile(p);
+        for c in &mut prof.pairs {
+            c.eager_limit_bytes = Some(64_000);
+        }
+        Model::new(&traces, app(vec![rows; p as usize]), &prof).expect("model")
+    };
+    vec![
+        ("jacobi", jacobi.clone()),
+        ("curve", jacobi.with_row_curves(curves).expect("curves")),
+        ("io", {
+            let (traces, decl) = hetero_cluster(7, p, rows);
+            Model::new(&traces, decl, &profile(p)).expect("model")
+        }),
+        ("pipeline", tiled(pipeline_trace)),
+        ("wavefront", tiled(wavefront_trace)),
+        ("scaled", scaled),
+        ("rendezvous", eager),
+    ]
+}
+
+#[test]
+fn the_critical_path_runs_through_the_last_arrivers_work() {
+    // Four ranks exchange halos, compute 1, 1, 3 and 1 ms, and
+    // all-reduce: the iteration waits for rank 2's computation alone.
+    let traces: Vec<_> = (0..4u32)
+        .map(|r| jacobi_trace(r, 4, if r == 2 { 3_000_000 } else { 1_000_000 }, 8192))
+        .collect();
+    let m = Model::new(&traces, app(vec![16; 4]), &profile(4)).expect("model");
+    let ev = m.evaluator();
+    let d = Dist::block(4, 64);
+    assert_eq!(ev.critical(&d).expect("ok"), None, "not compiled yet");
+    ev.predict(&d).expect("predict");
+    let on = ev.critical(&d).expect("ok");
+    assert_eq!(on, Some(vec![false, false, true, false]));
+    // With rank 2 at a third of its rows, rank 3 (which took them) is
+    // the last.
+    let d = Dist(vec![16, 16, 5, 27]);
+    ev.predict(&d).expect("predict");
+    assert_eq!(
+        ev.critical(&d).expect("ok"),
+        Some(vec![false, false, false, true])
+    );
+}
+
+#[test]
+fn compiled_equals_interpreted() {
+    for p in [2u32, 5, 16] {
+        for (name, m) in models(p) {
+            let ev = m.evaluator();
+            assert!(!ev.interpret_only, "{name}");
+            let mut evals = 0;
+            for _ in 0..2 {
+                for d in dists(p as usize, m.rows(), 11 + p as u64) {
+                    let want = m.predict(&d);
+                    // The second of two in a row runs compiled.
+                    for _ in 0..2 {
+                        let got = ev.predict(&d);
+                        match (&want, &got) {
+                            (Ok(w), Ok(g)) => assert_eq!(w, g, "{name} P={p} {d:?}"),
+                            (Err(w), Err(g)) => assert_eq!(w.to_string(), g.to_string()),
+                            _ => panic!("{name} P={p} {d:?}: {want:?} against {got:?}"),
+                        }
+                        evals += 1;
+                    }
+                }
+            }
+            let fast = ev.compiled_evaluations();
+            assert!(
+                fast >= evals / 2,
+                "{name} P={p}: {fast} of {evals} compiled"
+            );
+            eprintln!("{name} P={p}: {fast} of {evals} compiled");
+        }
+    }
+}
