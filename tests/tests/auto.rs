@@ -261,17 +261,26 @@ fn unix_now() -> f64 {
 }
 
 /// Three other jobs arrive mid-run on rank 0's core (busy loops pinned
-/// there three seconds in, after the first plan), so rank 0 gets about a
-/// quarter of a core. With `--replan-on record` the drift watch must see
-/// the drift, re-record, re-plan and move rows from rank 0 to rank 1
-/// within a bounded time, and the answer must still verify.
+/// there three seconds in, after the first plan). With `--replan-on
+/// record` the drift watch must see the drift, re-record, re-plan and
+/// move rows from rank 0 to rank 1 within a bounded time, and the answer
+/// must still verify.
 ///
-/// Why three: this host's vCPUs are themselves time-shared, and a rank's
-/// speed wanders by up to 1.6x for a second at a time (a 100-iteration
-/// recording of jacobi on [1024, 2048] saw rank 1's 5-iteration medians
-/// go between 12 and 20 ms). One busy loop (2x) is within reach of that;
-/// three (4x) are not, so every re-plan after they arrive must put rank 0
-/// well under an even split, whatever else the host does.
+/// What share of core 0 rank 0 keeps depends on the launcher, not on the
+/// count of loops: with `kernel.sched_autogroup_enabled` = 1 the kernel
+/// shares a core between sessions first. Open MPI's ranks stay in the
+/// test's session beside the loops and get about a quarter; Hydra
+/// (MPICH) starts its ranks in a session of their own, whose group gets
+/// about half of the core however many loops the other session runs. So
+/// the test reads what rank 0 got (its schedstat availability in each
+/// iteration, `cpu_avail_per_iter`) and holds the plans against the split
+/// that share calls for.
+///
+/// This host's vCPUs are themselves time-shared: each one's CPU time per
+/// row moves between two levels 1.5x apart for one to four seconds at a
+/// time, each vCPU on its own (a 2-rank jacobi, n 3072, on 2026-11-30).
+/// A re-plan that follows such a change is right, so the bounds leave
+/// room for it.
 #[test]
 fn jobs_arriving_on_a_ranks_core_are_rebalanced() {
     // Up to three runs, the first that rebalances passes (a first plan
@@ -326,6 +335,8 @@ fn auto_jacobi(
         ])
         .args(extra)
         .args(["--auto", "--profile"])
+        // Every iteration's figures in the report (`cpu_avail_per_iter`).
+        .env("MHETA_DEBUG_TIMES", "1")
         .arg(profile)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -379,29 +390,64 @@ fn drift_run(dir: &std::path::Path, profile: &std::path::Path, k: usize) -> Resu
     if a["at_unix_s"].as_f64().unwrap() >= arrived {
         return Err(format!("first plan after the jobs arrived: {a}"));
     }
-    // Within 3 s of their arrival (the watch needs two windows of 5
-    // iterations, a re-recording of 6 and the move; iterations of rank 0
-    // at a quarter speed before the move take about 50 ms), a re-plan
-    // moved rank 0 to at most 0.75 of an even split (the speed-
-    // proportional split is 614 of 3072).
-    let replans = a["replans"].as_array().unwrap();
+    // The share of core 0 that rank 0 kept once the jobs were there:
+    // the median of its availability after the first drift they caused
+    // (the loops run to the end). Equal cores call for rank 0 to hold
+    // n·s/(1 + s) rows; `mid` is halfway there from an even split,
+    // `light_rows` a third of the way.
+    let drifts = a["drifts"].as_array().unwrap();
+    let Some(first_drift) = drifts
+        .iter()
+        .find(|d| d["at_unix_s"].as_f64().unwrap() > arrived)
+    else {
+        return Err(format!(
+            "no drift after the jobs arrived at {arrived:.3}: {a}"
+        ));
+    };
+    let after = first_drift["after"].as_u64().unwrap() as usize;
+    let mut avail: Vec<f64> = r["ranks"][0]["cpu_avail_per_iter"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .skip(after + 1)
+        .filter_map(|x| x.as_f64())
+        .collect();
+    avail.sort_by(f64::total_cmp);
+    let Some(&share) = avail.get(avail.len() / 2) else {
+        return Err(format!("no availability read after iteration {after}"));
+    };
+    if share > 0.6 {
+        return Err(format!(
+            "the jobs took too little of rank 0's core to test against: it kept {share:.2}"
+        ));
+    }
     let even = 1536.0;
+    let split = 3072.0 * share / (1.0 + share);
+    let mid = (even + split) / 2.0;
+    let light_rows = even - (even - split) / 3.0;
+    eprintln!(
+        "drift run {k}: rank 0 kept {share:.2} of its core: split {split:.0}, mid {mid:.0}, light {light_rows:.0} rows"
+    );
+    // Within 3 s of their arrival (the watch needs two windows of 5
+    // iterations, a re-recording and the move; iterations of rank 0 at a
+    // quarter of a core before the move take about 65 ms), a re-plan
+    // moved rank 0 to `mid` or below.
+    let replans = a["replans"].as_array().unwrap();
     let moved = replans.iter().find(|p| {
         let at = p["at_unix_s"].as_f64().unwrap();
         p["moved"] == true
             && at > arrived
             && at <= arrived + 3.0
-            && (dist(&p["chosen_dist"])[0] as f64) <= 0.75 * even
+            && (dist(&p["chosen_dist"])[0] as f64) <= mid
     });
     let Some(moved) = moved else {
         return Err(format!(
-            "no move of rank 0 to 0.75 of an even split within 3 s of the jobs' arrival at {arrived:.3}: {replans:#?}"
+            "no move of rank 0 to {mid:.0} rows or fewer (it kept {share:.2} of its core) within 3 s of the jobs' arrival at {arrived:.3}: {replans:#?}"
         ));
     };
     // The drift that started it is in the report, within the bound of
     // iterations the watch and the re-recording take.
     let at = moved["redistributed_after"].as_u64().unwrap();
-    let drifts = a["drifts"].as_array().unwrap();
     if !drifts.iter().any(|d| {
         let after = d["after"].as_u64().unwrap();
         after < at && at <= after + 10
@@ -410,12 +456,10 @@ fn drift_run(dir: &std::path::Path, profile: &std::path::Path, k: usize) -> Resu
             "no drift within 10 iterations before the move at {at}: {drifts:?}"
         ));
     }
-    // Rank 0 stays light for most of the rest of the run. Not every
-    // later plan must keep it so: rank 0's time per row with the three
-    // jobs is bimodal here (a recording of [456, 2616] with them on its
-    // core had 5-iteration medians of 16 ms for 24 windows and 3 ms, a
-    // full core, for 6), and a re-plan on a 3 ms window rightly moves
-    // rows back until the next drift.
+    // Rank 0 stays at `light_rows` or below for most of the rest of the
+    // run. Not every later plan must keep it so: when the host slows
+    // rank 1's vCPU by its 1.5x, the right split moves toward rank 0
+    // until the vCPU's speed comes back, and a re-plan follows it.
     // A re-plan that ran slower than the distribution it replaced was
     // undone (`reverted`): from then on its `from_dist` is in force.
     let mut plans: Vec<(u64, u64)> = replans
@@ -438,13 +482,13 @@ fn drift_run(dir: &std::path::Path, profile: &std::path::Path, k: usize) -> Resu
     for w in plans.windows(2) {
         let iters = w[1].0 - w[0].0;
         all += iters;
-        if (w[0].1 as f64) <= 0.75 * even {
+        if (w[0].1 as f64) <= light_rows {
             light += iters;
         }
     }
     if 4 * light < 3 * all {
         return Err(format!(
-            "rank 0 held at most 0.75 of an even split for only {light} of the {all} iterations after the move: {replans:#?}"
+            "rank 0 held {light_rows:.0} rows or fewer (it kept {share:.2} of its core) for only {light} of the {all} iterations after the move: {replans:#?}"
         ));
     }
     Ok(())
