@@ -270,3 +270,109 @@ fn tiles_of(rank: u32, p: u32, tiles: u32, compute_ns: u64, bytes: u64) -> (Vec<
     }
     (events, t)
 }
+
+/// `p` ranks' traces and declaration grown from a recording at fewer
+/// ranks of a code on 1-D GEN_BLOCK rows whose ranks talk to neighbours
+/// at fixed offsets (every kernel in `apps/`): rank 0 and rank p - 1 copy
+/// the recording's first and last ranks, every rank between them copies
+/// recorded rank 1 (an interior rank), with each point-to-point peer
+/// moved by the rank's offset from the rank it copies, each collective
+/// over the recorded world made one over p ranks, and every gap between
+/// calls stretched by `slow(r)` (the heterogeneity). Each rank holds the
+/// rows of the rank it copies, with their work. How the planning bench
+/// gets the six kernels at thousands of ranks from real recordings.
+///
+/// # Panics
+/// With fewer than 3 recorded ranks, or fewer than 3 asked for.
+pub fn grown(
+    recorded: &[RankTrace],
+    decl: &AppDecl,
+    p: u32,
+    slow: impl Fn(u32) -> f64,
+) -> (Vec<RankTrace>, AppDecl) {
+    let n = recorded.len() as u32;
+    assert!(
+        n >= 3 && p >= 3,
+        "growing needs 3 recorded ranks and 3 asked for"
+    );
+    let copies = |r: u32| match r {
+        0 => 0,
+        r if r == p - 1 => n - 1,
+        _ => 1,
+    };
+    let traces =
+        (0..p)
+            .map(|r| {
+                let from = copies(r);
+                let mut t = recorded[from as usize].clone();
+                let shift = r as i32 - from as i32;
+                t.rank = r;
+                t.world_size = p;
+                for it in &mut t.iterations {
+                    stretch(it, slow(r));
+                    for e in &mut it.events {
+                        e.what.peers_mut(|peer| {
+                            if *peer >= 0 {
+                                *peer += shift
+                            }
+                        });
+                        if let What::Collective { comm_size, .. }
+                        | What::ICollective { comm_size, .. } = &mut e.what
+                            && *comm_size == n
+                        {
+                            *comm_size = p;
+                        }
+                    }
+                }
+                t
+            })
+            .collect();
+    let mut d = decl.clone();
+    d.dist = (0..p).map(|r| decl.dist[copies(r) as usize]).collect();
+    d.rows = d.dist.iter().sum();
+    if let Some(w) = &decl.work_per_row {
+        let starts: Vec<usize> = decl
+            .dist
+            .iter()
+            .scan(0usize, |s, &x| {
+                let at = *s;
+                *s += x as usize;
+                Some(at)
+            })
+            .collect();
+        d.work_per_row = Some(
+            (0..p)
+                .flat_map(|r| {
+                    let c = copies(r) as usize;
+                    w[starts[c]..starts[c] + decl.dist[c] as usize]
+                        .iter()
+                        .copied()
+                })
+                .collect(),
+        );
+    }
+    if let Some(m) = &mut d.memory {
+        let budget = m.budget.clone();
+        m.budget = (0..p)
+            .map(|r| budget.get(copies(r) as usize).copied().flatten())
+            .collect();
+    }
+    (traces, d)
+}
+
+/// Stretch every gap between one iteration's calls by `factor`, keeping
+/// the calls' own durations.
+fn stretch(it: &mut Iteration, factor: f64) {
+    let (mut last_end, mut added) = (0u64, 0f64);
+    for e in &mut it.events {
+        let gap = e.t0_ns.saturating_sub(last_end);
+        last_end = e.t1_ns;
+        added += gap as f64 * (factor - 1.0);
+        let by = added.round() as i64;
+        e.t0_ns = e.t0_ns.saturating_add_signed(by);
+        e.t1_ns = e.t1_ns.saturating_add_signed(by);
+    }
+    let tail = it.duration_ns.saturating_sub(last_end);
+    added += tail as f64 * (factor - 1.0);
+    it.duration_ns = it.duration_ns.saturating_add_signed(added.round() as i64);
+}

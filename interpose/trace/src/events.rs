@@ -219,6 +219,30 @@ impl What {
         }
     }
 
+    /// Apply `f` to every point-to-point peer the event names (not a
+    /// collective's root): how a trace is moved to another rank.
+    pub fn peers_mut(&mut self, mut f: impl FnMut(&mut i32)) {
+        match self {
+            What::Send(m) | What::Recv(m) | What::Probe(m) | What::Peek(m) => f(&mut m.peer),
+            What::Poll(Some(m)) => f(&mut m.peer),
+            What::Isend { msg, .. } | What::PersistentInit { msg, .. } => f(&mut msg.peer),
+            What::Sendrecv { send, recv } => {
+                f(&mut send.peer);
+                f(&mut recv.peer)
+            }
+            What::Complete(c) => c
+                .iter_mut()
+                .filter_map(|c| c.recv.as_mut())
+                .for_each(|m| f(&mut m.peer)),
+            What::Start(v) => v.iter_mut().for_each(|s| {
+                if let Started::Send { msg, .. } = s {
+                    f(&mut msg.peer)
+                }
+            }),
+            _ => {}
+        }
+    }
+
     /// Bytes this call moves (sent, received, read or written).
     pub fn bytes(&self) -> u64 {
         match self {
