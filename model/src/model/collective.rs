@@ -297,15 +297,40 @@ fn linear(arrive: &[f64], c: &Costs<'_>, links: Option<&Links<'_>>) -> Vec<f64> 
 
 /// The two link queues of [`linear`], raising each rank's `leave` to
 /// when its last block from another host is through both.
+///
+/// The blocks into a host are taken in the order they reach its link,
+/// ties in the order they were sent. They are kept by sending host: a
+/// host's link sends one block after another, so where the latency
+/// between two hosts is one figure (a profile by kind of pair) each
+/// host's blocks already come in order, and the (stable, run-finding)
+/// sort only merges a run per host.
 fn host_queues(arrive: &[f64], c: &Costs<'_>, l: &Links<'_>, leave: &mut [f64]) {
     let p = arrive.len();
     let hosts = l.host.iter().max().map_or(0, |&h| h + 1);
     let mut order: Vec<usize> = (0..p).filter(|&s| l.block[s] > 0.0).collect();
     order.sort_by(|&a, &b| arrive[a].total_cmp(&arrive[b]));
     let mut link_out = vec![f64::NEG_INFINITY; hosts];
-    // Per host: the blocks coming in, (when they reach the link, sender,
+    let (mut ranks_of, mut senders_of) = (vec![0usize; hosts], vec![0usize; hosts]);
+    for &h in l.host {
+        ranks_of[h] += 1;
+    }
+    for &s in &order {
+        senders_of[l.host[s]] += 1;
+    }
+    // Per receiving host, then per sending host: the blocks coming in,
+    // (when they reach the link, their place in the sending, sender,
     // receiver).
-    let mut incoming: Vec<Vec<(f64, usize, usize)>> = vec![Vec::new(); hosts];
+    let mut incoming: Vec<Vec<(f64, u32, u32, u32)>> = (0..hosts * hosts)
+        .map(|k| {
+            let (to, from) = (k / hosts, k % hosts);
+            Vec::with_capacity(if to == from {
+                0
+            } else {
+                senders_of[from] * ranks_of[to]
+            })
+        })
+        .collect();
+    let mut sent = 0u32;
     for &s in &order {
         let h = l.host[s];
         for d in (1..p).map(|t| (s + t) % p).filter(|&d| l.host[d] != h) {
@@ -313,13 +338,20 @@ fn host_queues(arrive: &[f64], c: &Costs<'_>, l: &Links<'_>, leave: &mut [f64]) 
             link_out[h] = start + (l.egress)(s, l.block[s]);
             let lat = (l.latency)(s, d);
             leave[d] = leave[d].max(link_out[h] + lat + (c.o_recv)(s, d));
-            incoming[l.host[d]].push((start + lat, s, d));
+            incoming[l.host[d] * hosts + h].push((start + lat, sent, s as u32, d as u32));
+            sent += 1;
         }
     }
-    for mut blocks in incoming {
-        blocks.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut blocks = Vec::new();
+    for to in 0..hosts {
+        blocks.clear();
+        for from in 0..hosts {
+            blocks.append(&mut incoming[to * hosts + from]);
+        }
+        blocks.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         let mut link_in = f64::NEG_INFINITY;
-        for (at, s, d) in blocks {
+        for &(at, _, s, d) in &blocks {
+            let (s, d) = (s as usize, d as usize);
             link_in = link_in.max(at) + (l.ingress)(d, l.block[s]);
             leave[d] = leave[d].max(link_in + (c.o_recv)(s, d));
         }
@@ -580,6 +612,70 @@ mod tests {
         // On one host no link is shared: each block alone.
         let alone = 1e-6 + 1000.0 / 1e6;
         close(&run(&[1000.0; 4], &[0; 4]), &[alone; 4]);
+    }
+
+    /// The host queues as their doc states them, the plain way: every
+    /// block into a host in one list, sorted by when it reaches the link,
+    /// ties as sent (a stable sort); `host_queues` must give the same
+    /// leaves bit for bit, with latencies per kind of pair (its runs
+    /// sorted) and per pair (not).
+    #[test]
+    fn host_queues_take_blocks_as_they_reach_the_link_ties_as_sent() {
+        fn plain(arrive: &[f64], c: &Costs<'_>, l: &Links<'_>, leave: &mut [f64]) {
+            let p = arrive.len();
+            let mut order: Vec<usize> = (0..p).filter(|&s| l.block[s] > 0.0).collect();
+            order.sort_by(|&a, &b| arrive[a].total_cmp(&arrive[b]));
+            let mut link_out = vec![f64::NEG_INFINITY; p];
+            let mut incoming = vec![Vec::new(); p];
+            for &s in &order {
+                let h = l.host[s];
+                for d in (1..p).map(|t| (s + t) % p).filter(|&d| l.host[d] != h) {
+                    let start = link_out[h].max(arrive[s]);
+                    link_out[h] = start + (l.egress)(s, l.block[s]);
+                    let lat = (l.latency)(s, d);
+                    leave[d] = leave[d].max(link_out[h] + lat + (c.o_recv)(s, d));
+                    incoming[l.host[d]].push((start + lat, s, d));
+                }
+            }
+            for mut blocks in incoming {
+                blocks.sort_by(|a, b| a.0.total_cmp(&b.0));
+                let mut link_in = f64::NEG_INFINITY;
+                for (at, s, d) in blocks {
+                    link_in = link_in.max(at) + (l.ingress)(d, l.block[s]);
+                    leave[d] = leave[d].max(link_in + (c.o_recv)(s, d));
+                }
+            }
+        }
+        let host = [0, 0, 0, 1, 1, 2, 2, 2, 2, 3, 0];
+        let p = host.len();
+        let block: Vec<f64> = (0..p).map(|s| [0.0, 500.0, 1000.0][s % 3]).collect();
+        let o_recv = |s: usize, d: usize| 1e-7 * (1 + (s + d) % 3) as f64;
+        let c = Costs {
+            msg: &|_, _| 0.0,
+            o_send: ZERO,
+            o_recv: &o_recv,
+        };
+        let egress = |s: usize, b: f64| b * [1e-9, 2e-9, 1e-9, 4e-9][host[s]];
+        let ingress = |j: usize, b: f64| b * [2e-9, 1e-9, 3e-9, 1e-9][host[j]];
+        let by_kind = |_: usize, _: usize| 1e-6;
+        let by_pair = |s: usize, d: usize| 1e-6 * (1 + (s * 5 + d) % 4) as f64;
+        for latency in [&by_kind as &dyn Fn(usize, usize) -> f64, &by_pair] {
+            let l = Links {
+                host: &host,
+                block: &block,
+                egress: &egress,
+                ingress: &ingress,
+                latency,
+            };
+            for a in 0..4 {
+                // Many ties: arrivals on a few values.
+                let arrive: Vec<f64> = (0..p).map(|j| 1e-6 * ((j * a) % 3) as f64).collect();
+                let (mut want, mut got) = (arrive.clone(), arrive.clone());
+                plain(&arrive, &c, &l, &mut want);
+                host_queues(&arrive, &c, &l, &mut got);
+                assert_eq!(got, want, "arrivals {arrive:?}");
+            }
+        }
     }
 
     #[test]
