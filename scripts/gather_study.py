@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""What `--auto`'s plan costs in the job as the ranks grow: the traces'
-gather to rank 0, and the model and GBS there.
+"""What `--auto`'s plan costs in the job as the ranks grow: the gather
+to rank 0 of every rank's summary of its trace (`mheta_model::summary`:
+what the model reads of it, made on the rank), and the model and GBS
+there.
 
 Usage: scripts/gather_study.py OUT [ROUNDS]   (default 3 rounds)
 
@@ -11,13 +13,14 @@ its node for every node). Then, ROUNDS times, interleaved, runs jacobi
 (`--n 2048`) and cg (`--class A`, its 15 verified iterations) with `--auto` under `mheta run` on 2,
 4, 8 and 16 ranks (oversubscribed above 2; compute by the clock at 7 ns
 a unit, so that the planner's inputs do not depend on the time-sharing)
-and reads from rank 0's report: each rank's encoded trace, the bytes
-rank 0 received, the gather's time, the model's and GBS's time
+and reads from rank 0's report: its encoded trace and summary, the
+bytes rank 0 received, the gather's time, the model's and GBS's time
 (`model_s`) and the whole plan's (`plan_s`). Prints the medians per app
 and rank count, then the growth beyond: what rank 0 receives is the
-sum of the traces, linear in P (every other rank sends its own trace
+sum of the summaries, linear in P (every other rank sends its own
 and receives none; an all-gather would give every rank the sum), each
-trace the larger the more its rank polled while it waited, and
+the size of its rank's program, not of its recording (a trace is the
+larger the more its rank polled while it waited), and
 the model and GBS at 1024 to 16384 ranks are the model bench's
 (`cargo bench -p mheta-model --bench model`). OUT/gather.json keeps
 every run and the stamp.
@@ -98,10 +101,11 @@ def report(runs, rounds, command):
     med = statistics.median
     print(f"# --auto's plan in the job against the ranks: `{command}`; {rounds} interleaved rounds, medians;")
     print("# compute by the clock (7 ns a unit), ranks oversubscribed on this machine above 2, profiles by kind")
-    print("# rank 0's report: trace = rank 0's encoded trace; at rank 0 = what the gather brought it (every")
-    print("# other rank receives nothing); gather, model+GBS and plan in ms. A rank that polls while it waits")
-    print("# (oversubscribed, non-blocking) records each MPI_Test: its trace grows with its waits")
-    print(f"{'app':<7} {'ranks':>5} {'trace (B)':>10} {'at rank 0 (B)':>14} {'gather':>8} {'model+GBS':>10} {'plan':>8}")
+    print("# rank 0's report: trace, summary = rank 0's encoded trace and the summary of it it sent; at rank 0 =")
+    print("# what the gather brought it (every other rank receives nothing); gather, model+GBS and plan in ms.")
+    print("# A rank that polls while it waits (oversubscribed, non-blocking) records each MPI_Test: its trace")
+    print("# grows with its waits, its summary does not")
+    print(f"{'app':<7} {'ranks':>5} {'trace (B)':>10} {'summary (B)':>12} {'at rank 0 (B)':>14} {'gather':>8} {'model+GBS':>10} {'plan':>8}")
     per = {}
     for app in APPS:
         for np in NPS:
@@ -111,10 +115,10 @@ def report(runs, rounds, command):
             g = [x["gathered"] for x in rs]
             row = (med(x["own_bytes"] for x in g), med(x["received_bytes"] for x in g),
                    med(x["s"] for x in g) * 1e3, med(x["model_s"] for x in rs) * 1e3,
-                   med(x["plan_s"] for x in rs) * 1e3)
+                   med(x["plan_s"] for x in rs) * 1e3, med(x["own_trace_bytes"] for x in g))
             per[(app, np)] = row
-            print(f"{app:<7} {np:>5} {row[0]:>10.0f} {row[1]:>14.0f} {row[2]:>8.2f} {row[3]:>10.2f} {row[4]:>8.2f}")
-    print("# beyond: rank 0 receives about P x the per-rank trace (fitted through the rows above)")
+            print(f"{app:<7} {np:>5} {row[5]:>10.0f} {row[0]:>12.0f} {row[1]:>14.0f} {row[2]:>8.2f} {row[3]:>10.2f} {row[4]:>8.2f}")
+    print("# beyond: rank 0 receives about P x the per-rank summary (fitted through the rows above)")
     for app in APPS:
         pts = [(np, per[(app, np)][1]) for np in NPS if (app, np) in per]
         if len(pts) < 2:

@@ -113,9 +113,9 @@ study move-rate "Redistribution across a 1 Gbit/s link, beside a TCP stream" \
 study move-cost "A move's predicted cost against its measured time, across links" \
     "hosts: one rank per network namespace, each link shaped by tbf, 500 us added on the last host; node: one machine" -- \
     scripts/move_cost_study.py "$out/move-cost/work" 3
-# --auto's plan in the job against the ranks (2-16): the traces' gather
+# --auto's plan in the job against the ranks (2-16): the summaries' gather
 # to rank 0, the model and GBS there (about a minute for 3 rounds).
-study gather "--auto's plan in the job against the ranks: the traces' gather and the model" \
+study gather "--auto's plan in the job against the ranks: the summaries' gather and the model" \
     "clock: compute by the clock at 7 ns a unit, ranks oversubscribed above 2" -- \
     scripts/gather_study.py "$out/gather/work" 3
 # The model's own cost: one evaluation and a whole GBS against P, up to

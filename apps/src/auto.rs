@@ -71,8 +71,9 @@ pub struct AutoReport {
     /// distribution the run continues on: what the drift watch compares.
     pub predicted_busy_s: Vec<f64>,
     pub plan_s: f64,
-    /// Where `plan_s` went on rank 0: gathering the traces (`gathered.s`,
-    /// with the bytes each rank sent and rank 0 received) and the model,
+    /// Where `plan_s` went on rank 0: gathering the ranks' summaries of
+    /// their traces (`gathered.s`, with the bytes of this rank's trace
+    /// and summary, and what rank 0 received) and the model,
     /// GBS and the move's price (`model_s`); the rest is the broadcast of
     /// the plan and reading the traces from disk.
     pub gathered: mheta_runtime::Gathered,

@@ -49,7 +49,7 @@ impl Line {
 }
 
 /// One recorded file call, for fitting.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct IoObs {
     /// Stage ordinal within the iteration (None: outside stages).
     pub stage: Option<u32>,

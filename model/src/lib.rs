@@ -9,7 +9,8 @@
 //! [`iomodel`]), the trace's summaries ([`analysis`]), the searches
 //! ([`search`]: GBS and baselines), the cost of a move ([`redist`]),
 //! shared-node slowdowns, stochastic values and risk ([`slowdown`],
-//! [`stoch`], [`risk`]), and synthetic programs for tests and benches
+//! [`stoch`], [`risk`]), a rank's summary of its trace for the planner
+//! in a job ([`summary`]), and synthetic programs for tests and benches
 //! ([`synthetic`]). The `mheta` CLI and the in-job runtime
 //! (`mheta-runtime`) both call these.
 
@@ -24,6 +25,7 @@ pub mod risk;
 pub mod search;
 pub mod slowdown;
 pub mod stoch;
+pub mod summary;
 pub mod synthetic;
 
 pub use dist::Dist;

@@ -179,7 +179,21 @@ impl Model {
         app: AppDecl,
         prof: &ClusterProfile,
     ) -> Result<Model, ModelError> {
-        let p = traces.len();
+        let summaries = traces
+            .iter()
+            .map(crate::summary::RankSummary::from_trace)
+            .collect();
+        Model::from_summaries(summaries, app, prof)
+    }
+
+    /// The model of the ranks' summaries ([`crate::summary`]), in rank
+    /// order: what [`Model::new`] builds from their traces.
+    pub fn from_summaries(
+        summaries: Vec<crate::summary::RankSummary>,
+        app: AppDecl,
+        prof: &ClusterProfile,
+    ) -> Result<Model, ModelError> {
+        let p = summaries.len();
         if prof.np as usize != p {
             return Err(ModelError::RankMismatch {
                 trace: p,
@@ -195,8 +209,8 @@ impl Model {
         if let Some(rank) = app.dist.iter().position(|&s| s == 0) {
             return Err(ModelError::NoRowsInTrace { rank });
         }
-        let programs: Vec<Program> = traces.iter().map(Program::from_trace).collect();
-        let files: Vec<Vec<String>> = traces.iter().map(|t| t.files.clone()).collect();
+        let (programs, files): (Vec<Program>, Vec<Vec<String>>) =
+            summaries.into_iter().map(|s| (s.program, s.files)).unzip();
         let obs: Vec<Vec<IoObs>> = programs.iter().map(|p| p.io.clone()).collect();
         let io = IoModel::new(&app, &files, &obs, prof);
         let work_prefix = app.work_per_row.as_deref().map(crate::dist::prefix_sums);

@@ -280,7 +280,11 @@ fn tiles_of(rank: u32, p: u32, tiles: u32, compute_ns: u64, bytes: u64) -> (Vec<
 /// over the recorded world made one over p ranks, and every gap between
 /// calls stretched by `slow(r)` (the heterogeneity). Each rank holds the
 /// rows of the rank it copies, with their work. How the planning bench
-/// gets the six kernels at thousands of ranks from real recordings.
+/// gets the kernels at thousands of ranks from real recordings.
+///
+/// A recording in which a rank sends to or receives from a rank beyond
+/// its neighbours (mg's coarse levels, gathered onto fewer ranks) is not
+/// such a code: the error says which rank talked to which.
 ///
 /// # Panics
 /// With fewer than 3 recorded ranks, or fewer than 3 asked for.
@@ -289,12 +293,28 @@ pub fn grown(
     decl: &AppDecl,
     p: u32,
     slow: impl Fn(u32) -> f64,
-) -> (Vec<RankTrace>, AppDecl) {
+) -> Result<(Vec<RankTrace>, AppDecl), String> {
     let n = recorded.len() as u32;
     assert!(
         n >= 3 && p >= 3,
         "growing needs 3 recorded ranks and 3 asked for"
     );
+    for t in recorded {
+        for e in t.iterations.iter().flat_map(|i| &i.events) {
+            let mut far = None;
+            e.what.clone().peers_mut(|&mut peer| {
+                if peer >= 0 && (peer - t.rank as i32).abs() > 1 {
+                    far = Some(peer)
+                }
+            });
+            if let Some(peer) = far {
+                return Err(format!(
+                    "rank {} talks to rank {peer}, beyond its neighbours",
+                    t.rank
+                ));
+            }
+        }
+    }
     let copies = |r: u32| match r {
         0 => 0,
         r if r == p - 1 => n - 1,
@@ -357,7 +377,7 @@ pub fn grown(
             .map(|r| budget.get(copies(r) as usize).copied().flatten())
             .collect();
     }
-    (traces, d)
+    Ok((traces, d))
 }
 
 /// Stretch every gap between one iteration's calls by `factor`, keeping

@@ -15,7 +15,7 @@ fn a_grown_recording_is_the_trace_written_for_p_ranks() {
             let rec: Vec<_> = (0..4).map(|r| make(r, 4)).collect();
             let mut decl = app(vec![10, 11, 12, 13]);
             decl.work_per_row = Some((0..46).collect());
-            let (t, d) = grown(&rec, &decl, p, |_| 1.0);
+            let (t, d) = grown(&rec, &decl, p, |_| 1.0).expect("neighbours only");
             for r in 0..p {
                 assert_eq!(t[r as usize], make(r, p), "rank {r} of {p}");
             }
@@ -44,8 +44,8 @@ fn a_stretched_rank_computes_longer_and_gets_fewer_rows() {
         .collect();
     let decl = app(vec![64; 4]);
     let p = 16;
-    let (plain, d) = grown(&rec, &decl, p, |_| 1.0);
-    let (slow, _) = grown(&rec, &decl, p, |r| if r == 5 { 2.0 } else { 1.0 });
+    let (plain, d) = grown(&rec, &decl, p, |_| 1.0).unwrap();
+    let (slow, _) = grown(&rec, &decl, p, |r| if r == 5 { 2.0 } else { 1.0 }).unwrap();
     for (a, b) in plain[5].iterations[0]
         .events
         .iter()
@@ -63,4 +63,18 @@ fn a_stretched_rank_computes_longer_and_gets_fewer_rows() {
     let best = mheta_model::search::gbs(&m).expect("gbs");
     let rows = &best.dist;
     assert!(rows[5] < rows[4] && rows[5] < rows[6], "{rows:?}");
+}
+
+/// A rank that talks beyond its neighbours is refused, named.
+#[test]
+fn a_recording_with_a_far_message_is_not_grown() {
+    let mut rec: Vec<_> = (0..4).map(|r| jacobi_trace(r, 4, 1_000_000, 64)).collect();
+    let far = rec[3].iterations[0]
+        .events
+        .iter_mut()
+        .find(|e| matches!(e.what, mheta_trace::What::Sendrecv { .. }))
+        .unwrap();
+    far.what.peers_mut(|p| *p = 0);
+    let err = grown(&rec, &app(vec![8; 4]), 16, |_| 1.0).unwrap_err();
+    assert_eq!(err, "rank 3 talks to rank 0, beyond its neighbours");
 }

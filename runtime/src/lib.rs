@@ -1,14 +1,15 @@
 //! The in-job runtime of mheta, the only planning code that touches MPI:
 //! the iteration and stage markers an application calls ([`markers`]),
-//! gathering the ranks' traces and choosing a distribution inside the job
+//! gathering the ranks' summaries of their traces and choosing a
+//! distribution inside the job
 //! ([`plan_in_run`]: model + GBS on rank 0, broadcast to all), and moving
 //! GEN_BLOCK rows among the live ranks ([`redistribute()`]). This file
 //! holds what the others share: the on/off switches, the planner's error,
-//! whether the interposer is loaded, and gathering the ranks' traces; the
+//! whether the interposer is loaded, and gathering the summaries; the
 //! planner is in `plan.rs`, moving rows in `redistribute.rs`, and every
 //! public item is re-exported here (`mheta_runtime::X`).
 
-use mheta_trace::RankTrace;
+use mheta_model::summary::RankSummary;
 use mpi::collective::{CommunicatorCollectives, Root};
 use mpi::datatype::PartitionMut;
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -116,21 +117,25 @@ pub fn instrumented_iterations() -> std::ops::Range<u64> {
     mheta_trace::env::instrumented_iterations().0
 }
 
-/// Every rank's trace, gathered to rank 0 (the planner); the other ranks
-/// get an empty list and keep only their own trace's bytes. A rank whose
-/// own trace is missing or stale (another process wrote it) sends
-/// nothing, and all ranks fail alike: the sizes go to every rank first
-/// (P integers), the traces to rank 0 alone. Also returns what the
-/// gather moved ([`Gathered`]).
-pub fn gather_traces(
+/// Every rank's summary of its trace ([`mheta_model::summary`]: what the
+/// model reads of it, made on the rank), gathered to rank 0 (the
+/// planner); the other ranks get an empty list and keep only their own
+/// summary's bytes. A rank whose own trace is missing or stale (another
+/// process wrote it) sends nothing, and all ranks fail alike: the sizes
+/// go to every rank first (P integers), the summaries to rank 0 alone.
+/// Also returns what the gather moved ([`Gathered`]).
+pub fn gather_summaries(
     world: &SimpleCommunicator,
     dir: &Path,
-) -> Result<(Vec<RankTrace>, Gathered), RuntimeError> {
+) -> Result<(Vec<RankSummary>, Gathered), RuntimeError> {
     let t0 = std::time::Instant::now();
     let me = world.rank() as u32;
     let path = mheta_trace::rank_file(dir, me);
-    let mine: Result<Vec<u8>, String> = match mheta_trace::read_rank(&path) {
-        Ok(t) if t.pid == std::process::id() => Ok(mheta_trace::encode(&t)),
+    let mine: Result<(Vec<u8>, u64), String> = match mheta_trace::read_rank(&path) {
+        Ok(t) if t.pid == std::process::id() => Ok((
+            RankSummary::from_trace(&t).encode(),
+            mheta_trace::encode(&t).len() as u64,
+        )),
         Ok(t) => Err(format!(
             "{} was written by process {}, not this one (pid {}); stale trace",
             path.display(),
@@ -139,7 +144,7 @@ pub fn gather_traces(
         )),
         Err(e) => Err(e.to_string()),
     };
-    let bytes = mine.as_ref().map(|b| b.as_slice()).unwrap_or(&[]);
+    let bytes = mine.as_ref().map(|b| b.0.as_slice()).unwrap_or(&[]);
     let p = world.size() as usize;
     let mut sizes = vec![0i32; p];
     world.all_gather_into(&(bytes.len() as i32), &mut sizes[..]);
@@ -155,22 +160,23 @@ pub fn gather_traces(
         });
     }
     let total: u64 = sizes.iter().map(|&s| s as u64).sum();
-    let mut traces = Vec::new();
+    let mut summaries = Vec::new();
     if let Some(all) = gather_bytes_at(world, 0, bytes, Some(&sizes)) {
-        traces = (all.iter().enumerate())
+        summaries = (all.iter().enumerate())
             .map(|(r, b)| {
-                mheta_trace::decode(b, &mheta_trace::rank_file(dir, r as u32))
-                    .map_err(|e| RuntimeError::Plan(e.to_string()))
+                RankSummary::decode(b)
+                    .map_err(|e| RuntimeError::Plan(format!("from rank {r}: {e}")))
             })
             .collect::<Result<_, _>>()?;
     }
     let gathered = Gathered {
         s: t0.elapsed().as_secs_f64(),
+        own_trace_bytes: mine.as_ref().map_or(0, |b| b.1),
         own_bytes: bytes.len() as u64,
         total_bytes: total,
         received_bytes: if me == 0 { total } else { 0 },
     };
-    Ok((traces, gathered))
+    Ok((summaries, gathered))
 }
 
 /// Every rank's `bytes`, at rank `at`, one buffer a rank in rank order
@@ -218,13 +224,15 @@ pub fn gather_bytes_at(
     )
 }
 
-/// What [`gather_traces`] moved and took, on the calling rank.
+/// What [`gather_summaries`] moved and took, on the calling rank.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Gathered {
     /// Seconds from reading its own trace to having them all (rank 0:
     /// decoded).
     pub s: f64,
-    /// This rank's encoded trace.
+    /// This rank's trace, encoded: what it would have sent whole.
+    pub own_trace_bytes: u64,
+    /// This rank's encoded summary: what it sent.
     pub own_bytes: u64,
     /// Every rank's together.
     pub total_bytes: u64,

@@ -1,9 +1,10 @@
-//! The in-run planner: every rank's trace gathered, MHETA's model and GBS
+//! The in-run planner: every rank's summary of its trace gathered
+//! ([`mheta_model::summary`]), MHETA's model and GBS
 //! run on rank 0 with the cluster's profile (under the CPU slowdowns
 //! sensed in the run, Figueira and Berman eq. 1), the move priced and
 //! decided, and the distribution to run on broadcast to every rank.
 
-use crate::{RuntimeError, gather_traces};
+use crate::{RuntimeError, gather_summaries};
 use mheta_model::redist::{self, Decision, MoveCost};
 use mheta_model::search::{self, Found};
 use mheta_model::{Dist, Model};
@@ -40,14 +41,15 @@ pub struct RunPlan {
     /// `dist`, seconds (rank 0's; empty elsewhere): what the drift watch
     /// holds each rank's measured stage time against.
     pub predicted_busy_s: Vec<f64>,
-    /// The traces' gather to rank 0, on this rank.
+    /// The summaries' gather to rank 0, on this rank.
     pub gathered: crate::Gathered,
-    /// Rank 0's time from having the traces to the plan (model, GBS,
+    /// Rank 0's time from having the summaries to the plan (model, GBS,
     /// the move's price); 0 elsewhere.
     pub model_s: f64,
 }
 
-/// Gather traces, run model + GBS on rank 0 with the profile at `profile`,
+/// Gather every rank's summary of its trace, run model + GBS on rank 0
+/// with the profile at `profile`,
 /// price the move ([`Model::move_cost`]) and decide whether it pays over
 /// the `remaining` iterations ([`redist::decide`]), and broadcast the
 /// distribution to run on. Collective over `world`. `rebuild_s_per_row`:
@@ -73,7 +75,7 @@ pub fn plan_in_run(
     rebuild_s_per_row: Option<&[f64]>,
     cpu_slowdown: Option<&[mheta_model::stoch::Stoch]>,
 ) -> Result<RunPlan, RuntimeError> {
-    let (traces, gathered) = gather_traces(world, dir)?;
+    let (mut summaries, gathered) = gather_summaries(world, dir)?;
     let p = world.size() as usize;
     // Rank 0 plans; status and result travel in one broadcast so that every
     // rank fails or proceeds together.
@@ -102,7 +104,7 @@ pub fn plan_in_run(
                     rebuild_s_per_row,
                     cpu_slowdown,
                 };
-                plan_at_root(&traces, &inputs)
+                plan_at_root(std::mem::take(&mut summaries), &inputs)
             });
         match planned {
             Ok(Planned {
@@ -143,7 +145,7 @@ pub fn plan_in_run(
     Ok(plan)
 }
 
-/// What rank 0 plans from, besides the traces ([`plan_in_run`]'s
+/// What rank 0 plans from, besides the summaries ([`plan_in_run`]'s
 /// arguments).
 pub struct Inputs<'a> {
     pub app: &'a AppDecl,
@@ -168,16 +170,22 @@ pub struct Planned {
     pub point: (f64, f64),
 }
 
-/// Rank 0's side of [`plan_in_run`] once it holds every rank's trace,
-/// without MPI: the model of the traces on the profile (under the sensed
+/// Rank 0's side of [`plan_in_run`] once it holds every rank's summary
+/// of its trace, without MPI: the model of the summaries
+/// ([`Model::from_summaries`]) on the profile (under the sensed
 /// CPU slowdowns, Figueira and Berman eq. 1), GBS, and the move's cost
 /// (`runtime/benches/planning.rs` times it at up to 16384 ranks).
-pub fn plan_at_root(traces: &[mheta_trace::RankTrace], x: &Inputs) -> Result<Planned, String> {
+pub fn plan_at_root(
+    summaries: Vec<mheta_model::summary::RankSummary>,
+    x: &Inputs,
+) -> Result<Planned, String> {
     let busy = |p: &mheta_model::Prediction| p.ranks.iter().map(|r| r.compute_s).collect();
-    let mut m = Model::new(traces, x.app.clone(), x.profile).map_err(|e| e.to_string())?;
+    let p = summaries.len();
+    let mut m =
+        Model::from_summaries(summaries, x.app.clone(), x.profile).map_err(|e| e.to_string())?;
     m.rebuild_s_per_row = x.rebuild_s_per_row.map(<[f64]>::to_vec);
     if let Some(sd) = x.cpu_slowdown {
-        let mut load = mheta_model::slowdown::Slowdowns::dedicated(traces.len());
+        let mut load = mheta_model::slowdown::Slowdowns::dedicated(p);
         load.cpu = sd.to_vec();
         load.cpu_bounds = sd.iter().map(|s| s.range2()).collect();
         for h in &mut load.how {

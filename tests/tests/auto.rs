@@ -220,16 +220,20 @@ fn four_ranks_het4_redistributes_and_verifies() {
     let traces = mheta_trace::read_dir(&trace).unwrap();
     assert_eq!(traces.len(), 4);
     assert!(traces.iter().all(|t| t.iterations.len() == 3));
-    // Rank 0 received every rank's encoded trace, and said so.
+    // Rank 0 received every rank's encoded summary of its trace, and
+    // said so, beside the trace it summarises.
     let g = &r["auto"]["gathered"];
-    let sum: u64 = traces
-        .iter()
-        .map(|t| mheta_trace::encode(t).len() as u64)
-        .sum();
+    let summary = |t| {
+        mheta_model::summary::RankSummary::from_trace(t)
+            .encode()
+            .len() as u64
+    };
+    let sum: u64 = traces.iter().map(summary).sum();
     assert_eq!(g["total_bytes"].as_u64(), Some(sum), "{g}");
     assert_eq!(g["received_bytes"], g["total_bytes"], "{g}");
+    assert_eq!(g["own_bytes"].as_u64(), Some(summary(&traces[0])), "{g}");
     assert_eq!(
-        g["own_bytes"].as_u64(),
+        g["own_trace_bytes"].as_u64(),
         Some(mheta_trace::encode(&traces[0]).len() as u64),
         "{g}"
     );

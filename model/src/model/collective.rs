@@ -23,7 +23,7 @@ use super::Model;
 use super::net::HostLink;
 
 /// The message pattern of a full-world collective.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Shape {
     /// Every rank leaves at the last arrival plus one cost.
     Together,

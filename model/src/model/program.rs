@@ -7,10 +7,11 @@
 use super::Shape;
 use crate::iomodel::IoObs;
 use mheta_trace::{Event, Op, RankTrace, What};
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 /// A message endpoint in a program.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Peer {
     pub rank: usize,
     pub tag: i32,
@@ -18,7 +19,7 @@ pub struct Peer {
 }
 
 /// When a send completes.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub enum SendMode {
     /// `MPI_Send`, `MPI_Isend`, `MPI_Rsend`: at once when the message fits
     /// the pair's eager limit ([`mheta_profile::PairCost::eager_limit_bytes`]),
@@ -31,7 +32,7 @@ pub enum SendMode {
 }
 
 /// One step of a rank's iteration.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Step {
     /// Computation: `scaled` gaps lie inside a stage and scale with the
     /// rank's work on grid `level` (MHETA: T_Φ' = T_Φ · W'/W).
@@ -69,7 +70,7 @@ pub enum Step {
 }
 
 /// A rank's instrumented iteration as model input.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Program {
     pub steps: Vec<Step>,
     /// Sum of the scaled compute, seconds.
