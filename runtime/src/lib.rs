@@ -132,9 +132,10 @@ pub fn gather_summaries(
     let me = world.rank() as u32;
     let path = mheta_trace::rank_file(dir, me);
     let mine: Result<(Vec<u8>, u64), String> = match mheta_trace::read_rank(&path) {
+        // The file is the trace as encoded.
         Ok(t) if t.pid == std::process::id() => Ok((
             RankSummary::from_trace(&t).encode(),
-            mheta_trace::encode(&t).len() as u64,
+            std::fs::metadata(&path).map_or(0, |m| m.len()),
         )),
         Ok(t) => Err(format!(
             "{} was written by process {}, not this one (pid {}); stale trace",
