@@ -77,6 +77,8 @@ pub enum ModelError {
     TooSmall { rank: usize, rows: u64 },
     #[error("the row-cost curve has {curve} ranks but the trace has {trace}")]
     CurveRanks { curve: usize, trace: usize },
+    #[error("summary {at} is rank {rank}'s; the summaries must come in rank order")]
+    SummaryOrder { at: usize, rank: u32 },
     #[error(transparent)]
     Dist(#[from] crate::dist::DistError),
 }
@@ -194,6 +196,9 @@ impl Model {
         prof: &ClusterProfile,
     ) -> Result<Model, ModelError> {
         let p = summaries.len();
+        if let Some((at, s)) = (summaries.iter().enumerate()).find(|(i, s)| s.rank as usize != *i) {
+            return Err(ModelError::SummaryOrder { at, rank: s.rank });
+        }
         if prof.np as usize != p {
             return Err(ModelError::RankMismatch {
                 trace: p,

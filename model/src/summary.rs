@@ -112,6 +112,18 @@ mod tests {
     }
 
     #[test]
+    fn summaries_out_of_rank_order_are_refused() {
+        let traces: Vec<_> = (0..3).map(|r| pipeline_trace(r, 3, 2, 1000, 64)).collect();
+        let mut sums: Vec<_> = traces.iter().map(RankSummary::from_trace).collect();
+        sums.swap(1, 2);
+        let e = Model::from_summaries(sums, app(vec![8; 3]), &profile(3)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "summary 1 is rank 2's; the summaries must come in rank order"
+        );
+    }
+
+    #[test]
     fn bad_bytes_are_named() {
         assert!(
             RankSummary::decode(b"MHETATRC\x03\0\0\0")

@@ -112,14 +112,21 @@ fn two_ranks_het2_balances_the_recorded_per_row_costs() {
     // The model expects the chosen distribution to be much faster, as
     // the recorded costs say: balanced over Block is 2 / (1 + ratio) of
     // the compute (0.8 at the least ratio above), plus the fixed-size
-    // messages' share; and the run measured it so (medians of the
-    // iterations before and after).
-    let pf = a["predicted_from_s"].as_f64().unwrap();
-    let pc = a["predicted_chosen_s"].as_f64().unwrap();
+    // messages' share. Held on the replays of the median program (the
+    // `point` figures, whose medians the ratio comes from): the median of
+    // the recorded iterations replayed one at a time on the chosen split
+    // also carries each iteration's own imbalance (the slower of two
+    // noisy ranks), so it can sit above that fraction by the recording's
+    // noise (CI once saw it at 0.766 of Block against a fraction of
+    // 0.654; that run's points were not printed). And the run measured
+    // it so (medians of the iterations before and after).
+    let pf = a["predicted_from_point_s"].as_f64().unwrap();
+    let pp = a["predicted_chosen_point_s"].as_f64().unwrap();
     assert!(
-        pc < (2.0 / (1.0 + ratio) + 0.05) * pf,
-        "predicted {pc} vs block {pf} at a recorded ratio of {ratio:.2}"
+        pp < (2.0 / (1.0 + ratio) + 0.05) * pf,
+        "predicted {pp} vs block {pf} (median program) at a recorded ratio of {ratio:.2}"
     );
+    let pc = a["predicted_chosen_s"].as_f64().unwrap();
     let mf = a["measured_from_s"].as_f64().unwrap();
     let mc = a["measured_chosen_s"].as_f64().unwrap();
     assert!(mc < 0.85 * mf, "measured {mc} vs block {mf}");
