@@ -351,22 +351,13 @@ pub fn grown(
     d.dist = (0..p).map(|r| decl.dist[copies(r) as usize]).collect();
     d.rows = d.dist.iter().sum();
     if let Some(w) = &decl.work_per_row {
-        let starts: Vec<usize> = decl
-            .dist
-            .iter()
-            .scan(0usize, |s, &x| {
-                let at = *s;
-                *s += x as usize;
-                Some(at)
-            })
-            .collect();
+        let starts = crate::Dist(decl.dist.clone()).offsets();
         d.work_per_row = Some(
             (0..p)
                 .flat_map(|r| {
                     let c = copies(r) as usize;
-                    w[starts[c]..starts[c] + decl.dist[c] as usize]
-                        .iter()
-                        .copied()
+                    let at = starts[c] as usize;
+                    w[at..at + decl.dist[c] as usize].iter().copied()
                 })
                 .collect(),
         );
