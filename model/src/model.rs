@@ -35,6 +35,7 @@
 //! `fast.rs` (the same replay compiled for a search's many evaluations,
 //! [`Evaluator`]) and `collective.rs` (an all-reduce's messages).
 
+mod allgather;
 mod calibrate;
 mod collective;
 mod fast;

@@ -21,8 +21,9 @@
 //! `scripts/gather_study.py`). A case whose traces would put more than
 //! 1 GB at rank 0 prints its bytes and is not run, and so does a kernel
 //! whose plan took more than 20 s at the size before. Run: `cargo bench
-//! -p mheta-runtime --bench planning`. Each time is the fastest of 3
-//! runs (of 1 when it took more than 2 s).
+//! -p mheta-runtime --bench planning [-- NAME ...]` (only the cases whose
+//! names contain a NAME, as libtest filters). Each time is the fastest of
+//! 3 runs (of 1 when it took more than 2 s).
 
 use mheta_model::Dist;
 use mheta_model::redist;
@@ -49,6 +50,10 @@ fn slow(r: u32) -> f64 {
 }
 
 fn main() {
+    let only: Vec<String> = (std::env::args().skip(1))
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let wanted = |name: &str| only.is_empty() || only.iter().any(|o| name.contains(o.as_str()));
     let recorded = std::env::var_os("MHETA_PLAN_TRACES").map(PathBuf::from);
     let kernels: Vec<(&str, Vec<RankTrace>, AppDecl)> = match &recorded {
         None => {
@@ -85,13 +90,20 @@ fn main() {
     let mut last_plan: Vec<Option<(f64, u32)>> = vec![None; kernels.len()];
     for p in [1024u32, 4096, 16384] {
         let prof = profile_by_host(p, 64);
-        let jacobi: Vec<_> = (0..p)
-            .map(|r| jacobi_trace(r, p, (1e6 * slow(r)) as u64, 8 * 1026))
-            .collect();
-        row("jacobi-synth", &jacobi, &app(vec![64; p as usize]), &prof);
-        let (io, io_decl) = hetero_cluster(42, p, 64);
-        row("jacobi+io", &io, &io_decl, &prof);
+        if wanted("jacobi-synth") {
+            let jacobi: Vec<_> = (0..p)
+                .map(|r| jacobi_trace(r, p, (1e6 * slow(r)) as u64, 8 * 1026))
+                .collect();
+            row("jacobi-synth", &jacobi, &app(vec![64; p as usize]), &prof);
+        }
+        if wanted("jacobi+io") {
+            let (io, io_decl) = hetero_cluster(42, p, 64);
+            row("jacobi+io", &io, &io_decl, &prof);
+        }
         for ((name, traces, decl), last) in kernels.iter().zip(&mut last_plan) {
+            if !wanted(name) {
+                continue;
+            }
             if let Some((secs, at)) = *last
                 && secs > MAX_PLAN_S
             {

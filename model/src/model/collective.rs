@@ -62,6 +62,11 @@ pub(crate) struct Links<'a> {
     /// The pair's latency: from a byte leaving the sender's host to its
     /// arrival at the receiver.
     pub latency: &'a dyn Fn(usize, usize) -> f64,
+    /// Each host's ranks (first, end), where every cost above and in
+    /// [`Costs`] between two ranks goes by whether they share a host, and
+    /// a host's ranks share its link's rates ([`super::net::Net::kind_spans`]
+    /// under no load); None: per pair.
+    pub spans: Option<&'a [(usize, usize)]>,
 }
 
 /// What the messages of a collective cost, per pair (src, dst).
@@ -267,94 +272,7 @@ pub(crate) fn exits(
         Shape::Together => None,
         Shape::Binomial => Some(binomial(arrive, &mut { c })),
         Shape::RecursiveDoubling => Some(recursive_doubling(arrive, &mut { c })),
-        Shape::Linear => Some(linear(arrive, c, links)),
-    }
-}
-
-/// [`Shape::Linear`]: rank j leaves when the last block reaches it, which
-/// is no sooner than
-/// - each block alone: its sender's arrival plus the pair's message
-///   (`c.msg`, whose size is the sender's block);
-/// - its place in the queue on the sender's host link: a host pushes out
-///   the blocks its ranks send to other hosts one after another, a rank's
-///   in the order libnbc posts them (to rank + 1, rank + 2, … mod P) and
-///   the ranks in the order they arrive; then the pair's latency;
-/// - its place in the queue on j's host link, which takes in the blocks
-///   from other hosts in the order they reach it.
-fn linear(arrive: &[f64], c: &Costs<'_>, links: Option<&Links<'_>>) -> Vec<f64> {
-    let p = arrive.len();
-    let mut leave = arrive.to_vec();
-    for (j, lv) in leave.iter_mut().enumerate() {
-        for s in (0..p).filter(|&s| s != j) {
-            *lv = lv.max(arrive[s] + (c.msg)(s, j));
-        }
-    }
-    if let Some(l) = links {
-        host_queues(arrive, c, l, &mut leave);
-    }
-    leave
-}
-
-/// The two link queues of [`linear`], raising each rank's `leave` to
-/// when its last block from another host is through both.
-///
-/// The blocks into a host are taken in the order they reach its link,
-/// ties in the order they were sent. They are kept by sending host: a
-/// host's link sends one block after another, so where the latency
-/// between two hosts is one figure (a profile by kind of pair) each
-/// host's blocks already come in order, and the (stable, run-finding)
-/// sort only merges a run per host.
-fn host_queues(arrive: &[f64], c: &Costs<'_>, l: &Links<'_>, leave: &mut [f64]) {
-    let p = arrive.len();
-    let hosts = l.host.iter().max().map_or(0, |&h| h + 1);
-    let mut order: Vec<usize> = (0..p).filter(|&s| l.block[s] > 0.0).collect();
-    order.sort_by(|&a, &b| arrive[a].total_cmp(&arrive[b]));
-    let mut link_out = vec![f64::NEG_INFINITY; hosts];
-    let (mut ranks_of, mut senders_of) = (vec![0usize; hosts], vec![0usize; hosts]);
-    for &h in l.host {
-        ranks_of[h] += 1;
-    }
-    for &s in &order {
-        senders_of[l.host[s]] += 1;
-    }
-    // Per receiving host, then per sending host: the blocks coming in,
-    // (when they reach the link, their place in the sending, sender,
-    // receiver).
-    let mut incoming: Vec<Vec<(f64, u32, u32, u32)>> = (0..hosts * hosts)
-        .map(|k| {
-            let (to, from) = (k / hosts, k % hosts);
-            Vec::with_capacity(if to == from {
-                0
-            } else {
-                senders_of[from] * ranks_of[to]
-            })
-        })
-        .collect();
-    let mut sent = 0u32;
-    for &s in &order {
-        let h = l.host[s];
-        for d in (1..p).map(|t| (s + t) % p).filter(|&d| l.host[d] != h) {
-            let start = link_out[h].max(arrive[s]);
-            link_out[h] = start + (l.egress)(s, l.block[s]);
-            let lat = (l.latency)(s, d);
-            leave[d] = leave[d].max(link_out[h] + lat + (c.o_recv)(s, d));
-            incoming[l.host[d] * hosts + h].push((start + lat, sent, s as u32, d as u32));
-            sent += 1;
-        }
-    }
-    let mut blocks = Vec::new();
-    for to in 0..hosts {
-        blocks.clear();
-        for from in 0..hosts {
-            blocks.append(&mut incoming[to * hosts + from]);
-        }
-        blocks.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        let mut link_in = f64::NEG_INFINITY;
-        for &(at, _, s, d) in &blocks {
-            let (s, d) = (s as usize, d as usize);
-            link_in = link_in.max(at) + (l.ingress)(d, l.block[s]);
-            leave[d] = leave[d].max(link_in + (c.o_recv)(s, d));
-        }
+        Shape::Linear => Some(super::allgather::linear(arrive, c, links)),
     }
 }
 
@@ -482,6 +400,7 @@ pub(super) fn priced_exits(
         egress: &egress,
         ingress: &ingress,
         latency: &latency,
+        spans: net.kind_spans.as_deref().filter(|_| m.net_slow.is_empty()),
     };
     if let Some(t) = matches!(shape, Shape::Binomial | Shape::RecursiveDoubling)
         .then(|| tape(&costs))
@@ -569,113 +488,6 @@ mod tests {
         };
         let x = exits(Shape::RecursiveDoubling, &[0.0; 3], &c, None).unwrap();
         close(&x, &[2.0, 1.0, 2.0]);
-    }
-
-    #[test]
-    fn linear_blocks_share_their_hosts_links() {
-        // Four hosts of one rank; host 2's link carries 1 MB/s each way,
-        // the others 1 GB/s. A message: 1 µs plus its block at the slower
-        // end's rate.
-        let rate: [f64; 4] = [1e9, 1e9, 1e6, 1e9];
-        let run = |block: &[f64], host: &[usize]| {
-            let msg = |s: usize, d: usize| 1e-6 + block[s] / rate[s].min(rate[d]);
-            let c = Costs {
-                msg: &msg,
-                o_send: ZERO,
-                o_recv: ZERO,
-            };
-            let egress = |s: usize, b: f64| b / rate[s];
-            let ingress = |j: usize, b: f64| b / rate[j];
-            let latency = |_: usize, _: usize| 1e-6;
-            let l = Links {
-                host,
-                block,
-                egress: &egress,
-                ingress: &ingress,
-                latency: &latency,
-            };
-            exits(Shape::Linear, &[0.0; 4], &c, Some(&l)).unwrap()
-        };
-        // Rank 2 sends its 1000 B to 3, 0 and 1 in turn (1, 2 and 3 ms,
-        // and a latency) and takes in 3000 B through its link (3 ms),
-        // not one block's 1 ms.
-        close(
-            &run(&[1000.0; 4], &[0, 1, 2, 3]),
-            &[2.001e-3, 3.001e-3, 3.001e-3, 1.001e-3],
-        );
-        // Half the block on rank 2: its copies leave twice as fast, but it
-        // still takes in 3000 B.
-        close(
-            &run(&[1000.0, 1000.0, 500.0, 1000.0], &[0, 1, 2, 3]),
-            &[1.001e-3, 1.501e-3, 3.001e-3, 0.501e-3],
-        );
-        // On one host no link is shared: each block alone.
-        let alone = 1e-6 + 1000.0 / 1e6;
-        close(&run(&[1000.0; 4], &[0; 4]), &[alone; 4]);
-    }
-
-    /// The host queues as their doc states them, the plain way: every
-    /// block into a host in one list, sorted by when it reaches the link,
-    /// ties as sent (a stable sort); `host_queues` must give the same
-    /// leaves bit for bit, with latencies per kind of pair (its runs
-    /// sorted) and per pair (not).
-    #[test]
-    fn host_queues_take_blocks_as_they_reach_the_link_ties_as_sent() {
-        fn plain(arrive: &[f64], c: &Costs<'_>, l: &Links<'_>, leave: &mut [f64]) {
-            let p = arrive.len();
-            let mut order: Vec<usize> = (0..p).filter(|&s| l.block[s] > 0.0).collect();
-            order.sort_by(|&a, &b| arrive[a].total_cmp(&arrive[b]));
-            let mut link_out = vec![f64::NEG_INFINITY; p];
-            let mut incoming = vec![Vec::new(); p];
-            for &s in &order {
-                let h = l.host[s];
-                for d in (1..p).map(|t| (s + t) % p).filter(|&d| l.host[d] != h) {
-                    let start = link_out[h].max(arrive[s]);
-                    link_out[h] = start + (l.egress)(s, l.block[s]);
-                    let lat = (l.latency)(s, d);
-                    leave[d] = leave[d].max(link_out[h] + lat + (c.o_recv)(s, d));
-                    incoming[l.host[d]].push((start + lat, s, d));
-                }
-            }
-            for mut blocks in incoming {
-                blocks.sort_by(|a, b| a.0.total_cmp(&b.0));
-                let mut link_in = f64::NEG_INFINITY;
-                for (at, s, d) in blocks {
-                    link_in = link_in.max(at) + (l.ingress)(d, l.block[s]);
-                    leave[d] = leave[d].max(link_in + (c.o_recv)(s, d));
-                }
-            }
-        }
-        let host = [0, 0, 0, 1, 1, 2, 2, 2, 2, 3, 0];
-        let p = host.len();
-        let block: Vec<f64> = (0..p).map(|s| [0.0, 500.0, 1000.0][s % 3]).collect();
-        let o_recv = |s: usize, d: usize| 1e-7 * (1 + (s + d) % 3) as f64;
-        let c = Costs {
-            msg: &|_, _| 0.0,
-            o_send: ZERO,
-            o_recv: &o_recv,
-        };
-        let egress = |s: usize, b: f64| b * [1e-9, 2e-9, 1e-9, 4e-9][host[s]];
-        let ingress = |j: usize, b: f64| b * [2e-9, 1e-9, 3e-9, 1e-9][host[j]];
-        let by_kind = |_: usize, _: usize| 1e-6;
-        let by_pair = |s: usize, d: usize| 1e-6 * (1 + (s * 5 + d) % 4) as f64;
-        for latency in [&by_kind as &dyn Fn(usize, usize) -> f64, &by_pair] {
-            let l = Links {
-                host: &host,
-                block: &block,
-                egress: &egress,
-                ingress: &ingress,
-                latency,
-            };
-            for a in 0..4 {
-                // Many ties: arrivals on a few values.
-                let arrive: Vec<f64> = (0..p).map(|j| 1e-6 * ((j * a) % 3) as f64).collect();
-                let (mut want, mut got) = (arrive.clone(), arrive.clone());
-                plain(&arrive, &c, &l, &mut want);
-                host_queues(&arrive, &c, &l, &mut got);
-                assert_eq!(got, want, "arrivals {arrive:?}");
-            }
-        }
     }
 
     #[test]

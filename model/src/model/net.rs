@@ -40,6 +40,13 @@ pub(crate) struct Net {
     /// Per rank, seconds per byte of backing memory it had not touched
     /// (`NodeCost::touch_per_byte`; 0 where not measured).
     pub(crate) touch_per_byte: Vec<f64>,
+    /// Each host's ranks (first, end) where a pair's costs depend only on
+    /// whether its ranks share a host: a profile by kind that lists no
+    /// pair, hosts of consecutive ranks, one link rate out and one in a
+    /// host. None otherwise. A [`Shape::Linear`](super::Shape::Linear)
+    /// all-gather over many ranks is priced by host on it
+    /// (`model/allgather.rs`).
+    pub(crate) kind_spans: Option<Vec<(usize, usize)>>,
 }
 
 /// One pair's costs as the replay reads them ([`Net::pair`]).
@@ -152,6 +159,7 @@ impl Net {
             link_in: vec![None; p],
             copy_per_byte: Vec::new(),
             touch_per_byte: vec![0.0; p],
+            kind_spans: None,
         };
         if prof.hosts.len() == p {
             let mut names: std::collections::HashMap<&str, usize> = Default::default();
@@ -199,6 +207,7 @@ impl Net {
         }
         net.mean = net.mean_costs(prof);
         net.find_host_links();
+        net.kind_spans = net.find_kind_spans();
         let mut measured: Vec<Option<f64>> = vec![None; p];
         for n in prof.nodes.iter().filter(|n| (n.rank as usize) < p) {
             measured[n.rank as usize] = n.copy_per_byte.as_ref().map(|c| c.p50);
@@ -357,6 +366,33 @@ impl Net {
             best_in.into_iter().map(link).collect(),
         );
         (self.link_out, self.link_in) = (link_out, link_in);
+    }
+
+    /// [`Net::kind_spans`].
+    fn find_kind_spans(&self) -> Option<Vec<(usize, usize)>> {
+        if !self.listed.as_ref().is_some_and(|l| l.is_empty()) {
+            return None;
+        }
+        let rate = |l: &Option<HostLink>| l.map(|l| l.per_byte_s.to_bits());
+        let mut spans: Vec<(usize, usize)> = Vec::new();
+        for r in 0..self.p {
+            let h = self.host[r];
+            if h == spans.len() {
+                spans.push((r, r + 1));
+                continue;
+            }
+            // Not a new host: the last one, else its ranks are not
+            // consecutive.
+            let a = spans[h].0;
+            if h + 1 != spans.len()
+                || rate(&self.link_out[r]) != rate(&self.link_out[a])
+                || rate(&self.link_in[r]) != rate(&self.link_in[a])
+            {
+                return None;
+            }
+            spans[h].1 = r + 1;
+        }
+        Some(spans)
     }
 
     /// Time on the wire from `k`'s sender to its receiver (MHETA eq. 3's
