@@ -221,17 +221,12 @@ fn by_host(
             to_other[s] = ((l.latency)(s, o), (c.o_recv)(s, o));
         }
     }
-    let mut by_slope = order.clone();
+    let mut by_slope = order;
     by_slope.sort_by(|&a, &b| each[a].total_cmp(&each[b]));
-    // The senders host by host, each host's in its link's order: a
-    // host's senders' blocks into another host come one sender after
-    // another, so each host's ramps below are a sorted run.
-    let mut by_link = order;
-    by_link.sort_by_key(|&s| l.host[s]);
-    let mut at = vec![0.0; p];
     let mut lines = Vec::with_capacity(p);
     let (mut reach, mut sent) = (Vec::new(), Vec::new());
     let mut ramps = Vec::with_capacity(2 * p);
+    let mut scratch = (Vec::new(), Vec::new());
     for (h, &(a, b)) in spans.iter().enumerate() {
         let n = b - a;
         // Sender s's blocks into host h go to a, a + 1, …, b - 1 in turn
@@ -242,20 +237,16 @@ fn by_host(
         // first + (skip + m)·each + latency; the in-link's work is n
         // blocks, one every `each` from there.
         ramps.clear();
-        for &s in by_link.iter().filter(|&&s| l.host[s] != h) {
+        lines.clear();
+        for &s in by_slope.iter().filter(|&&s| l.host[s] != h) {
             let own_end = spans[l.host[s]].1;
             let skip = (a + p - s - 1) % p - (own_end - s - 1);
-            at[s] = first[s] + skip as f64 * each[s] + to_other[s].0;
+            let at = first[s] + skip as f64 * each[s] + to_other[s].0;
             let rate = (l.ingress)(a, l.block[s]) / each[s];
-            ramps.push((at[s], rate));
-            ramps.push((at[s] + n as f64 * each[s], -rate));
+            ramps.push((at, rate));
+            ramps.push((at + n as f64 * each[s], -rate));
+            lines.push((each[s], at, s, to_other[s].1));
         }
-        lines.clear();
-        lines.extend(
-            (by_slope.iter())
-                .filter(|&&s| l.host[s] != h)
-                .map(|&s| (each[s], at[s], s, to_other[s].1)),
-        );
         if lines.is_empty() {
             continue;
         }
@@ -264,7 +255,7 @@ fn by_host(
         envelope(&lines, n, |&(e, at, _, r)| (e, at + e + r), &mut sent);
         // The in-link: rank a + m's last block to reach it, its sender.
         envelope(&lines, n, |&(e, at, _, _)| (e, at), &mut reach);
-        ramps.sort_unstable_by(|x, y| x.0.total_cmp(&y.0));
+        sort_by_time(&mut ramps, &mut scratch);
         let (mut t, mut work, mut rate, mut best) =
             (f64::NEG_INFINITY, 0.0, 0.0, f64::NEG_INFINITY);
         let mut next = 0;
@@ -289,6 +280,49 @@ fn by_host(
         }
     }
     true
+}
+
+/// Sorts `v` by its first field, in buckets of equal time: the ramps of
+/// [`by_host`] spread over the all-gather about evenly, so this takes
+/// a few passes where a comparison sort of 2P ramps took log₂2P.
+/// `scratch`: reused buffers.
+fn sort_by_time(v: &mut Vec<(f64, f64)>, scratch: &mut (Vec<(f64, f64)>, Vec<u32>)) {
+    let n = v.len();
+    let (lo, hi) = v
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), e| {
+            (lo.min(e.0), hi.max(e.0))
+        });
+    if n < 64 || !(hi - lo).is_finite() || hi - lo <= 0.0 {
+        v.sort_unstable_by(|x, y| x.0.total_cmp(&y.0));
+        return;
+    }
+    let (out, start) = scratch;
+    let scale = n as f64 / (hi - lo);
+    let bucket = |t: f64| (((t - lo) * scale) as usize).min(n - 1);
+    start.clear();
+    start.resize(n + 1, 0);
+    for e in v.iter() {
+        start[bucket(e.0) + 1] += 1;
+    }
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    out.clear();
+    out.resize(n, (0.0, 0.0));
+    let mut fill = start[..n].to_vec();
+    for &e in v.iter() {
+        let b = bucket(e.0);
+        out[fill[b] as usize] = e;
+        fill[b] += 1;
+    }
+    for i in 0..n {
+        let (x, y) = (start[i] as usize, start[i + 1] as usize);
+        if y - x > 1 {
+            out[x..y].sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+        }
+    }
+    std::mem::swap(v, out);
 }
 
 /// For m = 0, 1, …, n - 1: the greatest of `y(line) = k + m·e` over
@@ -627,5 +661,33 @@ mod tests {
         let t = layout(192, 64, 17, true, 1e-3, 1.0, 8192.0);
         let (exact, fast) = both(&t, true);
         assert_eq!(exact, fast);
+    }
+
+    #[test]
+    fn sort_by_time_sorts_with_ties_and_spikes() {
+        let mut x = Xs(99);
+        let mut scratch = (Vec::new(), Vec::new());
+        for n in [0, 1, 63, 64, 65, 1000, 4099] {
+            // Ties (times on a grid) and a far outlier that leaves most
+            // buckets empty.
+            let mut v: Vec<(f64, f64)> = (0..n)
+                .map(|i| ((x.next() * 50.0).floor() * 1e-4, i as f64))
+                .collect();
+            if n > 2 {
+                v[n / 2].0 = 1e3;
+            }
+            let mut want = v.clone();
+            want.sort_by(|a, b| a.0.total_cmp(&b.0));
+            sort_by_time(&mut v, &mut scratch);
+            let times = |w: &[(f64, f64)]| w.iter().map(|e| e.0).collect::<Vec<_>>();
+            assert_eq!(times(&v), times(&want), "n {n}");
+            let mut ids: Vec<u64> = v.iter().map(|e| e.1 as u64).collect();
+            ids.sort_unstable();
+            assert_eq!(
+                ids,
+                (0..n as u64).collect::<Vec<_>>(),
+                "n {n}: every entry once"
+            );
+        }
     }
 }
