@@ -8,10 +8,17 @@
 //! MPICH's Fortran bindings call the C `MPI_*` functions, whose wrappers
 //! then pass the call through ([`inside`]): each call is recorded once.
 //!
-//! Covered: init, init_thread, finalize, abort, pcontrol, send, ssend,
-//! recv, isend, irecv, wait, waitall, sendrecv, barrier, bcast, reduce,
-//! allreduce, and persistent requests: send_init, bsend_init, ssend_init,
-//! rsend_init, recv_init, start, startall, request_free.
+//! Covered: init, init_thread, finalize, abort, pcontrol; send, ssend,
+//! bsend, rsend, isend, issend, ibsend, irsend, recv, irecv, sendrecv,
+//! sendrecv_replace, probe, iprobe; wait, waitall, waitany, waitsome,
+//! test, testall, testany, testsome; barrier, bcast, reduce, allreduce,
+//! gather(v), scatter(v), allgather(v), alltoall(v), reduce_scatter(_block)
+//! and the non-blocking ibarrier, ibcast, ireduce, iallreduce,
+//! iallgather(v), ialltoall(v); persistent requests: send_init,
+//! bsend_init, ssend_init, rsend_init, recv_init, start, startall,
+//! request_free. Each records what its C twin in `wrappers.rs` records.
+//! Fortran's `MPI_IN_PLACE` is its own address (a common block), which
+//! [`fbuf`] turns into C's.
 
 #![allow(clippy::missing_safety_doc)]
 
@@ -19,24 +26,14 @@ use crate::clock::now;
 use crate::mpi_util::*;
 use crate::tools::recorder::{Template, persist, post_request, take_request, unpersist};
 use crate::tools::{self, Call};
-use crate::wrappers::start_one;
+use crate::wrappers::{Pending, own_part, own_part_v, root_of, rooted, start_one};
+
+mod convert;
+use convert::*;
 use mheta_trace::{Completion, Op, What};
-use mpi_sys::{MPI_Comm, MPI_Datatype, MPI_Request, MPI_Status};
+use mpi_sys::MPI_Request;
 use std::os::raw::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
-
-/// Fortran INTEGER (`MPI_Fint`).
-type Fint = c_int;
-/// Fortran's `MPI_STATUS_SIZE`: a C status in INTEGERs (6 in Open MPI,
-/// 5 in MPICH and its family).
-const STATUS_SIZE: usize = std::mem::size_of::<MPI_Status>() / std::mem::size_of::<Fint>();
-
-unsafe extern "C" {
-    // The standard's C names of Fortran's MPI_STATUS(ES)_IGNORE (MPI-2.2),
-    // exported alike by Open MPI and MPICH.
-    static MPI_F_STATUS_IGNORE: *mut Fint;
-    static MPI_F_STATUSES_IGNORE: *mut Fint;
-}
 
 thread_local! {
     static DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
@@ -83,61 +80,6 @@ fn resolve(cache: &AtomicUsize, name: &str) -> usize {
     }
     cache.store(p, Ordering::Relaxed);
     p
-}
-
-fn comm(f: *const Fint) -> MPI_Comm {
-    // SAFETY: f points at the caller's Fortran handle.
-    unsafe { mpi_sys::RSMPI_Comm_f2c(*f) }
-}
-
-fn dtype(f: *const Fint) -> MPI_Datatype {
-    // SAFETY: f points at the caller's Fortran handle.
-    unsafe { mpi_sys::RSMPI_Type_f2c(*f) }
-}
-
-fn request(f: *const Fint) -> MPI_Request {
-    // SAFETY: f points at the caller's Fortran handle.
-    unsafe { mpi_sys::RSMPI_Request_f2c(*f) }
-}
-
-fn int(f: *const Fint) -> c_int {
-    // SAFETY: f points at the caller's INTEGER.
-    unsafe { *f }
-}
-
-/// `status`, or `own` when the caller passed `MPI_STATUS_IGNORE`.
-fn own_fstatus(status: *mut Fint, own: &mut [Fint; STATUS_SIZE]) -> *mut Fint {
-    // SAFETY: the MPI library sets the pointer before MPI_Init returns.
-    if std::ptr::eq(status, unsafe { MPI_F_STATUS_IGNORE }) {
-        own.as_mut_ptr()
-    } else {
-        status
-    }
-}
-
-/// Statuses for `n` requests (see [`own_fstatus`]).
-fn own_fstatuses(statuses: *mut Fint, n: usize, own: &mut Vec<Fint>) -> *mut Fint {
-    // SAFETY: as in own_fstatus.
-    if std::ptr::eq(statuses, unsafe { MPI_F_STATUSES_IGNORE }) {
-        own.resize(STATUS_SIZE * n.max(1), 0);
-        own.as_mut_ptr()
-    } else {
-        statuses
-    }
-}
-
-/// A Fortran status as a C one.
-fn c_status(f: *const Fint) -> MPI_Status {
-    let mut st = blank_status();
-    // SAFETY: f points at a filled Fortran status.
-    unsafe { mpi_sys::PMPI_Status_f2c(f, &mut st) };
-    st
-}
-
-fn recv_msg(c: MPI_Comm, f: *const Fint) -> mheta_trace::Msg {
-    let st = c_status(f);
-    // SAFETY: st is a filled status.
-    unsafe { msg_from_status(c, &st) }
 }
 
 macro_rules! fortran {
@@ -253,6 +195,122 @@ fortran! {
             recv: recv_msg(comm(comm_), status),
         },
     }
+    mpi_sendrecv_replace_ => "pmpi_sendrecv_replace_"(buf: *mut c_void, count: *const Fint, datatype: *const Fint,
+                                                      dest: *const Fint, sendtag: *const Fint, source: *const Fint,
+                                                      recvtag: *const Fint, comm_: *const Fint, status: *mut Fint,
+                                                      ierr: *mut Fint) -> ierr as Sendrecv_replace {
+        pre: { let mut own = [0; STATUS_SIZE]; let status = own_fstatus(status, &mut own); }
+        post: What::Sendrecv {
+            send: msg(comm(comm_), int(dest), int(sendtag), bytes(int(count), dtype(datatype))),
+            recv: recv_msg(comm(comm_), status),
+        },
+    }
+    mpi_bsend_ => "pmpi_bsend_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
+                                tag: *const Fint, comm_: *const Fint, ierr: *mut Fint) -> ierr as Bsend {
+        pre: {}
+        post: What::Send(msg(comm(comm_), int(dest), int(tag), bytes(int(count), dtype(datatype)))),
+    }
+    mpi_rsend_ => "pmpi_rsend_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
+                                tag: *const Fint, comm_: *const Fint, ierr: *mut Fint) -> ierr as Rsend {
+        pre: {}
+        post: What::Send(msg(comm(comm_), int(dest), int(tag), bytes(int(count), dtype(datatype)))),
+    }
+    mpi_issend_ => "pmpi_issend_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
+                                  tag: *const Fint, comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Issend {
+        pre: {}
+        post: What::Isend {
+            msg: msg(comm(comm_), int(dest), int(tag), bytes(int(count), dtype(datatype))),
+            req: post_request(request(req), None),
+        },
+    }
+    mpi_ibsend_ => "pmpi_ibsend_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
+                                  tag: *const Fint, comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Ibsend {
+        pre: {}
+        post: What::Isend {
+            msg: msg(comm(comm_), int(dest), int(tag), bytes(int(count), dtype(datatype))),
+            req: post_request(request(req), None),
+        },
+    }
+    mpi_irsend_ => "pmpi_irsend_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
+                                  tag: *const Fint, comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Irsend {
+        pre: {}
+        post: What::Isend {
+            msg: msg(comm(comm_), int(dest), int(tag), bytes(int(count), dtype(datatype))),
+            req: post_request(request(req), None),
+        },
+    }
+    mpi_probe_ => "pmpi_probe_"(source: *const Fint, tag: *const Fint, comm_: *const Fint, status: *mut Fint,
+                                ierr: *mut Fint) -> ierr as Probe {
+        pre: { let mut own = [0; STATUS_SIZE]; let status = own_fstatus(status, &mut own); }
+        post: What::Peek(recv_msg(comm(comm_), status)),
+    }
+    mpi_iprobe_ => "pmpi_iprobe_"(source: *const Fint, tag: *const Fint, comm_: *const Fint, flag: *mut Fint,
+                                  status: *mut Fint, ierr: *mut Fint) -> ierr as Iprobe {
+        pre: { let mut own = [0; STATUS_SIZE]; let status = own_fstatus(status, &mut own); }
+        // A LOGICAL: .TRUE. is nonzero.
+        post: What::Poll((int(flag) != 0).then(|| recv_msg(comm(comm_), status))),
+    }
+    // ---- completion (the requests taken before the call: a completed
+    // handle may be reused at once; Fortran's indices count from 1) ----
+    mpi_waitany_ => "pmpi_waitany_"(count: *const Fint, reqs: *mut Fint, index: *mut Fint, status: *mut Fint,
+                                    ierr: *mut Fint) -> ierr as Waitany {
+        pre: {
+            let hs = c_requests(reqs, count);
+            let pending = Pending::take(hs.as_ptr(), hs.len() as c_int);
+            let mut own = [0; STATUS_SIZE];
+            let status = own_fstatus(status, &mut own);
+        }
+        post: completed(pending, if int(index) == mpi_sys::MPI_UNDEFINED { 0 } else { 1 }, index, status),
+    }
+    mpi_waitsome_ => "pmpi_waitsome_"(incount: *const Fint, reqs: *mut Fint, outcount: *mut Fint, indices: *mut Fint,
+                                      statuses: *mut Fint, ierr: *mut Fint) -> ierr as Waitsome {
+        pre: {
+            let hs = c_requests(reqs, incount);
+            let pending = Pending::take(hs.as_ptr(), hs.len() as c_int);
+            let mut own = Vec::new();
+            let statuses = own_fstatuses(statuses, hs.len(), &mut own);
+        }
+        post: completed(pending, int(outcount), indices, statuses),
+    }
+    mpi_test_ => "pmpi_test_"(req: *mut Fint, flag: *mut Fint, status: *mut Fint, ierr: *mut Fint) -> ierr as Test {
+        pre: {
+            let hs = [request(req)];
+            let pending = Pending::take(hs.as_ptr(), 1);
+            let mut own = [0; STATUS_SIZE];
+            let status = own_fstatus(status, &mut own);
+        }
+        post: if int(flag) != 0 { pending.all(&c_status(status)) } else { pending.none() },
+    }
+    mpi_testall_ => "pmpi_testall_"(count: *const Fint, reqs: *mut Fint, flag: *mut Fint, statuses: *mut Fint,
+                                    ierr: *mut Fint) -> ierr as Testall {
+        pre: {
+            let hs = c_requests(reqs, count);
+            let pending = Pending::take(hs.as_ptr(), hs.len() as c_int);
+            let mut own = Vec::new();
+            let statuses = own_fstatuses(statuses, hs.len(), &mut own);
+        }
+        post: if int(flag) != 0 { pending.all(c_statuses(statuses, hs.len()).as_ptr()) } else { pending.none() },
+    }
+    mpi_testany_ => "pmpi_testany_"(count: *const Fint, reqs: *mut Fint, index: *mut Fint, flag: *mut Fint,
+                                    status: *mut Fint, ierr: *mut Fint) -> ierr as Testany {
+        pre: {
+            let hs = c_requests(reqs, count);
+            let pending = Pending::take(hs.as_ptr(), hs.len() as c_int);
+            let mut own = [0; STATUS_SIZE];
+            let status = own_fstatus(status, &mut own);
+        }
+        post: completed(pending, if int(flag) != 0 && int(index) != mpi_sys::MPI_UNDEFINED { 1 } else { 0 }, index, status),
+    }
+    mpi_testsome_ => "pmpi_testsome_"(incount: *const Fint, reqs: *mut Fint, outcount: *mut Fint, indices: *mut Fint,
+                                      statuses: *mut Fint, ierr: *mut Fint) -> ierr as Testsome {
+        pre: {
+            let hs = c_requests(reqs, incount);
+            let pending = Pending::take(hs.as_ptr(), hs.len() as c_int);
+            let mut own = Vec::new();
+            let statuses = own_fstatuses(statuses, hs.len(), &mut own);
+        }
+        post: completed(pending, int(outcount), indices, statuses),
+    }
     // ---- persistent requests (as the C table: set-up is remembered even
     // while nothing is recorded; each start is the send or receive it
     // stands for) ----
@@ -314,9 +372,9 @@ fortran! {
                                 comm_: *const Fint, ierr: *mut Fint) -> ierr as Bcast {
         pre: {}
         post: What::Collective {
-            bytes: bytes(int(count), dtype(datatype)),
+            bytes: rooted(int(root), || bytes(int(count), dtype(datatype))),
             comm_size: comm_size(comm(comm_)),
-            root: world_rank(comm(comm_), int(root)),
+            root: root_of(comm(comm_), int(root)),
         },
     }
     mpi_reduce_ => "pmpi_reduce_"(sendbuf: *const c_void, recvbuf: *mut c_void, count: *const Fint,
@@ -324,9 +382,9 @@ fortran! {
                                   ierr: *mut Fint) -> ierr as Reduce {
         pre: {}
         post: What::Collective {
-            bytes: bytes(int(count), dtype(datatype)),
+            bytes: rooted(int(root), || bytes(int(count), dtype(datatype))),
             comm_size: comm_size(comm(comm_)),
-            root: world_rank(comm(comm_), int(root)),
+            root: root_of(comm(comm_), int(root)),
         },
     }
     mpi_allreduce_ => "pmpi_allreduce_"(sendbuf: *const c_void, recvbuf: *mut c_void, count: *const Fint,
@@ -334,6 +392,200 @@ fortran! {
                                         ierr: *mut Fint) -> ierr as Allreduce {
         pre: {}
         post: What::Collective { bytes: bytes(int(count), dtype(datatype)), comm_size: comm_size(comm(comm_)), root: -1 },
+    }
+    mpi_gather_ => "pmpi_gather_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
+                                  recvbuf: *mut c_void, recvcount: *const Fint, recvtype: *const Fint,
+                                  root: *const Fint, comm_: *const Fint, ierr: *mut Fint) -> ierr as Gather {
+        pre: {}
+        post: What::Collective {
+            bytes: rooted(int(root), || own_part(fbuf(sendbuf), int(sendcount), dtype(sendtype), int(recvcount), dtype(recvtype))),
+            comm_size: comm_size(comm(comm_)),
+            root: root_of(comm(comm_), int(root)),
+        },
+    }
+    mpi_gatherv_ => "pmpi_gatherv_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
+                                    recvbuf: *mut c_void, recvcounts: *const Fint, displs: *const Fint,
+                                    recvtype: *const Fint, root: *const Fint, comm_: *const Fint,
+                                    ierr: *mut Fint) -> ierr as Gatherv {
+        pre: {}
+        post: What::Collective {
+            // SAFETY: in place, recvcounts has one entry per rank of comm.
+            bytes: rooted(int(root), || unsafe {
+                own_part_v(fbuf(sendbuf), int(sendcount), dtype(sendtype), recvcounts, dtype(recvtype), comm(comm_))
+            }),
+            comm_size: comm_size(comm(comm_)),
+            root: root_of(comm(comm_), int(root)),
+        },
+    }
+    mpi_scatter_ => "pmpi_scatter_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
+                                    recvbuf: *mut c_void, recvcount: *const Fint, recvtype: *const Fint,
+                                    root: *const Fint, comm_: *const Fint, ierr: *mut Fint) -> ierr as Scatter {
+        pre: {}
+        post: What::Collective {
+            bytes: rooted(int(root), || own_part(fbuf(recvbuf), int(recvcount), dtype(recvtype), int(sendcount), dtype(sendtype))),
+            comm_size: comm_size(comm(comm_)),
+            root: root_of(comm(comm_), int(root)),
+        },
+    }
+    mpi_scatterv_ => "pmpi_scatterv_"(sendbuf: *const c_void, sendcounts: *const Fint, displs: *const Fint,
+                                      sendtype: *const Fint, recvbuf: *mut c_void, recvcount: *const Fint,
+                                      recvtype: *const Fint, root: *const Fint, comm_: *const Fint,
+                                      ierr: *mut Fint) -> ierr as Scatterv {
+        pre: {}
+        post: What::Collective {
+            // SAFETY: in place, sendcounts has one entry per rank of comm.
+            bytes: rooted(int(root), || unsafe {
+                own_part_v(fbuf(recvbuf), int(recvcount), dtype(recvtype), sendcounts, dtype(sendtype), comm(comm_))
+            }),
+            comm_size: comm_size(comm(comm_)),
+            root: root_of(comm(comm_), int(root)),
+        },
+    }
+    mpi_allgather_ => "pmpi_allgather_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
+                                        recvbuf: *mut c_void, recvcount: *const Fint, recvtype: *const Fint,
+                                        comm_: *const Fint, ierr: *mut Fint) -> ierr as Allgather {
+        pre: {}
+        post: What::Collective {
+            bytes: own_part(fbuf(sendbuf), int(sendcount), dtype(sendtype), int(recvcount), dtype(recvtype)),
+            comm_size: comm_size(comm(comm_)),
+            root: -1,
+        },
+    }
+    mpi_allgatherv_ => "pmpi_allgatherv_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
+                                          recvbuf: *mut c_void, recvcounts: *const Fint, displs: *const Fint,
+                                          recvtype: *const Fint, comm_: *const Fint, ierr: *mut Fint) -> ierr as Allgatherv {
+        pre: {}
+        post: What::Collective {
+            // SAFETY: in place, recvcounts has one entry per rank of comm.
+            bytes: unsafe { own_part_v(fbuf(sendbuf), int(sendcount), dtype(sendtype), recvcounts, dtype(recvtype), comm(comm_)) },
+            comm_size: comm_size(comm(comm_)),
+            root: -1,
+        },
+    }
+    mpi_alltoall_ => "pmpi_alltoall_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
+                                      recvbuf: *mut c_void, recvcount: *const Fint, recvtype: *const Fint,
+                                      comm_: *const Fint, ierr: *mut Fint) -> ierr as Alltoall {
+        pre: { let n = peer_size(comm(comm_)); }
+        post: What::Collective {
+            bytes: own_part(fbuf(sendbuf), int(sendcount), dtype(sendtype), int(recvcount), dtype(recvtype)) * n as u64,
+            comm_size: n,
+            root: -1,
+        },
+    }
+    mpi_alltoallv_ => "pmpi_alltoallv_"(sendbuf: *const c_void, sendcounts: *const Fint, sdispls: *const Fint,
+                                        sendtype: *const Fint, recvbuf: *mut c_void, recvcounts: *const Fint,
+                                        rdispls: *const Fint, recvtype: *const Fint, comm_: *const Fint,
+                                        ierr: *mut Fint) -> ierr as Alltoallv {
+        pre: { let n = peer_size(comm(comm_)); }
+        post: What::Collective {
+            // SAFETY: the counts have one entry per peer of comm.
+            bytes: unsafe {
+                if in_place(fbuf(sendbuf)) { bytes_v(recvcounts, n, dtype(recvtype)) } else { bytes_v(sendcounts, n, dtype(sendtype)) }
+            },
+            comm_size: n,
+            root: -1,
+        },
+    }
+    mpi_reduce_scatter_ => "pmpi_reduce_scatter_"(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const Fint,
+                                                  datatype: *const Fint, op: *const Fint, comm_: *const Fint,
+                                                  ierr: *mut Fint) -> ierr as Reduce_scatter {
+        pre: { let n = comm_size(comm(comm_)); }
+        // SAFETY: recvcounts has one entry per rank of comm.
+        post: What::Collective { bytes: unsafe { bytes_v(recvcounts, n, dtype(datatype)) }, comm_size: n, root: -1 },
+    }
+    mpi_reduce_scatter_block_ => "pmpi_reduce_scatter_block_"(sendbuf: *const c_void, recvbuf: *mut c_void,
+                                                              recvcount: *const Fint, datatype: *const Fint,
+                                                              op: *const Fint, comm_: *const Fint,
+                                                              ierr: *mut Fint) -> ierr as Reduce_scatter_block {
+        pre: { let n = comm_size(comm(comm_)); }
+        post: What::Collective { bytes: bytes(int(recvcount), dtype(datatype)) * n as u64, comm_size: n, root: -1 },
+    }
+    // ---- non-blocking collectives ----
+    mpi_ibarrier_ => "pmpi_ibarrier_"(comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Ibarrier {
+        pre: {}
+        post: What::ICollective { bytes: 0, comm_size: comm_size(comm(comm_)), root: -1, req: post_request(request(req), None) },
+    }
+    mpi_ibcast_ => "pmpi_ibcast_"(buf: *mut c_void, count: *const Fint, datatype: *const Fint, root: *const Fint,
+                                  comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Ibcast {
+        pre: {}
+        post: What::ICollective {
+            bytes: rooted(int(root), || bytes(int(count), dtype(datatype))),
+            comm_size: comm_size(comm(comm_)),
+            root: root_of(comm(comm_), int(root)),
+            req: post_request(request(req), None),
+        },
+    }
+    mpi_ireduce_ => "pmpi_ireduce_"(sendbuf: *const c_void, recvbuf: *mut c_void, count: *const Fint,
+                                    datatype: *const Fint, op: *const Fint, root: *const Fint, comm_: *const Fint,
+                                    req: *mut Fint, ierr: *mut Fint) -> ierr as Ireduce {
+        pre: {}
+        post: What::ICollective {
+            bytes: rooted(int(root), || bytes(int(count), dtype(datatype))),
+            comm_size: comm_size(comm(comm_)),
+            root: root_of(comm(comm_), int(root)),
+            req: post_request(request(req), None),
+        },
+    }
+    mpi_iallreduce_ => "pmpi_iallreduce_"(sendbuf: *const c_void, recvbuf: *mut c_void, count: *const Fint,
+                                          datatype: *const Fint, op: *const Fint, comm_: *const Fint,
+                                          req: *mut Fint, ierr: *mut Fint) -> ierr as Iallreduce {
+        pre: {}
+        post: What::ICollective {
+            bytes: bytes(int(count), dtype(datatype)),
+            comm_size: comm_size(comm(comm_)),
+            root: -1,
+            req: post_request(request(req), None),
+        },
+    }
+    mpi_iallgather_ => "pmpi_iallgather_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
+                                          recvbuf: *mut c_void, recvcount: *const Fint, recvtype: *const Fint,
+                                          comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Iallgather {
+        pre: {}
+        post: What::ICollective {
+            bytes: own_part(fbuf(sendbuf), int(sendcount), dtype(sendtype), int(recvcount), dtype(recvtype)),
+            comm_size: comm_size(comm(comm_)),
+            root: -1,
+            req: post_request(request(req), None),
+        },
+    }
+    mpi_iallgatherv_ => "pmpi_iallgatherv_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
+                                            recvbuf: *mut c_void, recvcounts: *const Fint, displs: *const Fint,
+                                            recvtype: *const Fint, comm_: *const Fint, req: *mut Fint,
+                                            ierr: *mut Fint) -> ierr as Iallgatherv {
+        pre: {}
+        post: What::ICollective {
+            // SAFETY: in place, recvcounts has one entry per rank of comm.
+            bytes: unsafe { own_part_v(fbuf(sendbuf), int(sendcount), dtype(sendtype), recvcounts, dtype(recvtype), comm(comm_)) },
+            comm_size: comm_size(comm(comm_)),
+            root: -1,
+            req: post_request(request(req), None),
+        },
+    }
+    mpi_ialltoall_ => "pmpi_ialltoall_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
+                                        recvbuf: *mut c_void, recvcount: *const Fint, recvtype: *const Fint,
+                                        comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Ialltoall {
+        pre: { let n = peer_size(comm(comm_)); }
+        post: What::ICollective {
+            bytes: own_part(fbuf(sendbuf), int(sendcount), dtype(sendtype), int(recvcount), dtype(recvtype)) * n as u64,
+            comm_size: n,
+            root: -1,
+            req: post_request(request(req), None),
+        },
+    }
+    mpi_ialltoallv_ => "pmpi_ialltoallv_"(sendbuf: *const c_void, sendcounts: *const Fint, sdispls: *const Fint,
+                                          sendtype: *const Fint, recvbuf: *mut c_void, recvcounts: *const Fint,
+                                          rdispls: *const Fint, recvtype: *const Fint, comm_: *const Fint,
+                                          req: *mut Fint, ierr: *mut Fint) -> ierr as Ialltoallv {
+        pre: { let n = peer_size(comm(comm_)); }
+        post: What::ICollective {
+            // SAFETY: the counts have one entry per peer of comm.
+            bytes: unsafe {
+                if in_place(fbuf(sendbuf)) { bytes_v(recvcounts, n, dtype(recvtype)) } else { bytes_v(sendcounts, n, dtype(sendtype)) }
+            },
+            comm_size: n,
+            root: -1,
+            req: post_request(request(req), None),
+        },
     }
 }
 

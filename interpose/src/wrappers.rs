@@ -21,7 +21,7 @@
 mod helpers;
 mod lifecycle;
 
-pub(crate) use helpers::start_one;
+pub(crate) use helpers::{Pending, own_part, own_part_v, root_of, rooted, start_one};
 pub(crate) use lifecycle::start;
 pub use lifecycle::{MPI_Abort, MPI_Finalize, MPI_Init, MPI_Init_thread, MPI_Pcontrol};
 
@@ -29,7 +29,7 @@ use crate::clock::now;
 use crate::mpi_util::*;
 use crate::tools::recorder::{self, Template, file_id, open_file, take_request, unpersist};
 use crate::tools::{self, Call};
-use helpers::{Pending, new_req, own_part, own_part_v, persist_init, prefetch, root_of, rooted};
+use helpers::{new_req, persist_init, prefetch};
 use mheta_trace::{Op, What};
 use mpi_sys::{
     MPI_Comm, MPI_Datatype, MPI_File, MPI_Info, MPI_Message, MPI_Offset, MPI_Op, MPI_Request,

@@ -21,13 +21,13 @@ pub(super) fn new_req(request: *mut MPI_Request, recv_comm: Option<MPI_Comm>) ->
 /// recorder's map before the call (a completed request's handle may be
 /// reused by another thread at once); [`Pending::done`] reports those that
 /// completed and puts the others back.
-pub(super) struct Pending {
+pub(crate) struct Pending {
     hs: Vec<MPI_Request>,
     taken: Vec<Option<Posted>>,
 }
 
 impl Pending {
-    pub(super) fn take(reqs: *const MPI_Request, n: c_int) -> Pending {
+    pub(crate) fn take(reqs: *const MPI_Request, n: c_int) -> Pending {
         // SAFETY: the caller passes `n` request handles.
         let hs: Vec<MPI_Request> = (0..n.max(0) as usize)
             .map(|i| unsafe { *reqs.add(i) })
@@ -36,13 +36,13 @@ impl Pending {
         Pending { hs, taken }
     }
 
-    pub(super) fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.hs.len()
     }
 
     /// The requests at positions `which` completed, with statuses `sts[k]`
     /// for the k-th of them; the rest are put back.
-    pub(super) fn done(mut self, which: &[usize], sts: *const MPI_Status) -> What {
+    pub(crate) fn done(mut self, which: &[usize], sts: *const MPI_Status) -> What {
         let mut out = Vec::new();
         for (k, &i) in which.iter().enumerate() {
             if let Some(Some((req, comm))) = self.taken.get_mut(i).map(Option::take) {
@@ -60,18 +60,18 @@ impl Pending {
     }
 
     /// All completed, statuses in request order.
-    pub(super) fn all(self, sts: *const MPI_Status) -> What {
+    pub(crate) fn all(self, sts: *const MPI_Status) -> What {
         let which: Vec<usize> = (0..self.len()).collect();
         self.done(&which, sts)
     }
 
     /// None completed.
-    pub(super) fn none(self) -> What {
+    pub(crate) fn none(self) -> What {
         self.done(&[], std::ptr::null())
     }
 
     /// The `count` requests at `indices` completed (MPI_UNDEFINED: none).
-    pub(super) fn some(self, count: c_int, indices: *const c_int, sts: *const MPI_Status) -> What {
+    pub(crate) fn some(self, count: c_int, indices: *const c_int, sts: *const MPI_Status) -> What {
         let n = if count < 0 || count == mpi_sys::MPI_UNDEFINED {
             0
         } else {
@@ -107,14 +107,14 @@ pub(crate) fn start_one(h: MPI_Request) -> Option<Started> {
     })
 }
 
-pub(super) fn root_of(comm: MPI_Comm, root: c_int) -> i32 {
+pub(crate) fn root_of(comm: MPI_Comm, root: c_int) -> i32 {
     world_rank(comm, root)
 }
 
 /// A rooted collective's bytes, 0 for a process that passes
 /// `MPI_PROC_NULL` (the idle side of an intercommunicator's root group,
 /// whose other arguments MPI ignores).
-pub(super) fn rooted(root: c_int, f: impl FnOnce() -> u64) -> u64 {
+pub(crate) fn rooted(root: c_int, f: impl FnOnce() -> u64) -> u64 {
     if root == mpi_sys::MPI_PROC_NULL {
         0
     } else {
@@ -125,7 +125,7 @@ pub(super) fn rooted(root: c_int, f: impl FnOnce() -> u64) -> u64 {
 /// This process's part of a gather or scatter: `count` × `dt` of `buf`,
 /// or, when `buf` is `MPI_IN_PLACE` (whose count and type MPI ignores),
 /// `other_count` × `other_dt`.
-pub(super) fn own_part(
+pub(crate) fn own_part(
     buf: *const c_void,
     count: c_int,
     dt: MPI_Datatype,
@@ -145,7 +145,7 @@ pub(super) fn own_part(
 /// # Safety
 /// When `buf` is `MPI_IN_PLACE`, `other_counts` has an entry per rank of
 /// `comm`.
-pub(super) unsafe fn own_part_v(
+pub(crate) unsafe fn own_part_v(
     buf: *const c_void,
     count: c_int,
     dt: MPI_Datatype,
