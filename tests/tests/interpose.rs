@@ -863,6 +863,41 @@ fn fortran_collectives_and_completions_are_recorded_as_in_c() {
     }
 }
 
+/// A `use mpi_f08` program (`tests/fortran/f08.f90`) bypasses the
+/// interposer: it runs as without mheta, and each rank says at exit that
+/// none of its calls were seen, instead of leaving an empty trace
+/// directory unexplained.
+#[test]
+fn a_fortran_2008_program_is_told_it_was_not_seen() {
+    let dir = scratch("fortran-f08");
+    let exe = fortran(&dir, "f08", "f08");
+    let plain = ok(mpirun(2).arg(&exe));
+    assert!(plain.contains("f08 np=2 sum=1"), "{plain}");
+    let trace = dir.join("trace");
+    let out = mheta()
+        .args(["run", "--whole-run", "--trace-dir"])
+        .arg(&trace)
+        .arg("--")
+        .args(launch(2))
+        .arg(&exe)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("f08 np=2 sum=1"), "{stdout}");
+    assert_eq!(
+        stderr
+            .matches("MPI was initialised without MPI_Init passing through")
+            .count(),
+        2,
+        "{stderr}"
+    );
+    assert!(mheta_trace::read_dir(&trace).map_or(true, |t| t.is_empty()));
+}
+
 fn rank_report(dir: &std::path::Path, rank: u32) -> serde_json::Value {
     let p = dir.join(format!("summary.rank-{rank:05}.json"));
     let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));

@@ -8,10 +8,49 @@
 use crate::tools;
 use mpi_sys::MPI_Comm;
 use std::os::raw::{c_char, c_int};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set by [`start`]: MPI's initialisation passed through this library.
+static STARTED: AtomicBool = AtomicBool::new(false);
+
+/// When the process ends: if MPI was initialised without `MPI_Init`
+/// passing through this library, its calls bypassed it (Fortran 2008's
+/// `use mpi_f08` bindings reach the MPI library's internals directly),
+/// so nothing was recorded. Says so on stderr instead of leaving an empty
+/// trace directory unexplained. Silent for processes that never
+/// initialised MPI (the launcher and its daemons carry the preload too).
+extern "C" fn check_seen() {
+    if STARTED.load(Ordering::Relaxed) || tools::tools().is_empty() {
+        return;
+    }
+    let (mut init, mut fin) = (0, 0);
+    // SAFETY: MPI_Initialized and MPI_Finalized may be called at any time,
+    // before MPI_Init and after MPI_Finalize.
+    unsafe {
+        mpi_sys::PMPI_Initialized(&mut init);
+        mpi_sys::PMPI_Finalized(&mut fin);
+    }
+    if init != 0 || fin != 0 {
+        let msg = format!(
+            "mheta: process {}: MPI was initialised without MPI_Init passing through mheta's \
+             interposer (a Fortran program on `use mpi_f08`?): none of its MPI calls were seen. \
+             The interposer sees C, `use mpi` and `mpif.h` calls.\n",
+            std::process::id()
+        );
+        // SAFETY: a plain write of a valid buffer to stderr (the process is
+        // ending: no Rust stdio).
+        unsafe { libc::write(2, msg.as_ptr().cast(), msg.len()) };
+    }
+}
+
+#[used]
+#[unsafe(link_section = ".fini_array")]
+static CHECK_SEEN_AT_EXIT: extern "C" fn() = check_seen;
 
 /// After `PMPI_Init*`: register this thread first (it becomes thread 0),
 /// then start the tools and the signal handlers.
 pub(crate) fn start() {
+    STARTED.store(true, Ordering::Relaxed);
     let (mut rank, mut size) = (0, 1);
     // SAFETY: MPI is initialised; the out-pointers are valid locals.
     unsafe {
