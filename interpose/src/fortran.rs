@@ -14,7 +14,8 @@
 //! test, testall, testany, testsome; barrier, bcast, reduce, allreduce,
 //! gather(v), scatter(v), allgather(v), alltoall(v), reduce_scatter(_block)
 //! and the non-blocking ibarrier, ibcast, ireduce, iallreduce,
-//! iallgather(v), ialltoall(v); persistent requests: send_init,
+//! igather(v), iscatter(v), iallgather(v), ialltoall(v),
+//! ireduce_scatter(_block); persistent requests: send_init,
 //! bsend_init, ssend_init, rsend_init, recv_init, start, startall,
 //! request_free. Each records what its C twin in `wrappers.rs` records.
 //! Fortran's `MPI_IN_PLACE` is its own address (a common block), which
@@ -567,6 +568,82 @@ fortran! {
         pre: { let n = peer_size(comm(comm_)); }
         post: What::ICollective {
             bytes: own_part(fbuf(sendbuf), int(sendcount), dtype(sendtype), int(recvcount), dtype(recvtype)) * n as u64,
+            comm_size: n,
+            root: -1,
+            req: post_request(request(req), None),
+        },
+    }
+    mpi_igather_ => "pmpi_igather_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
+                                    recvbuf: *mut c_void, recvcount: *const Fint, recvtype: *const Fint,
+                                    root: *const Fint, comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Igather {
+        pre: {}
+        post: What::ICollective {
+            bytes: rooted(int(root), || own_part(fbuf(sendbuf), int(sendcount), dtype(sendtype), int(recvcount), dtype(recvtype))),
+            comm_size: comm_size(comm(comm_)),
+            root: root_of(comm(comm_), int(root)),
+            req: post_request(request(req), None),
+        },
+    }
+    mpi_igatherv_ => "pmpi_igatherv_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
+                                      recvbuf: *mut c_void, recvcounts: *const Fint, displs: *const Fint,
+                                      recvtype: *const Fint, root: *const Fint, comm_: *const Fint,
+                                      req: *mut Fint, ierr: *mut Fint) -> ierr as Igatherv {
+        pre: {}
+        post: What::ICollective {
+            // SAFETY: in place, recvcounts has one entry per rank of comm.
+            bytes: rooted(int(root), || unsafe {
+                own_part_v(fbuf(sendbuf), int(sendcount), dtype(sendtype), recvcounts, dtype(recvtype), comm(comm_))
+            }),
+            comm_size: comm_size(comm(comm_)),
+            root: root_of(comm(comm_), int(root)),
+            req: post_request(request(req), None),
+        },
+    }
+    mpi_iscatter_ => "pmpi_iscatter_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
+                                      recvbuf: *mut c_void, recvcount: *const Fint, recvtype: *const Fint,
+                                      root: *const Fint, comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Iscatter {
+        pre: {}
+        post: What::ICollective {
+            bytes: rooted(int(root), || own_part(fbuf(recvbuf), int(recvcount), dtype(recvtype), int(sendcount), dtype(sendtype))),
+            comm_size: comm_size(comm(comm_)),
+            root: root_of(comm(comm_), int(root)),
+            req: post_request(request(req), None),
+        },
+    }
+    mpi_iscatterv_ => "pmpi_iscatterv_"(sendbuf: *const c_void, sendcounts: *const Fint, displs: *const Fint,
+                                        sendtype: *const Fint, recvbuf: *mut c_void, recvcount: *const Fint,
+                                        recvtype: *const Fint, root: *const Fint, comm_: *const Fint,
+                                        req: *mut Fint, ierr: *mut Fint) -> ierr as Iscatterv {
+        pre: {}
+        post: What::ICollective {
+            // SAFETY: in place, sendcounts has one entry per rank of comm.
+            bytes: rooted(int(root), || unsafe {
+                own_part_v(fbuf(recvbuf), int(recvcount), dtype(recvtype), sendcounts, dtype(sendtype), comm(comm_))
+            }),
+            comm_size: comm_size(comm(comm_)),
+            root: root_of(comm(comm_), int(root)),
+            req: post_request(request(req), None),
+        },
+    }
+    mpi_ireduce_scatter_ => "pmpi_ireduce_scatter_"(sendbuf: *const c_void, recvbuf: *mut c_void,
+                                                    recvcounts: *const Fint, datatype: *const Fint, op: *const Fint,
+                                                    comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Ireduce_scatter {
+        pre: { let n = comm_size(comm(comm_)); }
+        post: What::ICollective {
+            // SAFETY: recvcounts has one entry per rank of comm.
+            bytes: unsafe { bytes_v(recvcounts, n, dtype(datatype)) },
+            comm_size: n,
+            root: -1,
+            req: post_request(request(req), None),
+        },
+    }
+    mpi_ireduce_scatter_block_ => "pmpi_ireduce_scatter_block_"(sendbuf: *const c_void, recvbuf: *mut c_void,
+                                                                recvcount: *const Fint, datatype: *const Fint,
+                                                                op: *const Fint, comm_: *const Fint, req: *mut Fint,
+                                                                ierr: *mut Fint) -> ierr as Ireduce_scatter_block {
+        pre: { let n = comm_size(comm(comm_)); }
+        post: What::ICollective {
+            bytes: bytes(int(recvcount), dtype(datatype)) * n as u64,
             comm_size: n,
             root: -1,
             req: post_request(request(req), None),

@@ -144,6 +144,19 @@ program colls
   call MPI_Ialltoallv(a, one, dsp, MPI_INTEGER, c, one, dsp, MPI_INTEGER, MPI_COMM_WORLD, reqs(2), ierr)
   call MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE, ierr)
   check = check + sum(b(1:np * (np + 1) / 2)) + sum(c(1:np))
+  ! the rooted ones and the reduce-scatters (v counts: rank r has r + 1)
+  do i = 1, np
+    dsp(i) = (i - 1) * i / 2
+  end do
+  call MPI_Igather(a, 1, MPI_INTEGER, b, 1, MPI_INTEGER, 0, MPI_COMM_WORLD, reqs(1), ierr)
+  call MPI_Igatherv(a, rank + 1, MPI_INTEGER, c, cnt, dsp, MPI_INTEGER, 0, MPI_COMM_WORLD, reqs(2), ierr)
+  call MPI_Iscatter(a, 1, MPI_INTEGER, v(1), 1, MPI_INTEGER, 0, MPI_COMM_WORLD, reqs(3), ierr)
+  call MPI_Iscatterv(a, cnt, dsp, MPI_INTEGER, w, rank + 1, MPI_INTEGER, 0, MPI_COMM_WORLD, reqs(4), ierr)
+  call MPI_Ireduce_scatter_block(a, v(2), 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, reqs(5), ierr)
+  call MPI_Ireduce_scatter(a, v(3), one, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, reqs(6), ierr)
+  call MPI_Waitall(6, reqs, MPI_STATUSES_IGNORE, ierr)
+  if (rank == 0) check = check + sum(b(1:np)) + sum(c(1:np * (np + 1) / 2))
+  check = check + v(1) + sum(w(1:rank + 1)) + v(2) + v(3)
 
   call MPI_Allreduce(MPI_IN_PLACE, check, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
   if (rank == 0) write(*, '(A,I0,A,I0)') 'fcolls np=', np, ' checksum=', check

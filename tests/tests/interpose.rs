@@ -780,7 +780,7 @@ fn fortran_collectives_and_completions_are_recorded_as_in_c() {
                     })
                     .collect()
             };
-            let want: [(Op, Vec<u64>); 18] = [
+            let want: [(Op, Vec<u64>); 24] = [
                 // the second in place: the receive side's 2 integers a peer
                 (Op::Alltoall, vec![8 * n, 8 * n]),
                 (Op::Alltoallv, vec![4 * n]),
@@ -800,6 +800,12 @@ fn fortran_collectives_and_completions_are_recorded_as_in_c() {
                 (Op::Ialltoall, vec![4 * n]),
                 (Op::Iallgatherv, vec![4 * (r + 1)]),
                 (Op::Ialltoallv, vec![4 * n]),
+                (Op::Igather, vec![4]),
+                (Op::Igatherv, vec![4 * (r + 1)]),
+                (Op::Iscatter, vec![4]),
+                (Op::Iscatterv, vec![4 * (r + 1)]),
+                (Op::Ireduce_scatter_block, vec![4 * n]),
+                (Op::Ireduce_scatter, vec![4 * n]),
             ];
             for (op, bytes) in want {
                 assert_eq!(coll(op), bytes, "rank {}: {op:?}", t.rank);
