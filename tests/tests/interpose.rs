@@ -953,7 +953,16 @@ fn summary_survives_abort_and_sigterm() {
     // Open MPI's mpirun reports the ranks the signal ended; Hydra's
     // mpiexec.mpich exited 0 here after passing SIGTERM on.
     assert!(on_mpich() || !st.success(), "{st}");
+    // Hydra's mpiexec may return before its ranks have finished: give
+    // their reports up to 5 s to appear.
     for rank in 0..2 {
+        let p = d.join(format!("summary.rank-{rank:05}.json"));
+        for _ in 0..50 {
+            if std::fs::read_to_string(&p).is_ok_and(|t| !t.is_empty()) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
         let r = rank_report(&d, rank);
         assert_eq!(r["why"], "signal", "rank {rank}");
         assert_eq!(r["ops"]["MPI_Send"]["calls"], 10, "rank {rank}");

@@ -100,12 +100,19 @@ fn rank_json(rank: u32, wall_ns: u64, s: &Stats, why: &str) -> String {
 
 /// Write `text` to `path` whole or not at all: a temporary file beside
 /// it, renamed over it (a rank killed mid-write, as mpirun's SIGKILL after
-/// its SIGTERM can, leaves no empty or half report). Not
+/// its SIGTERM can, leaves no empty or half report). Each write has a
+/// temporary of its own: two at once (a signal handled on two threads)
+/// must not truncate the file the other is renaming. Not
 /// `mheta_base::write_atomic`, whose fsync would lengthen a write that
 /// must finish between mpirun's SIGTERM and its SIGKILL.
 fn write_file(path: &std::path::Path, text: &str) {
+    static WRITES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
+    tmp.push(format!(
+        ".{}.{}.tmp",
+        std::process::id(),
+        WRITES.fetch_add(1, Ordering::Relaxed)
+    ));
     let tmp = std::path::PathBuf::from(tmp);
     let r = std::fs::create_dir_all(path.parent().unwrap_or(std::path::Path::new(".")))
         .and_then(|_| std::fs::write(&tmp, text))
