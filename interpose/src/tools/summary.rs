@@ -54,7 +54,7 @@ static START_NS: AtomicU64 = AtomicU64::new(0);
 static REPORTS: AtomicU32 = AtomicU32::new(0);
 /// Where this rank's emergency report goes, prepared at init so that a
 /// signal handler need not allocate.
-static EMERGENCY_PATH: Mutex<Option<CString>> = Mutex::new(None);
+static EMERGENCY_PATH: Mutex<Option<(CString, CString)>> = Mutex::new(None);
 
 fn dir() -> PathBuf {
     match std::env::var_os("MHETA_SUMMARY_DIR") {
@@ -231,7 +231,13 @@ impl Tool for Summary {
         START_NS.store(crate::clock::mono_ns(), Ordering::Relaxed);
         let path = dir().join(format!("summary.rank-{rank:05}.json"));
         let _ = std::fs::create_dir_all(dir());
-        *lock(&EMERGENCY_PATH) = CString::new(path.to_string_lossy().into_owned()).ok();
+        // The report and the temporary it is written to first (renamed
+        // over it, so a second signal, or SIGKILL during the write, never
+        // leaves an empty report).
+        let name = path.to_string_lossy().into_owned();
+        *lock(&EMERGENCY_PATH) = CString::new(name.clone())
+            .ok()
+            .zip(CString::new(format!("{name}.{}.sig.tmp", std::process::id())).ok());
         set_active(SUMMARY, true);
     }
 
@@ -350,7 +356,9 @@ fn signal_report() {
     let Ok(path) = EMERGENCY_PATH.try_lock() else {
         return;
     };
-    let Some(path) = path.as_ref() else { return };
+    let Some((path, tmp)) = path.as_ref() else {
+        return;
+    };
     let mut total = [OpStat::default(); OP_COUNT];
     let complete = threads::try_collect(|s| {
         for (a, b) in total.iter_mut().zip(&s.0) {
@@ -387,16 +395,20 @@ fn signal_report() {
         first = false;
     }
     let _ = buf.write_str("}}\n");
-    // SAFETY: path is NUL-terminated; open/write/close are async-signal-safe.
+    // SAFETY: both paths are NUL-terminated; open/write/close/rename are
+    // async-signal-safe.
     unsafe {
         let fd = libc::open(
-            path.as_ptr(),
+            tmp.as_ptr(),
             libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC,
             0o644,
         );
         if fd >= 0 {
-            libc::write(fd, buf.data.as_ptr().cast(), buf.len);
+            let whole = libc::write(fd, buf.data.as_ptr().cast(), buf.len) == buf.len as isize;
             libc::close(fd);
+            if whole {
+                libc::rename(tmp.as_ptr(), path.as_ptr());
+            }
         }
     }
 }
