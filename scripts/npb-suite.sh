@@ -63,8 +63,10 @@ for b in bt cg ep ft is lu mg sp; do
   exe=$work/bin/$b.$class.x
   verified() { grep -qiE 'verification( +=)? +successful|result verification successful' "$1" && echo verified || echo NOT; }
   plain=$work/$b.plain.txt under=$work/$b.mheta.txt trace=$work/trace-$b
-  rc=0; timeout 600 "${launch[@]}" "$exe" > "$plain" 2>&1 || rc=$?
-  rc2=0; timeout 600 "$mheta" run --whole-run --trace-dir "$trace" -- "${launch[@]}" "$exe" > "$under" 2>&1 || rc2=$?
+  # Run in the copy: this NPB writes its checkpoints (*.checkpoint/) into
+  # the working directory.
+  rc=0; (cd "$work" && timeout 600 "${launch[@]}" "$exe") > "$plain" 2>&1 || rc=$?
+  rc2=0; (cd "$work" && timeout 600 "$mheta" run --whole-run --trace-dir "$trace" -- "${launch[@]}" "$exe") > "$under" 2>&1 || rc2=$?
   v1=$(verified "$plain"); v2=$(verified "$under")
   summary=$("$mheta" show --trace "$trace" --json 2>/dev/null | python3 -c '
 import json, sys
