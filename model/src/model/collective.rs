@@ -358,6 +358,46 @@ fn recursive_doubling(arrive: &[f64], c: &mut impl Pairs) -> Vec<f64> {
     t
 }
 
+/// Each rank's block in a [`Shape::Linear`] all-gather: the recorded
+/// block scaled by the rank's rows when the recorded blocks were in
+/// proportion to the recorded rows (a row-distributed vector), else as
+/// recorded. What decides which is fixed by the recording, so a compiled
+/// replay keeps one of these per all-gather and fills it for each
+/// distribution.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Blocks {
+    recorded: Vec<f64>,
+    /// Bytes a row, when the recorded blocks followed the rows.
+    per_row: Option<f64>,
+}
+
+impl Blocks {
+    /// The blocks every rank recorded at one all-gather of `m`.
+    pub(crate) fn new(m: &Model, recorded: Vec<f64>) -> Blocks {
+        let rows = &m.app.dist;
+        let total_rows: u64 = rows.iter().sum();
+        let per_row = recorded.iter().sum::<f64>() / total_rows.max(1) as f64;
+        let in_proportion = per_row > 0.0
+            && recorded.iter().zip(rows).all(|(&b, &r)| {
+                let want = per_row * r as f64;
+                (b - want).abs() <= 0.01 * want + 1.0
+            });
+        Blocks {
+            recorded,
+            per_row: in_proportion.then_some(per_row),
+        }
+    }
+
+    /// Each rank's block under `d`, into `out`.
+    pub(crate) fn fill(&self, d: &crate::dist::Dist, out: &mut Vec<f64>) {
+        out.clear();
+        match self.per_row {
+            Some(b) => out.extend(d.0.iter().map(|&r| b * r as f64)),
+            None => out.extend_from_slice(&self.recorded),
+        }
+    }
+}
+
 /// Each rank's exit from a collective of `shape` in a replay of `m`
 /// ([`super::replay`]'s `exits`), with each rank's all-gather block in
 /// `block` (empty: `bytes` for every rank).

@@ -13,8 +13,9 @@
 //! A distribution that changes which ranks hold rows, or a send between
 //! eager and rendezvous (messages that scale with the sender's rows),
 //! is replayed by the interpreter and compiled again. Programs with a
-//! plain probe, or an all-gather whose blocks follow the rows, are always
-//! interpreted.
+//! plain probe are always interpreted. An all-gather keeps what its
+//! blocks follow ([`collective::Blocks`]) and takes them from each
+//! distribution.
 
 use super::collective;
 use super::replay::{self, LogEvent, NONE, Replay};
@@ -66,11 +67,13 @@ enum Op {
     Arrive {
         i: u32,
     },
-    /// The last arrival at a collective, which completes it.
+    /// The last arrival at a collective, which completes it; `blocks`
+    /// into [`Compiled::blocks`] for an all-gather (else NONE).
     Reduce {
         i: u32,
         bytes: f64,
         shape: Shape,
+        blocks: u32,
     },
     /// Rank `i` begins its second lap: its clock and times so far are
     /// kept ([`Model::laps`]).
@@ -126,6 +129,8 @@ struct Compiled {
     takes: Vec<Take>,
     /// Send numbers (NONE: beyond the rank's sends, completed at 0).
     waits: Vec<u32>,
+    /// The all-gathers' blocks, one entry for a run of equal ones.
+    blocks: Vec<collective::Blocks>,
     sends: usize,
     /// Which ranks held rows when it was compiled.
     holds: Vec<bool>,
@@ -159,6 +164,9 @@ struct Scratch {
     stage_acc: Vec<f64>,
     at_reduce: Vec<Option<f64>>,
     arrive: Vec<f64>,
+    /// An all-gather's blocks under the distribution evaluated, and which
+    /// of [`Compiled::blocks`] they are.
+    block: (Vec<f64>, u32),
     mail: Vec<f64>,
     done: Vec<f64>,
     met_waiting: Vec<bool>,
@@ -187,18 +195,8 @@ impl Model {
     /// answers, two to three times faster after the first (the replay
     /// compiled: `model/fast.rs`).
     pub fn evaluator(&self) -> Evaluator<'_> {
-        let interpret_only = self.programs.iter().any(|p| {
-            p.steps.iter().any(|s| {
-                matches!(
-                    s,
-                    Step::Peek(_)
-                        | Step::Reduce {
-                            shape: Shape::Linear,
-                            ..
-                        }
-                )
-            })
-        });
+        let interpret_only =
+            (self.programs.iter()).any(|p| p.steps.iter().any(|s| matches!(s, Step::Peek(_))));
         Evaluator {
             m: self,
             compiled: RefCell::new(None),
@@ -325,6 +323,7 @@ impl Evaluator<'_> {
             stage_acc,
             at_reduce,
             arrive: arrive_buf,
+            block,
             mail,
             done,
             met_waiting,
@@ -341,6 +340,7 @@ impl Evaluator<'_> {
             &mut ack[..],
         );
         let mut nth_collective = 0usize;
+        block.1 = NONE;
         for (x, op) in c.ops.iter().enumerate() {
             let x = x as u32;
             let i = op.rank();
@@ -463,7 +463,12 @@ impl Evaluator<'_> {
                     track.arrived(i, x);
                 }
                 Op::LapEnd { .. } => first_lap[i] = Some((clock[i], out[i])),
-                Op::Reduce { bytes, shape, .. } => {
+                Op::Reduce {
+                    bytes,
+                    shape,
+                    blocks,
+                    ..
+                } => {
                     if at_reduce[i].is_none() {
                         at_reduce[i] = Some(clock[i]);
                         track.arrived(i, x);
@@ -473,7 +478,16 @@ impl Evaluator<'_> {
                     let arrive = &arrive_buf[..];
                     let entry = arrive.iter().fold(0.0f64, |a, &b| a.max(b));
                     track.completed(x, arrive.iter().position(|&a| a == entry).unwrap_or(i));
-                    let exits = collective::priced_exits(m, shape, arrive, bytes, entry, &[]);
+                    if blocks != NONE && block.1 != blocks {
+                        c.blocks[blocks as usize].fill(d, &mut block.0);
+                        block.1 = blocks;
+                    }
+                    let b = if blocks == NONE {
+                        &[][..]
+                    } else {
+                        &block.0[..]
+                    };
+                    let exits = collective::priced_exits(m, shape, arrive, bytes, entry, b);
                     let costs = &m.collective_s;
                     let extra = costs
                         .get(nth_collective % costs.len().max(1))
@@ -626,6 +640,7 @@ fn compile(m: &Model, d: &Dist, events: &[LogEvent]) -> Option<Compiled> {
         msgs: Vec::new(),
         takes: Vec::new(),
         waits: Vec::new(),
+        blocks: Vec::new(),
         sends: 0,
         holds: d.0.iter().map(|&r| r > 0).collect(),
         wake: m.programs.iter().map(|pr| (pr.wake_s, pr.spin_s)).collect(),
@@ -729,6 +744,24 @@ fn compile(m: &Model, d: &Dist, events: &[LogEvent]) -> Option<Compiled> {
                 o: if active(i) { m.net.mean[1] } else { 0.0 },
             },
             Step::Reduce { bytes, shape, .. } => {
+                // Every rank is at this collective: its block is the
+                // bytes of its own step here.
+                let blocks = if *shape == Shape::Linear {
+                    let recorded = (0..p).map(|j| {
+                        let steps = &m.programs[j].steps;
+                        match steps.get(pc[j] % steps.len().max(1)) {
+                            Some(Step::Reduce { bytes, .. }) => *bytes,
+                            _ => 0.0,
+                        }
+                    });
+                    let b = collective::Blocks::new(m, recorded.collect());
+                    if c.blocks.last() != Some(&b) {
+                        c.blocks.push(b);
+                    }
+                    (c.blocks.len() - 1) as u32
+                } else {
+                    NONE
+                };
                 for pj in pc.iter_mut() {
                     *pj += 1;
                 }
@@ -737,6 +770,7 @@ fn compile(m: &Model, d: &Dist, events: &[LogEvent]) -> Option<Compiled> {
                     i: iu,
                     bytes: *bytes,
                     shape: *shape,
+                    blocks,
                 }
             }
             Step::Peek(_) => return None,

@@ -580,30 +580,17 @@ impl<'a> Replay<'a> {
     }
 
     /// Each rank's block in the all-gather every rank's program is at,
-    /// under the distribution replayed: the recorded block scaled by the
-    /// rank's rows when the recorded blocks were in proportion to the
-    /// recorded rows (a row-distributed vector), else as recorded.
+    /// under the distribution replayed ([`collective::Blocks`]).
     fn blocks(&self) -> Vec<f64> {
-        let (m, p) = (self.m, self.p);
-        let recorded: Vec<f64> = (0..p)
+        let recorded: Vec<f64> = (0..self.p)
             .map(|j| match self.steps[j].get(self.at(j)) {
                 Some(Step::Reduce { bytes, .. }) => *bytes,
                 _ => 0.0,
             })
             .collect();
-        let rows = &m.app.dist;
-        let total_rows: u64 = rows.iter().sum();
-        let per_row = recorded.iter().sum::<f64>() / total_rows.max(1) as f64;
-        let in_proportion = per_row > 0.0
-            && (0..p).all(|j| {
-                let want = per_row * rows[j] as f64;
-                (recorded[j] - want).abs() <= 0.01 * want + 1.0
-            });
-        if in_proportion {
-            self.d.0.iter().map(|&r| per_row * r as f64).collect()
-        } else {
-            recorded
-        }
+        let mut out = Vec::new();
+        collective::Blocks::new(self.m, recorded).fill(self.d, &mut out);
+        out
     }
 
     /// What a collective cost in the recorded iteration beyond its
