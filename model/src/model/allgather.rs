@@ -367,16 +367,8 @@ fn envelope<L>(lines: &[L], n: usize, key: impl Fn(&L) -> (f64, f64), out: &mut 
 
 #[cfg(test)]
 mod tests {
+    use super::super::collective::tests::{ZERO, close};
     use super::*;
-
-    const ZERO: &dyn Fn(usize, usize) -> f64 = &|_, _| 0.0;
-
-    fn close(got: &[f64], want: &[f64]) {
-        assert_eq!(got.len(), want.len());
-        for (a, b) in got.iter().zip(want) {
-            assert!((a - b).abs() < 1e-12, "got {got:?}, want {want:?}");
-        }
-    }
 
     #[test]
     fn linear_blocks_share_their_hosts_links() {

@@ -454,10 +454,11 @@ pub(super) fn priced_exits(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    const ZERO: &dyn Fn(usize, usize) -> f64 = &|_, _| 0.0;
+    /// No cost, for the pairs' overheads a test leaves out.
+    pub(crate) const ZERO: &dyn Fn(usize, usize) -> f64 = &|_, _| 0.0;
 
     /// 1 µs per message and no overheads, except the pairs with rank
     /// `far`, which take 1 ms.
@@ -465,7 +466,8 @@ mod tests {
         move |s, d| if s == far || d == far { 1e-3 } else { 1e-6 }
     }
 
-    fn close(got: &[f64], want: &[f64]) {
+    /// Asserts that `got` is `want` to 1e-12, each entry.
+    pub(crate) fn close(got: &[f64], want: &[f64]) {
         assert_eq!(got.len(), want.len());
         for (a, b) in got.iter().zip(want) {
             assert!((a - b).abs() < 1e-12, "got {got:?}, want {want:?}");
