@@ -6,9 +6,10 @@
 # is a turn away. A message that arrives at a random moment finds the
 # rank away with probability f (the time it is away) and waits out the
 # rest of that turn, E[q^2] / (2 E[q]) on average over turns q (a longer
-# turn is the likelier to be hit): f * E[q^2] / (2 E[q]). A model that
-# slows a time-shared rank's computation by its CPU share alone leaves
-# this out of every synchronisation the rank waits for.
+# turn is the likelier to be hit): f * E[q^2] / (2 E[q]). The sharing
+# rule prices a time-shared rank at its CPU share, the mean over many
+# turns; this is the scale below which that mean does not hold
+# (docs/design/load.md, "A time-shared rank's turns").
 #
 #   scripts/turns.sh [ROUNDS] [SECONDS]
 #
