@@ -252,7 +252,11 @@ fn auto_on_two_speeds_moves_every_kernel_toward_the_faster_rank() {
     // start to end and rightly find Block "already balanced" (CI: sor,
     // three runs in a row). A 4x difference stays 2.5x at the worst step.
     let spec = dir.join("two-speeds.toml");
-    std::fs::write(&spec, "[[rank]]\ncpu_power = 1.0\n\n[[rank]]\ncpu_power = 0.25\n").unwrap();
+    std::fs::write(
+        &spec,
+        "[[rank]]\ncpu_power = 1.0\n\n[[rank]]\ncpu_power = 0.25\n",
+    )
+    .unwrap();
     let spec = spec.to_string_lossy().to_string();
     let cases: &[(&str, &[&str])] = &[
         // jacobi's iterations take 3 ms: 3 of them are one moment of the
