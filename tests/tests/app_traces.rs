@@ -6,7 +6,7 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
-use mheta_tests::{bin, last_json, launch, mheta, ok, quick_profile, scratch};
+use mheta_tests::{bin, last_json, launch, mheta, ok, quick_profile, scratch, two_speeds};
 use mheta_trace::{Op, What};
 use serde_json::Value;
 use std::path::Path;
@@ -245,19 +245,9 @@ fn auto_on_two_speeds_moves_every_kernel_toward_the_faster_rank() {
     let dir = scratch("app-auto");
     let profile = quick_profile(&dir, 2);
     let p = profile.to_string_lossy().to_string();
-    // Rank 1 at a quarter of the CPU power. A vCPU of this VM can step
-    // between two speeds about 1.6x apart and stay at one for seconds,
-    // on either core (docs/design/fidelity.md, the host's own speed), so
-    // at half power a run could see rank 1 only 1.35x slower a row from
-    // start to end and rightly find Block "already balanced" (CI: sor,
-    // three runs in a row). A 4x difference stays 2.5x at the worst step.
-    let spec = dir.join("two-speeds.toml");
-    std::fs::write(
-        &spec,
-        "[[rank]]\ncpu_power = 1.0\n\n[[rank]]\ncpu_power = 0.25\n",
-    )
-    .unwrap();
-    let spec = spec.to_string_lossy().to_string();
+    // Rank 1 at a quarter of the CPU power (`two_speeds`: at half power
+    // CI saw sor's ranks 1.35x apart a row, three runs in a row).
+    let spec = two_speeds(&dir).to_string_lossy().to_string();
     let cases: &[(&str, &[&str])] = &[
         // jacobi's iterations take 3 ms: 3 of them are one moment of the
         // host, which can slow a rank's CPU time a row 2.5x for that long

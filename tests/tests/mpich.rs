@@ -13,7 +13,7 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
-use mheta_tests::{fails, last_json, launcher_command, ok, on_mpich, root, scratch};
+use mheta_tests::{fails, last_json, launcher_command, ok, on_mpich, root, scratch, two_speeds};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -167,11 +167,13 @@ fn mpich_mpi4py_suite_same_under_every_tool() {
 
 /// The C API (`libmheta.so`, `mheta.h`) and its Fortran module
 /// (`capi/fortran/mheta.f90`) built against MPICH: the examples
-/// `apps/c/jacobi.c` and `apps/c/jacobi.f90` on het2 under `mheta run`
-/// with `--auto` move rows toward the faster rank 0 and end with the
-/// answer of a run that never moved. The host changes its own speed
-/// (tests/tests/capi.rs), so a recording that saw no difference is
-/// retried, three runs at most.
+/// `apps/c/jacobi.c` and `apps/c/jacobi.f90` on two ranks at CPU powers
+/// 1 and 0.25 ([`two_speeds`]: at het2's half power CI saw the Fortran
+/// example's ranks too close to move far, three runs in a row) under
+/// `mheta run` with `--auto` move rows toward the faster rank 0 and end
+/// with the answer of a run that never moved. The host changes its own
+/// speed (tests/tests/capi.rs), so a run that did not move is retried,
+/// three runs at most.
 #[test]
 fn mpich_c_and_fortran_api_move_toward_the_faster_rank_and_verify() {
     let (Some(lib), Some(mut bench)) = (mpich_bin("libmheta.so"), mheta_mpich()) else {
@@ -202,6 +204,7 @@ fn mpich_c_and_fortran_api_move_toward_the_faster_rank_and_verify() {
         .args(&link)
         .arg("-o")
         .arg(&f));
+    let spec = two_speeds(&dir);
     let profile = dir.join("p.json");
     ok(bench
         .args(["bench", "--np", "2", "--quick", "--no-disk", "-o"])
@@ -230,7 +233,7 @@ fn mpich_c_and_fortran_api_move_toward_the_faster_rank_and_verify() {
         // LD_LIBRARY_PATH, which outranks the example's runpath.
         let plain = last_json(&ok(Command::new("mpiexec.mpich")
             .env_remove("LD_LIBRARY_PATH")
-            .env("MHETA_CLUSTER", "het2")
+            .env("MHETA_CLUSTER", &spec)
             .args(["-n", "2"])
             .arg(exe)
             .args(&args)));
@@ -239,7 +242,7 @@ fn mpich_c_and_fortran_api_move_toward_the_faster_rank_and_verify() {
             let r = last_json(&ok(mheta_mpich()
                 .unwrap()
                 .env_remove("LD_LIBRARY_PATH")
-                .env("MHETA_CLUSTER", "het2")
+                .env("MHETA_CLUSTER", &spec)
                 .env("MHETA_PROFILE", &profile)
                 .args(["run", "--trace-dir"])
                 .arg(dir.join(format!("trace-{name}-{attempt}")))
