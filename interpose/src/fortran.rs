@@ -1,11 +1,16 @@
-//! The Fortran entry points (`use mpi` and `mpif.h`, gfortran's
-//! `mpi_send_` naming). Open MPI's Fortran bindings call `PMPI_*` directly,
-//! so a C-only interposer never sees a Fortran program. These wrappers are
-//! generated from the one table below by [`fortran!`]: each converts the
-//! Fortran handles to C ones for the tools and forwards to Open MPI's own
-//! `pmpi_*_` Fortran function, found with `dlsym(RTLD_NEXT)` on first use
-//! (so the interposer loads into C programs that lack the Fortran library).
-//! MPICH's Fortran bindings call the C `MPI_*` functions, whose wrappers
+//! The Fortran entry points: `use mpi` and `mpif.h` (gfortran's
+//! `mpi_send_` naming) and `use mpi_f08` (`mpi_send_f08_`, and MPICH's
+//! `mpi_send_f08ts_` for calls with a choice buffer). Open MPI's Fortran
+//! bindings call `PMPI_*` directly, and both MPIs' `use mpi_f08` bindings
+//! call `PMPI_*` or the library's internals, so a C-only interposer never
+//! sees a Fortran program. These wrappers are generated from the one table
+//! below by [`fortran!`], three entry points an entry: each converts the
+//! Fortran handles to C ones for the tools and forwards to the MPI
+//! library's own Fortran function (`pmpi_x_` for `use mpi`; the next
+//! `mpi_x_f08_`/`mpi_x_f08ts_` for `use mpi_f08`, which has no profiling
+//! names in MPICH), found with `dlsym(RTLD_NEXT)` on first use (so the
+//! interposer loads into C programs that lack the Fortran library).
+//! MPICH's `use mpi` bindings call the C `MPI_*` functions, whose wrappers
 //! then pass the call through ([`inside`]): each call is recorded once.
 //!
 //! Covered: init, init_thread, finalize, abort, pcontrol; send, ssend,
@@ -19,7 +24,9 @@
 //! bsend_init, ssend_init, rsend_init, recv_init, start, startall,
 //! request_free. Each records what its C twin in `wrappers.rs` records.
 //! Fortran's `MPI_IN_PLACE` is its own address (a common block), which
-//! [`fbuf`] turns into C's.
+//! [`fbuf`] turns into C's. Not covered: MPI-4's large-count
+//! `use mpi_f08` forms (`mpi_send_f08ts_large_`, counts of
+//! `INTEGER(MPI_COUNT_KIND)`), which pass through unseen.
 
 #![allow(clippy::missing_safety_doc)]
 
@@ -38,6 +45,26 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 thread_local! {
     static DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    static BINDING: std::cell::Cell<Binding> = const { std::cell::Cell::new(Binding::Legacy) };
+}
+
+/// The Fortran binding a wrapper serves.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Binding {
+    /// `use mpi` and `mpif.h` (`mpi_x_`): a choice buffer is its address.
+    Legacy,
+    /// `use mpi_f08` (`mpi_x_f08_`): every call on Open MPI, the calls
+    /// without a choice buffer on MPICH; a choice buffer is its address.
+    F08,
+    /// MPICH's `use mpi_f08` calls with a choice buffer (`mpi_x_f08ts_`,
+    /// `TYPE(*), DIMENSION(..)`): it arrives as the address of an array
+    /// descriptor whose first word is the buffer's address.
+    Descriptor,
+}
+
+/// The binding of the Fortran wrapper this thread is in.
+pub(crate) fn binding() -> Binding {
+    BINDING.with(|b| b.get())
 }
 
 /// Is this thread inside one of the Fortran wrappers? MPICH's Fortran
@@ -48,24 +75,26 @@ pub(crate) fn inside() -> bool {
     DEPTH.with(|d| d.get() > 0)
 }
 
-/// Marks this thread inside a Fortran wrapper while it lives.
-struct Inside;
+/// Marks this thread inside a Fortran wrapper of one binding while it
+/// lives.
+struct Inside(Binding);
 
 impl Inside {
-    fn enter() -> Inside {
+    fn enter(b: Binding) -> Inside {
         DEPTH.with(|d| d.set(d.get() + 1));
-        Inside
+        Inside(BINDING.with(|c| c.replace(b)))
     }
 }
 
 impl Drop for Inside {
     fn drop(&mut self) {
         DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+        BINDING.with(|c| c.set(self.0));
     }
 }
 
 /// The next definition of `name` (NUL-terminated) after this library.
-fn resolve(cache: &AtomicUsize, name: &str) -> usize {
+pub(crate) fn resolve(cache: &AtomicUsize, name: &str) -> usize {
     let f = cache.load(Ordering::Relaxed);
     if f != 0 {
         return f;
@@ -83,65 +112,111 @@ fn resolve(cache: &AtomicUsize, name: &str) -> usize {
     p
 }
 
+/// One wrapper: exported as `$export`, forwarding to `$real` (found with
+/// `dlsym(RTLD_NEXT)`). `$binding` says how its choice buffers arrive
+/// ([`Binding`]). An absent `ierror` (optional in `use mpi_f08`) is
+/// replaced by one of ours.
+macro_rules! fortran_fn {
+    ($export:expr, $real:expr, $binding:ident, $fname:ident,
+     ( $($arg:ident : $ty:ty),* ), $ierr:ident, $op:ident,
+     { $($idle:tt)* }, { $($pre:tt)* }, $post:expr) => {
+        #[unsafe(export_name = $export)]
+        #[allow(unused_variables, non_snake_case)]
+        #[doc = concat!("Interposed Fortran `", $export, "`: forwards to `", $real, "`.")]
+        pub unsafe extern "C" fn $fname($($arg: $ty),*) {
+            static REAL: AtomicUsize = AtomicUsize::new(0);
+            // SAFETY: the symbol is the MPI library's Fortran binding of
+            // the same signature.
+            let real: unsafe extern "C" fn($($ty),*) =
+                unsafe { std::mem::transmute(resolve(&REAL, concat!($real, "\0"))) };
+            let _inside = Inside::enter(Binding::$binding);
+            let mut own_ierr: Fint = 0;
+            let $ierr: *mut Fint = if $ierr.is_null() { &mut own_ierr } else { $ierr };
+            if !tools::active() {
+                // SAFETY: the caller's arguments, passed through.
+                unsafe { real($($arg),*) };
+                if int($ierr) == 0 { $($idle)* }
+                return;
+            }
+            $($pre)*
+            tools::pre(Op::$op);
+            let t0 = now();
+            // SAFETY: the caller's arguments; an ignored status is
+            // replaced by one of ours.
+            unsafe { real($($arg),*) };
+            let t1 = now();
+            if int($ierr) == 0 {
+                $($idle)*
+                let what = $post;
+                tools::post(&Call { op: Op::$op, t0, t1, what: &what });
+            }
+        }
+    };
+}
+
+/// MPICH's `mpi_x_f08ts_` twin of a table entry marked `[ts]`; nothing
+/// for the others.
+macro_rules! fortran_ts {
+    ([] $($rest:tt)*) => {};
+    ([ts] $name:ident, $args:tt, $ierr:ident, $op:ident, $idle:tt, $pre:tt, $post:expr) => {
+        fortran_fn!(
+            concat!(stringify!($name), "f08ts_"),
+            concat!(stringify!($name), "f08ts_"),
+            Descriptor,
+            f08ts,
+            $args,
+            $ierr,
+            $op,
+            $idle,
+            $pre,
+            $post
+        );
+    };
+}
+
+/// The table's expansion: each entry `mpi_x_ => "pmpi_x_"` gives
+/// - `mpi_x_` (`use mpi`, `mpif.h`), forwarding to `pmpi_x_`;
+/// - `mpi_x_f08_` (`use mpi_f08`: every call on Open MPI, the calls
+///   without a choice buffer on MPICH), forwarding to the next `mpi_x_f08_`;
+/// - with `[ts]` (the calls with a choice buffer), `mpi_x_f08ts_`: MPICH's
+///   `use mpi_f08` binding, whose buffers arrive as array descriptors.
 macro_rules! fortran {
     ($(
-        $name:ident => $real:literal ( $($arg:ident : $ty:ty),* $(,)? ) -> $ierr:ident as $op:ident {
+        $name:ident $([$ts:ident])? => $real:literal ( $($arg:ident : $ty:ty),* $(,)? ) -> $ierr:ident as $op:ident {
             $(idle: { $($idle:tt)* })?
             pre: { $($pre:tt)* }
             post: $post:expr $(,)?
         }
     )*) => {
         $(
-            #[unsafe(no_mangle)]
-            #[allow(unused_variables)]
-            #[doc = concat!("Interposed Fortran `", stringify!($name), "`: forwards to `", $real, "`.")]
-            pub unsafe extern "C" fn $name($($arg: $ty),*) {
-                static REAL: AtomicUsize = AtomicUsize::new(0);
-                // SAFETY: the symbol is Open MPI's Fortran binding of the
-                // same signature.
-                let real: unsafe extern "C" fn($($ty),*) =
-                    unsafe { std::mem::transmute(resolve(&REAL, concat!($real, "\0"))) };
-                let _inside = Inside::enter();
-                if !tools::active() {
-                    // SAFETY: the caller's arguments, passed through.
-                    unsafe { real($($arg),*) };
-                    $( if int($ierr) == 0 { $($idle)* } )?
-                    return;
-                }
-                $($pre)*
-                tools::pre(Op::$op);
-                let t0 = now();
-                // SAFETY: the caller's arguments; an ignored status is
-                // replaced by one of ours.
-                unsafe { real($($arg),*) };
-                let t1 = now();
-                if int($ierr) == 0 {
-                    $( $($idle)* )?
-                    let what = $post;
-                    tools::post(&Call { op: Op::$op, t0, t1, what: &what });
-                }
-            }
+            fortran_fn!(stringify!($name), $real, Legacy, $name, ($($arg: $ty),*), $ierr, $op,
+                        { $( $($idle)* )? }, { $($pre)* }, $post);
+            const _: () = {
+                fortran_fn!(concat!(stringify!($name), "f08_"), concat!(stringify!($name), "f08_"), F08, f08,
+                            ($($arg: $ty),*), $ierr, $op, { $( $($idle)* )? }, { $($pre)* }, $post);
+                fortran_ts!([$($ts)?] $name, ($($arg: $ty),*), $ierr, $op, { $( $($idle)* )? }, { $($pre)* }, $post);
+            };
         )*
     };
 }
 
 fortran! {
-    mpi_send_ => "pmpi_send_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
+    mpi_send_ [ts] => "pmpi_send_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
                               tag: *const Fint, comm_: *const Fint, ierr: *mut Fint) -> ierr as Send {
         pre: {}
         post: What::Send(msg(comm(comm_), int(dest), int(tag), bytes(int(count), dtype(datatype)))),
     }
-    mpi_ssend_ => "pmpi_ssend_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
+    mpi_ssend_ [ts] => "pmpi_ssend_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
                                 tag: *const Fint, comm_: *const Fint, ierr: *mut Fint) -> ierr as Ssend {
         pre: {}
         post: What::Send(msg(comm(comm_), int(dest), int(tag), bytes(int(count), dtype(datatype)))),
     }
-    mpi_recv_ => "pmpi_recv_"(buf: *mut c_void, count: *const Fint, datatype: *const Fint, source: *const Fint,
+    mpi_recv_ [ts] => "pmpi_recv_"(buf: *mut c_void, count: *const Fint, datatype: *const Fint, source: *const Fint,
                               tag: *const Fint, comm_: *const Fint, status: *mut Fint, ierr: *mut Fint) -> ierr as Recv {
         pre: { let mut own = [0; STATUS_SIZE]; let status = own_fstatus(status, &mut own); }
         post: What::Recv(recv_msg(comm(comm_), status)),
     }
-    mpi_isend_ => "pmpi_isend_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
+    mpi_isend_ [ts] => "pmpi_isend_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
                                 tag: *const Fint, comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Isend {
         pre: {}
         post: What::Isend {
@@ -149,7 +224,7 @@ fortran! {
             req: post_request(request(req), None),
         },
     }
-    mpi_irecv_ => "pmpi_irecv_"(buf: *mut c_void, count: *const Fint, datatype: *const Fint, source: *const Fint,
+    mpi_irecv_ [ts] => "pmpi_irecv_"(buf: *mut c_void, count: *const Fint, datatype: *const Fint, source: *const Fint,
                                 tag: *const Fint, comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Irecv {
         pre: {}
         post: What::Irecv { req: post_request(request(req), Some(comm(comm_))) },
@@ -185,7 +260,7 @@ fortran! {
                 .collect(),
         ),
     }
-    mpi_sendrecv_ => "pmpi_sendrecv_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
+    mpi_sendrecv_ [ts] => "pmpi_sendrecv_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
                                       dest: *const Fint, sendtag: *const Fint, recvbuf: *mut c_void,
                                       recvcount: *const Fint, recvtype: *const Fint, source: *const Fint,
                                       recvtag: *const Fint, comm_: *const Fint, status: *mut Fint,
@@ -196,7 +271,7 @@ fortran! {
             recv: recv_msg(comm(comm_), status),
         },
     }
-    mpi_sendrecv_replace_ => "pmpi_sendrecv_replace_"(buf: *mut c_void, count: *const Fint, datatype: *const Fint,
+    mpi_sendrecv_replace_ [ts] => "pmpi_sendrecv_replace_"(buf: *mut c_void, count: *const Fint, datatype: *const Fint,
                                                       dest: *const Fint, sendtag: *const Fint, source: *const Fint,
                                                       recvtag: *const Fint, comm_: *const Fint, status: *mut Fint,
                                                       ierr: *mut Fint) -> ierr as Sendrecv_replace {
@@ -206,17 +281,17 @@ fortran! {
             recv: recv_msg(comm(comm_), status),
         },
     }
-    mpi_bsend_ => "pmpi_bsend_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
+    mpi_bsend_ [ts] => "pmpi_bsend_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
                                 tag: *const Fint, comm_: *const Fint, ierr: *mut Fint) -> ierr as Bsend {
         pre: {}
         post: What::Send(msg(comm(comm_), int(dest), int(tag), bytes(int(count), dtype(datatype)))),
     }
-    mpi_rsend_ => "pmpi_rsend_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
+    mpi_rsend_ [ts] => "pmpi_rsend_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
                                 tag: *const Fint, comm_: *const Fint, ierr: *mut Fint) -> ierr as Rsend {
         pre: {}
         post: What::Send(msg(comm(comm_), int(dest), int(tag), bytes(int(count), dtype(datatype)))),
     }
-    mpi_issend_ => "pmpi_issend_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
+    mpi_issend_ [ts] => "pmpi_issend_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
                                   tag: *const Fint, comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Issend {
         pre: {}
         post: What::Isend {
@@ -224,7 +299,7 @@ fortran! {
             req: post_request(request(req), None),
         },
     }
-    mpi_ibsend_ => "pmpi_ibsend_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
+    mpi_ibsend_ [ts] => "pmpi_ibsend_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
                                   tag: *const Fint, comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Ibsend {
         pre: {}
         post: What::Isend {
@@ -232,7 +307,7 @@ fortran! {
             req: post_request(request(req), None),
         },
     }
-    mpi_irsend_ => "pmpi_irsend_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
+    mpi_irsend_ [ts] => "pmpi_irsend_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
                                   tag: *const Fint, comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Irsend {
         pre: {}
         post: What::Isend {
@@ -315,31 +390,31 @@ fortran! {
     // ---- persistent requests (as the C table: set-up is remembered even
     // while nothing is recorded; each start is the send or receive it
     // stands for) ----
-    mpi_send_init_ => "pmpi_send_init_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
+    mpi_send_init_ [ts] => "pmpi_send_init_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
                                         tag: *const Fint, comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Send_init {
         idle: { persist(request(req), Template::Send(msg(comm(comm_), int(dest), int(tag), bytes(int(count), dtype(datatype))))); }
         pre: {}
         post: What::PersistentInit { send: true, msg: msg(comm(comm_), int(dest), int(tag), bytes(int(count), dtype(datatype))) },
     }
-    mpi_bsend_init_ => "pmpi_bsend_init_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
+    mpi_bsend_init_ [ts] => "pmpi_bsend_init_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
                                           tag: *const Fint, comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Bsend_init {
         idle: { persist(request(req), Template::Send(msg(comm(comm_), int(dest), int(tag), bytes(int(count), dtype(datatype))))); }
         pre: {}
         post: What::PersistentInit { send: true, msg: msg(comm(comm_), int(dest), int(tag), bytes(int(count), dtype(datatype))) },
     }
-    mpi_ssend_init_ => "pmpi_ssend_init_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
+    mpi_ssend_init_ [ts] => "pmpi_ssend_init_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
                                           tag: *const Fint, comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Ssend_init {
         idle: { persist(request(req), Template::Send(msg(comm(comm_), int(dest), int(tag), bytes(int(count), dtype(datatype))))); }
         pre: {}
         post: What::PersistentInit { send: true, msg: msg(comm(comm_), int(dest), int(tag), bytes(int(count), dtype(datatype))) },
     }
-    mpi_rsend_init_ => "pmpi_rsend_init_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
+    mpi_rsend_init_ [ts] => "pmpi_rsend_init_"(buf: *const c_void, count: *const Fint, datatype: *const Fint, dest: *const Fint,
                                           tag: *const Fint, comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Rsend_init {
         idle: { persist(request(req), Template::Send(msg(comm(comm_), int(dest), int(tag), bytes(int(count), dtype(datatype))))); }
         pre: {}
         post: What::PersistentInit { send: true, msg: msg(comm(comm_), int(dest), int(tag), bytes(int(count), dtype(datatype))) },
     }
-    mpi_recv_init_ => "pmpi_recv_init_"(buf: *mut c_void, count: *const Fint, datatype: *const Fint, source: *const Fint,
+    mpi_recv_init_ [ts] => "pmpi_recv_init_"(buf: *mut c_void, count: *const Fint, datatype: *const Fint, source: *const Fint,
                                         tag: *const Fint, comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Recv_init {
         idle: { persist(request(req), Template::Recv(comm(comm_))); }
         pre: {}
@@ -369,7 +444,7 @@ fortran! {
         pre: {}
         post: What::Collective { bytes: 0, comm_size: comm_size(comm(comm_)), root: -1 },
     }
-    mpi_bcast_ => "pmpi_bcast_"(buf: *mut c_void, count: *const Fint, datatype: *const Fint, root: *const Fint,
+    mpi_bcast_ [ts] => "pmpi_bcast_"(buf: *mut c_void, count: *const Fint, datatype: *const Fint, root: *const Fint,
                                 comm_: *const Fint, ierr: *mut Fint) -> ierr as Bcast {
         pre: {}
         post: What::Collective {
@@ -378,7 +453,7 @@ fortran! {
             root: root_of(comm(comm_), int(root)),
         },
     }
-    mpi_reduce_ => "pmpi_reduce_"(sendbuf: *const c_void, recvbuf: *mut c_void, count: *const Fint,
+    mpi_reduce_ [ts] => "pmpi_reduce_"(sendbuf: *const c_void, recvbuf: *mut c_void, count: *const Fint,
                                   datatype: *const Fint, op: *const Fint, root: *const Fint, comm_: *const Fint,
                                   ierr: *mut Fint) -> ierr as Reduce {
         pre: {}
@@ -388,13 +463,13 @@ fortran! {
             root: root_of(comm(comm_), int(root)),
         },
     }
-    mpi_allreduce_ => "pmpi_allreduce_"(sendbuf: *const c_void, recvbuf: *mut c_void, count: *const Fint,
+    mpi_allreduce_ [ts] => "pmpi_allreduce_"(sendbuf: *const c_void, recvbuf: *mut c_void, count: *const Fint,
                                         datatype: *const Fint, op: *const Fint, comm_: *const Fint,
                                         ierr: *mut Fint) -> ierr as Allreduce {
         pre: {}
         post: What::Collective { bytes: bytes(int(count), dtype(datatype)), comm_size: comm_size(comm(comm_)), root: -1 },
     }
-    mpi_gather_ => "pmpi_gather_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
+    mpi_gather_ [ts] => "pmpi_gather_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
                                   recvbuf: *mut c_void, recvcount: *const Fint, recvtype: *const Fint,
                                   root: *const Fint, comm_: *const Fint, ierr: *mut Fint) -> ierr as Gather {
         pre: {}
@@ -404,7 +479,7 @@ fortran! {
             root: root_of(comm(comm_), int(root)),
         },
     }
-    mpi_gatherv_ => "pmpi_gatherv_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
+    mpi_gatherv_ [ts] => "pmpi_gatherv_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
                                     recvbuf: *mut c_void, recvcounts: *const Fint, displs: *const Fint,
                                     recvtype: *const Fint, root: *const Fint, comm_: *const Fint,
                                     ierr: *mut Fint) -> ierr as Gatherv {
@@ -418,7 +493,7 @@ fortran! {
             root: root_of(comm(comm_), int(root)),
         },
     }
-    mpi_scatter_ => "pmpi_scatter_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
+    mpi_scatter_ [ts] => "pmpi_scatter_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
                                     recvbuf: *mut c_void, recvcount: *const Fint, recvtype: *const Fint,
                                     root: *const Fint, comm_: *const Fint, ierr: *mut Fint) -> ierr as Scatter {
         pre: {}
@@ -428,7 +503,7 @@ fortran! {
             root: root_of(comm(comm_), int(root)),
         },
     }
-    mpi_scatterv_ => "pmpi_scatterv_"(sendbuf: *const c_void, sendcounts: *const Fint, displs: *const Fint,
+    mpi_scatterv_ [ts] => "pmpi_scatterv_"(sendbuf: *const c_void, sendcounts: *const Fint, displs: *const Fint,
                                       sendtype: *const Fint, recvbuf: *mut c_void, recvcount: *const Fint,
                                       recvtype: *const Fint, root: *const Fint, comm_: *const Fint,
                                       ierr: *mut Fint) -> ierr as Scatterv {
@@ -442,7 +517,7 @@ fortran! {
             root: root_of(comm(comm_), int(root)),
         },
     }
-    mpi_allgather_ => "pmpi_allgather_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
+    mpi_allgather_ [ts] => "pmpi_allgather_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
                                         recvbuf: *mut c_void, recvcount: *const Fint, recvtype: *const Fint,
                                         comm_: *const Fint, ierr: *mut Fint) -> ierr as Allgather {
         pre: {}
@@ -452,7 +527,7 @@ fortran! {
             root: -1,
         },
     }
-    mpi_allgatherv_ => "pmpi_allgatherv_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
+    mpi_allgatherv_ [ts] => "pmpi_allgatherv_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
                                           recvbuf: *mut c_void, recvcounts: *const Fint, displs: *const Fint,
                                           recvtype: *const Fint, comm_: *const Fint, ierr: *mut Fint) -> ierr as Allgatherv {
         pre: {}
@@ -463,7 +538,7 @@ fortran! {
             root: -1,
         },
     }
-    mpi_alltoall_ => "pmpi_alltoall_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
+    mpi_alltoall_ [ts] => "pmpi_alltoall_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
                                       recvbuf: *mut c_void, recvcount: *const Fint, recvtype: *const Fint,
                                       comm_: *const Fint, ierr: *mut Fint) -> ierr as Alltoall {
         pre: { let n = peer_size(comm(comm_)); }
@@ -473,7 +548,7 @@ fortran! {
             root: -1,
         },
     }
-    mpi_alltoallv_ => "pmpi_alltoallv_"(sendbuf: *const c_void, sendcounts: *const Fint, sdispls: *const Fint,
+    mpi_alltoallv_ [ts] => "pmpi_alltoallv_"(sendbuf: *const c_void, sendcounts: *const Fint, sdispls: *const Fint,
                                         sendtype: *const Fint, recvbuf: *mut c_void, recvcounts: *const Fint,
                                         rdispls: *const Fint, recvtype: *const Fint, comm_: *const Fint,
                                         ierr: *mut Fint) -> ierr as Alltoallv {
@@ -487,14 +562,14 @@ fortran! {
             root: -1,
         },
     }
-    mpi_reduce_scatter_ => "pmpi_reduce_scatter_"(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const Fint,
+    mpi_reduce_scatter_ [ts] => "pmpi_reduce_scatter_"(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const Fint,
                                                   datatype: *const Fint, op: *const Fint, comm_: *const Fint,
                                                   ierr: *mut Fint) -> ierr as Reduce_scatter {
         pre: { let n = comm_size(comm(comm_)); }
         // SAFETY: recvcounts has one entry per rank of comm.
         post: What::Collective { bytes: unsafe { bytes_v(recvcounts, n, dtype(datatype)) }, comm_size: n, root: -1 },
     }
-    mpi_reduce_scatter_block_ => "pmpi_reduce_scatter_block_"(sendbuf: *const c_void, recvbuf: *mut c_void,
+    mpi_reduce_scatter_block_ [ts] => "pmpi_reduce_scatter_block_"(sendbuf: *const c_void, recvbuf: *mut c_void,
                                                               recvcount: *const Fint, datatype: *const Fint,
                                                               op: *const Fint, comm_: *const Fint,
                                                               ierr: *mut Fint) -> ierr as Reduce_scatter_block {
@@ -506,7 +581,7 @@ fortran! {
         pre: {}
         post: What::ICollective { bytes: 0, comm_size: comm_size(comm(comm_)), root: -1, req: post_request(request(req), None) },
     }
-    mpi_ibcast_ => "pmpi_ibcast_"(buf: *mut c_void, count: *const Fint, datatype: *const Fint, root: *const Fint,
+    mpi_ibcast_ [ts] => "pmpi_ibcast_"(buf: *mut c_void, count: *const Fint, datatype: *const Fint, root: *const Fint,
                                   comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Ibcast {
         pre: {}
         post: What::ICollective {
@@ -516,7 +591,7 @@ fortran! {
             req: post_request(request(req), None),
         },
     }
-    mpi_ireduce_ => "pmpi_ireduce_"(sendbuf: *const c_void, recvbuf: *mut c_void, count: *const Fint,
+    mpi_ireduce_ [ts] => "pmpi_ireduce_"(sendbuf: *const c_void, recvbuf: *mut c_void, count: *const Fint,
                                     datatype: *const Fint, op: *const Fint, root: *const Fint, comm_: *const Fint,
                                     req: *mut Fint, ierr: *mut Fint) -> ierr as Ireduce {
         pre: {}
@@ -527,7 +602,7 @@ fortran! {
             req: post_request(request(req), None),
         },
     }
-    mpi_iallreduce_ => "pmpi_iallreduce_"(sendbuf: *const c_void, recvbuf: *mut c_void, count: *const Fint,
+    mpi_iallreduce_ [ts] => "pmpi_iallreduce_"(sendbuf: *const c_void, recvbuf: *mut c_void, count: *const Fint,
                                           datatype: *const Fint, op: *const Fint, comm_: *const Fint,
                                           req: *mut Fint, ierr: *mut Fint) -> ierr as Iallreduce {
         pre: {}
@@ -538,7 +613,7 @@ fortran! {
             req: post_request(request(req), None),
         },
     }
-    mpi_iallgather_ => "pmpi_iallgather_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
+    mpi_iallgather_ [ts] => "pmpi_iallgather_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
                                           recvbuf: *mut c_void, recvcount: *const Fint, recvtype: *const Fint,
                                           comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Iallgather {
         pre: {}
@@ -549,7 +624,7 @@ fortran! {
             req: post_request(request(req), None),
         },
     }
-    mpi_iallgatherv_ => "pmpi_iallgatherv_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
+    mpi_iallgatherv_ [ts] => "pmpi_iallgatherv_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
                                             recvbuf: *mut c_void, recvcounts: *const Fint, displs: *const Fint,
                                             recvtype: *const Fint, comm_: *const Fint, req: *mut Fint,
                                             ierr: *mut Fint) -> ierr as Iallgatherv {
@@ -562,7 +637,7 @@ fortran! {
             req: post_request(request(req), None),
         },
     }
-    mpi_ialltoall_ => "pmpi_ialltoall_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
+    mpi_ialltoall_ [ts] => "pmpi_ialltoall_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
                                         recvbuf: *mut c_void, recvcount: *const Fint, recvtype: *const Fint,
                                         comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Ialltoall {
         pre: { let n = peer_size(comm(comm_)); }
@@ -573,7 +648,7 @@ fortran! {
             req: post_request(request(req), None),
         },
     }
-    mpi_igather_ => "pmpi_igather_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
+    mpi_igather_ [ts] => "pmpi_igather_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
                                     recvbuf: *mut c_void, recvcount: *const Fint, recvtype: *const Fint,
                                     root: *const Fint, comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Igather {
         pre: {}
@@ -584,7 +659,7 @@ fortran! {
             req: post_request(request(req), None),
         },
     }
-    mpi_igatherv_ => "pmpi_igatherv_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
+    mpi_igatherv_ [ts] => "pmpi_igatherv_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
                                       recvbuf: *mut c_void, recvcounts: *const Fint, displs: *const Fint,
                                       recvtype: *const Fint, root: *const Fint, comm_: *const Fint,
                                       req: *mut Fint, ierr: *mut Fint) -> ierr as Igatherv {
@@ -599,7 +674,7 @@ fortran! {
             req: post_request(request(req), None),
         },
     }
-    mpi_iscatter_ => "pmpi_iscatter_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
+    mpi_iscatter_ [ts] => "pmpi_iscatter_"(sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
                                       recvbuf: *mut c_void, recvcount: *const Fint, recvtype: *const Fint,
                                       root: *const Fint, comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Iscatter {
         pre: {}
@@ -610,7 +685,7 @@ fortran! {
             req: post_request(request(req), None),
         },
     }
-    mpi_iscatterv_ => "pmpi_iscatterv_"(sendbuf: *const c_void, sendcounts: *const Fint, displs: *const Fint,
+    mpi_iscatterv_ [ts] => "pmpi_iscatterv_"(sendbuf: *const c_void, sendcounts: *const Fint, displs: *const Fint,
                                         sendtype: *const Fint, recvbuf: *mut c_void, recvcount: *const Fint,
                                         recvtype: *const Fint, root: *const Fint, comm_: *const Fint,
                                         req: *mut Fint, ierr: *mut Fint) -> ierr as Iscatterv {
@@ -625,7 +700,7 @@ fortran! {
             req: post_request(request(req), None),
         },
     }
-    mpi_ireduce_scatter_ => "pmpi_ireduce_scatter_"(sendbuf: *const c_void, recvbuf: *mut c_void,
+    mpi_ireduce_scatter_ [ts] => "pmpi_ireduce_scatter_"(sendbuf: *const c_void, recvbuf: *mut c_void,
                                                     recvcounts: *const Fint, datatype: *const Fint, op: *const Fint,
                                                     comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Ireduce_scatter {
         pre: { let n = comm_size(comm(comm_)); }
@@ -637,7 +712,7 @@ fortran! {
             req: post_request(request(req), None),
         },
     }
-    mpi_ireduce_scatter_block_ => "pmpi_ireduce_scatter_block_"(sendbuf: *const c_void, recvbuf: *mut c_void,
+    mpi_ireduce_scatter_block_ [ts] => "pmpi_ireduce_scatter_block_"(sendbuf: *const c_void, recvbuf: *mut c_void,
                                                                 recvcount: *const Fint, datatype: *const Fint,
                                                                 op: *const Fint, comm_: *const Fint, req: *mut Fint,
                                                                 ierr: *mut Fint) -> ierr as Ireduce_scatter_block {
@@ -649,7 +724,7 @@ fortran! {
             req: post_request(request(req), None),
         },
     }
-    mpi_ialltoallv_ => "pmpi_ialltoallv_"(sendbuf: *const c_void, sendcounts: *const Fint, sdispls: *const Fint,
+    mpi_ialltoallv_ [ts] => "pmpi_ialltoallv_"(sendbuf: *const c_void, sendcounts: *const Fint, sdispls: *const Fint,
                                           sendtype: *const Fint, recvbuf: *mut c_void, recvcounts: *const Fint,
                                           rdispls: *const Fint, recvtype: *const Fint, comm_: *const Fint,
                                           req: *mut Fint, ierr: *mut Fint) -> ierr as Ialltoallv {
@@ -666,82 +741,4 @@ fortran! {
     }
 }
 
-type InitFn = unsafe extern "C" fn(*mut Fint);
-type InitThreadFn = unsafe extern "C" fn(*const Fint, *mut Fint, *mut Fint);
-type FinalizeFn = unsafe extern "C" fn(*mut Fint);
-type AbortFn = unsafe extern "C" fn(*const Fint, *const Fint, *mut Fint);
-type PcontrolFn = unsafe extern "C" fn(*const Fint);
-
-/// Interposed Fortran `MPI_INIT`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mpi_init_(ierr: *mut Fint) {
-    static REAL: AtomicUsize = AtomicUsize::new(0);
-    // SAFETY: Open MPI's Fortran MPI_INIT has this signature.
-    let real: InitFn = unsafe { std::mem::transmute(resolve(&REAL, "pmpi_init_\0")) };
-    let _inside = Inside::enter();
-    // SAFETY: the caller's argument.
-    unsafe { real(ierr) };
-    if int(ierr) == 0 {
-        crate::wrappers::start();
-    }
-}
-
-/// Interposed Fortran `MPI_INIT_THREAD`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mpi_init_thread_(
-    required: *const Fint,
-    provided: *mut Fint,
-    ierr: *mut Fint,
-) {
-    static REAL: AtomicUsize = AtomicUsize::new(0);
-    // SAFETY: Open MPI's Fortran MPI_INIT_THREAD has this signature.
-    let real: InitThreadFn = unsafe { std::mem::transmute(resolve(&REAL, "pmpi_init_thread_\0")) };
-    let _inside = Inside::enter();
-    // SAFETY: the caller's arguments.
-    unsafe { real(required, provided, ierr) };
-    if int(ierr) == 0 {
-        crate::wrappers::start();
-    }
-}
-
-/// Interposed Fortran `MPI_FINALIZE`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mpi_finalize_(ierr: *mut Fint) {
-    static REAL: AtomicUsize = AtomicUsize::new(0);
-    // SAFETY: Open MPI's Fortran MPI_FINALIZE has this signature.
-    let real: FinalizeFn = unsafe { std::mem::transmute(resolve(&REAL, "pmpi_finalize_\0")) };
-    let _inside = Inside::enter();
-    for t in tools::tools() {
-        t.finalize();
-    }
-    // SAFETY: the caller's argument.
-    unsafe { real(ierr) };
-}
-
-/// Interposed Fortran `MPI_ABORT`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mpi_abort_(comm_: *const Fint, errorcode: *const Fint, ierr: *mut Fint) {
-    static REAL: AtomicUsize = AtomicUsize::new(0);
-    // SAFETY: Open MPI's Fortran MPI_ABORT has this signature.
-    let real: AbortFn = unsafe { std::mem::transmute(resolve(&REAL, "pmpi_abort_\0")) };
-    let _inside = Inside::enter();
-    for t in tools::tools() {
-        t.emergency(false);
-    }
-    // SAFETY: the caller's arguments.
-    unsafe { real(comm_, errorcode, ierr) };
-}
-
-/// Interposed Fortran `MPI_PCONTROL(LEVEL)`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mpi_pcontrol_(level: *const Fint) {
-    static REAL: AtomicUsize = AtomicUsize::new(0);
-    // SAFETY: Open MPI's Fortran MPI_PCONTROL has this signature.
-    let real: PcontrolFn = unsafe { std::mem::transmute(resolve(&REAL, "pmpi_pcontrol_\0")) };
-    let _inside = Inside::enter();
-    for t in tools::tools() {
-        t.pcontrol(int(level));
-    }
-    // SAFETY: the caller's argument.
-    unsafe { real(level) };
-}
+mod lifecycle;

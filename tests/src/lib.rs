@@ -284,7 +284,7 @@ pub fn mpi4py_quick_same(mpi: &str, np: usize) {
     assert!(ran.iter().all(|&n| n >= 100), "{text}");
 }
 
-/// The MPI calls one iteration of `tests/fortran/ring.f90` makes on
+/// The MPI calls one iteration of `tests/fortran/ring.F90` makes on
 /// `rank`, in order: the ring's non-blocking exchange and sendrecv, the
 /// even ranks' send before receive (the odd ones' receive first), then
 /// the collectives.

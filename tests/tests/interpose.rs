@@ -351,13 +351,19 @@ fn cc(dir: &std::path::Path, name: &str) -> PathBuf {
     exe
 }
 
-/// Compile `tests/fortran/NAME.f90` with the MPI under test's Fortran
-/// wrapper into `dir` as `exe`.
-fn fortran(dir: &std::path::Path, name: &str, exe: &str) -> PathBuf {
-    let exe = dir.join(exe);
+/// The Fortran bindings a test program is built for (`tests/fortran/binding.h`).
+const BINDINGS: [(&str, &[&str]); 2] = [("use mpi", &[]), ("use mpi_f08", &["-DF08"])];
+
+/// Compile `tests/fortran/{name}.F90` with the MPI under test's Fortran
+/// wrapper and `flags` (one of [`BINDINGS`]) into `dir` as `exe`.
+fn fortran(dir: &std::path::Path, name: &str, exe: &str, flags: &[&str]) -> PathBuf {
+    let exe = dir.join(format!("{exe}{}", flags.concat()));
     ok(std::process::Command::new(compilers().1)
         .arg("-O2")
-        .arg(root().join(format!("tests/fortran/{name}.f90")))
+        .args(flags)
+        .arg("-I")
+        .arg(root().join("tests/fortran"))
+        .arg(root().join(format!("tests/fortran/{name}.F90")))
         .arg("-o")
         .arg(&exe));
     exe
@@ -630,11 +636,15 @@ fn threads_lose_no_event() {
     }
 }
 
+/// A Fortran ring (`tests/fortran/ring.F90`), under `use mpi` and
+/// `use mpi_f08`, on 2 and 4 ranks: the output is unchanged, and each
+/// iteration is recorded with its calls, peers, tags and bytes (statuses
+/// ignored or not), as the summary counts them.
 #[test]
 fn fortran_program_is_seen() {
     let dir = scratch("fortran");
-    let exe = fortran(&dir, "ring", "fring");
-    for np in [2usize, 4] {
+    for ((binding, flags), np) in BINDINGS.into_iter().flat_map(|b| [(b, 2usize), (b, 4)]) {
+        let exe = fortran(&dir, "ring", "fring", flags);
         let trace = same_output(&dir, np, "recorder,summary", &exe, &[], &[]);
         let traces = mheta_trace::read_dir(&trace).unwrap();
         for t in &traces {
@@ -642,17 +652,29 @@ fn fortran_program_is_seen() {
             let (right, left) = ((r + 1) % np as i32, (r + np as i32 - 1) % np as i32);
             let it = &t.iterations[0];
             let ops = ops_of(it);
-            assert_eq!(ops, fortran_ring_ops(t.rank), "rank {r}");
+            assert_eq!(ops, fortran_ring_ops(t.rank), "{binding}: rank {r}");
             match &it.events[3].what {
                 What::Sendrecv { send, recv } => {
-                    assert_eq!((send.peer, send.tag, send.bytes), (right, 2, 8000));
-                    assert_eq!((recv.peer, recv.tag, recv.bytes), (left, 2, 8000));
+                    assert_eq!(
+                        (send.peer, send.tag, send.bytes),
+                        (right, 2, 8000),
+                        "{binding}"
+                    );
+                    assert_eq!(
+                        (recv.peer, recv.tag, recv.bytes),
+                        (left, 2, 8000),
+                        "{binding}"
+                    );
                 }
                 other => panic!("{other:?}"),
             }
             match &it.events[2].what {
                 What::Complete(c) => {
-                    assert_eq!(c[0].recv.map(|m| (m.peer, m.bytes)), Some((left, 8000)))
+                    assert_eq!(
+                        c[0].recv.map(|m| (m.peer, m.bytes)),
+                        Some((left, 8000)),
+                        "{binding}"
+                    )
                 }
                 other => panic!("{other:?}"),
             }
@@ -684,7 +706,7 @@ fn fortran_program_is_seen() {
     }
 }
 
-/// The persistent ring of `tests/c/edge.c` and `tests/fortran/persist.f90`
+/// The persistent ring of `tests/c/edge.c` and `tests/fortran/persist.F90`
 /// as recorded: 3 started sends (tag 11, 4 bytes) and 6 started receives,
 /// each completing with its tag-11 message.
 fn assert_started_ring(ev: &[mheta_trace::Event], rank: u32) {
@@ -716,7 +738,8 @@ fn assert_started_ring(ev: &[mheta_trace::Event], rank: u32) {
     }
 }
 
-/// Persistent requests from Fortran (`tests/fortran/persist.f90`): set up
+/// Persistent requests from Fortran (`tests/fortran/persist.F90`), under
+/// `use mpi` and `use mpi_f08`: set up
 /// with MPI_Recv_init/MPI_Send_init, started with MPI_Startall and
 /// MPI_Start, freed with MPI_Request_free. Under every tool the output is
 /// unchanged; recorded over the whole run, each start is the send or
@@ -725,8 +748,11 @@ fn assert_started_ring(ev: &[mheta_trace::Event], rank: u32) {
 #[test]
 fn fortran_persistent_requests_are_recorded_as_what_they_start() {
     let dir = scratch("fortran-persist");
-    let exe = fortran(&dir, "persist", "fpersist");
-    for np in [1usize, 2, 3] {
+    for ((binding, flags), np) in BINDINGS
+        .into_iter()
+        .flat_map(|b| [(b, 1usize), (b, 2), (b, 3)])
+    {
+        let exe = fortran(&dir, "persist", "fpersist", flags);
         for tools in ["recorder", "summary"] {
             same_output(&dir, np, tools, &exe, &[], &[]);
         }
@@ -742,14 +768,19 @@ fn fortran_persistent_requests_are_recorded_as_what_they_start() {
                 Op::Start,
                 Op::Request_free,
             ] {
-                assert!(ops.contains(&op), "rank {}: no {op:?} in {ops:?}", t.rank);
+                assert!(
+                    ops.contains(&op),
+                    "{binding}: rank {}: no {op:?} in {ops:?}",
+                    t.rank
+                );
             }
             assert_started_ring(&t.iterations[0].events, t.rank);
         }
     }
 }
 
-/// The rest of the common calls from Fortran (`tests/fortran/colls.f90`):
+/// The rest of the common calls from Fortran (`tests/fortran/colls.F90`),
+/// under `use mpi` and `use mpi_f08`:
 /// every collective the interposer wraps, blocking and not, with
 /// MPI_IN_PLACE where MPI allows it; the other send modes; probes;
 /// sendrecv_replace; the Wait/Test family. Open MPI's Fortran bindings
@@ -762,8 +793,8 @@ fn fortran_persistent_requests_are_recorded_as_what_they_start() {
 #[test]
 fn fortran_collectives_and_completions_are_recorded_as_in_c() {
     let dir = scratch("fortran-colls");
-    let exe = fortran(&dir, "colls", "fcolls");
-    for np in [2usize, 3] {
+    for ((binding, flags), np) in BINDINGS.into_iter().flat_map(|b| [(b, 2usize), (b, 3)]) {
+        let exe = fortran(&dir, "colls", "fcolls", flags);
         let trace = same_output(&dir, np, "recorder,summary", &exe, &[], &["--whole-run"]);
         let traces = mheta_trace::read_dir(&trace).unwrap();
         assert_eq!(traces.len(), np);
@@ -808,7 +839,7 @@ fn fortran_collectives_and_completions_are_recorded_as_in_c() {
                 (Op::Ireduce_scatter, vec![4 * n]),
             ];
             for (op, bytes) in want {
-                assert_eq!(coll(op), bytes, "rank {}: {op:?}", t.rank);
+                assert_eq!(coll(op), bytes, "{binding}: rank {}: {op:?}", t.rank);
             }
             let ops = ops_of(&t.iterations[0]);
             for op in [
@@ -827,7 +858,11 @@ fn fortran_collectives_and_completions_are_recorded_as_in_c() {
                 Op::Testany,
                 Op::Testsome,
             ] {
-                assert!(ops.contains(&op), "rank {}: no {op:?} in {ops:?}", t.rank);
+                assert!(
+                    ops.contains(&op),
+                    "{binding}: rank {}: no {op:?} in {ops:?}",
+                    t.rank
+                );
             }
             // Every request posted completes once; the receives of tags
             // 21-23 with their 4 bytes from the left.
@@ -849,18 +884,21 @@ fn fortran_collectives_and_completions_are_recorded_as_in_c() {
                 assert_eq!(
                     c.len(),
                     1,
-                    "rank {}: request {req} completed {} times",
+                    "{binding}: rank {}: request {req} completed {} times",
                     t.rank,
                     c.len()
                 );
                 if recv {
                     let m = c[0].recv.unwrap_or_else(|| {
-                        panic!("rank {}: receive {req} without its message", t.rank)
+                        panic!(
+                            "{binding}: rank {}: receive {req} without its message",
+                            t.rank
+                        )
                     });
                     assert_eq!(
                         (m.peer, m.bytes),
                         (left, 4),
-                        "rank {}: request {req}",
+                        "{binding}: rank {}: request {req}",
                         t.rank
                     );
                 }
@@ -869,16 +907,17 @@ fn fortran_collectives_and_completions_are_recorded_as_in_c() {
     }
 }
 
-/// A `use mpi_f08` program (`tests/fortran/f08.f90`) bypasses the
-/// interposer: it runs as without mheta, and each rank says at exit that
-/// none of its calls were seen, instead of leaving an empty trace
-/// directory unexplained.
+/// A program whose calls bypass the interposer (`tests/c/unseen.c`
+/// initialises and communicates through `PMPI_*` alone, as a binding the
+/// interposer does not wrap would): it runs as without mheta, and each
+/// rank says at exit that none of its calls were seen, instead of leaving
+/// an empty trace directory unexplained.
 #[test]
-fn a_fortran_2008_program_is_told_it_was_not_seen() {
-    let dir = scratch("fortran-f08");
-    let exe = fortran(&dir, "f08", "f08");
+fn a_program_past_the_interposer_is_told_it_was_not_seen() {
+    let dir = scratch("unseen");
+    let exe = cc(&dir, "unseen");
     let plain = ok(mpirun(2).arg(&exe));
-    assert!(plain.contains("f08 np=2 sum=1"), "{plain}");
+    assert!(plain.contains("unseen np=2 sum=1"), "{plain}");
     let trace = dir.join("trace");
     let out = mheta()
         .args(["run", "--whole-run", "--trace-dir"])
@@ -893,7 +932,7 @@ fn a_fortran_2008_program_is_told_it_was_not_seen() {
         String::from_utf8_lossy(&out.stderr),
     );
     assert!(out.status.success(), "{stdout}{stderr}");
-    assert!(stdout.contains("f08 np=2 sum=1"), "{stdout}");
+    assert!(stdout.contains("unseen np=2 sum=1"), "{stdout}");
     assert_eq!(
         stderr
             .matches("MPI was initialised without MPI_Init passing through")

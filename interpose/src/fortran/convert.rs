@@ -2,12 +2,13 @@
 //! statuses and request arrays to C ones, the requests a `Wait*`/`Test*`
 //! call completed, and Fortran's `MPI_IN_PLACE` to C's.
 
+use super::{Binding, binding};
 use crate::mpi_util::*;
 use crate::wrappers::Pending;
 use mheta_trace::What;
 use mpi_sys::{MPI_Comm, MPI_Datatype, MPI_Request, MPI_Status};
 use std::os::raw::{c_char, c_int, c_void};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
 /// Fortran INTEGER (`MPI_Fint`).
 pub(super) type Fint = c_int;
@@ -43,10 +44,57 @@ pub(super) fn int(f: *const Fint) -> c_int {
     unsafe { *f }
 }
 
+/// The address of the loaded symbol `name` (NUL-terminated), 0 when no
+/// loaded object has it; looked up once.
+fn symbol(cache: &AtomicUsize, name: &str) -> usize {
+    let mut v = cache.load(Ordering::Relaxed);
+    if v == usize::MAX {
+        // SAFETY: a NUL-terminated name; RTLD_DEFAULT searches every
+        // loaded object.
+        v = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr() as *const c_char) as usize };
+        cache.store(v, Ordering::Relaxed);
+    }
+    v
+}
+
+/// The value of the loaded pointer variable `name` (see [`symbol`]), 0
+/// when it is not loaded.
+fn pointer(cache: &AtomicUsize, name: &str) -> usize {
+    match symbol(cache, name) {
+        0 => 0,
+        // SAFETY: the symbol is a pointer variable the MPI library sets
+        // before MPI_Init returns.
+        a => unsafe { *(a as *const usize) },
+    }
+}
+
+/// Is `status` Fortran's `MPI_STATUS_IGNORE`? That of `use mpi` (the
+/// standard's `MPI_F_STATUS_IGNORE`) or of `use mpi_f08`
+/// (`MPI_F08_STATUS_IGNORE`: its own object in MPICH, the same as
+/// `use mpi`'s in Open MPI, which does not export the name).
+fn status_ignored(status: *const Fint, statuses: bool) -> bool {
+    static F08: AtomicUsize = AtomicUsize::new(usize::MAX);
+    static F08S: AtomicUsize = AtomicUsize::new(usize::MAX);
+    // SAFETY: the MPI library sets the pointers before MPI_Init returns.
+    let (f, f08) = unsafe {
+        if statuses {
+            (
+                MPI_F_STATUSES_IGNORE,
+                pointer(&F08S, "MPI_F08_STATUSES_IGNORE\0"),
+            )
+        } else {
+            (
+                MPI_F_STATUS_IGNORE,
+                pointer(&F08, "MPI_F08_STATUS_IGNORE\0"),
+            )
+        }
+    };
+    std::ptr::eq(status, f) || (f08 != 0 && status as usize == f08)
+}
+
 /// `status`, or `own` when the caller passed `MPI_STATUS_IGNORE`.
 pub(super) fn own_fstatus(status: *mut Fint, own: &mut [Fint; STATUS_SIZE]) -> *mut Fint {
-    // SAFETY: the MPI library sets the pointer before MPI_Init returns.
-    if std::ptr::eq(status, unsafe { MPI_F_STATUS_IGNORE }) {
+    if status_ignored(status, false) {
         own.as_mut_ptr()
     } else {
         status
@@ -55,8 +103,7 @@ pub(super) fn own_fstatus(status: *mut Fint, own: &mut [Fint; STATUS_SIZE]) -> *
 
 /// Statuses for `n` requests (see [`own_fstatus`]).
 pub(super) fn own_fstatuses(statuses: *mut Fint, n: usize, own: &mut Vec<Fint>) -> *mut Fint {
-    // SAFETY: as in own_fstatus.
-    if std::ptr::eq(statuses, unsafe { MPI_F_STATUSES_IGNORE }) {
+    if status_ignored(statuses, true) {
         own.resize(STATUS_SIZE * n.max(1), 0);
         own.as_mut_ptr()
     } else {
@@ -89,9 +136,10 @@ pub(super) fn c_statuses(f: *const Fint, n: usize) -> Vec<MPI_Status> {
         .collect()
 }
 
-/// What a Fortran `Wait*`/`Test*` completed: the `count` 1-based
-/// `indices` (`count` MPI_UNDEFINED or negative: none) with their
-/// statuses in order.
+/// What a Fortran `Wait*`/`Test*` completed: the `count` `indices`
+/// (`count` MPI_UNDEFINED or negative: none) with their statuses in
+/// order. The indices count from 1, or from what `use mpi_f08`'s
+/// `MPI_Waitany` was seen to report ([`f08_index_base`]).
 pub(super) fn completed(
     pending: Pending,
     count: c_int,
@@ -101,57 +149,56 @@ pub(super) fn completed(
     if count <= 0 || count == mpi_sys::MPI_UNDEFINED {
         return pending.none();
     }
+    let base = match binding() {
+        Binding::Legacy => 1,
+        Binding::F08 | Binding::Descriptor => f08_index_base(),
+    };
     // SAFETY: MPI set `count` indices.
     let which: Vec<usize> = (0..count as usize)
         .map(|k| unsafe { *indices.add(k) })
-        .filter(|&i| i >= 1)
-        .map(|i| i as usize - 1)
+        .filter(|&i| i >= base && i != mpi_sys::MPI_UNDEFINED)
+        .map(|i| (i - base) as usize)
         .collect();
     let sts = c_statuses(statuses, which.len());
     pending.done(&which, sts.as_ptr())
 }
 
-/// A Fortran buffer argument as the C helpers read it: Fortran's
-/// `MPI_IN_PLACE` (Open MPI's `mpi_fortran_in_place_` common block, or
-/// the address MPICH keeps in `MPIR_F_MPI_IN_PLACE`) becomes C's.
+/// A Fortran buffer argument as the C helpers read it: under MPICH's
+/// `use mpi_f08` ([`Binding::Descriptor`]) the address in its descriptor;
+/// and Fortran's `MPI_IN_PLACE` becomes C's. That is Open MPI's
+/// `mpi_fortran_in_place_` common block (`use mpi` and `use mpi_f08`
+/// alike), the address MPICH keeps in `MPIR_F_MPI_IN_PLACE` (`use mpi`),
+/// or MPICH's `MPIR_F08_MPI_IN_PLACE` (`use mpi_f08`).
 pub(super) fn fbuf(p: *const c_void) -> *const c_void {
-    static OMPI: AtomicUsize = AtomicUsize::new(usize::MAX);
+    static OMPI: [AtomicUsize; 4] = [const { AtomicUsize::new(usize::MAX) }; 4];
     static MPICH: AtomicUsize = AtomicUsize::new(usize::MAX);
-    let find = |cache: &AtomicUsize, names: &[&str]| {
-        let mut v = cache.load(Ordering::Relaxed);
-        if v == usize::MAX {
-            v = names
-                .iter()
-                .map(|n| {
-                    // SAFETY: a NUL-terminated name; RTLD_DEFAULT searches
-                    // every loaded object.
-                    unsafe { libc::dlsym(libc::RTLD_DEFAULT, n.as_ptr() as *const c_char) as usize }
-                })
-                .find(|&a| a != 0)
-                .unwrap_or(0);
-            cache.store(v, Ordering::Relaxed);
-        }
-        v
-    };
-    let ompi = find(
-        &OMPI,
-        &[
-            "mpi_fortran_in_place_\0",
-            "mpi_fortran_in_place\0",
-            "mpi_fortran_in_place__\0",
-            "MPI_FORTRAN_IN_PLACE\0",
-        ],
-    );
-    let mpich = find(&MPICH, &["MPIR_F_MPI_IN_PLACE\0"]);
-    // SAFETY: MPICH's variable holds the address of its Fortran
-    // MPI_IN_PLACE once MPI_Init has run (null before).
-    let mpich_in_place = if mpich != 0 {
-        unsafe { *(mpich as *const usize) }
+    static MPICH_F08: AtomicUsize = AtomicUsize::new(usize::MAX);
+    let p = if binding() == Binding::Descriptor && !p.is_null() {
+        // SAFETY: MPICH's f08ts entry points receive an array descriptor,
+        // whose first member is the data's address.
+        unsafe { *(p as *const *const c_void) }
     } else {
-        0
+        p
     };
     let a = p as usize;
-    if a != 0 && (a == ompi || a == mpich_in_place) {
+    if a == 0 {
+        return p;
+    }
+    let ompi = [
+        "mpi_fortran_in_place_\0",
+        "mpi_fortran_in_place\0",
+        "mpi_fortran_in_place__\0",
+        "MPI_FORTRAN_IN_PLACE\0",
+    ]
+    .iter()
+    .zip(&OMPI)
+    .map(|(n, c)| symbol(c, n))
+    .find(|&v| v != 0)
+    .unwrap_or(0);
+    if a == ompi
+        || a == pointer(&MPICH, "MPIR_F_MPI_IN_PLACE\0")
+        || a == symbol(&MPICH_F08, "MPIR_F08_MPI_IN_PLACE\0")
+    {
         usize::MAX as *const c_void
     } else {
         p
@@ -162,4 +209,62 @@ pub(super) fn recv_msg(c: MPI_Comm, f: *const Fint) -> mheta_trace::Msg {
     let st = c_status(f);
     // SAFETY: st is a filled status.
     unsafe { msg_from_status(c, &st) }
+}
+
+/// The index `use mpi_f08`'s `MPI_Waitany`, `MPI_Testany`,
+/// `MPI_Waitsome` and `MPI_Testsome` give the first request. The standard
+/// says 1, and Open MPI gives it; MPICH 4.0.x gives 0 in all four
+/// (pmodels/mpich#6270, fixed in 4.1). Seen, not assumed: once a process,
+/// the library's own `mpi_waitany_f08_` is given `[MPI_REQUEST_NULL, r]`,
+/// where `r` is an `MPI_Ibarrier` on `MPI_COMM_SELF` (no message leaves
+/// the process), and the index it reports for `r` less 1 is the base.
+pub(super) fn f08_index_base() -> c_int {
+    static BASE: AtomicI32 = AtomicI32::new(-1);
+    static WAITANY: AtomicUsize = AtomicUsize::new(0);
+    let b = BASE.load(Ordering::Relaxed);
+    if b >= 0 {
+        return b;
+    }
+    type WaitanyFn = unsafe extern "C" fn(*const Fint, *mut Fint, *mut Fint, *mut Fint, *mut Fint);
+    // SAFETY: the MPI library's `use mpi_f08` MPI_Waitany(count,
+    // array_of_requests, index, status, ierror).
+    let waitany: WaitanyFn =
+        unsafe { std::mem::transmute(super::resolve(&WAITANY, "mpi_waitany_f08_\0")) };
+    let mut r: MPI_Request = unsafe { mpi_sys::RSMPI_REQUEST_NULL };
+    // SAFETY: a non-blocking barrier of this process alone.
+    let rc = unsafe { mpi_sys::PMPI_Ibarrier(mpi_sys::RSMPI_COMM_SELF, &mut r) };
+    let mut base = 1;
+    if rc == 0 {
+        // SAFETY: C handles to Fortran ones.
+        let mut reqs = unsafe {
+            [
+                mpi_sys::RSMPI_Request_c2f(mpi_sys::RSMPI_REQUEST_NULL),
+                mpi_sys::RSMPI_Request_c2f(r),
+            ]
+        };
+        let (count, mut index, mut ierr) = (2 as Fint, 0 as Fint, 0 as Fint);
+        let mut st = [0 as Fint; STATUS_SIZE];
+        // SAFETY: two Fortran requests, a status and an error code of ours.
+        unsafe {
+            waitany(
+                &count,
+                reqs.as_mut_ptr(),
+                &mut index,
+                st.as_mut_ptr(),
+                &mut ierr,
+            )
+        };
+        match (ierr, index) {
+            (0, 1 | 2) => base = index - 1,
+            _ => crate::warn(format!(
+                "mheta: probing use mpi_f08's MPI_Waitany gave index {index} (error {ierr}) for the second of two requests; taking indices from 1"
+            )),
+        }
+    } else {
+        crate::warn(format!(
+            "mheta: MPI_Ibarrier on MPI_COMM_SELF failed ({rc}) while probing use mpi_f08's MPI_Waitany; taking indices from 1"
+        ));
+    }
+    BASE.store(base, Ordering::Relaxed);
+    base
 }

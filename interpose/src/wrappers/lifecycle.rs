@@ -14,9 +14,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 static STARTED: AtomicBool = AtomicBool::new(false);
 
 /// When the process ends: if MPI was initialised without `MPI_Init`
-/// passing through this library, its calls bypassed it (Fortran 2008's
-/// `use mpi_f08` bindings reach the MPI library's internals directly),
-/// so nothing was recorded. Says so on stderr instead of leaving an empty
+/// passing through this library, its calls bypassed it (an MPI linked
+/// statically into the program, or a binding this library does not wrap,
+/// calling the library's `PMPI_*` or internals), so nothing was recorded. Says so on stderr instead of leaving an empty
 /// trace directory unexplained. Silent for processes that never
 /// initialised MPI (the launcher and its daemons carry the preload too).
 extern "C" fn check_seen() {
@@ -33,8 +33,9 @@ extern "C" fn check_seen() {
     if init != 0 || fin != 0 {
         let msg = format!(
             "mheta: process {}: MPI was initialised without MPI_Init passing through mheta's \
-             interposer (a Fortran program on `use mpi_f08`?): none of its MPI calls were seen. \
-             The interposer sees C, `use mpi` and `mpif.h` calls.\n",
+             interposer (an MPI linked statically, or a binding it does not wrap?): none of its \
+             MPI calls were seen. The interposer sees C, `use mpi`, `mpif.h` and `use mpi_f08` \
+             calls.\n",
             std::process::id()
         );
         // SAFETY: a plain write of a valid buffer to stderr (the process is

@@ -1,13 +1,15 @@
-! A Fortran program (use mpi) for mheta's interposer: a ring of
+! A Fortran program (use mpi or use mpi_f08: binding.h) for mheta's interposer: a ring of
 ! isend/irecv/waitall, send/recv, sendrecv, bcast, reduce and allreduce,
 ! with mheta's iteration and stage markers (MPI_Pcontrol 100/101, 110/111).
 ! Prints a checksum that must not change when the interposer is loaded.
+#include "binding.h"
 program ring
-  use mpi
+  use MPI_MODULE
   implicit none
   integer, parameter :: n = 1000
   integer :: ierr, rank, nprocs, left, right, it, i
-  integer :: reqs(2), status(MPI_STATUS_SIZE)
+  REQUEST :: reqs(2)
+  STATUS(status)
   double precision :: a(n), b(n), c(n), s, total, root_val
 
   call MPI_Init(ierr)

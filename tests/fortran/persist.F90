@@ -1,14 +1,18 @@
-! Persistent requests from Fortran (use mpi) for mheta's interposer: a
-! ring of MPI_Recv_init/MPI_Send_init started with MPI_Startall and
-! MPI_Start, completed with MPI_Waitall and MPI_Wait, then freed with
-! MPI_Request_free. Prints a checksum that must not change when the
-! interposer is loaded.
+! Persistent requests from Fortran (use mpi or use mpi_f08: binding.h)
+! for mheta's interposer: a ring of MPI_Recv_init/MPI_Send_init started
+! with MPI_Startall and MPI_Start, completed with MPI_Waitall and
+! MPI_Wait, then freed with MPI_Request_free. Prints a checksum that must
+! not change when the interposer is loaded. The buffers are VOLATILE: MPI
+! writes them in calls that do not name them.
+#include "binding.h"
 program persist
-  use mpi
+  use MPI_MODULE
   implicit none
   integer :: ierr, rank, nprocs, left, right, k
-  integer :: pr(2), status(MPI_STATUS_SIZE)
-  integer :: sendv, recvv, check
+  REQUEST :: pr(2)
+  STATUS(status)
+  integer, volatile :: sendv, recvv
+  integer :: check
 
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)

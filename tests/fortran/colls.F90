@@ -1,18 +1,27 @@
-! The rest of MPI's common calls from Fortran (use mpi) for mheta's
-! interposer: every blocking and non-blocking collective it wraps (with
+! The rest of MPI's common calls from Fortran (use mpi or use mpi_f08:
+! binding.h) for mheta's interposer: every blocking and non-blocking collective it wraps (with
 ! MPI_IN_PLACE where MPI allows it), the other send modes, probes,
 ! sendrecv_replace, and the Wait/Test family. Prints a checksum that must
 ! not change when the interposer is loaded; tests/tests/interpose.rs
 ! checks what each call recorded.
+#include "binding.h"
 program colls
-  use mpi
+  use MPI_MODULE
+#ifdef F08
+  use, intrinsic :: iso_c_binding, only : c_ptr
+#endif
   implicit none
   integer :: ierr, rank, np, right, left, i, idx, outc, check, bsize
-  integer :: status(MPI_STATUS_SIZE), sts(MPI_STATUS_SIZE, 6)
+  STATUS(status)
+  STATUSES(sts, 6)
   integer, allocatable :: a(:), b(:), c(:), cnt(:), dsp(:), one(:)
   integer, allocatable :: bbuf(:)
-  integer :: reqs(6), idxs(6), v(6), w(6), x
+  REQUEST :: reqs(6)
+  integer :: idxs(6), v(6), w(6), x
   logical :: flag
+#ifdef F08
+  type(c_ptr) :: bptr
+#endif
 
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
@@ -80,7 +89,7 @@ program colls
   check = check + x
   call MPI_Send(rank, 1, MPI_INTEGER, right, 8, MPI_COMM_WORLD, ierr)
   call MPI_Probe(left, 8, MPI_COMM_WORLD, status, ierr)
-  call MPI_Recv(x, 1, MPI_INTEGER, status(MPI_SOURCE), 8, MPI_COMM_WORLD, status, ierr)
+  call MPI_Recv(x, 1, MPI_INTEGER, SOURCE(status), 8, MPI_COMM_WORLD, status, ierr)
   check = check + x
   call MPI_Send(rank, 1, MPI_INTEGER, right, 9, MPI_COMM_WORLD, ierr)
   flag = .false.
@@ -118,7 +127,11 @@ program colls
     call MPI_Testsome(2, reqs(5:6), outc, idxs, sts, ierr)
   end do
   check = check + sum(v(1:3))
+#ifdef F08
+  call MPI_Buffer_detach(bptr, bsize, ierr)
+#else
   call MPI_Buffer_detach(bbuf, bsize, ierr)
+#endif
 
   ! ---- non-blocking collectives, completed with Testall ----
   call MPI_Ibarrier(MPI_COMM_WORLD, reqs(1), ierr)
