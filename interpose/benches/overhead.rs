@@ -5,8 +5,10 @@
 //! in target/mpich/, `mpicc.mpich`, Hydra's `mpiexec`; else Open MPI).
 //! `interpose/bench/overhead.c` (compiled here with the MPI's `mpicc`) times an
 //! 8-byte ping-pong between 2 ranks and `MPI_Iprobe` on nothing (medians of
-//! 21 batches). It runs under four configurations, in rotating order, for
-//! ROUNDS rounds; the table gives the median over rounds:
+//! 21 batches); `interpose/bench/overhead.F90` does the same from Fortran,
+//! built for `use mpi` and for `use mpi_f08`. Each program runs under four
+//! configurations, programs and configurations in rotating order, for
+//! ROUNDS rounds; the tables give the median over rounds:
 //! - none: no preload;
 //! - idle: the interposer loaded, recorder waiting (outside the
 //!   instrumented iteration);
@@ -52,16 +54,47 @@ fn main() {
     );
     let out = root.join(target).join("../mheta-bench");
     std::fs::create_dir_all(&out).expect("target dir");
-    let exe = out.join("overhead");
-    let st = Command::new(mpicc)
-        .args(["-O2", "-I"])
-        .arg(root.join("interpose/include"))
-        .arg(root.join("interpose/bench/overhead.c"))
-        .arg("-o")
-        .arg(&exe)
-        .status()
-        .expect(mpicc);
-    assert!(st.success(), "mpicc failed");
+    let mpifort = if mpich {
+        "mpif90.mpich"
+    } else {
+        "mpifort.openmpi"
+    };
+    let build = |compiler: &str, src: &str, exe: &str, flags: &[&str]| {
+        let exe = out.join(exe);
+        let st = Command::new(compiler)
+            .arg("-O2")
+            .args(flags)
+            .arg("-I")
+            .arg(root.join("interpose/include"))
+            .arg("-I")
+            .arg(root.join("tests/fortran"))
+            .arg(root.join(src))
+            .arg("-o")
+            .arg(&exe)
+            .status()
+            .expect(compiler);
+        assert!(st.success(), "{compiler} {src} failed");
+        exe
+    };
+    let programs = [
+        (
+            "C",
+            build(mpicc, "interpose/bench/overhead.c", "overhead", &[]),
+        ),
+        (
+            "Fortran, use mpi",
+            build(mpifort, "interpose/bench/overhead.F90", "overhead-f", &[]),
+        ),
+        (
+            "Fortran, use mpi_f08",
+            build(
+                mpifort,
+                "interpose/bench/overhead.F90",
+                "overhead-f08",
+                &["-DF08"],
+            ),
+        ),
+    ];
     let trace = out.join("trace");
     let configs: [(&str, Vec<String>); 4] = [
         ("none", vec![]),
@@ -91,11 +124,13 @@ fn main() {
             ],
         ),
     ];
-    let mut rtt: Vec<Vec<f64>> = vec![Vec::new(); configs.len()];
-    let mut iprobe: Vec<Vec<f64>> = vec![Vec::new(); configs.len()];
+    let runs = programs.len() * configs.len();
+    let mut rtt: Vec<Vec<f64>> = vec![Vec::new(); runs];
+    let mut iprobe: Vec<Vec<f64>> = vec![Vec::new(); runs];
     for round in 0..ROUNDS {
-        for k in 0..configs.len() {
-            let c = (round + k) % configs.len();
+        for k in 0..runs {
+            let x = (round + k) % runs;
+            let (exe, c) = (&programs[x / configs.len()].1, x % configs.len());
             let mut cmd = Command::new(launcher);
             cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
                 .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
@@ -108,10 +143,11 @@ fn main() {
                     cmd.arg("-x").arg(x);
                 }
             }
-            let o = cmd.arg(&exe).output().expect(launcher);
+            let o = cmd.arg(exe).output().expect(launcher);
             assert!(
                 o.status.success(),
-                "{}: {}",
+                "{} {}: {}",
+                exe.display(),
                 configs[c].0,
                 String::from_utf8_lossy(&o.stderr)
             );
@@ -121,8 +157,8 @@ fn main() {
                 .filter_map(|x| x.parse().ok())
                 .collect();
             assert_eq!(v.len(), 2, "unexpected output: {text}");
-            rtt[c].push(v[0]);
-            iprobe[c].push(v[1]);
+            rtt[x].push(v[0]);
+            iprobe[x].push(v[1]);
         }
     }
     let rtt: Vec<f64> = rtt.into_iter().map(median).collect();
@@ -135,19 +171,29 @@ fn main() {
             "Open MPI (mpirun)"
         }
     );
-    println!(
-        "{:<11} {:>14} {:>16} {:>10} {:>13} {:>16}",
-        "config", "8B lat (ns)", "added/call (ns)", "lat ratio", "Iprobe (ns)", "added/call (ns)"
-    );
-    for (k, (name, _)) in configs.iter().enumerate() {
+    for (p, (program, _)) in programs.iter().enumerate() {
+        println!("\n{program}");
         println!(
-            "{:<11} {:>14.1} {:>16.1} {:>10.3} {:>13.1} {:>16.1}",
-            name,
-            rtt[k] / 2.0,
-            (rtt[k] - rtt[0]) / 4.0,
-            rtt[k] / rtt[0],
-            ip[k],
-            ip[k] - ip[0]
+            "{:<11} {:>14} {:>16} {:>10} {:>13} {:>16}",
+            "config",
+            "8B lat (ns)",
+            "added/call (ns)",
+            "lat ratio",
+            "Iprobe (ns)",
+            "added/call (ns)"
         );
+        let base = p * configs.len();
+        for (k, (name, _)) in configs.iter().enumerate() {
+            let x = base + k;
+            println!(
+                "{:<11} {:>14.1} {:>16.1} {:>10.3} {:>13.1} {:>16.1}",
+                name,
+                rtt[x] / 2.0,
+                (rtt[x] - rtt[base]) / 4.0,
+                rtt[x] / rtt[base],
+                ip[x],
+                ip[x] - ip[base]
+            );
+        }
     }
 }
