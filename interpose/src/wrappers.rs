@@ -29,11 +29,11 @@ use crate::clock::now;
 use crate::mpi_util::*;
 use crate::tools::recorder::{self, Template, file_id, open_file, take_request, unpersist};
 use crate::tools::{self, Call};
-use helpers::{new_req, persist_init, prefetch};
+use helpers::{bytes_w, neighbour_exchange, new_req, nth, nth_w, persist_init, prefetch};
 use mheta_trace::{Op, What};
 use mpi_sys::{
-    MPI_Comm, MPI_Datatype, MPI_File, MPI_Info, MPI_Message, MPI_Offset, MPI_Op, MPI_Request,
-    MPI_Status,
+    MPI_Aint, MPI_Comm, MPI_Datatype, MPI_File, MPI_Info, MPI_Message, MPI_Offset, MPI_Op,
+    MPI_Request, MPI_Status,
 };
 use std::os::raw::{c_char, c_int, c_void};
 
@@ -408,6 +408,74 @@ wrappers! {
                                                           comm: MPI_Comm) as Reduce_scatter_block {
         pre: { let n = comm_size(comm); }
         post: What::Collective { bytes: bytes(recvcount, datatype) * n as u64, comm_size: n, root: -1 },
+    }
+
+    MPI_Scan => PMPI_Scan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype,
+                          op: MPI_Op, comm: MPI_Comm) as Scan {
+        pre: {}
+        post: What::Collective { bytes: bytes(count, datatype), comm_size: comm_size(comm), root: -1 },
+    }
+    MPI_Exscan => PMPI_Exscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype,
+                              op: MPI_Op, comm: MPI_Comm) as Exscan {
+        pre: {}
+        post: What::Collective { bytes: bytes(count, datatype), comm_size: comm_size(comm), root: -1 },
+    }
+    MPI_Alltoallw => PMPI_Alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int,
+                                    sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int,
+                                    rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm) as Alltoallw {
+        pre: { let n = peer_size(comm); }
+        // SAFETY: the counts and types have one entry per peer of comm.
+        post: What::Collective {
+            bytes: unsafe {
+                if in_place(sendbuf) { bytes_w(recvcounts, recvtypes, n as usize) } else { bytes_w(sendcounts, sendtypes, n as usize) }
+            },
+            comm_size: n,
+            root: -1,
+        },
+    }
+
+    // ---- neighbourhood collectives: a message to each destination and
+    // one from each source of the topology ----
+    MPI_Neighbor_allgather => PMPI_Neighbor_allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+                                                      recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
+                                                      comm: MPI_Comm) as Neighbor_allgather {
+        pre: {}
+        post: neighbour_exchange(comm, |_| bytes(sendcount, sendtype), |_| bytes(recvcount, recvtype)),
+    }
+    MPI_Neighbor_allgatherv => PMPI_Neighbor_allgatherv(sendbuf: *const c_void, sendcount: c_int,
+                                                        sendtype: MPI_Datatype, recvbuf: *mut c_void,
+                                                        recvcounts: *const c_int, displs: *const c_int,
+                                                        recvtype: MPI_Datatype, comm: MPI_Comm) as Neighbor_allgatherv {
+        pre: {}
+        // SAFETY: recvcounts has one entry per source.
+        post: neighbour_exchange(comm, |_| bytes(sendcount, sendtype), |k| bytes(unsafe { nth(recvcounts, k) }, recvtype)),
+    }
+    MPI_Neighbor_alltoall => PMPI_Neighbor_alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+                                                    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
+                                                    comm: MPI_Comm) as Neighbor_alltoall {
+        pre: {}
+        post: neighbour_exchange(comm, |_| bytes(sendcount, sendtype), |_| bytes(recvcount, recvtype)),
+    }
+    MPI_Neighbor_alltoallv => PMPI_Neighbor_alltoallv(sendbuf: *const c_void, sendcounts: *const c_int,
+                                                      sdispls: *const c_int, sendtype: MPI_Datatype,
+                                                      recvbuf: *mut c_void, recvcounts: *const c_int,
+                                                      rdispls: *const c_int, recvtype: MPI_Datatype,
+                                                      comm: MPI_Comm) as Neighbor_alltoallv {
+        pre: {}
+        // SAFETY: the counts have one entry per destination and source.
+        post: neighbour_exchange(comm, |k| bytes(unsafe { nth(sendcounts, k) }, sendtype),
+                                 |k| bytes(unsafe { nth(recvcounts, k) }, recvtype)),
+    }
+    MPI_Neighbor_alltoallw => PMPI_Neighbor_alltoallw(sendbuf: *const c_void, sendcounts: *const c_int,
+                                                      sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype,
+                                                      recvbuf: *mut c_void, recvcounts: *const c_int,
+                                                      rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype,
+                                                      comm: MPI_Comm) as Neighbor_alltoallw {
+        pre: {}
+        // SAFETY: the counts and types have one entry per destination and
+        // source.
+        post: neighbour_exchange(comm, |k| unsafe { nth_w(sendcounts, sendtypes, k) },
+                                 |k| unsafe { nth_w(recvcounts, recvtypes, k) }),
     }
 
     // ---- non-blocking collectives ----

@@ -393,6 +393,59 @@ fn time_after_a_failed_test_is_waiting_not_computation() {
 }
 
 #[test]
+fn a_neighbourhood_collective_is_read_as_the_exchange_it_stands_for() {
+    // MPI_Neighbor_alltoall on a line's first rank: to and from rank 1
+    // only (the other neighbour is MPI_PROC_NULL), against the same
+    // exchange made of MPI_Isend, MPI_Irecv and MPI_Waitall.
+    use mheta_trace::NEIGHBOR_TAG;
+    let m = |peer: i32| Msg {
+        peer,
+        tag: NEIGHBOR_TAG,
+        bytes: 64,
+    };
+    let neighbour = vec![
+        ev(0, 1_000, None, What::StageBegin),
+        ev(1_000, 1_000, None, What::StageEnd),
+        ev(
+            1_000,
+            9_000,
+            Some(Op::Neighbor_alltoall),
+            What::Neighbor {
+                sends: vec![m(-2), m(1)],
+                recvs: vec![m(-2), m(1)],
+            },
+        ),
+    ];
+    let by_hand = vec![
+        ev(0, 1_000, None, What::StageBegin),
+        ev(1_000, 1_000, None, What::StageEnd),
+        ev(
+            1_000,
+            1_000,
+            Some(Op::Isend),
+            What::Isend { msg: m(1), req: 1 },
+        ),
+        ev(1_000, 1_000, Some(Op::Irecv), What::Irecv { req: 2 }),
+        ev(
+            1_000,
+            9_000,
+            Some(Op::Waitall),
+            What::Complete(vec![
+                Completion {
+                    req: 2,
+                    recv: Some(m(1)),
+                },
+                Completion { req: 1, recv: None },
+            ]),
+        ),
+    ];
+    let a = mheta_model::model::Program::from_events(&neighbour, 9_000, 2);
+    let b = mheta_model::model::Program::from_events(&by_hand, 9_000, 2);
+    assert_eq!(a.steps, b.steps);
+    assert_eq!(a.steps.len(), 4, "{:?}", a.steps);
+}
+
+#[test]
 fn a_move_through_disk_prices_the_rebuild_as_measured() {
     // One rank with its array out of core: a move goes through disk.
     // Without a measurement the rebuild is one more write of the new

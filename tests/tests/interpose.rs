@@ -907,6 +907,130 @@ fn fortran_collectives_and_completions_are_recorded_as_in_c() {
     }
 }
 
+/// The neighbourhood collectives of a Cartesian ring, a non-periodic line
+/// and a distributed graph, and MPI_Scan, MPI_Exscan and MPI_Alltoallw
+/// (`tests/c/neighbors.c`), on 3 and 4 ranks: the output is unchanged;
+/// each neighbourhood call is recorded as its messages to and from each
+/// neighbour in the topology's order (none off the line's ends), and
+/// the model reads them as sends posted and then completed with the
+/// receives.
+#[test]
+fn neighbourhood_collectives_are_recorded_as_their_messages() {
+    use mheta_trace::{Msg, NEIGHBOR_TAG};
+    let dir = scratch("neighbors");
+    let exe = cc(&dir, "neighbors");
+    for np in [3usize, 4] {
+        let trace = same_output(&dir, np, "recorder,summary", &exe, &[], &[]);
+        let traces = mheta_trace::read_dir(&trace).unwrap();
+        assert_eq!(traces.len(), np);
+        for t in &traces {
+            let (r, n) = (t.rank as i32, np as i32);
+            let (left, right) = ((r + n - 1) % n, (r + 1) % n);
+            let it = &t.iterations[0];
+            assert_eq!(
+                ops_of(it),
+                [
+                    Op::Neighbor_alltoall,
+                    Op::Neighbor_allgather,
+                    Op::Neighbor_alltoallv,
+                    Op::Neighbor_alltoallw,
+                    Op::Neighbor_allgatherv,
+                    Op::Neighbor_alltoall,
+                    Op::Neighbor_alltoall,
+                    Op::Scan,
+                    Op::Exscan,
+                    Op::Alltoallw,
+                ],
+                "rank {r}"
+            );
+            let m = |peer: i32, bytes: u64| Msg {
+                peer,
+                tag: NEIGHBOR_TAG,
+                bytes,
+            };
+            let off = |p: i32, edge: bool| if edge { -1 } else { p };
+            let line_l = off(left, r == 0);
+            let line_r = off(right, r == n - 1);
+            let want: [(Vec<Msg>, Vec<Msg>); 7] = [
+                (
+                    vec![m(left, 64), m(right, 64)],
+                    vec![m(left, 64), m(right, 64)],
+                ),
+                (
+                    vec![m(left, 32), m(right, 32)],
+                    vec![m(left, 32), m(right, 32)],
+                ),
+                (
+                    vec![m(left, 8), m(right, 16)],
+                    vec![m(left, 16), m(right, 8)],
+                ),
+                (
+                    vec![m(left, 8), m(right, 16)],
+                    vec![m(left, 16), m(right, 8)],
+                ),
+                (
+                    vec![m(left, 32), m(right, 32)],
+                    vec![m(left, 32), m(right, 32)],
+                ),
+                (
+                    vec![m(line_l, 24), m(line_r, 24)],
+                    vec![m(line_l, 24), m(line_r, 24)],
+                ),
+                (
+                    vec![m((r + 1) % n, 40), m((r + 2) % n, 40)],
+                    vec![m((r + n - 1) % n, 40), m((r + n - 2) % n, 40)],
+                ),
+            ];
+            for (k, (sends, recvs)) in want.into_iter().enumerate() {
+                match &it.events[k].what {
+                    What::Neighbor { sends: s, recvs: v } => {
+                        // MPI_PROC_NULL's value differs between the MPIs:
+                        // any negative peer is none.
+                        let norm = |v: &[Msg]| -> Vec<Msg> {
+                            v.iter()
+                                .map(|x| Msg {
+                                    peer: x.peer.max(-1),
+                                    ..*x
+                                })
+                                .collect()
+                        };
+                        assert_eq!((norm(s), norm(v)), (sends, recvs), "rank {r}, call {k}");
+                    }
+                    other => panic!("rank {r}, call {k}: {other:?}"),
+                }
+            }
+            for (k, bytes) in [(7, 8), (8, 8), (9, 16 * np as u64)] {
+                match it.events[k].what {
+                    What::Collective {
+                        bytes: b,
+                        comm_size,
+                        root,
+                    } => {
+                        assert_eq!(
+                            (b, comm_size, root),
+                            (bytes, np as u32, -1),
+                            "rank {r}, call {k}"
+                        )
+                    }
+                    ref other => panic!("rank {r}, call {k}: {other:?}"),
+                }
+            }
+            // The model: each neighbourhood call's sends to real peers,
+            // then a wait for its receives and one for its sends.
+            let p = mheta_model::model::Program::from_trace(t);
+            let sends = (p.steps.iter())
+                .filter(|s| matches!(s, mheta_model::model::Step::Send(..)))
+                .count();
+            let edges = (r == 0) as usize + (r == n - 1) as usize;
+            assert_eq!(sends, 7 * 2 - edges, "rank {r}: {:?}", p.steps);
+            let waits = (p.steps.iter())
+                .filter(|s| matches!(s, mheta_model::model::Step::WaitRecvs(_)))
+                .count();
+            assert_eq!(waits, 7, "rank {r}: {:?}", p.steps);
+        }
+    }
+}
+
 /// A program whose calls bypass the interposer (`tests/c/unseen.c`
 /// initialises and communicates through `PMPI_*` alone, as a binding the
 /// interposer does not wrap would): it runs as without mheta, and each

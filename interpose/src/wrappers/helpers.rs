@@ -3,11 +3,11 @@
 //! ([`Pending`]), the bytes of rooted and in-place collectives, and the
 //! MHETA prefetch trick ([`prefetch`]).
 
-use crate::mpi_util::{bytes, comm_rank, in_place, msg_from_status, world_rank};
+use crate::mpi_util::{bytes, comm_rank, in_place, msg, msg_from_status, world_rank};
 use crate::tools::recorder::{
     Posted, Template, persist, persistent, post_request, restore_request, take_request,
 };
-use mheta_trace::{Completion, Started, What};
+use mheta_trace::{Completion, NEIGHBOR_TAG, Started, What};
 use mpi_sys::{MPI_Comm, MPI_Datatype, MPI_Request, MPI_Status};
 use std::os::raw::{c_int, c_void};
 
@@ -162,6 +162,111 @@ pub(crate) unsafe fn own_part_v(
     }
     // SAFETY: as promised by the caller.
     bytes(unsafe { *other_counts.add(me as usize) }, other_dt)
+}
+
+/// The neighbours of this process in `comm`'s virtual topology, in the
+/// order the neighbourhood collectives take them: (sources,
+/// destinations), ranks of `comm`. A Cartesian topology's are, for each
+/// dimension, `MPI_Cart_shift(comm, d, 1)`'s source then destination,
+/// for both (`MPI_PROC_NULL` off a non-periodic edge); a graph's are its
+/// neighbours, for both; a distributed graph's are its sources and its
+/// destinations. None: no topology.
+pub(crate) fn neighbours(comm: MPI_Comm) -> (Vec<c_int>, Vec<c_int>) {
+    let mut kind = mpi_sys::MPI_UNDEFINED;
+    // SAFETY: comm is a valid communicator of the caller; every buffer is
+    // sized by the counts MPI gave just before.
+    unsafe {
+        mpi_sys::PMPI_Topo_test(comm, &mut kind);
+        if kind == mpi_sys::RSMPI_CART {
+            let mut nd = 0;
+            mpi_sys::PMPI_Cartdim_get(comm, &mut nd);
+            let mut v = Vec::with_capacity(2 * nd.max(0) as usize);
+            for d in 0..nd {
+                let (mut src, mut dst) = (0, 0);
+                mpi_sys::PMPI_Cart_shift(comm, d, 1, &mut src, &mut dst);
+                v.extend([src, dst]);
+            }
+            (v.clone(), v)
+        } else if kind == mpi_sys::RSMPI_GRAPH {
+            let (me, mut n) = (comm_rank(comm), 0);
+            mpi_sys::PMPI_Graph_neighbors_count(comm, me, &mut n);
+            let mut v = vec![0; n.max(0) as usize];
+            mpi_sys::PMPI_Graph_neighbors(comm, me, n, v.as_mut_ptr());
+            (v.clone(), v)
+        } else if kind == mpi_sys::RSMPI_DIST_GRAPH {
+            let (mut ins, mut outs, mut weighted) = (0, 0, 0);
+            mpi_sys::PMPI_Dist_graph_neighbors_count(comm, &mut ins, &mut outs, &mut weighted);
+            let (ins, outs) = (ins.max(0), outs.max(0));
+            let (mut src, mut dst) = (vec![0; ins as usize], vec![0; outs as usize]);
+            // Room for weights too, whether or not the graph has them.
+            let (mut sw, mut dw) = (vec![0; ins as usize + 1], vec![0; outs as usize + 1]);
+            mpi_sys::PMPI_Dist_graph_neighbors(
+                comm,
+                ins,
+                src.as_mut_ptr(),
+                sw.as_mut_ptr(),
+                outs,
+                dst.as_mut_ptr(),
+                dw.as_mut_ptr(),
+            );
+            (src, dst)
+        } else {
+            (Vec::new(), Vec::new())
+        }
+    }
+}
+
+/// A neighbourhood collective on `comm` ([`What::Neighbor`]): to
+/// destination k `send(k)` bytes, from source k `recv(k)` bytes.
+pub(crate) fn neighbour_exchange(
+    comm: MPI_Comm,
+    send: impl Fn(usize) -> u64,
+    recv: impl Fn(usize) -> u64,
+) -> What {
+    let (srcs, dsts) = neighbours(comm);
+    What::Neighbor {
+        sends: (dsts.iter().enumerate())
+            .map(|(k, &d)| msg(comm, d, NEIGHBOR_TAG, send(k)))
+            .collect(),
+        recvs: (srcs.iter().enumerate())
+            .map(|(k, &r)| msg(comm, r, NEIGHBOR_TAG, recv(k)))
+            .collect(),
+    }
+}
+
+/// Entry `k` of a C array of counts (0 for a null array).
+///
+/// # Safety
+/// `counts` is null or has more than `k` entries.
+pub(crate) unsafe fn nth(counts: *const c_int, k: usize) -> c_int {
+    if counts.is_null() {
+        0
+    } else {
+        // SAFETY: as promised by the caller.
+        unsafe { *counts.add(k) }
+    }
+}
+
+/// `counts[k] × size(types[k])` (the `w` forms; 0 for null arrays).
+///
+/// # Safety
+/// `counts` and `types` are null or have more than `k` entries each.
+pub(crate) unsafe fn nth_w(counts: *const c_int, types: *const MPI_Datatype, k: usize) -> u64 {
+    if counts.is_null() || types.is_null() {
+        0
+    } else {
+        // SAFETY: as promised by the caller.
+        unsafe { bytes(*counts.add(k), *types.add(k)) }
+    }
+}
+
+/// `Σ counts[k] × size(types[k])` over `n` entries (the `w` forms).
+///
+/// # Safety
+/// `counts` and `types` are null or have `n` entries each.
+pub(crate) unsafe fn bytes_w(counts: *const c_int, types: *const MPI_Datatype, n: usize) -> u64 {
+    // SAFETY: as promised by the caller.
+    (0..n).map(|k| unsafe { nth_w(counts, types, k) }).sum()
 }
 
 /// The MHETA prefetch trick (paper, fig. 5): while recording, a

@@ -45,7 +45,15 @@ ops! {
     // Persistent requests (appended: an op's number is its place here).
     Send_init, Bsend_init, Ssend_init, Rsend_init, Recv_init,
     Start, Startall, Request_free,
+    // Prefix reductions, the general all-to-all, and the neighbourhood
+    // collectives of a virtual topology (appended).
+    Scan, Exscan, Alltoallw,
+    Neighbor_allgather, Neighbor_allgatherv, Neighbor_alltoall, Neighbor_alltoallv, Neighbor_alltoallw,
 }
+
+/// The tag of the messages a neighbourhood collective stands for
+/// ([`What::Neighbor`]): negative, so no program's own tag.
+pub const NEIGHBOR_TAG: i32 = -1000;
 
 /// One message endpoint as seen by the recording rank. Ranks are
 /// `MPI_COMM_WORLD` ranks (negative: none, e.g. `MPI_PROC_NULL`); `bytes`
@@ -174,6 +182,15 @@ pub enum What {
     Start(Vec<Started>),
     /// `MPI_Request_free`.
     RequestFree,
+    /// A blocking neighbourhood collective (`MPI_Neighbor_*`): a message
+    /// to each destination and one from each source of the communicator's
+    /// topology, in its order, all at once, as `Isend`s and `Irecv`s
+    /// completed together (how Open MPI and MPICH run them). Tags are
+    /// [`NEIGHBOR_TAG`]; a peer off a non-periodic edge is negative.
+    Neighbor {
+        sends: Vec<Msg>,
+        recvs: Vec<Msg>,
+    },
 }
 
 /// One persistent request begun by `MPI_Start(all)`.
@@ -208,6 +225,7 @@ impl What {
             What::Complete(c) => c.iter().filter_map(|c| c.recv.map(|m| m.peer)).max(),
             What::Collective { root, .. } | What::ICollective { root, .. } => Some(*root),
             What::PersistentInit { msg, .. } => Some(msg.peer),
+            What::Neighbor { sends, recvs } => sends.iter().chain(recvs).map(|m| m.peer).max(),
             What::Start(v) => v
                 .iter()
                 .filter_map(|s| match s {
@@ -239,6 +257,9 @@ impl What {
                     f(&mut msg.peer)
                 }
             }),
+            What::Neighbor { sends, recvs } => {
+                sends.iter_mut().chain(recvs).for_each(|m| f(&mut m.peer))
+            }
             _ => {}
         }
     }
@@ -249,6 +270,12 @@ impl What {
             What::Send(m) | What::Recv(m) | What::Probe(m) | What::Peek(m) => m.bytes,
             What::Isend { msg, .. } => msg.bytes,
             What::Sendrecv { send, recv } => send.bytes + recv.bytes,
+            What::Neighbor { sends, recvs } => sends
+                .iter()
+                .chain(recvs)
+                .filter(|m| m.peer >= 0)
+                .map(|m| m.bytes)
+                .sum(),
             What::Complete(c) => c.iter().filter_map(|c| c.recv.map(|m| m.bytes)).sum(),
             What::MatchedRecv { bytes }
             | What::Collective { bytes, .. }
@@ -412,6 +439,15 @@ impl std::fmt::Display for What {
             }
             What::Start(v) => fmt_starts(f, v),
             What::RequestFree => write!(f, "request freed"),
+            What::Neighbor { sends, recvs } => {
+                let list = |v: &[Msg]| {
+                    v.iter()
+                        .map(|m| m.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                write!(f, "to {}; from {}", list(sends), list(recvs))
+            }
         }
     }
 }

@@ -23,9 +23,10 @@ pub mod pcontrol;
 /// First bytes of every rank trace file.
 pub const MAGIC: [u8; 8] = *b"MHETATRC";
 /// Version of the rank trace encoding; bump on any change to [`RankTrace`].
-/// Version 3 added `What::Level` as the last variant, so version 2 traces
-/// decode unchanged and are read too.
-pub const TRACE_VERSION: u32 = 3;
+/// Versions 3 and 4 appended variants (`What::Level`; `What::Neighbor`
+/// and the ops after `Request_free`), so version 2 and 3 traces decode
+/// unchanged and are read too.
+pub const TRACE_VERSION: u32 = 4;
 /// Version of the `app.json` declaration (version 1, without files,
 /// uneven work, exchanges, levels and tiles, and version 2, without halo
 /// flags and the memory declaration, are read too).
@@ -46,7 +47,7 @@ pub const MAX_EXTENDED_EVENTS: usize = 2_000_000;
 pub const APP_FILE: &str = "app.json";
 
 mod events;
-pub use events::{Completion, Event, Msg, OP_COUNT, Op, Started, What};
+pub use events::{Completion, Event, Msg, NEIGHBOR_TAG, OP_COUNT, Op, Started, What};
 
 /// One instrumented iteration of one rank.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]

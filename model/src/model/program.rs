@@ -599,6 +599,25 @@ impl Reading {
             What::Probe(m) if m.peer >= 0 => self.steps.push(Step::Probe(peer(m))),
             What::Peek(m) if m.peer >= 0 => self.steps.push(Step::Peek(peer(m))),
             What::MatchedRecv { .. } => self.steps.push(Step::MatchedRecv),
+            // A neighbourhood collective: its sends posted, then its
+            // receives and sends completed together, as `Isend`s and
+            // `Irecv`s with one `MPI_Waitall`.
+            What::Neighbor { sends, recvs } => {
+                let first = self.n_sends;
+                for m in sends.iter().filter(|m| m.peer >= 0) {
+                    self.steps.push(Step::Send(peer(m), SendMode::Standard));
+                    self.n_sends += 1;
+                }
+                let recvs: Vec<Peer> = recvs.iter().filter(|m| m.peer >= 0).map(peer).collect();
+                if !recvs.is_empty() {
+                    self.steps.push(Step::WaitRecvs(recvs));
+                }
+                if self.n_sends > first {
+                    self.steps
+                        .push(Step::WaitSends((first..self.n_sends).collect()));
+                    self.send_waits_s.push(f64::NAN);
+                }
+            }
             _ => {}
         }
     }

@@ -1,0 +1,68 @@
+/* The neighbourhood collectives, MPI_Scan, MPI_Exscan and MPI_Alltoallw
+ * for mheta's interposer, in marked iterations, with results folded into a
+ * checksum that must not change under the interposer. Per iteration:
+ * on a 1-D periodic Cartesian ring, MPI_Neighbor_alltoall (8 doubles to
+ * each neighbour), _allgather (4 doubles),
+ * _alltoallv and _alltoallw (to the left 1, to the right 2 doubles), and
+ * _allgatherv (4 doubles); on a 1-D non-periodic line,
+ * MPI_Neighbor_alltoall of 3 doubles (the ends have one neighbour); on a
+ * distributed graph where rank r sends to r + 1 and r + 2 (mod P),
+ * MPI_Neighbor_alltoall of 5 doubles; then MPI_Scan, MPI_Exscan and
+ * MPI_Alltoallw on MPI_COMM_WORLD. */
+#include <stdio.h>
+#include <stdlib.h>
+#include "mheta_markers.h"
+
+int main(int argc, char **argv) {
+    int rank, size;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int p = size, periodic = 1, open = 0;
+    MPI_Comm ring, line, graph;
+    MPI_Cart_create(MPI_COMM_WORLD, 1, &p, &periodic, 0, &ring);
+    MPI_Cart_create(MPI_COMM_WORLD, 1, &p, &open, 0, &line);
+    int dst[2] = {(rank + 1) % size, (rank + 2) % size};
+    int src[2] = {(rank + size - 1) % size, (rank + size - 2) % size};
+    MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 2, src, MPI_UNWEIGHTED, 2, dst, MPI_UNWEIGHTED,
+                                   MPI_INFO_NULL, 0, &graph);
+    int big = 8 * size + 16;
+    double *a = calloc(2 * big, sizeof(double)), *b = calloc(2 * big, sizeof(double));
+    double acc = 0.0;
+    int cnt[2], dsp[2], rcnt[2], rdsp[2];
+    MPI_Aint wsd[2], wrd[2];
+    MPI_Datatype types[2] = {MPI_DOUBLE, MPI_DOUBLE};
+    for (int it = 0; it < 6; it++) {
+        mheta_iteration_begin();
+        for (int i = 0; i < 2 * big; i++) a[i] = rank + 0.001 * i + it;
+        MPI_Neighbor_alltoall(a, 8, MPI_DOUBLE, b, 8, MPI_DOUBLE, ring); acc += b[7] + b[15];
+        MPI_Neighbor_allgather(a, 4, MPI_DOUBLE, b, 4, MPI_DOUBLE, ring); acc += b[3] + b[7];
+        cnt[0] = 1; cnt[1] = 2; dsp[0] = 0; dsp[1] = 1;
+        rcnt[0] = 2; rcnt[1] = 1; rdsp[0] = 0; rdsp[1] = 2; /* from the left its 2, from the right its 1 */
+        MPI_Neighbor_alltoallv(a, cnt, dsp, MPI_DOUBLE, b, rcnt, rdsp, MPI_DOUBLE, ring); acc += b[0] + b[2];
+        for (int k = 0; k < 2; k++) { wsd[k] = dsp[k] * sizeof(double); wrd[k] = rdsp[k] * sizeof(double); }
+        MPI_Neighbor_alltoallw(a, cnt, wsd, types, b, rcnt, wrd, types, ring); acc += b[1];
+        int four[2] = {4, 4}, fd[2] = {0, 4};
+        MPI_Neighbor_allgatherv(a, 4, MPI_DOUBLE, b, four, fd, MPI_DOUBLE, ring); acc += b[5];
+        for (int i = 0; i < 6; i++) b[i] = 0.0;
+        MPI_Neighbor_alltoall(a, 3, MPI_DOUBLE, b, 3, MPI_DOUBLE, line); acc += b[2] + b[5];
+        MPI_Neighbor_alltoall(a, 5, MPI_DOUBLE, b, 5, MPI_DOUBLE, graph); acc += b[4] + b[9];
+        double s = rank + it, t = 0.0;
+        MPI_Scan(&s, &t, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); acc += t;
+        t = 0.0;
+        MPI_Exscan(&s, &t, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); if (rank > 0) acc += t;
+        int *ac = malloc(size * sizeof(int)), *ad = malloc(size * sizeof(int));
+        MPI_Datatype *at = malloc(size * sizeof(MPI_Datatype));
+        for (int k = 0; k < size; k++) { ac[k] = 2; ad[k] = 2 * k * (int)sizeof(double); at[k] = MPI_DOUBLE; }
+        MPI_Alltoallw(a, ac, ad, at, b, ac, ad, at, MPI_COMM_WORLD); acc += b[2 * size - 1];
+        free(ac); free(ad); free(at);
+        mheta_iteration_end();
+    }
+    double total = 0.0;
+    MPI_Allreduce(&acc, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) printf("neighbors np=%d checksum=%.10e\n", size, total);
+    MPI_Comm_free(&ring); MPI_Comm_free(&line); MPI_Comm_free(&graph);
+    free(a); free(b);
+    MPI_Finalize();
+    return 0;
+}
