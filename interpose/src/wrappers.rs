@@ -29,7 +29,10 @@ use crate::clock::now;
 use crate::mpi_util::*;
 use crate::tools::recorder::{self, Template, file_id, open_file, take_request, unpersist};
 use crate::tools::{self, Call};
-use helpers::{bytes_w, neighbour_exchange, new_req, nth, nth_w, persist_init, prefetch};
+use helpers::{
+    bytes_w, neighbour_exchange, neighbour_exchange_begun, new_req, nth, nth_w, persist_init,
+    prefetch,
+};
 use mheta_trace::{Op, What};
 use mpi_sys::{
     MPI_Aint, MPI_Comm, MPI_Datatype, MPI_File, MPI_Info, MPI_Message, MPI_Offset, MPI_Op,
@@ -567,6 +570,79 @@ wrappers! {
                                                             comm: MPI_Comm, request: *mut MPI_Request) as Ireduce_scatter_block {
         pre: { let n = comm_size(comm); }
         post: What::ICollective { bytes: bytes(recvcount, datatype) * n as u64, comm_size: n, root: -1, req: new_req(request, None) },
+    }
+
+    MPI_Iscan => PMPI_Iscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype,
+                            op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) as Iscan {
+        pre: {}
+        post: What::ICollective { bytes: bytes(count, datatype), comm_size: comm_size(comm), root: -1, req: new_req(request, None) },
+    }
+    MPI_Iexscan => PMPI_Iexscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype,
+                                op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) as Iexscan {
+        pre: {}
+        post: What::ICollective { bytes: bytes(count, datatype), comm_size: comm_size(comm), root: -1, req: new_req(request, None) },
+    }
+    MPI_Ialltoallw => PMPI_Ialltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int,
+                                      sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int,
+                                      rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm,
+                                      request: *mut MPI_Request) as Ialltoallw {
+        pre: { let n = peer_size(comm); }
+        // SAFETY: the counts and types have one entry per peer of comm.
+        post: What::ICollective {
+            bytes: unsafe {
+                if in_place(sendbuf) { bytes_w(recvcounts, recvtypes, n as usize) } else { bytes_w(sendcounts, sendtypes, n as usize) }
+            },
+            comm_size: n,
+            root: -1,
+            req: new_req(request, None),
+        },
+    }
+    MPI_Ineighbor_allgather => PMPI_Ineighbor_allgather(sendbuf: *const c_void, sendcount: c_int,
+                                                        sendtype: MPI_Datatype, recvbuf: *mut c_void,
+                                                        recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
+                                                        request: *mut MPI_Request) as Ineighbor_allgather {
+        pre: {}
+        post: neighbour_exchange_begun(comm, |_| bytes(sendcount, sendtype), |_| bytes(recvcount, recvtype),
+                                       new_req(request, None)),
+    }
+    MPI_Ineighbor_allgatherv => PMPI_Ineighbor_allgatherv(sendbuf: *const c_void, sendcount: c_int,
+                                                          sendtype: MPI_Datatype, recvbuf: *mut c_void,
+                                                          recvcounts: *const c_int, displs: *const c_int,
+                                                          recvtype: MPI_Datatype, comm: MPI_Comm,
+                                                          request: *mut MPI_Request) as Ineighbor_allgatherv {
+        pre: {}
+        // SAFETY: recvcounts has one entry per source.
+        post: neighbour_exchange_begun(comm, |_| bytes(sendcount, sendtype),
+                                       |k| bytes(unsafe { nth(recvcounts, k) }, recvtype), new_req(request, None)),
+    }
+    MPI_Ineighbor_alltoall => PMPI_Ineighbor_alltoall(sendbuf: *const c_void, sendcount: c_int,
+                                                      sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int,
+                                                      recvtype: MPI_Datatype, comm: MPI_Comm,
+                                                      request: *mut MPI_Request) as Ineighbor_alltoall {
+        pre: {}
+        post: neighbour_exchange_begun(comm, |_| bytes(sendcount, sendtype), |_| bytes(recvcount, recvtype),
+                                       new_req(request, None)),
+    }
+    MPI_Ineighbor_alltoallv => PMPI_Ineighbor_alltoallv(sendbuf: *const c_void, sendcounts: *const c_int,
+                                                        sdispls: *const c_int, sendtype: MPI_Datatype,
+                                                        recvbuf: *mut c_void, recvcounts: *const c_int,
+                                                        rdispls: *const c_int, recvtype: MPI_Datatype,
+                                                        comm: MPI_Comm, request: *mut MPI_Request) as Ineighbor_alltoallv {
+        pre: {}
+        // SAFETY: the counts have one entry per destination and source.
+        post: neighbour_exchange_begun(comm, |k| bytes(unsafe { nth(sendcounts, k) }, sendtype),
+                                       |k| bytes(unsafe { nth(recvcounts, k) }, recvtype), new_req(request, None)),
+    }
+    MPI_Ineighbor_alltoallw => PMPI_Ineighbor_alltoallw(sendbuf: *const c_void, sendcounts: *const c_int,
+                                                        sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype,
+                                                        recvbuf: *mut c_void, recvcounts: *const c_int,
+                                                        rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype,
+                                                        comm: MPI_Comm, request: *mut MPI_Request) as Ineighbor_alltoallw {
+        pre: {}
+        // SAFETY: the counts and types have one entry per destination and
+        // source.
+        post: neighbour_exchange_begun(comm, |k| unsafe { nth_w(sendcounts, sendtypes, k) },
+                                       |k| unsafe { nth_w(recvcounts, recvtypes, k) }, new_req(request, None)),
     }
 
     // ---- MPI-IO: a variable is named by the file it lives in ----

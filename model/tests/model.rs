@@ -395,8 +395,9 @@ fn time_after_a_failed_test_is_waiting_not_computation() {
 #[test]
 fn a_neighbourhood_collective_is_read_as_the_exchange_it_stands_for() {
     // MPI_Neighbor_alltoall on a line's first rank: to and from rank 1
-    // only (the other neighbour is MPI_PROC_NULL), against the same
-    // exchange made of MPI_Isend, MPI_Irecv and MPI_Waitall.
+    // only (the other neighbour is MPI_PROC_NULL), and the same begun by
+    // MPI_Ineighbor_alltoall, against the exchange made of MPI_Isend,
+    // MPI_Irecv and MPI_Waitall.
     use mheta_trace::NEIGHBOR_TAG;
     let m = |peer: i32| Msg {
         peer,
@@ -439,9 +440,32 @@ fn a_neighbourhood_collective_is_read_as_the_exchange_it_stands_for() {
             ]),
         ),
     ];
+    // MPI_Ineighbor_alltoall and its MPI_Wait.
+    let begun = vec![
+        ev(0, 1_000, None, What::StageBegin),
+        ev(1_000, 1_000, None, What::StageEnd),
+        ev(
+            1_000,
+            1_000,
+            Some(Op::Ineighbor_alltoall),
+            What::INeighbor {
+                sends: vec![m(-2), m(1)],
+                recvs: vec![m(-2), m(1)],
+                req: 7,
+            },
+        ),
+        ev(
+            1_000,
+            9_000,
+            Some(Op::Wait),
+            What::Complete(vec![Completion { req: 7, recv: None }]),
+        ),
+    ];
     let a = mheta_model::model::Program::from_events(&neighbour, 9_000, 2);
     let b = mheta_model::model::Program::from_events(&by_hand, 9_000, 2);
+    let c = mheta_model::model::Program::from_events(&begun, 9_000, 2);
     assert_eq!(a.steps, b.steps);
+    assert_eq!(c.steps, b.steps);
     assert_eq!(a.steps.len(), 4, "{:?}", a.steps);
 }
 

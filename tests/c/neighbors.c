@@ -8,7 +8,8 @@
  * MPI_Neighbor_alltoall of 3 doubles (the ends have one neighbour); on a
  * distributed graph where rank r sends to r + 1 and r + 2 (mod P),
  * MPI_Neighbor_alltoall of 5 doubles; then MPI_Scan, MPI_Exscan and
- * MPI_Alltoallw on MPI_COMM_WORLD. */
+ * MPI_Alltoallw on MPI_COMM_WORLD; then the non-blocking forms of the
+ * ring's five and of those three, completed by one MPI_Waitall. */
 #include <stdio.h>
 #include <stdlib.h>
 #include "mheta_markers.h"
@@ -26,7 +27,7 @@ int main(int argc, char **argv) {
     int src[2] = {(rank + size - 1) % size, (rank + size - 2) % size};
     MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 2, src, MPI_UNWEIGHTED, 2, dst, MPI_UNWEIGHTED,
                                    MPI_INFO_NULL, 0, &graph);
-    int big = 8 * size + 16;
+    int big = 8 * size + 16; /* a buffer holds 2·big doubles */
     double *a = calloc(2 * big, sizeof(double)), *b = calloc(2 * big, sizeof(double));
     double acc = 0.0;
     int cnt[2], dsp[2], rcnt[2], rdsp[2];
@@ -55,6 +56,23 @@ int main(int argc, char **argv) {
         MPI_Datatype *at = malloc(size * sizeof(MPI_Datatype));
         for (int k = 0; k < size; k++) { ac[k] = 2; ad[k] = 2 * k * (int)sizeof(double); at[k] = MPI_DOUBLE; }
         MPI_Alltoallw(a, ac, ad, at, b, ac, ad, at, MPI_COMM_WORLD); acc += b[2 * size - 1];
+        /* the non-blocking forms on the ring, each into its own buffer,
+         * completed together */
+        MPI_Request r[8];
+        double *c = calloc(8 * 2 * big, sizeof(double)), u = 0.0, v = 0.0;
+        MPI_Ineighbor_alltoall(a, 8, MPI_DOUBLE, c, 8, MPI_DOUBLE, ring, &r[0]);
+        MPI_Ineighbor_allgather(a, 4, MPI_DOUBLE, c + 2 * big, 4, MPI_DOUBLE, ring, &r[1]);
+        MPI_Ineighbor_alltoallv(a, cnt, dsp, MPI_DOUBLE, c + 4 * big, rcnt, rdsp, MPI_DOUBLE, ring, &r[2]);
+        MPI_Ineighbor_alltoallw(a, cnt, wsd, types, c + 6 * big, rcnt, wrd, types, ring, &r[3]);
+        MPI_Ineighbor_allgatherv(a, 4, MPI_DOUBLE, c + 8 * big, four, fd, MPI_DOUBLE, ring, &r[4]);
+        MPI_Iscan(&s, &u, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r[5]);
+        MPI_Iexscan(&s, &v, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r[6]);
+        MPI_Ialltoallw(a, ac, ad, at, c + 10 * big, ac, ad, at, MPI_COMM_WORLD, &r[7]);
+        MPI_Waitall(8, r, MPI_STATUSES_IGNORE);
+        acc += c[7] + c[15] + c[2 * big + 3] + c[4 * big + 2] + c[6 * big + 1] + c[8 * big + 5] + u
+               + c[10 * big + 2 * size - 1];
+        if (rank > 0) acc += v;
+        free(c);
         free(ac); free(ad); free(at);
         mheta_iteration_end();
     }

@@ -908,12 +908,13 @@ fn fortran_collectives_and_completions_are_recorded_as_in_c() {
 }
 
 /// The neighbourhood collectives of a Cartesian ring, a non-periodic line
-/// and a distributed graph, and MPI_Scan, MPI_Exscan and MPI_Alltoallw
-/// (`tests/c/neighbors.c`), on 3 and 4 ranks: the output is unchanged;
-/// each neighbourhood call is recorded as its messages to and from each
-/// neighbour in the topology's order (none off the line's ends), and
-/// the model reads them as sends posted and then completed with the
-/// receives.
+/// and a distributed graph, and MPI_Scan, MPI_Exscan and MPI_Alltoallw,
+/// blocking and not (`tests/c/neighbors.c`), on 3 and 4 ranks: the output
+/// is unchanged; each neighbourhood call is recorded as its messages to
+/// and from each neighbour in the topology's order (none off the line's
+/// ends), a non-blocking one with its request, which the MPI_Waitall
+/// completes; the model reads them as sends posted and then completed
+/// with the receives (the non-blocking ones' at the MPI_Waitall).
 #[test]
 fn neighbourhood_collectives_are_recorded_as_their_messages() {
     use mheta_trace::{Msg, NEIGHBOR_TAG};
@@ -940,6 +941,15 @@ fn neighbourhood_collectives_are_recorded_as_their_messages() {
                     Op::Scan,
                     Op::Exscan,
                     Op::Alltoallw,
+                    Op::Ineighbor_alltoall,
+                    Op::Ineighbor_allgather,
+                    Op::Ineighbor_alltoallv,
+                    Op::Ineighbor_alltoallw,
+                    Op::Ineighbor_allgatherv,
+                    Op::Iscan,
+                    Op::Iexscan,
+                    Op::Ialltoallw,
+                    Op::Waitall,
                 ],
                 "rank {r}"
             );
@@ -981,25 +991,57 @@ fn neighbourhood_collectives_are_recorded_as_their_messages() {
                     vec![m((r + n - 1) % n, 40), m((r + n - 2) % n, 40)],
                 ),
             ];
-            for (k, (sends, recvs)) in want.into_iter().enumerate() {
+            // MPI_PROC_NULL's value differs between the MPIs: any negative
+            // peer is none.
+            let norm = |v: &[Msg]| -> Vec<Msg> {
+                v.iter()
+                    .map(|x| Msg {
+                        peer: x.peer.max(-1),
+                        ..*x
+                    })
+                    .collect()
+            };
+            // The blocking calls, then the non-blocking forms of the ring's
+            // five (events 10-14), each with its request.
+            let mut begun = Vec::new();
+            for (k, (sends, recvs)) in want.iter().enumerate() {
                 match &it.events[k].what {
                     What::Neighbor { sends: s, recvs: v } => {
-                        // MPI_PROC_NULL's value differs between the MPIs:
-                        // any negative peer is none.
-                        let norm = |v: &[Msg]| -> Vec<Msg> {
-                            v.iter()
-                                .map(|x| Msg {
-                                    peer: x.peer.max(-1),
-                                    ..*x
-                                })
-                                .collect()
-                        };
-                        assert_eq!((norm(s), norm(v)), (sends, recvs), "rank {r}, call {k}");
+                        assert_eq!(
+                            (norm(s), norm(v)),
+                            (sends.clone(), recvs.clone()),
+                            "rank {r}, call {k}"
+                        );
                     }
                     other => panic!("rank {r}, call {k}: {other:?}"),
                 }
+                if k < 5 {
+                    match &it.events[10 + k].what {
+                        What::INeighbor {
+                            sends: s,
+                            recvs: v,
+                            req,
+                        } => {
+                            assert_eq!(
+                                (norm(s), norm(v)),
+                                (sends.clone(), recvs.clone()),
+                                "rank {r}, call {}",
+                                10 + k
+                            );
+                            begun.push(*req);
+                        }
+                        other => panic!("rank {r}, call {}: {other:?}", 10 + k),
+                    }
+                }
             }
-            for (k, bytes) in [(7, 8), (8, 8), (9, 16 * np as u64)] {
+            for (k, bytes) in [
+                (7, 8),
+                (8, 8),
+                (9, 16 * np as u64),
+                (15, 8),
+                (16, 8),
+                (17, 16 * np as u64),
+            ] {
                 match it.events[k].what {
                     What::Collective {
                         bytes: b,
@@ -1012,8 +1054,31 @@ fn neighbourhood_collectives_are_recorded_as_their_messages() {
                             "rank {r}, call {k}"
                         )
                     }
+                    What::ICollective {
+                        bytes: b,
+                        comm_size,
+                        root,
+                        req,
+                    } => {
+                        assert_eq!(
+                            (b, comm_size, root),
+                            (bytes, np as u32, -1),
+                            "rank {r}, call {k}"
+                        );
+                        begun.push(req);
+                    }
                     ref other => panic!("rank {r}, call {k}: {other:?}"),
                 }
+            }
+            // The MPI_Waitall completes all eight requests.
+            match &it.events[18].what {
+                What::Complete(c) => {
+                    let mut done: Vec<u32> = c.iter().map(|c| c.req).collect();
+                    done.sort();
+                    begun.sort();
+                    assert_eq!(done, begun, "rank {r}");
+                }
+                other => panic!("rank {r}, call 18: {other:?}"),
             }
             // The model: each neighbourhood call's sends to real peers,
             // then a wait for its receives and one for its sends.
@@ -1022,11 +1087,22 @@ fn neighbourhood_collectives_are_recorded_as_their_messages() {
                 .filter(|s| matches!(s, mheta_model::model::Step::Send(..)))
                 .count();
             let edges = (r == 0) as usize + (r == n - 1) as usize;
-            assert_eq!(sends, 7 * 2 - edges, "rank {r}: {:?}", p.steps);
-            let waits = (p.steps.iter())
-                .filter(|s| matches!(s, mheta_model::model::Step::WaitRecvs(_)))
-                .count();
-            assert_eq!(waits, 7, "rank {r}: {:?}", p.steps);
+            assert_eq!(sends, 7 * 2 - edges + 5 * 2, "rank {r}: {:?}", p.steps);
+            let waits: Vec<usize> = (p.steps.iter())
+                .filter_map(|s| match s {
+                    mheta_model::model::Step::WaitRecvs(v) => Some(v.len()),
+                    _ => None,
+                })
+                .collect();
+            // Each blocking call's receives, then the non-blocking five's
+            // ten at the MPI_Waitall.
+            let line = 2 - edges;
+            assert_eq!(
+                waits,
+                [2, 2, 2, 2, 2, line, 2, 10],
+                "rank {r}: {:?}",
+                p.steps
+            );
         }
     }
 }

@@ -234,6 +234,20 @@ pub(crate) fn neighbour_exchange(
     }
 }
 
+/// [`neighbour_exchange`] begun, as a non-blocking call's `req`
+/// ([`What::INeighbor`]).
+pub(crate) fn neighbour_exchange_begun(
+    comm: MPI_Comm,
+    send: impl Fn(usize) -> u64,
+    recv: impl Fn(usize) -> u64,
+    req: u32,
+) -> What {
+    match neighbour_exchange(comm, send, recv) {
+        What::Neighbor { sends, recvs } => What::INeighbor { sends, recvs, req },
+        other => other,
+    }
+}
+
 /// Entry `k` of a C array of counts (0 for a null array).
 ///
 /// # Safety

@@ -49,6 +49,9 @@ ops! {
     // collectives of a virtual topology (appended).
     Scan, Exscan, Alltoallw,
     Neighbor_allgather, Neighbor_allgatherv, Neighbor_alltoall, Neighbor_alltoallv, Neighbor_alltoallw,
+    Iscan, Iexscan, Ialltoallw,
+    Ineighbor_allgather, Ineighbor_allgatherv, Ineighbor_alltoall, Ineighbor_alltoallv,
+    Ineighbor_alltoallw,
 }
 
 /// The tag of the messages a neighbourhood collective stands for
@@ -191,6 +194,14 @@ pub enum What {
         sends: Vec<Msg>,
         recvs: Vec<Msg>,
     },
+    /// A non-blocking neighbourhood collective (`MPI_Ineighbor_*`): as
+    /// [`What::Neighbor`], its messages all begun here and completed by
+    /// the `Complete` with `req`.
+    INeighbor {
+        sends: Vec<Msg>,
+        recvs: Vec<Msg>,
+        req: u32,
+    },
 }
 
 /// One persistent request begun by `MPI_Start(all)`.
@@ -225,7 +236,9 @@ impl What {
             What::Complete(c) => c.iter().filter_map(|c| c.recv.map(|m| m.peer)).max(),
             What::Collective { root, .. } | What::ICollective { root, .. } => Some(*root),
             What::PersistentInit { msg, .. } => Some(msg.peer),
-            What::Neighbor { sends, recvs } => sends.iter().chain(recvs).map(|m| m.peer).max(),
+            What::Neighbor { sends, recvs } | What::INeighbor { sends, recvs, .. } => {
+                sends.iter().chain(recvs).map(|m| m.peer).max()
+            }
             What::Start(v) => v
                 .iter()
                 .filter_map(|s| match s {
@@ -257,7 +270,7 @@ impl What {
                     f(&mut msg.peer)
                 }
             }),
-            What::Neighbor { sends, recvs } => {
+            What::Neighbor { sends, recvs } | What::INeighbor { sends, recvs, .. } => {
                 sends.iter_mut().chain(recvs).for_each(|m| f(&mut m.peer))
             }
             _ => {}
@@ -270,7 +283,7 @@ impl What {
             What::Send(m) | What::Recv(m) | What::Probe(m) | What::Peek(m) => m.bytes,
             What::Isend { msg, .. } => msg.bytes,
             What::Sendrecv { send, recv } => send.bytes + recv.bytes,
-            What::Neighbor { sends, recvs } => sends
+            What::Neighbor { sends, recvs } | What::INeighbor { sends, recvs, .. } => sends
                 .iter()
                 .chain(recvs)
                 .filter(|m| m.peer >= 0)
@@ -371,6 +384,21 @@ fn fmt_starts(f: &mut std::fmt::Formatter<'_>, v: &[Started]) -> std::fmt::Resul
     write!(f, "starts {}", parts.join("; "))
 }
 
+/// `to M, M; from M, M` of a neighbourhood collective.
+fn fmt_neighbours(
+    f: &mut std::fmt::Formatter<'_>,
+    sends: &[Msg],
+    recvs: &[Msg],
+) -> std::fmt::Result {
+    let list = |v: &[Msg]| {
+        v.iter()
+            .map(|m| m.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    write!(f, "to {}; from {}", list(sends), list(recvs))
+}
+
 /// One line of `mheta show`: what the event did, in words.
 impl std::fmt::Display for What {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -439,14 +467,10 @@ impl std::fmt::Display for What {
             }
             What::Start(v) => fmt_starts(f, v),
             What::RequestFree => write!(f, "request freed"),
-            What::Neighbor { sends, recvs } => {
-                let list = |v: &[Msg]| {
-                    v.iter()
-                        .map(|m| m.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                };
-                write!(f, "to {}; from {}", list(sends), list(recvs))
+            What::Neighbor { sends, recvs } => fmt_neighbours(f, sends, recvs),
+            What::INeighbor { sends, recvs, req } => {
+                fmt_neighbours(f, sends, recvs)?;
+                write!(f, ", request {req}")
             }
         }
     }

@@ -390,6 +390,9 @@ struct Reading {
     /// waiting so far). Only waiting counts as time in one: what the rank
     /// computed or read while it was in flight, the replay puts after it.
     icoll_open: HashMap<u32, (usize, u64)>,
+    /// Non-blocking neighbourhood collectives in flight: request -> their
+    /// sends' numbers and their receives.
+    ineighbor_open: HashMap<u32, (Vec<u32>, Vec<Peer>)>,
     /// Nanoseconds spent so far in calls that test or wait for requests,
     /// and in the gaps after tests that found nothing done.
     waiting_ns: u64,
@@ -428,6 +431,7 @@ impl Reading {
             isend_open: HashMap::new(),
             n_sends: 0,
             icoll_open: HashMap::new(),
+            ineighbor_open: HashMap::new(),
             waiting_ns: 0,
             sleeps: Vec::new(),
             wait_from: None,
@@ -603,23 +607,38 @@ impl Reading {
             // receives and sends completed together, as `Isend`s and
             // `Irecv`s with one `MPI_Waitall`.
             What::Neighbor { sends, recvs } => {
-                let first = self.n_sends;
-                for m in sends.iter().filter(|m| m.peer >= 0) {
-                    self.steps.push(Step::Send(peer(m), SendMode::Standard));
-                    self.n_sends += 1;
-                }
-                let recvs: Vec<Peer> = recvs.iter().filter(|m| m.peer >= 0).map(peer).collect();
+                let (sends, recvs) = self.neighbour_sends(sends, recvs);
                 if !recvs.is_empty() {
                     self.steps.push(Step::WaitRecvs(recvs));
                 }
-                if self.n_sends > first {
-                    self.steps
-                        .push(Step::WaitSends((first..self.n_sends).collect()));
+                if !sends.is_empty() {
+                    self.steps.push(Step::WaitSends(sends));
                     self.send_waits_s.push(f64::NAN);
                 }
             }
+            // Begun here, waited for with its request's completion.
+            What::INeighbor { sends, recvs, req } => {
+                let open = self.neighbour_sends(sends, recvs);
+                self.ineighbor_open.insert(*req, open);
+            }
             _ => {}
         }
+    }
+
+    /// A neighbourhood collective's sends to real peers posted (numbered):
+    /// their numbers, and its receives from real peers.
+    fn neighbour_sends(
+        &mut self,
+        sends: &[mheta_trace::Msg],
+        recvs: &[mheta_trace::Msg],
+    ) -> (Vec<u32>, Vec<Peer>) {
+        let first = self.n_sends;
+        for m in sends.iter().filter(|m| m.peer >= 0) {
+            self.steps.push(Step::Send(peer(m), SendMode::Standard));
+            self.n_sends += 1;
+        }
+        let recvs = recvs.iter().filter(|m| m.peer >= 0).map(peer).collect();
+        ((first..self.n_sends).collect(), recvs)
     }
 
     /// A non-blocking send posted: numbered, open until its completion.
@@ -652,16 +671,22 @@ impl Reading {
                 *took = (self.waiting_ns - w0) as f64 * 1e-9;
             }
         }
-        let recvs: Vec<Peer> = done
+        let mut recvs: Vec<Peer> = done
             .iter()
             .filter(|c| self.irecv_open.remove(&c.req).is_some())
             .filter_map(|c| c.recv.as_ref().filter(|m| m.peer >= 0).map(peer))
             .collect();
-        let sends: Vec<u32> = done
+        let mut sends: Vec<u32> = done
             .iter()
             .filter(|c| c.recv.is_none())
             .filter_map(|c| self.isend_open.remove(&c.req))
             .collect();
+        for c in done {
+            if let Some((s, r)) = self.ineighbor_open.remove(&c.req) {
+                sends.extend(s);
+                recvs.extend(r);
+            }
+        }
         if !recvs.is_empty() {
             self.steps.push(Step::WaitRecvs(recvs));
         }
