@@ -22,7 +22,9 @@
 //! igather(v), iscatter(v), iallgather(v), ialltoall(v),
 //! ireduce_scatter(_block); persistent requests: send_init,
 //! bsend_init, ssend_init, rsend_init, recv_init, start, startall,
-//! request_free. Each records what its C twin in `wrappers.rs` records.
+//! request_free; and, in [`topology`]'s table, scan, exscan, alltoallw
+//! and the neighbourhood collectives, blocking and not. Each records what
+//! its C twin in `wrappers.rs` records.
 //! Fortran's `MPI_IN_PLACE` is its own address (a common block), which
 //! [`fbuf`] turns into C's. Not covered: MPI-4's large-count
 //! `use mpi_f08` forms (`mpi_send_f08ts_large_`, counts of
@@ -742,3 +744,4 @@ fortran! {
 }
 
 mod lifecycle;
+mod topology;

@@ -21,7 +21,10 @@
 mod helpers;
 mod lifecycle;
 
-pub(crate) use helpers::{Pending, own_part, own_part_v, root_of, rooted, start_one};
+pub(crate) use helpers::{
+    Pending, neighbour_exchange, neighbour_exchange_begun, own_part, own_part_v, root_of, rooted,
+    start_one,
+};
 pub(crate) use lifecycle::start;
 pub use lifecycle::{MPI_Abort, MPI_Finalize, MPI_Init, MPI_Init_thread, MPI_Pcontrol};
 
@@ -29,10 +32,7 @@ use crate::clock::now;
 use crate::mpi_util::*;
 use crate::tools::recorder::{self, Template, file_id, open_file, take_request, unpersist};
 use crate::tools::{self, Call};
-use helpers::{
-    bytes_w, neighbour_exchange, neighbour_exchange_begun, new_req, nth, nth_w, persist_init,
-    prefetch,
-};
+use helpers::{bytes_w, new_req, nth, nth_w, persist_init, prefetch};
 use mheta_trace::{Op, What};
 use mpi_sys::{
     MPI_Aint, MPI_Comm, MPI_Datatype, MPI_File, MPI_Info, MPI_Message, MPI_Offset, MPI_Op,

@@ -1,15 +1,16 @@
 /* The neighbourhood collectives, MPI_Scan, MPI_Exscan and MPI_Alltoallw
  * for mheta's interposer, in marked iterations, with results folded into a
- * checksum that must not change under the interposer. Per iteration:
- * on a 1-D periodic Cartesian ring, MPI_Neighbor_alltoall (8 doubles to
- * each neighbour), _allgather (4 doubles),
- * _alltoallv and _alltoallw (to the left 1, to the right 2 doubles), and
- * _allgatherv (4 doubles); on a 1-D non-periodic line,
- * MPI_Neighbor_alltoall of 3 doubles (the ends have one neighbour); on a
- * distributed graph where rank r sends to r + 1 and r + 2 (mod P),
- * MPI_Neighbor_alltoall of 5 doubles; then MPI_Scan, MPI_Exscan and
- * MPI_Alltoallw on MPI_COMM_WORLD; then the non-blocking forms of the
- * ring's five and of those three, completed by one MPI_Waitall. */
+ * checksum that must not change under the interposer. Per iteration, in
+ * this order: on a 1-D periodic Cartesian ring, MPI_Neighbor_alltoall (8
+ * doubles to each neighbour), _allgather (4 doubles) and _alltoallv (to
+ * the left 1, to the right 2 doubles); on a distributed graph where rank r
+ * sends to r + 1 and r + 2 (mod P), _alltoallw (1 and 2 doubles; MPICH
+ * 4.0's use mpi_f08 binding refuses the w form on a Cartesian topology);
+ * on the ring, _allgatherv (4 doubles); on a 1-D non-periodic line,
+ * _alltoall of 3 doubles (the ends have one neighbour); on the graph,
+ * _alltoall of 5 doubles; then MPI_Scan, MPI_Exscan and MPI_Alltoallw on
+ * MPI_COMM_WORLD; then the non-blocking forms of the first five and of
+ * those three, completed by one MPI_Waitall. */
 #include <stdio.h>
 #include <stdlib.h>
 #include "mheta_markers.h"
@@ -41,8 +42,11 @@ int main(int argc, char **argv) {
         cnt[0] = 1; cnt[1] = 2; dsp[0] = 0; dsp[1] = 1;
         rcnt[0] = 2; rcnt[1] = 1; rdsp[0] = 0; rdsp[1] = 2; /* from the left its 2, from the right its 1 */
         MPI_Neighbor_alltoallv(a, cnt, dsp, MPI_DOUBLE, b, rcnt, rdsp, MPI_DOUBLE, ring); acc += b[0] + b[2];
-        for (int k = 0; k < 2; k++) { wsd[k] = dsp[k] * sizeof(double); wrd[k] = rdsp[k] * sizeof(double); }
-        MPI_Neighbor_alltoallw(a, cnt, wsd, types, b, rcnt, wrd, types, ring); acc += b[1];
+        /* the w form on the graph: 1 double to (and from) the first
+         * neighbour, 2 to (and from) the second */
+        int wcnt[2] = {1, 2};
+        for (int k = 0; k < 2; k++) { wsd[k] = k * sizeof(double); wrd[k] = k * sizeof(double); }
+        MPI_Neighbor_alltoallw(a, wcnt, wsd, types, b, wcnt, wrd, types, graph); acc += b[1];
         int four[2] = {4, 4}, fd[2] = {0, 4};
         MPI_Neighbor_allgatherv(a, 4, MPI_DOUBLE, b, four, fd, MPI_DOUBLE, ring); acc += b[5];
         for (int i = 0; i < 6; i++) b[i] = 0.0;
@@ -63,7 +67,7 @@ int main(int argc, char **argv) {
         MPI_Ineighbor_alltoall(a, 8, MPI_DOUBLE, c, 8, MPI_DOUBLE, ring, &r[0]);
         MPI_Ineighbor_allgather(a, 4, MPI_DOUBLE, c + 2 * big, 4, MPI_DOUBLE, ring, &r[1]);
         MPI_Ineighbor_alltoallv(a, cnt, dsp, MPI_DOUBLE, c + 4 * big, rcnt, rdsp, MPI_DOUBLE, ring, &r[2]);
-        MPI_Ineighbor_alltoallw(a, cnt, wsd, types, c + 6 * big, rcnt, wrd, types, ring, &r[3]);
+        MPI_Ineighbor_alltoallw(a, wcnt, wsd, types, c + 6 * big, wcnt, wrd, types, graph, &r[3]);
         MPI_Ineighbor_allgatherv(a, 4, MPI_DOUBLE, c + 8 * big, four, fd, MPI_DOUBLE, ring, &r[4]);
         MPI_Iscan(&s, &u, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r[5]);
         MPI_Iexscan(&s, &v, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r[6]);

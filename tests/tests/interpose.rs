@@ -917,193 +917,218 @@ fn fortran_collectives_and_completions_are_recorded_as_in_c() {
 /// with the receives (the non-blocking ones' at the MPI_Waitall).
 #[test]
 fn neighbourhood_collectives_are_recorded_as_their_messages() {
-    use mheta_trace::{Msg, NEIGHBOR_TAG};
     let dir = scratch("neighbors");
     let exe = cc(&dir, "neighbors");
     for np in [3usize, 4] {
         let trace = same_output(&dir, np, "recorder,summary", &exe, &[], &[]);
-        let traces = mheta_trace::read_dir(&trace).unwrap();
-        assert_eq!(traces.len(), np);
-        for t in &traces {
-            let (r, n) = (t.rank as i32, np as i32);
-            let (left, right) = ((r + n - 1) % n, (r + 1) % n);
-            let it = &t.iterations[0];
-            assert_eq!(
-                ops_of(it),
-                [
-                    Op::Neighbor_alltoall,
-                    Op::Neighbor_allgather,
-                    Op::Neighbor_alltoallv,
-                    Op::Neighbor_alltoallw,
-                    Op::Neighbor_allgatherv,
-                    Op::Neighbor_alltoall,
-                    Op::Neighbor_alltoall,
-                    Op::Scan,
-                    Op::Exscan,
-                    Op::Alltoallw,
-                    Op::Ineighbor_alltoall,
-                    Op::Ineighbor_allgather,
-                    Op::Ineighbor_alltoallv,
-                    Op::Ineighbor_alltoallw,
-                    Op::Ineighbor_allgatherv,
-                    Op::Iscan,
-                    Op::Iexscan,
-                    Op::Ialltoallw,
-                    Op::Waitall,
-                ],
-                "rank {r}"
-            );
-            let m = |peer: i32, bytes: u64| Msg {
-                peer,
-                tag: NEIGHBOR_TAG,
-                bytes,
-            };
-            let off = |p: i32, edge: bool| if edge { -1 } else { p };
-            let line_l = off(left, r == 0);
-            let line_r = off(right, r == n - 1);
-            let want: [(Vec<Msg>, Vec<Msg>); 7] = [
-                (
-                    vec![m(left, 64), m(right, 64)],
-                    vec![m(left, 64), m(right, 64)],
-                ),
-                (
-                    vec![m(left, 32), m(right, 32)],
-                    vec![m(left, 32), m(right, 32)],
-                ),
-                (
-                    vec![m(left, 8), m(right, 16)],
-                    vec![m(left, 16), m(right, 8)],
-                ),
-                (
-                    vec![m(left, 8), m(right, 16)],
-                    vec![m(left, 16), m(right, 8)],
-                ),
-                (
-                    vec![m(left, 32), m(right, 32)],
-                    vec![m(left, 32), m(right, 32)],
-                ),
-                (
-                    vec![m(line_l, 24), m(line_r, 24)],
-                    vec![m(line_l, 24), m(line_r, 24)],
-                ),
-                (
-                    vec![m((r + 1) % n, 40), m((r + 2) % n, 40)],
-                    vec![m((r + n - 1) % n, 40), m((r + n - 2) % n, 40)],
-                ),
-            ];
-            // MPI_PROC_NULL's value differs between the MPIs: any negative
-            // peer is none.
-            let norm = |v: &[Msg]| -> Vec<Msg> {
-                v.iter()
-                    .map(|x| Msg {
-                        peer: x.peer.max(-1),
-                        ..*x
-                    })
-                    .collect()
-            };
-            // The blocking calls, then the non-blocking forms of the ring's
-            // five (events 10-14), each with its request.
-            let mut begun = Vec::new();
-            for (k, (sends, recvs)) in want.iter().enumerate() {
-                match &it.events[k].what {
-                    What::Neighbor { sends: s, recvs: v } => {
-                        assert_eq!(
-                            (norm(s), norm(v)),
-                            (sends.clone(), recvs.clone()),
-                            "rank {r}, call {k}"
-                        );
-                    }
-                    other => panic!("rank {r}, call {k}: {other:?}"),
+        assert_neighbours(&trace, np, "C");
+    }
+}
+
+/// The same calls from Fortran (`tests/fortran/neighbors.F90`), under
+/// `use mpi` and `use mpi_f08`: recorded as from C.
+#[test]
+fn fortran_neighbourhood_collectives_are_recorded_as_in_c() {
+    let dir = scratch("fortran-neighbors");
+    for (binding, flags) in BINDINGS {
+        let exe = fortran(&dir, "neighbors", "fneighbors", flags);
+        for np in [3usize, 4] {
+            let trace = same_output(&dir, np, "recorder,summary", &exe, &[], &[]);
+            assert_neighbours(&trace, np, binding);
+        }
+    }
+}
+
+/// What `tests/c/neighbors.c` and `tests/fortran/neighbors.F90` record on
+/// `np` ranks (`program` names the build in messages).
+fn assert_neighbours(trace: &std::path::Path, np: usize, program: &str) {
+    use mheta_trace::{Msg, NEIGHBOR_TAG};
+    let traces = mheta_trace::read_dir(trace).unwrap();
+    assert_eq!(traces.len(), np);
+    for t in &traces {
+        let (r, n) = (t.rank as i32, np as i32);
+        let (left, right) = ((r + n - 1) % n, (r + 1) % n);
+        let it = &t.iterations[0];
+        assert_eq!(
+            ops_of(it),
+            [
+                Op::Neighbor_alltoall,
+                Op::Neighbor_allgather,
+                Op::Neighbor_alltoallv,
+                Op::Neighbor_alltoallw,
+                Op::Neighbor_allgatherv,
+                Op::Neighbor_alltoall,
+                Op::Neighbor_alltoall,
+                Op::Scan,
+                Op::Exscan,
+                Op::Alltoallw,
+                Op::Ineighbor_alltoall,
+                Op::Ineighbor_allgather,
+                Op::Ineighbor_alltoallv,
+                Op::Ineighbor_alltoallw,
+                Op::Ineighbor_allgatherv,
+                Op::Iscan,
+                Op::Iexscan,
+                Op::Ialltoallw,
+                Op::Waitall,
+            ],
+            "{program}: rank {r}"
+        );
+        let m = |peer: i32, bytes: u64| Msg {
+            peer,
+            tag: NEIGHBOR_TAG,
+            bytes,
+        };
+        let off = |p: i32, edge: bool| if edge { -1 } else { p };
+        let line_l = off(left, r == 0);
+        let line_r = off(right, r == n - 1);
+        let want: [(Vec<Msg>, Vec<Msg>); 7] = [
+            (
+                vec![m(left, 64), m(right, 64)],
+                vec![m(left, 64), m(right, 64)],
+            ),
+            (
+                vec![m(left, 32), m(right, 32)],
+                vec![m(left, 32), m(right, 32)],
+            ),
+            (
+                vec![m(left, 8), m(right, 16)],
+                vec![m(left, 16), m(right, 8)],
+            ),
+            (
+                vec![m((r + 1) % n, 8), m((r + 2) % n, 16)],
+                vec![m((r + n - 1) % n, 8), m((r + n - 2) % n, 16)],
+            ),
+            (
+                vec![m(left, 32), m(right, 32)],
+                vec![m(left, 32), m(right, 32)],
+            ),
+            (
+                vec![m(line_l, 24), m(line_r, 24)],
+                vec![m(line_l, 24), m(line_r, 24)],
+            ),
+            (
+                vec![m((r + 1) % n, 40), m((r + 2) % n, 40)],
+                vec![m((r + n - 1) % n, 40), m((r + n - 2) % n, 40)],
+            ),
+        ];
+        // MPI_PROC_NULL's value differs between the MPIs: any negative
+        // peer is none.
+        let norm = |v: &[Msg]| -> Vec<Msg> {
+            v.iter()
+                .map(|x| Msg {
+                    peer: x.peer.max(-1),
+                    ..*x
+                })
+                .collect()
+        };
+        // The blocking calls, then the non-blocking forms of the ring's
+        // five (events 10-14), each with its request.
+        let mut begun = Vec::new();
+        for (k, (sends, recvs)) in want.iter().enumerate() {
+            match &it.events[k].what {
+                What::Neighbor { sends: s, recvs: v } => {
+                    assert_eq!(
+                        (norm(s), norm(v)),
+                        (sends.clone(), recvs.clone()),
+                        "{program}: rank {r}, call {k}"
+                    );
                 }
-                if k < 5 {
-                    match &it.events[10 + k].what {
-                        What::INeighbor {
-                            sends: s,
-                            recvs: v,
-                            req,
-                        } => {
-                            assert_eq!(
-                                (norm(s), norm(v)),
-                                (sends.clone(), recvs.clone()),
-                                "rank {r}, call {}",
-                                10 + k
-                            );
-                            begun.push(*req);
-                        }
-                        other => panic!("rank {r}, call {}: {other:?}", 10 + k),
-                    }
-                }
+                other => panic!("{program}: rank {r}, call {k}: {other:?}"),
             }
-            for (k, bytes) in [
-                (7, 8),
-                (8, 8),
-                (9, 16 * np as u64),
-                (15, 8),
-                (16, 8),
-                (17, 16 * np as u64),
-            ] {
-                match it.events[k].what {
-                    What::Collective {
-                        bytes: b,
-                        comm_size,
-                        root,
-                    } => {
-                        assert_eq!(
-                            (b, comm_size, root),
-                            (bytes, np as u32, -1),
-                            "rank {r}, call {k}"
-                        )
-                    }
-                    What::ICollective {
-                        bytes: b,
-                        comm_size,
-                        root,
+            if k < 5 {
+                match &it.events[10 + k].what {
+                    What::INeighbor {
+                        sends: s,
+                        recvs: v,
                         req,
                     } => {
                         assert_eq!(
-                            (b, comm_size, root),
-                            (bytes, np as u32, -1),
-                            "rank {r}, call {k}"
+                            (norm(s), norm(v)),
+                            (sends.clone(), recvs.clone()),
+                            "{program}: rank {r}, call {}",
+                            10 + k
                         );
-                        begun.push(req);
+                        begun.push(*req);
                     }
-                    ref other => panic!("rank {r}, call {k}: {other:?}"),
+                    other => panic!("{program}: rank {r}, call {}: {other:?}", 10 + k),
                 }
             }
-            // The MPI_Waitall completes all eight requests.
-            match &it.events[18].what {
-                What::Complete(c) => {
-                    let mut done: Vec<u32> = c.iter().map(|c| c.req).collect();
-                    done.sort();
-                    begun.sort();
-                    assert_eq!(done, begun, "rank {r}");
-                }
-                other => panic!("rank {r}, call 18: {other:?}"),
-            }
-            // The model: each neighbourhood call's sends to real peers,
-            // then a wait for its receives and one for its sends.
-            let p = mheta_model::model::Program::from_trace(t);
-            let sends = (p.steps.iter())
-                .filter(|s| matches!(s, mheta_model::model::Step::Send(..)))
-                .count();
-            let edges = (r == 0) as usize + (r == n - 1) as usize;
-            assert_eq!(sends, 7 * 2 - edges + 5 * 2, "rank {r}: {:?}", p.steps);
-            let waits: Vec<usize> = (p.steps.iter())
-                .filter_map(|s| match s {
-                    mheta_model::model::Step::WaitRecvs(v) => Some(v.len()),
-                    _ => None,
-                })
-                .collect();
-            // Each blocking call's receives, then the non-blocking five's
-            // ten at the MPI_Waitall.
-            let line = 2 - edges;
-            assert_eq!(
-                waits,
-                [2, 2, 2, 2, 2, line, 2, 10],
-                "rank {r}: {:?}",
-                p.steps
-            );
         }
+        for (k, bytes) in [
+            (7, 8),
+            (8, 8),
+            (9, 16 * np as u64),
+            (15, 8),
+            (16, 8),
+            (17, 16 * np as u64),
+        ] {
+            match it.events[k].what {
+                What::Collective {
+                    bytes: b,
+                    comm_size,
+                    root,
+                } => {
+                    assert_eq!(
+                        (b, comm_size, root),
+                        (bytes, np as u32, -1),
+                        "{program}: rank {r}, call {k}"
+                    )
+                }
+                What::ICollective {
+                    bytes: b,
+                    comm_size,
+                    root,
+                    req,
+                } => {
+                    assert_eq!(
+                        (b, comm_size, root),
+                        (bytes, np as u32, -1),
+                        "{program}: rank {r}, call {k}"
+                    );
+                    begun.push(req);
+                }
+                ref other => panic!("{program}: rank {r}, call {k}: {other:?}"),
+            }
+        }
+        // The MPI_Waitall completes all eight requests.
+        match &it.events[18].what {
+            What::Complete(c) => {
+                let mut done: Vec<u32> = c.iter().map(|c| c.req).collect();
+                done.sort();
+                begun.sort();
+                assert_eq!(done, begun, "{program}: rank {r}");
+            }
+            other => panic!("{program}: rank {r}, call 18: {other:?}"),
+        }
+        // The model: each neighbourhood call's sends to real peers,
+        // then a wait for its receives and one for its sends.
+        let p = mheta_model::model::Program::from_trace(t);
+        let sends = (p.steps.iter())
+            .filter(|s| matches!(s, mheta_model::model::Step::Send(..)))
+            .count();
+        let edges = (r == 0) as usize + (r == n - 1) as usize;
+        assert_eq!(
+            sends,
+            7 * 2 - edges + 5 * 2,
+            "{program}: rank {r}: {:?}",
+            p.steps
+        );
+        let waits: Vec<usize> = (p.steps.iter())
+            .filter_map(|s| match s {
+                mheta_model::model::Step::WaitRecvs(v) => Some(v.len()),
+                _ => None,
+            })
+            .collect();
+        // Each blocking call's receives, then the non-blocking five's
+        // ten at the MPI_Waitall.
+        let line = 2 - edges;
+        assert_eq!(
+            waits,
+            [2, 2, 2, 2, 2, line, 2, 10],
+            "{program}: rank {r}: {:?}",
+            p.steps
+        );
     }
 }
 
