@@ -5,11 +5,13 @@
 # the run without the preload.
 #
 #   scripts/mpi4py-suite.sh            # the whole suite (about 2 minutes)
-#   scripts/mpi4py-suite.sh --quick    # intercommunicators, collectives,
+#   scripts/mpi4py-suite.sh --quick    # intercommunicators, collectives
+#                                      # (neighbourhood ones too),
 #                                      # point-to-point, requests; 3 ranks
 #                                      # (2 on MPICH)
 #   MHETA_MPI=mpich scripts/mpi4py-suite.sh   # on MPICH (mpi4py built
 #                                      # from the same sdist against it)
+#   MPI4PY_NPS="1 2" scripts/mpi4py-suite.sh  # only these rank counts
 #
 # Tools: none (LD_PRELOAD with no tool listening: MHETA_TOOLS=none),
 # recorder (idle: mpi4py marks no iterations), recorder while recording
@@ -64,11 +66,15 @@ trap 'rm -rf "$out"' EXIT
 if [ "${1:-}" = "--quick" ]; then
   # MPICH's ranks poll while they wait: 3 on 2 cores take minutes.
   if [ "$MHETA_MPI" = mpich ]; then nps="2"; else nps="3"; fi
-  sel=(-i test_comm_inter -i test_cco_obj_inter -i test_cco_buf -i test_cco_nb_buf -i test_p2p_buf -i test_request)
+  sel=(-i test_comm_inter -i test_cco_obj_inter -i test_cco_buf -i test_cco_nb_buf -i test_cco_ngh_buf
+       -i test_p2p_buf -i test_request)
 else
   nps="1 2 3 4"
   sel=()
 fi
+# MPI4PY_NPS="1 2": other rank counts (the whole suite at 3 and 4 ranks
+# takes about 7 minutes a run on MPICH, whose waiting ranks poll).
+nps=${MPI4PY_NPS:-$nps}
 
 # One run: the unittest summary lines of every rank ("Ran N tests" and
 # "OK (skipped=N)" or "FAILED (...)", counted), each rank's output in its own file

@@ -43,7 +43,7 @@ pub trait Tool: Sync {
     fn emergency(&self, _in_signal: bool) {}
 }
 
-/// Bit of each tool in [`ACTIVE`].
+/// Bit of each tool in `ACTIVE`.
 pub const RECORDER: u32 = 1;
 pub const SUMMARY: u32 = 2;
 
