@@ -1286,7 +1286,8 @@ fn edge_cases_under_every_tool() {
 }
 
 /// A third-party suite, mpi4py's own tests (intercommunicators,
-/// collectives, point-to-point, requests), at 3 ranks without mheta and
+/// collectives, neighbourhood collectives, point-to-point, requests), at
+/// 3 ranks without mheta and
 /// under every tool: the same results (scripts/mpi4py-suite.sh --quick;
 /// the script without --quick runs the whole suite at 1 to 4 ranks). On
 /// Open MPI; tests/tests/mpich.rs runs it on MPICH.
