@@ -7,7 +7,7 @@ use crate::mpi_util::{bytes, comm_rank, in_place, msg, msg_from_status, world_ra
 use crate::tools::recorder::{
     Posted, Template, persist, persistent, post_request, restore_request, take_request,
 };
-use mheta_trace::{Completion, NEIGHBOR_TAG, Started, What};
+use mheta_trace::{Completion, Msg, NEIGHBOR_TAG, Started, What};
 use mpi_sys::{MPI_Comm, MPI_Datatype, MPI_Request, MPI_Status};
 use std::os::raw::{c_int, c_void};
 
@@ -216,36 +216,43 @@ pub(crate) fn neighbours(comm: MPI_Comm) -> (Vec<c_int>, Vec<c_int>) {
     }
 }
 
-/// A neighbourhood collective on `comm` ([`What::Neighbor`]): to
-/// destination k `send(k)` bytes, from source k `recv(k)` bytes.
+/// A neighbourhood collective's messages on `comm`: to destination k
+/// `send(k)` bytes, from source k `recv(k)` bytes (sends, receives).
+fn neighbour_msgs(
+    comm: MPI_Comm,
+    send: impl Fn(usize) -> u64,
+    recv: impl Fn(usize) -> u64,
+) -> (Vec<Msg>, Vec<Msg>) {
+    let (srcs, dsts) = neighbours(comm);
+    let sends = (dsts.iter().enumerate())
+        .map(|(k, &d)| msg(comm, d, NEIGHBOR_TAG, send(k)))
+        .collect();
+    let recvs = (srcs.iter().enumerate())
+        .map(|(k, &r)| msg(comm, r, NEIGHBOR_TAG, recv(k)))
+        .collect();
+    (sends, recvs)
+}
+
+/// A blocking neighbourhood collective ([`What::Neighbor`]; see
+/// [`neighbour_msgs`]).
 pub(crate) fn neighbour_exchange(
     comm: MPI_Comm,
     send: impl Fn(usize) -> u64,
     recv: impl Fn(usize) -> u64,
 ) -> What {
-    let (srcs, dsts) = neighbours(comm);
-    What::Neighbor {
-        sends: (dsts.iter().enumerate())
-            .map(|(k, &d)| msg(comm, d, NEIGHBOR_TAG, send(k)))
-            .collect(),
-        recvs: (srcs.iter().enumerate())
-            .map(|(k, &r)| msg(comm, r, NEIGHBOR_TAG, recv(k)))
-            .collect(),
-    }
+    let (sends, recvs) = neighbour_msgs(comm, send, recv);
+    What::Neighbor { sends, recvs }
 }
 
-/// [`neighbour_exchange`] begun, as a non-blocking call's `req`
-/// ([`What::INeighbor`]).
+/// A non-blocking one, begun as request `req` ([`What::INeighbor`]).
 pub(crate) fn neighbour_exchange_begun(
     comm: MPI_Comm,
     send: impl Fn(usize) -> u64,
     recv: impl Fn(usize) -> u64,
     req: u32,
 ) -> What {
-    match neighbour_exchange(comm, send, recv) {
-        What::Neighbor { sends, recvs } => What::INeighbor { sends, recvs, req },
-        other => other,
-    }
+    let (sends, recvs) = neighbour_msgs(comm, send, recv);
+    What::INeighbor { sends, recvs, req }
 }
 
 /// Entry `k` of a C array of counts (0 for a null array).
