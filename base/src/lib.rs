@@ -14,5 +14,5 @@ pub mod stats;
 pub mod units;
 
 pub use fs::write_atomic;
-pub use stats::median;
+pub use stats::{median, quantile};
 pub use units::parse_bytes;

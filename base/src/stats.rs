@@ -16,6 +16,17 @@ pub fn median(v: &mut [f64]) -> Option<f64> {
     })
 }
 
+/// The `q` quantile of sorted `v`, interpolated between order statistics
+/// (`v` must not be empty).
+pub fn quantile(v: &[f64], q: f64) -> f64 {
+    let x = q * (v.len() - 1) as f64;
+    let (i, f) = (x.floor() as usize, x - x.floor());
+    match v.get(i + 1) {
+        Some(&next) if f > 0.0 => v[i] + f * (next - v[i]),
+        _ => v[i],
+    }
+}
+
 /// The median of the finite values of `v`; `None` when there are none.
 pub fn finite_median(mut v: Vec<f64>) -> Option<f64> {
     v.retain(|x| x.is_finite());
@@ -36,5 +47,8 @@ mod tests {
             Some(3.0)
         );
         assert_eq!(finite_median(vec![f64::NAN]), None);
+        assert_eq!(quantile(&[1.0, 2.0, 3.0, 5.0], 0.5), 2.5);
+        assert_eq!(quantile(&[1.0, 2.0, 3.0, 5.0], 1.0), 5.0);
+        assert_eq!(quantile(&[7.0], 0.025), 7.0);
     }
 }

@@ -19,7 +19,7 @@
 use super::job::{busiest_stage, iter_median};
 use super::report::diff_pct;
 use anyhow::{Context, Result};
-use mheta_base::median;
+use mheta_base::{median, quantile};
 use mheta_model::search::Rng;
 use serde::Serialize;
 use serde_json::Value;
@@ -160,16 +160,6 @@ pub fn unflagged_median(runs: &[RunRecord]) -> Option<f64> {
         .map(|r| r.iter_median_s)
         .collect();
     median(&mut v)
-}
-
-/// The `q` quantile of sorted `v`, interpolated between order statistics.
-fn quantile(v: &[f64], q: f64) -> f64 {
-    let x = q * (v.len() - 1) as f64;
-    let (i, f) = (x.floor() as usize, x - x.floor());
-    match v.get(i + 1) {
-        Some(&next) if f > 0.0 => v[i] + f * (next - v[i]),
-        _ => v[i],
-    }
 }
 
 /// The median of one resample of `from` with replacement (drawn into

@@ -7,10 +7,74 @@
 use super::runner::{Config, Runner, parse_config};
 use super::{CheckArgs, check_rows, fit_groups, group_samples, plot, print_fit, total_rows};
 use anyhow::{Context, Result, bail};
-use mheta_base::median;
+use mheta_base::{median, quantile};
+use mheta_model::search::Rng;
 use mheta_scale::{FitFile, GroupFit, Sample};
 use serde_json::json;
 use std::path::{Path, PathBuf};
+
+/// The goal a held-out configuration's error is judged against, %.
+pub(super) const GOAL_PCT: f64 = 3.0;
+/// Resamples of an error's bootstrap interval.
+const RESAMPLES: usize = 1000;
+
+/// The percentile bootstrap 95% interval of each held-out configuration's
+/// signed error, %, under `check --refit`: each resample draws every
+/// fitted configuration's runs and every held-out one's with replacement
+/// (as many as each has), refits on their medians and predicts. A fitted
+/// configuration whose runs split between two modes moves every
+/// prediction made from it, which its one median hides; this interval
+/// carries that, and the held-out runs' own spread, to the error.
+fn error_ci(
+    f: &FitFile,
+    groups: &[String],
+    fitted: (&[Config], &[Vec<f64>]),
+    held_out: (&[Config], &[Vec<f64>]),
+) -> Vec<[f64; 2]> {
+    let mut rng = Rng::new(0x7363_616c_655f_6369);
+    let mut draw = |v: &[f64]| -> Vec<f64> {
+        (0..v.len())
+            .map(|_| v[rng.below(v.len() as u64) as usize])
+            .collect()
+    };
+    let mut errs = vec![Vec::with_capacity(RESAMPLES); held_out.0.len()];
+    let mut g = f.clone();
+    for _ in 0..RESAMPLES {
+        let t: Vec<Vec<f64>> = fitted.1.iter().map(|t| draw(t)).collect();
+        if fit_groups(&mut g, groups, fitted.0, &t).is_err() {
+            continue;
+        }
+        for ((c, t), e) in held_out.0.iter().zip(held_out.1).zip(&mut errs) {
+            if let (Ok(p), Some(a)) = (g.predict(&c.parts, c.rows), median(&mut draw(t))) {
+                e.push((p - a) / a * 100.0);
+            }
+        }
+    }
+    errs.into_iter()
+        .map(|mut e| {
+            e.sort_by(f64::total_cmp);
+            if e.is_empty() {
+                [f64::NAN; 2]
+            } else {
+                [quantile(&e, 0.025), quantile(&e, 0.975)]
+            }
+        })
+        .collect()
+}
+
+/// A held-out configuration's verdict: "met" within [`GOAL_PCT`];
+/// "within noise" when not, but its error's 95% interval reaches within
+/// it (the runs cannot tell the error from one that meets the goal);
+/// else "missed".
+fn verdict(err: f64, ci: Option<[f64; 2]>) -> &'static str {
+    if err.abs() <= GOAL_PCT {
+        "met"
+    } else if ci.is_some_and(|[lo, hi]| lo <= GOAL_PCT && hi >= -GOAL_PCT) {
+        "within noise"
+    } else {
+        "missed"
+    }
+}
 
 /// Where `check --refit` writes its fit: OUTPUT's name with `.refit.json`.
 fn refit_path(output: &Path) -> PathBuf {
@@ -186,9 +250,9 @@ pub(super) fn check(a: CheckArgs) -> Result<i32> {
         }
         drift.push(json!({"config": c.label(), "at_fit_s": at_fit, "now_s": now, "runs_s": t, "drift_pct": pct}));
     }
+    let groups: Vec<String> = f.groups.keys().cloned().collect();
+    let fit_cfgs: Vec<Config> = controls.iter().map(|c| c.0.clone()).collect();
     if a.refit {
-        let groups: Vec<String> = f.groups.keys().cloned().collect();
-        let fit_cfgs: Vec<Config> = controls.iter().map(|c| c.0.clone()).collect();
         fit_groups(&mut f, &groups, &fit_cfgs, &control_times)?;
         f.emulation = r.emulation.clone();
         let mut d: Vec<f64> = drift
@@ -223,13 +287,28 @@ pub(super) fn check(a: CheckArgs) -> Result<i32> {
         ),
         None => None,
     };
+    let cis: Option<Vec<[f64; 2]>> = a.refit.then(|| {
+        error_ci(
+            &f,
+            &groups,
+            (&fit_cfgs, &control_times),
+            (&configs, &times),
+        )
+    });
     let mut rows = Vec::new();
+    let mut verdicts = [0usize; 3];
     let mut max_err: f64 = 0.0;
     let mut max_err_pub: f64 = 0.0;
     let signed = |p: f64, actual: f64| (p - actual) / actual * 100.0;
     println!(
-        "{:<16} {:>12} {:>12} {:>8} {:>8} {:>14}",
-        "config", "predicted ms", "actual ms", "err %", "noise %", "as published %"
+        "{:<16} {:>12} {:>12} {:>8} {:>8} {:>14} {:>16}  verdict",
+        "config",
+        "predicted ms",
+        "actual ms",
+        "err %",
+        "noise %",
+        "as published %",
+        "err 95% CI"
     );
     for (i, ((c, p), t)) in configs.iter().zip(&predicted).zip(&times).enumerate() {
         let actual = median(&mut t.clone()).context("no runs")?;
@@ -243,14 +322,21 @@ pub(super) fn check(a: CheckArgs) -> Result<i32> {
         if let Some(e) = err_pub {
             max_err_pub = max_err_pub.max(e.abs());
         }
+        let ci = cis.as_ref().map(|v| v[i]);
+        let v = verdict(err, ci);
+        verdicts[["met", "within noise", "missed"]
+            .iter()
+            .position(|&x| x == v)
+            .unwrap_or(2)] += 1;
         println!(
-            "{:<16} {:>12.3} {:>12.3} {:>+8.2} {:>8.2} {:>14}",
+            "{:<16} {:>12.3} {:>12.3} {:>+8.2} {:>8.2} {:>14} {:>16}  {v}",
             c.label(),
             p * 1e3,
             actual * 1e3,
             err,
             noise,
-            err_pub.map_or("-".into(), |e| format!("{e:+.2}"))
+            err_pub.map_or("-".into(), |e| format!("{e:+.2}")),
+            ci.map_or("-".into(), |[lo, hi]| format!("[{lo:+.2}, {hi:+.2}]"))
         );
         rows.push(json!({
             "config": c.label(), "np": c.np(), "rows": c.rows, "n": f.n,
@@ -258,9 +344,22 @@ pub(super) fn check(a: CheckArgs) -> Result<i32> {
             "predicted_s": p, "actual_s": actual, "runs_s": t,
             "noise_pct": noise, "error_pct": err.abs(), "signed_error_pct": err,
             "predicted_as_published_s": pubd, "error_as_published_pct": err_pub,
+            "signed_error_ci_pct": ci, "verdict": v,
         }));
     }
     println!("max error {max_err:.2}% (err: predicted over actual - 1, eqs. 2-4 fitted together)");
+    println!(
+        "verdicts: {} met, {} within noise, {} missed (met: |err| <= {GOAL_PCT}%; within noise: not, but the error's \
+         bootstrap 95% CI reaches within {GOAL_PCT}%{})",
+        verdicts[0],
+        verdicts[1],
+        verdicts[2],
+        if a.refit {
+            ", each resample drawing the fitted and the held-out configurations' runs and refitting"
+        } else {
+            "; without --refit the fit's runs are not at hand: no CI"
+        }
+    );
     if published.is_some() {
         println!(
             "as published (c, d through the per-np0 alpha, gamma of the largest np0): max error {max_err_pub:.2}%"
@@ -273,6 +372,7 @@ pub(super) fn check(a: CheckArgs) -> Result<i32> {
         "time": "median seconds per iteration over interleaved repeats",
         "noise": "(max - min) / median of the repeats",
         "configs": rows, "max_err_pct": max_err,
+        "verdicts": {"met": verdicts[0], "within_noise": verdicts[1], "missed": verdicts[2]},
         "max_err_as_published_pct": published.as_ref().map(|_| max_err_pub),
         "controls": drift, "refit": a.refit,
     });
@@ -341,5 +441,68 @@ mod tests {
             assert_eq!(c[0].0.label(), want, "{app}");
             assert_eq!(c[0].1, 4.0 + per[1] as f64, "{app}: its time at the fit");
         }
+    }
+
+    /// A fitted configuration whose runs split between two modes widens
+    /// every held-out error's interval; runs that agree leave it a point.
+    #[test]
+    fn the_error_interval_carries_a_fitted_configurations_two_modes() {
+        let mut f = FitFile {
+            version: FIT_VERSION,
+            app: "jacobi".into(),
+            n: 2048,
+            bytes_per_point: 16.0,
+            iters: 1,
+            spec: "s".into(),
+            emulation: "clock".into(),
+            groups: BTreeMap::new(),
+            link_s: None,
+            link_s_as_published: None,
+            samples: vec![],
+        };
+        // T = 1 ms + 2 ms/MB + 0.1 ms · log2(np): no γ.
+        let truth = |np: u32, w: f64| 1e-3 + 2e-3 * w + 1e-4 * f64::from(np).log2();
+        let mut fitted = Vec::new();
+        for np in [1u32, 2, 4] {
+            for per in [128u64, 256] {
+                let c = parse_config(&format!("a={np}@{}", total_rows("jacobi", per, np))).unwrap();
+                let w = f.work_of(c.rows, np);
+                f.samples.push((
+                    "a".into(),
+                    Sample {
+                        np,
+                        work_mb: w,
+                        time_s: truth(np, w),
+                    },
+                ));
+                fitted.push((c, vec![truth(np, w); 4]));
+            }
+        }
+        let held = parse_config("a=8@2048").unwrap();
+        let w = f.work_of(held.rows, 8);
+        let held_runs = vec![vec![truth(8, w); 4]];
+        let groups = vec!["a".to_string()];
+        let cfgs: Vec<Config> = fitted.iter().map(|x| x.0.clone()).collect();
+        let ci = |runs: &[Vec<f64>]| {
+            error_ci(
+                &f,
+                &groups,
+                (&cfgs, runs),
+                (std::slice::from_ref(&held), &held_runs),
+            )[0]
+        };
+        let agree: Vec<Vec<f64>> = fitted.iter().map(|x| x.1.clone()).collect();
+        let [lo, hi] = ci(&agree);
+        assert!(lo.abs() < 1e-6 && hi.abs() < 1e-6, "[{lo}, {hi}]");
+        // np 4's larger configuration: two runs 10% slow.
+        let mut split = agree.clone();
+        let t = split[5][0];
+        split[5] = vec![t, t, 1.1 * t, 1.1 * t];
+        let [lo, hi] = ci(&split);
+        assert!(lo <= 0.0 && hi > 5.0, "[{lo}, {hi}]");
+        assert_eq!(verdict(2.0, None), "met");
+        assert_eq!(verdict(-6.0, Some([lo, hi])), "within noise");
+        assert_eq!(verdict(6.0, Some([4.0, 7.0])), "missed");
+        assert_eq!(verdict(6.0, None), "missed");
     }
 }
