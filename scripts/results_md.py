@@ -142,7 +142,7 @@ LINES = {
     "hog": r"^--auto under a hog",
     "sensor": r"^sensors against the kernel",
     "place": r"chosen|headline",
-    "scale": r"^max error .*mean|^max error as published",
+    "scale": r"^max error .*mean|^verdicts: .* of \d+ \(goal",
 }
 
 

@@ -287,14 +287,9 @@ pub(super) fn check(a: CheckArgs) -> Result<i32> {
         ),
         None => None,
     };
-    let cis: Option<Vec<[f64; 2]>> = a.refit.then(|| {
-        error_ci(
-            &f,
-            &groups,
-            (&fit_cfgs, &control_times),
-            (&configs, &times),
-        )
-    });
+    let cis: Option<Vec<[f64; 2]>> = a
+        .refit
+        .then(|| error_ci(&f, &groups, (&fit_cfgs, &control_times), (&configs, &times)));
     let mut rows = Vec::new();
     let mut verdicts = [0usize; 3];
     let mut max_err: f64 = 0.0;
@@ -302,13 +297,7 @@ pub(super) fn check(a: CheckArgs) -> Result<i32> {
     let signed = |p: f64, actual: f64| (p - actual) / actual * 100.0;
     println!(
         "{:<16} {:>12} {:>12} {:>8} {:>8} {:>14} {:>16}  verdict",
-        "config",
-        "predicted ms",
-        "actual ms",
-        "err %",
-        "noise %",
-        "as published %",
-        "err 95% CI"
+        "config", "predicted ms", "actual ms", "err %", "noise %", "as published %", "err 95% CI"
     );
     for (i, ((c, p), t)) in configs.iter().zip(&predicted).zip(&times).enumerate() {
         let actual = median(&mut t.clone()).context("no runs")?;
