@@ -379,25 +379,30 @@ mod tests {
     use mheta_scale::FIT_VERSION;
     use std::collections::BTreeMap;
 
+    /// A fit file of `app` on an N-point grid, with no groups or samples.
+    fn empty_fit(app: &str, n: u64, bytes_per_point: f64) -> FitFile {
+        FitFile {
+            version: FIT_VERSION,
+            app: app.into(),
+            n,
+            bytes_per_point,
+            iters: 1,
+            spec: "s".into(),
+            emulation: "clock".into(),
+            groups: BTreeMap::new(),
+            link_s: None,
+            link_s_as_published: None,
+            samples: vec![],
+        }
+    }
+
     #[test]
     fn the_drift_control_is_each_groups_largest_fitted_run() {
         for (app, bpp, n, per, want) in [
             ("mg", 32.0, 2047, [127u64, 255], "a=4@1023"),
             ("jacobi", 16.0, 2048, [128, 256], "a=4@1024"),
         ] {
-            let mut f = FitFile {
-                version: FIT_VERSION,
-                app: app.into(),
-                n,
-                bytes_per_point: bpp,
-                iters: 1,
-                spec: "s".into(),
-                emulation: "clock".into(),
-                groups: BTreeMap::new(),
-                link_s: None,
-                link_s_as_published: None,
-                samples: vec![],
-            };
+            let mut f = empty_fit(app, n, bpp);
             for np in [1u32, 2, 4] {
                 for p in per {
                     let rows = total_rows(app, p, np);
@@ -436,19 +441,7 @@ mod tests {
     /// every held-out error's interval; runs that agree leave it a point.
     #[test]
     fn the_error_interval_carries_a_fitted_configurations_two_modes() {
-        let mut f = FitFile {
-            version: FIT_VERSION,
-            app: "jacobi".into(),
-            n: 2048,
-            bytes_per_point: 16.0,
-            iters: 1,
-            spec: "s".into(),
-            emulation: "clock".into(),
-            groups: BTreeMap::new(),
-            link_s: None,
-            link_s_as_published: None,
-            samples: vec![],
-        };
+        let mut f = empty_fit("jacobi", 2048, 16.0);
         // T = 1 ms + 2 ms/MB + 0.1 ms · log2(np): no γ.
         let truth = |np: u32, w: f64| 1e-3 + 2e-3 * w + 1e-4 * f64::from(np).log2();
         let mut fitted = Vec::new();
