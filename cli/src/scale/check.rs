@@ -14,7 +14,9 @@ use serde_json::json;
 use std::path::{Path, PathBuf};
 
 /// The goal a held-out configuration's error is judged against, %.
-pub(super) const GOAL_PCT: f64 = 3.0;
+const GOAL_PCT: f64 = 3.0;
+/// The verdicts of [`verdict`], in the order it numbers them.
+const VERDICTS: [&str; 3] = ["met", "within noise", "missed"];
 /// Resamples of an error's bootstrap interval.
 const RESAMPLES: usize = 1000;
 
@@ -62,17 +64,17 @@ fn error_ci(
         .collect()
 }
 
-/// A held-out configuration's verdict: "met" within [`GOAL_PCT`];
-/// "within noise" when not, but its error's 95% interval reaches within
-/// it (the runs cannot tell the error from one that meets the goal);
-/// else "missed".
-fn verdict(err: f64, ci: Option<[f64; 2]>) -> &'static str {
+/// A held-out configuration's verdict, an index into [`VERDICTS`]: met
+/// within [`GOAL_PCT`]; within noise when not, but its error's 95%
+/// interval reaches within it (the runs cannot tell the error from one
+/// that meets the goal); else missed.
+fn verdict(err: f64, ci: Option<[f64; 2]>) -> usize {
     if err.abs() <= GOAL_PCT {
-        "met"
+        0
     } else if ci.is_some_and(|[lo, hi]| lo <= GOAL_PCT && hi >= -GOAL_PCT) {
-        "within noise"
+        1
     } else {
-        "missed"
+        2
     }
 }
 
@@ -312,11 +314,9 @@ pub(super) fn check(a: CheckArgs) -> Result<i32> {
             max_err_pub = max_err_pub.max(e.abs());
         }
         let ci = cis.as_ref().map(|v| v[i]);
-        let v = verdict(err, ci);
-        verdicts[["met", "within noise", "missed"]
-            .iter()
-            .position(|&x| x == v)
-            .unwrap_or(2)] += 1;
+        let k = verdict(err, ci);
+        verdicts[k] += 1;
+        let v = VERDICTS[k];
         println!(
             "{:<16} {:>12.3} {:>12.3} {:>+8.2} {:>8.2} {:>14} {:>16}  {v}",
             c.label(),
@@ -482,9 +482,10 @@ mod tests {
         split[5] = vec![t, t, 1.1 * t, 1.1 * t];
         let [lo, hi] = ci(&split);
         assert!(lo <= 0.0 && hi > 5.0, "[{lo}, {hi}]");
-        assert_eq!(verdict(2.0, None), "met");
-        assert_eq!(verdict(-6.0, Some([lo, hi])), "within noise");
-        assert_eq!(verdict(6.0, Some([4.0, 7.0])), "missed");
-        assert_eq!(verdict(6.0, None), "missed");
+        let named = |err, ci| VERDICTS[verdict(err, ci)];
+        assert_eq!(named(2.0, None), "met");
+        assert_eq!(named(-6.0, Some([lo, hi])), "within noise");
+        assert_eq!(named(6.0, Some([4.0, 7.0])), "missed");
+        assert_eq!(named(6.0, None), "missed");
     }
 }
