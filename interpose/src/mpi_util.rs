@@ -3,7 +3,7 @@
 //! by the tools themselves.
 
 use mheta_trace::Msg;
-use mpi_sys::{MPI_Comm, MPI_Datatype, MPI_Status};
+use mpi_sys::{MPI_Comm, MPI_Count, MPI_Datatype, MPI_Status};
 use std::os::raw::c_int;
 
 /// A zeroed status to stand in for `MPI_STATUS_IGNORE`.
@@ -45,29 +45,33 @@ pub fn in_place(p: *const std::os::raw::c_void) -> bool {
 }
 
 /// Bytes in `count` elements of `dt` (0 for `MPI_DATATYPE_NULL`, which a
-/// caller may pass where the datatype is ignored).
-pub fn bytes(count: c_int, dt: MPI_Datatype) -> u64 {
+/// caller may pass where the datatype is ignored). `count` is a C `int` or,
+/// in MPI-4's large-count calls, an `MPI_Count`; the type's size is read as
+/// an `MPI_Count` too, so a type past 2 GiB is not misread.
+pub fn bytes(count: impl Into<i64>, dt: MPI_Datatype) -> u64 {
+    let count = count.into();
     // SAFETY: reading an extern static handle.
     if count <= 0 || dt == unsafe { mpi_sys::RSMPI_DATATYPE_NULL } {
         return 0;
     }
-    let mut size: c_int = 0;
+    let mut size: MPI_Count = 0;
     // SAFETY: dt is the caller's datatype handle, size a valid local.
-    unsafe { mpi_sys::PMPI_Type_size(dt, &mut size) };
-    (count.max(0) as u64) * (size.max(0) as u64)
+    unsafe { mpi_sys::PMPI_Type_size_x(dt, &mut size) };
+    (count as u64).saturating_mul(size.max(0) as u64)
 }
 
-/// Bytes in `sum(counts[0..n])` elements of `dt`.
+/// Bytes in `sum(counts[0..n])` elements of `dt` (`int` or `MPI_Count`
+/// counts).
 ///
 /// # Safety
 /// `counts` points at `n` integers (or is null).
-pub unsafe fn bytes_v(counts: *const c_int, n: u32, dt: MPI_Datatype) -> u64 {
+pub unsafe fn bytes_v<C: Copy + Into<i64>>(counts: *const C, n: u32, dt: MPI_Datatype) -> u64 {
     if counts.is_null() {
         return 0;
     }
     // SAFETY: as promised by the caller.
     let sum: i64 = (0..n as usize)
-        .map(|i| unsafe { *counts.add(i) }.max(0) as i64)
+        .map(|i| unsafe { *counts.add(i) }.into().max(0))
         .sum();
     bytes(1, dt) * sum as u64
 }
@@ -77,10 +81,10 @@ pub unsafe fn bytes_v(counts: *const c_int, n: u32, dt: MPI_Datatype) -> u64 {
 /// # Safety
 /// `st` points at a status filled by a completed operation.
 pub unsafe fn status_bytes(st: *const MPI_Status) -> u64 {
-    let mut count: c_int = 0;
+    let mut count: MPI_Count = 0;
     // SAFETY: as promised; counting in MPI_UINT8_T gives bytes whatever
-    // the operation's datatype.
-    let rc = unsafe { mpi_sys::PMPI_Get_count(st, mpi_sys::RSMPI_UINT8_T, &mut count) };
+    // the operation's datatype, and as an MPI_Count past 2 GiB too.
+    let rc = unsafe { mpi_sys::PMPI_Get_elements_x(st, mpi_sys::RSMPI_UINT8_T, &mut count) };
     if rc != 0 || count < 0 {
         0
     } else {

@@ -1,9 +1,13 @@
 //! Every C `MPI_*` entry point of the interposer.
 //!
-//! The wrappers are generated from the one table below by [`wrappers!`].
-//! An entry names the MPI function, its arguments (exactly as `mpi-sys`
-//! declares the `PMPI_*` function), the `PMPI_*` function and the [`Op`];
-//! then, optionally:
+//! The wrappers are generated from the one table below by [`wrappers!`]
+//! (`generate.rs`). An entry names the MPI function, its arguments (as
+//! `mpi-sys` declares the `PMPI_*` function, with a count written `Count`
+//! and a displacement array's entry `Displ`), the `PMPI_*` function and the
+//! [`Op`], and `[c]` where MPI-4 has a large-count form (`MPI_Send_c`:
+//! `Count` is `MPI_Count`, `Displ` is `MPI_Aint`), generated too on an MPI
+//! that has them (`cfg(mpi_large_count)`, from `build.rs`); then,
+//! optionally:
 //! - `idle: { .. }` runs after a successful call even when no tool listens
 //!   (`MPI_File_open` names its file this way);
 //! - `pre: { .. }` runs before the call while a tool listens (it may swap
@@ -18,6 +22,8 @@
 
 #![allow(clippy::missing_safety_doc)]
 
+#[macro_use]
+mod generate;
 mod helpers;
 mod lifecycle;
 
@@ -32,7 +38,7 @@ use crate::clock::now;
 use crate::mpi_util::*;
 use crate::tools::recorder::{self, Template, file_id, open_file, take_request, unpersist};
 use crate::tools::{self, Call};
-use helpers::{bytes_w, new_req, nth, nth_w, persist_init, prefetch};
+use helpers::{CountArg, bytes_w, new_req, nth, nth_w, persist_init, prefetch};
 use mheta_trace::{Op, What};
 use mpi_sys::{
     MPI_Aint, MPI_Comm, MPI_Datatype, MPI_File, MPI_Info, MPI_Message, MPI_Offset, MPI_Op,
@@ -40,113 +46,70 @@ use mpi_sys::{
 };
 use std::os::raw::{c_char, c_int, c_void};
 
-macro_rules! call_or {
-    ($call:expr ; $default:expr) => {
-        $call
-    };
-    ( ; $default:expr) => {
-        $default
-    };
-}
-
-macro_rules! wrappers {
-    ($(
-        $name:ident => $pname:ident ( $($arg:ident : $ty:ty),* $(,)? ) as $op:ident {
-            $(idle: { $($idle:tt)* })?
-            pre: { $($pre:tt)* }
-            $(call: $call:expr,)?
-            post: $post:expr $(,)?
-        }
-    )*) => {
-        $(
-            #[unsafe(no_mangle)]
-            #[allow(unused_variables, unused_mut)]
-            #[doc = concat!("Interposed `", stringify!($name), "`: forwards to `", stringify!($pname), "`.")]
-            pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
-                if !tools::active() || crate::fortran::inside() {
-                    // SAFETY: the caller's arguments, passed through unchanged.
-                    let rc = unsafe { mpi_sys::$pname($($arg),*) };
-                    $( if rc == 0 { $($idle)* } )?
-                    return rc;
-                }
-                $($pre)*
-                tools::pre(Op::$op);
-                let t0 = now();
-                // SAFETY: the caller's arguments; a status the caller ignored
-                // is replaced by one of ours, which MPI may always write.
-                let rc = call_or!($($call)? ; unsafe { mpi_sys::$pname($($arg),*) });
-                let t1 = now();
-                if rc == 0 {
-                    $( $($idle)* )?
-                    let what = $post;
-                    tools::post(&Call { op: Op::$op, t0, t1, what: &what });
-                }
-                rc
-            }
-        )*
-    };
-}
+pub use int_count::*;
+#[cfg(mpi_large_count)]
+pub use large_count::*;
 
 wrappers! {
     // ---- point-to-point: sends ----
-    MPI_Send => PMPI_Send(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
-                          dest: c_int, tag: c_int, comm: MPI_Comm) as Send {
+    MPI_Send => PMPI_Send(buf: *const c_void, count: Count, datatype: MPI_Datatype,
+                          dest: c_int, tag: c_int, comm: MPI_Comm) as Send [c] {
         pre: {}
         post: What::Send(msg(comm, dest, tag, bytes(count, datatype))),
     }
-    MPI_Ssend => PMPI_Ssend(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
-                            dest: c_int, tag: c_int, comm: MPI_Comm) as Ssend {
+    MPI_Ssend => PMPI_Ssend(buf: *const c_void, count: Count, datatype: MPI_Datatype,
+                            dest: c_int, tag: c_int, comm: MPI_Comm) as Ssend [c] {
         pre: {}
         post: What::Send(msg(comm, dest, tag, bytes(count, datatype))),
     }
-    MPI_Bsend => PMPI_Bsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
-                            dest: c_int, tag: c_int, comm: MPI_Comm) as Bsend {
+    MPI_Bsend => PMPI_Bsend(buf: *const c_void, count: Count, datatype: MPI_Datatype,
+                            dest: c_int, tag: c_int, comm: MPI_Comm) as Bsend [c] {
         pre: {}
         post: What::Send(msg(comm, dest, tag, bytes(count, datatype))),
     }
-    MPI_Rsend => PMPI_Rsend(ibuf: *const c_void, count: c_int, datatype: MPI_Datatype,
-                            dest: c_int, tag: c_int, comm: MPI_Comm) as Rsend {
+    MPI_Rsend => PMPI_Rsend(ibuf: *const c_void, count: Count, datatype: MPI_Datatype,
+                            dest: c_int, tag: c_int, comm: MPI_Comm) as Rsend [c] {
         pre: {}
         post: What::Send(msg(comm, dest, tag, bytes(count, datatype))),
     }
-    MPI_Isend => PMPI_Isend(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
-                            dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Isend {
+    MPI_Isend => PMPI_Isend(buf: *const c_void, count: Count, datatype: MPI_Datatype,
+                            dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Isend [c] {
         pre: {}
         post: What::Isend { msg: msg(comm, dest, tag, bytes(count, datatype)), req: new_req(request, None) },
     }
-    MPI_Issend => PMPI_Issend(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
-                              dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Issend {
+    MPI_Issend => PMPI_Issend(buf: *const c_void, count: Count, datatype: MPI_Datatype,
+                              dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Issend [c] {
         pre: {}
         post: What::Isend { msg: msg(comm, dest, tag, bytes(count, datatype)), req: new_req(request, None) },
     }
-    MPI_Ibsend => PMPI_Ibsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
-                              dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Ibsend {
+    MPI_Ibsend => PMPI_Ibsend(buf: *const c_void, count: Count, datatype: MPI_Datatype,
+                              dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Ibsend [c] {
         pre: {}
         post: What::Isend { msg: msg(comm, dest, tag, bytes(count, datatype)), req: new_req(request, None) },
     }
-    MPI_Irsend => PMPI_Irsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
-                              dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Irsend {
+    MPI_Irsend => PMPI_Irsend(buf: *const c_void, count: Count, datatype: MPI_Datatype,
+                              dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Irsend [c] {
         pre: {}
         post: What::Isend { msg: msg(comm, dest, tag, bytes(count, datatype)), req: new_req(request, None) },
     }
 
     // ---- point-to-point: receives and probes ----
-    MPI_Recv => PMPI_Recv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype,
-                          source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) as Recv {
+    MPI_Recv => PMPI_Recv(buf: *mut c_void, count: Count, datatype: MPI_Datatype,
+                          source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) as Recv [c] {
         pre: { let mut own = blank_status(); let status = own_status(status, &mut own); }
         // SAFETY: the receive completed and filled `status`.
         post: What::Recv(unsafe { msg_from_status(comm, status) }),
     }
-    MPI_Irecv => PMPI_Irecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype,
-                            source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Irecv {
+    MPI_Irecv => PMPI_Irecv(buf: *mut c_void, count: Count, datatype: MPI_Datatype,
+                            source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Irecv [c] {
         pre: {}
         post: What::Irecv { req: new_req(request, Some(comm)) },
     }
-    MPI_Sendrecv => PMPI_Sendrecv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+    MPI_Sendrecv => PMPI_Sendrecv(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype,
                                   dest: c_int, sendtag: c_int,
-                                  recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
+                                  recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype,
                                   source: c_int, recvtag: c_int, comm: MPI_Comm,
-                                  status: *mut MPI_Status) as Sendrecv {
+                                  status: *mut MPI_Status) as Sendrecv [c] {
         pre: { let mut own = blank_status(); let status = own_status(status, &mut own); }
         post: What::Sendrecv {
             send: msg(comm, dest, sendtag, bytes(sendcount, sendtype)),
@@ -154,9 +117,9 @@ wrappers! {
             recv: unsafe { msg_from_status(comm, status) },
         },
     }
-    MPI_Sendrecv_replace => PMPI_Sendrecv_replace(buf: *mut c_void, count: c_int, datatype: MPI_Datatype,
+    MPI_Sendrecv_replace => PMPI_Sendrecv_replace(buf: *mut c_void, count: Count, datatype: MPI_Datatype,
                                                   dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int,
-                                                  comm: MPI_Comm, status: *mut MPI_Status) as Sendrecv_replace {
+                                                  comm: MPI_Comm, status: *mut MPI_Status) as Sendrecv_replace [c] {
         pre: { let mut own = blank_status(); let status = own_status(status, &mut own); }
         post: What::Sendrecv {
             send: msg(comm, dest, sendtag, bytes(count, datatype)),
@@ -187,45 +150,45 @@ wrappers! {
         // SAFETY: flag was set; with it, status was filled.
         post: if unsafe { *flag } != 0 { What::Probe(unsafe { msg_from_status(comm, status) }) } else { What::NoMatch },
     }
-    MPI_Mrecv => PMPI_Mrecv(buf: *mut c_void, count: c_int, type_: MPI_Datatype,
-                            message: *mut MPI_Message, status: *mut MPI_Status) as Mrecv {
+    MPI_Mrecv => PMPI_Mrecv(buf: *mut c_void, count: Count, type_: MPI_Datatype,
+                            message: *mut MPI_Message, status: *mut MPI_Status) as Mrecv [c] {
         pre: { let mut own = blank_status(); let status = own_status(status, &mut own); }
         // SAFETY: the matched receive completed and filled `status`.
         post: What::MatchedRecv { bytes: unsafe { status_bytes(status) } },
     }
-    MPI_Imrecv => PMPI_Imrecv(buf: *mut c_void, count: c_int, type_: MPI_Datatype,
-                              message: *mut MPI_Message, request: *mut MPI_Request) as Imrecv {
+    MPI_Imrecv => PMPI_Imrecv(buf: *mut c_void, count: Count, type_: MPI_Datatype,
+                              message: *mut MPI_Message, request: *mut MPI_Request) as Imrecv [c] {
         pre: {}
         post: What::Irecv { req: new_req(request, None) },
     }
 
     // ---- persistent requests ----
-    MPI_Send_init => PMPI_Send_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
-                                      dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Send_init {
+    MPI_Send_init => PMPI_Send_init(buf: *const c_void, count: Count, datatype: MPI_Datatype,
+                                      dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Send_init [c] {
         idle: { persist_init(request, Template::Send(msg(comm, dest, tag, bytes(count, datatype)))); }
         pre: {}
         post: What::PersistentInit { send: true, msg: msg(comm, dest, tag, bytes(count, datatype)) },
     }
-    MPI_Bsend_init => PMPI_Bsend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
-                                      dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Bsend_init {
+    MPI_Bsend_init => PMPI_Bsend_init(buf: *const c_void, count: Count, datatype: MPI_Datatype,
+                                      dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Bsend_init [c] {
         idle: { persist_init(request, Template::Send(msg(comm, dest, tag, bytes(count, datatype)))); }
         pre: {}
         post: What::PersistentInit { send: true, msg: msg(comm, dest, tag, bytes(count, datatype)) },
     }
-    MPI_Ssend_init => PMPI_Ssend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
-                                      dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Ssend_init {
+    MPI_Ssend_init => PMPI_Ssend_init(buf: *const c_void, count: Count, datatype: MPI_Datatype,
+                                      dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Ssend_init [c] {
         idle: { persist_init(request, Template::Send(msg(comm, dest, tag, bytes(count, datatype)))); }
         pre: {}
         post: What::PersistentInit { send: true, msg: msg(comm, dest, tag, bytes(count, datatype)) },
     }
-    MPI_Rsend_init => PMPI_Rsend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
-                                      dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Rsend_init {
+    MPI_Rsend_init => PMPI_Rsend_init(buf: *const c_void, count: Count, datatype: MPI_Datatype,
+                                      dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Rsend_init [c] {
         idle: { persist_init(request, Template::Send(msg(comm, dest, tag, bytes(count, datatype)))); }
         pre: {}
         post: What::PersistentInit { send: true, msg: msg(comm, dest, tag, bytes(count, datatype)) },
     }
-    MPI_Recv_init => PMPI_Recv_init(buf: *mut c_void, count: c_int, datatype: MPI_Datatype,
-                                    source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Recv_init {
+    MPI_Recv_init => PMPI_Recv_init(buf: *mut c_void, count: Count, datatype: MPI_Datatype,
+                                    source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Recv_init [c] {
         idle: { persist_init(request, Template::Recv(comm)); }
         pre: {}
         post: What::PersistentInit { send: false, msg: msg(comm, source, tag, bytes(count, datatype)) },
@@ -333,99 +296,99 @@ wrappers! {
         pre: {}
         post: What::Collective { bytes: 0, comm_size: comm_size(comm), root: -1 },
     }
-    MPI_Bcast => PMPI_Bcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int,
-                            comm: MPI_Comm) as Bcast {
+    MPI_Bcast => PMPI_Bcast(buffer: *mut c_void, count: Count, datatype: MPI_Datatype, root: c_int,
+                            comm: MPI_Comm) as Bcast [c] {
         pre: {}
         post: What::Collective { bytes: rooted(root, || bytes(count, datatype)), comm_size: comm_size(comm), root: root_of(comm, root) },
     }
-    MPI_Reduce => PMPI_Reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype,
-                              op: MPI_Op, root: c_int, comm: MPI_Comm) as Reduce {
+    MPI_Reduce => PMPI_Reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype,
+                              op: MPI_Op, root: c_int, comm: MPI_Comm) as Reduce [c] {
         pre: {}
         post: What::Collective { bytes: rooted(root, || bytes(count, datatype)), comm_size: comm_size(comm), root: root_of(comm, root) },
     }
-    MPI_Allreduce => PMPI_Allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int,
-                                    datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) as Allreduce {
+    MPI_Allreduce => PMPI_Allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count,
+                                    datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) as Allreduce [c] {
         pre: {}
         post: What::Collective { bytes: bytes(count, datatype), comm_size: comm_size(comm), root: -1 },
     }
-    MPI_Gather => PMPI_Gather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-                              recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
-                              root: c_int, comm: MPI_Comm) as Gather {
+    MPI_Gather => PMPI_Gather(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype,
+                              recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype,
+                              root: c_int, comm: MPI_Comm) as Gather [c] {
         pre: {}
         post: What::Collective { bytes: rooted(root, || own_part(sendbuf, sendcount, sendtype, recvcount, recvtype)), comm_size: comm_size(comm), root: root_of(comm, root) },
     }
-    MPI_Gatherv => PMPI_Gatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-                                recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int,
-                                recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) as Gatherv {
+    MPI_Gatherv => PMPI_Gatherv(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype,
+                                recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Displ,
+                                recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) as Gatherv [c] {
         pre: {}
         // SAFETY: in place, recvcounts has one entry per rank of comm.
         post: What::Collective { bytes: rooted(root, || unsafe { own_part_v(sendbuf, sendcount, sendtype, recvcounts, recvtype, comm) }), comm_size: comm_size(comm), root: root_of(comm, root) },
     }
-    MPI_Scatter => PMPI_Scatter(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-                                recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
-                                root: c_int, comm: MPI_Comm) as Scatter {
+    MPI_Scatter => PMPI_Scatter(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype,
+                                recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype,
+                                root: c_int, comm: MPI_Comm) as Scatter [c] {
         pre: {}
         post: What::Collective { bytes: rooted(root, || own_part(recvbuf, recvcount, recvtype, sendcount, sendtype)), comm_size: comm_size(comm), root: root_of(comm, root) },
     }
-    MPI_Scatterv => PMPI_Scatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int,
-                                  sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int,
-                                  recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) as Scatterv {
+    MPI_Scatterv => PMPI_Scatterv(sendbuf: *const c_void, sendcounts: *const Count, displs: *const Displ,
+                                  sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count,
+                                  recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) as Scatterv [c] {
         pre: {}
         // SAFETY: in place, sendcounts has one entry per rank of comm.
         post: What::Collective { bytes: rooted(root, || unsafe { own_part_v(recvbuf, recvcount, recvtype, sendcounts, sendtype, comm) }), comm_size: comm_size(comm), root: root_of(comm, root) },
     }
-    MPI_Allgather => PMPI_Allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-                                    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
-                                    comm: MPI_Comm) as Allgather {
+    MPI_Allgather => PMPI_Allgather(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype,
+                                    recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype,
+                                    comm: MPI_Comm) as Allgather [c] {
         pre: {}
         post: What::Collective { bytes: own_part(sendbuf, sendcount, sendtype, recvcount, recvtype), comm_size: comm_size(comm), root: -1 },
     }
-    MPI_Allgatherv => PMPI_Allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-                                      recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int,
-                                      recvtype: MPI_Datatype, comm: MPI_Comm) as Allgatherv {
+    MPI_Allgatherv => PMPI_Allgatherv(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype,
+                                      recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Displ,
+                                      recvtype: MPI_Datatype, comm: MPI_Comm) as Allgatherv [c] {
         pre: {}
         // SAFETY: in place, recvcounts has one entry per rank of comm.
         post: What::Collective { bytes: unsafe { own_part_v(sendbuf, sendcount, sendtype, recvcounts, recvtype, comm) }, comm_size: comm_size(comm), root: -1 },
     }
-    MPI_Alltoall => PMPI_Alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-                                  recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
-                                  comm: MPI_Comm) as Alltoall {
+    MPI_Alltoall => PMPI_Alltoall(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype,
+                                  recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype,
+                                  comm: MPI_Comm) as Alltoall [c] {
         pre: { let n = peer_size(comm); }
         post: What::Collective { bytes: own_part(sendbuf, sendcount, sendtype, recvcount, recvtype) * n as u64, comm_size: n, root: -1 },
     }
-    MPI_Alltoallv => PMPI_Alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int,
-                                    sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int,
-                                    rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm) as Alltoallv {
+    MPI_Alltoallv => PMPI_Alltoallv(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Displ,
+                                    sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count,
+                                    rdispls: *const Displ, recvtype: MPI_Datatype, comm: MPI_Comm) as Alltoallv [c] {
         pre: { let n = peer_size(comm); }
         // SAFETY: the counts have one entry per peer of comm.
         post: What::Collective { bytes: unsafe { if in_place(sendbuf) { bytes_v(recvcounts, n, recvtype) } else { bytes_v(sendcounts, n, sendtype) } }, comm_size: n, root: -1 },
     }
-    MPI_Reduce_scatter => PMPI_Reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int,
-                                              datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) as Reduce_scatter {
+    MPI_Reduce_scatter => PMPI_Reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const Count,
+                                              datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) as Reduce_scatter [c] {
         pre: { let n = comm_size(comm); }
         // SAFETY: recvcounts has one entry per rank of comm.
         post: What::Collective { bytes: unsafe { bytes_v(recvcounts, n, datatype) }, comm_size: n, root: -1 },
     }
     MPI_Reduce_scatter_block => PMPI_Reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void,
-                                                          recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op,
-                                                          comm: MPI_Comm) as Reduce_scatter_block {
+                                                          recvcount: Count, datatype: MPI_Datatype, op: MPI_Op,
+                                                          comm: MPI_Comm) as Reduce_scatter_block [c] {
         pre: { let n = comm_size(comm); }
         post: What::Collective { bytes: bytes(recvcount, datatype) * n as u64, comm_size: n, root: -1 },
     }
 
-    MPI_Scan => PMPI_Scan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype,
-                          op: MPI_Op, comm: MPI_Comm) as Scan {
+    MPI_Scan => PMPI_Scan(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype,
+                          op: MPI_Op, comm: MPI_Comm) as Scan [c] {
         pre: {}
         post: What::Collective { bytes: bytes(count, datatype), comm_size: comm_size(comm), root: -1 },
     }
-    MPI_Exscan => PMPI_Exscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype,
-                              op: MPI_Op, comm: MPI_Comm) as Exscan {
+    MPI_Exscan => PMPI_Exscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype,
+                              op: MPI_Op, comm: MPI_Comm) as Exscan [c] {
         pre: {}
         post: What::Collective { bytes: bytes(count, datatype), comm_size: comm_size(comm), root: -1 },
     }
-    MPI_Alltoallw => PMPI_Alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int,
-                                    sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int,
-                                    rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm) as Alltoallw {
+    MPI_Alltoallw => PMPI_Alltoallw(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Displ,
+                                    sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count,
+                                    rdispls: *const Displ, recvtypes: *const MPI_Datatype, comm: MPI_Comm) as Alltoallw [c] {
         pre: { let n = peer_size(comm); }
         // SAFETY: the counts and types have one entry per peer of comm.
         post: What::Collective {
@@ -439,41 +402,41 @@ wrappers! {
 
     // ---- neighbourhood collectives: a message to each destination and
     // one from each source of the topology ----
-    MPI_Neighbor_allgather => PMPI_Neighbor_allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-                                                      recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
-                                                      comm: MPI_Comm) as Neighbor_allgather {
+    MPI_Neighbor_allgather => PMPI_Neighbor_allgather(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype,
+                                                      recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype,
+                                                      comm: MPI_Comm) as Neighbor_allgather [c] {
         pre: {}
         post: neighbour_exchange(comm, |_| bytes(sendcount, sendtype), |_| bytes(recvcount, recvtype)),
     }
-    MPI_Neighbor_allgatherv => PMPI_Neighbor_allgatherv(sendbuf: *const c_void, sendcount: c_int,
+    MPI_Neighbor_allgatherv => PMPI_Neighbor_allgatherv(sendbuf: *const c_void, sendcount: Count,
                                                         sendtype: MPI_Datatype, recvbuf: *mut c_void,
-                                                        recvcounts: *const c_int, displs: *const c_int,
-                                                        recvtype: MPI_Datatype, comm: MPI_Comm) as Neighbor_allgatherv {
+                                                        recvcounts: *const Count, displs: *const Displ,
+                                                        recvtype: MPI_Datatype, comm: MPI_Comm) as Neighbor_allgatherv [c] {
         pre: {}
         // SAFETY: recvcounts has one entry per source.
         post: neighbour_exchange(comm, |_| bytes(sendcount, sendtype), |k| bytes(unsafe { nth(recvcounts, k) }, recvtype)),
     }
-    MPI_Neighbor_alltoall => PMPI_Neighbor_alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-                                                    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
-                                                    comm: MPI_Comm) as Neighbor_alltoall {
+    MPI_Neighbor_alltoall => PMPI_Neighbor_alltoall(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype,
+                                                    recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype,
+                                                    comm: MPI_Comm) as Neighbor_alltoall [c] {
         pre: {}
         post: neighbour_exchange(comm, |_| bytes(sendcount, sendtype), |_| bytes(recvcount, recvtype)),
     }
-    MPI_Neighbor_alltoallv => PMPI_Neighbor_alltoallv(sendbuf: *const c_void, sendcounts: *const c_int,
-                                                      sdispls: *const c_int, sendtype: MPI_Datatype,
-                                                      recvbuf: *mut c_void, recvcounts: *const c_int,
-                                                      rdispls: *const c_int, recvtype: MPI_Datatype,
-                                                      comm: MPI_Comm) as Neighbor_alltoallv {
+    MPI_Neighbor_alltoallv => PMPI_Neighbor_alltoallv(sendbuf: *const c_void, sendcounts: *const Count,
+                                                      sdispls: *const Displ, sendtype: MPI_Datatype,
+                                                      recvbuf: *mut c_void, recvcounts: *const Count,
+                                                      rdispls: *const Displ, recvtype: MPI_Datatype,
+                                                      comm: MPI_Comm) as Neighbor_alltoallv [c] {
         pre: {}
         // SAFETY: the counts have one entry per destination and source.
         post: neighbour_exchange(comm, |k| bytes(unsafe { nth(sendcounts, k) }, sendtype),
                                  |k| bytes(unsafe { nth(recvcounts, k) }, recvtype)),
     }
-    MPI_Neighbor_alltoallw => PMPI_Neighbor_alltoallw(sendbuf: *const c_void, sendcounts: *const c_int,
+    MPI_Neighbor_alltoallw => PMPI_Neighbor_alltoallw(sendbuf: *const c_void, sendcounts: *const Count,
                                                       sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype,
-                                                      recvbuf: *mut c_void, recvcounts: *const c_int,
+                                                      recvbuf: *mut c_void, recvcounts: *const Count,
                                                       rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype,
-                                                      comm: MPI_Comm) as Neighbor_alltoallw {
+                                                      comm: MPI_Comm) as Neighbor_alltoallw [c] {
         pre: {}
         // SAFETY: the counts and types have one entry per destination and
         // source.
@@ -486,106 +449,106 @@ wrappers! {
         pre: {}
         post: What::ICollective { bytes: 0, comm_size: comm_size(comm), root: -1, req: new_req(request, None) },
     }
-    MPI_Ibcast => PMPI_Ibcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int,
-                              comm: MPI_Comm, request: *mut MPI_Request) as Ibcast {
+    MPI_Ibcast => PMPI_Ibcast(buffer: *mut c_void, count: Count, datatype: MPI_Datatype, root: c_int,
+                              comm: MPI_Comm, request: *mut MPI_Request) as Ibcast [c] {
         pre: {}
         post: What::ICollective { bytes: rooted(root, || bytes(count, datatype)), comm_size: comm_size(comm), root: root_of(comm, root), req: new_req(request, None) },
     }
-    MPI_Ireduce => PMPI_Ireduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype,
-                                op: MPI_Op, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Ireduce {
+    MPI_Ireduce => PMPI_Ireduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype,
+                                op: MPI_Op, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Ireduce [c] {
         pre: {}
         post: What::ICollective { bytes: rooted(root, || bytes(count, datatype)), comm_size: comm_size(comm), root: root_of(comm, root), req: new_req(request, None) },
     }
-    MPI_Iallreduce => PMPI_Iallreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int,
+    MPI_Iallreduce => PMPI_Iallreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count,
                                       datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
-                                      request: *mut MPI_Request) as Iallreduce {
+                                      request: *mut MPI_Request) as Iallreduce [c] {
         pre: {}
         post: What::ICollective { bytes: bytes(count, datatype), comm_size: comm_size(comm), root: -1, req: new_req(request, None) },
     }
-    MPI_Igather => PMPI_Igather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-                                recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
-                                root: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Igather {
+    MPI_Igather => PMPI_Igather(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype,
+                                recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype,
+                                root: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Igather [c] {
         pre: {}
         post: What::ICollective { bytes: rooted(root, || own_part(sendbuf, sendcount, sendtype, recvcount, recvtype)), comm_size: comm_size(comm), root: root_of(comm, root), req: new_req(request, None) },
     }
-    MPI_Igatherv => PMPI_Igatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-                                  recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int,
+    MPI_Igatherv => PMPI_Igatherv(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype,
+                                  recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Displ,
                                   recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
-                                  request: *mut MPI_Request) as Igatherv {
+                                  request: *mut MPI_Request) as Igatherv [c] {
         pre: {}
         // SAFETY: in place, recvcounts has one entry per rank of comm.
         post: What::ICollective { bytes: rooted(root, || unsafe { own_part_v(sendbuf, sendcount, sendtype, recvcounts, recvtype, comm) }), comm_size: comm_size(comm), root: root_of(comm, root), req: new_req(request, None) },
     }
-    MPI_Iscatter => PMPI_Iscatter(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-                                  recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
-                                  root: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Iscatter {
+    MPI_Iscatter => PMPI_Iscatter(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype,
+                                  recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype,
+                                  root: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Iscatter [c] {
         pre: {}
         post: What::ICollective { bytes: rooted(root, || own_part(recvbuf, recvcount, recvtype, sendcount, sendtype)), comm_size: comm_size(comm), root: root_of(comm, root), req: new_req(request, None) },
     }
-    MPI_Iscatterv => PMPI_Iscatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int,
-                                    sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int,
+    MPI_Iscatterv => PMPI_Iscatterv(sendbuf: *const c_void, sendcounts: *const Count, displs: *const Displ,
+                                    sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count,
                                     recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
-                                    request: *mut MPI_Request) as Iscatterv {
+                                    request: *mut MPI_Request) as Iscatterv [c] {
         pre: {}
         // SAFETY: in place, sendcounts has one entry per rank of comm.
         post: What::ICollective { bytes: rooted(root, || unsafe { own_part_v(recvbuf, recvcount, recvtype, sendcounts, sendtype, comm) }), comm_size: comm_size(comm), root: root_of(comm, root), req: new_req(request, None) },
     }
-    MPI_Iallgather => PMPI_Iallgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-                                      recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
-                                      comm: MPI_Comm, request: *mut MPI_Request) as Iallgather {
+    MPI_Iallgather => PMPI_Iallgather(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype,
+                                      recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype,
+                                      comm: MPI_Comm, request: *mut MPI_Request) as Iallgather [c] {
         pre: {}
         post: What::ICollective { bytes: own_part(sendbuf, sendcount, sendtype, recvcount, recvtype), comm_size: comm_size(comm), root: -1, req: new_req(request, None) },
     }
-    MPI_Iallgatherv => PMPI_Iallgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-                                        recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int,
+    MPI_Iallgatherv => PMPI_Iallgatherv(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype,
+                                        recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Displ,
                                         recvtype: MPI_Datatype, comm: MPI_Comm,
-                                        request: *mut MPI_Request) as Iallgatherv {
+                                        request: *mut MPI_Request) as Iallgatherv [c] {
         pre: {}
         // SAFETY: in place, recvcounts has one entry per rank of comm.
         post: What::ICollective { bytes: unsafe { own_part_v(sendbuf, sendcount, sendtype, recvcounts, recvtype, comm) }, comm_size: comm_size(comm), root: -1, req: new_req(request, None) },
     }
-    MPI_Ialltoall => PMPI_Ialltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-                                    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
-                                    comm: MPI_Comm, request: *mut MPI_Request) as Ialltoall {
+    MPI_Ialltoall => PMPI_Ialltoall(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype,
+                                    recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype,
+                                    comm: MPI_Comm, request: *mut MPI_Request) as Ialltoall [c] {
         pre: { let n = peer_size(comm); }
         post: What::ICollective { bytes: own_part(sendbuf, sendcount, sendtype, recvcount, recvtype) * n as u64, comm_size: n, root: -1, req: new_req(request, None) },
     }
-    MPI_Ialltoallv => PMPI_Ialltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int,
-                                      sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int,
-                                      rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
-                                      request: *mut MPI_Request) as Ialltoallv {
+    MPI_Ialltoallv => PMPI_Ialltoallv(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Displ,
+                                      sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count,
+                                      rdispls: *const Displ, recvtype: MPI_Datatype, comm: MPI_Comm,
+                                      request: *mut MPI_Request) as Ialltoallv [c] {
         pre: { let n = peer_size(comm); }
         // SAFETY: the counts have one entry per peer of comm.
         post: What::ICollective { bytes: unsafe { if in_place(sendbuf) { bytes_v(recvcounts, n, recvtype) } else { bytes_v(sendcounts, n, sendtype) } }, comm_size: n, root: -1, req: new_req(request, None) },
     }
     MPI_Ireduce_scatter => PMPI_Ireduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void,
-                                                recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op,
-                                                comm: MPI_Comm, request: *mut MPI_Request) as Ireduce_scatter {
+                                                recvcounts: *const Count, datatype: MPI_Datatype, op: MPI_Op,
+                                                comm: MPI_Comm, request: *mut MPI_Request) as Ireduce_scatter [c] {
         pre: { let n = comm_size(comm); }
         // SAFETY: recvcounts has one entry per rank of comm.
         post: What::ICollective { bytes: unsafe { bytes_v(recvcounts, n, datatype) }, comm_size: n, root: -1, req: new_req(request, None) },
     }
     MPI_Ireduce_scatter_block => PMPI_Ireduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void,
-                                                            recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op,
-                                                            comm: MPI_Comm, request: *mut MPI_Request) as Ireduce_scatter_block {
+                                                            recvcount: Count, datatype: MPI_Datatype, op: MPI_Op,
+                                                            comm: MPI_Comm, request: *mut MPI_Request) as Ireduce_scatter_block [c] {
         pre: { let n = comm_size(comm); }
         post: What::ICollective { bytes: bytes(recvcount, datatype) * n as u64, comm_size: n, root: -1, req: new_req(request, None) },
     }
 
-    MPI_Iscan => PMPI_Iscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype,
-                            op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) as Iscan {
+    MPI_Iscan => PMPI_Iscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype,
+                            op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) as Iscan [c] {
         pre: {}
         post: What::ICollective { bytes: bytes(count, datatype), comm_size: comm_size(comm), root: -1, req: new_req(request, None) },
     }
-    MPI_Iexscan => PMPI_Iexscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype,
-                                op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) as Iexscan {
+    MPI_Iexscan => PMPI_Iexscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype,
+                                op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) as Iexscan [c] {
         pre: {}
         post: What::ICollective { bytes: bytes(count, datatype), comm_size: comm_size(comm), root: -1, req: new_req(request, None) },
     }
-    MPI_Ialltoallw => PMPI_Ialltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int,
-                                      sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int,
-                                      rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm,
-                                      request: *mut MPI_Request) as Ialltoallw {
+    MPI_Ialltoallw => PMPI_Ialltoallw(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Displ,
+                                      sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count,
+                                      rdispls: *const Displ, recvtypes: *const MPI_Datatype, comm: MPI_Comm,
+                                      request: *mut MPI_Request) as Ialltoallw [c] {
         pre: { let n = peer_size(comm); }
         // SAFETY: the counts and types have one entry per peer of comm.
         post: What::ICollective {
@@ -597,47 +560,47 @@ wrappers! {
             req: new_req(request, None),
         },
     }
-    MPI_Ineighbor_allgather => PMPI_Ineighbor_allgather(sendbuf: *const c_void, sendcount: c_int,
+    MPI_Ineighbor_allgather => PMPI_Ineighbor_allgather(sendbuf: *const c_void, sendcount: Count,
                                                         sendtype: MPI_Datatype, recvbuf: *mut c_void,
-                                                        recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
-                                                        request: *mut MPI_Request) as Ineighbor_allgather {
+                                                        recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm,
+                                                        request: *mut MPI_Request) as Ineighbor_allgather [c] {
         pre: {}
         post: neighbour_exchange_begun(comm, |_| bytes(sendcount, sendtype), |_| bytes(recvcount, recvtype),
                                        new_req(request, None)),
     }
-    MPI_Ineighbor_allgatherv => PMPI_Ineighbor_allgatherv(sendbuf: *const c_void, sendcount: c_int,
+    MPI_Ineighbor_allgatherv => PMPI_Ineighbor_allgatherv(sendbuf: *const c_void, sendcount: Count,
                                                           sendtype: MPI_Datatype, recvbuf: *mut c_void,
-                                                          recvcounts: *const c_int, displs: *const c_int,
+                                                          recvcounts: *const Count, displs: *const Displ,
                                                           recvtype: MPI_Datatype, comm: MPI_Comm,
-                                                          request: *mut MPI_Request) as Ineighbor_allgatherv {
+                                                          request: *mut MPI_Request) as Ineighbor_allgatherv [c] {
         pre: {}
         // SAFETY: recvcounts has one entry per source.
         post: neighbour_exchange_begun(comm, |_| bytes(sendcount, sendtype),
                                        |k| bytes(unsafe { nth(recvcounts, k) }, recvtype), new_req(request, None)),
     }
-    MPI_Ineighbor_alltoall => PMPI_Ineighbor_alltoall(sendbuf: *const c_void, sendcount: c_int,
-                                                      sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int,
+    MPI_Ineighbor_alltoall => PMPI_Ineighbor_alltoall(sendbuf: *const c_void, sendcount: Count,
+                                                      sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count,
                                                       recvtype: MPI_Datatype, comm: MPI_Comm,
-                                                      request: *mut MPI_Request) as Ineighbor_alltoall {
+                                                      request: *mut MPI_Request) as Ineighbor_alltoall [c] {
         pre: {}
         post: neighbour_exchange_begun(comm, |_| bytes(sendcount, sendtype), |_| bytes(recvcount, recvtype),
                                        new_req(request, None)),
     }
-    MPI_Ineighbor_alltoallv => PMPI_Ineighbor_alltoallv(sendbuf: *const c_void, sendcounts: *const c_int,
-                                                        sdispls: *const c_int, sendtype: MPI_Datatype,
-                                                        recvbuf: *mut c_void, recvcounts: *const c_int,
-                                                        rdispls: *const c_int, recvtype: MPI_Datatype,
-                                                        comm: MPI_Comm, request: *mut MPI_Request) as Ineighbor_alltoallv {
+    MPI_Ineighbor_alltoallv => PMPI_Ineighbor_alltoallv(sendbuf: *const c_void, sendcounts: *const Count,
+                                                        sdispls: *const Displ, sendtype: MPI_Datatype,
+                                                        recvbuf: *mut c_void, recvcounts: *const Count,
+                                                        rdispls: *const Displ, recvtype: MPI_Datatype,
+                                                        comm: MPI_Comm, request: *mut MPI_Request) as Ineighbor_alltoallv [c] {
         pre: {}
         // SAFETY: the counts have one entry per destination and source.
         post: neighbour_exchange_begun(comm, |k| bytes(unsafe { nth(sendcounts, k) }, sendtype),
                                        |k| bytes(unsafe { nth(recvcounts, k) }, recvtype), new_req(request, None)),
     }
-    MPI_Ineighbor_alltoallw => PMPI_Ineighbor_alltoallw(sendbuf: *const c_void, sendcounts: *const c_int,
+    MPI_Ineighbor_alltoallw => PMPI_Ineighbor_alltoallw(sendbuf: *const c_void, sendcounts: *const Count,
                                                         sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype,
-                                                        recvbuf: *mut c_void, recvcounts: *const c_int,
+                                                        recvbuf: *mut c_void, recvcounts: *const Count,
                                                         rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype,
-                                                        comm: MPI_Comm, request: *mut MPI_Request) as Ineighbor_alltoallw {
+                                                        comm: MPI_Comm, request: *mut MPI_Request) as Ineighbor_alltoallw [c] {
         pre: {}
         // SAFETY: the counts and types have one entry per destination and
         // source.
@@ -666,65 +629,69 @@ wrappers! {
         pre: {}
         post: What::FileSeek { file: file_id(fh) },
     }
-    MPI_File_read => PMPI_File_read(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype,
-                                    status: *mut MPI_Status) as File_read {
+    MPI_File_read => PMPI_File_read(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype,
+                                    status: *mut MPI_Status) as File_read [c] {
         pre: { let mut own = blank_status(); let status = own_status(status, &mut own); }
         // SAFETY: the read completed and filled `status`.
         post: What::FileRead { file: file_id(fh), bytes: unsafe { status_bytes(status) }, at: false, collective: false },
     }
-    MPI_File_write => PMPI_File_write(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype,
-                                      status: *mut MPI_Status) as File_write {
+    MPI_File_write => PMPI_File_write(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype,
+                                      status: *mut MPI_Status) as File_write [c] {
         pre: { let mut own = blank_status(); let status = own_status(status, &mut own); }
         // SAFETY: the write completed and filled `status`.
         post: What::FileWrite { file: file_id(fh), bytes: unsafe { status_bytes(status) }, at: false, collective: false },
     }
-    MPI_File_read_at => PMPI_File_read_at(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: c_int,
-                                          datatype: MPI_Datatype, status: *mut MPI_Status) as File_read_at {
+    MPI_File_read_at => PMPI_File_read_at(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: Count,
+                                          datatype: MPI_Datatype, status: *mut MPI_Status) as File_read_at [c] {
         pre: { let mut own = blank_status(); let status = own_status(status, &mut own); }
         // SAFETY: the read completed and filled `status`.
         post: What::FileRead { file: file_id(fh), bytes: unsafe { status_bytes(status) }, at: true, collective: false },
     }
-    MPI_File_write_at => PMPI_File_write_at(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: c_int,
-                                            datatype: MPI_Datatype, status: *mut MPI_Status) as File_write_at {
+    MPI_File_write_at => PMPI_File_write_at(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: Count,
+                                            datatype: MPI_Datatype, status: *mut MPI_Status) as File_write_at [c] {
         pre: { let mut own = blank_status(); let status = own_status(status, &mut own); }
         // SAFETY: the write completed and filled `status`.
         post: What::FileWrite { file: file_id(fh), bytes: unsafe { status_bytes(status) }, at: true, collective: false },
     }
-    MPI_File_read_all => PMPI_File_read_all(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype,
-                                            status: *mut MPI_Status) as File_read_all {
+    MPI_File_read_all => PMPI_File_read_all(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype,
+                                            status: *mut MPI_Status) as File_read_all [c] {
         pre: { let mut own = blank_status(); let status = own_status(status, &mut own); }
         // SAFETY: the read completed and filled `status`.
         post: What::FileRead { file: file_id(fh), bytes: unsafe { status_bytes(status) }, at: false, collective: true },
     }
-    MPI_File_write_all => PMPI_File_write_all(fh: MPI_File, buf: *const c_void, count: c_int,
-                                              datatype: MPI_Datatype, status: *mut MPI_Status) as File_write_all {
+    MPI_File_write_all => PMPI_File_write_all(fh: MPI_File, buf: *const c_void, count: Count,
+                                              datatype: MPI_Datatype, status: *mut MPI_Status) as File_write_all [c] {
         pre: { let mut own = blank_status(); let status = own_status(status, &mut own); }
         // SAFETY: the write completed and filled `status`.
         post: What::FileWrite { file: file_id(fh), bytes: unsafe { status_bytes(status) }, at: false, collective: true },
     }
-    MPI_File_read_at_all => PMPI_File_read_at_all(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: c_int,
-                                                  datatype: MPI_Datatype, status: *mut MPI_Status) as File_read_at_all {
+    MPI_File_read_at_all => PMPI_File_read_at_all(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: Count,
+                                                  datatype: MPI_Datatype, status: *mut MPI_Status) as File_read_at_all [c] {
         pre: { let mut own = blank_status(); let status = own_status(status, &mut own); }
         // SAFETY: the read completed and filled `status`.
         post: What::FileRead { file: file_id(fh), bytes: unsafe { status_bytes(status) }, at: true, collective: true },
     }
     MPI_File_write_at_all => PMPI_File_write_at_all(fh: MPI_File, offset: MPI_Offset, buf: *const c_void,
-                                                    count: c_int, datatype: MPI_Datatype,
-                                                    status: *mut MPI_Status) as File_write_at_all {
+                                                    count: Count, datatype: MPI_Datatype,
+                                                    status: *mut MPI_Status) as File_write_at_all [c] {
         pre: { let mut own = blank_status(); let status = own_status(status, &mut own); }
         // SAFETY: the write completed and filled `status`.
         post: What::FileWrite { file: file_id(fh), bytes: unsafe { status_bytes(status) }, at: true, collective: true },
     }
-    MPI_File_iread => PMPI_File_iread(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype,
-                                      request: *mut MPI_Request) as File_iread {
+    MPI_File_iread => PMPI_File_iread(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype,
+                                      request: *mut MPI_Request) as File_iread [c] {
         pre: { let trick = recorder::recording(); let mut read_bytes = 0; }
         call: if trick {
-            let (rc, b) = prefetch::blocking(fh, None, buf, count, datatype, request);
+            let (rc, b) = prefetch::blocking(
+                // SAFETY: the caller's arguments; the status is the trick's own.
+                |st| unsafe { Count::file_read(fh, None, buf, count, datatype, st) },
+                request,
+            );
             read_bytes = b;
             rc
         } else {
             // SAFETY: the caller's arguments.
-            unsafe { mpi_sys::PMPI_File_iread(fh, buf, count, datatype, request) }
+            unsafe { Count::file_iread(fh, None, buf, count, datatype, request) }
         },
         post: What::FileIread {
             file: file_id(fh),
@@ -733,16 +700,20 @@ wrappers! {
             blocking: trick,
         },
     }
-    MPI_File_iread_at => PMPI_File_iread_at(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: c_int,
-                                            datatype: MPI_Datatype, request: *mut MPI_Request) as File_iread_at {
+    MPI_File_iread_at => PMPI_File_iread_at(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: Count,
+                                            datatype: MPI_Datatype, request: *mut MPI_Request) as File_iread_at [c] {
         pre: { let trick = recorder::recording(); let mut read_bytes = 0; }
         call: if trick {
-            let (rc, b) = prefetch::blocking(fh, Some(offset), buf, count, datatype, request);
+            let (rc, b) = prefetch::blocking(
+                // SAFETY: the caller's arguments; the status is the trick's own.
+                |st| unsafe { Count::file_read(fh, Some(offset), buf, count, datatype, st) },
+                request,
+            );
             read_bytes = b;
             rc
         } else {
             // SAFETY: the caller's arguments.
-            unsafe { mpi_sys::PMPI_File_iread_at(fh, offset, buf, count, datatype, request) }
+            unsafe { Count::file_iread(fh, Some(offset), buf, count, datatype, request) }
         },
         post: What::FileIread {
             file: file_id(fh),
@@ -751,13 +722,13 @@ wrappers! {
             blocking: trick,
         },
     }
-    MPI_File_iwrite => PMPI_File_iwrite(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype,
-                                        request: *mut MPI_Request) as File_iwrite {
+    MPI_File_iwrite => PMPI_File_iwrite(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype,
+                                        request: *mut MPI_Request) as File_iwrite [c] {
         pre: {}
         post: What::FileIwrite { file: file_id(fh), bytes: bytes(count, datatype), req: new_req(request, None) },
     }
-    MPI_File_iwrite_at => PMPI_File_iwrite_at(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: c_int,
-                                              datatype: MPI_Datatype, request: *mut MPI_Request) as File_iwrite_at {
+    MPI_File_iwrite_at => PMPI_File_iwrite_at(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: Count,
+                                              datatype: MPI_Datatype, request: *mut MPI_Request) as File_iwrite_at [c] {
         pre: {}
         post: What::FileIwrite { file: file_id(fh), bytes: bytes(count, datatype), req: new_req(request, None) },
     }

@@ -3,13 +3,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "mheta_markers.h"
+#include "count.h"
 
 int main(int argc, char **argv) {
     int rank, size;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    int *counts = malloc(size * sizeof(int)), *displs = malloc(size * sizeof(int));
+    count_t *counts = malloc(size * sizeof(count_t));
+    displ_t *displs = malloc(size * sizeof(displ_t));
     double *all = malloc(size * 4 * sizeof(double)), *all2 = malloc(size * 4 * sizeof(double));
     double mine[4], x[4], acc = 0.0;
     for (int i = 0; i < size; i++) { counts[i] = 4; displs[i] = 4 * i; }

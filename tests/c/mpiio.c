@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include "mheta_markers.h"
+#include "count.h"
 
 #define CHUNK 4096
 #define CHUNKS 6
@@ -50,10 +51,10 @@ int main(int argc, char **argv) {
             spin_us(compute_us);
             for (int i = 0; i < CHUNK; i++) { out[i] = 0.5 * buf[cur][i] + 1.0; acc += out[i]; }
             if (c + 1 < CHUNKS) {
-                int count = -1;
+                count_t count = -1;
                 MPI_Wait(&req, &st);
                 MPI_Get_count(&st, MPI_DOUBLE, &count);
-                if (count != CHUNK) { fprintf(stderr, "rank %d: prefetch count %d\n", rank, count); MPI_Abort(MPI_COMM_WORLD, 3); }
+                if (count != CHUNK) { fprintf(stderr, "rank %d: prefetch count %lld\n", rank, (long long)count); MPI_Abort(MPI_COMM_WORLD, 3); }
             }
             MPI_File_write_at(fh, base + (MPI_Offset)c * CHUNK * sizeof(double), out, CHUNK, MPI_DOUBLE, MPI_STATUS_IGNORE);
         }

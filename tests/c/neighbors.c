@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "mheta_markers.h"
+#include "count.h"
 
 int main(int argc, char **argv) {
     int rank, size;
@@ -31,7 +32,8 @@ int main(int argc, char **argv) {
     int big = 8 * size + 16; /* a buffer holds 2·big doubles */
     double *a = calloc(2 * big, sizeof(double)), *b = calloc(2 * big, sizeof(double));
     double acc = 0.0;
-    int cnt[2], dsp[2], rcnt[2], rdsp[2];
+    count_t cnt[2], rcnt[2];
+    displ_t dsp[2], rdsp[2];
     MPI_Aint wsd[2], wrd[2];
     MPI_Datatype types[2] = {MPI_DOUBLE, MPI_DOUBLE};
     for (int it = 0; it < 6; it++) {
@@ -44,10 +46,11 @@ int main(int argc, char **argv) {
         MPI_Neighbor_alltoallv(a, cnt, dsp, MPI_DOUBLE, b, rcnt, rdsp, MPI_DOUBLE, ring); acc += b[0] + b[2];
         /* the w form on the graph: 1 double to (and from) the first
          * neighbour, 2 to (and from) the second */
-        int wcnt[2] = {1, 2};
+        count_t wcnt[2] = {1, 2};
         for (int k = 0; k < 2; k++) { wsd[k] = k * sizeof(double); wrd[k] = k * sizeof(double); }
         MPI_Neighbor_alltoallw(a, wcnt, wsd, types, b, wcnt, wrd, types, graph); acc += b[1];
-        int four[2] = {4, 4}, fd[2] = {0, 4};
+        count_t four[2] = {4, 4};
+        displ_t fd[2] = {0, 4};
         MPI_Neighbor_allgatherv(a, 4, MPI_DOUBLE, b, four, fd, MPI_DOUBLE, ring); acc += b[5];
         for (int i = 0; i < 6; i++) b[i] = 0.0;
         MPI_Neighbor_alltoall(a, 3, MPI_DOUBLE, b, 3, MPI_DOUBLE, line); acc += b[2] + b[5];
@@ -56,9 +59,10 @@ int main(int argc, char **argv) {
         MPI_Scan(&s, &t, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); acc += t;
         t = 0.0;
         MPI_Exscan(&s, &t, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); if (rank > 0) acc += t;
-        int *ac = malloc(size * sizeof(int)), *ad = malloc(size * sizeof(int));
+        count_t *ac = malloc(size * sizeof(count_t));
+        displ_t *ad = malloc(size * sizeof(displ_t));
         MPI_Datatype *at = malloc(size * sizeof(MPI_Datatype));
-        for (int k = 0; k < size; k++) { ac[k] = 2; ad[k] = 2 * k * (int)sizeof(double); at[k] = MPI_DOUBLE; }
+        for (int k = 0; k < size; k++) { ac[k] = 2; ad[k] = 2 * k * (displ_t)sizeof(double); at[k] = MPI_DOUBLE; }
         MPI_Alltoallw(a, ac, ad, at, b, ac, ad, at, MPI_COMM_WORLD); acc += b[2 * size - 1];
         /* the non-blocking forms on the ring, each into its own buffer,
          * completed together */

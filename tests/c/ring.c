@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "mheta_markers.h"
+#include "count.h"
 
 #define N 1000
 
@@ -36,7 +37,7 @@ int main(int argc, char **argv) {
         MPI_Request r;
         MPI_Isend(c, 5, MPI_DOUBLE, right, 4, MPI_COMM_WORLD, &r);
         MPI_Mprobe(left, 4, MPI_COMM_WORLD, &msg, &st);
-        int count;
+        count_t count;
         MPI_Get_count(&st, MPI_DOUBLE, &count);
         MPI_Mrecv(b, count, MPI_DOUBLE, &msg, MPI_STATUS_IGNORE);
         MPI_Wait(&r, MPI_STATUS_IGNORE);

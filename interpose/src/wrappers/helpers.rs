@@ -8,7 +8,7 @@ use crate::tools::recorder::{
     Posted, Template, persist, persistent, post_request, restore_request, take_request,
 };
 use mheta_trace::{Completion, Msg, NEIGHBOR_TAG, Started, What};
-use mpi_sys::{MPI_Comm, MPI_Datatype, MPI_Request, MPI_Status};
+use mpi_sys::{MPI_Comm, MPI_Datatype, MPI_File, MPI_Offset, MPI_Request, MPI_Status};
 use std::os::raw::{c_int, c_void};
 
 /// The posted request `*request` gets an id.
@@ -127,9 +127,9 @@ pub(crate) fn rooted(root: c_int, f: impl FnOnce() -> u64) -> u64 {
 /// `other_count` × `other_dt`.
 pub(crate) fn own_part(
     buf: *const c_void,
-    count: c_int,
+    count: impl Into<i64>,
     dt: MPI_Datatype,
-    other_count: c_int,
+    other_count: impl Into<i64>,
     other_dt: MPI_Datatype,
 ) -> u64 {
     if in_place(buf) {
@@ -145,11 +145,11 @@ pub(crate) fn own_part(
 /// # Safety
 /// When `buf` is `MPI_IN_PLACE`, `other_counts` has an entry per rank of
 /// `comm`.
-pub(crate) unsafe fn own_part_v(
+pub(crate) unsafe fn own_part_v<C: Copy + Into<i64>>(
     buf: *const c_void,
-    count: c_int,
+    count: impl Into<i64>,
     dt: MPI_Datatype,
-    other_counts: *const c_int,
+    other_counts: *const C,
     other_dt: MPI_Datatype,
     comm: MPI_Comm,
 ) -> u64 {
@@ -255,16 +255,17 @@ pub(crate) fn neighbour_exchange_begun(
     What::INeighbor { sends, recvs, req }
 }
 
-/// Entry `k` of a C array of counts (0 for a null array).
+/// Entry `k` of a C array of counts, `int` or `MPI_Count` (0 for a null
+/// array).
 ///
 /// # Safety
 /// `counts` is null or has more than `k` entries.
-pub(crate) unsafe fn nth(counts: *const c_int, k: usize) -> c_int {
+pub(crate) unsafe fn nth<C: Copy + Into<i64>>(counts: *const C, k: usize) -> i64 {
     if counts.is_null() {
         0
     } else {
         // SAFETY: as promised by the caller.
-        unsafe { *counts.add(k) }
+        unsafe { *counts.add(k) }.into()
     }
 }
 
@@ -272,7 +273,11 @@ pub(crate) unsafe fn nth(counts: *const c_int, k: usize) -> c_int {
 ///
 /// # Safety
 /// `counts` and `types` are null or have more than `k` entries each.
-pub(crate) unsafe fn nth_w(counts: *const c_int, types: *const MPI_Datatype, k: usize) -> u64 {
+pub(crate) unsafe fn nth_w<C: Copy + Into<i64>>(
+    counts: *const C,
+    types: *const MPI_Datatype,
+    k: usize,
+) -> u64 {
     if counts.is_null() || types.is_null() {
         0
     } else {
@@ -285,10 +290,103 @@ pub(crate) unsafe fn nth_w(counts: *const c_int, types: *const MPI_Datatype, k: 
 ///
 /// # Safety
 /// `counts` and `types` are null or have `n` entries each.
-pub(crate) unsafe fn bytes_w(counts: *const c_int, types: *const MPI_Datatype, n: usize) -> u64 {
+pub(crate) unsafe fn bytes_w<C: Copy + Into<i64>>(
+    counts: *const C,
+    types: *const MPI_Datatype,
+    n: usize,
+) -> u64 {
     // SAFETY: as promised by the caller.
     (0..n).map(|k| unsafe { nth_w(counts, types, k) }).sum()
 }
+
+/// A count argument of the table's entry points: C `int`, or MPI-4's
+/// `MPI_Count` in the large-count forms. It names the file reads the
+/// prefetch trick ([`prefetch`]) makes in place of a non-blocking read, so
+/// that `MPI_File_iread_c` reads with `PMPI_File_read_c`.
+pub(crate) trait CountArg: Copy + Into<i64> {
+    /// `PMPI_File_read` (or `_read_at` at `offset`) of this count type.
+    ///
+    /// # Safety
+    /// The arguments of a valid call.
+    unsafe fn file_read(
+        fh: MPI_File,
+        offset: Option<MPI_Offset>,
+        buf: *mut c_void,
+        count: Self,
+        dt: MPI_Datatype,
+        st: *mut MPI_Status,
+    ) -> c_int;
+
+    /// `PMPI_File_iread` (or `_iread_at` at `offset`) of this count type.
+    ///
+    /// # Safety
+    /// The arguments of a valid call.
+    unsafe fn file_iread(
+        fh: MPI_File,
+        offset: Option<MPI_Offset>,
+        buf: *mut c_void,
+        count: Self,
+        dt: MPI_Datatype,
+        req: *mut MPI_Request,
+    ) -> c_int;
+}
+
+/// One [`CountArg`] impl: the count type and its four `PMPI_*` reads.
+macro_rules! count_arg {
+    ($t:ty, $read:ident, $read_at:ident, $iread:ident, $iread_at:ident) => {
+        impl CountArg for $t {
+            unsafe fn file_read(
+                fh: MPI_File,
+                offset: Option<MPI_Offset>,
+                buf: *mut c_void,
+                count: Self,
+                dt: MPI_Datatype,
+                st: *mut MPI_Status,
+            ) -> c_int {
+                // SAFETY: as promised by the caller.
+                unsafe {
+                    match offset {
+                        Some(off) => mpi_sys::$read_at(fh, off, buf, count, dt, st),
+                        None => mpi_sys::$read(fh, buf, count, dt, st),
+                    }
+                }
+            }
+
+            unsafe fn file_iread(
+                fh: MPI_File,
+                offset: Option<MPI_Offset>,
+                buf: *mut c_void,
+                count: Self,
+                dt: MPI_Datatype,
+                req: *mut MPI_Request,
+            ) -> c_int {
+                // SAFETY: as promised by the caller.
+                unsafe {
+                    match offset {
+                        Some(off) => mpi_sys::$iread_at(fh, off, buf, count, dt, req),
+                        None => mpi_sys::$iread(fh, buf, count, dt, req),
+                    }
+                }
+            }
+        }
+    };
+}
+
+count_arg!(
+    c_int,
+    PMPI_File_read,
+    PMPI_File_read_at,
+    PMPI_File_iread,
+    PMPI_File_iread_at
+);
+#[cfg(mpi_large_count)]
+count_arg!(
+    mpi_sys::MPI_Count,
+    PMPI_File_read_c,
+    PMPI_File_read_at_c,
+    PMPI_File_iread_c,
+    PMPI_File_iread_at_c
+);
 
 /// The MHETA prefetch trick (paper, fig. 5): while recording, a
 /// non-blocking read is performed as a blocking read, and the program gets
@@ -297,7 +395,7 @@ pub(crate) unsafe fn bytes_w(counts: *const c_int, types: *const MPI_Datatype, n
 /// a status with the right count.
 pub(super) mod prefetch {
     use crate::mpi_util::{blank_status, status_bytes};
-    use mpi_sys::{MPI_Datatype, MPI_File, MPI_Offset, MPI_Request, MPI_Status};
+    use mpi_sys::{MPI_Request, MPI_Status};
     use std::os::raw::{c_int, c_void};
 
     struct Done {
@@ -310,7 +408,7 @@ pub(super) mod prefetch {
         unsafe {
             let d = &*(extra as *const Done);
             let bytes = status_bytes(&d.status);
-            mpi_sys::PMPI_Status_set_elements(status, mpi_sys::RSMPI_UINT8_T, bytes as c_int);
+            mpi_sys::PMPI_Status_set_elements_x(status, mpi_sys::RSMPI_UINT8_T, bytes as _);
             mpi_sys::PMPI_Status_set_cancelled(status, 0);
             (*status).MPI_SOURCE = mpi_sys::MPI_UNDEFINED;
             (*status).MPI_TAG = mpi_sys::MPI_UNDEFINED;
@@ -328,27 +426,16 @@ pub(super) mod prefetch {
         0
     }
 
-    /// Read now; hand back a completed generalized request.
+    /// Read now with `read` (the blocking form of the caller's read, given
+    /// the status to fill); hand back a completed generalized request.
     pub fn blocking(
-        fh: MPI_File,
-        offset: Option<MPI_Offset>,
-        buf: *mut c_void,
-        count: c_int,
-        datatype: MPI_Datatype,
+        read: impl FnOnce(*mut MPI_Status) -> c_int,
         request: *mut MPI_Request,
     ) -> (c_int, u64) {
         let mut d = Box::new(Done {
             status: blank_status(),
         });
-        // SAFETY: the caller's arguments; our own status.
-        let rc = unsafe {
-            match offset {
-                Some(off) => {
-                    mpi_sys::PMPI_File_read_at(fh, off, buf, count, datatype, &mut d.status)
-                }
-                None => mpi_sys::PMPI_File_read(fh, buf, count, datatype, &mut d.status),
-            }
-        };
+        let rc = read(&mut d.status);
         if rc != 0 {
             return (rc, 0);
         }
