@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # Romanazzi and Jimack's methodology on real runs (`mheta scale`): per kernel, fit
 # T = T_comp(work) + alpha(np) + gamma*work on np <= 4 of each host group
-# (np 1 at two sizes, then each np0 at the same rows per process: jacobi
-# 2, 3 and 4, mg 2 and 4, whose grids need 2^j - 1 rows; and 2+2 split
-# over the two groups for the link; c, d and gamma fitted together over
-# the np0 runs), then predict and run held-out configurations at
+# (np 1 at two sizes, np0 = 2 and 4 at the same rows per process, and 2+2
+# split over the two groups for the link; c, d and gamma fitted together
+# over the np0 runs), then predict and run held-out configurations at
 # larger np and on larger grids, on one group and split over two. Two
 # specs: clusters/grid2.toml (mg and jacobi; groups a: 8 hosts at power
 # 0.2, b: 4 at 0.125, 100 Mbit/s between) and clusters/grid64.toml
@@ -42,29 +41,29 @@ SPEC=$LAB_SPEC
 REPEAT=${SCALE_REPEAT:-4}
 EMU=${SCALE_EMULATION:-clock}
 
-study() { # tag app n rows_per_proc np0 iters configs...
-  local tag=$1 app=$2 n=$3 per=$4 np0=$5 iters=$6; shift 6
+study() { # tag app n rows_per_proc iters configs...
+  local tag=$1 app=$2 n=$3 per=$4 iters=$5; shift 5
   local cfg=() emu=(--cpu-emulation "$EMU")
   for c in "$@"; do cfg+=(--config "$c"); done
   if [ "$EMU" = clock ]; then
     emu+=(--cpu-ns-per-unit 10)
   fi
   "$M" scale fit --spec "$SPEC" --app "$app" --n "$n" --rows-per-proc "$per" \
-    --np0 "$np0" --iters "$iters" --repeat "$REPEAT" "${emu[@]}" \
+    --np0 2,4 --iters "$iters" --repeat "$REPEAT" "${emu[@]}" \
     -o "$OUT/fit-$tag.json" | tee "$OUT/fit-$tag.txt"
   "$M" scale check --refit --fit "$OUT/fit-$tag.json" "${cfg[@]}" --iters "$iters" \
     --repeat "$REPEAT" "${emu[@]}" -o "$OUT/check-$tag.json" \
     --svg "$OUT/scale-$tag.svg" | tee "$OUT/check-$tag.txt"
 }
 
-study mg mg 2047 127,255 2,4 20 \
+study mg mg 2047 127,255 20 \
   a=6@1023 a=8@1023 a=6@2047 a=8@2047 a=3,b=3@1023 a=4,b=4@1023 a=4,b=4@2047
-study jacobi jacobi 2048 128,256 2,3,4 100 \
+study jacobi jacobi 2048 128,256 100 \
   a=6@1536 a=8@1024 a=6@2048 a=8@2048 a=3,b=3@1536 a=4,b=4@1024 a=4,b=4@2048
 cp "$OUT/scale-mg.svg" "$OUT/scale.svg"
 lab_switch clusters/grid64.toml
 SPEC=$LAB_SPEC
-study grid64-jacobi jacobi 1536 128,256 2,3,4 100 \
+study grid64-jacobi jacobi 1536 128,256 100 \
   c=6@1536 c=6@3072 c=3,d=3@1536 c=6,d=4@1536 c=5,d=2@1536
 
 {
