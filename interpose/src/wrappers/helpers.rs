@@ -331,61 +331,41 @@ pub(crate) trait CountArg: Copy + Into<i64> {
     ) -> c_int;
 }
 
-/// One [`CountArg`] impl: the count type and its four `PMPI_*` reads.
+/// One [`CountArg`] impl: the count type, then each method with the
+/// `PMPI_*` read it makes without and with an offset.
 macro_rules! count_arg {
-    ($t:ty, $read:ident, $read_at:ident, $iread:ident, $iread_at:ident) => {
+    ($t:ty: $( $f:ident($last:ident: $lt:ty) => $plain:ident, $at:ident; )*) => {
         impl CountArg for $t {
-            unsafe fn file_read(
-                fh: MPI_File,
-                offset: Option<MPI_Offset>,
-                buf: *mut c_void,
-                count: Self,
-                dt: MPI_Datatype,
-                st: *mut MPI_Status,
-            ) -> c_int {
-                // SAFETY: as promised by the caller.
-                unsafe {
-                    match offset {
-                        Some(off) => mpi_sys::$read_at(fh, off, buf, count, dt, st),
-                        None => mpi_sys::$read(fh, buf, count, dt, st),
+            $(
+                unsafe fn $f(
+                    fh: MPI_File,
+                    offset: Option<MPI_Offset>,
+                    buf: *mut c_void,
+                    count: Self,
+                    dt: MPI_Datatype,
+                    $last: $lt,
+                ) -> c_int {
+                    // SAFETY: as promised by the caller.
+                    unsafe {
+                        match offset {
+                            Some(off) => mpi_sys::$at(fh, off, buf, count, dt, $last),
+                            None => mpi_sys::$plain(fh, buf, count, dt, $last),
+                        }
                     }
                 }
-            }
-
-            unsafe fn file_iread(
-                fh: MPI_File,
-                offset: Option<MPI_Offset>,
-                buf: *mut c_void,
-                count: Self,
-                dt: MPI_Datatype,
-                req: *mut MPI_Request,
-            ) -> c_int {
-                // SAFETY: as promised by the caller.
-                unsafe {
-                    match offset {
-                        Some(off) => mpi_sys::$iread_at(fh, off, buf, count, dt, req),
-                        None => mpi_sys::$iread(fh, buf, count, dt, req),
-                    }
-                }
-            }
+            )*
         }
     };
 }
 
-count_arg!(
-    c_int,
-    PMPI_File_read,
-    PMPI_File_read_at,
-    PMPI_File_iread,
-    PMPI_File_iread_at
+count_arg!(c_int:
+    file_read(st: *mut MPI_Status) => PMPI_File_read, PMPI_File_read_at;
+    file_iread(req: *mut MPI_Request) => PMPI_File_iread, PMPI_File_iread_at;
 );
 #[cfg(mpi_large_count)]
-count_arg!(
-    mpi_sys::MPI_Count,
-    PMPI_File_read_c,
-    PMPI_File_read_at_c,
-    PMPI_File_iread_c,
-    PMPI_File_iread_at_c
+count_arg!(mpi_sys::MPI_Count:
+    file_read(st: *mut MPI_Status) => PMPI_File_read_c, PMPI_File_read_at_c;
+    file_iread(req: *mut MPI_Request) => PMPI_File_iread_c, PMPI_File_iread_at_c;
 );
 
 /// The MHETA prefetch trick (paper, fig. 5): while recording, a
