@@ -23,7 +23,9 @@ from study import BIN, ENV, MHETA, QUICK, stamp
 
 OUT = sys.argv[1]
 RUNS = int(os.environ.get("STUDY_RUNS", "6" if QUICK else "24"))
-N, ITERS, Q = 1024, 300, 0.95
+# STUDY_N, STUDY_ITERS: the grid and the iterations of a run (1024 and
+# 300: an iteration of about 2 ms, shorter than the scheduler's slice).
+N, ITERS, Q = int(os.environ.get("STUDY_N", "1024")), int(os.environ.get("STUDY_ITERS", "300")), 0.95
 LEVELS, DWELL, SEED = "0,1", os.environ.get("STUDY_DWELL", "1.0,1.0"), 11
 WAITS = [os.environ["STUDY_WAIT"]] if os.environ.get("STUDY_WAIT") else ["poll", "sleep"]
 os.makedirs(OUT, exist_ok=True)
@@ -115,7 +117,7 @@ def main():
         ld.wait(timeout=10)
     res = {
         **stamp("scripts/risk-study.sh " + OUT),
-        "emulation": "none: real contention. jacobi ranks bound to cores 0 and 1 (mpirun --bind-to core), a "
+        "emulation": f"none: real contention. jacobi --n {N}, {ITERS} iterations, ranks bound to cores 0 and 1 (mpirun --bind-to core), a "
                      f"`mheta load` hog pinned to core 0 switching on and off (random, exponential dwells of mean "
                      f"{DWELL} s, seed {SEED}); --cpu-emulation spin, uniform; --wait {' and '.join(WAITS)}.",
         "n": N, "iters": ITERS, "quantile": Q, "runs_per_plan": RUNS, "modes": modes,
