@@ -59,10 +59,11 @@ macro_rules! large_form {
     };
 }
 
-/// The table below, expanded twice: once with `int` counts (every MPI),
-/// once, for the entries marked `[c]`, with MPI-4's `MPI_Count` counts and
-/// `MPI_Aint` displacements. In the table a count is written `Count` and a
-/// displacement array's entry `Displ`; each module gives them their types.
+/// The wrapper table (`wrappers.rs`), expanded twice: once with `int`
+/// counts (every MPI), once, for the entries marked `[c]`, with MPI-4's
+/// `MPI_Count` counts and `MPI_Aint` displacements. In the table a count
+/// is written `Count` and a displacement array's entry `Displ`; each
+/// module gives them their types.
 macro_rules! wrappers {
     ($(
         $name:ident => $pname:ident ( $($arg:ident : $ty:ty),* $(,)? ) as $op:ident $([$large:ident])? {
