@@ -14,7 +14,7 @@
 //! - [`annealing`], [`genetic`], [`random`]: stochastic searches with a
 //!   budget of evaluations and a seed.
 //! - [`spectrum`]: the paper's figure 8 path Blk → I-C → I-C/Bal → Bal →
-//!   Blk and its corners.
+//!   Blk and its corners, widened around Block where the corners meet.
 
 use crate::dist::Dist;
 use crate::model::{Evaluator, Model, ModelError};
@@ -692,7 +692,9 @@ pub fn spectrum(m: &Model, k: usize) -> Vec<Dist> {
     let total: f64 = legs.iter().sum();
     let k = k.max(2);
     if total == 0.0 {
-        return vec![c.blk];
+        let mut out = vec![c.blk.clone()];
+        widen(&mut out, &c.blk, k, n);
+        return out;
     }
     // Corners first (they matter most), then fill evenly.
     let mut at: Vec<f64> = vec![0.0];
@@ -746,7 +748,42 @@ pub fn spectrum(m: &Model, k: usize) -> Vec<Dist> {
         }
         fill += 1;
     }
+    if out.len() < k {
+        widen(&mut out, &c.blk, k, n);
+    }
     out
+}
+
+/// Where the corners lie too close for `k` distinct points (equal CPUs
+/// and no memory limits put every corner within a row or two of Block),
+/// the spectrum is widened by a line through Block: rank i weighted
+/// 1 + s·(1 − 2i/(P − 1)) for s = ±0.5·j/k, j = 1, 2, …, until there are
+/// `k` distinct distributions. A study then still compares the model's
+/// predictions off Block rather than at one or two points. Block stays
+/// first; the rest are ordered by rank 0's rows, most first.
+fn widen(out: &mut Vec<Dist>, blk: &Dist, k: usize, n: u64) {
+    let p = blk.0.len();
+    if p < 2 {
+        return;
+    }
+    for j in 1..=k {
+        for sign in [1.0, -1.0] {
+            if out.len() >= k {
+                break;
+            }
+            let s = sign * 0.5 * j as f64 / k as f64;
+            let w: Vec<f64> = (0..p)
+                .map(|i| 1.0 + s * (1.0 - 2.0 * i as f64 / (p - 1) as f64))
+                .collect();
+            let d = Dist::proportional(&w, n);
+            if !out.contains(&d) {
+                out.push(d);
+            }
+        }
+    }
+    if let Some(rest) = out.get_mut(1..) {
+        rest.sort_by_key(|d| std::cmp::Reverse(d.0[0]));
+    }
 }
 
 #[cfg(test)]

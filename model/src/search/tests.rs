@@ -44,6 +44,28 @@ fn spectrum_runs_from_block_through_balanced() {
 }
 
 #[test]
+fn equal_ranks_get_a_spectrum_widened_around_block() {
+    // Equal CPUs, no memory limits: every corner is Block (or a row
+    // from it), so the path alone gives one or two points.
+    for (costs, rows) in [(vec![1_000_000; 2], 128), (vec![1_000_000; 4], 256)] {
+        let m = model(&costs);
+        let s = spectrum(&m, 9);
+        assert_eq!(s.len(), 9, "{s:?}");
+        assert_eq!(s[0], Dist::block(costs.len(), rows), "{s:?}");
+        assert!(s.iter().all(|d| d.total() == rows), "{s:?}");
+        for (i, a) in s.iter().enumerate() {
+            assert!(!s[i + 1..].contains(a), "repeated {a:?} in {s:?}");
+        }
+        // Both sides of Block: rank 0 above and below its share.
+        let share = rows / costs.len() as u64;
+        assert!(s.iter().any(|d| d.0[0] > share + 4), "{s:?}");
+        assert!(s.iter().any(|d| d.0[0] + 4 < share), "{s:?}");
+        // The widest is ±50% on the end ranks.
+        assert!(s.iter().all(|d| d.0[0] <= share * 3 / 2 + 1), "{s:?}");
+    }
+}
+
+#[test]
 fn capped_water_fills() {
     let d = capped(&[1.0, 1.0, 1.0, 1.0], &[1000, 1000, 10, 10], 400);
     assert_eq!(d.0, vec![190, 190, 10, 10]);
