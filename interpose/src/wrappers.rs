@@ -15,6 +15,10 @@
 //! - `call: expr` replaces the plain `PMPI_*` call (the prefetch trick);
 //! - `post: expr` builds the recorded [`What`] after a successful call.
 //!
+//! MPI-4's calls that MPI-3 has no form of (`MPI_Isendrecv`, the
+//! persistent collectives) are a second table in this format, in
+//! [`mpi4`], on an MPI that has them (`cfg(mpi4_calls)`).
+//!
 //! Each wrapper is: fast path (one relaxed load, then `PMPI_*`) or pre hook,
 //! timed `PMPI_*` call, post hook. The helpers the hooks call are in
 //! [`helpers`]; the lifecycle entry points (`Init`, `Init_thread`,
@@ -26,6 +30,8 @@
 mod generate;
 mod helpers;
 mod lifecycle;
+#[cfg(mpi4_calls)]
+mod mpi4;
 
 pub(crate) use helpers::{
     Pending, neighbour_exchange, neighbour_exchange_begun, own_part, own_part_v, root_of, rooted,
@@ -49,6 +55,10 @@ use std::os::raw::{c_char, c_int, c_void};
 pub use int_count::*;
 #[cfg(mpi_large_count)]
 pub use large_count::*;
+#[cfg(mpi4_calls)]
+pub use mpi4::int_count::*;
+#[cfg(all(mpi4_calls, mpi_large_count))]
+pub use mpi4::large_count::*;
 
 wrappers! {
     // ---- point-to-point: sends ----

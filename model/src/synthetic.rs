@@ -342,6 +342,15 @@ pub fn grown(
                         {
                             *comm_size = p;
                         }
+                        if let What::Start(started) = &mut e.what {
+                            for s in started {
+                                if let mheta_trace::Started::Collective { comm_size, .. } = s
+                                    && *comm_size == n
+                                {
+                                    *comm_size = p;
+                                }
+                            }
+                        }
                     }
                 }
                 t

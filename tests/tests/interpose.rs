@@ -727,6 +727,7 @@ fn assert_started_ring(ev: &[mheta_trace::Event], rank: u32) {
                         sends += 1;
                     }
                     Started::Recv { req } => recvs.push(*req),
+                    other => panic!("rank {rank}: the ring has no collectives: {other:?}"),
                 }
             }
         }
@@ -1002,6 +1003,157 @@ fn large_count_calls_are_recorded_as_the_int_ones() {
         if prog == "neighbors" {
             assert_neighbours(&dir.join("trace-neighbors_c"), np, "C, large-count");
         }
+    }
+}
+
+/// `tests/c/mpi4.c` built with `-DMPI4` (`MPI_Isendrecv(_replace)`, seven
+/// persistent collectives started by `MPI_Start` and `MPI_Startall`) prints
+/// what its MPI-3 build (`Irecv` + `Isend`, `MPI_Ibcast`, ...) prints,
+/// plainly and under the interposer, and the model reads the same steps,
+/// peers and bytes from both builds' traces, rank by rank, on 3 ranks.
+#[test]
+fn mpi4_calls_are_recorded_as_their_mpi3_forms() {
+    use mheta_model::model::{Program, Step};
+    if !on_mpich() {
+        eprintln!(
+            "skipped: Open MPI 4.1 has no MPI_Isendrecv or persistent collectives; the MPICH pass runs this"
+        );
+        return;
+    }
+    let dir = scratch("mpi4");
+    let np = 3;
+    let run = |exe: &std::path::Path, trace: &std::path::Path| {
+        let plain = ok(mpirun(np).arg(exe));
+        let wrapped = ok(mheta()
+            .args(["run", "--tools", "recorder,summary", "--trace-dir"])
+            .arg(trace)
+            .arg("--")
+            .args(launch(np))
+            .arg(exe));
+        assert!(plain.contains("checksum="), "{plain}");
+        assert_eq!(
+            plain, wrapped,
+            "{exe:?}: output changed under the interposer"
+        );
+        (plain, mheta_trace::read_dir(trace).unwrap())
+    };
+    let mpi3 = cc(&dir, "mpi4");
+    let mpi4 = cc_with(&dir, "mpi4", "mpi4_4", &["-DMPI4"]);
+    let (out3, traces3) = run(&mpi3, &dir.join("trace-mpi3"));
+    let (out4, traces4) = run(&mpi4, &dir.join("trace-mpi4"));
+    assert_eq!(out3, out4, "the MPI-4 build printed otherwise");
+    // The steps that communicate (computation and the time a collective
+    // took are measurements, not structure).
+    let steps = |events: &[mheta_trace::Event]| -> Vec<String> {
+        Program::from_events(events, 1, np as u32)
+            .steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Compute { .. } => None,
+                Step::Reduce { bytes, shape, .. } => Some(format!("Reduce {bytes} {shape:?}")),
+                s => Some(format!("{s:?}")),
+            })
+            .collect()
+    };
+    assert_eq!(traces4.len(), np);
+    for (a, b) in traces3.iter().zip(&traces4) {
+        assert_eq!(a.iterations.len(), 3, "rank {}", a.rank);
+        for (x, y) in a.iterations.iter().zip(&b.iterations) {
+            let (s3, s4) = (steps(&x.events), steps(&y.events));
+            // Six collectives (the neighbourhood exchange is sends and
+            // receives).
+            assert_eq!(
+                s3.iter().filter(|s| s.starts_with("Reduce")).count(),
+                6,
+                "{s3:?}"
+            );
+            assert_eq!(s3, s4, "rank {} iteration {}", a.rank, x.index);
+        }
+        // What the MPI-4 build recorded, as such.
+        let (r, n) = (b.rank as i32, np as i32);
+        let (left, right) = ((r + n - 1) % n, (r + 1) % n);
+        let it = &b.iterations[0];
+        let isr: Vec<&What> = it
+            .events
+            .iter()
+            .filter(|e| matches!(e.op, Some(Op::Isendrecv | Op::Isendrecv_replace)))
+            .map(|e| &e.what)
+            .collect();
+        let msg = |peer, tag, bytes| mheta_trace::Msg { peer, tag, bytes };
+        match isr[..] {
+            [
+                What::INeighbor {
+                    sends: s1,
+                    recvs: r1,
+                    ..
+                },
+                What::INeighbor {
+                    sends: s2,
+                    recvs: r2,
+                    ..
+                },
+            ] => {
+                assert_eq!(
+                    (&s1[..], &r1[..]),
+                    (&[msg(right, 7, 128)][..], &[msg(left, 7, 128)][..])
+                );
+                assert_eq!(
+                    (&s2[..], &r2[..]),
+                    (&[msg(left, 9, 32)][..], &[msg(right, 9, 32)][..])
+                );
+            }
+            _ => panic!("rank {r}: {isr:?}"),
+        }
+        let started: Vec<&Started> = it
+            .events
+            .iter()
+            .filter_map(|e| match &e.what {
+                What::Start(v) => Some(v),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        let colls: Vec<(Op, u64, u32, i32)> = started
+            .iter()
+            .filter_map(|s| match s {
+                Started::Collective {
+                    op,
+                    bytes,
+                    comm_size,
+                    root,
+                    ..
+                } => Some((*op, *bytes, *comm_size, *root)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            colls,
+            vec![
+                (Op::Barrier_init, 0, 3, -1),
+                (Op::Bcast_init, 48, 3, 1),
+                (Op::Reduce_init, 24, 3, 0),
+                (Op::Allgather_init, 16, 3, -1),
+                (Op::Alltoall_init, 48, 3, -1),
+                (Op::Allreduce_init, 40, 3, -1),
+            ],
+            "rank {r}"
+        );
+        let nbr: Vec<_> = started
+            .iter()
+            .filter_map(|s| match s {
+                Started::Neighbor { sends, recvs, .. } => Some((sends.clone(), recvs.clone())),
+                _ => None,
+            })
+            .collect();
+        let tag = mheta_trace::NEIGHBOR_TAG;
+        assert_eq!(
+            nbr,
+            vec![(
+                vec![msg(left, tag, 64), msg(right, tag, 64)],
+                vec![msg(left, tag, 64), msg(right, tag, 64)]
+            )],
+            "rank {r}"
+        );
     }
 }
 

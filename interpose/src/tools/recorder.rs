@@ -76,11 +76,22 @@ pub fn recording() -> bool {
 }
 
 /// A persistent request's template, set by `MPI_*_init`: a send's
-/// message, or a receive's communicator.
-#[derive(Clone, Copy)]
+/// message, a receive's communicator, a collective's bytes and size, or a
+/// neighbourhood collective's messages.
+#[derive(Clone)]
 pub enum Template {
     Send(mheta_trace::Msg),
     Recv(MPI_Comm),
+    Collective {
+        op: mheta_trace::Op,
+        bytes: u64,
+        comm_size: u32,
+        root: i32,
+    },
+    Neighbor {
+        sends: Vec<mheta_trace::Msg>,
+        recvs: Vec<mheta_trace::Msg>,
+    },
 }
 
 /// Persistent request handle -> its template. Kept even
@@ -88,9 +99,12 @@ pub enum Template {
 /// up before the instrumented iterations. A freed handle's entry may stay
 /// until the handle is reused; only `MPI_Start(all)` reads the map, and only
 /// for handles the program set up with `MPI_*_init`, which overwrite.
+/// A [`Template`] with its communicator handle made sendable.
 enum Kept {
     Send(mheta_trace::Msg),
     Recv(Comm),
+    Collective(mheta_trace::Op, u64, u32, i32),
+    Neighbor(Vec<mheta_trace::Msg>, Vec<mheta_trace::Msg>),
 }
 static PERSIST: Mutex<Option<HashMap<usize, Kept>>> = Mutex::new(None);
 
@@ -99,6 +113,13 @@ pub fn persist(req: MPI_Request, t: Template) {
     let k = match t {
         Template::Send(m) => Kept::Send(m),
         Template::Recv(c) => Kept::Recv(Comm(c)),
+        Template::Collective {
+            op,
+            bytes,
+            comm_size,
+            root,
+        } => Kept::Collective(op, bytes, comm_size, root),
+        Template::Neighbor { sends, recvs } => Kept::Neighbor(sends, recvs),
     };
     lock(&PERSIST)
         .get_or_insert_with(HashMap::new)
@@ -111,6 +132,16 @@ pub fn persistent(req: MPI_Request) -> Option<Template> {
     Some(match g.as_ref()?.get(&(req.0 as usize))? {
         Kept::Send(m) => Template::Send(*m),
         Kept::Recv(c) => Template::Recv(c.0),
+        &Kept::Collective(op, bytes, comm_size, root) => Template::Collective {
+            op,
+            bytes,
+            comm_size,
+            root,
+        },
+        Kept::Neighbor(sends, recvs) => Template::Neighbor {
+            sends: sends.clone(),
+            recvs: recvs.clone(),
+        },
     })
 }
 

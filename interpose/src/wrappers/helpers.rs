@@ -104,6 +104,23 @@ pub(crate) fn start_one(h: MPI_Request) -> Option<Started> {
         Template::Recv(c) => Started::Recv {
             req: post_request(h, Some(c)),
         },
+        Template::Collective {
+            op,
+            bytes,
+            comm_size,
+            root,
+        } => Started::Collective {
+            op,
+            bytes,
+            comm_size,
+            root,
+            req: post_request(h, None),
+        },
+        Template::Neighbor { sends, recvs } => Started::Neighbor {
+            sends,
+            recvs,
+            req: post_request(h, None),
+        },
     })
 }
 
@@ -242,6 +259,18 @@ pub(crate) fn neighbour_exchange(
 ) -> What {
     let (sends, recvs) = neighbour_msgs(comm, send, recv);
     What::Neighbor { sends, recvs }
+}
+
+/// A persistent one's template (`MPI_Neighbor_*_init`), its messages
+/// taken from the topology when it is set up.
+#[cfg(mpi4_calls)]
+pub(crate) fn neighbour_template(
+    comm: MPI_Comm,
+    send: impl Fn(usize) -> u64,
+    recv: impl Fn(usize) -> u64,
+) -> Template {
+    let (sends, recvs) = neighbour_msgs(comm, send, recv);
+    Template::Neighbor { sends, recvs }
 }
 
 /// A non-blocking one, begun as request `req` ([`What::INeighbor`]).

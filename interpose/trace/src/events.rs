@@ -52,6 +52,15 @@ ops! {
     Iscan, Iexscan, Ialltoallw,
     Ineighbor_allgather, Ineighbor_allgatherv, Ineighbor_alltoall, Ineighbor_alltoallv,
     Ineighbor_alltoallw,
+    // MPI-4 (appended): the non-blocking send-receive and the persistent
+    // collectives.
+    Isendrecv, Isendrecv_replace,
+    Barrier_init, Bcast_init, Reduce_init, Allreduce_init, Gather_init, Gatherv_init,
+    Scatter_init, Scatterv_init, Allgather_init, Allgatherv_init, Alltoall_init,
+    Alltoallv_init, Alltoallw_init, Reduce_scatter_init, Reduce_scatter_block_init,
+    Scan_init, Exscan_init,
+    Neighbor_allgather_init, Neighbor_allgatherv_init, Neighbor_alltoall_init,
+    Neighbor_alltoallv_init, Neighbor_alltoallw_init,
 }
 
 /// The tag of the messages a neighbourhood collective stands for
@@ -196,21 +205,44 @@ pub enum What {
     },
     /// A non-blocking neighbourhood collective (`MPI_Ineighbor_*`): as
     /// [`What::Neighbor`], its messages all begun here and completed by
-    /// the `Complete` with `req`.
+    /// the `Complete` with `req`. MPI-4's `MPI_Isendrecv(_replace)` is
+    /// recorded so too: one send and one receive, with their own tags (the
+    /// receive as posted: its source may be `MPI_ANY_SOURCE`, negative,
+    /// and its bytes are the most it may take).
     INeighbor {
         sends: Vec<Msg>,
         recvs: Vec<Msg>,
         req: u32,
     },
+    /// An MPI-4 persistent collective is set up (`MPI_Bcast_init`, ...;
+    /// the op says which): nothing moves until `MPI_Start` begins it, which
+    /// records what it stands for (appended).
+    PersistentCollectiveInit,
 }
 
 /// One persistent request begun by `MPI_Start(all)`.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub enum Started {
     /// A send, as `What::Isend`.
     Send { msg: Msg, req: u32 },
     /// A receive, as `What::Irecv`; its message is in the `Complete`.
     Recv { req: u32 },
+    /// A persistent collective (`MPI_Bcast_init`, ...: `op`), as
+    /// `What::ICollective` (appended).
+    Collective {
+        op: Op,
+        bytes: u64,
+        comm_size: u32,
+        root: i32,
+        req: u32,
+    },
+    /// A persistent neighbourhood collective (`MPI_Neighbor_*_init`), as
+    /// `What::INeighbor` (appended).
+    Neighbor {
+        sends: Vec<Msg>,
+        recvs: Vec<Msg>,
+        req: u32,
+    },
 }
 
 /// One recorded call (or marker): times are ns from the iteration's start.
@@ -244,6 +276,10 @@ impl What {
                 .filter_map(|s| match s {
                     Started::Send { msg, .. } => Some(msg.peer),
                     Started::Recv { .. } => None,
+                    Started::Collective { root, .. } => Some(*root),
+                    Started::Neighbor { sends, recvs, .. } => {
+                        sends.iter().chain(recvs).map(|m| m.peer).max()
+                    }
                 })
                 .max(),
             _ => None,
@@ -265,10 +301,12 @@ impl What {
                 .iter_mut()
                 .filter_map(|c| c.recv.as_mut())
                 .for_each(|m| f(&mut m.peer)),
-            What::Start(v) => v.iter_mut().for_each(|s| {
-                if let Started::Send { msg, .. } = s {
-                    f(&mut msg.peer)
+            What::Start(v) => v.iter_mut().for_each(|s| match s {
+                Started::Send { msg, .. } => f(&mut msg.peer),
+                Started::Neighbor { sends, recvs, .. } => {
+                    sends.iter_mut().chain(recvs).for_each(|m| f(&mut m.peer))
                 }
+                Started::Recv { .. } | Started::Collective { .. } => {}
             }),
             What::Neighbor { sends, recvs } | What::INeighbor { sends, recvs, .. } => {
                 sends.iter_mut().chain(recvs).for_each(|m| f(&mut m.peer))
@@ -302,6 +340,13 @@ impl What {
                 .map(|s| match s {
                     Started::Send { msg, .. } => msg.bytes,
                     Started::Recv { .. } => 0,
+                    Started::Collective { bytes, .. } => *bytes,
+                    Started::Neighbor { sends, recvs, .. } => sends
+                        .iter()
+                        .chain(recvs)
+                        .filter(|m| m.peer >= 0)
+                        .map(|m| m.bytes)
+                        .sum(),
                 })
                 .sum(),
             _ => 0,
@@ -379,6 +424,26 @@ fn fmt_starts(f: &mut std::fmt::Formatter<'_>, v: &[Started]) -> std::fmt::Resul
         .map(|s| match s {
             Started::Send { msg, req } => format!("send to {msg}, request {req}"),
             Started::Recv { req } => format!("receive, request {req}"),
+            Started::Collective {
+                op,
+                bytes,
+                comm_size,
+                root,
+                req,
+            } => {
+                let root = if *root >= 0 {
+                    format!(", root {root}")
+                } else {
+                    String::new()
+                };
+                let op = op.name();
+                format!("{op} of {bytes} B over {comm_size} ranks{root}, request {req}")
+            }
+            Started::Neighbor { sends, recvs, req } => format!(
+                "neighbour exchange to {}; from {}, request {req}",
+                msg_list(sends),
+                msg_list(recvs)
+            ),
         })
         .collect();
     write!(f, "starts {}", parts.join("; "))
@@ -390,13 +455,15 @@ fn fmt_neighbours(
     sends: &[Msg],
     recvs: &[Msg],
 ) -> std::fmt::Result {
-    let list = |v: &[Msg]| {
-        v.iter()
-            .map(|m| m.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    write!(f, "to {}; from {}", list(sends), list(recvs))
+    write!(f, "to {}; from {}", msg_list(sends), msg_list(recvs))
+}
+
+/// `M, M, M`.
+fn msg_list(v: &[Msg]) -> String {
+    v.iter()
+        .map(|m| m.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// One line of `mheta show`: what the event did, in words.
@@ -467,6 +534,7 @@ impl std::fmt::Display for What {
             }
             What::Start(v) => fmt_starts(f, v),
             What::RequestFree => write!(f, "request freed"),
+            What::PersistentCollectiveInit => write!(f, "persistent collective set up"),
             What::Neighbor { sends, recvs } => fmt_neighbours(f, sends, recvs),
             What::INeighbor { sends, recvs, req } => {
                 fmt_neighbours(f, sends, recvs)?;

@@ -21,6 +21,7 @@
 
 use super::Model;
 use super::net::HostLink;
+use mheta_trace::Op;
 
 /// The message pattern of a full-world collective.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -44,6 +45,25 @@ pub enum Shape {
     /// at once. A rank leaves when the last block reaches it; blocks
     /// that leave or enter one host share its link ([`Links`]).
     Linear,
+}
+
+impl Shape {
+    /// The message pattern of a full-world collective `op` of `bytes` per
+    /// rank, as Open MPI runs it: libnbc's binomial schedule for a
+    /// non-blocking all-reduce below 64 KiB, recursive doubling for a
+    /// blocking one of that size, libnbc's linear schedule for a
+    /// non-blocking all-gather (a persistent collective as its
+    /// non-blocking form); every other collective leaves together.
+    pub fn of(op: Option<Op>, bytes: u64) -> Shape {
+        match op {
+            Some(Op::Iallreduce | Op::Allreduce_init) if bytes < 65536 => Shape::Binomial,
+            Some(Op::Allreduce) if bytes < 65536 => Shape::RecursiveDoubling,
+            Some(Op::Iallgather | Op::Iallgatherv | Op::Allgather_init | Op::Allgatherv_init) => {
+                Shape::Linear
+            }
+            _ => Shape::Together,
+        }
+    }
 }
 
 /// What the blocks of a [`Shape::Linear`] all-gather share: each host's

@@ -483,7 +483,7 @@ impl Reading {
                 *slept = true;
             }
         }
-        if matches!(e.what, What::Complete(_) | What::ICollective { .. }) {
+        if matches!(e.what, What::Complete(_) | What::ICollective { .. }) || starts_collective(e) {
             self.waiting_ns += e.t1_ns.saturating_sub(e.t0_ns);
         }
         let waiting_since = self.wait_from.map(|(from, _)| from);
@@ -523,7 +523,7 @@ impl Reading {
             } if *comm_size == world => self.steps.push(Step::Reduce {
                 bytes: *bytes as f64,
                 took: secs,
-                shape: shape_of(e.op, *bytes),
+                shape: Shape::of(e.op, *bytes),
             }),
             // Non-blocking collectives are taken as blocking ones at
             // their start; their time runs until their completion.
@@ -534,12 +534,19 @@ impl Reading {
                 ..
             } if *comm_size == world => {
                 let w0 = self.waiting_ns - e.t1_ns.saturating_sub(e.t0_ns);
-                self.icoll_open.insert(*req, (self.steps.len(), w0));
-                self.steps.push(Step::Reduce {
-                    bytes: *bytes as f64,
-                    took: 0.0,
-                    shape: shape_of(e.op, *bytes),
-                })
+                self.icollective(e.op, *bytes, *req, w0)
+            }
+            What::Start(started) => {
+                let w0 = self.waiting_ns - e.t1_ns.saturating_sub(e.t0_ns);
+                self.start(
+                    started,
+                    world,
+                    if starts_collective(e) {
+                        w0
+                    } else {
+                        self.waiting_ns
+                    },
+                )
             }
             _ => self.point_to_point(e),
         }
@@ -571,21 +578,6 @@ impl Reading {
             What::Recv(m) if m.peer >= 0 => self.steps.push(Step::Recv(peer(m))),
             What::Irecv { req } => {
                 self.irecv_open.insert(*req, ());
-            }
-            // Persistent requests begin as the Isend or Irecv they stand
-            // for.
-            What::Start(started) => {
-                for s in started {
-                    match s {
-                        mheta_trace::Started::Send { msg, req } if msg.peer >= 0 => {
-                            self.isend(peer(msg), SendMode::Standard, *req)
-                        }
-                        mheta_trace::Started::Recv { req } => {
-                            self.irecv_open.insert(*req, ());
-                        }
-                        _ => {}
-                    }
-                }
             }
             // MPI_Sendrecv: the send is posted, then the receive waits
             // (both nodes send before blocking, as eq. 5 assumes).
@@ -622,6 +614,47 @@ impl Reading {
                 self.ineighbor_open.insert(*req, open);
             }
             _ => {}
+        }
+    }
+
+    /// A non-blocking collective (`op`, request `req`) begins: taken as a
+    /// blocking one here, its time running until its completion (`w0`:
+    /// the rank's waiting so far).
+    fn icollective(&mut self, op: Option<Op>, bytes: u64, req: u32, w0: u64) {
+        self.icoll_open.insert(req, (self.steps.len(), w0));
+        self.steps.push(Step::Reduce {
+            bytes: bytes as f64,
+            took: 0.0,
+            shape: Shape::of(op, bytes),
+        })
+    }
+
+    /// `MPI_Start(all)`: persistent requests begin as the `Isend`,
+    /// `Irecv`, non-blocking collective or neighbourhood exchange they
+    /// stand for (`w0`: the rank's waiting before the call).
+    fn start(&mut self, started: &[mheta_trace::Started], world: u32, w0: u64) {
+        use mheta_trace::Started;
+        for s in started {
+            match s {
+                Started::Send { msg, req } if msg.peer >= 0 => {
+                    self.isend(peer(msg), SendMode::Standard, *req)
+                }
+                Started::Recv { req } => {
+                    self.irecv_open.insert(*req, ());
+                }
+                Started::Collective {
+                    op,
+                    bytes,
+                    comm_size,
+                    req,
+                    ..
+                } if *comm_size == world => self.icollective(Some(*op), *bytes, *req, w0),
+                Started::Neighbor { sends, recvs, req } => {
+                    let open = self.neighbour_sends(sends, recvs);
+                    self.ineighbor_open.insert(*req, open);
+                }
+                _ => {}
+            }
         }
     }
 
@@ -751,16 +784,9 @@ fn sleep_and_wake(sleeps: &mut [f64]) -> (f64, f64) {
     (sleep_s, wake_s)
 }
 
-/// The message pattern of a full-world collective `op` of `bytes` per
-/// rank, as Open MPI runs it (`collective.rs`): libnbc's binomial
-/// schedule for a non-blocking all-reduce below 64 KiB, recursive doubling
-/// for a blocking one of that size, libnbc's linear schedule for a
-/// non-blocking all-gather; every other collective leaves together.
-fn shape_of(op: Option<Op>, bytes: u64) -> Shape {
-    match op {
-        Some(Op::Iallreduce) if bytes < 65536 => Shape::Binomial,
-        Some(Op::Allreduce) if bytes < 65536 => Shape::RecursiveDoubling,
-        Some(Op::Iallgather | Op::Iallgatherv) => Shape::Linear,
-        _ => Shape::Together,
-    }
+/// Does `e` begin a persistent collective? Its time is waiting, as a
+/// non-blocking collective's call is.
+fn starts_collective(e: &Event) -> bool {
+    matches!(&e.what, What::Start(v)
+        if v.iter().any(|s| matches!(s, mheta_trace::Started::Collective { .. })))
 }
