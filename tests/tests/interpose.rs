@@ -1157,6 +1157,137 @@ fn mpi4_calls_are_recorded_as_their_mpi3_forms() {
     }
 }
 
+/// `tests/fortran/mpi4.F90`, under `use mpi` and `use mpi_f08` on MPICH:
+/// its `MPI_Isendrecv(_replace)` and persistent collectives reach the C
+/// entry points through MPICH's Fortran bindings and are recorded as
+/// from C.
+#[test]
+fn fortran_mpi4_calls_are_recorded_as_from_c() {
+    use mheta_trace::Msg;
+    if !on_mpich() {
+        eprintln!(
+            "skipped: Open MPI 4.1 has no MPI_Isendrecv or persistent collectives; the MPICH pass runs this"
+        );
+        return;
+    }
+    let dir = scratch("fortran-mpi4");
+    let np = 3;
+    for (binding, flags) in BINDINGS {
+        let exe = fortran(&dir, "mpi4", "fmpi4", flags);
+        let trace = same_output(&dir, np, "recorder,summary", &exe, &[], &[]);
+        let traces = mheta_trace::read_dir(&trace).unwrap();
+        assert_eq!(traces.len(), np, "{binding}");
+        for t in &traces {
+            let (r, n) = (t.rank as i32, np as i32);
+            let (left, right) = ((r + n - 1) % n, (r + 1) % n);
+            assert_eq!(t.iterations.len(), 3, "{binding} rank {r}");
+            for it in &t.iterations {
+                let msg = |peer, tag, bytes| Msg { peer, tag, bytes };
+                let calls: Vec<(Option<Op>, &What)> =
+                    it.events.iter().map(|e| (e.op, &e.what)).collect();
+                match &calls[..] {
+                    [
+                        (
+                            Some(Op::Isendrecv),
+                            What::INeighbor {
+                                sends: s1,
+                                recvs: r1,
+                                req: q1,
+                            },
+                        ),
+                        (Some(Op::Wait), What::Complete(c1)),
+                        (
+                            Some(Op::Isendrecv_replace),
+                            What::INeighbor {
+                                sends: s2,
+                                recvs: r2,
+                                req: q2,
+                            },
+                        ),
+                        (Some(Op::Wait), What::Complete(c2)),
+                        (Some(Op::Startall), What::Start(started)),
+                        (Some(Op::Waitall), What::Complete(c3)),
+                    ] => {
+                        assert_eq!(
+                            (&s1[..], &r1[..]),
+                            (&[msg(right, 7, 128)][..], &[msg(left, 7, 128)][..])
+                        );
+                        assert_eq!(
+                            (&s2[..], &r2[..]),
+                            (&[msg(left, 9, 32)][..], &[msg(right, 9, 32)][..])
+                        );
+                        assert_eq!((c1[0].req, c2[0].req), (*q1, *q2), "{binding} rank {r}");
+                        match &started[..] {
+                            [
+                                Started::Collective {
+                                    op: Op::Allreduce_init,
+                                    bytes: 40,
+                                    comm_size: 3,
+                                    root: -1,
+                                    req: a,
+                                },
+                                Started::Collective {
+                                    op: Op::Bcast_init,
+                                    bytes: 48,
+                                    comm_size: 3,
+                                    root: 1,
+                                    req: b,
+                                },
+                            ] => {
+                                let done: Vec<u32> = c3.iter().map(|c| c.req).collect();
+                                assert_eq!(done, vec![*a, *b], "{binding} rank {r}");
+                            }
+                            _ => panic!("{binding} rank {r}: {started:?}"),
+                        }
+                    }
+                    _ => panic!("{binding} rank {r}: {calls:?}"),
+                }
+            }
+        }
+    }
+}
+
+/// `tests/fortran/large.F90` on MPICH: `use mpi_f08` calls with counts of
+/// `INTEGER(MPI_COUNT_KIND)` (`mpi_send_f08ts_large_`, ...) reach the C
+/// large-count entry points through MPICH's binding and record what the
+/// same calls with `INTEGER` counts record, event by event.
+#[test]
+fn fortran_large_count_calls_are_recorded_as_the_int_ones() {
+    if !on_mpich() {
+        eprintln!("skipped: Open MPI 4.1 has no large-count calls; the MPICH pass runs this");
+        return;
+    }
+    let dir = scratch("fortran-large");
+    let np = 3;
+    let large = fortran(&dir, "large", "flarge", &[]);
+    let int = fortran(&dir, "large", "flarge", &["-DINT_COUNT"]);
+    let nm = ok(std::process::Command::new("nm").arg(&large));
+    assert!(
+        nm.contains("mpi_send_f08ts_large_"),
+        "not the large form: {nm}"
+    );
+    let traces = |exe: &std::path::Path| {
+        mheta_trace::read_dir(&same_output(&dir, np, "recorder,summary", exe, &[], &[])).unwrap()
+    };
+    let (a, b) = (traces(&int), traces(&large));
+    assert_eq!(a.len(), np);
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(x.iterations.len(), 3, "rank {}", x.rank);
+        for (i, j) in x.iterations.iter().zip(&y.iterations) {
+            let calls = |it: &mheta_trace::Iteration| -> Vec<(Option<Op>, What)> {
+                it.events.iter().map(|e| (e.op, e.what.clone())).collect()
+            };
+            assert_eq!(
+                ops_of(i),
+                vec![Op::Irecv, Op::Send, Op::Wait, Op::Allreduce],
+                "rank {}",
+                x.rank
+            );
+            assert_eq!(calls(i), calls(j), "rank {} iteration {}", x.rank, i.index);
+        }
+    }
+}
+
 /// The same calls from Fortran (`tests/fortran/neighbors.F90`), under
 /// `use mpi` and `use mpi_f08`: recorded as from C.
 #[test]
