@@ -28,7 +28,8 @@ pub struct SearchArgs {
     seed: u64,
     /// Instead of searching, print the paper's figure 8 spectrum: K
     /// distributions along Blk -> I-C -> I-C/Bal -> Bal -> Blk with
-    /// their predicted times.
+    /// their predicted times (widened around Blk, up to ±50% on the end
+    /// ranks, where the corners meet: equal CPUs, no memory limits).
     #[arg(long, value_name = "K")]
     spectrum: Option<usize>,
     /// With --load: also minimise this quantile of the iteration time
