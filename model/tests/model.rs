@@ -522,6 +522,57 @@ fn allreduce_after_stage(rank: u32, stage_ns: u64, inside_ns: u64) -> RankTrace 
     rank_trace(rank, 2, events, vec![])
 }
 
+/// MPI-4's persistent all-reduce (`MPI_Allreduce_init`, begun by
+/// `MPI_Start`) is replayed as the non-blocking one it stands for: the same
+/// traces with each `MPI_Iallreduce` recorded as that predict the same
+/// times, rank by rank, at any distribution.
+#[test]
+fn a_started_persistent_collective_is_its_non_blocking_form() {
+    let persistent = |mut t: RankTrace| {
+        for e in &mut t.iterations[0].events {
+            if let What::ICollective {
+                bytes,
+                comm_size,
+                root,
+                req,
+            } = e.what
+            {
+                e.op = Some(Op::Start);
+                e.what = What::Start(vec![mheta_trace::Started::Collective {
+                    op: Op::Allreduce_init,
+                    bytes,
+                    comm_size,
+                    root,
+                    req,
+                }]);
+            }
+        }
+        t
+    };
+    let plain = [
+        allreduce_after_stage(0, 1_000_000, 1_300_000),
+        allreduce_after_stage(1, 2_000_000, 300_000),
+    ];
+    let started = plain.clone().map(persistent);
+    assert!(matches!(
+        started[0].iterations[0].events[2].what,
+        What::Start(_)
+    ));
+    let m = Model::new(&plain, app(vec![150, 150]), &profile(2)).unwrap();
+    let n = Model::new(&started, app(vec![150, 150]), &profile(2)).unwrap();
+    for d in [vec![150, 150], vec![200, 100], vec![90, 210]] {
+        let (a, b) = (
+            m.predict(&Dist(d.clone())).unwrap(),
+            n.predict(&Dist(d.clone())).unwrap(),
+        );
+        assert!(a.per_iteration_s > 0.0);
+        assert_eq!(a.per_iteration_s, b.per_iteration_s, "{d:?}");
+        for (x, y) in a.ranks.iter().zip(&b.ranks) {
+            assert_eq!((x.compute_s, x.wait_s), (y.compute_s, y.wait_s), "{d:?}");
+        }
+    }
+}
+
 #[test]
 fn a_collective_costs_what_it_cost_past_the_last_arrival() {
     // Rank 1 computes 2 ms, rank 0 1 ms, on 150 rows each. Rank 0 is

@@ -536,18 +536,13 @@ impl Reading {
                 let w0 = self.waiting_ns - e.t1_ns.saturating_sub(e.t0_ns);
                 self.icollective(e.op, *bytes, *req, w0)
             }
-            What::Start(started) => {
-                let w0 = self.waiting_ns - e.t1_ns.saturating_sub(e.t0_ns);
-                self.start(
-                    started,
-                    world,
-                    if starts_collective(e) {
-                        w0
-                    } else {
-                        self.waiting_ns
-                    },
-                )
-            }
+            // The waiting before the call: a Start that begins a
+            // collective counted its own time as waiting (`time`).
+            What::Start(started) => self.start(
+                started,
+                world,
+                self.waiting_ns - starts_collective(e) as u64 * e.t1_ns.saturating_sub(e.t0_ns),
+            ),
             _ => self.point_to_point(e),
         }
     }
