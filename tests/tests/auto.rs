@@ -522,7 +522,9 @@ fn a_job_on_a_ranks_core_is_answered_once_on_arrival_and_once_on_departure() {
 }
 
 fn sensed_run(dir: &std::path::Path, profile: &std::path::Path, k: usize) -> Result<(), String> {
-    let child = auto_jacobi(&dir.join(format!("trace{k}")), profile, 700, &[]);
+    // Long enough to run on 2 s past the departure after a move off rank 0
+    // has shortened it (about 11 s at 13 ms an iteration).
+    let child = auto_jacobi(&dir.join(format!("trace{k}")), profile, 900, &[]);
     std::thread::sleep(std::time::Duration::from_secs(3));
     let arrived = unix_now();
     let hog = hogs_on_core_0(1);
