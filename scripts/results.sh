@@ -35,6 +35,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 [[ -n ${RESULTS_ONLY:-} ]] || : >"$out/index.tsv"
 touch "$out/index.tsv"
 
+# The machine each study ran on (RESULTS_ONLY may rerun one elsewhere).
+cpus="$(nproc) × $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
+
 # study NAME TITLE EMULATION -- COMMAND...: run COMMAND in OUT/NAME, keep
 # its stdout as the table, and list it in OUT/index.tsv.
 study() {
@@ -51,8 +54,8 @@ study() {
     echo "results: $name: exit $rc, $((SECONDS - s)) s" >&2
     local shown
     shown=$(printf '%q ' "$@")
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$title" "$emulation" "$rc" "$((SECONDS - s))" "${shown//$out/OUT}" \
-        "$(date -u '+%Y-%m-%d %H:%M UTC')" >>"$out/index.tsv"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$title" "$emulation" "$rc" "$((SECONDS - s))" "${shown//$out/OUT}" \
+        "$(date -u '+%Y-%m-%d %H:%M UTC')" "$cpus" >>"$out/index.tsv"
 }
 
 if [[ $quick == 1 ]]; then
@@ -102,11 +105,11 @@ net4_profile=()
 study links-net4 "Link matrix of emulated hosts (net4)" \
     "hosts: network namespaces, tbf-shaped veths, a latency relay for h3" -- \
     scripts/link-matrix.sh net4 "$out/links-net4/work" "${net4_profile[@]}"
-# At least 5 rounds: an 8 MiB move takes 67 ms, and one in five here
-# loses 5-10% of it to this VM's own stalls (no TCP retransmission).
+# 10 rounds: the goal is 93% of the line rate in 9 runs of 10 (an
+# 8 MiB move takes 70 ms, and this VM's own stalls can take 5-10% of it).
 study move-rate "Redistribution across a 1 Gbit/s link, beside a TCP stream" \
     "hosts: two network namespaces, each link shaped to 1 Gbit/s by tbf" -- \
-    scripts/move-rate.sh "$((rounds < 5 ? 5 : rounds))" 1gbit
+    scripts/move-rate.sh 10 1gbit
 # A move's predicted cost against its measured time: one node, and one
 # rank a host across 1 Gbit/s, 200 and 100 Mbit/s links with and without
 # added latency, 2 and 4 ranks, 1-64 MiB a pair, 3 interleaved rounds.

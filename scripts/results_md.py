@@ -4,8 +4,8 @@
     scripts/results_md.py OUT COMMAND
 
 Reads OUT/index.tsv (one line per study: name, title, emulation, exit
-status, seconds, command) and each study's OUT/NAME/table.txt, and writes
-two copies of the page: OUT/RESULTS.md (SVG links into OUT) and
+status, seconds, command, when it ran and, where given, the machine's
+CPUs) and each study's OUT/NAME/table.txt, and writes two copies of the page: OUT/RESULTS.md (SVG links into OUT) and
 OUT/RESULTS-docs.md (SVG links into docs/results/, where results.sh copies
 them). Every figure on the page is what a study printed; nothing is typed.
 """
@@ -47,9 +47,10 @@ def studies(out):
         sys.exit(f"results_md: {path}: {e}")
     for n, line in enumerate(lines, 1):
         f = line.split("\t")
-        if len(f) != 7:
-            sys.exit(f"results_md: {path}:{n}: expected 7 tab-separated fields, got {len(f)}")
-        yield dict(name=f[0], title=f[1], emulation=f[2], rc=int(f[3]), secs=int(f[4]), cmd=f[5], ran=f[6])
+        if len(f) not in (7, 8):
+            sys.exit(f"results_md: {path}:{n}: expected 7 or 8 tab-separated fields, got {len(f)}")
+        yield dict(name=f[0], title=f[1], emulation=f[2], rc=int(f[3]), secs=int(f[4]), cmd=f[5], ran=f[6],
+                   host=f[7] if len(f) == 8 else "")
 
 
 def svgs(out, name):
@@ -65,7 +66,7 @@ def section(out, s, svg_link):
     lines = [f"## {s['title']}", "",
              f"- command: `{s['cmd']}`",
              f"- emulation: {s['emulation']}",
-             f"- ran {s['ran']}, took {s['secs']} s" + ("" if s["rc"] == 0 else f"; **failed with exit status {s['rc']}**"),
+             f"- ran {s['ran']}" + (f" on {s['host']}" if s["host"] else "") + f", took {s['secs']} s" + ("" if s["rc"] == 0 else f"; **failed with exit status {s['rc']}**"),
              ""]
     if s["rc"] != 0:
         err = os.path.join(out, s["name"], "stderr.txt")
@@ -84,7 +85,7 @@ def page(out, cmd, all_studies, svg_link):
             "Every table and plot below is what a study printed, written by",
             f"`{cmd}` (scripts/results.sh); run it again to regenerate this page.", "",
             f"- written: {now} (each study says when it ran: RESULTS_ONLY reruns some into the same OUT)",
-            f"- machine: {machine()}",
+            f"- machine: {machine()} (a study rerun elsewhere names its own CPUs)",
             "- emulation: given per study (docs/EMULATION.md says what each method does and does not test)",
             "- noise: each accuracy table gives, in parentheses, the spread of one distribution's repeated runs (the noise floor);",
             "  its second table the runs the host disturbed (flagged, kept and counted), the mean diff without them,",
@@ -203,6 +204,8 @@ def readme_block(out, cmd, all_studies):
             "| study | emulation | result | regenerate |", "|---|---|---|---|"]
     for s in all_studies:
         h = headline(out, s).replace("|", "/")
+        if s["host"]:
+            h += f" (ran {s['ran']} on {s['host']})"
         rows.append(f"| {s['title']} | {s['emulation']} | {h} | `{s['cmd']}` |")
     rows.append("<!-- results:end -->")
     return "\n".join(rows) + "\n"
