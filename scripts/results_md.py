@@ -132,6 +132,8 @@ def accuracy_headline(out, name):
 # A study's headline: the line of its table that starts with one of these.
 LINES = {
     "auto-speedup": r"^# median ratio|^# auto against",
+    "auto-het4": r"^# median ratio|^# auto against",
+    "auto-net4": r"^# median ratio|^# auto against",
     "move-rate": r"^# moves of",
     "move-cost": r"^# absolute error",
     "model-bench": r"^growth, jacobi|^# planning at",
