@@ -1,4 +1,5 @@
-/* MPI-4's MPI_Isendrecv, MPI_Isendrecv_replace and persistent collectives
+/* MPI-4's MPI_Isendrecv, MPI_Isendrecv_replace, persistent collectives and
+ * partitioned point-to-point
  * for mheta's interposer, in marked iterations, with results folded into a
  * checksum that must not change under the interposer. Built with -DMPI4 it
  * calls them; built without, it does the same exchanges with their MPI-3
@@ -11,12 +12,17 @@
  * MPI_Allgather (2 doubles), MPI_Alltoall (2 doubles a rank), each waited
  * for on its own; then MPI_Allreduce (5 doubles) and MPI_Neighbor_alltoall
  * on a 1-D periodic Cartesian ring (8 doubles a neighbour), begun together
- * (MPI_Startall) and waited for together. */
+ * (MPI_Startall) and waited for together; then a partitioned ring exchange
+ * (PARTS partitions of PART doubles, to the right, from the left, tag 11;
+ * each partition made ready on its own), set up once and started and
+ * waited for together (without -DMPI4: MPI_Send_init and MPI_Recv_init of
+ * the whole buffer). */
 #include <stdio.h>
 #include <stdlib.h>
 #include "mheta_markers.h"
 
-enum { RING = 16, SWAP = 4, BC = 6, RD = 3, AG = 2, A2A = 2, AR = 5, NB = 8, NREQ = 7 };
+enum { RING = 16, SWAP = 4, BC = 6, RD = 3, AG = 2, A2A = 2, AR = 5, NB = 8, NREQ = 7,
+       PARTS = 4, PART = 3 };
 
 int main(int argc, char **argv) {
     int rank, size;
@@ -30,7 +36,8 @@ int main(int argc, char **argv) {
     double out[RING], in[RING], swap[SWAP], bc[BC], rd[RD], rdo[RD], ag[AG], ago[AG * 64];
     double *a2a = calloc(A2A * size, sizeof(double)), *a2ao = calloc(A2A * size, sizeof(double));
     double ar[AR], aro[AR], nb[2 * NB], nbo[2 * NB];
-    MPI_Request r[NREQ];
+    MPI_Request r[NREQ], pr[2];
+    double pout[PARTS * PART], pin[PARTS * PART];
     (void)r;
 #ifdef MPI4
     /* Set up once, started every iteration. */
@@ -42,6 +49,11 @@ int main(int argc, char **argv) {
                       &r[4]);
     MPI_Allreduce_init(ar, aro, AR, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &r[5]);
     MPI_Neighbor_alltoall_init(nb, NB, MPI_DOUBLE, nbo, NB, MPI_DOUBLE, ring, MPI_INFO_NULL, &r[6]);
+    MPI_Precv_init(pin, PARTS, PART, MPI_DOUBLE, left, 11, MPI_COMM_WORLD, MPI_INFO_NULL, &pr[0]);
+    MPI_Psend_init(pout, PARTS, PART, MPI_DOUBLE, right, 11, MPI_COMM_WORLD, MPI_INFO_NULL, &pr[1]);
+#else
+    MPI_Recv_init(pin, PARTS * PART, MPI_DOUBLE, left, 11, MPI_COMM_WORLD, &pr[0]);
+    MPI_Send_init(pout, PARTS * PART, MPI_DOUBLE, right, 11, MPI_COMM_WORLD, &pr[1]);
 #endif
     double acc = 0.0;
     for (int it = 0; it < 6; it++) {
@@ -54,6 +66,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < A2A * size; i++) a2a[i] = 100 * rank + i + it;
         for (int i = 0; i < AR; i++) ar[i] = rank + i + it;
         for (int i = 0; i < 2 * NB; i++) nb[i] = rank + 0.125 * i + it;
+        for (int i = 0; i < PARTS * PART; i++) pout[i] = rank - 0.5 * i + it;
 #ifdef MPI4
         MPI_Request x;
         MPI_Isendrecv(out, RING, MPI_DOUBLE, right, 7, in, RING, MPI_DOUBLE, left, 7,
@@ -91,6 +104,12 @@ int main(int argc, char **argv) {
         MPI_Ineighbor_alltoall(nb, NB, MPI_DOUBLE, nbo, NB, MPI_DOUBLE, ring, &r[6]);
         MPI_Waitall(2, &r[5], MPI_STATUSES_IGNORE);
 #endif
+        MPI_Startall(2, pr);
+#ifdef MPI4
+        for (int k = PARTS - 1; k >= 0; k--) MPI_Pready(k, pr[1]);
+#endif
+        MPI_Waitall(2, pr, MPI_STATUSES_IGNORE);
+        acc += pin[0] + pin[PARTS * PART - 1];
         acc += in[RING - 1] + swap[SWAP - 1] + bc[BC - 1] + ago[AG * size - 1] + a2ao[A2A * size - 1]
                + aro[AR - 1] + nbo[NB - 1] + nbo[2 * NB - 1];
         if (rank == 0) acc += rdo[RD - 1];
@@ -99,6 +118,8 @@ int main(int argc, char **argv) {
 #ifdef MPI4
     for (int k = 0; k < NREQ; k++) MPI_Request_free(&r[k]);
 #endif
+    MPI_Request_free(&pr[0]);
+    MPI_Request_free(&pr[1]);
     double total = 0.0;
     MPI_Allreduce(&acc, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) printf("mpi4 np=%d checksum=%.10e\n", size, total);

@@ -1016,8 +1016,9 @@ fn large_count_calls_are_recorded_as_the_int_ones() {
 }
 
 /// `tests/c/mpi4.c` built with `-DMPI4` (`MPI_Isendrecv(_replace)`, seven
-/// persistent collectives started by `MPI_Start` and `MPI_Startall`) prints
-/// what its MPI-3 build (`Irecv` + `Isend`, `MPI_Ibcast`, ...) prints,
+/// persistent collectives started by `MPI_Start` and `MPI_Startall`, a
+/// partitioned send and receive) prints what its MPI-3 build (`Irecv` +
+/// `Isend`, `MPI_Ibcast`, ..., `MPI_Send_init`) prints,
 /// plainly and under the interposer, and the model reads the same steps,
 /// peers and bytes from both builds' traces, rank by rank, on 3 ranks.
 #[test]
@@ -1151,6 +1152,21 @@ fn mpi4_calls_are_recorded_as_their_mpi3_forms() {
                 vec![msg(left, tag, 64), msg(right, tag, 64)],
                 vec![msg(left, tag, 64), msg(right, tag, 64)]
             )],
+            "rank {r}"
+        );
+        // The partitioned exchange: one send of its 4 x 3 doubles, one
+        // receive, in the order started.
+        let p2p: Vec<String> = started
+            .iter()
+            .filter_map(|s| match s {
+                Started::Send { msg, .. } => Some(format!("send {msg:?}")),
+                Started::Recv { .. } => Some("recv".into()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            p2p,
+            vec!["recv".to_string(), format!("send {:?}", msg(right, 11, 96))],
             "rank {r}"
         );
     }

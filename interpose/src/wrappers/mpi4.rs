@@ -13,9 +13,19 @@
 //!   non-blocking collective with a fresh request id, as it does a
 //!   persistent send or receive. The set-up itself moves nothing
 //!   ([`What::PersistentCollectiveInit`]).
+//! - A partitioned send or receive (`MPI_Psend_init`, `MPI_Precv_init`)
+//!   is kept as the persistent send or receive of all its partitions, and
+//!   each start records it as one `Isend` or `Irecv`, completed with its
+//!   request. `MPI_Pready(_range, _list)` and `MPI_Parrived` pass through
+//!   unrecorded: the time in them is the program's own, as between calls.
 
 use super::helpers::neighbour_template;
 use super::*;
+
+/// The bytes of all `partitions` partitions of `count` elements each.
+fn partitioned(partitions: c_int, count: mpi_sys::MPI_Count, datatype: MPI_Datatype) -> u64 {
+    bytes(count, datatype).saturating_mul(partitions.max(0) as u64)
+}
 
 /// A persistent collective's template: what each start stands for.
 fn coll(op: Op, bytes: u64, comm_size: u32, root: i32) -> Template {
@@ -281,5 +291,21 @@ wrappers! {
         }
         pre: {}
         post: What::PersistentCollectiveInit,
+    }
+
+    // ---- partitioned point-to-point: each start as one Isend or Irecv ----
+    MPI_Psend_init => PMPI_Psend_init(buf: *const c_void, partitions: c_int, count: mpi_sys::MPI_Count,
+                                      datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm,
+                                      info: MPI_Info, request: *mut MPI_Request) as Psend_init {
+        idle: { persist_init(request, Template::Send(msg(comm, dest, tag, partitioned(partitions, count, datatype)))); }
+        pre: {}
+        post: What::PersistentInit { send: true, msg: msg(comm, dest, tag, partitioned(partitions, count, datatype)) },
+    }
+    MPI_Precv_init => PMPI_Precv_init(buf: *mut c_void, partitions: c_int, count: mpi_sys::MPI_Count,
+                                      datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm,
+                                      info: MPI_Info, request: *mut MPI_Request) as Precv_init {
+        idle: { persist_init(request, Template::Recv(comm)); }
+        pre: {}
+        post: What::PersistentInit { send: false, msg: msg(comm, source, tag, partitioned(partitions, count, datatype)) },
     }
 }

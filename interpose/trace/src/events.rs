@@ -61,6 +61,8 @@ ops! {
     Scan_init, Exscan_init,
     Neighbor_allgather_init, Neighbor_allgatherv_init, Neighbor_alltoall_init,
     Neighbor_alltoallv_init, Neighbor_alltoallw_init,
+    // MPI-4's partitioned point-to-point (appended).
+    Psend_init, Precv_init,
 }
 
 /// The tag of the messages a neighbourhood collective stands for

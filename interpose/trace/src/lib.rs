@@ -23,11 +23,12 @@ pub mod pcontrol;
 /// First bytes of every rank trace file.
 pub const MAGIC: [u8; 8] = *b"MHETATRC";
 /// Version of the rank trace encoding; bump on any change to [`RankTrace`].
-/// Versions 3 to 5 appended variants (`What::Level`; `What::Neighbor`,
+/// Versions 3 to 6 appended variants (`What::Level`; `What::Neighbor`,
 /// `What::INeighbor` and the ops after `Request_free`; MPI-4's ops from
-/// `Isendrecv` and `Started::Collective`, `Started::Neighbor`), so
-/// version 2 to 4 traces decode unchanged and are read too.
-pub const TRACE_VERSION: u32 = 5;
+/// `Isendrecv` and `Started::Collective`, `Started::Neighbor`;
+/// `Psend_init`, `Precv_init`), so version 2 to 5 traces decode unchanged
+/// and are read too.
+pub const TRACE_VERSION: u32 = 6;
 /// Version of the `app.json` declaration (version 1, without files,
 /// uneven work, exchanges, levels and tiles, and version 2, without halo
 /// flags and the memory declaration, are read too).
