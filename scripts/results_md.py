@@ -5,9 +5,9 @@
 
 Reads OUT/index.tsv (one line per study: name, title, emulation, exit
 status, seconds, command, when it ran and, where given, the machine's
-CPUs) and each study's OUT/NAME/table.txt, and writes two copies of the page: OUT/RESULTS.md (SVG links into OUT) and
-OUT/RESULTS-docs.md (SVG links into docs/results/, where results.sh copies
-them). Every figure on the page is what a study printed; nothing is typed.
+CPUs) and each study's OUT/NAME/table.txt, and writes two copies of the
+page: OUT/RESULTS.md (SVG links into OUT) and OUT/RESULTS-docs.md (SVG
+links into docs/results/, where results.sh copies them). Every figure on the page is what a study printed; nothing is typed.
 """
 import datetime
 import glob
