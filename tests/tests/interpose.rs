@@ -1571,8 +1571,15 @@ fn summary_survives_abort_and_sigterm() {
     assert_eq!(r["ops"]["MPI_Barrier"]["calls"], 1);
 
     // SIGTERM to mpirun reaches the sleeping ranks: both write reports.
+    // Hydra kills the ranks left (SIGKILL) once one has ended, so a rank
+    // that the forwarded SIGTERM has not reached yet never writes; a user
+    // who wants every rank's report passes -disable-auto-cleanup, as here.
     let d = dir.join("term");
-    let mut child = env(&d)
+    let mut term = env(&d);
+    if on_mpich() {
+        term.arg("-disable-auto-cleanup");
+    }
+    let mut child = term
         .arg(&exe)
         .arg("sleep")
         .stdout(std::process::Stdio::piped())
