@@ -83,6 +83,22 @@ enum Op {
 }
 
 impl Op {
+    /// Its kind, as a small number: [`schedule`] runs ops of one kind
+    /// together.
+    fn kind(&self) -> u8 {
+        match self {
+            Op::Compute { .. } => 0,
+            Op::StageEnd { .. } => 1,
+            Op::Send { .. } => 2,
+            Op::Recv { .. } => 3,
+            Op::WaitSends { .. } => 4,
+            Op::MatchedRecv { .. } => 5,
+            Op::Arrive { .. } => 6,
+            Op::Reduce { .. } => 7,
+            Op::LapEnd { .. } => 8,
+        }
+    }
+
     fn rank(&self) -> usize {
         match *self {
             Op::Compute { i, .. }
@@ -538,6 +554,15 @@ fn compile(m: &Model, d: &Dist, events: &[LogEvent]) -> Option<Compiled> {
     let mut own: Vec<Vec<u32>> = vec![Vec::new(); p];
     let mut base = vec![None::<usize>; p];
     let mut took: Vec<u32> = Vec::new();
+    // Per send number, whether it waits for its receiver; per rank,
+    // whether its last op cleared its stage's compute (every op but a
+    // computation, a stage's end and a lap's end does).
+    let mut send_waits: Vec<bool> = Vec::new();
+    let mut cleared = vec![true; p];
+    let quiet = m
+        .programs
+        .iter()
+        .all(|pr| !(pr.wake_s > 0.0 && pr.spin_s < 0.0));
     for ev in events {
         let i = match *ev {
             LogEvent::Took(g) => {
@@ -562,6 +587,7 @@ fn compile(m: &Model, d: &Dist, events: &[LogEvent]) -> Option<Compiled> {
                 return None;
             }
             c.ops.push(Op::Arrive { i: iu });
+            cleared[i] = true;
             continue;
         }
         let op = match step {
@@ -606,6 +632,7 @@ fn compile(m: &Model, d: &Dist, events: &[LogEvent]) -> Option<Compiled> {
                         (c.msgs.len() - 1) as u32
                     }
                 };
+                send_waits.push(msg != NONE && c.msgs[msg as usize].waits);
                 Op::Send { i: iu, g, msg }
             }
             Step::Recv(from) | Step::Probe(from) => {
@@ -665,14 +692,87 @@ fn compile(m: &Model, d: &Dist, events: &[LogEvent]) -> Option<Compiled> {
         if !took.is_empty() {
             return None;
         }
-        c.ops.push(op);
         pc[i] += 1;
+        // Ops that change nothing are left out: a stage's end without
+        // I/O, and a wait for sends none of which waits for its receiver
+        // (each completed when posted, so before the wait) where the
+        // rank's stage compute is already cleared.
+        let idle = match op {
+            Op::StageEnd { .. } => m.io.is_none(),
+            Op::WaitSends { from, to, .. } => {
+                quiet
+                    && (m.io.is_none() || cleared[i])
+                    && c.waits[from as usize..to as usize]
+                        .iter()
+                        .all(|&g| g == NONE || !send_waits[g as usize])
+            }
+            _ => false,
+        };
+        if idle {
+            continue;
+        }
+        cleared[i] = !matches!(
+            op,
+            Op::Compute { .. } | Op::StageEnd { .. } | Op::LapEnd { .. }
+        );
+        c.ops.push(op);
     }
+    schedule(&mut c, p);
     // Every receive took a message that a send of this log made.
     c.takes
         .iter()
         .all(|t| t.g == NONE || (t.g as usize) < c.sends)
         .then_some(c)
+}
+
+/// Puts the ops of `c` in an order that runs ops of one kind together,
+/// so that the replay's dispatch is predicted: each op gets a level, one
+/// more than the highest of the ops it reads from (its rank's previous
+/// op; the send of each message it takes; the receive that completed
+/// each send it waits for; a collective's completion reads every rank's
+/// last op, and every rank's next op reads it), and the ops are sorted
+/// by level, then kind. Ops of one level read nothing from each other,
+/// and each op still comes after every op whose writes it reads, so the
+/// replay computes the same figures, operation for operation.
+fn schedule(c: &mut Compiled, p: usize) {
+    let n = c.ops.len();
+    let mut level = vec![0u32; n];
+    let mut last = vec![0u32; p];
+    let mut sent = vec![0u32; c.sends];
+    let mut took = vec![0u32; c.sends];
+    for (x, op) in c.ops.iter().enumerate() {
+        let i = op.rank();
+        let after = match *op {
+            Op::Recv { from, to, .. } => (c.takes[from as usize..to as usize].iter())
+                .filter(|t| t.g != NONE)
+                .map(|t| sent[t.g as usize])
+                .fold(last[i], u32::max),
+            Op::WaitSends { from, to, .. } => (c.waits[from as usize..to as usize].iter())
+                .filter(|&&g| g != NONE)
+                .map(|&g| took[g as usize])
+                .fold(last[i], u32::max),
+            Op::Reduce { .. } => last.iter().copied().fold(0, u32::max),
+            _ => last[i],
+        };
+        let l = after + 1;
+        level[x] = l;
+        match *op {
+            Op::Send { g, .. } => sent[g as usize] = l,
+            Op::Recv { from, to, .. } => {
+                for t in &c.takes[from as usize..to as usize] {
+                    if t.g != NONE {
+                        took[t.g as usize] = l;
+                    }
+                }
+            }
+            Op::Reduce { .. } => last.fill(l),
+            _ => {}
+        }
+        last[i] = l;
+    }
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    order.sort_by_key(|&x| (level[x as usize], c.ops[x as usize].kind()));
+    c.ops = order.iter().map(|&x| c.ops[x as usize]).collect();
 }
 
 /// The receives of `froms` by rank `i`, with the messages the log says
