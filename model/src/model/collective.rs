@@ -205,7 +205,10 @@ impl Tape {
         let zero = vec![0.0; p];
         match shape {
             Shape::Binomial => drop(binomial(&zero, &mut r)),
-            Shape::RecursiveDoubling => drop(recursive_doubling(&zero, &mut r)),
+            Shape::RecursiveDoubling => {
+                drop(recursive_doubling(&zero, &mut r));
+                rounds_by_kind(p, &mut r.tape);
+            }
             Shape::Linear | Shape::Together => return None,
         }
         Some(Tape {
@@ -271,7 +274,7 @@ pub(crate) fn exits_taped(tape: &Tape, arrive: &[f64]) -> Vec<f64> {
     };
     let out = match tape.shape {
         Shape::Binomial => binomial(arrive, &mut play),
-        Shape::RecursiveDoubling => recursive_doubling(arrive, &mut play),
+        Shape::RecursiveDoubling => recursive_doubling_taped(arrive, &mut play),
         Shape::Linear | Shape::Together => unreachable!("never recorded"),
     };
     debug_assert_eq!(play.at, tape.costs.len());
@@ -374,6 +377,83 @@ fn recursive_doubling(arrive: &[f64], c: &mut impl Pairs) -> Vec<f64> {
         let (e, o) = (2 * i, 2 * i + 1);
         t[e] = c.received(o, e, t[o], t[e]);
         t[o] += c.o_send(o, e);
+    }
+    t
+}
+
+/// A recursive doubling's tape with each power-of-two round's reads,
+/// recorded as (o_send, msg, o_recv) per renumbered rank, laid out as
+/// all its o_send, then all its msg, then all its o_recv
+/// ([`recursive_doubling_taped`] reads them so).
+fn rounds_by_kind(p: usize, tape: &mut [f64]) {
+    if p == 0 {
+        return;
+    }
+    let adj = 1usize << (usize::BITS - 1 - p.leading_zeros());
+    let pre = 3 * (p - adj);
+    let rounds = adj.trailing_zeros() as usize;
+    for k in 0..rounds {
+        let round = &mut tape[pre + 3 * adj * k..pre + 3 * adj * (k + 1)];
+        let read: Vec<f64> = round.to_vec();
+        for n in 0..adj {
+            for j in 0..3 {
+                round[j * adj + n] = read[3 * n + j];
+            }
+        }
+    }
+}
+
+/// [`recursive_doubling`] from its tape: the same reads in the same
+/// order and the same arithmetic, so the same exits bit for bit, with the
+/// power-of-two rounds run on the ranks renumbered (`n`, as the algorithm
+/// pairs them) in two buffers, one contiguous half-block against the
+/// other, which the compiler vectorizes.
+fn recursive_doubling_taped(arrive: &[f64], play: &mut Player<'_>) -> Vec<f64> {
+    let p = arrive.len();
+    if p == 0 {
+        return Vec::new();
+    }
+    let adj = 1 << (usize::BITS - 1 - p.leading_zeros());
+    let extra = p - adj;
+    let mut t = arrive.to_vec();
+    for i in 0..extra {
+        let (e, o) = (2 * i, 2 * i + 1);
+        t[o] = play.received(e, o, t[e], t[o]);
+        t[e] += play.o_send(e, o);
+    }
+    let rank_of = |n: usize| if n < extra { 2 * n + 1 } else { n + extra };
+    let mut cur: Vec<f64> = (0..adj).map(|n| t[rank_of(n)]).collect();
+    let mut next = vec![0.0; adj];
+    let mut dist = 1;
+    while dist < adj {
+        // Each n's o_send(n, peer), msg(peer, n) and o_recv(peer, n), as
+        // `received` reads them ([`rounds_by_kind`]).
+        let round = &play.tape[play.at..play.at + 3 * adj];
+        play.at += 3 * adj;
+        let (o, rest) = round.split_at(adj);
+        let (msg, r) = rest.split_at(adj);
+        for base in (0..adj).step_by(2 * dist) {
+            let (lo, hi) = (base..base + dist, base + dist..base + 2 * dist);
+            let (b_lo, b_hi) = (&cur[lo.clone()], &cur[hi.clone()]);
+            let (n_lo, n_hi) = next[base..base + 2 * dist].split_at_mut(dist);
+            let (o_lo, o_hi) = (&o[lo.clone()], &o[hi.clone()]);
+            let (m_lo, m_hi) = (&msg[lo.clone()], &msg[hi.clone()]);
+            let (r_lo, r_hi) = (&r[lo], &r[hi]);
+            for k in 0..dist {
+                n_lo[k] = (b_hi[k] + m_lo[k]).max((b_lo[k] + o_lo[k]) + r_lo[k]);
+                n_hi[k] = (b_lo[k] + m_hi[k]).max((b_hi[k] + o_hi[k]) + r_hi[k]);
+            }
+        }
+        std::mem::swap(&mut cur, &mut next);
+        dist *= 2;
+    }
+    for (n, &v) in cur.iter().enumerate() {
+        t[rank_of(n)] = v;
+    }
+    for i in 0..extra {
+        let (e, o) = (2 * i, 2 * i + 1);
+        t[e] = play.received(o, e, t[o], t[e]);
+        t[o] += play.o_send(o, e);
     }
     t
 }
