@@ -118,6 +118,34 @@ pub struct Prediction {
     pub ranks: Vec<RankTime>,
 }
 
+/// A step as a rank's cost line reads it ([`Model::rank_cost`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum CostStep {
+    /// Computation that scales with the rows, on grid level `level`.
+    Scaled { s: f64, level: u32 },
+    /// Computation that does not.
+    Fixed(f64),
+    /// A stage's end: its I/O.
+    StageEnd(u32),
+    /// Anything else: it clears the stage's compute.
+    Clear,
+}
+
+impl CostStep {
+    fn of(step: &Step) -> CostStep {
+        match *step {
+            Step::Compute {
+                s,
+                scaled: true,
+                level,
+            } => CostStep::Scaled { s, level },
+            Step::Compute { s, .. } => CostStep::Fixed(s),
+            Step::StageEnd(k) => CostStep::StageEnd(k),
+            _ => CostStep::Clear,
+        }
+    }
+}
+
 /// The model of one application on one cluster: programs, declaration,
 /// network costs. Cheap to evaluate many times.
 #[derive(Clone, Debug)]
@@ -333,7 +361,40 @@ impl Model {
     /// 1-2). Infinite when its memory cannot hold one row. The cost line
     /// GBS bisects on.
     pub fn rank_cost(&self, i: usize, rows: u64) -> f64 {
-        let prog = &self.programs[i];
+        let steps = self.programs[i].steps.iter().map(CostStep::of);
+        self.cost_along(i, rows, steps)
+    }
+
+    /// Rank `i`'s steps as its cost line reads them, the ones that change
+    /// nothing left out: a run of communication steps is one clearing of
+    /// the stage's compute, none where it is already clear, and none at
+    /// all (nor a stage's end) for a rank that never goes out of core.
+    /// [`Model::cost_along`] over them gives [`Model::rank_cost`] bit for
+    /// bit ([`Evaluator::rank_cost`]).
+    pub(crate) fn cost_steps(&self, i: usize) -> Vec<CostStep> {
+        let staged = self.io.as_ref().is_some_and(|io| !io.unbudgeted(i));
+        let mut out: Vec<CostStep> = Vec::new();
+        for step in self.programs[i].steps.iter().map(CostStep::of) {
+            let clear = matches!(
+                out.last(),
+                None | Some(CostStep::Clear | CostStep::StageEnd(_))
+            );
+            match step {
+                CostStep::Clear | CostStep::StageEnd(_) if !staged => {}
+                CostStep::Clear if clear => {}
+                _ => out.push(step),
+            }
+        }
+        out
+    }
+
+    /// [`Model::rank_cost`] along `steps`.
+    pub(crate) fn cost_along(
+        &self,
+        i: usize,
+        rows: u64,
+        steps: impl Iterator<Item = CostStep>,
+    ) -> f64 {
         let f = rows as f64 / self.app.dist[i].max(1) as f64;
         // A rank without a memory budget is in core at any rows: no plan
         // to look up, no I/O.
@@ -350,25 +411,21 @@ impl Model {
         let (mut t, mut stage) = (0.0, 0.0);
         let slow = self.cpu_factor(i);
         let f0 = f * self.row_factor(i, rows);
-        for step in &prog.steps {
+        for step in steps {
             match step {
-                Step::Compute {
-                    s,
-                    scaled: true,
-                    level,
-                } => {
-                    let f = if *level == 0 { f0 } else { f };
+                CostStep::Scaled { s, level } => {
+                    let f = if level == 0 { f0 } else { f };
                     t += s * f * slow;
                     stage += s * f;
                 }
-                Step::Compute { s, .. } => t += s * slow,
-                Step::StageEnd(k) => {
+                CostStep::Fixed(s) => t += s * slow,
+                CostStep::StageEnd(k) => {
                     if let (Some(io), Some(p)) = (&self.io, &plan) {
-                        t += io.stage_io(i, *k as usize, p, stage);
+                        t += io.stage_io(i, k as usize, p, stage);
                     }
                     stage = 0.0;
                 }
-                _ => stage = 0.0,
+                CostStep::Clear => stage = 0.0,
             }
         }
         t

@@ -123,10 +123,10 @@ pub fn by_name(m: &Model, name: &str, budget: u64, seed: u64) -> Result<Found, S
 /// Largest rows of rank i within time t, knowing that it lies in
 /// [lo, hi]: its cost curve is monotone in the rows, so a bisection over
 /// that bracket (0 when even no rows fit).
-fn within(m: &Model, i: usize, t: f64, mut lo: u64, mut hi: u64) -> u64 {
+fn within(ev: &Evaluator, i: usize, t: f64, mut lo: u64, mut hi: u64) -> u64 {
     while lo < hi {
         let mid = lo + (hi - lo).div_ceil(2);
-        if m.rank_cost(i, mid) <= t {
+        if ev.rank_cost(i, mid) <= t {
             lo = mid;
         } else {
             hi = mid - 1;
@@ -139,28 +139,28 @@ fn within(m: &Model, i: usize, t: f64, mut lo: u64, mut hi: u64) -> u64 {
 /// rows, or its last answer), so that the probes stay near the answer
 /// instead of visiting all of [0, N] (a plan for many more rows than a
 /// rank can hold is the costly kind).
-fn around(m: &Model, i: usize, t: f64, g: u64) -> u64 {
-    let n = m.rows();
+fn around(ev: &Evaluator, i: usize, t: f64, g: u64) -> u64 {
+    let n = ev.model().rows();
     let g = g.clamp(1, n.max(1));
-    if m.rank_cost(i, g) <= t {
+    if ev.rank_cost(i, g) <= t {
         let mut lo = g;
         loop {
             if lo >= n {
                 return n;
             }
             let next = lo.saturating_mul(2).min(n);
-            if m.rank_cost(i, next) <= t {
+            if ev.rank_cost(i, next) <= t {
                 lo = next;
             } else {
-                return within(m, i, t, lo, next - 1);
+                return within(ev, i, t, lo, next - 1);
             }
         }
     }
     let mut hi = g;
     loop {
         let next = hi / 2;
-        if next == 0 || m.rank_cost(i, next) <= t {
-            return within(m, i, t, next, hi - 1);
+        if next == 0 || ev.rank_cost(i, next) <= t {
+            return within(ev, i, t, next, hi - 1);
         }
         hi = next;
     }
@@ -172,25 +172,26 @@ fn around(m: &Model, i: usize, t: f64, g: u64) -> u64 {
 pub fn gbs(m: &Model) -> Result<Found, ModelError> {
     let p = m.ranks();
     let n = m.rows();
+    let ev = m.evaluator();
     let block_t = (0..p)
-        .map(|i| m.rank_cost(i, n.div_ceil(p as u64)))
+        .map(|i| ev.rank_cost(i, n.div_ceil(p as u64)))
         .fold(0.0f64, f64::max);
     let mut hi = if block_t.is_finite() {
         block_t
     } else {
         (0..p)
-            .map(|i| m.rank_cost(i, n))
+            .map(|i| ev.rank_cost(i, n))
             .filter(|t| t.is_finite())
             .fold(0.0f64, f64::max)
     };
     // Make sure hi covers N (infeasible ranks count 0 rows).
     let mut steps = 0u64;
-    let mut rows_hi: Vec<u64> = (0..p).map(|i| around(m, i, hi, m.app.dist[i])).collect();
+    let mut rows_hi: Vec<u64> = (0..p).map(|i| around(&ev, i, hi, m.app.dist[i])).collect();
     while rows_hi.iter().sum::<u64>() < n && steps < 60 {
         hi *= 2.0;
         steps += 1;
         rows_hi = (0..p)
-            .map(|i| around(m, i, hi, rows_hi[i].max(m.app.dist[i])))
+            .map(|i| around(&ev, i, hi, rows_hi[i].max(m.app.dist[i])))
             .collect();
     }
     // Bisection over the time. Each rank's rows at a time between lo and
@@ -203,7 +204,7 @@ pub fn gbs(m: &Model) -> Result<Found, ModelError> {
         let mid = 0.5 * (lo + hi);
         steps += 1;
         let rows: Vec<u64> = (0..p)
-            .map(|i| within(m, i, mid, rows_lo[i], rows_hi[i]))
+            .map(|i| within(&ev, i, mid, rows_lo[i], rows_hi[i]))
             .collect();
         if rows.iter().sum::<u64>() >= n {
             hi = mid;
@@ -213,20 +214,19 @@ pub fn gbs(m: &Model) -> Result<Found, ModelError> {
             rows_lo = rows;
         }
     }
-    let s = shed(m, rows_hi);
-    let ev = m.evaluator();
+    let s = shed(&ev, rows_hi);
     let (d, e) = refine_with(&ev, Dist(s))?;
     found("gbs", &ev, d, e, steps)
 }
 
 /// Shed the rows over N from the ranks that would finish last.
-fn shed(m: &Model, mut s: Vec<u64>) -> Vec<u64> {
-    let (p, n) = (m.ranks(), m.rows());
+fn shed(ev: &Evaluator, mut s: Vec<u64>) -> Vec<u64> {
+    let (p, n) = (ev.model().ranks(), ev.model().rows());
     let mut excess = s.iter().sum::<u64>().saturating_sub(n);
     while excess > 0 {
         let i = (0..p)
             .filter(|&i| s[i] > 0)
-            .max_by(|&a, &b| m.rank_cost(a, s[a]).total_cmp(&m.rank_cost(b, s[b])))
+            .max_by(|&a, &b| ev.rank_cost(a, s[a]).total_cmp(&ev.rank_cost(b, s[b])))
             .unwrap_or(0);
         let k = excess.min(s[i]).min((excess / p as u64).max(1));
         s[i] -= k;
@@ -289,7 +289,7 @@ fn refine_with(ev: &Evaluator, mut d: Dist) -> Result<(Dist, u64), ModelError> {
             if cheapest.as_ref().is_none_or(|c| c.0 != k) {
                 let mut all: Vec<(f64, usize)> = (0..p)
                     .map(|j| {
-                        let more = m.rank_cost(j, d.0[j] + k) - m.rank_cost(j, d.0[j]);
+                        let more = ev.rank_cost(j, d.0[j] + k) - ev.rank_cost(j, d.0[j]);
                         (busy(j) + more, j)
                     })
                     .filter(|x| x.0.is_finite())

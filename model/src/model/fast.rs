@@ -19,7 +19,7 @@
 
 use super::collective;
 use super::replay::{self, LogEvent, NONE, Replay};
-use super::{Model, ModelError, Prediction, RankTime, SendMode, Shape, Step};
+use super::{CostStep, Model, ModelError, Prediction, RankTime, SendMode, Shape, Step};
 use crate::dist::Dist;
 use mheta_trace::MsgScaling;
 use std::cell::RefCell;
@@ -204,6 +204,9 @@ pub struct Evaluator<'a> {
     scratch: RefCell<Scratch>,
     /// Evaluations the compiled replay gave.
     compiled_runs: std::cell::Cell<u64>,
+    /// Every rank's cost-line steps, one after another, and where each
+    /// rank's begin ([`Evaluator::rank_cost`]).
+    costs: std::cell::OnceCell<(Vec<CostStep>, Vec<usize>)>,
 }
 
 impl Model {
@@ -219,6 +222,7 @@ impl Model {
             interpret_only,
             scratch: RefCell::new(Scratch::default()),
             compiled_runs: std::cell::Cell::new(0),
+            costs: std::cell::OnceCell::new(),
         }
     }
 }
@@ -241,6 +245,22 @@ impl Evaluator<'_> {
         let (pred, log) = Replay::new(m, d, None, m.laps())?.logged().run_logged()?;
         *self.compiled.borrow_mut() = log.filter(|l| l.ok).and_then(|l| compile(m, d, &l.events));
         Ok(pred)
+    }
+
+    /// [`Model::rank_cost`], bit for bit, along each rank's steps with
+    /// the communication left out ([`Model::cost_steps`]), which a search
+    /// reads many times a rank.
+    pub fn rank_cost(&self, i: usize, rows: u64) -> f64 {
+        let (steps, at) = self.costs.get_or_init(|| {
+            let mut steps = Vec::new();
+            let mut at = vec![0];
+            for i in 0..self.m.ranks() {
+                steps.extend(self.m.cost_steps(i));
+                at.push(steps.len());
+            }
+            (steps, at)
+        });
+        (self.m).cost_along(i, rows, steps[at[i]..at[i + 1]].iter().copied())
     }
 
     /// The model it evaluates.

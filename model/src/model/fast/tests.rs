@@ -183,3 +183,24 @@ fn compiled_equals_interpreted() {
         }
     }
 }
+
+#[test]
+fn an_evaluators_cost_line_is_the_models() {
+    for p in [2u32, 5, 16] {
+        for (name, m) in models(p) {
+            let ev = m.evaluator();
+            let n = m.rows();
+            for i in 0..p as usize {
+                let had = m.app.dist[i];
+                for rows in [0, 1, had / 2, had, had + 7, 3 * had, n / 2, n] {
+                    let (want, got) = (m.rank_cost(i, rows), ev.rank_cost(i, rows));
+                    assert_eq!(
+                        want.to_bits(),
+                        got.to_bits(),
+                        "{name} P={p} rank {i} {rows} rows"
+                    );
+                }
+            }
+        }
+    }
+}
