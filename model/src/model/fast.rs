@@ -148,6 +148,9 @@ struct Compiled {
     /// The all-gathers' blocks, one entry for a run of equal ones.
     blocks: Vec<collective::Blocks>,
     sends: usize,
+    /// Per send number, whether it waits for its receiver (a run where
+    /// one changes stops at that send).
+    send_waits: Vec<bool>,
     /// Which ranks held rows when it was compiled.
     holds: Vec<bool>,
     /// Each rank's sleep residual and spin ([`super::Program::waited`]).
@@ -163,21 +166,38 @@ impl Compiled {
     fn waited(&self, i: usize, ahead: f64) -> f64 {
         let (wake_s, spin_s) = self.wake[i];
         let wait = ahead.max(0.0);
-        if wake_s > 0.0 && wait > spin_s {
-            wait + wake_s
-        } else {
-            wait
-        }
+        // Without a branch (whether a wait outlasts the spin follows the
+        // clocks): adding 0 to a wait leaves it as it is.
+        let sleeps = (wake_s > 0.0 && wait > spin_s) as u8 as f64;
+        wait + sleeps * wake_s
     }
+}
+
+/// A rank's state in a compiled replay, kept together: an op reads and
+/// writes its own rank's.
+#[derive(Clone, Copy, Debug)]
+struct Lane {
+    clock: f64,
+    /// The scaled computation of the stage so far (for its I/O).
+    stage: f64,
+    out: RankTime,
+}
+
+impl Lane {
+    const START: Lane = Lane {
+        clock: 0.0,
+        stage: 0.0,
+        out: RankTime::ZERO,
+    };
 }
 
 /// The per-evaluation state, kept between evaluations.
 #[derive(Default)]
 struct Scratch {
+    /// Each rank's clock, times and stage compute so far.
+    lanes: Vec<Lane>,
     clock: Vec<f64>,
-    out: Vec<RankTime>,
     first_lap: Vec<Option<(f64, RankTime)>>,
-    stage_acc: Vec<f64>,
     at_reduce: Vec<Option<f64>>,
     arrive: Vec<f64>,
     /// An all-gather's blocks under the distribution evaluated, and which
@@ -186,8 +206,6 @@ struct Scratch {
     mail: Vec<f64>,
     done: Vec<f64>,
     met_waiting: Vec<bool>,
-    /// Per send, its number when it waits for its receiver, else NONE.
-    ack: Vec<u32>,
     factor: Vec<f64>,
     plans: Vec<Option<std::sync::Arc<crate::iomodel::PlanSummary>>>,
 }
@@ -339,53 +357,48 @@ impl Evaluator<'_> {
         let s = &mut *guard;
         m.work_factors_into(d, &mut s.factor);
         m.plans_into(d, &mut s.plans)?;
-        reset(&mut s.clock, p, 0.0);
-        reset(&mut s.out, p, RankTime::ZERO);
+        reset(&mut s.lanes, p, Lane::START);
         if c.laps > 1 || s.first_lap.len() != p {
             reset(&mut s.first_lap, p, None);
         }
-        reset(&mut s.stage_acc, p, 0.0);
         reset(&mut s.at_reduce, p, None);
         // Each send writes its own entries before anything reads them.
         s.mail.resize(c.sends, f64::NAN);
         s.done.resize(c.sends, f64::NAN);
         s.met_waiting.resize(c.sends, false);
-        s.ack.resize(c.sends, NONE);
         // Apart, so that a store to one is known not to move another.
         let Scratch {
+            lanes,
             clock,
-            out,
             first_lap,
-            stage_acc,
             at_reduce,
             arrive: arrive_buf,
             block,
             mail,
             done,
             met_waiting,
-            ack,
             factor,
             plans,
         } = s;
         let (factor, plans) = (&factor[..], &plans[..]);
-        let (clock, out, stage_acc) = (&mut clock[..], &mut out[..], &mut stage_acc[..]);
-        let (mail, done, met_waiting, ack) = (
-            &mut mail[..],
-            &mut done[..],
-            &mut met_waiting[..],
-            &mut ack[..],
-        );
+        let lanes = &mut lanes[..];
+        // Only a stage's I/O reads its compute.
+        let staged = m.io.is_some();
+        let (mail, done, met_waiting) = (&mut mail[..], &mut done[..], &mut met_waiting[..]);
+        let send_waits = &c.send_waits[..];
         let mut nth_collective = 0usize;
         block.1 = NONE;
         for (x, op) in c.ops.iter().enumerate() {
             let x = x as u32;
             let i = op.rank();
             track.begin(x, i);
-            if !matches!(
-                op,
-                Op::Compute { .. } | Op::StageEnd { .. } | Op::LapEnd { .. }
-            ) {
-                stage_acc[i] = 0.0;
+            if staged
+                && !matches!(
+                    op,
+                    Op::Compute { .. } | Op::StageEnd { .. } | Op::LapEnd { .. }
+                )
+            {
+                lanes[i].stage = 0.0;
             }
             match *op {
                 Op::Compute {
@@ -401,19 +414,19 @@ impl Evaluator<'_> {
                     };
                     let t = m.cpu_factor(i) * w;
                     if scaled {
-                        stage_acc[i] += t;
+                        lanes[i].stage += t;
                     }
-                    clock[i] += t;
-                    out[i].compute_s += t;
+                    lanes[i].clock += t;
+                    lanes[i].out.compute_s += t;
                 }
                 Op::StageEnd { k, .. } => {
                     if let (Some(io), Some(Some(plan))) = (&m.io, plans.get(i)) {
-                        let t = io.stage_io(i, k as usize, plan, stage_acc[i]);
-                        clock[i] += t;
-                        out[i].compute_s += t;
-                        out[i].io_s += t;
+                        let t = io.stage_io(i, k as usize, plan, lanes[i].stage);
+                        lanes[i].clock += t;
+                        lanes[i].out.compute_s += t;
+                        lanes[i].out.io_s += t;
                     }
-                    stage_acc[i] = 0.0;
+                    lanes[i].stage = 0.0;
                 }
                 Op::Send { g, msg, .. } => {
                     let g = g as usize;
@@ -430,40 +443,39 @@ impl Evaluator<'_> {
                         } else {
                             mg.wire
                         };
-                        mail[g] = clock[i] + mg.o + wire;
+                        mail[g] = lanes[i].clock + mg.o + wire;
                         track.sent(g, x);
-                        clock[i] += mg.o;
-                        out[i].overhead_s += mg.o;
+                        lanes[i].clock += mg.o;
+                        lanes[i].out.overhead_s += mg.o;
                         waits = mg.waits;
                     }
-                    let t = clock[i];
+                    let t = lanes[i].clock;
                     done[g] = if waits { f64::NAN } else { t };
                     track.done(g, x);
-                    ack[g] = if waits { g as u32 } else { NONE };
-                    met_waiting[g] = false;
                 }
                 Op::Recv { pay, from, to, .. } => {
                     for t in &c.takes[from as usize..to as usize] {
                         let (arrive, a) = if t.g == NONE {
-                            (clock[i], NONE)
+                            (lanes[i].clock, NONE)
                         } else {
-                            (mail[t.g as usize], ack[t.g as usize])
+                            let g = t.g as usize;
+                            (mail[g], if send_waits[g] { t.g } else { NONE })
                         };
-                        let waiting = arrive > clock[i];
+                        let waiting = arrive > lanes[i].clock;
                         if waiting {
                             track.waited_for_mail(x, t.g);
                         }
-                        let wait = c.waited(i, arrive - clock[i]);
-                        clock[i] += wait;
-                        out[i].wait_s += wait;
+                        let wait = c.waited(i, arrive - lanes[i].clock);
+                        lanes[i].clock += wait;
+                        lanes[i].out.wait_s += wait;
                         if a != NONE {
-                            done[a as usize] = clock[i] + t.latency;
+                            done[a as usize] = lanes[i].clock + t.latency;
                             met_waiting[a as usize] = waiting;
                             track.done(a as usize, x);
                         }
                         if pay {
-                            clock[i] += t.o;
-                            out[i].overhead_s += t.o;
+                            lanes[i].clock += t.o;
+                            lanes[i].out.overhead_s += t.o;
                         }
                     }
                 }
@@ -474,31 +486,34 @@ impl Evaluator<'_> {
                         return Ok(None);
                     }
                     let last = ws.iter().map(|&g| at(g)).fold(f64::NEG_INFINITY, f64::max);
-                    if last > clock[i]
+                    if last > lanes[i].clock
                         && let Some(&g) = ws.iter().find(|&&g| g != NONE && at(g) == last)
                     {
                         track.waited_for_done(x, g as usize);
                     }
-                    let wait = c.waited(i, last - clock[i]);
-                    let handshake = ws.iter().any(|&g| g != NONE && met_waiting[g as usize]);
+                    let wait = c.waited(i, last - lanes[i].clock);
+                    // Only a send that waits has its receive's word on it.
+                    let handshake = ws
+                        .iter()
+                        .any(|&g| g != NONE && send_waits[g as usize] && met_waiting[g as usize]);
                     let extra = if handshake {
                         m.handshake_s.get(i).copied().unwrap_or(0.0)
                     } else {
                         0.0
                     };
                     let wait = wait + extra;
-                    clock[i] += wait;
-                    out[i].wait_s += wait;
+                    lanes[i].clock += wait;
+                    lanes[i].out.wait_s += wait;
                 }
                 Op::MatchedRecv { o, .. } => {
-                    clock[i] += o;
-                    out[i].overhead_s += o;
+                    lanes[i].clock += o;
+                    lanes[i].out.overhead_s += o;
                 }
                 Op::Arrive { .. } => {
-                    at_reduce[i] = Some(clock[i]);
+                    at_reduce[i] = Some(lanes[i].clock);
                     track.arrived(i, x);
                 }
-                Op::LapEnd { .. } => first_lap[i] = Some((clock[i], out[i])),
+                Op::LapEnd { .. } => first_lap[i] = Some((lanes[i].clock, lanes[i].out)),
                 Op::Reduce {
                     bytes,
                     shape,
@@ -506,7 +521,7 @@ impl Evaluator<'_> {
                     ..
                 } => {
                     if at_reduce[i].is_none() {
-                        at_reduce[i] = Some(clock[i]);
+                        at_reduce[i] = Some(lanes[i].clock);
                         track.arrived(i, x);
                     }
                     arrive_buf.clear();
@@ -533,15 +548,19 @@ impl Evaluator<'_> {
                     for j in 0..p {
                         let done = (exits[j] + extra).max(entry);
                         at_reduce[j] = None;
-                        out[j].wait_s += entry - arrive[j];
-                        out[j].overhead_s += done - entry;
-                        clock[j] = done;
+                        let l = &mut lanes[j];
+                        l.out.wait_s += entry - arrive[j];
+                        l.out.overhead_s += done - entry;
+                        l.clock = done;
                     }
                 }
             }
             track.end(x, i);
         }
-        Ok(Some(replay::last_lap(out.to_vec(), clock, first_lap)))
+        clock.clear();
+        clock.extend(lanes.iter().map(|l| l.clock));
+        let out = lanes.iter().map(|l| l.out).collect();
+        Ok(Some(replay::last_lap(out, clock, first_lap)))
     }
 }
 
@@ -565,6 +584,7 @@ fn compile(m: &Model, d: &Dist, events: &[LogEvent]) -> Option<Compiled> {
         waits: Vec::new(),
         blocks: Vec::new(),
         sends: 0,
+        send_waits: Vec::new(),
         holds: d.0.iter().map(|&r| r > 0).collect(),
         wake: m.programs.iter().map(|pr| (pr.wake_s, pr.spin_s)).collect(),
         laps: m.laps(),
@@ -574,10 +594,8 @@ fn compile(m: &Model, d: &Dist, events: &[LogEvent]) -> Option<Compiled> {
     let mut own: Vec<Vec<u32>> = vec![Vec::new(); p];
     let mut base = vec![None::<usize>; p];
     let mut took: Vec<u32> = Vec::new();
-    // Per send number, whether it waits for its receiver; per rank,
-    // whether its last op cleared its stage's compute (every op but a
-    // computation, a stage's end and a lap's end does).
-    let mut send_waits: Vec<bool> = Vec::new();
+    // Per rank, whether its last op cleared its stage's compute (every
+    // op but a computation, a stage's end and a lap's end does).
     let mut cleared = vec![true; p];
     let quiet = m
         .programs
@@ -652,7 +670,7 @@ fn compile(m: &Model, d: &Dist, events: &[LogEvent]) -> Option<Compiled> {
                         (c.msgs.len() - 1) as u32
                     }
                 };
-                send_waits.push(msg != NONE && c.msgs[msg as usize].waits);
+                c.send_waits.push(msg != NONE && c.msgs[msg as usize].waits);
                 Op::Send { i: iu, g, msg }
             }
             Step::Recv(from) | Step::Probe(from) => {
@@ -724,7 +742,7 @@ fn compile(m: &Model, d: &Dist, events: &[LogEvent]) -> Option<Compiled> {
                     && (m.io.is_none() || cleared[i])
                     && c.waits[from as usize..to as usize]
                         .iter()
-                        .all(|&g| g == NONE || !send_waits[g as usize])
+                        .all(|&g| g == NONE || !c.send_waits[g as usize])
             }
             _ => false,
         };
