@@ -1173,9 +1173,9 @@ fn mpi4_calls_are_recorded_as_their_mpi3_forms() {
 }
 
 /// `tests/fortran/mpi4.F90`, under `use mpi` and `use mpi_f08` on MPICH:
-/// its `MPI_Isendrecv(_replace)` and persistent collectives reach the C
-/// entry points through MPICH's Fortran bindings and are recorded as
-/// from C.
+/// its `MPI_Isendrecv(_replace)`, persistent collectives and partitioned
+/// send and receive reach the C entry points through MPICH's Fortran
+/// bindings and are recorded as from C.
 #[test]
 fn fortran_mpi4_calls_are_recorded_as_from_c() {
     use mheta_trace::Msg;
@@ -1219,7 +1219,25 @@ fn fortran_mpi4_calls_are_recorded_as_from_c() {
                         (Some(Op::Wait), What::Complete(c2)),
                         (Some(Op::Startall), What::Start(started)),
                         (Some(Op::Waitall), What::Complete(c3)),
+                        (Some(Op::Startall), What::Start(parts)),
+                        (Some(Op::Waitall), What::Complete(c4)),
                     ] => {
+                        // The partitioned exchange (`MPI_Pready` passes
+                        // through): its receive and its send of 4 x 3
+                        // doubles, as persistent ones, completed together.
+                        match &parts[..] {
+                            [Started::Recv { req: a }, Started::Send { msg: m, req: b }] => {
+                                assert_eq!(*m, msg(right, 11, 96), "{binding} rank {r}");
+                                let done: Vec<u32> = c4.iter().map(|c| c.req).collect();
+                                assert_eq!(done, vec![*a, *b], "{binding} rank {r}");
+                                assert_eq!(
+                                    c4[0].recv,
+                                    Some(msg(left, 11, 96)),
+                                    "{binding} rank {r}"
+                                );
+                            }
+                            _ => panic!("{binding} rank {r}: {parts:?}"),
+                        }
                         assert_eq!(
                             (&s1[..], &r1[..]),
                             (&[msg(right, 7, 128)][..], &[msg(left, 7, 128)][..])
