@@ -223,16 +223,49 @@ pub fn gbs(m: &Model) -> Result<Found, ModelError> {
 fn shed(ev: &Evaluator, mut s: Vec<u64>) -> Vec<u64> {
     let (p, n) = (ev.model().ranks(), ev.model().rows());
     let mut excess = s.iter().sum::<u64>().saturating_sub(n);
+    // The ranks with rows by their cost at them: the costliest first, of
+    // equal ones the last by rank; a rank's cost is read again only when
+    // it sheds.
+    let mut by_cost: std::collections::BinaryHeap<(Cost, usize)> = (0..p)
+        .filter(|&i| s[i] > 0)
+        .map(|i| (Cost(ev.rank_cost(i, s[i])), i))
+        .collect();
     while excess > 0 {
-        let i = (0..p)
-            .filter(|&i| s[i] > 0)
-            .max_by(|&a, &b| ev.rank_cost(a, s[a]).total_cmp(&ev.rank_cost(b, s[b])))
-            .unwrap_or(0);
+        let Some((_, i)) = by_cost.pop() else {
+            break;
+        };
         let k = excess.min(s[i]).min((excess / p as u64).max(1));
         s[i] -= k;
         excess -= k;
+        if s[i] > 0 {
+            by_cost.push((Cost(ev.rank_cost(i, s[i])), i));
+        }
     }
     s
+}
+
+/// A cost ordered by `total_cmp`.
+#[derive(Clone, Copy, Debug)]
+struct Cost(f64);
+
+impl PartialEq for Cost {
+    fn eq(&self, other: &Cost) -> bool {
+        self.0.total_cmp(&other.0).is_eq()
+    }
+}
+
+impl Eq for Cost {}
+
+impl PartialOrd for Cost {
+    fn partial_cmp(&self, other: &Cost) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Cost {
+    fn cmp(&self, other: &Cost) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
 }
 
 /// Local search under the full model, from `d`: move `step` rows from one
@@ -264,13 +297,24 @@ fn refine_with(ev: &Evaluator, mut d: Dist) -> Result<(Dist, u64), ModelError> {
     // is tried; beyond, three donors and four receivers keep a search at
     // P = 1024 within a few hundred evaluations.
     let (donors, receivers) = if p <= 16 { (8, 8) } else { (3, 4) };
+    let mut path: Option<(Vec<u64>, Option<Vec<bool>>)> = None;
     loop {
         let busy = |i: usize| cur.ranks[i].total_s - cur.ranks[i].wait_s;
         // Beyond 16 ranks only a rank whose work lies on the critical path
         // is a donor: less work off the path leaves the iteration as it
         // is ([`Evaluator::critical`]). With none, no move can help.
-        let critical = if p > 16 { ev.critical(&d)? } else { None };
-        evals += u64::from(critical.is_some());
+        // A round after one that moved nothing (a smaller step) has the
+        // same distribution, so the same path.
+        let critical = match &path {
+            _ if p <= 16 => None,
+            Some((at, c)) if *at == d.0 => c.clone(),
+            _ => {
+                let c = ev.critical(&d)?;
+                evals += u64::from(c.is_some());
+                path = Some((d.0.clone(), c.clone()));
+                c
+            }
+        };
         let mut order: Vec<usize> = (0..p)
             .filter(|&i| d.0[i] > 0 && critical.as_ref().is_none_or(|c| c[i]))
             .collect();
