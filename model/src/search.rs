@@ -321,7 +321,14 @@ fn refine_with(ev: &Evaluator, mut d: Dist) -> Result<(Dist, u64), ModelError> {
         if order.is_empty() && critical.is_some() {
             return Ok((d, evals));
         }
-        order.sort_by(|&a, &b| busy(b).total_cmp(&busy(a)));
+        // The busiest `donors`, busiest first, of equal ones the lower
+        // rank first (as a stable sort of all would give).
+        let by = |a: &usize, b: &usize| busy(*b).total_cmp(&busy(*a)).then(a.cmp(b));
+        if order.len() > donors {
+            order.select_nth_unstable_by(donors, by);
+            order.truncate(donors);
+        }
+        order.sort_by(by);
         let mut improved = None;
         // The ranks least busy after taking k rows, by their cost curves:
         // the same list for every donor of this round that gives k
