@@ -1,5 +1,5 @@
 //! The few helpers that every mheta crate shares, each in one place: the
-//! median ([`stats`]), sizes as command lines write them ([`units`]),
+//! median and an `f64` ordered for heaps and sorts ([`stats`]), sizes as command lines write them ([`units`]),
 //! writing a file so that a reader never sees half of it ([`fs`]), and what
 //! mheta asks of the operating system ([`os`]): the host's name, the cores
 //! a process may use, pinning threads to a core, and the thread and process
@@ -14,5 +14,5 @@ pub mod stats;
 pub mod units;
 
 pub use fs::write_atomic;
-pub use stats::{median, quantile};
+pub use stats::{Total, median, quantile};
 pub use units::parse_bytes;

@@ -52,3 +52,28 @@ mod tests {
         assert_eq!(quantile(&[7.0], 0.025), 7.0);
     }
 }
+
+/// An `f64` ordered by `f64::total_cmp`, so that it can key a heap or a
+/// sort (times and costs; NaNs order after +inf).
+#[derive(Clone, Copy, Debug)]
+pub struct Total(pub f64);
+
+impl PartialEq for Total {
+    fn eq(&self, other: &Total) -> bool {
+        self.0.total_cmp(&other.0).is_eq()
+    }
+}
+
+impl Eq for Total {}
+
+impl PartialOrd for Total {
+    fn partial_cmp(&self, other: &Total) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Total {
+    fn cmp(&self, other: &Total) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}

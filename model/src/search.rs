@@ -18,6 +18,7 @@
 
 use crate::dist::Dist;
 use crate::model::{Evaluator, Model, ModelError};
+use mheta_base::Total;
 
 /// The outcome of a search.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -226,9 +227,9 @@ fn shed(ev: &Evaluator, mut s: Vec<u64>) -> Vec<u64> {
     // The ranks with rows by their cost at them: the costliest first, of
     // equal ones the last by rank; a rank's cost is read again only when
     // it sheds.
-    let mut by_cost: std::collections::BinaryHeap<(Cost, usize)> = (0..p)
+    let mut by_cost: std::collections::BinaryHeap<(Total, usize)> = (0..p)
         .filter(|&i| s[i] > 0)
-        .map(|i| (Cost(ev.rank_cost(i, s[i])), i))
+        .map(|i| (Total(ev.rank_cost(i, s[i])), i))
         .collect();
     while excess > 0 {
         let Some((_, i)) = by_cost.pop() else {
@@ -238,34 +239,10 @@ fn shed(ev: &Evaluator, mut s: Vec<u64>) -> Vec<u64> {
         s[i] -= k;
         excess -= k;
         if s[i] > 0 {
-            by_cost.push((Cost(ev.rank_cost(i, s[i])), i));
+            by_cost.push((Total(ev.rank_cost(i, s[i])), i));
         }
     }
     s
-}
-
-/// A cost ordered by `total_cmp`.
-#[derive(Clone, Copy, Debug)]
-struct Cost(f64);
-
-impl PartialEq for Cost {
-    fn eq(&self, other: &Cost) -> bool {
-        self.0.total_cmp(&other.0).is_eq()
-    }
-}
-
-impl Eq for Cost {}
-
-impl PartialOrd for Cost {
-    fn partial_cmp(&self, other: &Cost) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Cost {
-    fn cmp(&self, other: &Cost) -> std::cmp::Ordering {
-        self.0.total_cmp(&other.0)
-    }
 }
 
 /// Local search under the full model, from `d`: move `step` rows from one

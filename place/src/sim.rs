@@ -21,6 +21,7 @@
 
 use crate::rates::PAYLOAD_FRACTION;
 use crate::{Inputs, PlaceError};
+use mheta_base::Total;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
@@ -53,27 +54,12 @@ enum Ev {
     Absorbed,
 }
 
-/// f64 ordered for the heap (times are finite).
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct T(f64);
-impl Eq for T {}
-impl PartialOrd for T {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for T {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        self.0.total_cmp(&o.0)
-    }
-}
-
 /// The farm's state during a simulation.
 struct Farm<'a> {
     inputs: &'a Inputs,
     m: usize,
     ws: &'a [usize],
-    heap: BinaryHeap<Reverse<(T, u64, Ev)>>,
+    heap: BinaryHeap<Reverse<(Total, u64, Ev)>>,
     seq: u64,
     now: f64,
     /// Tasks not yet sent.
@@ -129,7 +115,7 @@ pub fn simulate(inputs: &Inputs, m: usize, ws: &[usize]) -> Result<SimRun, Place
 impl Farm<'_> {
     fn push(&mut self, at: f64, ev: Ev) {
         self.seq += 1;
-        self.heap.push(Reverse((T(at), self.seq, ev)));
+        self.heap.push(Reverse((Total(at), self.seq, ev)));
     }
 
     /// Bytes per second host `a` sends to host `b` at, alone.

@@ -354,12 +354,7 @@ fn recursive_doubling(arrive: &[f64], c: &mut impl Pairs) -> Vec<f64> {
     };
     let extra = p - adj;
     let mut t = arrive.to_vec();
-    // Pre-step: rank 2i hands its value to 2i + 1 and waits for the end.
-    for i in 0..extra {
-        let (e, o) = (2 * i, 2 * i + 1);
-        t[o] = c.received(e, o, t[e], t[o]);
-        t[e] += c.o_send(e, o);
-    }
+    hand_over(&mut t, extra, c);
     let rank_of = |n: usize| if n < extra { 2 * n + 1 } else { n + extra };
     let mut dist = 1;
     let mut before = t.clone();
@@ -372,12 +367,7 @@ fn recursive_doubling(arrive: &[f64], c: &mut impl Pairs) -> Vec<f64> {
         }
         dist *= 2;
     }
-    // Post-step: 2i + 1 sends the result back to 2i.
-    for i in 0..extra {
-        let (e, o) = (2 * i, 2 * i + 1);
-        t[e] = c.received(o, e, t[o], t[e]);
-        t[o] += c.o_send(o, e);
-    }
+    hand_back(&mut t, extra, c);
     t
 }
 
@@ -416,11 +406,7 @@ fn recursive_doubling_taped(arrive: &[f64], play: &mut Player<'_>) -> Vec<f64> {
     let adj = 1 << (usize::BITS - 1 - p.leading_zeros());
     let extra = p - adj;
     let mut t = arrive.to_vec();
-    for i in 0..extra {
-        let (e, o) = (2 * i, 2 * i + 1);
-        t[o] = play.received(e, o, t[e], t[o]);
-        t[e] += play.o_send(e, o);
-    }
+    hand_over(&mut t, extra, play);
     let rank_of = |n: usize| if n < extra { 2 * n + 1 } else { n + extra };
     let mut cur: Vec<f64> = (0..adj).map(|n| t[rank_of(n)]).collect();
     let mut next = vec![0.0; adj];
@@ -450,12 +436,27 @@ fn recursive_doubling_taped(arrive: &[f64], play: &mut Player<'_>) -> Vec<f64> {
     for (n, &v) in cur.iter().enumerate() {
         t[rank_of(n)] = v;
     }
+    hand_back(&mut t, extra, play);
+    t
+}
+
+/// Recursive doubling's pre-step over the `extra` ranks beyond a power
+/// of two: rank 2i hands its value to 2i + 1 and waits for the end.
+fn hand_over(t: &mut [f64], extra: usize, c: &mut impl Pairs) {
     for i in 0..extra {
         let (e, o) = (2 * i, 2 * i + 1);
-        t[e] = play.received(o, e, t[o], t[e]);
-        t[o] += play.o_send(o, e);
+        t[o] = c.received(e, o, t[e], t[o]);
+        t[e] += c.o_send(e, o);
     }
-    t
+}
+
+/// Its post-step: 2i + 1 sends the result back to 2i.
+fn hand_back(t: &mut [f64], extra: usize, c: &mut impl Pairs) {
+    for i in 0..extra {
+        let (e, o) = (2 * i, 2 * i + 1);
+        t[e] = c.received(o, e, t[o], t[e]);
+        t[o] += c.o_send(o, e);
+    }
 }
 
 /// Each rank's block in a [`Shape::Linear`] all-gather: the recorded
