@@ -223,7 +223,7 @@ pub struct Evaluator<'a> {
     /// Evaluations the compiled replay gave.
     compiled_runs: std::cell::Cell<u64>,
     /// Every rank's cost-line steps, one after another, and where each
-    /// rank's begin ([`Evaluator::rank_cost`]).
+    /// rank's begin there ([`Evaluator::rank_cost`]).
     costs: std::cell::OnceCell<(Vec<CostStep>, Vec<usize>)>,
 }
 
