@@ -92,8 +92,8 @@ import statistics as st, sys
 rows = [l.split() for l in open(sys.argv[1])]
 nominal, rounds, rate = float(sys.argv[2]), sys.argv[3], sys.argv[4]
 tcp = st.median(float(r[2]) for r in rows if r[0] == "tcp")
-print(f"two emulated hosts, each link shaped to {rate} (tbf); medians of {rounds} interleaved rounds")
-# tbf counts each frame's 14-byte Ethernet header; a 1500-byte packet
+print(f"two emulated hosts, each link shaped to {rate} (htb, small packets first); medians of {rounds} interleaved rounds")
+# The shaper counts each frame's 14-byte Ethernet header; a 1500-byte packet
 # carries 1448 bytes of TCP payload (20 IP, 20 TCP, 12 timestamps).
 payload = nominal * 1448 / 1514
 print(f"payload max = nominal x 1448/1514 = {payload:.1f} Mbit/s: the most any TCP stream can carry")

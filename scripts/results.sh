@@ -103,18 +103,18 @@ study accuracy-hosts "MHETA accuracy across emulated hosts, 3 runs per point" \
 net4_profile=()
 [[ ! -s $out/accuracy-hosts/work/p4-net4.json ]] || net4_profile=("$out/accuracy-hosts/work/p4-net4.json")
 study links-net4 "Link matrix of emulated hosts (net4)" \
-    "hosts: network namespaces, tbf-shaped veths, a latency relay for h3" -- \
+    "hosts: network namespaces, htb-shaped veths (small packets first), a latency relay for h3" -- \
     scripts/link-matrix.sh net4 "$out/links-net4/work" "${net4_profile[@]}"
 # 10 rounds: the goal is 93% of the line rate in 9 runs of 10 (an
 # 8 MiB move takes 70 ms, and this VM's own stalls can take 5-10% of it).
 study move-rate "Redistribution across a 1 Gbit/s link, beside a TCP stream" \
-    "hosts: two network namespaces, each link shaped to 1 Gbit/s by tbf" -- \
+    "hosts: two network namespaces, each link shaped to 1 Gbit/s by htb (small packets first)" -- \
     scripts/move-rate.sh 10 1gbit
 # A move's predicted cost against its measured time: one node, and one
 # rank a host across 1 Gbit/s, 200 and 100 Mbit/s links with and without
 # added latency, 2 and 4 ranks, 1-64 MiB a pair, 3 interleaved rounds.
 study move-cost "A move's predicted cost against its measured time, across links" \
-    "hosts: one rank per network namespace, each link shaped by tbf, 500 us added on the last host; node: one machine" -- \
+    "hosts: one rank per network namespace, each link shaped by htb (small packets first), 500 us added on the last host; node: one machine" -- \
     scripts/move_cost_study.py "$out/move-cost/work" 3
 # --auto's plan in the job against the ranks (2-16): the summaries' gather
 # to rank 0, the model and GBS there (about a minute for 3 rounds).

@@ -9,11 +9,13 @@
 //! ```
 //!
 //! - The host's sending direction is shaped on `TAGhIb` (inside the host),
-//!   its receiving direction on `TAGhIa` (the root side): `tbf` at the
-//!   host's rate, or `htb` with one class per destination picked by `u32`
+//!   its receiving direction on `TAGhIa` (the root side): `htb` with a
+//!   class at the host's rate, and one per destination picked by `u32`
 //!   filters on the peer's address when the host has per-destination
-//!   rates. The bursts stay small (32 KiB at 1 Gbit/s, 16 KiB at most
-//!   rates below): a large burst lets a 1 MiB message pass above the rate.
+//!   rates; in each class small packets (acknowledgements) go before bulk
+//!   data (`shape::shape`). The bursts stay small (32 KiB at 1 Gbit/s,
+//!   16 KiB at most rates below): a large burst lets a 1 MiB message pass
+//!   above the rate.
 //! - Added latency: a relay process ([`crate::relay`]) holds every frame
 //!   between `TAGhIa` and `TAGhIc` for the latency, both ways.
 //! - Each host has its own UTS namespace (its hostname is the host's name),
@@ -58,7 +60,7 @@ pub enum LabError {
     #[error("mheta hosts: {0}")]
     Clash(String),
     #[error(
-        "mheta hosts: the kernel has no `{qdisc}` qdisc ({detail}); the lab needs tbf, and htb with u32 for per-destination rates"
+        "mheta hosts: the kernel has no `{qdisc}` qdisc ({detail}); the lab shapes links with htb, bfifo leaves and u32 filters"
     )]
     MissingQdisc { qdisc: String, detail: String },
     #[error("mheta hosts: `{cmd}` failed: {detail}")]
@@ -289,11 +291,8 @@ fn build(lab: &Lab, relay: &[OsString], st: &mut State) -> Result<(), LabError> 
     ip(None, &["link", "add", &br, "type", "bridge"])?;
     // The qdiscs the lab needs, tried on its own bridge first.
     for (q, args) in [
-        (
-            "tbf",
-            vec!["rate", "1gbit", "burst", "32k", "latency", "50ms"],
-        ),
         ("htb", vec!["default", "1"]),
+        ("bfifo", vec!["limit", "65536"]),
     ] {
         let mut a = vec!["qdisc", "add", "dev", &br, "root", "handle", "1:", q];
         a.extend(args);

@@ -1,10 +1,11 @@
-//! Shaping a host's link (`tbf` at its rate, or `htb` with a class per
-//! destination) and choosing its namespace's TCP congestion control.
+//! Shaping a host's link (`htb`: a class at its rate and one per
+//! destination, small packets first in each) and choosing its
+//! namespace's TCP congestion control.
 
 use super::{LabError, sh, tc};
 use crate::spec::Lab;
 
-/// The bucket of a tbf or htb class at `rate` bits/s: about 260 µs of
+/// The bucket of an htb class at `rate` bits/s: about 260 µs of
 /// the rate, at least 16 KiB (one GSO frame needs a few).
 pub fn burst_bytes(rate: f64) -> u64 {
     ((rate / 8.0 * 262e-6).ceil() as u64).max(16 * 1024)
@@ -44,8 +45,36 @@ pub fn congestion_control(ns: &str) -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
+/// Packets whose IPv4 total length is below this many bytes (TCP's pure
+/// acknowledgements, an MPI code's small messages) are sent before the
+/// link's bulk data: see [`shape`].
+pub const SMALL_PACKET_BYTES: u16 = 128;
+
+/// How long a class's queue may take to drain at its rate (as a `tbf`
+/// with `latency 50ms`).
+const QUEUE_S: f64 = 0.05;
+
+/// The byte limit of a class's queue at `rate` bits/s: [`QUEUE_S`] of the
+/// rate, at least 64 KiB.
+pub fn queue_bytes(rate: f64) -> u64 {
+    ((rate / 8.0 * QUEUE_S).ceil() as u64).max(64 * 1024)
+}
+
+/// Rate of a host's link without one (its per-destination rates aside).
+const UNSHAPED_BPS: f64 = 100e9;
+
 /// Shape one end of host `i`'s link: `dir` is `dst` on the host's side
 /// (the peer is the packet's destination) and `src` on the root side.
+///
+/// `htb`: one class at the host's rate (the default), and one per
+/// destination with a rate of its own, each split into two leaves under
+/// its rate, a FIFO of [`queue_bytes`] each: small packets (below
+/// [`SMALL_PACKET_BYTES`]) first, bulk data after. A single FIFO at the
+/// rate held a host's acknowledgements for what it receives behind what
+/// it sends, up to the queue's 50 ms, so a host that sent and received at
+/// once received at a fraction of the rate; a switched full-duplex link,
+/// and a host NIC under `fq_codel` (sparse flows first), does not. Figures:
+/// docs/design/hosts.md, "Small packets first".
 pub(super) fn shape(
     lab: &Lab,
     i: usize,
@@ -54,40 +83,48 @@ pub(super) fn shape(
     dir: &str,
 ) -> Result<(), LabError> {
     let h = &lab.hosts[i];
-    let rate_arg = |r: f64| format!("{}bit", r.round() as u64);
-    if h.to.is_empty() {
-        if let Some(r) = h.rate {
-            let burst = burst_bytes(r).to_string();
-            tc(
-                ns,
-                &[
-                    "qdisc",
-                    "replace",
-                    "dev",
-                    dev,
-                    "root",
-                    "tbf",
-                    "rate",
-                    &rate_arg(r),
-                    "burst",
-                    &burst,
-                    "latency",
-                    "50ms",
-                ],
-            )?;
-        }
+    if h.rate.is_none() && h.to.is_empty() {
         return Ok(());
     }
-    // htb: class 1:1 the host's rate (or unshaped), 1:(10+k) per destination.
-    let base = h.rate.unwrap_or(100e9);
+    // Class minors (hex): the default link 1:1 with leaves 1:2 (small)
+    // and 1:3 (bulk); destination k 1:(1000+k), leaves 1:(2000+k) and
+    // 1:(3000+k).
     tc(
         ns,
         &[
-            "qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "1",
+            "qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "3",
         ],
     )?;
-    let class = |id: &str, r: f64| -> Result<(), LabError> {
-        let burst = burst_bytes(r).to_string();
+    link(ns, dev, 0x1, 0x2, 0x3, h.rate.unwrap_or(UNSHAPED_BPS))?;
+    for (k, (dst, r)) in h.to.iter().enumerate() {
+        let Some(j) = lab.host_index(dst) else {
+            continue;
+        };
+        let (small, bulk) = (0x2000 + k, 0x3000 + k);
+        link(ns, dev, 0x1000 + k, small, bulk, *r)?;
+        let peer = format!("{}/32", lab.host_ip(j));
+        filter(ns, dev, "1", Some((dir, &peer)), true, small)?;
+        filter(ns, dev, "2", Some((dir, &peer)), false, bulk)?;
+    }
+    filter(ns, dev, "3", None, true, 0x2)
+}
+
+/// A link class `1:inner` at `rate` bits/s under the root, with its two
+/// leaves: `1:small` (priority 0, a tenth of the rate assured) and
+/// `1:bulk` (priority 1, the rest), each borrowing up to the rate, each a
+/// FIFO of [`queue_bytes`].
+fn link(
+    ns: Option<&str>,
+    dev: &str,
+    inner: usize,
+    small: usize,
+    bulk: usize,
+    rate: f64,
+) -> Result<(), LabError> {
+    let bits = |r: f64| format!("{}bit", r.round().max(8.0) as u64);
+    let burst = burst_bytes(rate).to_string();
+    let class = |parent: String, id: usize, assured: f64, prio: &str| {
+        let id = format!("1:{id:x}");
         tc(
             ns,
             &[
@@ -96,44 +133,86 @@ pub(super) fn shape(
                 "dev",
                 dev,
                 "parent",
-                "1:",
+                &parent,
                 "classid",
-                id,
+                &id,
                 "htb",
                 "rate",
-                &rate_arg(r),
+                &bits(assured),
                 "ceil",
-                &rate_arg(r),
+                &bits(rate),
                 "burst",
                 &burst,
                 "cburst",
                 &burst,
+                "quantum",
+                &burst,
+                "prio",
+                prio,
             ],
-        )?;
-        Ok(())
+        )
     };
-    class("1:1", base)?;
-    for (k, (dst, r)) in h.to.iter().enumerate() {
-        let Some(j) = lab.host_index(dst) else {
-            continue;
-        };
-        let id = format!("1:{}", 10 + k);
-        class(&id, *r)?;
-        let peer = format!("{}/32", lab.host_ip(j));
+    class("1:".into(), inner, rate, "0")?;
+    let parent = format!("1:{inner:x}");
+    class(parent.clone(), small, rate / 10.0, "0")?;
+    class(parent, bulk, rate * 0.9, "1")?;
+    let limit = queue_bytes(rate).to_string();
+    for leaf in [small, bulk] {
         tc(
             ns,
             &[
-                "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
-                "match", "ip", dir, &peer, "flowid", &id,
+                "qdisc",
+                "add",
+                "dev",
+                dev,
+                "parent",
+                &format!("1:{leaf:x}"),
+                "bfifo",
+                "limit",
+                &limit,
             ],
         )?;
     }
     Ok(())
 }
 
+/// A u32 filter at `prio` (lower first) sending to class `1:to` the IPv4
+/// packets to or from `peer` (`(dir, address)`; None: any), and with
+/// `small` only those below [`SMALL_PACKET_BYTES`].
+fn filter(
+    ns: Option<&str>,
+    dev: &str,
+    prio: &str,
+    peer: Option<(&str, &str)>,
+    small: bool,
+    to: usize,
+) -> Result<(), LabError> {
+    let flow = format!("1:{to:x}");
+    let mask = format!("0x{:04x}", !(SMALL_PACKET_BYTES - 1));
+    let mut a = vec![
+        "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", prio, "u32",
+    ];
+    if let Some((dir, addr)) = peer {
+        a.extend_from_slice(&["match", "ip", dir, addr]);
+    }
+    if small {
+        // IPv4's total length (bytes 2-3) below SMALL_PACKET_BYTES.
+        a.extend_from_slice(&["match", "u16", "0x0000", &mask, "at", "2"]);
+    }
+    a.extend_from_slice(&["flowid", &flow]);
+    tc(ns, &a).map(|_| ())
+}
+
 #[cfg(test)]
 mod tests {
     use super::burst_bytes;
+
+    #[test]
+    fn queues_hold_fifty_milliseconds() {
+        assert_eq!(super::queue_bytes(1e9), 6_250_000);
+        assert_eq!(super::queue_bytes(100e6), 625_000);
+        assert_eq!(super::queue_bytes(1e6), 64 * 1024);
+    }
 
     #[test]
     fn bursts_stay_small() {
