@@ -195,7 +195,7 @@ def main():
 def report(res):
     print(f"# {res['stamp']['command']}; {res['stamp'].get('date', '')}; "
           f"{res['stamp'].get('machine', '')}")
-    print(f"# jacobi --n {N} from Block by --move-to; one rank per emulated host (tbf on each "
+    print(f"# jacobi --n {N} from Block by --move-to; one rank per emulated host (htb on each "
           f"host's link, the added latency on the last host), 'node': every rank on this machine; "
           f"median of {res['rounds']} interleaved rounds; err = predicted / measured - 1; "
           f"noise = (max - min) / median")

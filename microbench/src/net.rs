@@ -13,7 +13,7 @@ mod pair;
 mod small;
 mod stream;
 
-pub use cold::{cold_one_way, cold_one_way_within, last_level_cache_bytes};
+pub use cold::{Cold, cold_one_way, cold_one_way_within, last_level_cache_bytes};
 pub use eager::eager_limit;
 pub use effort::{Effort, LARGE, WINDOW};
 pub use pair::measure_pair;

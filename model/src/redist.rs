@@ -15,7 +15,9 @@
 //!   whose block gains rows above the kept ones (or keeps none) first
 //!   sends, then shifts the kept rows (at its measured
 //!   `NodeCost::copy_per_byte`), then receives, and its senders wait for
-//!   that: those waits chain along the ranks;
+//!   that: those waits chain along the ranks; a sender is done with a
+//!   piece when the transport has taken it off its hands,
+//!   `PairCost::send_buffer_bytes` before its receiver has it all;
 //! - the rows a rank's buffer grows by are fresh memory, backed at its
 //!   measured `NodeCost::touch_per_byte`: up front when a sender shares
 //!   its host, under the receives' waits otherwise;

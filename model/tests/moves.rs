@@ -48,6 +48,22 @@ fn model_rows_of(hosts: [&str; 2], measured: bool, row: u64) -> Model {
     Model::new(&traces, app, &prof).unwrap()
 }
 
+/// Four ranks of 100 rows of the one array on four hosts, each pair's
+/// transport holding `held` bytes of a sender's message.
+fn chain(held: Option<u64>) -> Model {
+    let mut prof = profile(4);
+    prof.hosts = ["a", "b", "c", "d"].iter().map(|h| h.to_string()).collect();
+    for c in &mut prof.pairs {
+        c.send_buffer_bytes = held;
+    }
+    let mut app = AppDecl::new("test", 400, vec![100; 4]);
+    app.arrays = vec![ArrayDecl::rows("u", ROW, false, false)];
+    let traces: Vec<_> = (0..4)
+        .map(|r| jacobi_trace(r, 4, 1_000_000, 8000))
+        .collect();
+    Model::new(&traces, app, &prof).unwrap()
+}
+
 fn close(got: f64, want: f64) {
     assert!((got - want).abs() < 1e-15, "{got} vs {want}");
 }
@@ -86,21 +102,35 @@ fn ranks_that_receive_in_turn_hold_up_their_senders_along_a_chain() {
     // rank down: ranks 1 and 2 keep no row, so each sends, then receives;
     // rank 3's piece waits for rank 2, whose receive waits for its own
     // send to rank 1: three pieces one after another.
-    let mut prof = profile(4);
-    prof.hosts = ["a", "b", "c", "d"].iter().map(|h| h.to_string()).collect();
-    let mut app = AppDecl::new("test", 400, vec![100; 4]);
-    app.arrays = vec![ArrayDecl::rows("u", ROW, false, false)];
-    let traces: Vec<_> = (0..4)
-        .map(|r| jacobi_trace(r, 4, 1_000_000, 8000))
-        .collect();
-    let m = Model::new(&traces, app, &prof).unwrap();
-    let c = m.move_cost(&Dist(vec![100; 4]), &Dist(vec![200, 100, 100, 0]));
+    let c = chain(None).move_cost(&Dist(vec![100; 4]), &Dist(vec![200, 100, 100, 0]));
     let wire = L + 100.0 * ROW as f64 * G;
     close(c.rank_s[0], wire);
     close(c.rank_s[1], 2.0 * wire);
     close(c.rank_s[2], 3.0 * wire);
     close(c.rank_s[3], 3.0 * wire);
     close(c.total_s, 3.0 * wire);
+}
+
+#[test]
+fn a_transport_that_holds_a_senders_bytes_lets_the_chain_overlap() {
+    // The chain above, with each pair's transport holding half a piece
+    // for its sender (`send_buffer_bytes`): a sender's request completes
+    // half a piece's time before its receiver has the piece, so the rank
+    // that waited for it posts its own receive that much sooner. Rank 1
+    // sends to rank 0 in [0, w] and is done at w/2; rank 2's piece runs in
+    // [w/2, 3w/2] and it is done at w; rank 3's in [w, 2w].
+    let to = Dist(vec![200, 100, 100, 0]);
+    let c = chain(Some(50 * ROW)).move_cost(&Dist(vec![100; 4]), &to);
+    let w = L + 100.0 * ROW as f64 * G;
+    close(c.rank_s[0], w);
+    close(c.rank_s[1], 1.5 * w);
+    close(c.rank_s[2], 2.0 * w);
+    close(c.rank_s[3], 1.5 * w);
+    close(c.total_s, 2.0 * w);
+    // A transport that holds a whole piece: every sender goes on at once
+    // and the three pieces run side by side.
+    let c = chain(Some(100 * ROW)).move_cost(&Dist(vec![100; 4]), &to);
+    close(c.total_s, w);
 }
 
 #[test]

@@ -158,7 +158,7 @@ fn implausible_profiles_traces_and_counts_are_refused() {
         serde_json::from_str(&std::fs::read_to_string(&profile).unwrap()).unwrap();
     // Each edit makes one figure implausible; the error names the file,
     // the pair or node, the field and the bound.
-    let cases: [(&str, &str, serde_json::Value, &str); 6] = [
+    let cases: [(&str, &str, serde_json::Value, &str); 7] = [
         (
             "o_send_s",
             "/pairs/0/o_send_s",
@@ -188,6 +188,12 @@ fn implausible_profiles_traces_and_counts_are_refused() {
             "/pairs/0/bandwidth_cold_bps",
             (-1.0).into(),
             "bandwidth between 0 and",
+        ),
+        (
+            "send_buffer_bytes",
+            "/pairs/1/send_buffer_bytes",
+            9_000_000.into(),
+            "more than the 8388608-byte message",
         ),
         (
             "cpu_weight",

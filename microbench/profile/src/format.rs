@@ -82,6 +82,17 @@ pub struct PairCost {
     /// eager.
     #[serde(default)]
     pub eager_limit_bytes: Option<u64>,
+    /// Bytes of a [`COLD_BYTES`] message still on their way to a receiver
+    /// that had posted its receive when the sender's request completed
+    /// (`mheta_microbench::net::Cold`): what the transport takes off the
+    /// sender's hands past the rendezvous (TCP's socket buffers and the
+    /// link's queue; about none on one node, where the receiver copies the
+    /// message). A
+    /// sender whose piece of a move is smaller goes on as soon as the
+    /// receiver has matched it; a larger one, that many bytes before the
+    /// receiver has it all. None: not measured (taken as 0).
+    #[serde(default)]
+    pub send_buffer_bytes: Option<u64>,
 }
 
 impl PairCost {
@@ -120,6 +131,7 @@ impl PairCost {
                 per_byte_s,
             }],
             eager_limit_bytes: None,
+            send_buffer_bytes: None,
         }
     }
 
@@ -378,6 +390,13 @@ fn validate_pair(c: &PairCost) -> Result<(), String> {
         return Err(format!(
             "bandwidth_cold_bps = {} is not a bandwidth between 0 and {MAX_BANDWIDTH_BPS:.0e} B/s",
             c.bandwidth_cold_bps
+        ));
+    }
+    if let Some(b) = c.send_buffer_bytes
+        && b > COLD_BYTES as u64
+    {
+        return Err(format!(
+            "send_buffer_bytes = {b} is more than the {COLD_BYTES}-byte message it is measured on"
         ));
     }
     for w in c.segments.windows(2) {

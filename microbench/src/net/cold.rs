@@ -1,5 +1,7 @@
 //! The one-way time of a large message between buffers out of the cache
-//! ([`cold_one_way`]): what a redistribution's moves of rows see.
+//! ([`cold_one_way`]): what a redistribution's moves of rows see; and, from
+//! the same round trips, how much of it the transport still held when the
+//! sender's request completed ([`Cold::send_buffer_bytes`]).
 
 use super::{TAG, agree, debug_counts, round_trip};
 use crate::budget::budgeted_count;
@@ -30,6 +32,22 @@ pub fn last_level_cache_bytes() -> usize {
         .unwrap_or(32 << 20)
 }
 
+/// What [`cold_one_way_within`] measures (on rank `a`; zeros on `b`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Cold {
+    /// One-way time of the message, seconds (median of half round trips).
+    pub one_way_s: f64,
+    /// Bytes of the message still on their way to `b`, whose receive was
+    /// posted, when `a`'s send returned (median over the round trips):
+    /// what the transport took off the sender's hands (TCP's socket
+    /// buffers, a link's queue; about none where the receiver copies the
+    /// message itself, as on one node). A round trip's `b` is taken to
+    /// have the message half-way through it, so a round trip of t whose
+    /// send returned after s left (t/2 - s) of its t/2 to go: that share
+    /// of the bytes.
+    pub send_buffer_bytes: u64,
+}
+
 /// One-way time of a `size`-byte message between buffers out of the
 /// cache, a -> b, seconds (median of half round trips; on rank `a`, 0 on
 /// `b`); both ranks call it. Each rank cycles its sends and receives
@@ -40,7 +58,7 @@ pub fn last_level_cache_bytes() -> usize {
 /// like that; `bandwidth_bps`'s stream resends one cached buffer.
 /// Unbounded in time: [`cold_one_way_within`] with no budget.
 pub fn cold_one_way(world: &SimpleCommunicator, a: i32, b: i32, size: usize) -> f64 {
-    cold_one_way_within(world, a, b, size, f64::INFINITY, 3, 0.0)
+    cold_one_way_within(world, a, b, size, f64::INFINITY, 3, 0.0).one_way_s
 }
 
 /// [`cold_one_way`] within `budget_s` when a round trip takes about
@@ -58,7 +76,7 @@ pub fn cold_one_way_within(
     budget_s: f64,
     min_samples: usize,
     trip_s: f64,
-) -> f64 {
+) -> Cold {
     let me = world.rank();
     let (pa, pb) = (world.process_at_rank(a), world.process_at_rank(b));
     let local: usize = std::env::var("OMPI_COMM_WORLD_LOCAL_SIZE")
@@ -83,21 +101,29 @@ pub fn cold_one_way_within(
         );
     }
     let mut samples = Vec::with_capacity(timed);
+    let mut held = Vec::with_capacity(timed);
     for r in 1..=timed {
         let k = (r % n) * size;
         if me == a {
             let t = Instant::now();
             pb.send_with_tag(&sp[k..k + size], TAG);
+            let sent = t.elapsed().as_secs_f64();
             pb.receive_into_with_tag(&mut rp[k..k + size], TAG);
-            samples.push(t.elapsed().as_secs_f64() / 2.0);
+            let half = t.elapsed().as_secs_f64() / 2.0;
+            samples.push(half);
+            if half > 0.0 {
+                held.push(((half - sent) / half).clamp(0.0, 1.0));
+            }
         } else {
             pa.receive_into_with_tag(&mut rp[k..k + size], TAG);
             pa.send_with_tag(&sp[k..k + size], TAG);
         }
     }
-    if me == a {
-        median(&mut samples).unwrap_or(0.0)
-    } else {
-        0.0
+    if me != a {
+        return Cold::default();
+    }
+    Cold {
+        one_way_s: median(&mut samples).unwrap_or(0.0),
+        send_buffer_bytes: (median(&mut held).unwrap_or(0.0) * size as f64).round() as u64,
     }
 }

@@ -2,7 +2,7 @@
 //! stream sweep over the sizes, the eager limit, the cold-buffer time and
 //! the small figures, summarised as the profile's [`PairCost`].
 
-use super::cold::cold_one_way_within;
+use super::cold::{Cold, cold_one_way_within};
 use super::eager::eager_limit;
 use super::effort::{Effort, WINDOW};
 use super::small::SmallSamples;
@@ -238,14 +238,14 @@ impl PairRun<'_> {
 
 /// The pair's figures from its samples (on `a`): distributions of the
 /// small figures, the sweep's points and their piecewise-linear fit, the
-/// bandwidth at 1 MiB and out of the cache (`cold`: one-way seconds of
-/// [`mheta_profile::COLD_BYTES`]), and L = one-way(8 B) − o_s − o_r.
+/// bandwidth at 1 MiB and out of the cache and the bytes a send leaves to
+/// the transport (`cold`, of [`mheta_profile::COLD_BYTES`]), and L = one-way(8 B) − o_s − o_r.
 fn summarise(
     a: i32,
     b: i32,
     sweep: &[SweepPoint],
     small: &SmallSamples,
-    cold: f64,
+    cold: Cold,
     eager: Option<u64>,
 ) -> PairCost {
     let floor = timer_cost();
@@ -286,11 +286,12 @@ fn summarise(
         o_recv_s: o_r,
         rtt_small_s: 2.0 * one,
         bandwidth_bps: bw_at,
-        bandwidth_cold_bps: if cold > 0.0 {
-            mheta_profile::COLD_BYTES as f64 / cold
+        bandwidth_cold_bps: if cold.one_way_s > 0.0 {
+            mheta_profile::COLD_BYTES as f64 / cold.one_way_s
         } else {
             0.0
         },
+        send_buffer_bytes: (cold.one_way_s > 0.0).then_some(cold.send_buffer_bytes),
         o_send,
         o_recv,
         one_way_small: small,

@@ -99,6 +99,13 @@ impl Pair<'_> {
     pub(crate) fn latency(&self) -> f64 {
         self.w.latency
     }
+
+    /// Bytes of a large message the transport holds for the sender once
+    /// the receiver has matched it (`PairCost::send_buffer_bytes`; 0 where
+    /// not measured).
+    pub(crate) fn send_buffer(&self) -> f64 {
+        self.w.send_buffer as f64
+    }
 }
 
 /// A host's link as [`Net::link_out`] and [`Net::link_in`] hold it.
@@ -123,6 +130,8 @@ struct Wire {
     per_byte: f64,
     /// Eager limit, bytes (`u64::MAX`: not measured, every send eager).
     eager: u64,
+    /// [`Pair::send_buffer`], bytes.
+    send_buffer: u64,
     /// The pair's segments in [`Net::segs`]: first, count (0: the linear
     /// fit).
     seg: (u32, u32),
@@ -136,6 +145,7 @@ impl Wire {
         latency: 0.0,
         per_byte: 0.0,
         eager: u64::MAX,
+        send_buffer: 0,
         seg: (0, 0),
     };
 }
@@ -176,6 +186,7 @@ impl Net {
                 latency: c.latency_s,
                 per_byte: c.per_byte_s,
                 eager: c.eager_limit_bytes.unwrap_or(u64::MAX),
+                send_buffer: c.send_buffer_bytes.unwrap_or(0),
                 seg: (segs.len() as u32, c.segments.len() as u32),
             };
             segs.extend(c.segments.iter().cloned());

@@ -43,8 +43,11 @@ impl Model {
     ///   shares its host, while it waits for its receives otherwise.
     ///
     /// A sender serves its receivers in the order they post, each piece
-    /// after the last (its link is one); a receiver takes its pieces one
-    /// after another from when it posts. Those waits chain: a rank that
+    /// after the last (its link is one), and is done with a piece the
+    /// pair's `PairCost::send_buffer_bytes` before its receiver has it
+    /// all (the transport holds those bytes; all of a piece within a
+    /// measured eager limit); a receiver takes its pieces one after
+    /// another from when it posts. Those waits chain: a rank that
     /// receives in turn holds up its senders, which may in turn hold up
     /// theirs. Each rank starts on an array when it is done with the one
     /// before, so ranks at different arrays overlap, except where the
@@ -60,13 +63,15 @@ impl Model {
             .map(|(f, t)| (f.offsets(), t.offsets()))
             .collect();
         let mut rank_s = vec![0.0f64; p];
+        // When each rank's link is done with what it sent.
+        let mut link_s = vec![0.0f64; p];
         let mut bytes = 0u64;
         for (k, decl) in self.app.arrays.iter().enumerate() {
             let lv = decl.level.unwrap_or(0) as usize;
             let (f, t) = &on_level[lv];
             let (fo, to_) = &offs[lv];
-            // Pieces (sender, receiver, seconds), in sender order.
-            let mut pieces: Vec<(usize, usize, f64)> = Vec::new();
+            // Pieces in sender order.
+            let mut pieces: Vec<Piece> = Vec::new();
             let mut local_peer = vec![false; p];
             let mut largest = 0.0f64;
             let ends: Vec<u64> = (0..p).map(|j| to_[j] + t.0[j]).collect();
@@ -86,15 +91,33 @@ impl Model {
                     let by = self.array_bytes(k, a, e);
                     largest = largest.max(by);
                     let same_host = self.net.host[i] == self.net.host[j];
-                    let s = if same_host && by >= DIRECT_COPY_MIN_BYTES as f64 {
+                    let (s, lead) = if same_host && by >= DIRECT_COPY_MIN_BYTES as f64 {
                         // Two cross-process copiers, each at about half a
                         // copy's rate (docs/design/runtime.md): the piece
-                        // at the slower end's copy rate.
-                        by * self.net.copy_per_byte[i].max(self.net.copy_per_byte[j])
+                        // at the slower end's copy rate, both ends busy
+                        // to its end.
+                        let c = self.net.copy_per_byte[i].max(self.net.copy_per_byte[j]);
+                        (by * c, 0.0)
                     } else {
-                        self.net.transfer(self.net.k(i, j), by)
+                        let pair = self.net.pair(i, j);
+                        let s = pair.transfer(by);
+                        // The bytes the sender is done with before the
+                        // receiver has them: all of an eager message (a
+                        // measured limit), else what the transport holds.
+                        let eager = pair.eager() != u64::MAX && by <= pair.eager() as f64;
+                        let held = if eager {
+                            by
+                        } else {
+                            pair.send_buffer().min(by)
+                        };
+                        (s, s * held / by)
                     };
-                    pieces.push((i, j, s));
+                    pieces.push(Piece {
+                        from: i,
+                        to: j,
+                        s,
+                        lead,
+                    });
                     local_peer[j] |= same_host;
                     bytes += by as u64;
                 }
@@ -110,7 +133,7 @@ impl Model {
                 let all = rank_s.iter().copied().fold(0.0, f64::max);
                 rank_s.fill(all);
             }
-            rank_s = schedule(&pieces, &how, &rank_s);
+            rank_s = schedule(&pieces, &how, &rank_s, &mut link_s);
         }
         MoveCost {
             total_s: rank_s.iter().copied().fold(0.0, f64::max),
@@ -168,44 +191,70 @@ impl Model {
     }
 }
 
+/// One array's rows from one rank to another.
+#[derive(Clone, Copy, Debug)]
+struct Piece {
+    from: usize,
+    to: usize,
+    /// Seconds from the first byte sent to the last received.
+    s: f64,
+    /// Seconds before the last byte is received that the sender's request
+    /// completes (the bytes the transport holds for it,
+    /// `PairCost::send_buffer_bytes`, or the whole of an eager piece).
+    lead: f64,
+}
+
 /// When each rank is done with one array's pieces, each rank starting
 /// on them when it was done with the array before (`ready`; module docs
-/// of [`Model::network_move_cost`]). A rank that receives in turn posts
-/// when its own sends are done, which wait for their receivers' posts:
-/// the posts are found depth first along those waits (a chain of P ranks
-/// in one pass, linear in the pieces). Where the waits would close a
-/// circle, the rank met again is taken to have posted when it started.
-fn schedule(pieces: &[(usize, usize, f64)], how: &[RankMove], ready: &[f64]) -> Vec<f64> {
+/// of [`Model::network_move_cost`]) and sending once its link is done
+/// with what it sent before (`link`, updated). A sender's request
+/// completes its piece's `lead` before the receiver has the piece. A rank
+/// that receives in turn posts when its own sends are done, which wait
+/// for their receivers' posts: the posts are found depth first along
+/// those waits (a chain of P ranks in one pass, linear in the pieces).
+/// Where the waits would close a circle, the rank met again is taken to
+/// have posted when it started.
+fn schedule(pieces: &[Piece], how: &[RankMove], ready: &[f64], link: &mut [f64]) -> Vec<f64> {
     let p = how.len();
     let start: Vec<f64> = (how.iter().zip(ready))
         .map(|(h, r)| r + h.up_front_s)
         .collect();
     // Each sender's pieces, by index into `pieces`.
     let mut first = vec![0usize; p + 1];
-    for &(i, _, _) in pieces {
-        first[i + 1] += 1;
+    for x in pieces {
+        first[x.from + 1] += 1;
     }
     for i in 0..p {
         first[i + 1] += first[i];
     }
     let mut by_sender = vec![0usize; pieces.len()];
     let mut fill = first.clone();
-    for (x, &(i, _, _)) in pieces.iter().enumerate() {
-        by_sender[fill[i]] = x;
-        fill[i] += 1;
+    for (x, c) in pieces.iter().enumerate() {
+        by_sender[fill[c.from]] = x;
+        fill[c.from] += 1;
     }
     let mine = |i: usize| &by_sender[first[i]..first[i + 1]];
+    let free: Vec<f64> = start
+        .iter()
+        .zip(link.iter())
+        .map(|(s, l)| s.max(*l))
+        .collect();
     // Senders serve their receivers in the order those post, each piece
-    // after the last.
-    let sends = |i: usize, post: &[f64], ends: &mut [f64]| -> f64 {
+    // after the last on the link; a rank's sends are done when its last
+    // request completes. Returns that, and when the link is free.
+    let sends = |i: usize, post: &[f64], ends: &mut [f64]| -> (f64, f64) {
         let mut order: Vec<usize> = mine(i).to_vec();
-        order.sort_by(|&a, &b| post[pieces[a].1].total_cmp(&post[pieces[b].1]));
-        let mut busy = start[i];
+        order.sort_by(|&a, &b| post[pieces[a].to].total_cmp(&post[pieces[b].to]));
+        let mut busy = free[i];
+        let mut done = start[i];
         for x in order {
-            busy = busy.max(post[pieces[x].1]) + pieces[x].2;
+            let c = &pieces[x];
+            let from = busy.max(post[c.to]);
+            busy = from + c.s;
             ends[x] = busy;
+            done = done.max(busy - c.lead).max(from);
         }
-        busy
+        (done, busy)
     };
     // Posts: a rank not in turn posts when it starts; one in turn once
     // its sends are done and its kept rows shifted.
@@ -226,26 +275,29 @@ fn schedule(pieces: &[(usize, usize, f64)], how: &[RankMove], ready: &[f64]) -> 
             state[i] = 1;
             let before = stack.len();
             for &x in mine(i) {
-                let j = pieces[x].1;
+                let j = pieces[x].to;
                 if state[j] == 0 {
                     stack.push(j);
                 }
             }
             if stack.len() == before {
-                post[i] = sends(i, &post, &mut ends) + how[i].shift_s;
+                post[i] = sends(i, &post, &mut ends).0 + how[i].shift_s;
                 state[i] = 2;
                 stack.pop();
             }
         }
     }
-    let send_done: Vec<f64> = (0..p).map(|i| sends(i, &post, &mut ends)).collect();
+    let mut send_done = vec![0.0f64; p];
+    for i in 0..p {
+        (send_done[i], link[i]) = sends(i, &post, &mut ends);
+    }
     // Each receiver takes its pieces one after another from its post,
     // none before its sender sent it, its fresh memory backed under them.
     let mut taken = post.clone();
     let mut last = vec![f64::NEG_INFINITY; p];
-    for (x, &(_, j, s)) in pieces.iter().enumerate() {
-        taken[j] += s;
-        last[j] = last[j].max(ends[x]);
+    for (x, c) in pieces.iter().enumerate() {
+        taken[c.to] += c.s;
+        last[c.to] = last[c.to].max(ends[x]);
     }
     (0..p)
         .map(|j| {
