@@ -64,6 +64,15 @@ fn chain(held: Option<u64>) -> Model {
     Model::new(&traces, app, &prof).unwrap()
 }
 
+/// Each rank of a [`chain`] move done at `want` pieces' time `w`, the
+/// move when the last is.
+fn chain_ends(c: &mheta_model::redist::MoveCost, want: [f64; 4], w: f64) {
+    for (got, want) in c.rank_s.iter().zip(want) {
+        close(*got, want * w);
+    }
+    close(c.total_s, want.iter().copied().fold(0.0, f64::max) * w);
+}
+
 fn close(got: f64, want: f64) {
     assert!((got - want).abs() < 1e-15, "{got} vs {want}");
 }
@@ -104,11 +113,7 @@ fn ranks_that_receive_in_turn_hold_up_their_senders_along_a_chain() {
     // send to rank 1: three pieces one after another.
     let c = chain(None).move_cost(&Dist(vec![100; 4]), &Dist(vec![200, 100, 100, 0]));
     let wire = L + 100.0 * ROW as f64 * G;
-    close(c.rank_s[0], wire);
-    close(c.rank_s[1], 2.0 * wire);
-    close(c.rank_s[2], 3.0 * wire);
-    close(c.rank_s[3], 3.0 * wire);
-    close(c.total_s, 3.0 * wire);
+    chain_ends(&c, [1.0, 2.0, 3.0, 3.0], wire);
 }
 
 #[test]
@@ -122,11 +127,7 @@ fn a_transport_that_holds_a_senders_bytes_lets_the_chain_overlap() {
     let to = Dist(vec![200, 100, 100, 0]);
     let c = chain(Some(50 * ROW)).move_cost(&Dist(vec![100; 4]), &to);
     let w = L + 100.0 * ROW as f64 * G;
-    close(c.rank_s[0], w);
-    close(c.rank_s[1], 1.5 * w);
-    close(c.rank_s[2], 2.0 * w);
-    close(c.rank_s[3], 1.5 * w);
-    close(c.total_s, 2.0 * w);
+    chain_ends(&c, [1.0, 1.5, 2.0, 1.5], w);
     // A transport that holds a whole piece: every sender goes on at once
     // and the three pieces run side by side.
     let c = chain(Some(100 * ROW)).move_cost(&Dist(vec![100; 4]), &to);
