@@ -239,7 +239,8 @@ impl PairRun<'_> {
 /// The pair's figures from its samples (on `a`): distributions of the
 /// small figures, the sweep's points and their piecewise-linear fit, the
 /// bandwidth at 1 MiB and out of the cache and the bytes a send leaves to
-/// the transport (`cold`, of [`mheta_profile::COLD_BYTES`]), and L = one-way(8 B) − o_s − o_r.
+/// the transport (`cold`, of [`mheta_profile::COLD_BYTES`]), and
+/// L = one-way(8 B) − o_s − o_r.
 fn summarise(
     a: i32,
     b: i32,
