@@ -70,10 +70,10 @@ const UNSHAPED_BPS: f64 = 100e9;
 /// destination with a rate of its own, each split into two leaves under
 /// its rate, a FIFO of [`queue_bytes`] each: small packets (below
 /// [`SMALL_PACKET_BYTES`]) first, bulk data after. A single FIFO at the
-/// rate held a host's acknowledgements for what it receives behind what
-/// it sends, up to the queue's 50 ms, so a host that sent and received at
-/// once received at a fraction of the rate; a switched full-duplex link,
-/// and a host NIC under `fq_codel` (sparse flows first), does not. Figures:
+/// rate holds a host's acknowledgements for what it receives behind what
+/// it sends, up to the queue's 50 ms, so a host that sends and receives
+/// at once receives at a fraction of the rate; a switched full-duplex
+/// link, and a host NIC under `fq_codel` (sparse flows first), does not. Figures:
 /// docs/design/hosts.md, "Small packets first".
 pub(super) fn shape(
     lab: &Lab,
