@@ -197,6 +197,11 @@ struct Layout {
     local: Vec<usize>,
     /// Some kernel runs more ranks than it has cores: pairs go one at a time.
     serial: bool,
+    /// This rank's place among the ranks that share its kernel (one
+    /// machine's cores and memory, whatever host names they give), and
+    /// the most ranks any kernel runs.
+    turn: usize,
+    turns: usize,
 }
 
 /// Every rank's host and kernel, and whether any kernel is
@@ -208,6 +213,11 @@ fn layout(world: &SimpleCommunicator) -> Layout {
     let local: Vec<usize> = (0..p).filter(|&r| hosts[r] == hosts[me]).collect();
     let kernels = kernel_ids(world, &hosts[me]);
     let sharing = (0..p).filter(|&r| kernels[r] == kernels[me]).count();
+    let turn = (0..me).filter(|&r| kernels[r] == kernels[me]).count();
+    let turns = (0..p)
+        .map(|q| (0..p).filter(|&r| kernels[r] == kernels[q]).count())
+        .max()
+        .unwrap_or(1);
     // Online CPUs of the node (not this rank's affinity: mpirun binds
     // each rank to one core).
     // SAFETY: sysconf only reads a system value.
@@ -229,6 +239,8 @@ fn layout(world: &SimpleCommunicator) -> Layout {
         hosts,
         local,
         serial,
+        turn,
+        turns,
     }
 }
 
@@ -371,9 +383,14 @@ fn measure_nodes(
 
 /// This rank's node figures: the CPU kernel (every rank runs it at once,
 /// as an application would; its weight against the slowest rank), the
-/// memory available to it, its costs of shifting rows in memory and of
-/// writing fresh memory (every rank at once), and its host's disk when it
-/// is the host's first rank.
+/// memory available to it, its costs of copying within its memory (every
+/// rank at once, as the two ends of an on-node copy run) and of shifting
+/// rows and backing fresh memory alone, and its host's disk when it is
+/// the host's first rank. The ranks of one kernel measure the last two in
+/// turn (other kernels at once), waiting quietly: a move's shifts run one
+/// after another along its chains of ranks, each on a machine otherwise
+/// waiting, and ranks that share a machine's cores in an emulation of
+/// several hosts would otherwise measure each other.
 fn node_cost(
     world: &SimpleCommunicator,
     args: &Args,
@@ -392,12 +409,20 @@ fn node_cost(
     world.all_gather_into(&cpu.p50, &mut medians[..]);
     let slowest = medians.iter().copied().fold(0.0, f64::max);
     let mem = node::mem_available(lay.local.len());
-    world.barrier();
     // A shift of 32 MiB takes a few milliseconds: 21 even when quick.
     let reps = 21;
-    let copy = SampleStats::from_samples(&node::copy_cost(reps));
     world.barrier();
-    let touch = node::touch_cost(reps);
+    let copy = SampleStats::from_samples(&node::copy_cost(reps));
+    let (mut shift, mut touch) = (Vec::new(), Vec::new());
+    for t in 0..lay.turns {
+        quiet_barrier(world);
+        if t == lay.turn {
+            shift = node::copy_cost(reps);
+            touch = node::touch_cost(reps);
+        }
+    }
+    quiet_barrier(world);
+    let shift = SampleStats::from_samples(&shift);
     let touch = (!touch.is_empty()).then(|| SampleStats::from_samples(&touch));
     // Disk: the first rank of each host measures it; the others copy.
     let first_local = lay.local[0];
@@ -426,6 +451,7 @@ fn node_cost(
         mem_available_bytes: mem,
         disk,
         copy_per_byte: Some(copy),
+        shift_per_byte: Some(shift),
         touch_per_byte: touch,
     })
 }

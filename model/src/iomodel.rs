@@ -745,6 +745,7 @@ mod tests {
                     write: vec![],
                 }),
                 copy_per_byte: None,
+                shift_per_byte: None,
                 touch_per_byte: None,
             });
         }

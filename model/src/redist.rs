@@ -14,13 +14,15 @@
 //!   they lie in its buffer overlaps its sends with its receives, one
 //!   whose block gains rows above the kept ones (or keeps none) first
 //!   sends, then shifts the kept rows (at its measured
-//!   `NodeCost::copy_per_byte`), then receives, and its senders wait for
+//!   `NodeCost::shift_per_byte`), then receives, and its senders wait for
 //!   that: those waits chain along the ranks; a sender is done with a
 //!   piece when the transport has taken it off its hands,
 //!   `PairCost::send_buffer_bytes` before its receiver has it all;
 //! - the rows a rank's buffer grows by are fresh memory, backed at its
 //!   measured `NodeCost::touch_per_byte`: up front when a sender shares
-//!   its host, under the receives' waits otherwise;
+//!   its host or no piece is large enough for the on-node copy, else
+//!   those a shift writes just before it and the rest under the
+//!   receives' waits;
 //! - a piece of [`DIRECT_COPY_MIN_BYTES`] or more between two ranks of
 //!   one host is the runtime's cross-process copy, priced at the copy
 //!   rate rather than the pair's MPI figures;

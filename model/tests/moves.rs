@@ -1,7 +1,7 @@
 //! A move's predicted cost (`Model::move_cost`, every array in core) on
 //! synthetic profiles whose answers are known by hand: each pair's
-//! transfer L + b·G (MHETA eq. 3's T_{i->j}), each rank's measured copy
-//! and first-touch costs, and the buffer rules of the runtime's
+//! transfer L + b·G (MHETA eq. 3's T_{i->j}), each rank's measured copy,
+//! shift and first-touch costs, and the buffer rules of the runtime's
 //! `RowBlock::redistribute`.
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
@@ -13,21 +13,25 @@ use mheta_trace::{AppDecl, ArrayDecl};
 
 /// Bytes of a row of the one array.
 const ROW: u64 = 1000;
-/// A rank's copy and first-touch costs, seconds per byte.
+/// A rank's costs, seconds per byte: a copy with its node's other ranks
+/// copying (the on-node copy's), a shift alone, and first touch.
 const COPY: f64 = 2e-10;
+const SHIFT: f64 = 1.5e-10;
 const TOUCH: f64 = 5e-10;
 
 /// Two ranks on `hosts`, 100 rows each of one 1000-byte array; the nodes
 /// measured their copy and touch costs when `measured`.
 fn model(hosts: [&str; 2], measured: bool) -> Model {
-    model_rows_of(hosts, measured, ROW)
+    model_rows_of(&hosts, measured, ROW)
 }
 
-/// The same with rows of `row` bytes.
-fn model_rows_of(hosts: [&str; 2], measured: bool, row: u64) -> Model {
-    let mut prof = profile(2);
+/// One rank on each of `hosts`, 100 rows each of one array of `row`-byte
+/// rows.
+fn model_rows_of(hosts: &[&str], measured: bool, row: u64) -> Model {
+    let p = hosts.len();
+    let mut prof = profile(p as u32);
     prof.hosts = hosts.iter().map(|h| h.to_string()).collect();
-    for rank in 0..2 {
+    for rank in 0..p as u32 {
         prof.nodes.push(NodeCost {
             rank,
             host: hosts[rank as usize].into(),
@@ -36,17 +40,21 @@ fn model_rows_of(hosts: [&str; 2], measured: bool, row: u64) -> Model {
             mem_available_bytes: 1 << 30,
             disk: None,
             copy_per_byte: measured.then(|| SampleStats::from_samples(&[COPY])),
+            shift_per_byte: measured.then(|| SampleStats::from_samples(&[SHIFT])),
             touch_per_byte: measured.then(|| SampleStats::from_samples(&[TOUCH])),
         });
     }
-    let mut app = AppDecl::new("test", 200, vec![100, 100]);
+    let mut app = AppDecl::new("test", 100 * p as u64, vec![100; p]);
     app.arrays = vec![ArrayDecl::rows("u", row, false, false)];
-    let traces = [
-        jacobi_trace(0, 2, 1_000_000, 8000),
-        jacobi_trace(1, 2, 1_000_000, 8000),
-    ];
+    let traces: Vec<_> = (0..p as u32)
+        .map(|r| jacobi_trace(r, p as u32, 1_000_000, 8000))
+        .collect();
     Model::new(&traces, app, &prof).unwrap()
 }
+
+/// Rows of 100 KB: 50 of them (5 MB) are a piece for the runtime's
+/// on-node copy, so the runtime learns where its peers are.
+const BIG_ROW: u64 = 100_000;
 
 /// Four ranks of 100 rows of the one array on four hosts, each pair's
 /// transport holding `held` bytes of a sender's message.
@@ -79,30 +87,65 @@ fn close(got: f64, want: f64) {
 
 #[test]
 fn rows_kept_in_place_cost_no_copy_and_fresh_memory_hides_under_the_network() {
-    let m = model(["a", "b"], true);
-    // 50 rows from rank 1 to rank 0: rank 1 loses its top rows and keeps
-    // the rest where they lie; rank 0's buffer grows by 50 rows, touched
-    // while it waits for them from the other host.
+    let m = model_rows_of(&["a", "b"], true, BIG_ROW);
+    // 50 rows (5 MB) from rank 1 to rank 0: rank 1 loses its top rows
+    // and keeps the rest where they lie; rank 0's buffer grows by 50
+    // rows, touched while it waits for them from the other host.
+    let by = 50.0 * BIG_ROW as f64;
     let c = m.move_cost(&Dist(vec![100, 100]), &Dist(vec![150, 50]));
-    let wire = L + 50.0 * ROW as f64 * G;
-    assert!(50.0 * ROW as f64 * TOUCH < wire);
+    let wire = L + by * G;
+    assert!(by * TOUCH < wire);
     close(c.rank_s[0], wire);
     close(c.rank_s[1], wire);
     close(c.total_s, wire);
-    assert_eq!(c.bytes, 50 * ROW);
+    assert_eq!(c.bytes, 50 * BIG_ROW);
+}
+
+#[test]
+fn without_a_piece_for_the_on_node_copy_fresh_memory_is_backed_up_front() {
+    // The same move in rows of 1000 B: no piece is large enough for the
+    // on-node copy, so the runtime does not look for its peers and backs
+    // rank 0's fresh rows before it posts; rank 1's piece waits for that.
+    let m = model(["a", "b"], true);
+    let c = m.move_cost(&Dist(vec![100, 100]), &Dist(vec![150, 50]));
+    let wire = L + 50.0 * ROW as f64 * G;
+    let touch = 50.0 * ROW as f64 * TOUCH;
+    close(c.rank_s[0], touch + wire);
+    close(c.rank_s[1], touch + wire);
 }
 
 #[test]
 fn a_block_that_gains_rows_above_its_own_shifts_them_between_sends_and_receives() {
     let m = model(["a", "b"], true);
     // 50 rows from rank 0 to rank 1: rank 1's block now starts 50 rows
-    // earlier, so its 100 kept rows shift by 50 before it receives.
-    // Rank 0's piece waits for rank 1 to post its receive.
+    // earlier, so its 100 kept rows shift by 50 before it receives, into
+    // a buffer grown by 50 rows (backed up front: no piece for the
+    // on-node copy). Rank 0's piece waits for rank 1 to post its receive.
     let c = m.move_cost(&Dist(vec![100, 100]), &Dist(vec![50, 150]));
     let wire = L + 50.0 * ROW as f64 * G;
-    let shift = 100.0 * ROW as f64 * COPY;
-    close(c.rank_s[0], shift + wire);
-    close(c.rank_s[1], shift + wire);
+    let shift = 100.0 * ROW as f64 * SHIFT;
+    let touch = 50.0 * ROW as f64 * TOUCH;
+    close(c.rank_s[0], touch + shift + wire);
+    close(c.rank_s[1], touch + shift + wire);
+}
+
+#[test]
+fn a_shift_backs_the_fresh_rows_it_writes_and_the_receives_hide_the_rest() {
+    // Three hosts, rows of 100 KB. Rank 1 gains 50 rows above its own
+    // (from rank 0) and 50 below (from rank 2): its 100 kept rows shift
+    // by 50, and the last 50 of them land in fresh memory, backed before
+    // the copy; the 50 fresh rows below them are backed while its two
+    // receives wait. Ranks 0 and 2 keep their rows where they lie and
+    // send as soon as rank 1 has posted.
+    let m = model_rows_of(&["a", "b", "c"], true, BIG_ROW);
+    let c = m.move_cost(&Dist(vec![100; 3]), &Dist(vec![50, 200, 50]));
+    let by = 50.0 * BIG_ROW as f64;
+    let wire = L + by * G;
+    let post = 100.0 * BIG_ROW as f64 * SHIFT + by * TOUCH;
+    assert!(by * TOUCH < 2.0 * wire);
+    close(c.rank_s[0], post + wire);
+    close(c.rank_s[2], post + wire);
+    close(c.rank_s[1], post + 2.0 * wire);
 }
 
 #[test]
@@ -160,12 +203,12 @@ fn a_large_piece_between_ranks_of_one_host_moves_at_the_copy_rate() {
     let row = 100_000u64;
     let by = 50.0 * row as f64;
     assert!(by >= mheta_model::redist::DIRECT_COPY_MIN_BYTES as f64);
-    let m = model_rows_of(["a", "a"], true, row);
+    let m = model_rows_of(&["a", "a"], true, row);
     let c = m.move_cost(&Dist(vec![100, 100]), &Dist(vec![150, 50]));
     close(c.rank_s[0], by * TOUCH + by * COPY);
     close(c.rank_s[1], by * TOUCH + by * COPY);
     // On two hosts the same piece crosses the link.
-    let m = model_rows_of(["a", "b"], true, row);
+    let m = model_rows_of(&["a", "b"], true, row);
     let c = m.move_cost(&Dist(vec![100, 100]), &Dist(vec![150, 50]));
     close(c.rank_s[1], L + by * G);
 }

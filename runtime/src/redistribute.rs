@@ -373,7 +373,6 @@ fn move_rows<T: Equivalence + Copy + Default>(
     let old = start..start + plan.old_rows as usize * w;
     let need = old.end.max(place + plan.new_rows as usize * w);
     let mut fresh = grow_for_move(buf, need, plan, peers);
-    let mut idle = || fresh.step(PREFAULT_STEP);
     let (from, to, kept) = plan.keep;
     let kept_in_place = kept == 0 || start + from as usize * w == place + to as usize * w;
     let lands_on_old = plan.recvs.iter().any(|&(_, pos, rows)| {
@@ -405,24 +404,28 @@ fn move_rows<T: Equivalence + Copy + Default>(
             }
             copy_direct(&dsends, &mut drecvs);
             recvs.extend(reqs);
-            wait_all(recvs, &mut idle);
+            wait_all(recvs, &mut || fresh.step(PREFAULT_STEP));
         });
     } else {
         mpi::request::scope(|scope| {
             let src: &[T] = &buf[old.clone()];
             let (reqs, dsends) = post_sends(world, scope, src, &plan.sends, w64, direct);
             copy_direct(&dsends, &mut []);
-            wait_all(reqs, &mut idle);
+            wait_all(reqs, &mut || fresh.step(PREFAULT_STEP));
         });
         if kept > 0 && !kept_in_place {
             let r = at(from, kept);
+            // The shift's far end may lie in the buffer's fresh pages:
+            // backed in one call now, not a fault per page under the copy.
+            let dst_end = place + ((to + kept) * w64) as usize;
+            fresh.back_below(buf.as_ptr() as usize + dst_end * std::mem::size_of::<T>());
             buf.copy_within(start + r.start..start + r.end, place + (to * w64) as usize);
         }
         mpi::request::scope(|scope| {
             let (recvs, mut drecvs) =
                 post_recvs(world, scope, &mut buf[place..], 0, &plan.recvs, w64, direct);
             copy_direct(&[], &mut drecvs);
-            wait_all(recvs, &mut idle);
+            wait_all(recvs, &mut || fresh.step(PREFAULT_STEP));
         });
     }
     // What the waits left: backed now, not by the next iteration's writes.
@@ -432,7 +435,8 @@ fn move_rows<T: Equivalence + Copy + Default>(
 /// Grow `buf` to `need` values for a move. New pages that only receives
 /// from other hosts fill are left for the returned [`Prefault`] to back
 /// while the move waits, so that the senders need not wait for the faults
-/// (docs/design/runtime.md). When a
+/// (docs/design/runtime.md); those a shift of the kept rows writes are
+/// backed just before it. When a
 /// peer on this node (or one not known to be elsewhere: no probe for
 /// moves without a piece of `onnode::MIN_BYTES`) sends, they are backed
 /// now: its copy into unbacked pages faults one page at a time, which

@@ -265,6 +265,15 @@ impl Prefault {
         self.at += n;
         self.at < self.end
     }
+
+    /// Back every page still to back that lies below address `end`: the
+    /// ones a copy is about to write (a fault per page otherwise).
+    pub(crate) fn back_below(&mut self, end: usize) {
+        let upto = end.min(self.end);
+        if upto > self.at {
+            self.step(upto - self.at);
+        }
+    }
 }
 
 /// A fresh anonymous mapping of `bytes` (a multiple of [`HUGE`]) at a

@@ -214,16 +214,25 @@ pub struct NodeCost {
     pub mem_available_bytes: u64,
     /// `None` when disks were not measured (`--no-disk`).
     pub disk: Option<DiskCost>,
-    /// Seconds per byte of shifting rows within this rank's memory (an
-    /// overlapping `memmove` of 32 MiB, every rank of the node at once):
-    /// what a move costs for the rows a rank keeps when its block's first
-    /// row changes. `None`: not measured (a profile from before it was).
+    /// Seconds per byte of a copy within this rank's memory with every
+    /// rank of the node copying at once (an overlapping `memmove` of 32
+    /// MiB): what the runtime's on-node copy of a move's piece gets, both
+    /// of its ends copying. `None`: not measured (a profile from before
+    /// it was).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub copy_per_byte: Option<SampleStats>,
+    /// Seconds per byte of the same shift with the rest of its machine
+    /// quiet (the ranks of one kernel in turn): what a move costs for the
+    /// rows a rank keeps when its block's first row changes, a shift that
+    /// runs while the ranks around it wait. `None`: not measured (the
+    /// model then takes `copy_per_byte`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shift_per_byte: Option<SampleStats>,
     /// Seconds per byte of backing memory the process has not touched yet
     /// (32 MiB freshly mapped, populated for writing as the runtime's row
-    /// buffers are: the page faults and the kernel's zeroing): what a rank
-    /// pays for the rows a move adds to its block. `None`: not measured.
+    /// buffers are: the page faults and the kernel's zeroing; the ranks of
+    /// one kernel in turn): what a rank pays for the rows a move adds to
+    /// its block. `None`: not measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub touch_per_byte: Option<SampleStats>,
 }

@@ -182,12 +182,13 @@ impl ClusterProfile {
         let _ = writeln!(out, "# Nodes");
         let _ = writeln!(
             out,
-            "{:>5} {:<12} {:>10} {:>12} {:>11} {:>12} {:>10} {:>10} {:>10} {:>10}  disk method",
+            "{:>5} {:<12} {:>10} {:>12} {:>11} {:>12} {:>12} {:>10} {:>10} {:>10} {:>10}  disk method",
             "rank",
             "host",
             "cpu w",
             "mem (MB)",
             "copy (GB/s)",
+            "shift (GB/s)",
             "touch (GB/s)",
             "O_r (us)",
             "r (ns/B)",
@@ -199,12 +200,13 @@ impl ClusterProfile {
             let f = |x: Option<f64>, k: f64| x.map_or("-".to_string(), |v| format!("{:.3}", v * k));
             let _ = writeln!(
                 out,
-                "{:>5} {:<12} {:>10.3} {:>12.0} {:>11} {:>12} {:>10} {:>10} {:>10} {:>10}  {}",
+                "{:>5} {:<12} {:>10.3} {:>12.0} {:>11} {:>12} {:>12} {:>10} {:>10} {:>10} {:>10}  {}",
                 nd.rank,
                 nd.host,
                 nd.cpu_weight,
                 nd.mem_available_bytes as f64 / 1e6,
                 f(nd.copy_per_byte.as_ref().map(|c| 1.0 / c.p50), 1e-9),
+                f(nd.shift_per_byte.as_ref().map(|c| 1.0 / c.p50), 1e-9),
                 f(nd.touch_per_byte.as_ref().map(|c| 1.0 / c.p50), 1e-9),
                 f(d.map(|d| d.read_overhead_s), 1e6),
                 f(d.map(|d| d.read_per_byte_s), 1e9),

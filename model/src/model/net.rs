@@ -37,6 +37,9 @@ pub(crate) struct Net {
     /// Per rank, seconds per byte of a copy within its memory
     /// ([`Net::find_copy_costs`]).
     pub(crate) copy_per_byte: Vec<f64>,
+    /// Per rank, seconds per byte of shifting rows in its memory alone
+    /// (`NodeCost::shift_per_byte`; `copy_per_byte` where not measured).
+    pub(crate) shift_per_byte: Vec<f64>,
     /// Per rank, seconds per byte of backing memory it had not touched
     /// (`NodeCost::touch_per_byte`; 0 where not measured).
     pub(crate) touch_per_byte: Vec<f64>,
@@ -168,6 +171,7 @@ impl Net {
             link_out: vec![None; p],
             link_in: vec![None; p],
             copy_per_byte: Vec::new(),
+            shift_per_byte: Vec::new(),
             touch_per_byte: vec![0.0; p],
             kind_spans: None,
         };
@@ -220,11 +224,16 @@ impl Net {
         net.find_host_links();
         net.kind_spans = net.find_kind_spans();
         let mut measured: Vec<Option<f64>> = vec![None; p];
+        let mut shift: Vec<Option<f64>> = vec![None; p];
         for n in prof.nodes.iter().filter(|n| (n.rank as usize) < p) {
             measured[n.rank as usize] = n.copy_per_byte.as_ref().map(|c| c.p50);
+            shift[n.rank as usize] = n.shift_per_byte.as_ref().map(|c| c.p50);
             net.touch_per_byte[n.rank as usize] = n.touch_per_byte.as_ref().map_or(0.0, |c| c.p50);
         }
         net.find_copy_costs(&measured);
+        net.shift_per_byte = (shift.iter().zip(&net.copy_per_byte))
+            .map(|(s, c)| s.unwrap_or(*c))
+            .collect();
         net
     }
 
@@ -527,17 +536,26 @@ mod tests {
                 mem_available_bytes: 1 << 30,
                 disk: None,
                 copy_per_byte: None,
+                shift_per_byte: None,
                 touch_per_byte: None,
             };
             if r != 1 {
                 let s = [0.1e-9, 0.12e-9, 0.11e-9].map(|x| x * (1 + r) as f64);
                 n.copy_per_byte = Some(mheta_profile::SampleStats::from_samples(&s));
             }
+            if r == 2 {
+                n.shift_per_byte = Some(mheta_profile::SampleStats::from_samples(&[0.2e-9]));
+            }
             prof.nodes.push(n);
         }
-        let c = Net::from_profile(&prof).copy_per_byte;
+        let net = Net::from_profile(&prof);
+        let c = &net.copy_per_byte;
         assert!((c[0] - 0.11e-9).abs() < 1e-18, "{c:?}");
         assert_eq!(c[1], 0.0, "{c:?}");
         assert!((c[2] - 0.33e-9).abs() < 1e-18, "{c:?}");
+        // A shift alone at its own figure where measured, else the copy's.
+        assert_eq!(net.shift_per_byte[0], c[0]);
+        assert_eq!(net.shift_per_byte[1], 0.0);
+        assert_eq!(net.shift_per_byte[2], 0.2e-9);
     }
 }

@@ -35,7 +35,7 @@ impl Model {
     ///   sends, and they overlap;
     /// - when its block gains rows above the kept ones, the kept rows
     ///   shift by the rows gained (a copy at its measured
-    ///   `NodeCost::copy_per_byte`), and when its old and new rows share
+    ///   `NodeCost::shift_per_byte`), and when its old and new rows share
     ///   no row it has nothing to keep: either way it first sends, then
     ///   shifts, then receives, so a sender to it waits for that;
     /// - the rows its buffer grows by are fresh memory (its
@@ -122,14 +122,20 @@ impl Model {
                     bytes += by as u64;
                 }
             }
+            // Without a piece for the on-node copy the runtime does not
+            // probe where its peers are, and backs fresh memory up front.
+            let probed = largest >= DIRECT_COPY_MIN_BYTES as f64;
             let how: Vec<RankMove> = (0..p)
-                .map(|i| self.rank_move(k, span(fo, f, i), span(to_, t, i), i, local_peer[i]))
+                .map(|i| {
+                    let up_front = local_peer[i] || !probed;
+                    self.rank_move(k, span(fo, f, i), span(to_, t, i), i, up_front)
+                })
                 .collect();
             // A piece large enough for the on-node copy makes every rank
             // probe its peers first (`Peers::probe`, collective): the
             // array then starts when the slowest rank is done with the
             // one before.
-            if largest >= DIRECT_COPY_MIN_BYTES as f64 {
+            if probed {
                 let all = rank_s.iter().copied().fold(0.0, f64::max);
                 rank_s.fill(all);
             }
@@ -146,14 +152,17 @@ impl Model {
     /// `RowBlock::redistribute` places them: the kept rows stay where
     /// they lie when the new block fits around them in its room (the
     /// larger of the old block and twice the new), else everything starts
-    /// at the buffer's front.
+    /// at the buffer's front. The rows its buffer grows by are backed
+    /// before anything else when `up_front` (the runtime's
+    /// `grow_for_move`), else those a shift writes are backed just before
+    /// it and the rest while the receives wait.
     fn rank_move(
         &self,
         k: usize,
         old: (u64, u64),
         new: (u64, u64),
         i: usize,
-        local_peer: bool,
+        up_front: bool,
     ) -> RankMove {
         let (old_n, new_n) = (old.1 - old.0, new.1 - new.0);
         let kept = overlap(old, new);
@@ -163,30 +172,43 @@ impl Model {
             && lost_top - gained_top + new_n <= old_n.max(2 * new_n);
         let place = if in_place { lost_top - gained_top } else { 0 };
         let need = old_n.max(place + new_n);
-        let grown_s = if need > old_n {
-            // The rows past the old block's end, at the block's mean row
-            // size (rows of sparse arrays differ).
-            let per_row = if old_n > 0 {
-                self.array_bytes(k, old.0, old.1) / old_n as f64
-            } else {
-                self.array_bytes(k, new.0, new.1) / new_n.max(1) as f64
-            };
-            (need - old_n) as f64 * per_row * self.net.touch_per_byte[i]
+        // Seconds of backing `rows` rows past the old block's end, at the
+        // block's mean row size (rows of sparse arrays differ).
+        let per_row = if old_n > 0 {
+            self.array_bytes(k, old.0, old.1) / old_n as f64
         } else {
-            0.0
+            self.array_bytes(k, new.0, new.1) / new_n.max(1) as f64
         };
+        let touch = |rows: u64| rows as f64 * per_row * self.net.touch_per_byte[i];
+        let grown = need.saturating_sub(old_n);
         let in_turn = match kept {
             Some(_) => !in_place,
             None => old_n > 0 && new_n > 0,
         };
+        let (shift_s, shift_grown) = match kept {
+            Some((a, e)) if in_turn => {
+                // The kept rows land at `place + (a - new.0)` onward; the
+                // part past the old block's end is fresh memory.
+                let end = place + (e - new.0);
+                let fresh = if up_front {
+                    0
+                } else {
+                    end.saturating_sub(old_n).min(grown)
+                };
+                let copy = self.array_bytes(k, a, e) * self.net.shift_per_byte[i];
+                (copy + touch(fresh), fresh)
+            }
+            _ => (0.0, 0),
+        };
         RankMove {
             in_turn,
-            shift_s: match kept {
-                Some((a, e)) if in_turn => self.array_bytes(k, a, e) * self.net.copy_per_byte[i],
-                _ => 0.0,
+            shift_s,
+            up_front_s: if up_front { touch(grown) } else { 0.0 },
+            hidden_s: if up_front {
+                0.0
+            } else {
+                touch(grown - shift_grown)
             },
-            up_front_s: if local_peer { grown_s } else { 0.0 },
-            hidden_s: if local_peer { 0.0 } else { grown_s },
         }
     }
 }
