@@ -19,8 +19,10 @@ Block --dist TO --json` on that profile and trace. Prints per
 configuration and size the prediction, the median measured time, the
 error (predicted over measured - 1), the noise (max - min over median of
 the rounds) and a verdict against the 15% goal: met, within noise (the
-error inside the noise plus one point), or missed. OUT/move-cost.json
-keeps every run and the stamp.
+error inside the noise plus one point), or missed; then per
+configuration what its profile gave the model (the ranks' copy, shift
+and first-touch rates, the pairs' held bytes). OUT/move-cost.json keeps
+every run, those figures and the stamp.
 
 STUDY_QUICK=1: one round, 2 ranks only. STUDY_LINKS="node,100mbit" keeps
 the configurations of those links only; STUDY_NP="4" those rank counts.
@@ -58,6 +60,24 @@ def sh(cmd, what):
     if out.returncode != 0:
         sys.exit(f"move-cost: {what} failed ({' '.join(cmd)}):\n{out.stderr[-2000:]}")
     return out.stdout
+
+
+def profile_memory(path):
+    """What the profile gives the move model: the ranks' median copy
+    (every rank at once), shift (alone) and first-touch rates in GB/s, and
+    the range of the pairs' `send_buffer_bytes` in MB (None: absent)."""
+    with open(path) as f:
+        prof = json.load(f)
+
+    def rate(key):
+        v = [n[key]["p50"] for n in prof.get("nodes", []) if n.get(key)]
+        return 1e-9 / statistics.median(v) if v else None
+
+    held = [c["send_buffer_bytes"] / 1e6 for c in prof.get("pairs", [])
+            if c.get("send_buffer_bytes") is not None]
+    return {"copy_gbps": rate("copy_per_byte"), "shift_gbps": rate("shift_per_byte"),
+            "touch_gbps": rate("touch_per_byte"),
+            "held_mb": [min(held), max(held)] if held else None}
 
 
 def spec_text(name, np, rate, latency):
@@ -110,6 +130,7 @@ class Config:
         bench = [MHETA, "bench", "--quick", "-o", self.prof]
         bench += ["--cluster", self.spec] if self.spec else ["--np", str(self.np)]
         sh(bench, "mheta bench")
+        self.memory = profile_memory(self.prof)
         self.trace = os.path.join(self.dir, "trace")
         sh([MHETA, "run", "--trace-dir", self.trace, "--", *self.launcher(),
             os.path.join(BIN, "jacobi"), "--n", str(N), "--iters", "8"], "mheta run")
@@ -178,7 +199,7 @@ def main():
                                      "toward": "rank 0" if m[1] else "last rank",
                                      "predicted_s": pred, "measured_s": runs[m],
                                      "median_s": med, "err": err, "noise": noise,
-                                     "verdict": verdict})
+                                     "verdict": verdict, "profile": c.memory})
                     print(f"move-cost: {c.name}, {r * ROW_BYTES / 2**20:.0f} MiB a pair "
                           f"toward {'rank 0' if m[1] else 'the last rank'}: "
                           f"predicted {pred:.3f} s, measured {med:.3f} s ({err:+.1%})",
@@ -205,6 +226,18 @@ def report(res):
         print(f"{r['config']:<26} {r['toward']:<10} {r['mib_per_pair']:8.0f} {r['bytes'] / 1e6:9.1f} "
               f"{r['predicted_s']:12.4f} {r['median_s']:11.4f} {100 * r['err']:+7.1f} "
               f"{100 * r['noise']:8.1f}  {r['verdict']}")
+    print("# what each configuration's profile gave the model: the ranks' median copy (every rank "
+          "at once), shift (alone) and first-touch rates, GB/s, and the pairs' held MB")
+    fmt = lambda x: "-" if x is None else f"{x:.2f}"
+    seen = set()
+    for r in res["rows"]:
+        m = r.get("profile")
+        if m is None or r["config"] in seen:
+            continue
+        seen.add(r["config"])
+        held = "-" if not m["held_mb"] else f"{m['held_mb'][0]:.2f}-{m['held_mb'][1]:.2f}"
+        print(f"#   {r['config']:<24} copy {fmt(m['copy_gbps'])}  shift {fmt(m['shift_gbps'])}  "
+              f"touch {fmt(m['touch_gbps'])}  held {held}")
     errs = [abs(r["err"]) for r in res["rows"]]
     v = [r["verdict"] for r in res["rows"]]
     print(f"# absolute error: median {100 * statistics.median(errs):.1f}%, max {100 * max(errs):.1f}%; "
