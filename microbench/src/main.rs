@@ -325,8 +325,12 @@ fn measure_pairs(
         for group in groups {
             quiet_barrier(world);
             if let Some(&(a, b)) = group.iter().find(|&&(a, b)| a == me || b == me) {
-                for (s, d) in [(a, b), (b, a)] {
-                    if let Some(c) = net::measure_pair(world, plan, s as i32, d as i32) {
+                // Both ways' first large message, before either way's sweep.
+                let first =
+                    [(a, b), (b, a)].map(|(s, d)| net::first_bulk_held(world, s as i32, d as i32));
+                for (k, (s, d)) in [(a, b), (b, a)].into_iter().enumerate() {
+                    if let Some(mut c) = net::measure_pair(world, plan, s as i32, d as i32) {
+                        c.send_buffer_first_bytes = first[k];
                         if me == 0 {
                             pairs.push(c);
                         } else {

@@ -1,5 +1,6 @@
 //! Point-to-point measurements of one ordered pair: the plan of how much
-//! to measure ([`Effort`]), the ping-pong sweep and streams (`stream`),
+//! to measure ([`Effort`]), what the transport holds of the pair's first
+//! large message (`first`), the ping-pong sweep and streams (`stream`),
 //! the cold-buffer one-way time (`cold`), the eager limit (`eager`),
 //! the small figures o_s, o_r and the 8-byte round trip (`small`), and
 //! the whole pair ([`measure_pair`]). This module keeps what they share:
@@ -9,6 +10,7 @@
 mod cold;
 mod eager;
 mod effort;
+mod first;
 mod pair;
 mod small;
 mod stream;
@@ -16,6 +18,7 @@ mod stream;
 pub use cold::{Cold, cold_one_way, cold_one_way_within, last_level_cache_bytes};
 pub use eager::eager_limit;
 pub use effort::{Effort, LARGE, WINDOW};
+pub use first::first_bulk_held;
 pub use pair::measure_pair;
 
 use eager::EAGER_QUIET;

@@ -158,7 +158,7 @@ fn implausible_profiles_traces_and_counts_are_refused() {
         serde_json::from_str(&std::fs::read_to_string(&profile).unwrap()).unwrap();
     // Each edit makes one figure implausible; the error names the file,
     // the pair or node, the field and the bound.
-    let cases: [(&str, &str, serde_json::Value, &str); 7] = [
+    let cases: [(&str, &str, serde_json::Value, &str); 8] = [
         (
             "o_send_s",
             "/pairs/0/o_send_s",
@@ -194,6 +194,12 @@ fn implausible_profiles_traces_and_counts_are_refused() {
             "/pairs/1/send_buffer_bytes",
             9_000_000.into(),
             "more than the 8388608-byte message",
+        ),
+        (
+            "send_buffer_first_bytes",
+            "/pairs/1/send_buffer_first_bytes",
+            9_000_000.into(),
+            "send_buffer_first_bytes = 9000000 is more than",
         ),
         (
             "cpu_weight",

@@ -44,11 +44,11 @@ impl ClusterProfile {
     fn pair_table(&self, out: &mut String) {
         let _ = writeln!(
             out,
-            "# Overheads and fit per pair (us, {MEAN_TEXT}; spread: interquartile range of the round medians, % of the median; eager B: the largest send that completes before its receive is posted; held MB: of one 8 MiB message to a posted receive, what the transport still held when the send completed; per-byte in ns/B by segment)"
+            "# Overheads and fit per pair (us, {MEAN_TEXT}; spread: interquartile range of the round medians, % of the median; eager B: the largest send that completes before its receive is posted; held MB: of one 8 MiB message to a posted receive, what the transport still held when the send completed, after the sweep; first MB: the same for the pair's first large message; per-byte in ns/B by segment)"
         );
         let _ = writeln!(
             out,
-            "{:>5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>12} {:>14} {:>8} {:>8}  segments",
+            "{:>5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>12} {:>14} {:>8} {:>8} {:>8}  segments",
             "src",
             "dst",
             "o_s",
@@ -62,7 +62,8 @@ impl ClusterProfile {
             "MB/s (1 MiB)",
             "MB/s (8M cold)",
             "eager B",
-            "held MB"
+            "held MB",
+            "first MB"
         );
         let unlisted = [("same", true), ("other", false)]
             .into_iter()
@@ -91,12 +92,11 @@ impl ClusterProfile {
             } else {
                 "-".into()
             };
-            let held = c
-                .send_buffer_bytes
-                .map_or("-".into(), |b| format!("{:.2}", b as f64 / 1e6));
+            let mb = |b: Option<u64>| b.map_or("-".into(), |b| format!("{:.2}", b as f64 / 1e6));
+            let (held, first) = (mb(c.send_buffer_bytes), mb(c.send_buffer_first_bytes));
             let _ = writeln!(
                 out,
-                "{:>5} {:>5} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>7} {:>7.1} {:>7.1} {:>7.1} {:>12.0} {:>14} {:>8} {:>8}  {}",
+                "{:>5} {:>5} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>7} {:>7.1} {:>7.1} {:>7.1} {:>12.0} {:>14} {:>8} {:>8} {:>8}  {}",
                 src,
                 dst,
                 c.o_send_s * 1e6,
@@ -111,6 +111,7 @@ impl ClusterProfile {
                 cold,
                 c.eager_text(),
                 held,
+                first,
                 segs.join(" ")
             );
         }

@@ -293,6 +293,7 @@ fn summarise(
             0.0
         },
         send_buffer_bytes: (cold.one_way_s > 0.0).then_some(cold.send_buffer_bytes),
+        send_buffer_first_bytes: None,
         o_send,
         o_recv,
         one_way_small: small,

@@ -104,8 +104,10 @@ impl Pair<'_> {
     }
 
     /// Bytes of a large message the transport holds for the sender once
-    /// the receiver has matched it (`PairCost::send_buffer_bytes`; 0 where
-    /// not measured).
+    /// the receiver has matched it: on a connection that has carried only
+    /// small messages (`PairCost::send_buffer_first_bytes`), else after the
+    /// profile's sweep (`PairCost::send_buffer_bytes`); 0 where neither
+    /// was measured.
     pub(crate) fn send_buffer(&self) -> f64 {
         self.w.send_buffer as f64
     }
@@ -190,7 +192,10 @@ impl Net {
                 latency: c.latency_s,
                 per_byte: c.per_byte_s,
                 eager: c.eager_limit_bytes.unwrap_or(u64::MAX),
-                send_buffer: c.send_buffer_bytes.unwrap_or(0),
+                send_buffer: c
+                    .send_buffer_first_bytes
+                    .or(c.send_buffer_bytes)
+                    .unwrap_or(0),
                 seg: (segs.len() as u32, c.segments.len() as u32),
             };
             segs.extend(c.segments.iter().cloned());
