@@ -65,7 +65,9 @@ def sh(cmd, what):
 def profile_memory(path):
     """What the profile gives the move model: the ranks' median copy
     (every rank at once), shift (alone) and first-touch rates in GB/s, and
-    the range of the pairs' `send_buffer_bytes` in MB (None: absent)."""
+    the ranges of the pairs' `send_buffer_bytes` (after the sweep) and
+    `send_buffer_first_bytes` (the first large message, which the model
+    takes) in MB (None: absent)."""
     with open(path) as f:
         prof = json.load(f)
 
@@ -73,11 +75,13 @@ def profile_memory(path):
         v = [n[key]["p50"] for n in prof.get("nodes", []) if n.get(key)]
         return 1e-9 / statistics.median(v) if v else None
 
-    held = [c["send_buffer_bytes"] / 1e6 for c in prof.get("pairs", [])
-            if c.get("send_buffer_bytes") is not None]
+    def held(key):
+        v = [c[key] / 1e6 for c in prof.get("pairs", []) if c.get(key) is not None]
+        return [min(v), max(v)] if v else None
+
     return {"copy_gbps": rate("copy_per_byte"), "shift_gbps": rate("shift_per_byte"),
-            "touch_gbps": rate("touch_per_byte"),
-            "held_mb": [min(held), max(held)] if held else None}
+            "touch_gbps": rate("touch_per_byte"), "held_mb": held("send_buffer_bytes"),
+            "first_held_mb": held("send_buffer_first_bytes")}
 
 
 def spec_text(name, np, rate, latency):
@@ -227,7 +231,8 @@ def report(res):
               f"{r['predicted_s']:12.4f} {r['median_s']:11.4f} {100 * r['err']:+7.1f} "
               f"{100 * r['noise']:8.1f}  {r['verdict']}")
     print("# what each configuration's profile gave the model: the ranks' median copy (every rank "
-          "at once), shift (alone) and first-touch rates, GB/s, and the pairs' held MB")
+          "at once), shift (alone) and first-touch rates, GB/s, and the pairs' held MB after the sweep "
+          "and of their first large message (the model's)")
     fmt = lambda x: "-" if x is None else f"{x:.2f}"
     seen = set()
     for r in res["rows"]:
@@ -235,9 +240,10 @@ def report(res):
         if m is None or r["config"] in seen:
             continue
         seen.add(r["config"])
-        held = "-" if not m["held_mb"] else f"{m['held_mb'][0]:.2f}-{m['held_mb'][1]:.2f}"
+        span = lambda v: "-" if not v else f"{v[0]:.2f}-{v[1]:.2f}"
         print(f"#   {r['config']:<24} copy {fmt(m['copy_gbps'])}  shift {fmt(m['shift_gbps'])}  "
-              f"touch {fmt(m['touch_gbps'])}  held {held}")
+              f"touch {fmt(m['touch_gbps'])}  held {span(m['held_mb'])}  "
+              f"first {span(m.get('first_held_mb'))}")
     errs = [abs(r["err"]) for r in res["rows"]]
     v = [r["verdict"] for r in res["rows"]]
     print(f"# absolute error: median {100 * statistics.median(errs):.1f}%, max {100 * max(errs):.1f}%; "
