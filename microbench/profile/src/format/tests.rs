@@ -1,0 +1,102 @@
+//! Tests of the profile's layout, loading and validation.
+
+use super::*;
+use crate::samples::Mode;
+
+pub(crate) fn two() -> ClusterProfile {
+    let mut p = ClusterProfile::new(2, vec!["a".into(), "b".into()], "test");
+    p.pairs.push(PairCost::logp(0, 1, 1e-6, 1e-10, 2e-7, 3e-7));
+    p.pairs.push(PairCost::logp(1, 0, 1e-6, 1e-10, 2e-7, 3e-7));
+    p
+}
+
+#[test]
+fn streaming_bandwidth_is_read_at_the_largest_size_below() {
+    let mut c = PairCost::logp(0, 1, 1e-6, 1e-10, 1e-7, 1e-7);
+    assert_eq!(c.streaming_bps_at(8 << 20), None);
+    c.sweep = [(1u64 << 20, 9000.0), (8 << 20, 5500.0), (32 << 20, 4400.0)]
+        .into_iter()
+        .map(|(bytes, mbps)| SizePoint {
+            bytes,
+            one_way: SampleStats::point(1e-3),
+            bandwidth_mbps: mbps,
+        })
+        .collect();
+    assert_eq!(c.streaming_bps_at(8 << 20), Some((8 << 20, 5.5e9)));
+    assert_eq!(c.streaming_bps_at(20 << 20), Some((8 << 20, 5.5e9)));
+    assert_eq!(c.streaming_bps_at(1 << 30), Some((32 << 20, 4.4e9)));
+    assert_eq!(c.streaming_bps_at(4096), Some((1 << 20, 9.0e9)));
+}
+
+#[test]
+fn round_trip() {
+    let p = two();
+    assert_eq!(
+        ClusterProfile::parse(&p.to_json(), Path::new("p")).unwrap(),
+        p
+    );
+}
+
+#[test]
+fn wrong_version_named() {
+    let s = two().to_json().replace("\"version\": 2", "\"version\": 7");
+    let e = ClusterProfile::parse(&s, Path::new("prof.json"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("prof.json") && e.contains("version 7"), "{e}");
+}
+
+#[test]
+fn missing_pair_named() {
+    let mut p = two();
+    p.pairs.pop();
+    let e = ClusterProfile::parse(&p.to_json(), Path::new("p"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("pair 1->0 is missing"), "{e}");
+}
+
+#[test]
+fn garbage_is_corrupt() {
+    let e = ClusterProfile::parse("{not json", Path::new("p")).unwrap_err();
+    assert!(matches!(e, ProfileError::Corrupt { .. }));
+}
+
+#[test]
+fn with_mode_moves_overheads_latency_and_the_curve() {
+    let mut p = two();
+    let bimodal = |fast: f64, slow: f64| SampleStats {
+        modes: vec![
+            Mode {
+                value: fast,
+                share: 0.7,
+                ..Mode::default()
+            },
+            Mode {
+                value: slow,
+                share: 0.3,
+                ..Mode::default()
+            },
+        ],
+        ..SampleStats::default()
+    };
+    let c = &mut p.pairs[0];
+    c.one_way_small = bimodal(1.5e-6, 3.0e-6);
+    c.o_recv = bimodal(3e-7, 6e-7);
+    let before = c.one_way_s(1e6);
+    let dom = p.with_mode(ModeChoice::Dominant);
+    assert_eq!(dom.pairs[0].o_send_s, 2e-7, "no modes: kept");
+    assert!((dom.pairs[0].one_way_s(1e6) - before).abs() < 1e-15);
+    let mean = p.with_mode(ModeChoice::Mean);
+    let c = &mean.pairs[0];
+    assert!((c.o_recv_s - (0.7 * 3e-7 + 0.3 * 6e-7)).abs() < 1e-18);
+    assert!((c.rtt_small_s - 2.0 * (0.7 * 1.5e-6 + 0.3 * 3.0e-6)).abs() < 1e-15);
+    let slow = p.with_mode(ModeChoice::Slow);
+    let c = &slow.pairs[0];
+    assert_eq!(c.o_recv_s, 6e-7);
+    assert!((c.rtt_small_s - 6e-6).abs() < 1e-15);
+    assert!((c.latency_s - (3e-6 - 2e-7 - 6e-7)).abs() < 1e-15);
+    assert!((c.one_way_s(1e6) - before - 1.5e-6).abs() < 1e-12);
+    assert_eq!(slow.pairs[1], p.pairs[1], "a pair without modes is kept");
+    assert_eq!(p.multi_modal().len(), 2);
+}
