@@ -17,7 +17,8 @@
 //!   `NodeCost::shift_per_byte`), then receives, and its senders wait for
 //!   that: those waits chain along the ranks; a sender is done with a
 //!   piece when the transport has taken it off its hands,
-//!   `PairCost::send_buffer_bytes` before its receiver has it all;
+//!   the bytes the transport holds (`Pair::send_buffer`) before its
+//!   receiver has it all;
 //! - the rows a rank's buffer grows by are fresh memory, backed at its
 //!   measured `NodeCost::touch_per_byte`: up front when a sender shares
 //!   its host or no piece is large enough for the on-node copy, else

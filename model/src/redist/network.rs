@@ -44,8 +44,8 @@ impl Model {
     ///
     /// A sender serves its receivers in the order they post, each piece
     /// after the last (its link is one), and is done with a piece the
-    /// pair's `PairCost::send_buffer_bytes` before its receiver has it
-    /// all (the transport holds those bytes; all of a piece within a
+    /// pair's `Pair::send_buffer` bytes before its receiver has it all
+    /// (the transport holds those bytes; all of a piece within a
     /// measured eager limit); a receiver takes its pieces one after
     /// another from when it posts. Those waits chain: a rank that
     /// receives in turn holds up its senders, which may in turn hold up
@@ -221,8 +221,8 @@ struct Piece {
     /// Seconds from the first byte sent to the last received.
     s: f64,
     /// Seconds before the last byte is received that the sender's request
-    /// completes (the bytes the transport holds for it,
-    /// `PairCost::send_buffer_bytes`, or the whole of an eager piece).
+    /// completes (the bytes the transport holds for it, `Pair::send_buffer`,
+    /// or the whole of an eager piece).
     lead: f64,
 }
 
