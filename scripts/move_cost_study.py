@@ -64,8 +64,10 @@ def sh(cmd, what):
 
 def profile_memory(path):
     """What the profile gives the move model: the ranks' median copy
-    (every rank at once), shift (alone) and first-touch rates in GB/s, and
-    the ranges of the pairs' `send_buffer_bytes` (after the sweep) and
+    (every rank at once), shift (alone; by each distance where measured)
+    and first-touch rates in GB/s, the medians of the pairs' cold and
+    direct (on-node, both ends copying) rates in GB/s, and the ranges of
+    the pairs' `send_buffer_bytes` (after the sweep) and
     `send_buffer_first_bytes` (the first large message, which the model
     takes) in MB (None: absent)."""
     with open(path) as f:
@@ -79,7 +81,18 @@ def profile_memory(path):
         v = [c[key] / 1e6 for c in prof.get("pairs", []) if c.get(key) is not None]
         return [min(v), max(v)] if v else None
 
+    def pair_rate(key):
+        v = [c[key] / 1e9 for c in prof.get("pairs", []) if c.get(key)]
+        return statistics.median(v) if v else None
+
+    by = {}
+    for n in prof.get("nodes", []):
+        for pt in n.get("shift_by", []):
+            by.setdefault(pt["distance_bytes"], []).append(pt["per_byte"]["p50"])
+    shift_by = [[d, 1e-9 / statistics.median(v)] for d, v in sorted(by.items())]
     return {"copy_gbps": rate("copy_per_byte"), "shift_gbps": rate("shift_per_byte"),
+            "shift_by_gbps": shift_by, "cold_gbps": pair_rate("bandwidth_cold_bps"),
+            "direct_gbps": pair_rate("direct_copy_bps"),
             "touch_gbps": rate("touch_per_byte"), "held_mb": held("send_buffer_bytes"),
             "first_held_mb": held("send_buffer_first_bytes")}
 
@@ -231,8 +244,9 @@ def report(res):
               f"{r['predicted_s']:12.4f} {r['median_s']:11.4f} {100 * r['err']:+7.1f} "
               f"{100 * r['noise']:8.1f}  {r['verdict']}")
     print("# what each configuration's profile gave the model: the ranks' median copy (every rank "
-          "at once), shift (alone) and first-touch rates, GB/s, and the pairs' held MB after the sweep "
-          "and of their first large message (the model's)")
+          "at once), shift (alone; by distance, 'bytes:GB/s', where measured) and first-touch rates, "
+          "GB/s; the pairs' median cold and on-node direct rates, GB/s; and their held MB after the "
+          "sweep and of their first large message (the model's)")
     fmt = lambda x: "-" if x is None else f"{x:.2f}"
     seen = set()
     for r in res["rows"]:
@@ -241,8 +255,11 @@ def report(res):
             continue
         seen.add(r["config"])
         span = lambda v: "-" if not v else f"{v[0]:.2f}-{v[1]:.2f}"
-        print(f"#   {r['config']:<24} copy {fmt(m['copy_gbps'])}  shift {fmt(m['shift_gbps'])}  "
-              f"touch {fmt(m['touch_gbps'])}  held {span(m['held_mb'])}  "
+        by = " ".join(f"{d >> 10}K:{g:.1f}" for d, g in m.get("shift_by_gbps") or [])
+        shift = f"{fmt(m['shift_gbps'])}" + (f" ({by})" if by else "")
+        print(f"#   {r['config']:<24} copy {fmt(m['copy_gbps'])}  shift {shift}  "
+              f"touch {fmt(m['touch_gbps'])}  cold {fmt(m.get('cold_gbps'))}  "
+              f"direct {fmt(m.get('direct_gbps'))}  held {span(m['held_mb'])}  "
               f"first {span(m.get('first_held_mb'))}")
     errs = [abs(r["err"]) for r in res["rows"]]
     v = [r["verdict"] for r in res["rows"]]

@@ -1,7 +1,8 @@
 //! What mheta reads from and asks of the operating system: the host's
 //! name, the cores a process may run on, pinning to a core, the CPU
-//! clocks, the scheduler's account of a thread (schedstat), and fresh
-//! memory mappings at a huge-page boundary.
+//! clocks, the scheduler's account of a thread (schedstat), fresh
+//! memory mappings at a huge-page boundary, and copies to and from another
+//! process's memory (CMA: `process_vm_writev`, `process_vm_readv`).
 
 use std::io;
 
@@ -211,6 +212,61 @@ pub fn map_aligned(bytes: usize, align: usize) -> io::Result<std::ptr::NonNull<u
         }
     }
     std::ptr::NonNull::new(a as *mut u8).ok_or_else(|| io::Error::other("mmap returned null"))
+}
+
+/// Copy `src` of this process to address `at` of process `pid`
+/// (`process_vm_writev`, looping over partial copies). The kernel checks
+/// the remote range (EFAULT) and the right to write there (EPERM under
+/// Yama's `ptrace_scope` or in another PID namespace); nothing of this
+/// process is written.
+pub fn write_to_process(pid: libc::pid_t, src: &[u8], at: u64) -> io::Result<()> {
+    cross_copy(pid, src.as_ptr().cast_mut(), src.len(), at, true)
+}
+
+/// Copy from address `at` of process `pid` into `dst`
+/// (`process_vm_readv`, looping over partial copies); checked by the
+/// kernel as [`write_to_process`] is.
+pub fn read_from_process(pid: libc::pid_t, dst: &mut [u8], at: u64) -> io::Result<()> {
+    cross_copy(pid, dst.as_mut_ptr(), dst.len(), at, false)
+}
+
+/// `len` bytes between `local` here and `at` in process `pid`: written
+/// there when `write`, else read from there.
+fn cross_copy(
+    pid: libc::pid_t,
+    local: *mut u8,
+    len: usize,
+    at: u64,
+    write: bool,
+) -> io::Result<()> {
+    let mut done = 0;
+    while done < len {
+        let here = libc::iovec {
+            // SAFETY: `done < len`, inside the caller's slice.
+            iov_base: unsafe { local.add(done) }.cast(),
+            iov_len: len - done,
+        };
+        let there = libc::iovec {
+            iov_base: (at as usize + done) as *mut libc::c_void,
+            iov_len: len - done,
+        };
+        // SAFETY: the local range is the caller's live slice (only read
+        // when writing there, written only when reading from there, as
+        // the two public functions borrow it); the remote range is the
+        // other process's, checked by the kernel (EFAULT), never ours.
+        let n = unsafe {
+            if write {
+                libc::process_vm_writev(pid, &here, 1, &there, 1, 0)
+            } else {
+                libc::process_vm_readv(pid, &here, 1, &there, 1, 0)
+            }
+        };
+        if n <= 0 {
+            return Err(io::Error::last_os_error());
+        }
+        done += n as usize;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

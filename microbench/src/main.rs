@@ -29,7 +29,7 @@ use mheta_microbench::{net, node};
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use mheta_profile::cli::Measure as Args;
-use mheta_profile::{ClusterProfile, NodeCost, OsuCompat, PairCost, SampleStats};
+use mheta_profile::{ClusterProfile, NodeCost, OsuCompat, PairCost, SampleStats, ShiftPoint};
 use mpi::collective::{CommunicatorCollectives, Root};
 use mpi::point_to_point::{Destination, Source};
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -306,6 +306,13 @@ fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>
     Ok(Some(assemble(args, lay, pairs, nodes, osu, t0)))
 }
 
+/// Pieces [`net::direct_copy`] times a pair: 11 of 8 MiB, a few
+/// milliseconds each.
+const DIRECT_REPS: usize = 11;
+
+/// Shifts [`node::shift_costs`] times at each distance.
+const SHIFT_REPS: usize = 11;
+
 /// Every ordered pair, in rounds of disjoint pairs (each pair of a round
 /// alone when `lay.serial`); the costs, on rank 0 (empty elsewhere).
 fn measure_pairs(
@@ -329,8 +336,15 @@ fn measure_pairs(
                 let first =
                     [(a, b), (b, a)].map(|(s, d)| net::first_bulk_held(world, s as i32, d as i32));
                 for (k, (s, d)) in [(a, b), (b, a)].into_iter().enumerate() {
-                    if let Some(mut c) = net::measure_pair(world, plan, s as i32, d as i32) {
+                    let c = net::measure_pair(world, plan, s as i32, d as i32);
+                    // Ranks of one host: the runtime's copy of a move's
+                    // piece by both ends.
+                    let direct = (lay.hosts[s] == lay.hosts[d])
+                        .then(|| net::direct_copy(world, s as i32, d as i32, DIRECT_REPS))
+                        .flatten();
+                    if let Some(mut c) = c {
                         c.send_buffer_first_bytes = first[k];
+                        c.direct_copy_bps = direct;
                         if me == 0 {
                             pairs.push(c);
                         } else {
@@ -417,16 +431,25 @@ fn node_cost(
     let reps = 21;
     world.barrier();
     let copy = SampleStats::from_samples(&node::copy_cost(reps));
-    let (mut shift, mut touch) = (Vec::new(), Vec::new());
+    let (mut shifts, mut touch) = (Vec::new(), Vec::new());
     for t in 0..lay.turns {
         quiet_barrier(world);
         if t == lay.turn {
-            shift = node::copy_cost(reps);
+            shifts = node::shift_costs(SHIFT_REPS, &node::SHIFT_DISTANCES);
             touch = node::touch_cost(reps);
         }
     }
     quiet_barrier(world);
-    let shift = SampleStats::from_samples(&shift);
+    let shift_by: Vec<ShiftPoint> = (node::SHIFT_DISTANCES.iter().zip(&shifts))
+        .map(|(&d, s)| ShiftPoint {
+            distance_bytes: d as u64,
+            per_byte: SampleStats::from_samples(s),
+        })
+        .collect();
+    // The figure of one distance: copy_cost's, an eighth of its bytes.
+    let shift = (shift_by.iter())
+        .find(|pt| pt.distance_bytes == (node::COPY_BYTES / 8) as u64)
+        .map(|pt| pt.per_byte.clone());
     let touch = (!touch.is_empty()).then(|| SampleStats::from_samples(&touch));
     // Disk: the first rank of each host measures it; the others copy.
     let first_local = lay.local[0];
@@ -455,7 +478,8 @@ fn node_cost(
         mem_available_bytes: mem,
         disk,
         copy_per_byte: Some(copy),
-        shift_per_byte: Some(shift),
+        shift_per_byte: shift,
+        shift_by,
         touch_per_byte: touch,
     })
 }

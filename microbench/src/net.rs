@@ -2,12 +2,14 @@
 //! to measure ([`Effort`]), what the transport holds of the pair's first
 //! large message (`first`), the ping-pong sweep and streams (`stream`),
 //! the cold-buffer one-way time (`cold`), the eager limit (`eager`),
-//! the small figures o_s, o_r and the 8-byte round trip (`small`), and
-//! the whole pair ([`measure_pair`]). This module keeps what they share:
+//! the small figures o_s, o_r and the 8-byte round trip (`small`), the
+//! runtime's on-node copy of a move's piece (`direct`), and the whole
+//! pair ([`measure_pair`]). This module keeps what they share:
 //! the tag, the count agreement, one round trip, the timer's cost and
 //! the ways of staying out of MPI.
 
 mod cold;
+mod direct;
 mod eager;
 mod effort;
 mod first;
@@ -16,6 +18,7 @@ mod small;
 mod stream;
 
 pub use cold::{Cold, cold_one_way, cold_one_way_within, last_level_cache_bytes};
+pub use direct::{DIRECT_BYTES, direct_copy};
 pub use eager::eager_limit;
 pub use effort::{Effort, LARGE, WINDOW};
 pub use first::first_bulk_held;

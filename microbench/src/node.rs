@@ -45,6 +45,53 @@ pub fn copy_cost(reps: usize) -> Vec<f64> {
         .collect()
 }
 
+/// Distances [`shift_costs`] shifts by: from well inside a core's cache to
+/// past it, a factor of 4 apart; the third is [`copy_cost`]'s eighth of
+/// [`COPY_BYTES`].
+pub const SHIFT_DISTANCES: [usize; 4] = [256 << 10, 1 << 20, 4 << 20, 16 << 20];
+
+/// Shifts of [`COPY_BYTES`] by each of `distances` (`reps` each), as
+/// [`copy_cost`]'s, but each in a region of its own out of a pool written
+/// before the timing and together three times the last-level cache (at
+/// most as many regions as shifts), the least recently used next, so that
+/// each shift reads and writes rows the cache has lost, as a move's shift
+/// of the rows a rank keeps does (they were last touched an iteration
+/// ago, with the rest of the rank's arrays). A shift through a buffer the
+/// cache still holds runs faster, and a shift's rate falls with its
+/// distance (it writes lines it has just read only while the distance is
+/// inside the cache): on this development VM 9.2-9.7 GB/s by 128-512 KiB,
+/// 7.3-7.7 by 4-8 MiB, 6.1 by 16 MiB from cold regions, 9.5-11 by 4 MiB
+/// through one warm buffer. Returns, per distance, seconds per byte of
+/// each shift.
+pub fn shift_costs(reps: usize, distances: &[usize]) -> Vec<Vec<f64>> {
+    let far = distances.iter().copied().max().unwrap_or(0);
+    let region = COPY_BYTES + far;
+    let shifts = reps.max(1) * distances.len();
+    // At most 1 GiB (a cache reported larger than that is a host's, shared).
+    let n = (3 * crate::net::last_level_cache_bytes())
+        .min(1 << 30)
+        .div_ceil(region)
+        .clamp(1, shifts.max(1));
+    let mut pool = vec![1u8; n * region];
+    let mut next = 0;
+    distances
+        .iter()
+        .map(|&d| {
+            (0..reps)
+                .map(|_| {
+                    let at = (next % n) * region;
+                    next += 1;
+                    let buf = &mut pool[at..at + COPY_BYTES + d];
+                    let t = Instant::now();
+                    buf.copy_within(0..COPY_BYTES, d);
+                    std::hint::black_box(&buf);
+                    t.elapsed().as_secs_f64() / COPY_BYTES as f64
+                })
+                .collect()
+        })
+        .collect()
+}
+
 /// Backing [`COPY_BYTES`] of memory freshly mapped, `reps` times, as the
 /// runtime's row buffers back the rows a move brings: a new anonymous
 /// mapping at a 2 MiB boundary, populated for writing

@@ -747,6 +747,7 @@ mod tests {
                 copy_per_byte: None,
                 shift_per_byte: None,
                 touch_per_byte: None,
+                shift_by: Vec::new(),
             });
         }
         IoModel::new(&app, &files, &obs, &prof).unwrap()

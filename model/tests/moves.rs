@@ -8,7 +8,7 @@
 
 use mheta_model::synthetic::{G, L, jacobi_trace, profile};
 use mheta_model::{Dist, Model};
-use mheta_profile::{NodeCost, SampleStats};
+use mheta_profile::{ClusterProfile, NodeCost, SampleStats, ShiftPoint};
 use mheta_trace::{AppDecl, ArrayDecl};
 
 /// Bytes of a row of the one array.
@@ -28,6 +28,16 @@ fn model(hosts: [&str; 2], measured: bool) -> Model {
 /// One rank on each of `hosts`, 100 rows each of one array of `row`-byte
 /// rows.
 fn model_rows_of(hosts: &[&str], measured: bool, row: u64) -> Model {
+    model_edited(hosts, measured, row, |_| {})
+}
+
+/// [`model_rows_of`] with its profile changed by `edit` first.
+fn model_edited(
+    hosts: &[&str],
+    measured: bool,
+    row: u64,
+    edit: impl Fn(&mut ClusterProfile),
+) -> Model {
     let p = hosts.len();
     let mut prof = profile(p as u32);
     prof.hosts = hosts.iter().map(|h| h.to_string()).collect();
@@ -42,8 +52,10 @@ fn model_rows_of(hosts: &[&str], measured: bool, row: u64) -> Model {
             copy_per_byte: measured.then(|| SampleStats::from_samples(&[COPY])),
             shift_per_byte: measured.then(|| SampleStats::from_samples(&[SHIFT])),
             touch_per_byte: measured.then(|| SampleStats::from_samples(&[TOUCH])),
+            shift_by: Vec::new(),
         });
     }
+    edit(&mut prof);
     let mut app = AppDecl::new("test", 100 * p as u64, vec![100; p]);
     app.arrays = vec![ArrayDecl::rows("u", row, false, false)];
     let traces: Vec<_> = (0..p as u32)
@@ -211,4 +223,82 @@ fn a_large_piece_between_ranks_of_one_host_moves_at_the_copy_rate() {
     let m = model_rows_of(&["a", "b"], true, row);
     let c = m.move_cost(&Dist(vec![100, 100]), &Dist(vec![150, 50]));
     close(c.rank_s[1], L + by * G);
+}
+
+#[test]
+fn a_large_piece_between_ranks_of_one_host_moves_at_their_measured_direct_rate() {
+    // The profile timed the runtime's copy by both ends for each pair of
+    // the host (`direct_copy_bps`): the piece moves at the slower end's
+    // rate (each rank's median over its pairs), not the memmove's COPY.
+    let (fast, slow) = (3e-10, 4e-10);
+    let m = model_edited(&["a", "a"], true, BIG_ROW, |p| {
+        for c in &mut p.pairs {
+            c.direct_copy_bps = Some(1.0 / if c.src == 0 { fast } else { slow });
+        }
+    });
+    let by = 50.0 * BIG_ROW as f64;
+    let c = m.move_cost(&Dist(vec![100, 100]), &Dist(vec![150, 50]));
+    // Each rank's median over its two pairs (0->1, 1->0): (fast + slow) / 2.
+    close(c.total_s, by * TOUCH + by * (fast + slow) / 2.0);
+}
+
+#[test]
+fn a_small_piece_between_ranks_of_one_host_is_no_faster_than_its_cold_rate() {
+    // 50 rows of 1000 B through MPI: the sweep's fit gives L + b G, but
+    // the profile's cold rate (`bandwidth_cold_bps`, rows out of the
+    // cache) is slower, and a move's rows are out of the cache.
+    let cold = 2.5e-9;
+    let cold_model = |hosts: [&str; 2]| {
+        model_edited(&hosts, true, ROW, |p| {
+            for c in &mut p.pairs {
+                c.bandwidth_cold_bps = 1.0 / cold;
+            }
+        })
+    };
+    let by = 50.0 * ROW as f64;
+    assert!(by * cold > L + by * G);
+    let c = cold_model(["a", "a"]).move_cost(&Dist(vec![100, 100]), &Dist(vec![150, 50]));
+    close(c.total_s, by * TOUCH + by * cold);
+    // Across a link the link's fit stands (the backing is up front: no
+    // piece for the on-node copy, so the runtime does not probe).
+    let c = cold_model(["a", "b"]).move_cost(&Dist(vec![100, 100]), &Dist(vec![150, 50]));
+    close(c.total_s, by * TOUCH + L + by * G);
+}
+
+#[test]
+fn a_shift_is_priced_at_its_distance() {
+    // Rank 1's 100 kept rows shift by 50 rows (50 KB). Its shifts were
+    // measured at 25 KB and 100 KB, whose log2 midpoint 50 KB is: the
+    // rate there is the two points' mean.
+    let (near, far) = (1e-10, 4e-10);
+    let measured_at = |points: [u64; 2]| {
+        model_edited(&["a", "b"], true, ROW, move |p| {
+            for n in &mut p.nodes {
+                n.shift_by = [(points[0], near), (points[1], far)]
+                    .map(|(d, x)| ShiftPoint {
+                        distance_bytes: d,
+                        per_byte: SampleStats::from_samples(&[x]),
+                    })
+                    .to_vec();
+            }
+        })
+    };
+    let wire = L + 50.0 * ROW as f64 * G;
+    let touch = 50.0 * ROW as f64 * TOUCH;
+    let with_rate = |x: f64| touch + 100.0 * ROW as f64 * x + wire;
+    let (from, to) = (Dist(vec![100, 100]), Dist(vec![50, 150]));
+    for (points, rate) in [
+        ([25_000, 100_000], (near + far) / 2.0),
+        // Beyond the points the nearest one holds.
+        ([5_000, 25_000], far),
+        ([100_000, 400_000], near),
+    ] {
+        let c = measured_at(points).move_cost(&from, &to);
+        let want = with_rate(rate);
+        assert!(
+            (c.total_s - want).abs() < 1e-12 * want,
+            "{points:?}: {} vs {want}",
+            c.total_s
+        );
+    }
 }

@@ -25,8 +25,8 @@
 //! `MHETA_ON_NODE_COPY=0` (or [`set_on_node_copy`]) turns the whole way
 //! off; the redistribution bench sets both side by side.
 //!
-//! All of the module's `unsafe` is here: the two system calls and the
-//! view of rows as bytes.
+//! The two system calls are `mheta_base::os`'s; the module's own `unsafe`
+//! is the view of rows as bytes.
 
 use crate::Switch;
 use mpi::collective::CommunicatorCollectives;
@@ -164,52 +164,12 @@ fn net_namespace() -> u64 {
 
 /// Copy `src` of this process to address `at` of process `pid`.
 fn push(pid: libc::pid_t, src: &[u8], at: u64) -> std::io::Result<()> {
-    cross_copy(pid, src.as_ptr().cast_mut(), src.len(), at, true)
+    mheta_base::os::write_to_process(pid, src, at)
 }
 
 /// Copy from address `at` of process `pid` into `dst`.
 fn pull(pid: libc::pid_t, dst: &mut [u8], at: u64) -> std::io::Result<()> {
-    cross_copy(pid, dst.as_mut_ptr(), dst.len(), at, false)
-}
-
-/// `len` bytes between `local` here and `at` in process `pid`: written
-/// there (`process_vm_writev`) when `write`, else read from there
-/// (`process_vm_readv`), looping over partial copies.
-fn cross_copy(
-    pid: libc::pid_t,
-    local: *mut u8,
-    len: usize,
-    at: u64,
-    write: bool,
-) -> std::io::Result<()> {
-    let mut done = 0;
-    while done < len {
-        let here = libc::iovec {
-            // SAFETY: `done < len`, inside the caller's slice.
-            iov_base: unsafe { local.add(done) }.cast(),
-            iov_len: len - done,
-        };
-        let there = libc::iovec {
-            iov_base: (at as usize + done) as *mut libc::c_void,
-            iov_len: len - done,
-        };
-        // SAFETY: the local range is the caller's live slice (read only
-        // when writing there, written only when reading from there); the
-        // remote range is the peer's, checked by the kernel (EFAULT, not
-        // our memory).
-        let n = unsafe {
-            if write {
-                libc::process_vm_writev(pid, &here, 1, &there, 1, 0)
-            } else {
-                libc::process_vm_readv(pid, &here, 1, &there, 1, 0)
-            }
-        };
-        if n <= 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        done += n as usize;
-    }
-    Ok(())
+    mheta_base::os::read_from_process(pid, dst, at)
 }
 
 fn bytes_of<T: Copy>(v: &[T]) -> &[u8] {

@@ -158,7 +158,7 @@ fn implausible_profiles_traces_and_counts_are_refused() {
         serde_json::from_str(&std::fs::read_to_string(&profile).unwrap()).unwrap();
     // Each edit makes one figure implausible; the error names the file,
     // the pair or node, the field and the bound.
-    let cases: [(&str, &str, serde_json::Value, &str); 8] = [
+    let cases: [(&str, &str, serde_json::Value, &str); 10] = [
         (
             "o_send_s",
             "/pairs/0/o_send_s",
@@ -200,6 +200,18 @@ fn implausible_profiles_traces_and_counts_are_refused() {
             "/pairs/1/send_buffer_first_bytes",
             9_000_000.into(),
             "send_buffer_first_bytes = 9000000 is more than",
+        ),
+        (
+            "direct_copy_bps",
+            "/pairs/0/direct_copy_bps",
+            0.0.into(),
+            "not a bandwidth above 0",
+        ),
+        (
+            "shift_by",
+            "/nodes/0/shift_by/1/distance_bytes",
+            1.into(),
+            "in increasing order",
         ),
         (
             "cpu_weight",

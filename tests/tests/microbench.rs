@@ -42,6 +42,14 @@ fn check_profile(p: &ClusterProfile, np: usize) {
             Some(eager) => assert!((8..4 << 20).contains(&eager), "{who}: eager limit {eager}"),
             None => assert!(np > cores(), "{who}: eager limit not measured"),
         }
+        // Every pair of this one machine timed the runtime's copy of a
+        // move's piece by both ends, at a memory's rate (as root, as the
+        // tests run, the kernel allows the cross-process copy).
+        let direct = c.direct_copy_bps.unwrap_or(0.0);
+        assert!(
+            (1e8..=mheta_profile::MAX_BANDWIDTH_BPS).contains(&direct),
+            "{who}: direct {direct}"
+        );
         // Every fitted per-byte cost is positive.
         assert!(!c.segments.is_empty(), "{who}");
         for g in &c.segments {
@@ -120,6 +128,20 @@ fn check_profile(p: &ClusterProfile, np: usize) {
     );
     for n in &p.nodes {
         assert!(n.mem_available_bytes > 0);
+        // The shift by each distance, nearest first, at a memory's rate;
+        // `shift_per_byte` is its 4 MiB point.
+        let by: Vec<u64> = n.shift_by.iter().map(|pt| pt.distance_bytes).collect();
+        assert_eq!(
+            by,
+            [256 << 10, 1 << 20, 4 << 20, 16 << 20],
+            "rank {}",
+            n.rank
+        );
+        for pt in &n.shift_by {
+            let gbps = 1e-9 / pt.per_byte.p50;
+            assert!((0.1..=1000.0).contains(&gbps), "rank {}: {pt:?}", n.rank);
+        }
+        assert_eq!(n.shift_per_byte.as_ref(), Some(&n.shift_by[2].per_byte));
         let d = n.disk.as_ref().unwrap();
         assert!(!d.method.is_empty() && !d.read.is_empty() && !d.write.is_empty());
         assert!(d.read.iter().chain(&d.write).all(|(_, t)| t.p50 > 0.0));

@@ -102,6 +102,16 @@ pub struct PairCost {
     /// None: not measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_buffer_first_bytes: Option<u64>,
+    /// Bytes per second of one [`COLD_BYTES`] piece copied by both ends
+    /// at once between two ranks of one host, as the runtime copies a
+    /// move's large pieces there (`mheta_microbench::net::direct_copy`:
+    /// the sender pushes half with `process_vm_writev`, the receiver
+    /// pulls half with `process_vm_readv`, the rows out of the cache).
+    /// None: not measured (ranks of different hosts, a copy the kernel
+    /// refused, profiles from before it was); the move model then takes
+    /// the ranks' `NodeCost::copy_per_byte`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direct_copy_bps: Option<f64>,
 }
 
 impl PairCost {
@@ -142,6 +152,7 @@ impl PairCost {
             eager_limit_bytes: None,
             send_buffer_bytes: None,
             send_buffer_first_bytes: None,
+            direct_copy_bps: None,
         }
     }
 
@@ -238,6 +249,16 @@ pub struct NodeCost {
     /// model then takes `copy_per_byte`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shift_per_byte: Option<SampleStats>,
+    /// Seconds per byte of shifting 32 MiB of rows the cache has lost, by
+    /// each of several distances, in increasing order (the ranks of one
+    /// kernel in turn, each shift in a region of its own): a shift by
+    /// less than the core's cache writes lines it has just read, a
+    /// farther one must fetch them first, and the rate falls with the
+    /// distance. The model takes the rate at a move's distance, linear
+    /// in log2(distance) between points and flat beyond them. Empty: not
+    /// measured (the model then takes `shift_per_byte`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shift_by: Vec<ShiftPoint>,
     /// Seconds per byte of backing memory the process has not touched yet
     /// (32 MiB freshly mapped, populated for writing as the runtime's row
     /// buffers are: the page faults and the kernel's zeroing; the ranks of
@@ -245,6 +266,15 @@ pub struct NodeCost {
     /// its block. `None`: not measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub touch_per_byte: Option<SampleStats>,
+}
+
+/// One distance of [`NodeCost::shift_by`].
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ShiftPoint {
+    /// How far the rows move, bytes.
+    pub distance_bytes: u64,
+    /// Seconds per byte shifted.
+    pub per_byte: SampleStats,
 }
 
 /// OSU-compatible results (`--osu-compat`): osu_latency and osu_bw loops.
@@ -411,6 +441,13 @@ fn validate_pair(c: &PairCost) -> Result<(), String> {
             c.bandwidth_cold_bps
         ));
     }
+    if let Some(d) = c.direct_copy_bps
+        && !(d.is_finite() && d > 0.0 && d <= MAX_BANDWIDTH_BPS)
+    {
+        return Err(format!(
+            "direct_copy_bps = {d} is not a bandwidth above 0 and at most {MAX_BANDWIDTH_BPS:.0e} B/s"
+        ));
+    }
     for (name, v) in [
         ("send_buffer_bytes", c.send_buffer_bytes),
         ("send_buffer_first_bytes", c.send_buffer_first_bytes),
@@ -444,6 +481,23 @@ fn validate_node(nd: &NodeCost) -> Result<(), String> {
             "cpu_weight = {} is not a relative CPU power in (0, 1e6]",
             nd.cpu_weight
         ));
+    }
+    let mut last = 0;
+    for pt in &nd.shift_by {
+        if pt.distance_bytes <= last {
+            return Err(format!(
+                "shift_by: distance_bytes {} does not follow {last} in increasing order",
+                pt.distance_bytes
+            ));
+        }
+        last = pt.distance_bytes;
+        let x = pt.per_byte.p50;
+        if !(x.is_finite() && (1.0 / MAX_BANDWIDTH_BPS..=MAX_TIME_S).contains(&x)) {
+            return Err(format!(
+                "shift_by at {} B: per_byte p50 = {x} s/B is not a copy's cost a byte",
+                pt.distance_bytes
+            ));
+        }
     }
     let Some(dk) = &nd.disk else {
         return Ok(());

@@ -44,11 +44,11 @@ impl ClusterProfile {
     fn pair_table(&self, out: &mut String) {
         let _ = writeln!(
             out,
-            "# Overheads and fit per pair (us, {MEAN_TEXT}; spread: interquartile range of the round medians, % of the median; eager B: the largest send that completes before its receive is posted; held MB: of one 8 MiB message to a posted receive, what the transport still held when the send completed, after the sweep; first MB: the same for the pair's first large message; per-byte in ns/B by segment)"
+            "# Overheads and fit per pair (us, {MEAN_TEXT}; spread: interquartile range of the round medians, % of the median; eager B: the largest send that completes before its receive is posted; held MB: of one 8 MiB message to a posted receive, what the transport still held when the send completed, after the sweep; first MB: the same for the pair's first large message; direct GB/s: one 8 MiB piece of a move copied by both ends, ranks of one host; per-byte in ns/B by segment)"
         );
         let _ = writeln!(
             out,
-            "{:>5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>12} {:>14} {:>8} {:>8} {:>8}  segments",
+            "{:>5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>12} {:>14} {:>8} {:>8} {:>8} {:>10}  segments",
             "src",
             "dst",
             "o_s",
@@ -63,7 +63,8 @@ impl ClusterProfile {
             "MB/s (8M cold)",
             "eager B",
             "held MB",
-            "first MB"
+            "first MB",
+            "direct GB/s"
         );
         let unlisted = [("same", true), ("other", false)]
             .into_iter()
@@ -94,9 +95,12 @@ impl ClusterProfile {
             };
             let mb = |b: Option<u64>| b.map_or("-".into(), |b| format!("{:.2}", b as f64 / 1e6));
             let (held, first) = (mb(c.send_buffer_bytes), mb(c.send_buffer_first_bytes));
+            let direct = c
+                .direct_copy_bps
+                .map_or("-".into(), |d| format!("{:.2}", d / 1e9));
             let _ = writeln!(
                 out,
-                "{:>5} {:>5} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>7} {:>7.1} {:>7.1} {:>7.1} {:>12.0} {:>14} {:>8} {:>8} {:>8}  {}",
+                "{:>5} {:>5} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>7} {:>7.1} {:>7.1} {:>7.1} {:>12.0} {:>14} {:>8} {:>8} {:>8} {:>10}  {}",
                 src,
                 dst,
                 c.o_send_s * 1e6,
@@ -112,6 +116,7 @@ impl ClusterProfile {
                 c.eager_text(),
                 held,
                 first,
+                direct,
                 segs.join(" ")
             );
         }
@@ -180,10 +185,13 @@ impl ClusterProfile {
 
     /// Per node: CPU weight, memory and the disk's fitted figures.
     fn node_table(&self, out: &mut String) {
-        let _ = writeln!(out, "# Nodes");
         let _ = writeln!(
             out,
-            "{:>5} {:<12} {:>10} {:>12} {:>11} {:>12} {:>12} {:>10} {:>10} {:>10} {:>10}  disk method",
+            "# Nodes (shift: rows the cache has lost moved within a rank's memory, GB/s by each distance measured, as 'distance:rate', else at one distance)"
+        );
+        let _ = writeln!(
+            out,
+            "{:>5} {:<12} {:>10} {:>12} {:>11} {:>30} {:>12} {:>10} {:>10} {:>10} {:>10}  disk method",
             "rank",
             "host",
             "cpu w",
@@ -201,13 +209,13 @@ impl ClusterProfile {
             let f = |x: Option<f64>, k: f64| x.map_or("-".to_string(), |v| format!("{:.3}", v * k));
             let _ = writeln!(
                 out,
-                "{:>5} {:<12} {:>10.3} {:>12.0} {:>11} {:>12} {:>12} {:>10} {:>10} {:>10} {:>10}  {}",
+                "{:>5} {:<12} {:>10.3} {:>12.0} {:>11} {:>30} {:>12} {:>10} {:>10} {:>10} {:>10}  {}",
                 nd.rank,
                 nd.host,
                 nd.cpu_weight,
                 nd.mem_available_bytes as f64 / 1e6,
                 f(nd.copy_per_byte.as_ref().map(|c| 1.0 / c.p50), 1e-9),
-                f(nd.shift_per_byte.as_ref().map(|c| 1.0 / c.p50), 1e-9),
+                shift_text(nd),
                 f(nd.touch_per_byte.as_ref().map(|c| 1.0 / c.p50), 1e-9),
                 f(d.map(|d| d.read_overhead_s), 1e6),
                 f(d.map(|d| d.read_per_byte_s), 1e9),
@@ -217,4 +225,29 @@ impl ClusterProfile {
             );
         }
     }
+}
+
+/// A node's shift rates as the node table prints them: `256K:9.3
+/// 1M:8.5 ...` (GB/s by distance) where measured by distance, else its
+/// one figure.
+fn shift_text(nd: &crate::NodeCost) -> String {
+    if nd.shift_by.is_empty() {
+        return nd
+            .shift_per_byte
+            .as_ref()
+            .map_or("-".into(), |c| format!("{:.3}", 1e-9 / c.p50));
+    }
+    let at = |b: u64| {
+        if b >= 1 << 20 && b.is_multiple_of(1 << 20) {
+            format!("{}M", b >> 20)
+        } else if b.is_multiple_of(1024) {
+            format!("{}K", b >> 10)
+        } else {
+            format!("{b}")
+        }
+    };
+    (nd.shift_by.iter())
+        .map(|pt| format!("{}:{:.1}", at(pt.distance_bytes), 1e-9 / pt.per_byte.p50))
+        .collect::<Vec<_>>()
+        .join(" ")
 }

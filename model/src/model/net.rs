@@ -38,11 +38,26 @@ pub(crate) struct Net {
     /// ([`Net::find_copy_costs`]).
     pub(crate) copy_per_byte: Vec<f64>,
     /// Per rank, seconds per byte of shifting rows in its memory alone
-    /// (`NodeCost::shift_per_byte`; `copy_per_byte` where not measured).
+    /// (`NodeCost::shift_per_byte`; `copy_per_byte` where not measured):
+    /// [`Net::shift_at`] where `shift_by` has no points.
     pub(crate) shift_per_byte: Vec<f64>,
+    /// Per rank, its `NodeCost::shift_by` as (log2 of the distance in
+    /// bytes, seconds per byte), in increasing distance; empty where not
+    /// measured.
+    pub(crate) shift_by: Vec<Vec<(f64, f64)>>,
     /// Per rank, seconds per byte of backing memory it had not touched
     /// (`NodeCost::touch_per_byte`; 0 where not measured).
     pub(crate) touch_per_byte: Vec<f64>,
+    /// Per rank, seconds per byte of a move's piece through MPI between
+    /// it and a rank of its host, its rows out of the cache: the median
+    /// over its host's pairs of `1 / PairCost::bandwidth_cold_bps`; 0
+    /// where none was measured ([`Net::find_on_host_rates`]).
+    pub(crate) cold_per_byte: Vec<f64>,
+    /// Per rank, seconds per byte of a move's piece copied by both ends
+    /// between it and a rank of its host: the median over its host's
+    /// pairs of `1 / PairCost::direct_copy_bps`, `copy_per_byte` where
+    /// none was measured.
+    pub(crate) direct_per_byte: Vec<f64>,
     /// Each host's ranks (first, end) where a pair's costs depend only on
     /// whether its ranks share a host: a profile by kind that lists no
     /// pair, hosts of consecutive ranks, one link rate out and one in a
@@ -174,7 +189,10 @@ impl Net {
             link_in: vec![None; p],
             copy_per_byte: Vec::new(),
             shift_per_byte: Vec::new(),
+            shift_by: vec![Vec::new(); p],
             touch_per_byte: vec![0.0; p],
+            cold_per_byte: vec![0.0; p],
+            direct_per_byte: Vec::new(),
             kind_spans: None,
         };
         if prof.hosts.len() == p {
@@ -234,12 +252,72 @@ impl Net {
             measured[n.rank as usize] = n.copy_per_byte.as_ref().map(|c| c.p50);
             shift[n.rank as usize] = n.shift_per_byte.as_ref().map(|c| c.p50);
             net.touch_per_byte[n.rank as usize] = n.touch_per_byte.as_ref().map_or(0.0, |c| c.p50);
+            net.shift_by[n.rank as usize] = (n.shift_by.iter())
+                .map(|pt| ((pt.distance_bytes as f64).log2(), pt.per_byte.p50))
+                .collect();
         }
         net.find_copy_costs(&measured);
         net.shift_per_byte = (shift.iter().zip(&net.copy_per_byte))
             .map(|(s, c)| s.unwrap_or(*c))
             .collect();
+        net.find_on_host_rates(prof);
         net
+    }
+
+    /// Seconds per byte of rank `i` shifting rows by `distance` bytes:
+    /// its `shift_by` points, linear in log2(distance) between them and
+    /// flat beyond them; its `shift_per_byte` where it has none.
+    pub(crate) fn shift_at(&self, i: usize, distance: f64) -> f64 {
+        let pts = &self.shift_by[i];
+        let (Some(first), Some(last)) = (pts.first(), pts.last()) else {
+            return self.shift_per_byte[i];
+        };
+        let x = distance.max(1.0).log2();
+        if x <= first.0 {
+            return first.1;
+        }
+        if x >= last.0 {
+            return last.1;
+        }
+        let k = pts.partition_point(|pt| pt.0 <= x);
+        let ((x0, y0), (x1, y1)) = (pts[k - 1], pts[k]);
+        y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    }
+
+    /// [`Net::cold_per_byte`] and [`Net::direct_per_byte`]: each rank's
+    /// median over the listed pairs between it and another rank of its
+    /// host, either way; a rank with none takes the profile's pair for
+    /// unlisted ranks of one host, when it has one.
+    fn find_on_host_rates(&mut self, prof: &ClusterProfile) {
+        let p = self.p;
+        let (mut cold, mut direct) = (vec![Vec::new(); p], vec![Vec::new(); p]);
+        let per_byte = |bps: f64| (bps > 0.0 && bps.is_finite()).then(|| 1.0 / bps);
+        for c in &prof.pairs {
+            let (s, d) = (c.src as usize, c.dst as usize);
+            if s >= p || d >= p || self.host[s] != self.host[d] {
+                continue;
+            }
+            for r in [s, d] {
+                cold[r].extend(per_byte(c.bandwidth_cold_bps));
+                direct[r].extend(c.direct_copy_bps.and_then(per_byte));
+            }
+        }
+        let same = prof.unlisted_pair(true);
+        for r in 0..p {
+            if cold[r].is_empty() {
+                cold[r].extend(same.and_then(|c| per_byte(c.bandwidth_cold_bps)));
+            }
+            if direct[r].is_empty() {
+                direct[r].extend(same.and_then(|c| c.direct_copy_bps.and_then(per_byte)));
+            }
+        }
+        self.cold_per_byte = cold
+            .iter_mut()
+            .map(|v| mheta_base::median(v).unwrap_or(0.0))
+            .collect();
+        self.direct_per_byte = (direct.iter_mut().zip(&self.copy_per_byte))
+            .map(|(v, &c)| mheta_base::median(v).unwrap_or(c))
+            .collect();
     }
 
     /// The costs the replay reads of pair (s, d), whose `k` is given.
@@ -508,6 +586,30 @@ mod tests {
     }
 
     #[test]
+    fn a_moves_on_host_rates_come_from_the_pairs_of_the_ranks_host_alone() {
+        // Ranks 0, 1 and 2 on host a, 3 alone on b. Each pair's cold and
+        // direct rates differ; a rank takes the median over its host's
+        // pairs either way, and rank 3 has none (cold unpriced, direct
+        // its copy figure).
+        let mut prof = priced(&["a", "a", "a", "b"], |_, _| 1e-9);
+        for c in &mut prof.pairs {
+            let k = f64::from(1 + c.src + c.dst);
+            c.bandwidth_cold_bps = 1e9 * k;
+            c.direct_copy_bps = Some(2e9 * k);
+        }
+        let net = Net::from_profile(&prof);
+        // Rank 0's pairs on a: with 1 (k = 2) and 2 (k = 3), both ways:
+        // the median of 1/2, 1/2, 1/3, 1/3 ns.
+        let want0 = (0.5e-9 + 1e-9 / 3.0) / 2.0;
+        assert!((net.cold_per_byte[0] - want0).abs() < 1e-24);
+        assert!((net.direct_per_byte[0] - want0 / 2.0).abs() < 1e-24);
+        // Rank 1's: with 0 (k = 2) and 2 (k = 4).
+        assert!((net.cold_per_byte[1] - (0.5e-9 + 0.25e-9) / 2.0).abs() < 1e-24);
+        assert_eq!(net.cold_per_byte[3], 0.0);
+        assert_eq!(net.direct_per_byte[3], net.copy_per_byte[3]);
+    }
+
+    #[test]
     fn a_copy_costs_what_the_rank_measured_else_its_hosts_fastest_pair() {
         // Ranks 0 and 1 share host a (shared memory, 0.1 ns a byte); 2 is
         // alone on b; links cost 8 ns a byte, 40 into b.
@@ -543,6 +645,7 @@ mod tests {
                 copy_per_byte: None,
                 shift_per_byte: None,
                 touch_per_byte: None,
+                shift_by: Vec::new(),
             };
             if r != 1 {
                 let s = [0.1e-9, 0.12e-9, 0.11e-9].map(|x| x * (1 + r) as f64);

@@ -25,17 +25,19 @@ impl Model {
     /// Every array in core, the arrays one after another. For each array,
     /// a rank sends the rows it loses to their new owners and receives its
     /// new rows, each piece at the pair's transfer time (eq. 3's
-    /// T_{i->j}); a piece of [`DIRECT_COPY_MIN_BYTES`] or more between two
-    /// ranks of one host is the runtime's cross-process copy, at the
-    /// slower end's measured copy rate. What a rank does with its buffer
+    /// T_{i->j}); between two ranks of one host a piece of
+    /// [`DIRECT_COPY_MIN_BYTES`] or more is the runtime's copy by both
+    /// ends, at the slower end's measured rate for it, and a smaller one
+    /// is no faster than the pair's rate between buffers out of the
+    /// cache, as a move's rows are. What a rank does with its buffer
     /// decides when its receives can start:
     ///
     /// - when it keeps its rows where they lie (its block loses rows at
     ///   the top or gains none there), it posts its receives with its
     ///   sends, and they overlap;
     /// - when its block gains rows above the kept ones, the kept rows
-    ///   shift by the rows gained (a copy at its measured
-    ///   `NodeCost::shift_per_byte`), and when its old and new rows share
+    ///   shift by the rows gained (a copy at its measured rate for that
+    ///   distance, `NodeCost::shift_by`), and when its old and new rows share
     ///   no row it has nothing to keep: either way it first sends, then
     ///   shifts, then receives, so a sender to it waits for that;
     /// - the rows its buffer grows by are fresh memory (its
@@ -92,15 +94,24 @@ impl Model {
                     largest = largest.max(by);
                     let same_host = self.net.host[i] == self.net.host[j];
                     let (s, lead) = if same_host && by >= DIRECT_COPY_MIN_BYTES as f64 {
-                        // Two cross-process copiers, each at about half a
-                        // copy's rate (docs/design/runtime.md): the piece
-                        // at the slower end's copy rate, both ends busy
-                        // to its end.
-                        let c = self.net.copy_per_byte[i].max(self.net.copy_per_byte[j]);
+                        // The runtime's copy by both ends, at the slower
+                        // end's measured rate for it (`Net::direct_per_byte`),
+                        // both ends busy to its end.
+                        let c = self.net.direct_per_byte[i].max(self.net.direct_per_byte[j]);
                         (by * c, 0.0)
                     } else {
                         let pair = self.net.pair(i, j);
-                        let s = pair.transfer(by);
+                        // A move's rows are out of the cache: between
+                        // ranks of one host, whose transfer is a copy,
+                        // no faster than the measured cold rate
+                        // (`Net::cold_per_byte`); across a link the
+                        // link's time is the larger.
+                        let cold = if same_host {
+                            by * self.net.cold_per_byte[i].max(self.net.cold_per_byte[j])
+                        } else {
+                            0.0
+                        };
+                        let s = pair.transfer(by).max(cold);
                         // The bytes the sender is done with before the
                         // receiver has them: all of an eager message (a
                         // measured limit), else what the transport holds.
@@ -195,7 +206,10 @@ impl Model {
                 } else {
                     end.saturating_sub(old_n).min(grown)
                 };
-                let copy = self.array_bytes(k, a, e) * self.net.shift_per_byte[i];
+                // They lie at `a - old.0` in the old block (its first
+                // move: at the buffer's front).
+                let distance = (a - old.0).abs_diff(place + (a - new.0)) as f64 * per_row;
+                let copy = self.array_bytes(k, a, e) * self.net.shift_at(i, distance);
                 (copy + touch(fresh), fresh)
             }
             _ => (0.0, 0),
