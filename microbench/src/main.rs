@@ -311,7 +311,7 @@ fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>
 const DIRECT_REPS: usize = 11;
 
 /// Shifts [`node::shift_costs`] times at each distance.
-const SHIFT_REPS: usize = 11;
+const SHIFT_REPS: usize = 9;
 
 /// Every ordered pair, in rounds of disjoint pairs (each pair of a round
 /// alone when `lay.serial`); the costs, on rank 0 (empty elsewhere).

@@ -53,7 +53,8 @@ pub const SHIFT_DISTANCES: [usize; 4] = [256 << 10, 1 << 20, 4 << 20, 16 << 20];
 /// Shifts of [`COPY_BYTES`] by each of `distances` (`reps` each), as
 /// [`copy_cost`]'s, but each in a region of its own out of a pool written
 /// before the timing and together three times the last-level cache (at
-/// most as many regions as shifts), the least recently used next, so that
+/// most 512 MiB, and as many regions as shifts), the least recently used
+/// next, so that
 /// each shift reads and writes rows the cache has lost, as a move's shift
 /// of the rows a rank keeps does (they were last touched an iteration
 /// ago, with the rest of the rank's arrays). A shift through a buffer the
@@ -67,9 +68,10 @@ pub fn shift_costs(reps: usize, distances: &[usize]) -> Vec<Vec<f64>> {
     let far = distances.iter().copied().max().unwrap_or(0);
     let region = COPY_BYTES + far;
     let shifts = reps.max(1) * distances.len();
-    // At most 1 GiB (a cache reported larger than that is a host's, shared).
+    // At most 512 MiB (a cache reported larger than that is a host's,
+    // shared with its other guests).
     let n = (3 * crate::net::last_level_cache_bytes())
-        .min(1 << 30)
+        .min(512 << 20)
         .div_ceil(region)
         .clamp(1, shifts.max(1));
     let mut pool = vec![1u8; n * region];
