@@ -209,7 +209,8 @@ fn a_profile_without_memory_costs_never_prices_a_copy_at_a_links_rate() {
 }
 
 #[test]
-fn a_large_piece_between_ranks_of_one_host_moves_at_the_copy_rate_where_no_direct_rate_was_measured() {
+fn a_large_piece_between_ranks_of_one_host_moves_at_the_copy_rate_where_no_direct_rate_was_measured()
+ {
     // 50 rows of 100 KB: 5 MB, above the runtime's cross-process copy
     // threshold, so the runtime copies it directly, not through MPI.
     let row = 100_000u64;

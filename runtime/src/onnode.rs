@@ -60,12 +60,21 @@ pub fn set_on_node_copy(on: bool) {
 }
 
 /// How many ranks of `world` this rank can copy to and from directly (as
-/// large moves would, were on-node copying wanted). Collective.
+/// large moves would, were on-node copying wanted). Collective on its
+/// first call for `world` (or a large move's), local after it.
 pub fn on_node_peers(world: &SimpleCommunicator) -> usize {
-    Peers::probe(world).pids.iter().flatten().count()
+    Peers::of(world).pids.iter().flatten().count()
+}
+
+/// [`on_node_peers`] as kept on `world` by an earlier probe, without
+/// probing: None when none was made on it (a new communicator, or no
+/// large move yet). Local.
+pub fn on_node_peers_known(world: &SimpleCommunicator) -> Option<usize> {
+    cached::get(world).map(|p| p.pids.iter().flatten().count())
 }
 
 /// The ranks this rank can copy to and from directly, with their PIDs.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Peers {
     pids: Vec<Option<libc::pid_t>>,
 }
@@ -144,6 +153,21 @@ impl Peers {
         Peers { pids }
     }
 
+    /// [`Peers::probe`] once per communicator: the first call on `world`
+    /// probes (collective) and keeps the answer on `world` as an MPI
+    /// attribute (freed with it); later calls read it back without a
+    /// message. A job's ranks keep their processes, so the answer holds
+    /// for every later move on the same communicator. Every rank of
+    /// `world` calls it at the same moves, so all probe on the first.
+    pub fn of(world: &SimpleCommunicator) -> Peers {
+        if let Some(p) = cached::get(world) {
+            return p;
+        }
+        let p = Peers::probe(world);
+        cached::set(world, &p);
+        p
+    }
+
     /// The PID of `rank` when this rank can copy to and from it directly.
     pub fn pid(&self, rank: usize) -> Option<libc::pid_t> {
         self.pids.get(rank).copied().flatten()
@@ -152,6 +176,96 @@ impl Peers {
     /// Does a piece of `bytes` to or from `rank` move this way?
     pub fn direct(&self, rank: usize, bytes: usize) -> bool {
         bytes >= MIN_BYTES && self.pid(rank).is_some()
+    }
+}
+
+/// [`Peers`] kept on a communicator: an attribute (MPI 4.1 section 7.7)
+/// under one key of this process, holding a boxed copy that the
+/// communicator's free drops and that its duplicates do not inherit.
+mod cached {
+    use super::Peers;
+    use mpi::ffi;
+    use mpi::raw::AsRaw;
+    use mpi::topology::SimpleCommunicator;
+    use std::ffi::{c_int, c_void};
+    use std::sync::OnceLock;
+
+    /// The key, made on first use (None: MPI refused one; nothing is kept).
+    fn key() -> Option<c_int> {
+        static KEY: OnceLock<Option<c_int>> = OnceLock::new();
+        *KEY.get_or_init(|| {
+            let mut k: c_int = 0;
+            // SAFETY: the callbacks below match MPI's signatures; no extra
+            // state.
+            let rc = unsafe {
+                ffi::MPI_Comm_create_keyval(
+                    Some(no_copy),
+                    Some(drop_peers),
+                    &mut k,
+                    std::ptr::null_mut(),
+                )
+            };
+            (rc == ffi::MPI_SUCCESS as c_int).then_some(k)
+        })
+    }
+
+    /// A duplicate of the communicator probes afresh.
+    unsafe extern "C" fn no_copy(
+        _comm: ffi::MPI_Comm,
+        _key: c_int,
+        _extra: *mut c_void,
+        _val_in: *mut c_void,
+        _val_out: *mut c_void,
+        flag: *mut c_int,
+    ) -> c_int {
+        // SAFETY: MPI passes a valid flag to set.
+        unsafe { *flag = 0 };
+        ffi::MPI_SUCCESS as c_int
+    }
+
+    /// The communicator is freed (or the attribute replaced): drop the box.
+    unsafe extern "C" fn drop_peers(
+        _comm: ffi::MPI_Comm,
+        _key: c_int,
+        val: *mut c_void,
+        _extra: *mut c_void,
+    ) -> c_int {
+        // SAFETY: every value set under the key is a `Box<Peers>` from
+        // `set`, and MPI deletes each once.
+        drop(unsafe { Box::from_raw(val.cast::<Peers>()) });
+        ffi::MPI_SUCCESS as c_int
+    }
+
+    /// The answer kept on `world`, if any.
+    pub(super) fn get(world: &SimpleCommunicator) -> Option<Peers> {
+        let k = key()?;
+        let mut val: *mut Peers = std::ptr::null_mut();
+        let mut flag: c_int = 0;
+        // SAFETY: MPI writes the attribute's pointer into `val` when it is
+        // set (flag 1); every value under the key is a live `Box<Peers>`
+        // owned by the communicator.
+        unsafe {
+            ffi::MPI_Comm_get_attr(
+                world.as_raw(),
+                k,
+                (&mut val as *mut *mut Peers).cast(),
+                &mut flag,
+            );
+            (flag != 0 && !val.is_null()).then(|| (*val).clone())
+        }
+    }
+
+    /// Keep a copy of `p` on `world`.
+    pub(super) fn set(world: &SimpleCommunicator, p: &Peers) {
+        let Some(k) = key() else { return };
+        let b = Box::into_raw(Box::new(p.clone()));
+        // SAFETY: the box's ownership passes to the communicator, which
+        // drops it through `drop_peers`; on failure it is ours again.
+        unsafe {
+            if ffi::MPI_Comm_set_attr(world.as_raw(), k, b.cast()) != ffi::MPI_SUCCESS as c_int {
+                drop(Box::from_raw(b));
+            }
+        }
     }
 }
 

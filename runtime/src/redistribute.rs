@@ -63,8 +63,7 @@ fn direct_peers<T>(
     row_len: usize,
 ) -> Option<onnode::Peers> {
     let bytes = largest_piece(old, new) as usize * row_len * std::mem::size_of::<T>();
-    (bytes >= onnode::MIN_BYTES && onnode::on_node_copy_wanted())
-        .then(|| onnode::Peers::probe(world))
+    (bytes >= onnode::MIN_BYTES && onnode::on_node_copy_wanted()).then(|| onnode::Peers::of(world))
 }
 
 /// Move a row-distributed array from `old` to `new` (GEN_BLOCK both):

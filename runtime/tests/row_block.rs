@@ -47,17 +47,27 @@ fn main() {
     let world = universe.world();
     assert_eq!(world.size(), 3);
     random_moves(&world, W, N, 200);
-    // Root may read and write any process of its own: the large moves
-    // below then copy by both ends (pieces of 4 MiB or more).
-    let peers = mheta_runtime::on_node_peers(&world);
-    // SAFETY: geteuid only reads the process's credentials.
-    if unsafe { libc::geteuid() } == 0 {
-        assert_eq!(peers, 2, "on-node peers of rank {}", world.rank());
-    }
+    // Small moves never look for on-node peers.
+    assert_eq!(mheta_runtime::on_node_peers_known(&world), None);
     for huge in [false, true] {
         mheta_runtime::set_huge_pages(huge);
         random_moves(&world, BIG_W, BIG_N, 40);
     }
+    // The large moves probed once and kept the answer on the
+    // communicator: root may read and write any process of its own, so
+    // both others are peers (their pieces of 4 MiB or more were copied by
+    // both ends); a duplicate of the communicator has no answer kept.
+    // SAFETY: geteuid only reads the process's credentials.
+    let root = unsafe { libc::geteuid() } == 0;
+    let kept = mheta_runtime::on_node_peers_known(&world);
+    assert!(kept.is_some(), "rank {}: no probe kept", world.rank());
+    if root {
+        assert_eq!(kept, Some(2), "on-node peers of rank {}", world.rank());
+    }
+    let dup = world.duplicate();
+    assert_eq!(mheta_runtime::on_node_peers_known(&dup), None);
+    assert_eq!(Some(mheta_runtime::on_node_peers(&dup)), kept);
+    assert_eq!(mheta_runtime::on_node_peers_known(&dup), kept);
     mheta_runtime::set_huge_pages(false);
     // The same moves through MPI alone.
     mheta_runtime::set_on_node_copy(false);

@@ -52,10 +52,10 @@ impl Model {
     /// another from when it posts. Those waits chain: a rank that
     /// receives in turn holds up its senders, which may in turn hold up
     /// theirs. Each rank starts on an array when it is done with the one
-    /// before, so ranks at different arrays overlap, except where the
-    /// array has a piece of [`DIRECT_COPY_MIN_BYTES`] or more: then the
-    /// runtime's probe of the on-node peers, a collective, starts it on
-    /// every rank at once. A rank's buffer is taken to
+    /// before, so ranks at different arrays overlap, except at the first
+    /// array with a piece of [`DIRECT_COPY_MIN_BYTES`] or more: there the
+    /// runtime's probe of the on-node peers, a collective made once a
+    /// communicator, starts it on every rank at once. A rank's buffer is taken to
     /// hold its old block exactly (a first move); the move ends when the
     /// slowest rank does.
     pub(super) fn network_move_cost(&self, on_level: &[(Dist, Dist)]) -> MoveCost {
@@ -68,6 +68,7 @@ impl Model {
         // When each rank's link is done with what it sent.
         let mut link_s = vec![0.0f64; p];
         let mut bytes = 0u64;
+        let mut synced = false;
         for (k, decl) in self.app.arrays.iter().enumerate() {
             let lv = decl.level.unwrap_or(0) as usize;
             let (f, t) = &on_level[lv];
@@ -142,13 +143,15 @@ impl Model {
                     self.rank_move(k, span(fo, f, i), span(to_, t, i), i, up_front)
                 })
                 .collect();
-            // A piece large enough for the on-node copy makes every rank
-            // probe its peers first (`Peers::probe`, collective): the
-            // array then starts when the slowest rank is done with the
+            // The first piece large enough for the on-node copy makes
+            // every rank probe its peers (`Peers::of`, collective once a
+            // communicator; later arrays and moves read the answer kept):
+            // that array starts when the slowest rank is done with the
             // one before.
-            if probed {
+            if probed && !synced {
                 let all = rank_s.iter().copied().fold(0.0, f64::max);
                 rank_s.fill(all);
+                synced = true;
             }
             rank_s = schedule(&pieces, &how, &rank_s, &mut link_s);
         }
