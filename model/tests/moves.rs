@@ -71,10 +71,16 @@ const BIG_ROW: u64 = 100_000;
 /// Four ranks of 100 rows of the one array on four hosts, each pair's
 /// transport holding `held` bytes of a sender's message.
 fn chain(held: Option<u64>) -> Model {
+    chain_with(held, None)
+}
+
+/// [`chain`] with each pair's measured eager limit `eager`.
+fn chain_with(held: Option<u64>, eager: Option<u64>) -> Model {
     let mut prof = profile(4);
     prof.hosts = ["a", "b", "c", "d"].iter().map(|h| h.to_string()).collect();
     for c in &mut prof.pairs {
         c.send_buffer_bytes = held;
+        c.eager_limit_bytes = eager;
     }
     let mut app = AppDecl::new("test", 400, vec![100; 4]);
     app.arrays = vec![ArrayDecl::rows("u", ROW, false, false)];
@@ -186,6 +192,25 @@ fn a_transport_that_holds_a_senders_bytes_lets_the_chain_overlap() {
     // A transport that holds a whole piece: every sender goes on at once
     // and the three pieces run side by side.
     let c = chain(Some(100 * ROW)).move_cost(&Dist(vec![100; 4]), &to);
+    close(c.total_s, w);
+}
+
+#[test]
+fn a_rendezvous_pieces_first_fragment_is_not_held_for_its_sender() {
+    // The chain above, each transport able to hold a whole piece, but
+    // each pair's eager limit 20 rows: a piece's first 20 rows leave
+    // before its receive is matched, so the sender is done 80 rows'
+    // share of the piece (0.8 w) before its receiver has it. Rank 1 is
+    // done sending at 0.2 w, rank 2's piece runs in [0.2 w, 1.2 w] and
+    // it is done sending at 0.4 w, rank 3's in [0.4 w, 1.4 w].
+    let to = Dist(vec![200, 100, 100, 0]);
+    let c = chain_with(Some(100 * ROW), Some(20 * ROW)).move_cost(&Dist(vec![100; 4]), &to);
+    let w = L + 100.0 * ROW as f64 * G;
+    for (got, want) in c.rank_s.iter().zip([1.0, 1.2, 1.4, 0.6]) {
+        assert!((got - want * w).abs() < 1e-12 * w, "{got} vs {}", want * w);
+    }
+    // A piece within the eager limit is the sender's at once.
+    let c = chain_with(Some(0), Some(200 * ROW)).move_cost(&Dist(vec![100; 4]), &to);
     close(c.total_s, w);
 }
 
