@@ -29,6 +29,7 @@
 //! is the view of rows as bytes.
 
 use crate::Switch;
+use mheta_base::os::{read_from_process, write_to_process};
 use mpi::collective::CommunicatorCollectives;
 use mpi::point_to_point::{Destination, Source};
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -122,9 +123,10 @@ impl Peers {
             }
             let (p, taddr, tval, saddr) = info(j);
             let mut got = 0u64;
-            let read =
-                pull(p, bytes_of_mut(std::slice::from_mut(&mut got)), taddr).is_ok() && got == tval;
-            let wrote = push(
+            let read = read_from_process(p, bytes_of_mut(std::slice::from_mut(&mut got)), taddr)
+                .is_ok()
+                && got == tval;
+            let wrote = write_to_process(
                 p,
                 bytes_of(std::slice::from_ref(&*token)),
                 saddr + 8 * me as u64,
@@ -276,16 +278,6 @@ fn net_namespace() -> u64 {
     std::fs::metadata("/proc/self/ns/net").map_or(0, |m| m.ino())
 }
 
-/// Copy `src` of this process to address `at` of process `pid`.
-fn push(pid: libc::pid_t, src: &[u8], at: u64) -> std::io::Result<()> {
-    mheta_base::os::write_to_process(pid, src, at)
-}
-
-/// Copy from address `at` of process `pid` into `dst`.
-fn pull(pid: libc::pid_t, dst: &mut [u8], at: u64) -> std::io::Result<()> {
-    mheta_base::os::read_from_process(pid, dst, at)
-}
-
 fn bytes_of<T: Copy>(v: &[T]) -> &[u8] {
     // SAFETY: rows are plain `Copy` values (MPI datatypes); any byte view
     // of them is valid to read.
@@ -398,11 +390,11 @@ fn copy_half<T: Copy>(
     let pid = peers.pid(peer).expect("a direct piece's peer was probed");
     let r = if k < sends.len() {
         let b = bytes_of(sends[k].1);
-        push(pid, &b[..b.len() / 2], at)
+        write_to_process(pid, &b[..b.len() / 2], at)
     } else {
         let b = bytes_of_mut(&mut *recvs[k - sends.len()].1);
         let h = b.len() / 2;
-        pull(pid, &mut b[h..], at + h as u64)
+        read_from_process(pid, &mut b[h..], at + h as u64)
     };
     if let Err(e) = r {
         panic!(

@@ -32,6 +32,17 @@ pub fn last_level_cache_bytes() -> usize {
         .unwrap_or(32 << 20)
 }
 
+/// Ranks of this job on this host, as the launcher says (Open MPI's
+/// `OMPI_COMM_WORLD_LOCAL_SIZE`, Hydra's `MPI_LOCALNRANKS`; 1 when it says
+/// neither): the cache a pool must pass is shared among them.
+pub fn ranks_on_this_host() -> usize {
+    ["OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok()?.parse().ok())
+        .unwrap_or(1usize)
+        .max(1)
+}
+
 /// What [`cold_one_way_within`] measures (on rank `a`; zeros on `b`).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Cold {
@@ -79,12 +90,7 @@ pub fn cold_one_way_within(
 ) -> Cold {
     let me = world.rank();
     let (pa, pb) = (world.process_at_rank(a), world.process_at_rank(b));
-    let local: usize = std::env::var("OMPI_COMM_WORLD_LOCAL_SIZE")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1)
-        .max(1);
-    let want = 3 * last_level_cache_bytes() / local;
+    let want = 3 * last_level_cache_bytes() / ranks_on_this_host();
     // Regions per pool (one pool to send from, one to receive into).
     let n = want.div_ceil(2 * size).max(2);
     let timed = budgeted_count(3 * n, min_samples.max(1), budget_s, trip_s);

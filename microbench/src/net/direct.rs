@@ -9,7 +9,7 @@
 //! transfer's (`PairCost::bandwidth_cold_bps`): the kernel pins each
 //! remote page, and two cores copy.
 
-use super::cold::last_level_cache_bytes;
+use super::cold::{last_level_cache_bytes, ranks_on_this_host};
 use super::{TAG, agree, round_trip};
 use mheta_base::median;
 use mpi::point_to_point::{Destination, Source};
@@ -34,16 +34,10 @@ pub const DIRECT_BYTES: usize = mheta_profile::COLD_BYTES;
 pub fn direct_copy(world: &SimpleCommunicator, a: i32, b: i32, reps: usize) -> Option<f64> {
     let size = DIRECT_BYTES;
     let me = world.rank();
-    let local: usize = std::env::var("OMPI_COMM_WORLD_LOCAL_SIZE")
-        .or_else(|_| std::env::var("MPI_LOCALNRANKS"))
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1)
-        .max(1);
     let reps = reps.max(1);
     // Regions a pool: 3 x the last-level cache over this host's ranks,
     // but no more than the pieces use (each piece a region of its own).
-    let n = (3 * last_level_cache_bytes() / local)
+    let n = (3 * last_level_cache_bytes() / ranks_on_this_host())
         .div_ceil(size)
         .clamp(2, reps + 1);
     let n = agree(world, a, b, &[n as u64])[0] as usize;
