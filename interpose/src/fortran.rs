@@ -34,7 +34,9 @@
 
 use crate::clock::now;
 use crate::mpi_util::*;
-use crate::tools::recorder::{Template, persist, post_request, take_request, unpersist};
+use crate::tools::recorder::{
+    Template, drop_request, persist, post_request, take_request, unpersist,
+};
 use crate::tools::{self, Call};
 use crate::wrappers::{Pending, own_part, own_part_v, root_of, rooted, start_one};
 
@@ -229,7 +231,7 @@ fortran! {
     mpi_irecv_ [ts] => "pmpi_irecv_"(buf: *mut c_void, count: *const Fint, datatype: *const Fint, source: *const Fint,
                                 tag: *const Fint, comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Irecv {
         pre: {}
-        post: What::Irecv { req: post_request(request(req), Some(comm(comm_))) },
+        post: What::Irecv { req: post_request(request(req), Some(Sources::of(comm(comm_)))) },
     }
     mpi_wait_ => "pmpi_wait_"(req: *mut Fint, status: *mut Fint, ierr: *mut Fint) -> ierr as Wait {
         pre: {
@@ -239,7 +241,7 @@ fortran! {
             let status = own_fstatus(status, &mut own);
         }
         post: What::Complete(
-            taken.map(|(id, c)| Completion { req: id, recv: c.map(|c| recv_msg(c, status)) }).into_iter().collect(),
+            taken.map(|(id, s)| Completion { req: id, recv: s.map(|s| recv_msg_of(s, status)) }).into_iter().collect(),
         ),
     }
     mpi_waitall_ => "pmpi_waitall_"(count: *const Fint, reqs: *mut Fint, statuses: *mut Fint, ierr: *mut Fint) -> ierr as Waitall {
@@ -255,9 +257,9 @@ fortran! {
                 .iter()
                 .enumerate()
                 .filter_map(|(i, t)| {
-                    let (id, c) = (*t)?;
+                    let (id, s) = (*t)?;
                     // SAFETY: status i of the `count` statuses just filled.
-                    Some(Completion { req: id, recv: c.map(|c| recv_msg(c, unsafe { statuses.add(i * STATUS_SIZE) })) })
+                    Some(Completion { req: id, recv: s.map(|s| recv_msg_of(s, unsafe { statuses.add(i * STATUS_SIZE) })) })
                 })
                 .collect(),
         ),
@@ -418,7 +420,7 @@ fortran! {
     }
     mpi_recv_init_ [ts] => "pmpi_recv_init_"(buf: *mut c_void, count: *const Fint, datatype: *const Fint, source: *const Fint,
                                         tag: *const Fint, comm_: *const Fint, req: *mut Fint, ierr: *mut Fint) -> ierr as Recv_init {
-        idle: { persist(request(req), Template::Recv(comm(comm_))); }
+        idle: { persist(request(req), Template::Recv(Sources::of(comm(comm_)))); }
         pre: {}
         post: What::PersistentInit { send: false, msg: msg(comm(comm_), int(source), int(tag), bytes(int(count), dtype(datatype))) },
     }
@@ -438,7 +440,7 @@ fortran! {
             // Read before MPI nulls the handle.
             let h = request(req);
             unpersist(h);
-            let _ = take_request(h);
+            drop_request(h);
         }
         post: What::RequestFree,
     }

@@ -3,7 +3,7 @@
 //! by the tools themselves.
 
 use mheta_trace::Msg;
-use mpi_sys::{MPI_Comm, MPI_Count, MPI_Datatype, MPI_Status};
+use mpi_sys::{MPI_Comm, MPI_Count, MPI_Datatype, MPI_Group, MPI_Status};
 use std::os::raw::c_int;
 
 /// A zeroed status to stand in for `MPI_STATUS_IGNORE`.
@@ -131,34 +131,124 @@ pub fn comm_rank(comm: MPI_Comm) -> c_int {
 /// process outside this `MPI_COMM_WORLD` (a spawned child or parent)
 /// becomes `MPI_UNDEFINED`.
 pub fn world_rank(comm: MPI_Comm, r: c_int) -> i32 {
-    // SAFETY: reading extern static handles.
-    let (world, null) = unsafe { (mpi_sys::RSMPI_COMM_WORLD, mpi_sys::RSMPI_COMM_NULL) };
-    if r < 0 || comm == world || comm == null {
+    if r < 0 {
         return r;
     }
-    let inter = is_inter(comm);
-    let mut out = mpi_sys::MPI_UNDEFINED;
-    // SAFETY: comm is a valid communicator of the caller; the groups are
-    // created and freed here, and r is checked against the group's size
-    // before the translation (Open MPI does not check it).
-    unsafe {
-        let mut g = std::mem::zeroed();
-        let mut wg = std::mem::zeroed();
-        if inter {
-            mpi_sys::PMPI_Comm_remote_group(comm, &mut g);
-        } else {
-            mpi_sys::PMPI_Comm_group(comm, &mut g);
-        }
-        let mut n = 0;
-        mpi_sys::PMPI_Group_size(g, &mut n);
-        if r < n {
-            mpi_sys::PMPI_Comm_group(world, &mut wg);
-            mpi_sys::PMPI_Group_translate_ranks(g, 1, &r, wg, &mut out);
-            mpi_sys::PMPI_Group_free(&mut wg);
-        }
-        mpi_sys::PMPI_Group_free(&mut g);
-    }
+    let s = Sources::of(comm);
+    let out = s.world_rank(r);
+    s.release();
     out
+}
+
+/// How a receive's source, a rank of its communicator, becomes an
+/// `MPI_COMM_WORLD` rank ([`world_rank`]'s rule), taken when the receive
+/// is posted and read when it completes. MPI lets a program free a
+/// communicator while receives on it are pending, so a pending receive
+/// keeps its communicator's group (the remote group on an
+/// intercommunicator), which stays valid, rather than the communicator's
+/// handle, which does not (and may be handed out again).
+#[derive(Clone, Copy)]
+pub enum Sources {
+    /// Ranks are world ranks already (`MPI_COMM_WORLD`, `MPI_COMM_NULL`).
+    Same,
+    /// Ranks of this group; `owned`: [`Sources::release`] frees it (a
+    /// persistent receive's template owns its group, and each start of it
+    /// borrows it).
+    Group { group: MPI_Group, owned: bool },
+}
+
+// SAFETY: a group handle is never dereferenced here, only handed back to
+// MPI, which takes it from any thread of the process.
+unsafe impl Send for Sources {}
+
+impl Sources {
+    /// The ranks of `comm`, owned.
+    pub fn of(comm: MPI_Comm) -> Sources {
+        // SAFETY: reading extern static handles.
+        let (world, null) = unsafe { (mpi_sys::RSMPI_COMM_WORLD, mpi_sys::RSMPI_COMM_NULL) };
+        if comm == world || comm == null {
+            return Sources::Same;
+        }
+        // SAFETY: comm is a valid communicator of the caller; the group
+        // is freed by `release`.
+        let mut group = unsafe { std::mem::zeroed() };
+        unsafe {
+            if is_inter(comm) {
+                mpi_sys::PMPI_Comm_remote_group(comm, &mut group);
+            } else {
+                mpi_sys::PMPI_Comm_group(comm, &mut group);
+            }
+        }
+        Sources::Group { group, owned: true }
+    }
+
+    /// The same ranks, borrowed: releasing it leaves the group to its
+    /// owner.
+    pub fn borrowed(self) -> Sources {
+        match self {
+            Sources::Group { group, .. } => Sources::Group {
+                group,
+                owned: false,
+            },
+            Sources::Same => Sources::Same,
+        }
+    }
+
+    /// Rank `r`'s `MPI_COMM_WORLD` rank (negative ranks kept; a rank past
+    /// the group, or a process outside this `MPI_COMM_WORLD`:
+    /// `MPI_UNDEFINED`).
+    pub fn world_rank(self, r: c_int) -> i32 {
+        let Sources::Group { group, .. } = self else {
+            return r;
+        };
+        if r < 0 {
+            return r;
+        }
+        let mut out = mpi_sys::MPI_UNDEFINED;
+        // SAFETY: group is a valid group (freed only by `release`); r is
+        // checked against its size before the translation (Open MPI does
+        // not check it); the world group is created and freed here.
+        unsafe {
+            let mut n = 0;
+            mpi_sys::PMPI_Group_size(group, &mut n);
+            if r < n {
+                let mut wg = std::mem::zeroed();
+                mpi_sys::PMPI_Comm_group(mpi_sys::RSMPI_COMM_WORLD, &mut wg);
+                mpi_sys::PMPI_Group_translate_ranks(group, 1, &r, wg, &mut out);
+                mpi_sys::PMPI_Group_free(&mut wg);
+            }
+        }
+        out
+    }
+
+    /// The matched message a completed receive's status describes.
+    ///
+    /// # Safety
+    /// `st` points at a status filled by a completed receive whose
+    /// communicator these are the ranks of.
+    pub unsafe fn msg_from_status(self, st: *const MPI_Status) -> Msg {
+        // SAFETY: as promised by the caller.
+        let (src, tag) = unsafe { ((*st).MPI_SOURCE, (*st).MPI_TAG) };
+        Msg {
+            peer: self.world_rank(src),
+            tag,
+            // SAFETY: as above.
+            bytes: unsafe { status_bytes(st) },
+        }
+    }
+
+    /// Done with these ranks: an owned group is freed.
+    pub fn release(self) {
+        if let Sources::Group {
+            mut group,
+            owned: true,
+        } = self
+        {
+            // SAFETY: an owned group, freed once (a `Sources` is released
+            // by whoever took it out of the recorder's maps).
+            unsafe { mpi_sys::PMPI_Group_free(&mut group) };
+        }
+    }
 }
 
 /// A message endpoint, with the peer translated to a world rank.

@@ -42,7 +42,7 @@ pub use lifecycle::{MPI_Abort, MPI_Finalize, MPI_Init, MPI_Init_thread, MPI_Pcon
 
 use crate::clock::now;
 use crate::mpi_util::*;
-use crate::tools::recorder::{self, Template, file_id, open_file, take_request, unpersist};
+use crate::tools::recorder::{self, Template, drop_request, file_id, open_file, unpersist};
 use crate::tools::{self, Call};
 use helpers::{CountArg, bytes_w, new_req, nth, nth_w, persist_init, prefetch};
 use mheta_trace::{Op, What};
@@ -199,7 +199,7 @@ wrappers! {
     }
     MPI_Recv_init => PMPI_Recv_init(buf: *mut c_void, count: Count, datatype: MPI_Datatype,
                                     source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) as Recv_init [c] {
-        idle: { persist_init(request, Template::Recv(comm)); }
+        idle: { persist_init(request, Template::Recv(Sources::of(comm))); }
         pre: {}
         post: What::PersistentInit { send: false, msg: msg(comm, source, tag, bytes(count, datatype)) },
     }
@@ -218,7 +218,7 @@ wrappers! {
             // SAFETY: the caller's request handle, read before MPI nulls it.
             let h = unsafe { *request };
             unpersist(h);
-            let _ = take_request(h);
+            drop_request(h);
         }
         post: What::RequestFree,
     }

@@ -2,8 +2,9 @@
  * unharmed: intercommunicator collectives with MPI_ROOT and MPI_PROC_NULL
  * roots, MPI_IN_PLACE with MPI_DATATYPE_NULL for the ignored arguments,
  * zero counts, MPI_COMM_SELF, dup'ed, split and freed communicators,
- * MPI_STATUS(ES)_IGNORE, MPI_REQUEST_NULL, persistent requests and
- * MPI_ANY_SOURCE. Rank 0 prints one line of results per rank, so that
+ * MPI_STATUS(ES)_IGNORE, MPI_REQUEST_NULL, persistent requests,
+ * MPI_ANY_SOURCE, and a receive whose communicator is freed before it
+ * completes. Rank 0 prints one line of results per rank, so that
  * runs with and without the interposer can be compared. */
 #include <mpi.h>
 #include <stdio.h>
@@ -88,6 +89,24 @@ int main(int argc, char **argv) {
     MPI_Request_free(&pr[1]);
     MPI_Comm_free(&half);
     MPI_Comm_free(&dup);
+
+    /* A receive still pending when the program frees its communicator
+     * (MPI keeps it until the receive completes); new communicators made
+     * before the wait may take the freed one's handle. The ranks run
+     * backwards, so the sender's world rank is rank + 1. */
+    MPI_Comm rev;
+    MPI_Comm_split(MPI_COMM_WORLD, 0, -rank, &rev);
+    int rr, pend = -1, ahead = rank;
+    MPI_Comm_rank(rev, &rr);
+    MPI_Request rq;
+    MPI_Irecv(&pend, 1, MPI_INT, MPI_ANY_SOURCE, 13, rev, &rq);
+    MPI_Send(&ahead, 1, MPI_INT, (rr + 1) % size, 13, rev);
+    MPI_Comm_free(&rev);
+    MPI_Comm later[3];
+    for (int k = 0; k < 3; k++) MPI_Comm_dup(MPI_COMM_WORLD, &later[k]);
+    MPI_Wait(&rq, MPI_STATUS_IGNORE);
+    for (int k = 0; k < 3; k++) MPI_Comm_free(&later[k]);
+    check += pend * 7;
 
     /* An intercommunicator between the even and the odd ranks: rooted
      * collectives with MPI_ROOT, MPI_PROC_NULL and a remote root. */

@@ -716,6 +716,25 @@ fn fortran_program_is_seen() {
 /// The persistent ring of `tests/c/edge.c` and `tests/fortran/persist.F90`
 /// as recorded: 3 started sends (tag 11, 4 bytes) and 6 started receives,
 /// each completing with its tag-11 message.
+/// edge.c's receive on a communicator freed before it completes (ranks
+/// reversed): its completion names the sender by its world rank,
+/// `rank + 1`, translated through the communicator's ranks as posted.
+fn assert_freed_comm_recv(ev: &[mheta_trace::Event], rank: u32, np: u32) {
+    let got: Vec<_> = ev
+        .iter()
+        .filter_map(|e| match &e.what {
+            What::Complete(c) => c.iter().find_map(|c| c.recv.filter(|m| m.tag == 13)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(got.len(), 1, "rank {rank}: one tag-13 receive: {got:?}");
+    assert_eq!(
+        (got[0].peer, got[0].bytes),
+        (((rank + 1) % np) as i32, 4),
+        "rank {rank}"
+    );
+}
+
 fn assert_started_ring(ev: &[mheta_trace::Event], rank: u32) {
     let (mut sends, mut recvs) = (0, Vec::new());
     for e in ev {
@@ -1678,6 +1697,7 @@ fn edge_cases_under_every_tool() {
                     // tag 11) and 3 Start (the receive); each started
                     // receive completes with its tag-11 message.
                     assert_started_ring(&t.iterations[0].events, t.rank);
+                    assert_freed_comm_recv(&t.iterations[0].events, t.rank, np as u32);
                 }
             }
         }

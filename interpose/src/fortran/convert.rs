@@ -211,6 +211,17 @@ pub(super) fn recv_msg(c: MPI_Comm, f: *const Fint) -> mheta_trace::Msg {
     unsafe { msg_from_status(c, &st) }
 }
 
+/// [`recv_msg`] of a pending receive completed, from the ranks it kept
+/// when posted ([`Sources`]), which it releases.
+pub(super) fn recv_msg_of(s: Sources, f: *const Fint) -> mheta_trace::Msg {
+    let st = c_status(f);
+    // SAFETY: st is a filled status of a receive on the communicator
+    // whose ranks `s` holds.
+    let m = unsafe { s.msg_from_status(&st) };
+    s.release();
+    m
+}
+
 /// The index `use mpi_f08`'s `MPI_Waitany`, `MPI_Testany`,
 /// `MPI_Waitsome` and `MPI_Testsome` give the first request. The standard
 /// says 1, and Open MPI gives it; MPICH 4.0.x gives 0 in all four

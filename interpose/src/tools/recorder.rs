@@ -8,9 +8,10 @@
 //! recording.
 
 use super::{Call, RECORDER, Tool, is_active, set_active};
+use crate::mpi_util::Sources;
 use crate::threads::{self, lock};
 use mheta_trace::{Event, Iteration, RankTrace, What, pcontrol};
-use mpi_sys::{MPI_Comm, MPI_File, MPI_Request};
+use mpi_sys::{MPI_File, MPI_Request};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -50,19 +51,11 @@ static STATE: Mutex<Option<State>> = Mutex::new(None);
 /// Clock (ticks) at the start of the iteration being recorded.
 static BASE: AtomicU64 = AtomicU64::new(0);
 
-/// Request handle -> (id, communicator of a receive), as pointer values.
-/// Several outstanding requests can share a handle: Open MPI hands out its
-/// static `ompi_request_empty` for sends that completed at once. They are
-/// matched to completions in posting order.
-type ReqMap = HashMap<usize, std::collections::VecDeque<(u32, Option<Comm>)>>;
-
-/// A communicator handle as the maps keep it: a pointer (Open MPI) or an
-/// integer (MPICH and its family) that is only handed back to MPI.
-#[derive(Clone, Copy)]
-struct Comm(MPI_Comm);
-// SAFETY: the handle is never dereferenced here, only returned to MPI,
-// which takes it from any thread of the process.
-unsafe impl Send for Comm {}
+/// Request handle -> (id, the ranks of a receive's communicator), as
+/// pointer values. Several outstanding requests can share a handle: Open
+/// MPI hands out its static `ompi_request_empty` for sends that completed
+/// at once. They are matched to completions in posting order.
+type ReqMap = HashMap<usize, std::collections::VecDeque<Posted>>;
 static REQS: Mutex<Option<ReqMap>> = Mutex::new(None);
 static NEXT_REQ: AtomicU64 = AtomicU64::new(1);
 /// File handle -> variable id; names of variables by id.
@@ -81,7 +74,9 @@ pub fn recording() -> bool {
 #[derive(Clone)]
 pub enum Template {
     Send(mheta_trace::Msg),
-    Recv(MPI_Comm),
+    /// The ranks of its communicator, owned by the template
+    /// ([`Sources::of`] at `MPI_Recv_init`; each start borrows them).
+    Recv(Sources),
     Collective {
         op: mheta_trace::Op,
         bytes: u64,
@@ -99,10 +94,10 @@ pub enum Template {
 /// up before the instrumented iterations. A freed handle's entry may stay
 /// until the handle is reused; only `MPI_Start(all)` reads the map, and only
 /// for handles the program set up with `MPI_*_init`, which overwrite.
-/// A [`Template`] with its communicator handle made sendable.
+/// A [`Template`] as the map keeps it.
 enum Kept {
     Send(mheta_trace::Msg),
-    Recv(Comm),
+    Recv(Sources),
     Collective(mheta_trace::Op, u64, u32, i32),
     Neighbor(Vec<mheta_trace::Msg>, Vec<mheta_trace::Msg>),
 }
@@ -112,7 +107,7 @@ static PERSIST: Mutex<Option<HashMap<usize, Kept>>> = Mutex::new(None);
 pub fn persist(req: MPI_Request, t: Template) {
     let k = match t {
         Template::Send(m) => Kept::Send(m),
-        Template::Recv(c) => Kept::Recv(Comm(c)),
+        Template::Recv(c) => Kept::Recv(c),
         Template::Collective {
             op,
             bytes,
@@ -121,9 +116,12 @@ pub fn persist(req: MPI_Request, t: Template) {
         } => Kept::Collective(op, bytes, comm_size, root),
         Template::Neighbor { sends, recvs } => Kept::Neighbor(sends, recvs),
     };
-    lock(&PERSIST)
+    let old = lock(&PERSIST)
         .get_or_insert_with(HashMap::new)
         .insert(req.0 as usize, k);
+    if let Some(Kept::Recv(s)) = old {
+        s.release();
+    }
 }
 
 /// The template of persistent request `req`, if it was set up.
@@ -131,7 +129,7 @@ pub fn persistent(req: MPI_Request) -> Option<Template> {
     let g = lock(&PERSIST);
     Some(match g.as_ref()?.get(&(req.0 as usize))? {
         Kept::Send(m) => Template::Send(*m),
-        Kept::Recv(c) => Template::Recv(c.0),
+        Kept::Recv(c) => Template::Recv(c.borrowed()),
         &Kept::Collective(op, bytes, comm_size, root) => Template::Collective {
             op,
             bytes,
@@ -147,25 +145,37 @@ pub fn persistent(req: MPI_Request) -> Option<Template> {
 
 /// Forget persistent request `req` (freed).
 pub fn unpersist(req: MPI_Request) {
-    if let Some(m) = lock(&PERSIST).as_mut() {
-        m.remove(&(req.0 as usize));
+    let old = lock(&PERSIST)
+        .as_mut()
+        .and_then(|m| m.remove(&(req.0 as usize)));
+    if let Some(Kept::Recv(s)) = old {
+        s.release();
     }
 }
 
-/// Give a newly posted request an id; `recv_comm` is the communicator of
-/// a receive (`None` for anything else).
-pub fn post_request(req: MPI_Request, recv_comm: Option<MPI_Comm>) -> u32 {
+/// Give a newly posted request an id; `recv` holds the ranks of a
+/// receive's communicator (`None` for anything else), released by
+/// whoever takes the request out ([`take_request`], [`drop_request`]).
+pub fn post_request(req: MPI_Request, recv: Option<Sources>) -> u32 {
     let id = NEXT_REQ.fetch_add(1, Ordering::Relaxed) as u32;
     lock(&REQS)
         .get_or_insert_with(HashMap::new)
         .entry(req.0 as usize)
         .or_default()
-        .push_back((id, recv_comm.map(Comm)));
+        .push_back((id, recv));
     id
 }
 
-/// A request's id and receive communicator, as posted.
-pub type Posted = (u32, Option<MPI_Comm>);
+/// A request's id and the ranks of its receive's communicator, as posted.
+pub type Posted = (u32, Option<Sources>);
+
+/// Forget the first posted request of handle `req` (freed by the
+/// program: no completion will report it).
+pub fn drop_request(req: MPI_Request) {
+    if let Some((_, Some(s))) = take_request(req) {
+        s.release();
+    }
+}
 
 /// Take a request out of the map before a call that may complete it (its
 /// handle may be reused by another thread as soon as it completes).
@@ -174,11 +184,11 @@ pub fn take_request(req: MPI_Request) -> Option<Posted> {
     let m = g.as_mut()?;
     let key = req.0 as usize;
     let q = m.get_mut(&key)?;
-    let (id, c) = q.pop_front()?;
+    let posted = q.pop_front()?;
     if q.is_empty() {
         m.remove(&key);
     }
-    Some((id, c.map(|c| c.0)))
+    Some(posted)
 }
 
 /// Put back a request that a call did not complete (first in line again).
@@ -187,7 +197,7 @@ pub fn restore_request(req: MPI_Request, posted: Posted) {
         .get_or_insert_with(HashMap::new)
         .entry(req.0 as usize)
         .or_default()
-        .push_front((posted.0, posted.1.map(Comm)));
+        .push_front(posted);
 }
 
 /// Name a newly opened file as a variable and return its id.

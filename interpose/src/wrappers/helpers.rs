@@ -3,7 +3,7 @@
 //! ([`Pending`]), the bytes of rooted and in-place collectives, and the
 //! MHETA prefetch trick ([`prefetch`]).
 
-use crate::mpi_util::{bytes, comm_rank, in_place, msg, msg_from_status, world_rank};
+use crate::mpi_util::{Sources, bytes, comm_rank, in_place, msg, world_rank};
 use crate::tools::recorder::{
     Posted, Template, persist, persistent, post_request, restore_request, take_request,
 };
@@ -11,10 +11,11 @@ use mheta_trace::{Completion, Msg, NEIGHBOR_TAG, Started, What};
 use mpi_sys::{MPI_Comm, MPI_Datatype, MPI_File, MPI_Offset, MPI_Request, MPI_Status};
 use std::os::raw::{c_int, c_void};
 
-/// The posted request `*request` gets an id.
+/// The posted request `*request` gets an id; `recv_comm`: the
+/// communicator of a receive, whose ranks it keeps ([`Sources`]).
 pub(super) fn new_req(request: *mut MPI_Request, recv_comm: Option<MPI_Comm>) -> u32 {
     // SAFETY: the call that filled *request succeeded.
-    post_request(unsafe { *request }, recv_comm)
+    post_request(unsafe { *request }, recv_comm.map(Sources::of))
 }
 
 /// The requests a `Wait*`/`Test*` call is given, taken out of the
@@ -45,9 +46,12 @@ impl Pending {
     pub(crate) fn done(mut self, which: &[usize], sts: *const MPI_Status) -> What {
         let mut out = Vec::new();
         for (k, &i) in which.iter().enumerate() {
-            if let Some(Some((req, comm))) = self.taken.get_mut(i).map(Option::take) {
+            if let Some(Some((req, sources))) = self.taken.get_mut(i).map(Option::take) {
                 // SAFETY: MPI filled status k for this completed request.
-                let recv = comm.map(|c| unsafe { msg_from_status(c, sts.add(k)) });
+                let recv = sources.map(|s| unsafe { s.msg_from_status(sts.add(k)) });
+                if let Some(s) = sources {
+                    s.release();
+                }
                 out.push(Completion { req, recv });
             }
         }

@@ -304,7 +304,7 @@ wrappers! {
     MPI_Precv_init => PMPI_Precv_init(buf: *mut c_void, partitions: c_int, count: mpi_sys::MPI_Count,
                                       datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm,
                                       info: MPI_Info, request: *mut MPI_Request) as Precv_init {
-        idle: { persist_init(request, Template::Recv(comm)); }
+        idle: { persist_init(request, Template::Recv(Sources::of(comm))); }
         pre: {}
         post: What::PersistentInit { send: false, msg: msg(comm, source, tag, partitioned(partitions, count, datatype)) },
     }
