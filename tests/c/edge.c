@@ -91,22 +91,28 @@ int main(int argc, char **argv) {
     MPI_Comm_free(&dup);
 
     /* A receive still pending when the program frees its communicator
-     * (MPI keeps it until the receive completes); new communicators made
-     * before the wait may take the freed one's handle. The ranks run
-     * backwards, so the sender's world rank is rank + 1. */
-    MPI_Comm rev;
-    MPI_Comm_split(MPI_COMM_WORLD, 0, -rank, &rev);
-    int rr, pend = -1, ahead = rank;
-    MPI_Comm_rank(rev, &rr);
-    MPI_Request rq;
-    MPI_Irecv(&pend, 1, MPI_INT, MPI_ANY_SOURCE, 13, rev, &rq);
-    MPI_Send(&ahead, 1, MPI_INT, (rr + 1) % size, 13, rev);
-    MPI_Comm_free(&rev);
-    MPI_Comm later[3];
-    for (int k = 0; k < 3; k++) MPI_Comm_dup(MPI_COMM_WORLD, &later[k]);
-    MPI_Wait(&rq, MPI_STATUS_IGNORE);
-    for (int k = 0; k < 3; k++) MPI_Comm_free(&later[k]);
-    check += pend * 7;
+     * (MPI keeps it until the receive completes): rank 1 frees it before
+     * rank 0 sends, and new communicators made before the wait may take
+     * the freed one's handle. The ranks run backwards in it, so rank 0
+     * is its last rank. */
+    if (size >= 2) {
+        MPI_Comm rev;
+        MPI_Comm_split(MPI_COMM_WORLD, 0, -rank, &rev);
+        int pend = -1, ahead = 4711;
+        MPI_Request rq = MPI_REQUEST_NULL;
+        if (rank == 1) MPI_Irecv(&pend, 1, MPI_INT, MPI_ANY_SOURCE, 13, rev, &rq);
+        if (rank != 0) MPI_Comm_free(&rev);
+        MPI_Comm later[3];
+        for (int k = 0; k < 3; k++) MPI_Comm_dup(MPI_COMM_WORLD, &later[k]);
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0) {
+            MPI_Ssend(&ahead, 1, MPI_INT, size - 2, 13, rev);
+            MPI_Comm_free(&rev);
+        }
+        MPI_Wait(&rq, MPI_STATUS_IGNORE);
+        for (int k = 0; k < 3; k++) MPI_Comm_free(&later[k]);
+        check += pend * 7;
+    }
 
     /* An intercommunicator between the even and the odd ranks: rooted
      * collectives with MPI_ROOT, MPI_PROC_NULL and a remote root. */
