@@ -266,9 +266,13 @@ pub fn msg(comm: MPI_Comm, peer: c_int, tag: c_int, bytes: u64) -> Msg {
 /// `st` points at a status filled by a completed receive on `comm`.
 pub unsafe fn msg_from_status(comm: MPI_Comm, st: *const MPI_Status) -> Msg {
     // SAFETY: as promised by the caller.
-    let (src, tag) = unsafe { ((*st).MPI_SOURCE, (*st).MPI_TAG) };
-    // SAFETY: as above.
-    msg(comm, src, tag, unsafe { status_bytes(st) })
+    let src = unsafe { (*st).MPI_SOURCE };
+    // A negative source (`MPI_PROC_NULL`) needs no group.
+    let s = if src < 0 { Sources::Same } else { Sources::of(comm) };
+    // SAFETY: as above; `s` holds `comm`'s ranks.
+    let m = unsafe { s.msg_from_status(st) };
+    s.release();
+    m
 }
 
 /// `comm`'s size.
