@@ -82,9 +82,12 @@ enum Op {
     },
 }
 
+/// How many kinds of [`Op`] there are ([`Op::kind`]).
+const KINDS: usize = 9;
+
 impl Op {
-    /// Its kind, as a small number: [`schedule`] runs ops of one kind
-    /// together.
+    /// Its kind, as a small number below [`KINDS`]: [`schedule`] runs
+    /// ops of one kind together.
     fn kind(&self) -> u8 {
         match self {
             Op::Compute { .. } => 0,
