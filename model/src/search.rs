@@ -216,8 +216,18 @@ pub fn gbs(m: &Model) -> Result<Found, ModelError> {
         }
     }
     let s = shed(&ev, rows_hi);
-    let (d, e) = refine_with(&ev, Dist(s))?;
-    found("gbs", &ev, d, e, steps)
+    let (d, e, predicted) = refine_with(&ev, Dist(s))?;
+    match predicted {
+        // The refinement's last evaluation is of `d`.
+        Some(predicted_s) => Ok(Found {
+            strategy: "gbs".into(),
+            dist: d.0,
+            predicted_s,
+            evaluations: e,
+            bisection_steps: steps,
+        }),
+        None => found("gbs", &ev, d, e, steps),
+    }
 }
 
 /// Shed the rows over N from the ranks that would finish last.
@@ -256,17 +266,18 @@ fn shed(ev: &Evaluator, mut s: Vec<u64>) -> Vec<u64> {
 /// round finds ([`Evaluator::critical`]). Returns the result and the
 /// evaluations.
 pub fn refine(m: &Model, d: Dist) -> Result<(Dist, u64), ModelError> {
-    refine_with(&m.evaluator(), d)
+    refine_with(&m.evaluator(), d).map(|(d, e, _)| (d, e))
 }
 
-/// [`refine`] with the evaluator given.
-fn refine_with(ev: &Evaluator, mut d: Dist) -> Result<(Dist, u64), ModelError> {
+/// [`refine`] with the evaluator given; also the predicted time of the
+/// result (None where `d` cannot be evaluated: a rank too small).
+fn refine_with(ev: &Evaluator, mut d: Dist) -> Result<(Dist, u64, Option<f64>), ModelError> {
     let m = ev.model();
     let p = m.ranks();
     let mut evals = 1u64;
     let mut cur = match ev.predict(&d) {
         Ok(c) => c,
-        Err(ModelError::TooSmall { .. }) => return Ok((d, evals)),
+        Err(ModelError::TooSmall { .. }) => return Ok((d, evals, None)),
         Err(e) => return Err(e),
     };
     let mut step = (m.rows() / (8 * p as u64)).max(1);
@@ -296,7 +307,7 @@ fn refine_with(ev: &Evaluator, mut d: Dist) -> Result<(Dist, u64), ModelError> {
             .filter(|&i| d.0[i] > 0 && critical.as_ref().is_none_or(|c| c[i]))
             .collect();
         if order.is_empty() && critical.is_some() {
-            return Ok((d, evals));
+            return Ok((d, evals, Some(cur.per_iteration_s)));
         }
         // The busiest `donors`, busiest first, of equal ones the lower
         // rank first (as a stable sort of all would give).
@@ -356,7 +367,7 @@ fn refine_with(ev: &Evaluator, mut d: Dist) -> Result<(Dist, u64), ModelError> {
                 cur = pr;
             }
             None if step > 1 => step /= 2,
-            None => return Ok((d, evals)),
+            None => return Ok((d, evals, Some(cur.per_iteration_s))),
         }
     }
 }
