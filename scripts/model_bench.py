@@ -25,7 +25,8 @@ CMD = ["cargo", "bench", "-q", "-p", "mheta-model", "--bench", "model"]
 
 
 def scale_rows(text):
-    """The rows of the bench's last table: (P, build ms, jacobi us, gbs ms, io us, io gbs ms)."""
+    """The rows of the bench's last table: (P, build ms, jacobi us, gbs ms, io us, io gbs ms,
+    gbs ms on every core, io gbs ms on every core)."""
     rows, inside = [], False
     for line in text.splitlines():
         if line.strip().startswith("ranks build"):
@@ -33,8 +34,9 @@ def scale_rows(text):
             continue
         if inside:
             f = line.replace("|", " ").split()
-            if len(f) == 6 and f[0].isdigit():
-                rows.append((int(f[0]), *map(float, f[1:])))
+            if len(f) == 8 and f[0].isdigit():
+                p, build, ev, gbs, gbs_n, io_ev, io_gbs, io_gbs_n = f
+                rows.append((int(p), *map(float, (build, ev, gbs, io_ev, io_gbs, gbs_n, io_gbs_n))))
             elif line.startswith("#"):
                 break
     return rows
@@ -97,7 +99,8 @@ def main():
         sys.exit("model-bench: the bench printed no table against P")
     svg(rows, os.path.join(out, "model-scale.svg"))
     doc = {**stamp("scripts/model_bench.py OUT"), "scale": [
-        dict(zip(["ranks", "build_ms", "jacobi_eval_us", "jacobi_gbs_ms", "io_eval_us", "io_gbs_ms"], r))
+        dict(zip(["ranks", "build_ms", "jacobi_eval_us", "jacobi_gbs_ms", "io_eval_us", "io_gbs_ms",
+                  "jacobi_gbs_all_cores_ms", "io_gbs_all_cores_ms"], r))
         for r in rows]}
     with open(os.path.join(out, "model-bench.json"), "w") as f:
         json.dump(doc, f, indent=1)

@@ -26,6 +26,12 @@ pub struct SearchArgs {
     /// Seed of the stochastic strategies.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Threads gbs evaluates each round's moves on, from 1024 ranks (the
+    /// same plan as on one; below 1024 ranks an evaluation is shorter
+    /// than starting a thread). Default: every core
+    /// (MHETA_PLAN_THREADS sets it for --auto's plans, default 1).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    threads: Option<u64>,
     /// Instead of searching, print the paper's figure 8 spectrum: K
     /// distributions along Blk -> I-C -> I-C/Bal -> Bal -> Blk with
     /// their predicted times (widened around Blk, up to ±50% on the end
@@ -147,7 +153,12 @@ fn spectrum(m: &Model, k: usize, json: bool) -> Result<()> {
 
 /// The named strategy's best distribution against Block.
 fn strategy(a: &SearchArgs, m: &Model) -> Result<()> {
-    let f = search::by_name(m, &a.strategy, a.budget, a.seed).map_err(anyhow::Error::msg)?;
+    let f = if a.strategy == "gbs" {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        search::gbs_on(m, a.threads.map_or(cores, |n| n as usize))?
+    } else {
+        search::by_name(m, &a.strategy, a.budget, a.seed).map_err(anyhow::Error::msg)?
+    };
     let block = search::block(m)?;
     if a.json {
         println!("{}", serde_json::to_string(&f)?);

@@ -131,12 +131,22 @@ fn main() {
 /// would be 268 million pairs at 16384): building the model from the
 /// traces, one evaluation by the compiled replay as GBS runs it
 /// ([`mheta_model::Evaluator`]; the fastest of 3 batches) and a whole GBS
-/// (the fastest of up to 3, each on a fresh model), for the Jacobi-like trace
-/// and for the same with out-of-core I/O on a third of the ranks.
+/// on one thread and on every core (`search::gbs_on`, the same answer;
+/// each the fastest of up to 3, interleaved, each on a fresh model), for
+/// the Jacobi-like trace and for the same with out-of-core I/O on a third
+/// of the ranks.
 fn scale() {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
-        "{:>6} {:>10} | {:>12} {:>10} | {:>12} {:>10}  (64 ranks a host; profile by kind)",
-        "ranks", "build (ms)", "jacobi (us)", "gbs (ms)", "+io (us)", "gbs (ms)"
+        "{:>6} {:>10} | {:>12} {:>10} {:>10} | {:>12} {:>10} {:>10}  (64 ranks a host; profile by kind; gbs on 1 thread, on {cores})",
+        "ranks",
+        "build (ms)",
+        "jacobi (us)",
+        "gbs (ms)",
+        "gbs/N (ms)",
+        "+io (us)",
+        "gbs (ms)",
+        "gbs/N (ms)"
     );
     let mut last = Vec::new();
     for p in [256u32, 1024, 4096, 16384] {
@@ -165,33 +175,42 @@ fn scale() {
                 })
                 .fold(f64::INFINITY, f64::min);
             let runs = if p >= 16384 { 1 } else { 3 };
-            let gbs = (0..runs)
-                .map(|_| {
-                    let m = (*m).clone();
-                    let t = Instant::now();
-                    black_box(search::gbs(&m).expect("gbs"));
-                    t.elapsed().as_secs_f64()
-                })
-                .fold(f64::INFINITY, f64::min);
-            cells.push((eval, gbs));
+            let gbs = |threads: usize| {
+                let m = (*m).clone();
+                let t = Instant::now();
+                let f = black_box(search::gbs_on(&m, threads).expect("gbs"));
+                (t.elapsed().as_secs_f64(), f)
+            };
+            let (mut one, mut many) = (f64::INFINITY, f64::INFINITY);
+            for _ in 0..runs {
+                let (a, fa) = gbs(1);
+                let (b, fb) = gbs(cores);
+                assert_eq!(fa.dist, fb.dist, "the same plan on {cores} threads");
+                (one, many) = (one.min(a), many.min(b));
+            }
+            cells.push((eval, one, many));
         }
         println!(
-            "{:>6} {:>10.1} | {:>12.1} {:>10.1} | {:>12.1} {:>10.1}",
+            "{:>6} {:>10.1} | {:>12.1} {:>10.1} {:>10.1} | {:>12.1} {:>10.1} {:>10.1}",
             p,
             build * 1e3,
             cells[0].0 * 1e6,
             cells[0].1 * 1e3,
+            cells[0].2 * 1e3,
             cells[1].0 * 1e6,
-            cells[1].1 * 1e3
+            cells[1].1 * 1e3,
+            cells[1].2 * 1e3
         );
         last = cells;
     }
     println!(
-        "# planning at 16384 ranks: one evaluation {:.1} ms, GBS {:.0} ms; with I/O {:.1} ms and {:.0} ms",
+        "# planning at 16384 ranks: one evaluation {:.1} ms, GBS {:.0} ms ({:.0} ms on {cores} threads); with I/O {:.1} ms and {:.0} ms ({:.0} ms)",
         last[0].0 * 1e3,
         last[0].1 * 1e3,
+        last[0].2 * 1e3,
         last[1].0 * 1e3,
-        last[1].1 * 1e3
+        last[1].1 * 1e3,
+        last[1].2 * 1e3
     );
 }
 

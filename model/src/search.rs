@@ -171,6 +171,15 @@ fn around(ev: &Evaluator, i: usize, t: f64, g: u64) -> u64 {
 /// rows each rank finishes within it sum to N, shed the excess, then
 /// [`refine`] under the full model.
 pub fn gbs(m: &Model) -> Result<Found, ModelError> {
+    gbs_on(m, plan_threads())
+}
+
+/// [`gbs`] with the moves of each round of [`refine`] evaluated
+/// `threads` at a time, each on a thread of its own (from
+/// [`PARALLEL_FROM`] ranks): the same answer, sooner where cores are
+/// free; the evaluations it reports include those a sequential search
+/// would not have reached in a round.
+pub fn gbs_on(m: &Model, threads: usize) -> Result<Found, ModelError> {
     let p = m.ranks();
     let n = m.rows();
     let ev = m.evaluator();
@@ -216,7 +225,7 @@ pub fn gbs(m: &Model) -> Result<Found, ModelError> {
         }
     }
     let s = shed(&ev, rows_hi);
-    let (d, e, predicted) = refine_with(&ev, Dist(s))?;
+    let (d, e, predicted) = refine_with(&ev, Dist(s), threads.max(1))?;
     match predicted {
         // The refinement's last evaluation is of `d`.
         Some(predicted_s) => Ok(Found {
@@ -227,6 +236,32 @@ pub fn gbs(m: &Model) -> Result<Found, ModelError> {
             bisection_steps: steps,
         }),
         None => found("gbs", &ev, d, e, steps),
+    }
+}
+
+/// Ranks from which [`gbs_on`] evaluates moves on several threads. Below,
+/// an evaluation is too short for a thread to pay: on this project's
+/// 2-core VM (`cargo bench -p mheta-model --bench model`, the scale
+/// table) two threads were no faster at 1024 ranks and slower at 256,
+/// and 15-25% faster at 4096 and 16384.
+pub const PARALLEL_FROM: usize = 1024;
+
+/// The threads [`gbs`] and [`refine`] evaluate on: `MHETA_PLAN_THREADS`,
+/// else 1. `--auto` plans on rank 0 while the job's other ranks wait,
+/// often on the same node's cores, so more is for the user to give;
+/// `mheta search` takes `--threads` (default: every core).
+pub fn plan_threads() -> usize {
+    let Ok(v) = std::env::var("MHETA_PLAN_THREADS") else {
+        return 1;
+    };
+    match v.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => n,
+        _ => {
+            eprintln!(
+                "mheta: MHETA_PLAN_THREADS={v:?} is not a count of threads (1 or more); planning on one thread"
+            );
+            1
+        }
     }
 }
 
@@ -266,12 +301,16 @@ fn shed(ev: &Evaluator, mut s: Vec<u64>) -> Vec<u64> {
 /// round finds ([`Evaluator::critical`]). Returns the result and the
 /// evaluations.
 pub fn refine(m: &Model, d: Dist) -> Result<(Dist, u64), ModelError> {
-    refine_with(&m.evaluator(), d).map(|(d, e, _)| (d, e))
+    refine_with(&m.evaluator(), d, plan_threads()).map(|(d, e, _)| (d, e))
 }
 
 /// [`refine`] with the evaluator given; also the predicted time of the
 /// result (None where `d` cannot be evaluated: a rank too small).
-fn refine_with(ev: &Evaluator, mut d: Dist) -> Result<(Dist, u64, Option<f64>), ModelError> {
+fn refine_with(
+    ev: &Evaluator,
+    mut d: Dist,
+    threads: usize,
+) -> Result<(Dist, u64, Option<f64>), ModelError> {
     let m = ev.model();
     let p = m.ranks();
     let mut evals = 1u64;
@@ -279,6 +318,13 @@ fn refine_with(ev: &Evaluator, mut d: Dist) -> Result<(Dist, u64, Option<f64>), 
         Ok(c) => c,
         Err(ModelError::TooSmall { .. }) => return Ok((d, evals, None)),
         Err(e) => return Err(e),
+    };
+    // The evaluators of the other threads, with the replay compiled
+    // above: where an evaluation is too short to pay for a thread, none.
+    let mut forks: Vec<Evaluator> = if p >= PARALLEL_FROM {
+        (1..threads).map(|_| ev.fork()).collect()
+    } else {
+        Vec::new()
     };
     let mut step = (m.rows() / (8 * p as u64)).max(1);
     // Up to 16 ranks every pair of the eight busiest and eight cheapest
@@ -318,12 +364,14 @@ fn refine_with(ev: &Evaluator, mut d: Dist) -> Result<(Dist, u64, Option<f64>), 
         }
         order.sort_by(by);
         let mut improved = None;
+        // The moves tried, in order, `threads` at a time.
+        let mut pending: Vec<(usize, usize, u64)> = Vec::new();
         // The ranks least busy after taking k rows, by their cost curves:
         // the same list for every donor of this round that gives k
         // (smallest first, ties by rank), one more than needed so that
         // the donor itself can be left out.
         let mut cheapest: Option<(u64, Vec<(f64, usize)>)> = None;
-        'moves: for &from in order.iter().take(donors) {
+        for &from in order.iter().take(donors) {
             let k = step.min(d.0[from]);
             if cheapest.as_ref().is_none_or(|c| c.0 != k) {
                 let mut all: Vec<(f64, usize)> = (0..p)
@@ -342,24 +390,25 @@ fn refine_with(ev: &Evaluator, mut d: Dist) -> Result<(Dist, u64, Option<f64>), 
                 all.sort_by(by);
                 cheapest = Some((k, all));
             }
-            let after: Vec<(f64, usize)> = cheapest
-                .as_ref()
-                .map(|c| c.1.iter().filter(|x| x.1 != from).copied().collect())
-                .unwrap_or_default();
-            for &(_, to) in after.iter().take(receivers) {
-                let mut t = d.clone();
-                t.0[from] -= k;
-                t.0[to] += k;
-                evals += 1;
-                match ev.predict(&t) {
-                    Ok(pr) if pr.per_iteration_s < cur.per_iteration_s * (1.0 - 1e-9) => {
-                        improved = Some((t, pr));
-                        break 'moves;
+            let after = cheapest.as_ref().map_or(&[][..], |c| &c.1[..]);
+            for &(_, to) in after.iter().filter(|x| x.1 != from).take(receivers) {
+                pending.push((from, to, k));
+                if pending.len() > forks.len() {
+                    improved = first_better(ev, &mut forks, &d, &pending, cur.per_iteration_s)?;
+                    evals += pending.len() as u64;
+                    pending.clear();
+                    if improved.is_some() {
+                        break;
                     }
-                    Ok(_) | Err(ModelError::TooSmall { .. }) => {}
-                    Err(e) => return Err(e),
                 }
             }
+            if improved.is_some() {
+                break;
+            }
+        }
+        if improved.is_none() && !pending.is_empty() {
+            improved = first_better(ev, &mut forks, &d, &pending, cur.per_iteration_s)?;
+            evals += pending.len() as u64;
         }
         match improved {
             Some((t, pr)) => {
@@ -370,6 +419,53 @@ fn refine_with(ev: &Evaluator, mut d: Dist) -> Result<(Dist, u64, Option<f64>), 
             None => return Ok((d, evals, Some(cur.per_iteration_s))),
         }
     }
+}
+
+/// The first of `tries` (k rows from one rank to another) that lowers the
+/// predicted time below `cur`, with its prediction: all of them evaluated
+/// at once, the first on this thread and each other on a thread of its own
+/// with one of `forks`, then taken in order, so that the answer is the one
+/// trying them one by one gives.
+fn first_better(
+    ev: &Evaluator,
+    forks: &mut [Evaluator],
+    d: &Dist,
+    tries: &[(usize, usize, u64)],
+    cur: f64,
+) -> Result<Option<(Dist, crate::model::Prediction)>, ModelError> {
+    let moved: Vec<Dist> = tries
+        .iter()
+        .map(|&(from, to, k)| {
+            let mut t = d.clone();
+            t.0[from] -= k;
+            t.0[to] += k;
+            t
+        })
+        .collect();
+    let results = match &moved[..] {
+        [one] => vec![ev.predict(one)],
+        [first, rest @ ..] => std::thread::scope(|s| {
+            let others: Vec<_> = (forks.iter_mut().zip(rest))
+                .map(|(f, t)| s.spawn(move || f.predict(t)))
+                .collect();
+            let mut out = vec![ev.predict(first)];
+            out.extend(
+                others
+                    .into_iter()
+                    .map(|h| h.join().expect("a search thread")),
+            );
+            out
+        }),
+        [] => Vec::new(),
+    };
+    for (t, r) in moved.into_iter().zip(results) {
+        match r {
+            Ok(pr) if pr.per_iteration_s < cur * (1.0 - 1e-9) => return Ok(Some((t, pr))),
+            Ok(_) | Err(ModelError::TooSmall { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(None)
 }
 
 /// The grid `g` for which an exhaustive search of P ranks fits `limit`

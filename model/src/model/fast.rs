@@ -219,7 +219,7 @@ pub struct Evaluator<'a> {
     m: &'a Model,
     /// None: not compiled yet, or this model's programs are always
     /// interpreted.
-    compiled: RefCell<Option<Compiled>>,
+    compiled: RefCell<Option<std::sync::Arc<Compiled>>>,
     /// The programs have a step the compiled replay does not do.
     interpret_only: bool,
     scratch: RefCell<Scratch>,
@@ -248,7 +248,22 @@ impl Model {
     }
 }
 
-impl Evaluator<'_> {
+impl<'a> Evaluator<'a> {
+    /// An evaluator of the same model that starts from this one's
+    /// compiled replay (shared, not copied), with scratch of its own: one
+    /// a thread of a parallel search (`search.rs`). It gives the same
+    /// answers.
+    pub fn fork(&self) -> Evaluator<'a> {
+        Evaluator {
+            m: self.m,
+            compiled: RefCell::new(self.compiled.borrow().clone()),
+            interpret_only: self.interpret_only,
+            scratch: RefCell::new(Scratch::default()),
+            compiled_runs: std::cell::Cell::new(0),
+            costs: std::cell::OnceCell::new(),
+        }
+    }
+
     /// [`Model::predict`] of `d`.
     pub fn predict(&self, d: &Dist) -> Result<Prediction, ModelError> {
         let m = self.m;
@@ -264,7 +279,10 @@ impl Evaluator<'_> {
             return Ok(p);
         }
         let (pred, log) = Replay::new(m, d, None, m.laps())?.logged().run_logged()?;
-        *self.compiled.borrow_mut() = log.filter(|l| l.ok).and_then(|l| compile(m, d, &l.events));
+        *self.compiled.borrow_mut() = log
+            .filter(|l| l.ok)
+            .and_then(|l| compile(m, d, &l.events))
+            .map(std::sync::Arc::new);
         Ok(pred)
     }
 

@@ -70,3 +70,21 @@ fn capped_water_fills() {
     let d = capped(&[1.0, 1.0, 1.0, 1.0], &[1000, 1000, 10, 10], 400);
     assert_eq!(d.0, vec![190, 190, 10, 10]);
 }
+
+#[test]
+fn gbs_on_threads_finds_what_it_finds_on_one() {
+    // From PARALLEL_FROM ranks the moves of a round are evaluated on
+    // several threads; the first better one in order is still taken.
+    let p = PARALLEL_FROM as u32;
+    let (traces, decl) = crate::synthetic::hetero_cluster(7, p, 64);
+    let m = Model::new(&traces, decl, &crate::synthetic::profile_by_host(p, 64)).unwrap();
+    let one = gbs_on(&m, 1).unwrap();
+    assert!(one.evaluations > 3, "{}", one.evaluations);
+    for threads in [2, 3, 8] {
+        let many = gbs_on(&m.clone(), threads).unwrap();
+        assert_eq!(many.dist, one.dist, "{threads} threads");
+        assert_eq!(many.predicted_s.to_bits(), one.predicted_s.to_bits());
+        // Each round tried its moves a batch at a time: more evaluations.
+        assert!(many.evaluations > one.evaluations);
+    }
+}
