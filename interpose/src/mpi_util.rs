@@ -268,7 +268,11 @@ pub unsafe fn msg_from_status(comm: MPI_Comm, st: *const MPI_Status) -> Msg {
     // SAFETY: as promised by the caller.
     let src = unsafe { (*st).MPI_SOURCE };
     // A negative source (`MPI_PROC_NULL`) needs no group.
-    let s = if src < 0 { Sources::Same } else { Sources::of(comm) };
+    let s = if src < 0 {
+        Sources::Same
+    } else {
+        Sources::of(comm)
+    };
     // SAFETY: as above; `s` holds `comm`'s ranks.
     let m = unsafe { s.msg_from_status(st) };
     s.release();
