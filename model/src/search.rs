@@ -121,6 +121,9 @@ pub fn by_name(m: &Model, name: &str, budget: u64, seed: u64) -> Result<Found, S
     }
 }
 
+/// How close [`gbs`] brackets the iteration time, relative.
+const RESOLUTION: f64 = 1e-4;
+
 /// Largest rows of rank i within time t, knowing that it lies in
 /// [lo, hi]: its cost curve is monotone in the rows, so a bisection over
 /// that bracket (0 when even no rows fit).
@@ -208,21 +211,47 @@ pub fn gbs_on(m: &Model, threads: usize) -> Result<Found, ModelError> {
     // hi lie between its rows at lo and at hi, so each step searches only
     // that bracket, which narrows as the time does: a few cost
     // evaluations per rank and step instead of a search over all N rows.
+    // The step is regula falsi on the rows over N, with the Illinois
+    // rule (the end that stays twice running has its excess halved), and
+    // a plain halving after a step that left more than half the bracket:
+    // the rows grow about linearly in the time, so this brackets T in
+    // fewer steps than halving alone, each of which asks every rank.
+    // With exactly N rows at hi the rows are those of every shorter time
+    // that covers N, so the search ends there.
     let mut lo = 0.0f64;
     let mut rows_lo = vec![0u64; p];
-    while hi - lo > 1e-4 * hi && steps < 200 {
-        let mid = 0.5 * (lo + hi);
+    let over = |r: &[u64]| r.iter().sum::<u64>() as f64 - n as f64;
+    let (mut over_lo, mut over_hi) = (over(&rows_lo), over(&rows_hi));
+    let (mut kept, mut halve) = (0i8, false);
+    while hi - lo > RESOLUTION * hi && over_hi > 0.0 && steps < 200 {
+        let width = hi - lo;
+        let mid = if halve || over_hi - over_lo <= 0.0 {
+            0.5 * (lo + hi)
+        } else {
+            // Never at an end, and at least a thousandth inside.
+            let x = (lo * over_hi - hi * over_lo) / (over_hi - over_lo);
+            x.clamp(lo + 1e-3 * width, hi - 1e-3 * width)
+        };
         steps += 1;
         let rows: Vec<u64> = (0..p)
             .map(|i| within(&ev, i, mid, rows_lo[i], rows_hi[i]))
             .collect();
         if rows.iter().sum::<u64>() >= n {
-            hi = mid;
+            (hi, over_hi) = (mid, over(&rows));
             rows_hi = rows;
+            if kept == -1 {
+                over_lo *= 0.5;
+            }
+            kept = -1;
         } else {
-            lo = mid;
+            (lo, over_lo) = (mid, over(&rows));
             rows_lo = rows;
+            if kept == 1 {
+                over_hi *= 0.5;
+            }
+            kept = 1;
         }
+        halve = hi - lo > 0.5 * width;
     }
     let s = shed(&ev, rows_hi);
     let (d, e, predicted) = refine_with(&ev, Dist(s), threads.max(1))?;
@@ -332,6 +361,11 @@ fn refine_with(
     // P = 1024 within a few hundred evaluations.
     let (donors, receivers) = if p <= 16 { (8, 8) } else { (3, 4) };
     let mut path: Option<(Vec<u64>, Option<Vec<bool>>)> = None;
+    // Each rank's cost line at its rows, and at its rows plus the k of
+    // `plus.0` (0: none yet): read again only for the two ranks a move
+    // changes.
+    let mut base: Vec<f64> = (0..p).map(|j| ev.rank_cost(j, d.0[j])).collect();
+    let mut plus: (u64, Vec<f64>) = (0, Vec::new());
     loop {
         let busy = |i: usize| cur.ranks[i].total_s - cur.ranks[i].wait_s;
         // Beyond 16 ranks only a rank whose work lies on the critical path
@@ -374,11 +408,11 @@ fn refine_with(
         for &from in order.iter().take(donors) {
             let k = step.min(d.0[from]);
             if cheapest.as_ref().is_none_or(|c| c.0 != k) {
+                if plus.0 != k {
+                    plus = (k, (0..p).map(|j| ev.rank_cost(j, d.0[j] + k)).collect());
+                }
                 let mut all: Vec<(f64, usize)> = (0..p)
-                    .map(|j| {
-                        let more = ev.rank_cost(j, d.0[j] + k) - ev.rank_cost(j, d.0[j]);
-                        (busy(j) + more, j)
-                    })
+                    .map(|j| (busy(j) + (plus.1[j] - base[j]), j))
                     .filter(|x| x.0.is_finite())
                     .collect();
                 let by =
@@ -412,6 +446,12 @@ fn refine_with(
         }
         match improved {
             Some((t, pr)) => {
+                for j in (0..p).filter(|&j| t.0[j] != d.0[j]) {
+                    base[j] = ev.rank_cost(j, t.0[j]);
+                    if plus.0 > 0 {
+                        plus.1[j] = ev.rank_cost(j, t.0[j] + plus.0);
+                    }
+                }
                 d = t;
                 cur = pr;
             }
