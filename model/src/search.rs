@@ -4,12 +4,13 @@
 //! - [`block`]: equal rows (the paper's `Blk`).
 //! - [`balanced`]: rows proportional to each rank's measured speed (`Bal`).
 //! - [`gbs`]: the generalized binary search. Our reading of GBS (the
-//!   companion paper is not in our seeds): bisect on the target iteration
-//!   time T; for each T every rank takes the most rows it can finish within
-//!   T by its own cost curve ([`Model::rank_cost`]: computation, I/O under
-//!   the out-of-core rule, fixed costs; no model evaluation); the smallest T
-//!   whose counts cover N gives a distribution, which [`refine`] polishes
-//!   under the full model, one evaluation per move.
+//!   companion paper is not in our seeds): bracket the target iteration
+//!   time T (regula falsi); for each T every rank takes the most rows it
+//!   can finish within T by its own cost curve ([`Model::rank_cost`]:
+//!   computation, I/O under the out-of-core rule, fixed costs; no model
+//!   evaluation); the smallest T whose counts cover N gives a
+//!   distribution, which [`refine`] polishes under the full model, one
+//!   evaluation per move.
 //! - [`exhaustive`]: every distribution on a grid of `g` rows, small P.
 //! - [`annealing`], [`genetic`], [`random`]: stochastic searches with a
 //!   budget of evaluations and a seed.
