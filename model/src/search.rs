@@ -171,7 +171,7 @@ fn around(ev: &Evaluator, i: usize, t: f64, g: u64) -> u64 {
     }
 }
 
-/// The generalized binary search: bisect the iteration time until the
+/// The generalized binary search: bracket the iteration time until the
 /// rows each rank finishes within it sum to N, shed the excess, then
 /// [`refine`] under the full model.
 pub fn gbs(m: &Model) -> Result<Found, ModelError> {
@@ -271,9 +271,9 @@ pub fn gbs_on(m: &Model, threads: usize) -> Result<Found, ModelError> {
 
 /// Ranks from which [`gbs_on`] evaluates moves on several threads. Below,
 /// an evaluation is too short for a thread to pay: on this project's
-/// 2-core VM (`cargo bench -p mheta-model --bench model`, the scale
-/// table) two threads were no faster at 1024 ranks and slower at 256,
-/// and 15-25% faster at 4096 and 16384.
+/// 2-core VM two threads took 10-43% longer than one at 256 ranks, and
+/// from -2 to 27% less from 1024 to 16384 (`cargo bench -p mheta-model
+/// --bench model`, the scale table; docs/design/model.md).
 pub const PARALLEL_FROM: usize = 1024;
 
 /// The threads [`gbs`] and [`refine`] evaluate on: `MHETA_PLAN_THREADS`,
@@ -399,7 +399,8 @@ fn refine_with(
         }
         order.sort_by(by);
         let mut improved = None;
-        // The moves tried, in order, `threads` at a time.
+        // The moves to try, in order: evaluated as soon as there is one
+        // for each evaluator (this one and the forks).
         let mut pending: Vec<(usize, usize, u64)> = Vec::new();
         // The ranks least busy after taking k rows, by their cost curves:
         // the same list for every donor of this round that gives k
