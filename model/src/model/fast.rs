@@ -251,8 +251,8 @@ impl Model {
 impl<'a> Evaluator<'a> {
     /// An evaluator of the same model that starts from this one's
     /// compiled replay (shared, not copied), with scratch of its own: one
-    /// a thread of a parallel search (`search.rs`). It gives the same
-    /// answers.
+    /// for each thread of a parallel search (`search.rs`). It gives the
+    /// same answers.
     pub fn fork(&self) -> Evaluator<'a> {
         Evaluator {
             m: self.m,
