@@ -87,7 +87,12 @@ enum Cmd {
     /// and whether the predicted best is the actual best. Its "busy %"
     /// column is the diff of the busiest rank's time in stages alone
     /// (computation and I/O, predicted against measured): the rest of a
-    /// diff is communication and waiting.
+    /// diff is communication and waiting. Its "CPU/unit" column is each
+    /// rank's CPU time per unit of work over its own on Blk's runs (median
+    /// over the runs and ranks): the model prices a row as recorded on
+    /// Block, so a point off 1 has its compute off by as much (on a cache
+    /// shared with other guests, a rank's rows cost more after long waits,
+    /// and more when its arrays grow past what stays cached).
     ///
     /// Example: mheta experiment --app jacobi --cluster IO --np 4 --plot io.svg
     Experiment(experiment::Args),

@@ -39,6 +39,12 @@ pub struct Row {
     pub diff_ci95_pct: [f64; 2],
     /// (max − min) / median of `runs_s`, percent.
     pub spread_pct: f64,
+    /// The median over the runs and ranks of a rank's CPU time per unit
+    /// of work over its median on the Blk point's runs
+    /// ([`noise::cpu_per_unit_against`]; null without the figures or a
+    /// Blk point): how far a row's cost moved from what the model, which
+    /// prices rows as recorded on Block, was told.
+    pub cpu_per_unit_vs_blk: Option<f64>,
     /// The model's busiest rank: its time in stages (computation and
     /// I/O, T_τ) per iteration. With `actual_busy_s` it splits a diff into
     /// its stage part and the rest (communication and waiting).
@@ -227,6 +233,7 @@ pub(super) fn rows(
             predicted_linear_s: lin.map(|l| l.0),
             diff_linear_pct: lin.map(|l| diff_pct(l.0, actual_s)),
             busy_diff_linear_pct: lin.map(|l| diff_pct(l.1, actual_busy_s)),
+            cpu_per_unit_vs_blk: None,
             runs_s,
             runs,
             out_of_core,
@@ -256,6 +263,16 @@ pub(super) fn summarise(
     (noise, noise_from): (Option<f64>, String),
     ran: Ran,
 ) -> Result<Report> {
+    let mut rows = rows;
+    if let Some(reference) = rows
+        .iter()
+        .find(|r| r.dist == blk.0)
+        .map(|r| r.runs.clone())
+    {
+        for r in &mut rows {
+            r.cpu_per_unit_vs_blk = noise::cpu_per_unit_against(&reference, &r.runs);
+        }
+    }
     let diffs: Vec<f64> = rows.iter().map(|r| r.diff_pct).collect();
     let mean_busy_diff_pct = rows.iter().map(|r| r.busy_diff_pct).sum::<f64>() / rows.len() as f64;
     let instrumented_s = block_run["iter_median_s"]
@@ -379,7 +396,7 @@ pub fn print(r: &Report) {
 /// spread, flagged runs, busy diff, core.
 fn table(r: &Report) {
     println!(
-        "{:>3}  {:<10} {:<28} {:>14} {:>14} {:>8} {:>15} {:>9} {:>7} {:>8}  core",
+        "{:>3}  {:<10} {:<28} {:>14} {:>14} {:>8} {:>15} {:>9} {:>7} {:>8} {:>8}  core",
         "#",
         "point",
         "distribution",
@@ -389,11 +406,12 @@ fn table(r: &Report) {
         "95% CI diff %",
         "spread %",
         "flagged",
-        "busy %"
+        "busy %",
+        "CPU/unit"
     );
     for (i, row) in r.rows.iter().enumerate() {
         println!(
-            "{:>3}  {:<10} {:<28} {:>14.6} {:>14.6} {:>8.2} {:>15} {:>9} {:>7} {:>8.2}  {}",
+            "{:>3}  {:<10} {:<28} {:>14.6} {:>14.6} {:>8.2} {:>15} {:>9} {:>7} {:>8.2} {:>8}  {}",
             i,
             row.label,
             Dist(row.dist.clone()).to_string(),
@@ -408,6 +426,8 @@ fn table(r: &Report) {
             },
             format!("{}/{}", row.flagged_runs, row.runs.len()),
             row.busy_diff_pct,
+            row.cpu_per_unit_vs_blk
+                .map_or("-".to_string(), |x| format!("{x:.3}")),
             if row.out_of_core { "out" } else { "in" }
         );
     }
@@ -442,6 +462,18 @@ fn summary(r: &Report) {
         "busy: the busiest rank's time in stages (computation and I/O), predicted against measured: avg diff {:.2}%; the rest of a diff is communication and waiting",
         r.mean_busy_diff_pct
     );
+    let cpu: Vec<f64> = r
+        .rows
+        .iter()
+        .filter_map(|x| x.cpu_per_unit_vs_blk)
+        .collect();
+    if !cpu.is_empty() {
+        println!(
+            "CPU/unit: a rank's CPU time per unit of work over its own on Blk's runs (median over the runs and ranks): {:.3} to {:.3} over the points; the model prices a row as recorded on Block, so a point off 1 has its compute off by as much",
+            cpu.iter().copied().fold(f64::INFINITY, f64::min),
+            cpu.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+        );
+    }
     if let Some(c) = &r.row_curve {
         println!(
             "row-cost curve: {} ({} interleaved rounds); the paper's one cost a row on the same models and runs: avg diff {:.2}%, max {:.2}%, busy {:.2}%",
