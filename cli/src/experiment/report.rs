@@ -393,7 +393,7 @@ pub fn print(r: &Report) {
 }
 
 /// One line per point: predicted, actual, diff and its 95% interval,
-/// spread, flagged runs, busy diff, core.
+/// spread, flagged runs, busy diff, CPU per unit against Blk, core.
 fn table(r: &Report) {
     println!(
         "{:>3}  {:<10} {:<28} {:>14} {:>14} {:>8} {:>15} {:>9} {:>7} {:>8} {:>8}  core",
