@@ -275,6 +275,7 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
             rebuild,
         };
         let mut decl = kernel.declare(&ctx);
+        decl.cpu_clock = s.job.c.cpu_mode() == "clock";
         if let Some(f) = ctx.fixed.get() {
             decl.memory = Some(mheta_trace::MemoryDecl {
                 budget: s.job.ck.mem_limit.clone(),

@@ -24,7 +24,7 @@
 //! application may use, and disk per-call overheads and per-byte costs
 //! (one rank per host).
 
-use mheta_microbench::{net, node};
+use mheta_microbench::{net, node, reuse};
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
@@ -202,6 +202,9 @@ struct Layout {
     /// the most ranks any kernel runs.
     turn: usize,
     turns: usize,
+    /// Per rank, the first rank of its kernel (which measures what the
+    /// kernel's ranks share).
+    kernel_first: Vec<usize>,
 }
 
 /// Every rank's host and kernel, and whether any kernel is
@@ -218,6 +221,9 @@ fn layout(world: &SimpleCommunicator) -> Layout {
         .map(|q| (0..p).filter(|&r| kernels[r] == kernels[q]).count())
         .max()
         .unwrap_or(1);
+    let kernel_first = (0..p)
+        .map(|r| (0..p).find(|&q| kernels[q] == kernels[r]).unwrap_or(r))
+        .collect();
     // Online CPUs of the node (not this rank's affinity: mpirun binds
     // each rank to one core).
     // SAFETY: sysconf only reads a system value.
@@ -241,6 +247,7 @@ fn layout(world: &SimpleCommunicator) -> Layout {
         serial,
         turn,
         turns,
+        kernel_first,
     }
 }
 
@@ -392,6 +399,9 @@ fn measure_nodes(
                 let first = (0..p).find(|&q| hosts[q] == hosts[r]).unwrap_or(r);
                 nodes[r].disk = nodes[first].disk.clone();
             }
+            if nodes[r].reuse_by.is_empty() {
+                nodes[r].reuse_by = nodes[lay.kernel_first[r]].reuse_by.clone();
+            }
         }
     } else {
         to_root(world, &mine);
@@ -431,12 +441,19 @@ fn node_cost(
     let reps = 21;
     world.barrier();
     let copy = SampleStats::from_samples(&node::copy_cost(reps));
-    let (mut shifts, mut touch) = (Vec::new(), Vec::new());
+    let (mut shifts, mut touch, mut reuse_by) = (Vec::new(), Vec::new(), Vec::new());
     for t in 0..lay.turns {
         quiet_barrier(world);
         if t == lay.turn {
             shifts = node::shift_costs(SHIFT_REPS, &node::SHIFT_DISTANCES);
             touch = node::touch_cost(reps);
+            // The caches' sharing is the kernel's: its first rank measures
+            // it for all (about 4 s quick, 10 s otherwise).
+            if t == 0 && !args.no_reuse {
+                let (rounds, samples) = if args.quick { (3, 3) } else { (7, 3) };
+                reuse_by =
+                    reuse::reuse_costs(&reuse::WORKING_SETS, &reuse::WAITS_S, rounds, samples);
+            }
         }
     }
     quiet_barrier(world);
@@ -481,6 +498,7 @@ fn node_cost(
         shift_per_byte: shift,
         shift_by,
         touch_per_byte: touch,
+        reuse_by,
     })
 }
 

@@ -6,7 +6,8 @@
 //! trace in `model/program.rs`, the replay one function per step kind in
 //! `model/replay.rs`, compiled for searches in `model/fast.rs`), the
 //! out-of-core rule and I/O model ([`ooc`],
-//! [`iomodel`]), the trace's summaries ([`analysis`]), the searches
+//! [`iomodel`]), what a row costs by the time since its last sweep
+//! ([`reuse`]), the trace's summaries ([`analysis`]), the searches
 //! ([`search`]: GBS and baselines), the cost of a move ([`redist`]),
 //! shared-node slowdowns, stochastic values and risk ([`slowdown`],
 //! [`stoch`], [`risk`]), a rank's summary of its trace for the planner
@@ -21,6 +22,7 @@ pub mod iomodel;
 pub mod model;
 pub mod ooc;
 pub mod redist;
+pub mod reuse;
 pub mod risk;
 pub mod search;
 pub mod slowdown;

@@ -42,6 +42,7 @@ mod fast;
 mod net;
 mod program;
 mod replay;
+mod reused;
 
 pub use collective::Shape;
 pub use fast::Evaluator;
@@ -201,6 +202,9 @@ pub struct Model {
     /// Per rank, its cost a row over its rows ([`Model::with_row_curves`];
     /// empty: one cost a row, as MHETA section 4.2.1).
     row_curves: Vec<RowCurve>,
+    /// The reuse term ([`crate::reuse`]; None: rows cost as recorded
+    /// whatever the iteration's length).
+    reuse: Option<crate::reuse::Reuse>,
 }
 
 impl Model {
@@ -275,7 +279,9 @@ impl Model {
             load: None,
             tapes: Default::default(),
             row_curves: Vec::new(),
+            reuse: None,
         };
+        model.reuse = model.reuse_of(prof);
         model.last_arrival_s = last_arrivals(&model.programs);
         model.overlapping = !model.programs.iter().all(Program::ends_at_a_collective)
             || model.programs.iter().any(Program::leaves_collectives_apart);
@@ -323,6 +329,9 @@ impl Model {
             });
         }
         self.row_curves = curves;
+        if let Some(r) = &mut self.reuse {
+            r.relative();
+        }
         Ok(self)
     }
 
@@ -576,7 +585,12 @@ impl Model {
 
     /// Predict one iteration under `d` (rows per rank).
     pub fn predict(&self, d: &Dist) -> Result<Prediction, ModelError> {
-        self.replay(d, None, self.laps())
+        d.check(self.ranks(), self.rows())?;
+        self.settled(d, |k| {
+            replay::Replay::new(self, d, None, self.laps())?
+                .reused(k)
+                .run()
+        })
     }
 
     /// The median over the recorded iterations of each one replayed under
@@ -608,10 +622,13 @@ impl Model {
         d.check(self.ranks(), self.rows())?;
         let times = (0..k)
             .map(|j| {
-                replay::Replay::new(self, d, None, self.laps())?
-                    .iteration(j)
-                    .run()
-                    .map(|p| p.per_iteration_s)
+                self.settled(d, |k| {
+                    replay::Replay::new(self, d, None, self.laps())?
+                        .reused(k)
+                        .iteration(j)
+                        .run()
+                })
+                .map(|p| p.per_iteration_s)
             })
             .collect::<Result<Vec<f64>, _>>()?;
         Ok(mheta_base::median(&mut times.clone()).map(|m| (m, times)))
@@ -622,7 +639,8 @@ impl Model {
     /// tests check by hand. [`Model::predict`] differs only where
     /// iterations overlap or start apart ([`Model::laps`]).
     pub fn predict_first(&self, d: &Dist) -> Result<Prediction, ModelError> {
-        self.replay(d, None, 1)
+        d.check(self.ranks(), self.rows())?;
+        self.settled(d, |k| replay::Replay::new(self, d, None, 1)?.reused(k).run())
     }
 
     /// How many iterations the replay runs back to back: 1 when every

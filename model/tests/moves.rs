@@ -52,6 +52,7 @@ fn model_edited(
             copy_per_byte: measured.then(|| SampleStats::from_samples(&[COPY])),
             shift_per_byte: measured.then(|| SampleStats::from_samples(&[SHIFT])),
             touch_per_byte: measured.then(|| SampleStats::from_samples(&[TOUCH])),
+            reuse_by: Vec::new(),
             shift_by: Vec::new(),
         });
     }

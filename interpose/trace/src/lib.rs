@@ -208,6 +208,12 @@ pub struct AppDecl {
     /// read and written once on disk. None: not declared.
     #[serde(default)]
     pub stage_access: Option<Vec<Vec<StageAccess>>>,
+    /// The computation was timed by `--cpu-emulation clock` from its
+    /// declared units, so its time does not depend on the caches: the
+    /// model leaves out what the time between two sweeps of a rank's
+    /// arrays costs (`mheta_model::reuse`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cpu_clock: bool,
 }
 
 /// One array swept by a stage: its file stem (`ArrayDecl::file`) and
@@ -276,6 +282,7 @@ impl AppDecl {
             tiles: None,
             memory: None,
             stage_access: None,
+            cpu_clock: false,
         }
     }
 }

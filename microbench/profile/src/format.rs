@@ -266,6 +266,51 @@ pub struct NodeCost {
     /// its block. `None`: not measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub touch_per_byte: Option<SampleStats>,
+    /// What a byte of a rank's arrays costs by how long ago the rank last
+    /// touched it: a five-point sweep over two arrays of `ws_bytes` in
+    /// all, right after another sweep and after waits of a few to 50 ms
+    /// that touch nothing (as a rank polling MPI for a slower one), by
+    /// working set and then by `reuse_s`, increasing (the first rank of
+    /// each kernel, the others quiet). Where the node's caches are shared
+    /// with others (other jobs, other guests of the host), a rank's rows
+    /// are evicted while it waits and its next sweep reads them from
+    /// memory (docs/design/fidelity.md). Empty: not measured (the model
+    /// then prices a row as recorded, whatever the time between sweeps).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reuse_by: Vec<ReusePoint>,
+}
+
+/// One working set and time since the last sweep of
+/// [`NodeCost::reuse_by`].
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ReusePoint {
+    /// Bytes of the two arrays swept.
+    pub ws_bytes: u64,
+    /// Seconds from the start of the sweep before to the start of this
+    /// one (that sweep's own time and the wait): how long ago this sweep's
+    /// bytes were last touched, the median over the rounds.
+    pub reuse_s: f64,
+    /// CPU seconds a byte of this sweep.
+    pub per_byte: SampleStats,
+    /// This sweep's cost a byte over the one right after a sweep in the
+    /// same round (1 for that one): the median over the rounds.
+    pub rel: f64,
+    /// The percentile bootstrap 95% interval of `rel`.
+    pub rel_ci95: [f64; 2],
+}
+
+impl ReusePoint {
+    /// `rel` where its 95% interval excludes 1, else 1: a cost the rounds
+    /// did not tell apart from a sweep right after a sweep is taken to be
+    /// that one's.
+    pub fn resolved(&self) -> f64 {
+        let [lo, hi] = self.rel_ci95;
+        if lo <= 1.0 && 1.0 <= hi {
+            1.0
+        } else {
+            self.rel
+        }
+    }
 }
 
 /// One distance of [`NodeCost::shift_by`].
@@ -474,6 +519,42 @@ fn validate_pair(c: &PairCost) -> Result<(), String> {
     Ok(())
 }
 
+/// `reuse_by` is grouped by increasing working set, each by increasing
+/// `reuse_s`, with plausible costs.
+fn validate_reuse(pts: &[ReusePoint]) -> Result<(), String> {
+    let mut last: Option<(u64, f64)> = None;
+    for pt in pts {
+        let at = format!("reuse_by at {} B, {} s", pt.ws_bytes, pt.reuse_s);
+        if pt.ws_bytes == 0 {
+            return Err(format!("{at}: ws_bytes is 0"));
+        }
+        if !(pt.reuse_s.is_finite() && pt.reuse_s > 0.0 && pt.reuse_s <= MAX_TIME_S) {
+            return Err(format!("{at}: reuse_s is not a time in (0, {MAX_TIME_S}] s"));
+        }
+        if let Some((ws, r)) = last
+            && (pt.ws_bytes < ws || (pt.ws_bytes == ws && pt.reuse_s <= r))
+        {
+            return Err(format!(
+                "{at}: does not follow {ws} B, {r} s (working sets increasing, each by increasing reuse_s)"
+            ));
+        }
+        last = Some((pt.ws_bytes, pt.reuse_s));
+        let [lo, hi] = pt.rel_ci95;
+        let ok = |x: f64| x.is_finite() && (1e-3..=1e3).contains(&x);
+        if !(ok(pt.rel) && ok(lo) && ok(hi) && lo <= pt.rel && pt.rel <= hi) {
+            return Err(format!(
+                "{at}: rel = {} with rel_ci95 [{lo}, {hi}] is not a ratio of costs inside its interval",
+                pt.rel
+            ));
+        }
+        let x = pt.per_byte.p50;
+        if !(x.is_finite() && (1.0 / MAX_BANDWIDTH_BPS..=MAX_TIME_S).contains(&x)) {
+            return Err(format!("{at}: per_byte p50 = {x} s/B is not a sweep's cost a byte"));
+        }
+    }
+    Ok(())
+}
+
 /// A node's CPU weight and disk figures are plausible.
 fn validate_node(nd: &NodeCost) -> Result<(), String> {
     if !(nd.cpu_weight.is_finite() && nd.cpu_weight > 0.0 && nd.cpu_weight <= 1e6) {
@@ -499,6 +580,7 @@ fn validate_node(nd: &NodeCost) -> Result<(), String> {
             ));
         }
     }
+    validate_reuse(&nd.reuse_by)?;
     let Some(dk) = &nd.disk else {
         return Ok(());
     };

@@ -26,7 +26,8 @@ mod text;
 pub use fit::{fit_segments, line_fit};
 pub use format::{
     COLD_BYTES, ClusterProfile, DiskCost, FORMAT, MAX_BANDWIDTH_BPS, MAX_TIME_S, NodeCost,
-    OsuCompat, PairCost, ProfileError, Segment, ShiftPoint, SizePoint, SpecLink, UnlistedPairs,
+    OsuCompat, PairCost, ProfileError, ReusePoint, Segment, ShiftPoint, SizePoint, SpecLink,
+    UnlistedPairs,
     VERSION,
 };
 pub use modes::modes;

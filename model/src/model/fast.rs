@@ -271,14 +271,23 @@ impl<'a> Evaluator<'a> {
             return m.predict(d);
         }
         d.check(m.ranks(), m.rows())?;
+        m.settled(d, |k| self.predict_at(d, k))
+    }
+
+    /// The replay under `d` with reuse factors `k` ([`crate::reuse`]),
+    /// compiled where it can be.
+    fn predict_at(&self, d: &Dist, k: Option<&[f64]>) -> Result<Prediction, ModelError> {
+        let m = self.m;
         if let Some(c) = self.compiled.borrow().as_ref()
             && c.holds.iter().zip(&d.0).all(|(h, &r)| *h == (r > 0))
-            && let Some(p) = self.run(c, d)?
+            && let Some(p) = self.run(c, d, k)?
         {
             self.compiled_runs.set(self.compiled_runs.get() + 1);
             return Ok(p);
         }
-        let (pred, log) = Replay::new(m, d, None, m.laps())?.logged().run_logged()?;
+        let (pred, log) = (Replay::new(m, d, None, m.laps())?.reused(k))
+            .logged()
+            .run_logged()?;
         *self.compiled.borrow_mut() = log
             .filter(|l| l.ok)
             .and_then(|l| compile(m, d, &l.events))
@@ -315,8 +324,13 @@ impl<'a> Evaluator<'a> {
 
     /// The compiled replay under `d`; None where a send changed between
     /// eager and rendezvous.
-    fn run(&self, c: &Compiled, d: &Dist) -> Result<Option<Prediction>, ModelError> {
-        self.run_tracked(c, d, &mut NoTrack)
+    fn run(
+        &self,
+        c: &Compiled,
+        d: &Dist,
+        k: Option<&[f64]>,
+    ) -> Result<Option<Prediction>, ModelError> {
+        self.run_tracked(c, d, k, &mut NoTrack)
     }
 
     /// The ranks whose work under `d` lies on the replay's critical path:
@@ -339,7 +353,7 @@ impl<'a> Evaluator<'a> {
             return Ok(None);
         }
         let mut t = PathTrack::new(c, m.ranks());
-        let Some(pred) = self.run_tracked(c, d, &mut t)? else {
+        let Some(pred) = self.run_tracked(c, d, None, &mut t)? else {
             return Ok(None);
         };
         let last = (0..m.ranks())
@@ -370,6 +384,7 @@ impl<'a> Evaluator<'a> {
         &self,
         c: &Compiled,
         d: &Dist,
+        k: Option<&[f64]>,
         track: &mut T,
     ) -> Result<Option<Prediction>, ModelError> {
         let m = self.m;
@@ -377,6 +392,9 @@ impl<'a> Evaluator<'a> {
         let mut guard = self.scratch.borrow_mut();
         let s = &mut *guard;
         m.work_factors_into(d, &mut s.factor);
+        if let Some(k) = k {
+            m.apply_reuse(&mut s.factor, k);
+        }
         m.plans_into(d, &mut s.plans)?;
         reset(&mut s.lanes, p, Lane::START);
         if c.laps > 1 || s.first_lap.len() != p {

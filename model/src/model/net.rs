@@ -645,6 +645,7 @@ mod tests {
                 copy_per_byte: None,
                 shift_per_byte: None,
                 touch_per_byte: None,
+                reuse_by: Vec::new(),
                 shift_by: Vec::new(),
             };
             if r != 1 {

@@ -164,6 +164,15 @@ impl<'a> Replay<'a> {
         })
     }
 
+    /// The same replay with each rank's scaled computation times its
+    /// reuse factor (`k`, [`crate::reuse`]; None: as recorded).
+    pub(super) fn reused(mut self, k: Option<&[f64]>) -> Replay<'a> {
+        if let Some(k) = k {
+            self.m.apply_reuse(&mut self.factor, k);
+        }
+        self
+    }
+
     /// The same replay with every rank's computation as in its recorded
     /// iteration `j` (each compute step's own seconds then), where the
     /// rank recorded it.
