@@ -23,7 +23,9 @@
 # STUDY_NP (default 4) sets the rank count (the built-in clusters DC, IO,
 # HY1 and HY2 have 2-, 4- and 8-rank forms, and uniform, every rank at
 # power 1, any count; the profile is then OUT_DIR/pNP.json). Every cell
-# also draws OUT_DIR/TAG-C.svg (--plot).
+# also draws OUT_DIR/TAG-C.svg (--plot). STUDY_REUSE=1 measures the
+# profiles with `--reuse` (the model's reuse term, model/src/reuse.rs;
+# each cell's JSON then gives the paper's model beside, `reuse`).
 #
 # STUDY_CPU=real (the default; `paced` is the same) runs real compute with
 # no clock: `--cpu-emulation paced`, where each piece of work runs for
@@ -117,6 +119,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # or for a cluster with hosts its own, measured across them.
 labs_made=()
 trap 'for l in "${labs_made[@]}"; do "$mheta" hosts down "$l" >/dev/null || true; done' EXIT
+reuse=()
+[[ ${STUDY_REUSE:-0} == 1 ]] && reuse=(--reuse)
 profile_for() {
     local c=$1 rc=0
     "$mheta" hosts status "$c" >/dev/null 2>&1 || rc=$?
@@ -124,8 +128,8 @@ profile_for() {
         headroom=${STUDY_HEADROOM:-2.5}
         profile=$out/p$np.json
         if [[ ! -s $profile ]]; then
-            echo "accuracy-study: measuring the profile (mheta bench --np $np --quick)" >&2
-            "$mheta" bench --np "$np" --quick --output "$profile" >"$out/bench.log" 2>&1 ||
+            echo "accuracy-study: measuring the profile (mheta bench --np $np --quick ${reuse[*]})" >&2
+            "$mheta" bench --np "$np" --quick "${reuse[@]}" --output "$profile" >"$out/bench.log" 2>&1 ||
                 { cat "$out/bench.log" >&2; echo "accuracy-study: the profile failed" >&2; exit 1; }
         fi
         return
@@ -137,8 +141,8 @@ profile_for() {
     headroom=${STUDY_HEADROOM:-6}
     profile=$out/p$np-$c.json
     if [[ ! -s $profile ]]; then
-        echo "accuracy-study: measuring the profile across the hosts of $c (mheta bench --cluster $c --quick)" >&2
-        "$mheta" bench --cluster "$c" --quick --output "$profile" >"$out/bench-$c.log" 2>&1 ||
+        echo "accuracy-study: measuring the profile across the hosts of $c (mheta bench --cluster $c --quick ${reuse[*]})" >&2
+        "$mheta" bench --cluster "$c" --quick "${reuse[@]}" --output "$profile" >"$out/bench-$c.log" 2>&1 ||
             { cat "$out/bench-$c.log" >&2; echo "accuracy-study: the profile of $c failed" >&2; exit 1; }
     fi
 }

@@ -259,19 +259,21 @@ pub fn run(a: &Args) -> Result<Report> {
         s.calibrate()?;
     }
     s.size_runs()?;
-    let (block_run, linear_m) = s.instrumented(&prof)?;
+    let (block_run, m0) = s.instrumented(&prof)?;
+    let reuse = m0.has_reuse();
+    let linear_m = m0.clone().without_reuse();
     let curve = match a.row_curve {
         0 => None,
         k => Some(s.row_curve(&search::corners(&linear_m).blk, k, &linear_m)?),
     };
     let m = match &curve {
-        Some((c, _)) => linear_m.clone().with_row_curves(c.clone())?,
-        None => linear_m.clone(),
+        Some((c, _)) => m0.with_row_curves(c.clone())?,
+        None => m0,
     };
     let (dists, g) = points(&m, a.points)?;
     let mut predicted: Vec<Vec<(f64, f64)>> =
         dists.iter().map(|(_, d)| vec![predict(&m, d)]).collect();
-    let mut linear: Option<Vec<Vec<(f64, f64)>>> = curve.as_ref().map(|_| {
+    let mut linear: Option<Vec<Vec<(f64, f64)>>> = (curve.is_some() || reuse).then(|| {
         dists
             .iter()
             .map(|(_, d)| vec![predict(&linear_m, d)])
@@ -300,6 +302,7 @@ pub fn run(a: &Args) -> Result<Report> {
         thresholds: t,
         cpu_emulation: choice.why,
         curve: curve.map(|(_, p)| (p.display().to_string(), a.row_curve)),
+        reuse,
     };
     summarise(a, rows, &block_run, &blk, g, noise, ran)
 }
@@ -507,7 +510,8 @@ impl Study<'_> {
     /// run's record.
     /// With `--learn-each-round`, each round after the first learns a
     /// model first and adds its predictions to `predicted` (per point),
-    /// and with `curves` the same model's without them to `linear`.
+    /// and, where `linear` is kept, the paper's model's (no curves, no reuse
+    /// term) there.
     fn measure(
         &mut self,
         dists: &[(String, Dist)],
@@ -527,8 +531,9 @@ impl Study<'_> {
             if round > 0 && a.learn_each_round {
                 let (_, model) = self.instrumented(prof)?;
                 if let Some(l) = linear.as_deref_mut() {
+                    let paper = model.clone().without_reuse();
                     for (p, (_, d)) in l.iter_mut().zip(dists) {
-                        p.push(predict(&model, d));
+                        p.push(predict(&paper, d));
                     }
                 }
                 let model = match curves {

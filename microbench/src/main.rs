@@ -21,8 +21,10 @@
 //!
 //! Per node: CPU power from a reference kernel (weights w = t_slowest /
 //! t, the slowest rank has 1, as in Figueira and Berman), the memory an
-//! application may use, and disk per-call overheads and per-byte costs
-//! (one rank per host).
+//! application may use, disk per-call overheads and per-byte costs
+//! (one rank per host), the costs of a move's copies, and with
+//! `--reuse` what a byte costs by the time since its last sweep (one
+//! rank per machine, `mheta_microbench::reuse`).
 
 use mheta_microbench::{net, node, reuse};
 
@@ -448,8 +450,8 @@ fn node_cost(
             shifts = node::shift_costs(SHIFT_REPS, &node::SHIFT_DISTANCES);
             touch = node::touch_cost(reps);
             // The caches' sharing is the kernel's: its first rank measures
-            // it for all (about 4 s quick, 10 s otherwise).
-            if t == 0 && !args.no_reuse {
+            // it for all (about 6 s quick, 15 s otherwise).
+            if t == 0 && args.reuse {
                 let (rounds, samples) = if args.quick { (3, 3) } else { (7, 3) };
                 reuse_by =
                     reuse::reuse_costs(&reuse::WORKING_SETS, &reuse::WAITS_S, rounds, samples);

@@ -11,8 +11,8 @@ use mheta_profile::{ReusePoint, SampleStats};
 use std::time::{Duration, Instant};
 
 /// Working sets measured, bytes of the two arrays: from about a core's
-/// cache to past a last-level cache's share (this VM's lies between 32
-/// and 64 MiB: docs/design/fidelity.md).
+/// cache to past a last-level cache's share (this VM's lay between 48
+/// and 64 MiB on 2026-12-01: docs/design/fidelity.md).
 pub const WORKING_SETS: [usize; 6] = [4 << 20, 16 << 20, 32 << 20, 48 << 20, 64 << 20, 96 << 20];
 
 /// Waits after the sweep before the timed one, seconds (the first, 0, is
@@ -88,7 +88,11 @@ pub fn reuse_costs(
     rounds: usize,
     samples: usize,
 ) -> Vec<ReusePoint> {
-    assert_eq!(waits_s.first(), Some(&0.0), "the first wait is the reference");
+    assert_eq!(
+        waits_s.first(),
+        Some(&0.0),
+        "the first wait is the reference"
+    );
     let mut out = Vec::new();
     for (k, &ws) in sets.iter().enumerate() {
         let len = (ws / 2 / 8 / COLS).max(3) * COLS;
@@ -137,9 +141,7 @@ pub fn reuse_costs(
     // Within a working set the points go by increasing reuse; a wait's
     // median could fall below the previous one's only if a wait were
     // shorter than the one before it.
-    out.sort_by(|x, y| {
-        (x.ws_bytes.cmp(&y.ws_bytes)).then(x.reuse_s.total_cmp(&y.reuse_s))
-    });
+    out.sort_by(|x, y| (x.ws_bytes.cmp(&y.ws_bytes)).then(x.reuse_s.total_cmp(&y.reuse_s)));
     out.dedup_by(|x, y| x.ws_bytes == y.ws_bytes && x.reuse_s <= y.reuse_s);
     out
 }

@@ -6,7 +6,10 @@
 //! pipeline of 8 tiles (eq. 4), and the same pipeline without the
 //! reduction ("wavefront": iterations overlap, so every evaluation replays
 //! two); "jac+curve" is the Jacobi-like one with a row-cost curve of seven
-//! knots per rank ([`mheta_model::curve`]). Each evaluation is timed
+//! knots per rank ([`mheta_model::curve`]), and "jac+reuse" the same
+//! with a reuse curve on every node (six working sets, five times since
+//! the last sweep: [`mheta_model::reuse`], two replays an evaluation).
+//! Each evaluation is timed
 //! twice, batch for batch: `predict` interprets the replay
 //! (`Model::predict`), `compiled` runs it compiled, as every search does
 //! (`Model::evaluator`; the same answer, which the bench checks). Then the
@@ -64,8 +67,20 @@ fn main() {
                 RowCurve::new(r, knots).expect("curve")
             })
             .collect();
-        let kinds: [(&str, Model); 5] = [
+        let reused = {
+            let traces: Vec<_> = (0..p)
+                .map(|r| jacobi_trace(r, p, 1_000_000 + (r as u64 * 7919 % 13) * 150_000, 8 * 1026))
+                .collect();
+            let mut decl = app(vec![rows_per; p as usize]);
+            decl.arrays = vec![mheta_trace::ArrayDecl::rows("u", 8 * 1026, false, false)];
+            let mut prof = profile(p);
+            prof.nodes = (0..p).map(reuse_node).collect();
+            Model::new(&traces, decl, &prof).expect("model")
+        };
+        assert!(reused.has_reuse());
+        let kinds: [(&str, Model); 6] = [
             ("jacobi", jacobi.clone()),
+            ("jac+reuse", reused),
             ("jac+curve", jacobi.with_row_curves(curves).expect("curves")),
             ("jacobi+io", {
                 let (traces, decl) = hetero_cluster(42, p, rows_per);
@@ -284,4 +299,41 @@ fn growth() {
         s * 1e6,
         l / s
     );
+}
+
+/// A node with a reuse curve of six working sets (4 to 96 MiB) and five
+/// times since the last sweep each, a byte 1 to 2.5 times dearer.
+fn reuse_node(rank: u32) -> mheta_profile::NodeCost {
+    use mheta_profile::{ReusePoint, SampleStats};
+    let mut reuse_by = Vec::new();
+    for ws in [4u64, 16, 32, 48, 64, 96] {
+        for (t, rel) in [
+            (0.0005, 1.0),
+            (0.002, 1.2),
+            (0.005, 1.6),
+            (0.02, 2.0),
+            (0.05, 2.5),
+        ] {
+            reuse_by.push(ReusePoint {
+                ws_bytes: ws << 20,
+                reuse_s: t,
+                per_byte: SampleStats::point(4e-11 * rel),
+                rel,
+                rel_ci95: [rel, rel],
+            });
+        }
+    }
+    mheta_profile::NodeCost {
+        rank,
+        host: String::new(),
+        cpu_weight: 1.0,
+        cpu_kernel: SampleStats::point(1e-3),
+        mem_available_bytes: 1 << 30,
+        disk: None,
+        copy_per_byte: None,
+        shift_per_byte: None,
+        shift_by: Vec::new(),
+        touch_per_byte: None,
+        reuse_by,
+    }
 }

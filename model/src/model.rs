@@ -640,7 +640,9 @@ impl Model {
     /// iterations overlap or start apart ([`Model::laps`]).
     pub fn predict_first(&self, d: &Dist) -> Result<Prediction, ModelError> {
         d.check(self.ranks(), self.rows())?;
-        self.settled(d, |k| replay::Replay::new(self, d, None, 1)?.reused(k).run())
+        self.settled(d, |k| {
+            replay::Replay::new(self, d, None, 1)?.reused(k).run()
+        })
     }
 
     /// How many iterations the replay runs back to back: 1 when every

@@ -11,20 +11,33 @@
 //! (docs/design/fidelity.md, "A rank's wait and its cached rows").
 //!
 //! Each node's `reuse_by` (`mheta-microbench`, [`mheta_profile::ReusePoint`])
-//! gives `r(w, t)`: the cost a byte of a sweep over `w` bytes last touched
-//! `t` ago, over the same sweep right after another ([`ReuseCurve::rel`]).
-//! An iterative code sweeps its arrays once an iteration, so the model
-//! takes a rank's bytes to be last touched one iteration `T` ago, and
-//! scales rank i's computation under `d` by
+//! gives `r(w, t)`: the CPU cost a byte of a five-point sweep over `w`
+//! bytes last touched `t` ago ([`ReuseCurve::rel`]). It holds both what
+//! the time costs (a working set the cache's share holds is evicted in
+//! tens of milliseconds where the cache is shared) and what the size
+//! costs (one past the share costs the memory's price even right after a
+//! sweep, so a rank given more rows than its cache's share holds pays
+//! more a row whatever the wait). An iterative code sweeps its arrays
+//! once an iteration, so the model takes a rank's bytes to be last
+//! touched one iteration `T` ago, and scales rank i's computation under
+//! `d` by
 //!
 //! `k_i = r(w_i(d), T) / r(w_i(rec), T_rec)`  (eq. R1)
 //!
 //! with `w_i` the bytes of its arrays (its rows times their bytes a row,
-//! a per-work array's by the work of its rows, up to its memory budget)
-//! and `T_rec` the recorded iteration ([`Reuse::factors`]). `T` depends
+//! a per-work array's by the work of its rows) and `T_rec` the recorded
+//! iteration; `k_i = 1` for a rank out of core under either distribution
+//! (its sweeps work on pieces it has just read). The ratio of the probe's costs is
+//! taken to be the rank's: the measurements behind that choice (against
+//! a ratio of each working set's own curve, and against adding the
+//! probe's difference a byte) are in docs/design/fidelity.md. `T` depends
 //! on `k`: the prediction replays at `k = 1`, settles `T` from that
 //! replay's ranks along the curves (eq. R2, [`Reuse::factors`]), and
-//! replays once more at `k(T)` ([`crate::Model::predict`]). A model without curves, of
+//! replays once more at `k(T)` ([`crate::Model::predict`]), so a model
+//! with the term costs two replays an evaluation. With a row-cost curve
+//! ([`crate::curve`], measured for the app) the size is the curve's, and
+//! the term keeps each working set's curve over its own sweep right
+//! after a sweep ([`ReuseCurve::relative`]). A model without curves, of
 //! an app that declares no arrays, or of a run whose computation was
 //! timed by the clock (`AppDecl::cpu_clock`) has no reuse term.
 
@@ -130,7 +143,10 @@ impl Reuse {
 
     fn at_record(&mut self) {
         self.rec_r = (self.curves.iter().zip(&self.rec_ws))
-            .map(|(c, &w)| c.as_ref().map_or(1.0, |c| c.rel(w, self.rec_s)))
+            .map(|(c, &w)| match c {
+                Some(c) if !w.is_nan() => c.rel(w, self.rec_s),
+                _ => 1.0,
+            })
             .collect();
     }
 
@@ -143,11 +159,13 @@ impl Reuse {
         self.at_record();
     }
 
-    /// Rank `i`'s `k_i` at period `t` with `ws` bytes (eq. R1).
+    /// Rank `i`'s `k_i` at period `t` with `ws` bytes (eq. R1); 1 for a
+    /// rank without a curve, or out of core (`ws` NaN) under either
+    /// distribution.
     pub fn k(&self, i: usize, ws: f64, t: f64) -> f64 {
         match &self.curves[i] {
-            Some(c) => c.rel(ws, t) / self.rec_r[i],
-            None => 1.0,
+            Some(c) if !ws.is_nan() && !self.rec_ws[i].is_nan() => c.rel(ws, t) / self.rec_r[i],
+            _ => 1.0,
         }
     }
 

@@ -153,9 +153,12 @@ fn quick_sessions_at_2_and_4_ranks() {
     let dir = scratch("bench");
     for np in [2usize, 4] {
         let out = dir.join(format!("p{np}.json"));
+        // The 4-rank session measures the reuse curve too.
+        let reuse = (np == 4).then_some("--reuse");
         let text = ok(mheta()
             .args(["bench", "--np", &np.to_string(), "--quick", "-o"])
-            .arg(&out));
+            .arg(&out)
+            .args(reuse));
         // OSU-style tables and the matrices are on stdout.
         assert!(text.contains("# Size            Latency (us)"), "{text}");
         assert!(text.contains("# Size        Bandwidth (MB/s)"), "{text}");
@@ -168,6 +171,28 @@ fn quick_sessions_at_2_and_4_ranks() {
         assert!(text.contains("# Modes: "), "{text}");
         let p = ClusterProfile::load(&out).unwrap();
         check_profile(&p, np);
+        // What a byte costs by the time since its last sweep, with
+        // `--reuse`: measured once for the machine (its first rank) and
+        // given to every rank, five times a working set, each a sweep's
+        // own time and more, the first the reference of its ratios;
+        // printed as a table.
+        let first = &p.nodes[0].reuse_by;
+        if reuse.is_none() {
+            assert!(p.nodes.iter().all(|n| n.reuse_by.is_empty()));
+            assert!(!text.contains("# A byte's cost"), "{text}");
+            continue;
+        }
+        assert!(p.nodes.iter().all(|n| &n.reuse_by == first));
+        assert_eq!(first.len(), 6 * 5, "{first:?}");
+        for w in first.chunks(5) {
+            assert!(w.iter().all(|x| x.ws_bytes == w[0].ws_bytes));
+            assert_eq!(w[0].rel, 1.0);
+            assert!(w[4].reuse_s > 0.05 && w[4].reuse_s > w[0].reuse_s + 0.049);
+        }
+        assert!(
+            text.contains("# A byte's cost by the time since its last sweep, ranks 0,1,2,3"),
+            "{text}"
+        );
     }
 }
 
@@ -251,6 +276,7 @@ fn json_output_is_the_profile() {
     let from_file = ClusterProfile::load(&out).unwrap();
     assert_eq!(from_stdout, from_file);
     assert!(from_file.nodes.iter().all(|n| n.disk.is_none()));
+    assert!(from_file.nodes.iter().all(|n| n.reuse_by.is_empty()));
 }
 
 /// `--max-size` (OSU's `-m`) carries the profile's sweep and the OSU

@@ -57,9 +57,10 @@ pub struct Row {
     /// Some rank kept an array out of core in some real run of this
     /// point (its `out_of_core` list was not empty).
     pub out_of_core: bool,
-    /// With `--row-curve`: the paper's one cost a row (no curve) on the
-    /// same models, its prediction (median over the models), diff and
-    /// busy diff against the same runs.
+    /// With `--row-curve` or the reuse term: the paper's model (one cost
+    /// a row, as recorded: no curve, no reuse term) on the same models,
+    /// its prediction (median over the models), diff and busy diff
+    /// against the same runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub predicted_linear_s: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -76,8 +77,15 @@ pub struct CurveSummary {
     pub file: String,
     /// Its interleaved rounds.
     pub rounds: usize,
-    /// Mean and max over the points of `diff_linear_pct`, and mean of
-    /// `busy_diff_linear_pct`.
+    /// The paper's model on the same points and runs.
+    #[serde(flatten)]
+    pub linear: LinearFigures,
+}
+
+/// The paper's model (`Row::diff_linear_pct`) over the points: mean and
+/// max of `diff_linear_pct`, and mean of `busy_diff_linear_pct`.
+#[derive(Serialize, Clone, Debug)]
+pub struct LinearFigures {
     pub mean_diff_linear_pct: f64,
     pub max_diff_linear_pct: f64,
     pub mean_busy_diff_linear_pct: f64,
@@ -152,6 +160,10 @@ pub struct Report {
     /// `--row-curve`: the curve and the diffs without it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub row_curve: Option<CurveSummary>,
+    /// With the reuse term (the profile's `reuse_by`, `model/src/reuse.rs`):
+    /// the paper's model's figures on the same points and runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reuse: Option<LinearFigures>,
 }
 
 /// How the study's runs went, beside the arguments: their iterations
@@ -163,6 +175,8 @@ pub(super) struct Ran {
     pub(super) thresholds: Thresholds,
     pub(super) cpu_emulation: String,
     pub(super) curve: Option<(String, usize)>,
+    /// The model had a reuse term.
+    pub(super) reuse: bool,
 }
 
 /// |p - a| / min(p, a), in percent (the paper's figure 9 measure).
@@ -339,21 +353,22 @@ pub(super) fn summarise(
         noise_from,
         cpu_emulation: ran.cpu_emulation,
         emulation: block_run["emulation"].clone(),
-        row_curve: ran
-            .curve
-            .map(|(file, rounds)| curve_summary(&rows, file, rounds)),
+        row_curve: ran.curve.map(|(file, rounds)| CurveSummary {
+            file,
+            rounds,
+            linear: linear_figures(&rows),
+        }),
+        reuse: ran.reuse.then(|| linear_figures(&rows)),
         rows,
     })
 }
 
-/// The linear model's figures over the same points.
-fn curve_summary(rows: &[Row], file: String, rounds: usize) -> CurveSummary {
+/// The paper's model's figures over the same points.
+fn linear_figures(rows: &[Row]) -> LinearFigures {
     let d: Vec<f64> = rows.iter().filter_map(|r| r.diff_linear_pct).collect();
     let b: Vec<f64> = rows.iter().filter_map(|r| r.busy_diff_linear_pct).collect();
     let n = d.len().max(1) as f64;
-    CurveSummary {
-        file,
-        rounds,
+    LinearFigures {
         mean_diff_linear_pct: d.iter().sum::<f64>() / n,
         max_diff_linear_pct: d.iter().copied().fold(0.0, f64::max),
         mean_busy_diff_linear_pct: b.iter().sum::<f64>() / b.len().max(1) as f64,
@@ -479,9 +494,15 @@ fn summary(r: &Report) {
             "row-cost curve: {} ({} interleaved rounds); the paper's one cost a row on the same models and runs: avg diff {:.2}%, max {:.2}%, busy {:.2}%",
             c.file,
             c.rounds,
-            c.mean_diff_linear_pct,
-            c.max_diff_linear_pct,
-            c.mean_busy_diff_linear_pct
+            c.linear.mean_diff_linear_pct,
+            c.linear.max_diff_linear_pct,
+            c.linear.mean_busy_diff_linear_pct
+        );
+    }
+    if let Some(c) = &r.reuse {
+        println!(
+            "reuse term: on (the profile's reuse_by: a row's cost by the time since its last sweep); the paper's model, rows as recorded, on the same models and runs: avg diff {:.2}%, max {:.2}%, busy {:.2}%",
+            c.mean_diff_linear_pct, c.max_diff_linear_pct, c.mean_busy_diff_linear_pct
         );
     }
     if let Some(d) = r.drift_pct {

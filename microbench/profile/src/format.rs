@@ -529,7 +529,9 @@ fn validate_reuse(pts: &[ReusePoint]) -> Result<(), String> {
             return Err(format!("{at}: ws_bytes is 0"));
         }
         if !(pt.reuse_s.is_finite() && pt.reuse_s > 0.0 && pt.reuse_s <= MAX_TIME_S) {
-            return Err(format!("{at}: reuse_s is not a time in (0, {MAX_TIME_S}] s"));
+            return Err(format!(
+                "{at}: reuse_s is not a time in (0, {MAX_TIME_S}] s"
+            ));
         }
         if let Some((ws, r)) = last
             && (pt.ws_bytes < ws || (pt.ws_bytes == ws && pt.reuse_s <= r))
@@ -549,7 +551,9 @@ fn validate_reuse(pts: &[ReusePoint]) -> Result<(), String> {
         }
         let x = pt.per_byte.p50;
         if !(x.is_finite() && (1.0 / MAX_BANDWIDTH_BPS..=MAX_TIME_S).contains(&x)) {
-            return Err(format!("{at}: per_byte p50 = {x} s/B is not a sweep's cost a byte"));
+            return Err(format!(
+                "{at}: per_byte p50 = {x} s/B is not a sweep's cost a byte"
+            ));
         }
     }
     Ok(())

@@ -36,6 +36,7 @@ impl ClusterProfile {
         );
         out.push_str(&self.link_tables());
         self.node_table(&mut out);
+        reuse_table(&self.nodes, &mut out);
         out
     }
 
@@ -223,6 +224,43 @@ impl ClusterProfile {
                 f(d.map(|d| d.write_per_byte_s), 1e9),
                 d.map_or("-", |d| d.method.as_str()),
             );
+        }
+    }
+}
+
+/// Per machine measured, `reuse_by` as a table: a row per working set,
+/// each point's CPU ps a byte and its ratio to the sweep right after a
+/// sweep, in order of the time since the last sweep.
+fn reuse_table(nodes: &[crate::NodeCost], out: &mut String) {
+    let mut shown: Vec<(&Vec<crate::ReusePoint>, Vec<u32>)> = Vec::new();
+    for nd in nodes.iter().filter(|n| !n.reuse_by.is_empty()) {
+        match shown.iter_mut().find(|(r, _)| **r == nd.reuse_by) {
+            Some((_, ranks)) => ranks.push(nd.rank),
+            None => shown.push((&nd.reuse_by, vec![nd.rank])),
+        }
+    }
+    for (pts, ranks) in shown {
+        let ranks: Vec<String> = ranks.iter().map(u32::to_string).collect();
+        let _ = writeln!(
+            out,
+            "# A byte's cost by the time since its last sweep, ranks {} (a five-point sweep's CPU ps a byte and its ratio to right after a sweep, at ms since the last sweep)",
+            ranks.join(",")
+        );
+        let mut i = 0;
+        while i < pts.len() {
+            let ws = pts[i].ws_bytes;
+            let mut line = format!("{:>6}M ", ws >> 20);
+            while i < pts.len() && pts[i].ws_bytes == ws {
+                let p = &pts[i];
+                line += &format!(
+                    " {:>6.1}ms:{:>5.1} x{:.2}",
+                    p.reuse_s * 1e3,
+                    p.per_byte.p50 * 1e12,
+                    p.rel
+                );
+                i += 1;
+            }
+            let _ = writeln!(out, "{line}");
         }
     }
 }

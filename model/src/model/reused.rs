@@ -43,8 +43,10 @@ impl Model {
 
     /// Each rank's bytes of arrays under `d` ([`crate::reuse`]'s `w_i`):
     /// its rows times the bytes a row of every array (a coarse level's
-    /// halved once a level), a per-work array's by the work of its rows,
-    /// at most its memory budget.
+    /// halved once a level), a per-work array's by the work of its rows;
+    /// NaN for a rank with an array out of core, whose sweeps work on
+    /// pieces just read, whatever the iteration's length (no reuse term
+    /// for it: [`crate::reuse::Reuse::k`]).
     fn working_sets(&self, d: &Dist) -> Vec<f64> {
         let (mut row_b, mut work_b) = (0.0, 0.0);
         for a in &self.app.arrays {
@@ -64,10 +66,16 @@ impl Model {
                     }
                     _ => 0.0,
                 };
-                let b = d.0[i] as f64 * row_b + work * work_b;
-                let budget = (self.app.memory.as_ref())
-                    .and_then(|m| m.budget.get(i).copied().flatten());
-                budget.map_or(b, |m| b.min(m as f64))
+                let in_core = match &self.io {
+                    Some(io) if !io.unbudgeted(i) => (io.plan(i, off[i], d.0[i]))
+                        .is_some_and(|p| p.out_of_core.iter().all(|&o| !o)),
+                    _ => true,
+                };
+                if in_core {
+                    d.0[i] as f64 * row_b + work * work_b
+                } else {
+                    f64::NAN
+                }
             })
             .collect()
     }

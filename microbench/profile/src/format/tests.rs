@@ -100,3 +100,72 @@ fn with_mode_moves_overheads_latency_and_the_curve() {
     assert_eq!(slow.pairs[1], p.pairs[1], "a pair without modes is kept");
     assert_eq!(p.multi_modal().len(), 2);
 }
+
+/// A node of `two()` with the reuse points `pts`.
+fn with_reuse(pts: Vec<ReusePoint>) -> ClusterProfile {
+    let mut p = two();
+    for rank in 0..2 {
+        p.nodes.push(NodeCost {
+            rank,
+            host: if rank == 0 { "a" } else { "b" }.into(),
+            cpu_weight: 1.0,
+            cpu_kernel: SampleStats::point(1e-3),
+            mem_available_bytes: 1 << 30,
+            disk: None,
+            copy_per_byte: None,
+            shift_per_byte: None,
+            shift_by: Vec::new(),
+            touch_per_byte: None,
+            reuse_by: pts.clone(),
+        });
+    }
+    p
+}
+
+#[test]
+fn a_reuse_curve_out_of_order_or_implausible_is_named() {
+    let pt = |ws: u64, t: f64, rel: f64| ReusePoint {
+        ws_bytes: ws,
+        reuse_s: t,
+        per_byte: SampleStats::point(5e-11 * rel),
+        rel,
+        rel_ci95: [rel * 0.9, rel * 1.1],
+    };
+    let good = vec![
+        pt(4 << 20, 0.001, 1.0),
+        pt(4 << 20, 0.02, 2.0),
+        pt(16 << 20, 0.002, 1.0),
+    ];
+    let p = with_reuse(good.clone());
+    assert_eq!(
+        ClusterProfile::parse(&p.to_json(), Path::new("p")).unwrap(),
+        p
+    );
+    let bad = |pts: Vec<ReusePoint>| {
+        ClusterProfile::parse(&with_reuse(pts).to_json(), Path::new("prof.json"))
+            .unwrap_err()
+            .to_string()
+    };
+    // A shorter time after a longer one of the same working set.
+    let mut v = good.clone();
+    v.swap(0, 1);
+    let e = bad(v);
+    assert!(
+        e.contains("prof.json") && e.contains("reuse_by at 4194304 B, 0.001 s: does not follow"),
+        "{e}"
+    );
+    // A smaller working set after a larger one.
+    let mut v = good.clone();
+    v.push(pt(4 << 20, 0.05, 2.5));
+    assert!(bad(v).contains("does not follow 16777216 B"));
+    // A ratio outside its interval, a time of 0, no bytes.
+    let mut v = good.clone();
+    v[1].rel_ci95 = [0.5, 1.5];
+    assert!(bad(v).contains("is not a ratio of costs inside its interval"));
+    let mut v = good.clone();
+    v[0].reuse_s = 0.0;
+    assert!(bad(v).contains("reuse_s is not a time"));
+    let mut v = good;
+    v[2].ws_bytes = 0;
+    assert!(bad(v).contains("ws_bytes is 0"));
+}
