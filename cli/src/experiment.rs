@@ -127,7 +127,9 @@ pub struct Args {
     /// Also draw predicted and actual time over the spectrum as SVG.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
-    /// Cluster profile from `mheta bench` (default: measure one now).
+    /// Cluster profile from `mheta bench` (default: measure one now, with
+    /// `mheta bench --quick`). One measured with `--reuse` gives the
+    /// model its reuse term.
     #[arg(long)]
     pub profile: Option<PathBuf>,
     /// Working directory for the profile and trace.
