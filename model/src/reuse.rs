@@ -189,7 +189,7 @@ impl Reuse {
                 + (0..ws.len())
                     .map(|i| busy[i] + compute[i] * (self.k(i, ws[i], t) - 1.0))
                     .fold(0.0, f64::max);
-            let done = (next - t).abs() <= 1e-9 * t0.abs().max(1e-12);
+            let done = (next - t).abs() <= 1e-6 * t0.abs().max(1e-12);
             t = next;
             if done {
                 break;
