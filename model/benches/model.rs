@@ -324,16 +324,7 @@ fn reuse_node(rank: u32) -> mheta_profile::NodeCost {
         }
     }
     mheta_profile::NodeCost {
-        rank,
-        host: String::new(),
-        cpu_weight: 1.0,
-        cpu_kernel: SampleStats::point(1e-3),
-        mem_available_bytes: 1 << 30,
-        disk: None,
-        copy_per_byte: None,
-        shift_per_byte: None,
-        shift_by: Vec::new(),
-        touch_per_byte: None,
         reuse_by,
+        ..mheta_profile::NodeCost::bare(rank, "")
     }
 }

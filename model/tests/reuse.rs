@@ -60,17 +60,8 @@ fn curved() -> ClusterProfile {
     let mut prof = profile(2);
     for r in 0..2 {
         let n = mheta_profile::NodeCost {
-            rank: r,
-            host: String::new(),
-            cpu_weight: 1.0,
-            cpu_kernel: SampleStats::point(1e-3),
-            mem_available_bytes: 1 << 30,
-            disk: None,
-            copy_per_byte: None,
-            shift_per_byte: None,
-            shift_by: Vec::new(),
-            touch_per_byte: None,
             reuse_by: points(),
+            ..mheta_profile::NodeCost::bare(r, "")
         };
         prof.nodes.push(n);
     }

@@ -280,6 +280,26 @@ pub struct NodeCost {
     pub reuse_by: Vec<ReusePoint>,
 }
 
+impl NodeCost {
+    /// A node of CPU weight 1 and 1 GiB for the application, nothing
+    /// else measured: what tests and benches add their figures to.
+    pub fn bare(rank: u32, host: &str) -> NodeCost {
+        NodeCost {
+            rank,
+            host: host.into(),
+            cpu_weight: 1.0,
+            cpu_kernel: SampleStats::point(1e-3),
+            mem_available_bytes: 1 << 30,
+            disk: None,
+            copy_per_byte: None,
+            shift_per_byte: None,
+            shift_by: Vec::new(),
+            touch_per_byte: None,
+            reuse_by: Vec::new(),
+        }
+    }
+}
+
 /// One working set and time since the last sweep of
 /// [`NodeCost::reuse_by`].
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]

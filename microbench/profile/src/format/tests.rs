@@ -106,17 +106,8 @@ fn with_reuse(pts: Vec<ReusePoint>) -> ClusterProfile {
     let mut p = two();
     for rank in 0..2 {
         p.nodes.push(NodeCost {
-            rank,
-            host: if rank == 0 { "a" } else { "b" }.into(),
-            cpu_weight: 1.0,
-            cpu_kernel: SampleStats::point(1e-3),
-            mem_available_bytes: 1 << 30,
-            disk: None,
-            copy_per_byte: None,
-            shift_per_byte: None,
-            shift_by: Vec::new(),
-            touch_per_byte: None,
             reuse_by: pts.clone(),
+            ..NodeCost::bare(rank, if rank == 0 { "a" } else { "b" })
         });
     }
     p
