@@ -96,6 +96,11 @@ pub struct AutoReport {
     /// (`sensor::LoadWatch`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sensed_slowdown: Option<Vec<mheta_model::stoch::Stoch>>,
+    /// The plan's model priced rows by the iteration's length and the
+    /// arrays' size (the reuse term: a profile from `mheta bench
+    /// --reuse`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub reuse_term: bool,
     /// Iterations after which a re-recording was dropped: a rank's load
     /// changed while it recorded (the plan's report only).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -238,6 +243,7 @@ pub(crate) fn auto_report(plan: &mheta_runtime::RunPlan, from: Dist, remaining: 
         replans: Vec::new(),
         reverted: None,
         sensed_slowdown: None,
+        reuse_term: plan.reuse_term,
         recordings_dropped: Vec::new(),
         load_change: None,
     }

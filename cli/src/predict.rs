@@ -173,6 +173,12 @@ fn json(a: &PredictArgs, m: &Model, f: &Found) -> serde_json::Value {
         "total_s": p.per_iteration_s * a.iters as f64,
         "ranks": p.ranks,
         "iterations_median_s": f.each.as_ref().map(|e| e.0),
+        // The reuse term (a profile from `mheta bench --reuse`) and the
+        // paper's model without it, rows as recorded.
+        "reuse_term": m.has_reuse(),
+        "without_reuse_per_iteration_s": m.has_reuse().then(|| {
+            m.clone().without_reuse().predict(&f.dist).ok().map(|p| p.per_iteration_s)
+        }).flatten(),
         "iterations_s": f.each.as_ref().map(|e| &e.1),
         "load": m.load.as_ref().filter(|_| a.model.load.is_some()),
         "per_iteration": load_desc::json(f.sp.per_iteration),
@@ -236,6 +242,14 @@ fn text(a: &PredictArgs, m: &Model, f: &Found) {
         for line in load_desc::describe(s) {
             println!("  {line}");
         }
+    }
+    if m.has_reuse()
+        && let Ok(q) = m.clone().without_reuse().predict(&f.dist)
+    {
+        println!(
+            "reuse term: on (the profile's reuse_by: a row's cost by the iteration's length and its rank's arrays' size); rows as recorded: per iteration {:.6} s",
+            q.per_iteration_s
+        );
     }
     println!("{}", f.note);
     println!(

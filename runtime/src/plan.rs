@@ -46,6 +46,9 @@ pub struct RunPlan {
     /// Rank 0's time from having the summaries to the plan (model, GBS,
     /// the move's price); 0 elsewhere.
     pub model_s: f64,
+    /// The model had the reuse term (a profile from `mheta bench
+    /// --reuse`, `mheta_model::reuse`); rank 0's.
+    pub reuse_term: bool,
 }
 
 /// Gather every rank's summary of its trace, run model + GBS on rank 0
@@ -91,6 +94,7 @@ pub fn plan_in_run(
         predicted_busy_s: Vec::new(),
         gathered,
         model_s: 0.0,
+        reuse_term: false,
     };
     if world.rank() == 0 {
         let t0 = std::time::Instant::now();
@@ -114,7 +118,9 @@ pub fn plan_in_run(
                 busy_now,
                 busy_chosen,
                 point,
+                reuse_term,
             }) => {
+                plan.reuse_term = reuse_term;
                 let d = redist::decide(cur, f.predicted_s, c.total_s, remaining);
                 msg.push(1);
                 let to = if d.moved { &f.dist } else { &current.0 };
@@ -168,6 +174,8 @@ pub struct Planned {
     pub busy_chosen: Vec<f64>,
     /// The replay of the median iteration on the current and the chosen.
     pub point: (f64, f64),
+    /// The model had the reuse term (`mheta_model::reuse`).
+    pub reuse_term: bool,
 }
 
 /// Rank 0's side of [`plan_in_run`] once it holds every rank's summary
@@ -213,6 +221,7 @@ pub fn plan_at_root(
         busy_now: busy(&cur),
         busy_chosen: busy(&chosen),
         point,
+        reuse_term: m.has_reuse(),
     })
 }
 

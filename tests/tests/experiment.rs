@@ -295,3 +295,78 @@ fn a_row_cost_curve_is_measured_written_and_used() {
         "{err}"
     );
 }
+
+/// A profile with a reuse curve (`mheta bench --reuse`'s `reuse_by`,
+/// written here for a jacobi run of 2 ranks recorded for real) turns the
+/// model's reuse term on: `mheta predict` says so, and gives the paper's
+/// figure, rows as recorded, beside; a malformed curve is refused by name.
+#[test]
+fn a_reuse_curve_in_the_profile_turns_the_term_on_and_says_so() {
+    use mheta_tests::{bin, launch};
+    let dir = scratch("reuse-predict");
+    let profile = quick_profile(&dir, 2);
+    let trace = dir.join("trace");
+    ok(mheta()
+        .args(["run", "--trace-dir"])
+        .arg(&trace)
+        .arg("--")
+        .args(launch(2))
+        .arg(bin("jacobi"))
+        .args(["--n", "256", "--iters", "8"]));
+    // A byte costs twice as much 50 ms after its last sweep as right
+    // after one, at every working set.
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&profile).unwrap()).unwrap();
+    let curve: Vec<serde_json::Value> = [(1u64 << 20, 1e-4, 1.0), (1 << 20, 0.05, 2.0)]
+        .iter()
+        .map(|&(ws, t, rel)| {
+            serde_json::json!({
+                "ws_bytes": ws, "reuse_s": t, "rel": rel, "rel_ci95": [rel, rel],
+                "per_byte": {"count": 1, "mean": 5e-11 * rel, "stdev": 0.0,
+                             "p50": 5e-11 * rel, "p99": 5e-11 * rel},
+            })
+        })
+        .collect();
+    for n in v["nodes"].as_array_mut().unwrap() {
+        n["reuse_by"] = curve.clone().into();
+    }
+    let curved = dir.join("curved.json");
+    std::fs::write(&curved, serde_json::to_string(&v).unwrap()).unwrap();
+    let predict = |p: &std::path::Path, json: bool| {
+        ok(mheta()
+            .args(["predict", "--profile"])
+            .arg(p)
+            .arg("--trace")
+            .arg(&trace)
+            .args(["--dist", "160,96"])
+            .args(json.then_some("--json")))
+    };
+    let with = last_json(&predict(&curved, true));
+    let without = last_json(&predict(&profile, true));
+    assert_eq!(with["reuse_term"], true, "{with}");
+    assert_eq!(without["reuse_term"], false, "{without}");
+    // The paper's figure beside is the plain profile's prediction.
+    let paper = with["without_reuse_per_iteration_s"].as_f64().unwrap();
+    let plain = without["per_iteration_s"].as_f64().unwrap();
+    assert!((paper / plain - 1.0).abs() < 1e-9, "{paper} vs {plain}");
+    assert!(without["without_reuse_per_iteration_s"].is_null());
+    assert!(predict(&curved, false).contains("reuse term: on"));
+    // A curve whose times go backwards is named.
+    let mut bad = v.clone();
+    bad["nodes"][1]["reuse_by"][1]["reuse_s"] = 1e-5.into();
+    let badp = dir.join("bad-reuse.json");
+    std::fs::write(&badp, serde_json::to_string(&bad).unwrap()).unwrap();
+    let o = fails(
+        mheta()
+            .args(["predict", "--profile"])
+            .arg(&badp)
+            .arg("--trace")
+            .arg(&trace)
+            .args(["--dist", "160,96"]),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("bad-reuse.json") && err.contains("node 1: reuse_by at 1048576 B"),
+        "{err}"
+    );
+}
