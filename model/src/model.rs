@@ -281,11 +281,11 @@ impl Model {
             row_curves: Vec::new(),
             reuse: None,
         };
-        model.reuse = model.reuse_of(prof);
         model.last_arrival_s = last_arrivals(&model.programs);
         model.overlapping = !model.programs.iter().all(Program::ends_at_a_collective)
             || model.programs.iter().any(Program::leaves_collectives_apart);
         model.calibrate_collectives();
+        model.reuse = model.reuse_of(prof);
         Ok(model)
     }
 
@@ -314,6 +314,7 @@ impl Model {
         }
         self.load = Some(load);
         self.tapes.clear();
+        self.rebase_reuse();
         self
     }
 

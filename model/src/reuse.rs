@@ -17,16 +17,26 @@
 //! tens of milliseconds where the cache is shared) and what the size
 //! costs (one past the share costs the memory's price even right after a
 //! sweep, so a rank given more rows than its cache's share holds pays
-//! more a row whatever the wait). An iterative code sweeps its arrays
-//! once an iteration, so the model takes a rank's bytes to be last
-//! touched one iteration `T` ago, and scales rank i's computation under
-//! `d` by
+//! more a row whatever the wait). A stage of an iteration sweeps some
+//! of a rank's arrays, last swept by an earlier stage (a stencil's one
+//! stage: one iteration ago; each of NPB CG's 25 matrix-vector
+//! products: a 25th of one; a multigrid smoother's second pass: a pass
+//! ago), so the model scales rank i's computation under `d` by
 //!
-//! `k_i = r(w_i(d), T) / r(w_i(rec), T_rec)`  (eq. R1)
+//! `k_i = Σ_s φ_s · r(β_s w_i(d), a_s T) / r(β_s w_i(rec), a_s T_rec) + φ_0`  (eq. R1)
 //!
-//! with `w_i` the bytes of its arrays (its rows times their bytes a row,
-//! a per-work array's by the work of its rows) and `T_rec` the recorded
-//! iteration; `k_i = 1` for a rank out of core under either distribution
+//! over the groups `s` of its stages that sweep declared arrays (eq. R3,
+//! [`Sweep`], `model/reused.rs`): `φ_s` their share of the rank's
+//! computation, `a_s` the time since their arrays' last sweep began as a
+//! fraction of the recorded iteration, and `β_s` the share of the rank's
+//! bytes that their arrays hold (from the app's `stage_access`; without
+//! it, one sweep of all the bytes an iteration: `φ = a = β = 1`). `φ_0`
+//! is the share of stages that sweep no declared array, which cost as
+//! recorded. `w_i` is the bytes of the rank's arrays (its rows times
+//! their bytes a row, a per-work array's by the work of its rows) and
+//! `T_rec` the recorded distribution's iteration as the model replays it
+//! (so `k_i = 1` there); `k_i = 1` for a rank out of core under either
+//! distribution
 //! (its sweeps work on pieces it has just read). The ratio of the probe's costs is
 //! taken to be the rank's: the measurements behind that choice (against
 //! a ratio of each working set's own curve, and against adding the
@@ -91,6 +101,27 @@ impl ReuseCurve {
     /// first's before it, the last's beyond it), linear in log2(w)
     /// between working sets and the nearest one's outside them.
     pub fn rel(&self, ws: f64, t: f64) -> f64 {
+        self.at(self.sizes(ws), t)
+    }
+
+    /// Where `ws` lies among the working sets: the two sets and the
+    /// weight of the second, linear in log2 (the nearest set alone
+    /// outside them), for [`ReuseCurve::at`].
+    fn sizes(&self, ws: f64) -> (usize, usize, f64) {
+        let s = &self.sets;
+        match s.iter().position(|(w, _)| *w >= ws) {
+            None => (s.len() - 1, s.len() - 1, 0.0),
+            Some(0) => (0, 0, 0.0),
+            Some(j) => {
+                let (w0, w1) = (s[j - 1].0.log2(), s[j].0.log2());
+                (j - 1, j, (ws.max(1.0).log2() - w0) / (w1 - w0))
+            }
+        }
+    }
+
+    /// `r` at time `t` between the working sets `(j0, j1, a)` of
+    /// [`ReuseCurve::sizes`].
+    fn at(&self, (j0, j1, a): (usize, usize, f64), t: f64) -> f64 {
         let at = |pts: &[(f64, f64)]| -> f64 {
             let Some(i) = pts.iter().position(|&(x, _)| x >= t) else {
                 return pts.last().map_or(1.0, |&(_, r)| r);
@@ -101,18 +132,25 @@ impl ReuseCurve {
             let ((x0, r0), (x1, r1)) = (pts[i - 1], pts[i]);
             r0 + (r1 - r0) * (t - x0) / (x1 - x0)
         };
-        let s = &self.sets;
-        let j = s.iter().position(|(w, _)| *w >= ws);
-        match j {
-            None => at(&s[s.len() - 1].1),
-            Some(0) => at(&s[0].1),
-            Some(j) => {
-                let (w0, w1) = (s[j - 1].0.log2(), s[j].0.log2());
-                let a = (ws.max(1.0).log2() - w0) / (w1 - w0);
-                at(&s[j - 1].1) * (1.0 - a) + at(&s[j].1) * a
-            }
+        let lo = at(&self.sets[j0].1);
+        if a == 0.0 {
+            lo
+        } else {
+            lo * (1.0 - a) + at(&self.sets[j1].1) * a
         }
     }
+}
+
+/// A group of a rank's stages that sweep declared arrays (eq. R3): their
+/// share of the rank's scaled computation, the time from the last sweep
+/// of their arrays before them (its beginning) to their own beginning as
+/// a fraction of the recorded iteration, and the share of the rank's
+/// bytes that their arrays hold.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Sweep {
+    pub share: f64,
+    pub frac: f64,
+    pub bytes: f64,
 }
 
 /// What a model needs for its reuse term.
@@ -122,30 +160,54 @@ pub(crate) struct Reuse {
     curves: Vec<Option<ReuseCurve>>,
     /// Per rank, its bytes of arrays as recorded, `w_i(rec)`.
     rec_ws: Vec<f64>,
-    /// The recorded iteration, `T_rec` (the longest rank's measured one).
-    rec_s: f64,
-    /// Per rank, `r(w_i(rec), T_rec)`.
-    rec_r: Vec<f64>,
+    /// Per rank, the groups of stages that sweep its arrays (eq. R3);
+    /// the rest of its computation sweeps none and costs as recorded.
+    sweeps: Vec<Vec<Sweep>>,
+    /// The iteration replayed at the recorded distribution: the ages as
+    /// recorded come from it, so every `k_i` is 1 there.
+    rec_t: f64,
+    /// Per rank and sweep, `r(w_i(rec), age as recorded)`.
+    rec_r: Vec<Vec<f64>>,
 }
 
 impl Reuse {
-    /// The term of ranks with these curves, bytes and recorded period.
-    pub fn new(curves: Vec<Option<ReuseCurve>>, rec_ws: Vec<f64>, rec_s: f64) -> Reuse {
+    /// The term of ranks with these curves, bytes and sweeps, at an
+    /// iteration of `rec_t` (the replay of the recorded distribution).
+    pub fn new(
+        curves: Vec<Option<ReuseCurve>>,
+        rec_ws: Vec<f64>,
+        sweeps: Vec<Vec<Sweep>>,
+        rec_t: f64,
+    ) -> Reuse {
         let mut r = Reuse {
             curves,
             rec_ws,
-            rec_s,
+            sweeps,
+            rec_t,
             rec_r: Vec::new(),
         };
         r.at_record();
         r
     }
 
+    /// The ages as recorded from another replay of the recorded
+    /// distribution.
+    pub fn rebase(&mut self, rec_t: f64) {
+        self.rec_t = rec_t;
+        self.at_record();
+    }
+
     fn at_record(&mut self) {
-        self.rec_r = (self.curves.iter().zip(&self.rec_ws))
-            .map(|(c, &w)| match c {
-                Some(c) if !w.is_nan() => c.rel(w, self.rec_s),
-                _ => 1.0,
+        self.rec_r = (0..self.curves.len())
+            .map(|i| {
+                (self.sweeps[i].iter())
+                    .map(|s| match &self.curves[i] {
+                        Some(c) if !self.rec_ws[i].is_nan() => {
+                            c.rel(self.rec_ws[i] * s.bytes, s.frac * self.rec_t)
+                        }
+                        _ => 1.0,
+                    })
+                    .collect()
             })
             .collect();
     }
@@ -159,50 +221,79 @@ impl Reuse {
         self.at_record();
     }
 
-    /// Rank `i`'s `k_i` at period `t` with `ws` bytes (eq. R1); 1 for a
+    /// Rank `i`'s `k_i` with `ws` bytes in an iteration of `t` (eqs. R1
+    /// and R3): its sweeps' costs at their ages over their costs as
+    /// recorded, weighted by their shares of its computation; 1 for a
     /// rank without a curve, or out of core (`ws` NaN) under either
     /// distribution.
     pub fn k(&self, i: usize, ws: f64, t: f64) -> f64 {
         match &self.curves[i] {
-            Some(c) if !ws.is_nan() && !self.rec_ws[i].is_nan() => c.rel(ws, t) / self.rec_r[i],
+            Some(c) if !ws.is_nan() && !self.rec_ws[i].is_nan() => {
+                let mut k = 1.0;
+                for (s, r0) in self.sweeps[i].iter().zip(&self.rec_r[i]) {
+                    k += s.share * (c.at(c.sizes(ws * s.bytes), s.frac * t) / r0 - 1.0);
+                }
+                k
+            }
             _ => 1.0,
         }
     }
 
     /// Every rank's `k_i` under a distribution whose replay at `k = 1`
-    /// lasted `t0`, with `ws` each rank's bytes, `busy` its time busy
-    /// (its finish less its waits) and `compute` its computation there:
-    /// the period settled by eq. R2, then eq. R1 at it. None when every
-    /// k is 1.
+    /// lasted `t0`, with `ws` each rank's bytes and `busy_compute(i)`
+    /// rank i's time busy there (its finish less its waits) and its
+    /// computation: the period settled by eq. R2, then eq. R1 at it.
+    /// None when every k is 1.
     ///
     /// Eq. R2: `T = (t0 − max_i busy_i) + max_i (busy_i + compute_i (k_i(T) − 1))`,
     /// the busiest rank after its rows' new cost, plus what the replay
-    /// at `k = 1` spent beyond its busiest rank (messages in flight);
-    /// a few steps from `t0` (the curve's slope times the computation is
-    /// far below 1, so they converge).
-    pub fn factors(&self, ws: &[f64], busy: &[f64], compute: &[f64], t0: f64) -> Option<Vec<f64>> {
-        let top = busy.iter().copied().fold(0.0, f64::max);
+    /// at `k = 1` spent beyond its busiest rank (messages in flight).
+    pub fn factors(
+        &self,
+        ws: &[f64],
+        busy_compute: impl Fn(usize) -> (f64, f64),
+        t0: f64,
+    ) -> Option<Vec<f64>> {
+        let top = (0..ws.len()).map(|i| busy_compute(i).0).fold(0.0, f64::max);
         let rest = (t0 - top).max(0.0);
-        let mut t = t0;
-        for _ in 0..16 {
-            let next = rest
-                + (0..ws.len())
-                    .map(|i| busy[i] + compute[i] * (self.k(i, ws[i], t) - 1.0))
-                    .fold(0.0, f64::max);
-            let done = (next - t).abs() <= 1e-6 * t0.abs().max(1e-12);
-            t = next;
-            if done {
+        // One step of eq. R2: every k at `t`, and the period they give.
+        let step = |t: f64, k: &mut [f64]| {
+            let mut next = 0.0f64;
+            for (i, k) in k.iter_mut().enumerate() {
+                let (busy, compute) = busy_compute(i);
+                *k = self.k(i, ws[i], t);
+                next = next.max(busy + compute * (*k - 1.0));
+            }
+            rest + next
+        };
+        // Steps accelerated by Aitken's extrapolation: between two knots
+        // of the curves a step is linear in `t`, so one extrapolation from
+        // two steps lands on the fixed point.
+        let tol = 1e-6 * t0.abs().max(1e-12);
+        let (mut t, mut k) = (t0, vec![1.0; ws.len()]);
+        for _ in 0..8 {
+            let t1 = step(t, &mut k);
+            if (t1 - t).abs() <= tol {
                 break;
             }
+            let t2 = step(t1, &mut k);
+            if (t2 - t1).abs() <= tol {
+                break;
+            }
+            let slope = (t2 - t1) / (t1 - t);
+            t = if slope.is_finite() && slope < 1.0 {
+                t1 + (t2 - t1) / (1.0 - slope)
+            } else {
+                t2
+            };
         }
-        let k: Vec<f64> = (0..ws.len()).map(|i| self.k(i, ws[i], t)).collect();
         k.iter().any(|&x| x != 1.0).then_some(k)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{Reuse, ReuseCurve};
+    use super::{Reuse, ReuseCurve, Sweep};
     use mheta_profile::{ReusePoint, SampleStats};
 
     /// A point of a working set whose sweep right after a sweep costs
@@ -256,14 +347,31 @@ mod tests {
         let w16 = (16u64 << 20) as f64;
         let c = curve();
         let rec_r = c.rel(w16, 0.022);
-        let r = Reuse::new(vec![Some(c.clone()), None], vec![w16, w16], 0.022);
+        let once = || {
+            vec![Sweep {
+                share: 1.0,
+                frac: 1.0,
+                bytes: 1.0,
+            }]
+        };
+        let r = Reuse::new(
+            vec![Some(c.clone()), None],
+            vec![w16, w16],
+            vec![once(), once()],
+            0.022,
+        );
         // At the recorded period nothing changes.
         let (busy, compute) = ([0.021, 0.02], [0.01, 0.01]);
-        assert_eq!(r.factors(&[w16, w16], &busy, &compute, 0.022), None);
+        assert_eq!(
+            r.factors(&[w16, w16], |i| (busy[i], compute[i]), 0.022),
+            None
+        );
         // A period of 12 ms at k = 1, 11 ms of it rank 0's busy time and
         // 10 ms its compute; rank 1 has no curve.
         let (busy, compute) = ([0.011, 0.008], [0.01, 0.007]);
-        let k = r.factors(&[w16, w16], &busy, &compute, 0.012).unwrap();
+        let k = r
+            .factors(&[w16, w16], |i| (busy[i], compute[i]), 0.012)
+            .unwrap();
         assert_eq!(k[1], 1.0);
         // Rank 0 now done before rank 1: the period is rank 1's.
         let t = 0.001 + (0.011 + 0.010 * (k[0] - 1.0)).max(0.008);
@@ -275,7 +383,37 @@ mod tests {
         // working set's cost (1.5 a byte after 22 ms) over the recorded
         // one's (1.2 x 2.0).
         let (busy, compute) = ([0.021, 0.021], [0.01, 0.01]);
-        let k = (r.factors(&[w16 / 4.0, w16], &busy, &compute, 0.022)).unwrap();
+        let k = (r.factors(&[w16 / 4.0, w16], |i| (busy[i], compute[i]), 0.022)).unwrap();
         assert!((k[0] - 1.5 / 2.4).abs() < 1e-12, "{k:?}");
+    }
+
+    #[test]
+    fn each_sweep_is_priced_at_its_own_age_and_bytes_by_its_share() {
+        let (w4, w16) = ((4u64 << 20) as f64, (16u64 << 20) as f64);
+        let c = curve();
+        // Half the computation sweeps all 16 MiB once an iteration, half
+        // sweeps a quarter of them (4 MiB) a quarter iteration after
+        // their last sweep (eq. R3).
+        let sweeps = vec![
+            Sweep {
+                share: 0.5,
+                frac: 1.0,
+                bytes: 1.0,
+            },
+            Sweep {
+                share: 0.5,
+                frac: 0.25,
+                bytes: 0.25,
+            },
+        ];
+        let r = Reuse::new(vec![Some(c.clone())], vec![w16], vec![sweeps], 0.044);
+        assert_eq!(r.k(0, w16, 0.044), 1.0);
+        let t = 0.014;
+        let by_hand =
+            0.5 * c.rel(w16, t) / c.rel(w16, 0.044) + 0.5 * c.rel(w4, t / 4.0) / c.rel(w4, 0.011);
+        assert!((r.k(0, w16, t) - by_hand).abs() < 1e-12, "{by_hand}");
+        // 4 MiB 3.5 ms old costs 1.125 (1 at 1 ms, 1.5 at 11 ms), 11 ms
+        // old 1.5: that half's rows cost 0.75 of theirs as recorded.
+        assert!((c.rel(w4, t / 4.0) / c.rel(w4, 0.011) - 0.75).abs() < 1e-12);
     }
 }

@@ -3,10 +3,10 @@
 //! curve, in `Model::predict` and the evaluator alike; no term for a run
 //! timed by the clock, an app without arrays, or a profile without curves.
 
-use mheta_model::synthetic::{app, jacobi_trace, profile};
+use mheta_model::synthetic::{app, ev, jacobi_trace, profile};
 use mheta_model::{Dist, Model};
 use mheta_profile::{ClusterProfile, ReusePoint, SampleStats};
-use mheta_trace::{AppDecl, ArrayDecl, RankTrace};
+use mheta_trace::{AppDecl, ArrayDecl, RankTrace, StageAccess, What};
 
 const ROW_BYTES: u64 = 32 << 10;
 const BASE: f64 = 1e-10;
@@ -92,9 +92,10 @@ fn rows_recorded_in_a_long_iteration_cost_less_in_a_shorter_one() {
         q.per_iteration_s
     );
     // Each rank's compute scaled by r(w', T) / r(w, T_rec) at the period
-    // the prediction settled on (eq. R1), T_rec the longest rank's
-    // measured iteration.
-    let t_rec = (m.programs.iter()).fold(0.0f64, |t, p| t.max(p.measured_s));
+    // the prediction settled on (eq. R1), T_rec the recorded
+    // distribution's iteration without the term; without `stage_access`
+    // a rank sweeps all its bytes once an iteration.
+    let t_rec = b.per_iteration_s;
     for (i, &rows) in split.0.iter().enumerate() {
         let k = by_hand((rows * ROW_BYTES) as f64, p.per_iteration_s)
             / by_hand((64 * ROW_BYTES) as f64, t_rec);
@@ -124,4 +125,68 @@ fn no_reuse_term_under_the_clock_without_arrays_or_without_curves() {
             flat.predict(&split).unwrap().per_iteration_s
         );
     }
+}
+
+/// `t` with its one stage cut into `n` equal ones: `n` sweeps an
+/// iteration.
+fn cut(mut t: RankTrace, n: u64) -> RankTrace {
+    for it in &mut t.iterations {
+        let is = |w: fn(&What) -> bool| it.events.iter().position(|e| w(&e.what)).expect("a stage");
+        let b = is(|w| matches!(w, What::StageBegin));
+        let e = is(|w| matches!(w, What::StageEnd));
+        let (t0, t1) = (it.events[b].t1_ns, it.events[e].t0_ns);
+        for j in (1..n).rev() {
+            let at = t0 + (t1 - t0) * j / n;
+            it.events.insert(e, ev(at, at, None, What::StageBegin));
+            it.events.insert(e, ev(at, at, None, What::StageEnd));
+        }
+    }
+    t
+}
+
+#[test]
+fn each_stage_finds_its_arrays_as_old_as_the_last_stage_that_swept_them() {
+    // Four equal stages that sweep "u": the first finds it swept at the
+    // last one's beginning in the previous iteration, the others at the
+    // stage before theirs (eq. R3).
+    let traces: Vec<RankTrace> = traces().into_iter().map(|t| cut(t, 4)).collect();
+    let mut a = decl();
+    a.arrays = vec![ArrayDecl::rows("u", ROW_BYTES, false, true)];
+    let file = a.arrays[0].file.clone().unwrap();
+    let touch = StageAccess {
+        file,
+        read: true,
+        write: true,
+    };
+    a.stage_access = Some(vec![vec![touch]; 4]);
+    let m = Model::new(&traces, a, &curved()).unwrap();
+    let flat = m.clone().without_reuse();
+    let block = Dist(vec![64, 64]);
+    let t_rec = flat.predict(&block).unwrap().per_iteration_s;
+    let split = Dist(vec![102, 26]);
+    let (p, q) = (m.predict(&split).unwrap(), flat.predict(&split).unwrap());
+    let (t, rec) = (p.per_iteration_s, (64 * ROW_BYTES) as f64);
+    for (i, &rows) in split.0.iter().enumerate() {
+        let prog = &m.programs[i];
+        let b = &prog.stage_begin_s;
+        let it = prog.measured_s;
+        let ages = [b[0] + it - b[3], b[1] - b[0], b[2] - b[1], b[3] - b[2]].map(|x| x / it);
+        let ws = (rows * ROW_BYTES) as f64;
+        let k: f64 = (ages.iter())
+            .map(|f| 0.25 * by_hand(ws, f * t) / by_hand(rec, f * t_rec))
+            .sum();
+        let once = by_hand(ws, t) / by_hand(rec, t_rec);
+        let got = p.ranks[i].compute_s / q.ranks[i].compute_s;
+        assert!(
+            (got / k - 1.0).abs() < 0.02,
+            "rank {i}: {got} vs {k} ({ages:?})"
+        );
+        assert!(
+            (got / once - 1.0).abs() > 0.05,
+            "rank {i}: {got} vs one sweep's {once}"
+        );
+    }
+    // The evaluator agrees.
+    let x = m.evaluator().predict(&split).unwrap().per_iteration_s;
+    assert!((x / p.per_iteration_s - 1.0).abs() < 1e-9, "{x}");
 }

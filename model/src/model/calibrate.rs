@@ -143,6 +143,8 @@ mod tests {
             spin_s: 0.0,
             wake_s: 0.0,
             stage_io_s: Vec::new(),
+            stage_begin_s: Vec::new(),
+            stage_end_s: Vec::new(),
             compute_by_iter: Vec::new(),
             reduce_tooks,
             send_waits_s: Vec::new(),

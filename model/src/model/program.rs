@@ -104,6 +104,14 @@ pub struct Program {
     /// stage ordinal; the median over iterations of the same shape): what
     /// [`Model::calibrate_collectives`](super::Model::calibrate_collectives) replays in place of the I/O model.
     pub stage_io_s: Vec<f64>,
+    /// When each stage of the recorded iteration began and ended,
+    /// seconds from the iteration's start (by stage ordinal; the median
+    /// over iterations of the same shape): how long a stage's arrays lay
+    /// untouched before it ([`crate::reuse`], eq. R3).
+    #[serde(default)]
+    pub stage_begin_s: Vec<f64>,
+    #[serde(default)]
+    pub stage_end_s: Vec<f64>,
     /// Each full-world collective's time in it (`took`), in step order,
     /// one value per recorded iteration (iterations of the same shape;
     /// otherwise the program's own one): the per-iteration figures that
@@ -246,6 +254,8 @@ impl Program {
             spin_s: over(|p| p.spin_s),
             wake_s: over(|p| p.wake_s),
             stage_io_s: median_series(&progs, |p| &p.stage_io_s),
+            stage_begin_s: median_series(&progs, |p| &p.stage_begin_s),
+            stage_end_s: median_series(&progs, |p| &p.stage_end_s),
             send_waits_s: median_series(&progs, |p| &p.send_waits_s),
         }
     }
@@ -293,6 +303,8 @@ struct Reading {
     in_stage: bool,
     level: u32,
     stage: u32,
+    stage_begin_s: Vec<f64>,
+    stage_end_s: Vec<f64>,
     io: Vec<IoObs>,
     /// End of the last event, ns.
     last: u64,
@@ -339,6 +351,8 @@ impl Reading {
             in_stage: false,
             level: 0,
             stage: 0,
+            stage_begin_s: Vec::new(),
+            stage_end_s: Vec::new(),
             io: Vec::new(),
             last: 0,
             irecv_open: HashMap::new(),
@@ -422,10 +436,16 @@ impl Reading {
             What::FileWrite { file, bytes, .. } | What::FileIwrite { file, bytes, .. } => {
                 self.file(*file, true, *bytes, secs)
             }
-            What::StageBegin => self.in_stage = true,
+            What::StageBegin => {
+                if !self.in_stage {
+                    self.stage_begin_s.push(e.t0_ns as f64 * 1e-9);
+                }
+                self.in_stage = true
+            }
             What::StageEnd => {
                 if self.in_stage {
                     self.steps.push(Step::StageEnd(self.stage));
+                    self.stage_end_s.push(e.t0_ns as f64 * 1e-9);
                     self.stage += 1;
                 }
                 self.in_stage = false;
@@ -661,6 +681,8 @@ impl Reading {
             spin_s,
             wake_s,
             stage_io_s,
+            stage_begin_s: self.stage_begin_s,
+            stage_end_s: self.stage_end_s,
             reduce_tooks: Vec::new(),
             send_waits_s: self.send_waits_s,
             compute_by_iter: Vec::new(),

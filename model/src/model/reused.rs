@@ -2,9 +2,11 @@
 //! from the profile, each rank's bytes of arrays, and the second replay at
 //! the factors the first one's period gives.
 
-use super::{Model, ModelError, Prediction};
+use super::{Model, ModelError, Prediction, Program, Step, replay};
 use crate::dist::Dist;
+use crate::reuse::Sweep;
 use mheta_profile::ClusterProfile;
+use mheta_trace::{ArrayDecl, StageAccess};
 
 impl Model {
     /// The same model without the reuse term ([`crate::reuse`]): every
@@ -21,7 +23,9 @@ impl Model {
 
     /// The reuse term of this model's trace on `prof`'s nodes: None for a
     /// run timed by the clock, an app that declares no arrays, or a
-    /// profile without `reuse_by`.
+    /// profile without `reuse_by`. Its ages as recorded come from a replay
+    /// of the recorded distribution, so this runs once the model is
+    /// otherwise complete.
     pub(super) fn reuse_of(&self, prof: &ClusterProfile) -> Option<crate::reuse::Reuse> {
         use crate::reuse::{Reuse, ReuseCurve};
         if self.app.cpu_clock || self.app.arrays.is_empty() {
@@ -33,12 +37,39 @@ impl Model {
                     .and_then(|n| ReuseCurve::from_points(&n.reuse_by))
             })
             .collect();
-        let rec_s = (self.programs.iter()).fold(0.0, |t, p| p.measured_s.max(t));
-        if curves.iter().all(Option::is_none) || !(rec_s.is_finite() && rec_s > 0.0) {
+        if curves.iter().all(Option::is_none) {
             return None;
         }
+        let t = self.as_recorded()?;
+        let access = self.app.stage_access.as_deref();
+        let sweeps = (self.programs.iter().enumerate())
+            .map(|(i, p)| sweeps(p, access, &self.file_shares(i)))
+            .collect();
         let ws = self.working_sets(&Dist(self.app.dist.clone()));
-        Some(Reuse::new(curves, ws, rec_s))
+        Some(Reuse::new(curves, ws, sweeps, t))
+    }
+
+    /// The iteration of the recorded distribution replayed without the
+    /// reuse term, from which its ages as recorded come.
+    fn as_recorded(&self) -> Option<f64> {
+        let d = Dist(self.app.dist.clone());
+        let t = (replay::Replay::new(self, &d, None, self.laps()).ok()?.run())
+            .ok()?
+            .per_iteration_s;
+        (t.is_finite() && t > 0.0).then_some(t)
+    }
+
+    /// The reuse term's ages as recorded again, after a change to what
+    /// the replay prices (a load): every `k_i` stays 1 at the recorded
+    /// distribution.
+    pub(super) fn rebase_reuse(&mut self) {
+        let Some(mut r) = self.reuse.take() else {
+            return;
+        };
+        if let Some(t) = self.as_recorded() {
+            r.rebase(t);
+            self.reuse = Some(r);
+        }
     }
 
     /// Each rank's bytes of arrays under `d` ([`crate::reuse`]'s `w_i`):
@@ -48,8 +79,29 @@ impl Model {
     /// pieces just read, whatever the iteration's length (no reuse term
     /// for it: [`crate::reuse::Reuse::k`]).
     fn working_sets(&self, d: &Dist) -> Vec<f64> {
+        let off = d.offsets();
+        let all = self.bytes_a_row(|_| true);
+        (0..self.ranks())
+            .map(|i| {
+                let in_core = match &self.io {
+                    Some(io) if !io.unbudgeted(i) => (io.plan(i, off[i], d.0[i]))
+                        .is_some_and(|p| p.out_of_core.iter().all(|&o| !o)),
+                    _ => true,
+                };
+                if in_core {
+                    self.bytes_of(d, &off, i, all)
+                } else {
+                    f64::NAN
+                }
+            })
+            .collect()
+    }
+
+    /// The bytes a row and a unit of work of the arrays `pick` takes (a
+    /// coarse level's halved once a level).
+    fn bytes_a_row(&self, pick: impl Fn(&ArrayDecl) -> bool) -> (f64, f64) {
         let (mut row_b, mut work_b) = (0.0, 0.0);
-        for a in &self.app.arrays {
+        for a in self.app.arrays.iter().filter(|a| pick(a)) {
             let b = a.bytes_per_row as f64 * 0.5f64.powi(a.level.unwrap_or(0) as i32);
             if a.per_work {
                 work_b += b;
@@ -57,25 +109,39 @@ impl Model {
                 row_b += b;
             }
         }
+        (row_b, work_b)
+    }
+
+    /// Rank `i`'s bytes under `d` (its first row at `off[i]`) of arrays
+    /// of `(row_b, work_b)` bytes a row and a unit of work.
+    fn bytes_of(&self, d: &Dist, off: &[u64], i: usize, (row_b, work_b): (f64, f64)) -> f64 {
+        let work = match &self.work_prefix {
+            Some(w) if work_b > 0.0 => (w[(off[i] + d.0[i]) as usize] - w[off[i] as usize]) as f64,
+            _ => 0.0,
+        };
+        d.0[i] as f64 * row_b + work * work_b
+    }
+
+    /// Per rank, the share of its bytes as recorded in the arrays kept
+    /// in each file (`ArrayDecl::file`): what a stage that names the file
+    /// in `stage_access` sweeps.
+    fn file_shares(&self, i: usize) -> Vec<(String, f64)> {
+        let d = Dist(self.app.dist.clone());
         let off = d.offsets();
-        (0..self.ranks())
-            .map(|i| {
-                let work = match &self.work_prefix {
-                    Some(w) if work_b > 0.0 => {
-                        (w[(off[i] + d.0[i]) as usize] - w[off[i] as usize]) as f64
-                    }
-                    _ => 0.0,
-                };
-                let in_core = match &self.io {
-                    Some(io) if !io.unbudgeted(i) => (io.plan(i, off[i], d.0[i]))
-                        .is_some_and(|p| p.out_of_core.iter().all(|&o| !o)),
-                    _ => true,
-                };
-                if in_core {
-                    d.0[i] as f64 * row_b + work * work_b
-                } else {
-                    f64::NAN
-                }
+        let all = self.bytes_of(&d, &off, i, self.bytes_a_row(|_| true));
+        let mut files: Vec<&str> = self
+            .app
+            .arrays
+            .iter()
+            .filter_map(|a| a.file.as_deref())
+            .collect();
+        files.sort_unstable();
+        files.dedup();
+        (files.into_iter())
+            .map(|f| {
+                let of_f = self.bytes_a_row(|a| a.file.as_deref() == Some(f));
+                let b = self.bytes_of(&d, &off, i, of_f);
+                (f.to_string(), if all > 0.0 { b / all } else { 1.0 })
             })
             .collect()
     }
@@ -85,9 +151,9 @@ impl Model {
     /// or where every factor is 1.
     pub(crate) fn reuse_factors(&self, d: &Dist, p0: &Prediction) -> Option<Vec<f64>> {
         let r = self.reuse.as_ref()?;
-        let busy: Vec<f64> = p0.ranks.iter().map(|x| x.total_s - x.wait_s).collect();
-        let compute: Vec<f64> = p0.ranks.iter().map(|x| x.compute_s - x.io_s).collect();
-        r.factors(&self.working_sets(d), &busy, &compute, p0.per_iteration_s)
+        let x = &p0.ranks;
+        let busy_compute = |i: usize| (x[i].total_s - x[i].wait_s, x[i].compute_s - x[i].io_s);
+        r.factors(&self.working_sets(d), busy_compute, p0.per_iteration_s)
     }
 
     /// `run(None)`, the replay at `k = 1`, and with a reuse term
@@ -114,4 +180,103 @@ impl Model {
             }
         }
     }
+}
+
+/// Eq. R3: the stages of `p` that sweep declared arrays, as at most
+/// [`MAX_SWEEPS`] groups. A stage's arrays are the ones the app's
+/// `stage_access` names for it; their age at its beginning is the time
+/// since the beginning of the last stage before it (cyclically: the
+/// previous iteration's) that swept one of them, the mean over its
+/// arrays, as a fraction of the iteration (so a stencil's one stage is
+/// a whole iteration old, each of NPB CG's 25 matrix-vector products a
+/// 25th, and a multigrid smoother's second pass on a level a pass old).
+/// A stage sweeps the share of the rank's bytes that its arrays hold
+/// (`files`: each file's share; all of them for a file no array names).
+/// A stage that sweeps no declared array costs as recorded. Without
+/// `stage_access` (or stage markers) the rank's computation is one sweep
+/// of all its bytes an iteration.
+pub(super) fn sweeps(
+    p: &Program,
+    access: Option<&[Vec<StageAccess>]>,
+    files: &[(String, f64)],
+) -> Vec<Sweep> {
+    let mut c = vec![0.0];
+    for s in &p.steps {
+        match s {
+            Step::Compute {
+                s, scaled: true, ..
+            } => *c.last_mut().expect("one") += s,
+            Step::StageEnd(_) => c.push(0.0),
+            _ => {}
+        }
+    }
+    let total: f64 = c.iter().sum();
+    let b = &p.stage_begin_s;
+    let n = p.stage_end_s.len();
+    if total <= 0.0 {
+        return Vec::new();
+    }
+    let Some(access) = access.filter(|a| n > 0 && a.len() >= n && b.len() >= n) else {
+        return vec![Sweep {
+            share: 1.0,
+            frac: 1.0,
+            bytes: 1.0,
+        }];
+    };
+    let t = p.measured_s.max(b[n - 1]);
+    let mut found = Vec::new();
+    for s in 0..n {
+        let share = c[s] / total;
+        if access[s].is_empty() || share <= 0.0 {
+            continue;
+        }
+        let mut age = 0.0;
+        for a in &access[s] {
+            // The last stage before s that swept `a`, going back
+            // cyclically (s itself: one iteration ago).
+            let (mut j, mut wrapped) = (s, false);
+            loop {
+                if j == 0 {
+                    (j, wrapped) = (n, true);
+                }
+                j -= 1;
+                if j == s || access[j].iter().any(|x| x.file == a.file) {
+                    break;
+                }
+            }
+            age += (b[s] - b[j] + if wrapped { t } else { 0.0 }).max(0.0);
+        }
+        let frac = age / access[s].len() as f64 / t;
+        let mut named: Vec<&str> = access[s].iter().map(|a| a.file.as_str()).collect();
+        named.sort_unstable();
+        named.dedup();
+        let bytes = (named.iter())
+            .map(|f| files.iter().find(|(g, _)| g == f).map_or(1.0, |x| x.1))
+            .sum::<f64>()
+            .min(1.0);
+        found.push(Sweep { share, frac, bytes });
+    }
+    group(found)
+}
+
+/// At most this many groups of sweeps a rank: a rank's `k_i` reads the
+/// curve once a group.
+pub(super) const MAX_SWEEPS: usize = 4;
+
+/// `sweeps` as at most [`MAX_SWEEPS`] groups of neighbours by age, each
+/// at the share-weighted mean of its own.
+fn group(mut sweeps: Vec<Sweep>) -> Vec<Sweep> {
+    sweeps.sort_by(|a, b| a.frac.total_cmp(&b.frac));
+    let per = sweeps.len().div_ceil(MAX_SWEEPS).max(1);
+    (sweeps.chunks(per))
+        .map(|g| {
+            let share: f64 = g.iter().map(|s| s.share).sum();
+            let mean = |f: fn(&Sweep) -> f64| g.iter().map(|s| s.share * f(s)).sum::<f64>() / share;
+            Sweep {
+                share,
+                frac: mean(|s| s.frac),
+                bytes: mean(|s| s.bytes),
+            }
+        })
+        .collect()
 }
