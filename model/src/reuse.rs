@@ -53,6 +53,11 @@
 
 use mheta_profile::ReusePoint;
 
+/// The largest working set is past the cache when its byte after the
+/// longest wait costs at most this many times its byte right after a
+/// sweep ([`ReuseCurve::from_points`]).
+const PAST_CACHE: f64 = 1.15;
+
 /// One node's `r(w, t)`: per working set, increasing, its points
 /// `(t, r)` by increasing `t`.
 #[derive(Clone, Debug, PartialEq)]
@@ -80,7 +85,36 @@ impl ReuseCurve {
             let floor = pts.last().map_or(base, |&(_, r)| r);
             pts.push((p.reuse_s, (base * p.resolved()).max(floor)));
         }
-        (!sets.is_empty()).then_some(ReuseCurve { sets })
+        let mut c = ReuseCurve { sets };
+        c.cap_at_memory();
+        (!c.sets.is_empty()).then_some(c)
+    }
+
+    /// A byte costs at most what it costs from memory: where the largest
+    /// working set is past the cache (its byte after the longest wait
+    /// within [`PAST_CACHE`] of its byte right after a sweep), every set's
+    /// cost at a time is held to the largest set's at that time. What the
+    /// probe pays beyond it after a long wait its five-point sweep's own
+    /// first touches pay, which a code that streams its rows does not.
+    fn cap_at_memory(&mut self) {
+        let Some((_, big)) = self.sets.last() else {
+            return;
+        };
+        let (Some(&(_, r0)), Some(&(_, r1))) = (big.first(), big.last()) else {
+            return;
+        };
+        if r1 > r0 * PAST_CACHE {
+            return;
+        }
+        let memory = ReuseCurve {
+            sets: vec![self.sets[self.sets.len() - 1].clone()],
+        };
+        let n = self.sets.len() - 1;
+        for (_, pts) in &mut self.sets[..n] {
+            for (t, r) in pts.iter_mut() {
+                *r = r.min(memory.rel(0.0, *t));
+            }
+        }
     }
 
     /// The same curve with each working set's costs over its sweep right
@@ -340,6 +374,28 @@ mod tests {
         // Relative: each working set over its own first point.
         let r = c.relative();
         assert!(near(r.rel(w4, 0.011), 1.5) && near(r.rel(w16, 0.1), 2.0));
+    }
+
+    #[test]
+    fn a_byte_costs_at_most_the_memory_price_where_the_largest_set_is_past_the_cache() {
+        // 64 MiB costs 2.0 a byte whenever it was last swept: past the
+        // cache; 4 MiB costs 1.0 right after a sweep and 3.0 after 50 ms,
+        // held to 2.0. With 64 MiB's cost rising by half it is not past
+        // the cache, and nothing is held.
+        let pts = |big: f64| {
+            ReuseCurve::from_points(&[
+                pt(4 << 20, 1.0, 0.001, 1.0, [1.0, 1.0]),
+                pt(4 << 20, 1.0, 0.050, 3.0, [2.8, 3.2]),
+                pt(64 << 20, 2.0, 0.001, 1.0, [1.0, 1.0]),
+                pt(64 << 20, 2.0, 0.050, big, [big - 0.01, big + 0.01]),
+            ])
+            .unwrap()
+        };
+        let w4 = (4u64 << 20) as f64;
+        let flat = pts(1.05);
+        assert_eq!(flat.rel(w4, 0.001), 1.0);
+        assert!((flat.rel(w4, 0.050) - 2.1).abs() < 1e-12);
+        assert!((pts(1.5).rel(w4, 0.050) - 3.0).abs() < 1e-12);
     }
 
     #[test]
