@@ -24,21 +24,40 @@ def resolved(x):
     return 1.0 if lo <= 1.0 <= hi else x["rel"]
 
 
+def knots(pts, absolute):
+    """A working set's (time, cost) knots: costs never falling with time."""
+    base = pts[0]["per_byte"]["p50"] / resolved(pts[0]) if absolute else 1.0
+    vals, floor = [], base
+    for x in pts:
+        floor = max(floor, base * resolved(x))
+        vals.append((x["reuse_s"], floor))
+    return vals
+
+
+def interp(vals, t):
+    if t <= vals[0][0]:
+        return vals[0][1]
+    for (x0, r0), (x1, r1) in zip(vals, vals[1:]):
+        if t <= x1:
+            return r0 + (r1 - r0) * (t - x0) / (x1 - x0)
+    return vals[-1][1]
+
+
+# The memory's price (ReuseCurve::from_points): where the largest set is
+# past the cache (its cost after the longest wait within 15% of its cost
+# right after a sweep), every smaller set's knots are held to its cost.
+BIG = knots(sets[ws_list[-1]], True) if ws_list else []
+PAST_CACHE = bool(BIG) and BIG[-1][1] <= 1.15 * BIG[0][1]
+
+
 def curve(w, t, absolute):
     """The curve as model/src/reuse.rs reads it (absolute), or each
     working set's over its own sweep right after a sweep."""
     def at(pts):
-        base = pts[0]["per_byte"]["p50"] / resolved(pts[0]) if absolute else 1.0
-        vals, floor = [], base
-        for x in pts:
-            floor = max(floor, base * resolved(x))
-            vals.append((x["reuse_s"], floor))
-        if t <= vals[0][0]:
-            return vals[0][1]
-        for (x0, r0), (x1, r1) in zip(vals, vals[1:]):
-            if t <= x1:
-                return r0 + (r1 - r0) * (t - x0) / (x1 - x0)
-        return vals[-1][1]
+        vals = knots(pts, absolute)
+        if absolute and PAST_CACHE and pts is not sets[ws_list[-1]]:
+            vals = [(x, min(r, interp(BIG, x))) for x, r in vals]
+        return interp(vals, t)
     if w <= ws_list[0]:
         return at(sets[ws_list[0]])
     if w >= ws_list[-1]:

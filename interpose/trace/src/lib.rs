@@ -205,7 +205,9 @@ pub struct AppDecl {
     /// order (the stages between `MPI_Pcontrol` stage markers), as the
     /// harness saw them in one iteration. The model takes from here how
     /// an array that no rank had out of core while recorded would be
-    /// read and written once on disk. None: not declared.
+    /// read and written once on disk, and how long each stage's arrays
+    /// lay untouched before it (`mheta_model::reuse`, eq. R3). None: not
+    /// declared.
     #[serde(default)]
     pub stage_access: Option<Vec<Vec<StageAccess>>>,
     /// The computation was timed by `--cpu-emulation clock` from its
