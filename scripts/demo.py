@@ -69,8 +69,11 @@ def report(d):
     a = auto["auto"]
     powers = [r["cpu_power"] for r in sorted(auto["ranks"], key=lambda r: r["rank"])]
     inst = a["instrumented_iterations"]
+    cpu = (auto.get("emulation") or {}).get("cpu", "?")
+    how = "the computation timed by the clock" if cpu == "clock" else "real computation"
     print(f"   {auto['app']} --n {auto['n']}, {auto['iters']} iterations on {auto['cluster']}: "
-          f"{auto['np']} ranks at CPU power {' : '.join(f'{x:g}' for x in powers)}")
+          f"{auto['np']} ranks at CPU power {' : '.join(f'{x:g}' for x in powers)} "
+          f"(CPU emulation {cpu}: {how})")
     print(f"   per iteration (median); predicted: the model inside the --auto run, "
           f"its {inst['end'] - inst['start']} recorded iterations each replayed on the rows, their median")
     print(f"   {'':<26}{'rows':>12}{'predicted ms':>14}{'measured ms':>13}{'error':>8}{'noise':>8}{'speed-up':>10}")
