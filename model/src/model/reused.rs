@@ -224,37 +224,40 @@ pub(super) fn sweeps(
         }];
     };
     let t = p.measured_s.max(b[n - 1]);
+    // Two passes over the stages, the second an iteration later: when a
+    // stage of the second is reached, `last` holds when each array's
+    // last sweep before it began (its own, an iteration ago, if no
+    // other stage sweeps the array).
+    let mut last: Vec<(&str, f64)> = Vec::new();
     let mut found = Vec::new();
-    for s in 0..n {
+    for (pass, s) in (0..2).flat_map(|pass| (0..n).map(move |s| (pass, s))) {
+        let now = b[s] + pass as f64 * t;
         let share = c[s] / total;
-        if access[s].is_empty() || share <= 0.0 {
-            continue;
+        if pass == 1 && !access[s].is_empty() && share > 0.0 {
+            let age: f64 = (access[s].iter())
+                .map(|a| {
+                    last.iter()
+                        .find(|(f, _)| *f == a.file)
+                        .map_or(t, |&(_, at)| now - at)
+                })
+                .map(|x| x.max(0.0))
+                .sum();
+            let frac = age / access[s].len() as f64 / t;
+            let mut named: Vec<&str> = access[s].iter().map(|a| a.file.as_str()).collect();
+            named.sort_unstable();
+            named.dedup();
+            let bytes = (named.iter())
+                .map(|f| files.iter().find(|(g, _)| g == f).map_or(1.0, |x| x.1))
+                .sum::<f64>()
+                .min(1.0);
+            found.push(Sweep { share, frac, bytes });
         }
-        let mut age = 0.0;
         for a in &access[s] {
-            // The last stage before s that swept `a`, going back
-            // cyclically (s itself: one iteration ago).
-            let (mut j, mut wrapped) = (s, false);
-            loop {
-                if j == 0 {
-                    (j, wrapped) = (n, true);
-                }
-                j -= 1;
-                if j == s || access[j].iter().any(|x| x.file == a.file) {
-                    break;
-                }
+            match last.iter_mut().find(|(f, _)| *f == a.file) {
+                Some(x) => x.1 = now,
+                None => last.push((&a.file, now)),
             }
-            age += (b[s] - b[j] + if wrapped { t } else { 0.0 }).max(0.0);
         }
-        let frac = age / access[s].len() as f64 / t;
-        let mut named: Vec<&str> = access[s].iter().map(|a| a.file.as_str()).collect();
-        named.sort_unstable();
-        named.dedup();
-        let bytes = (named.iter())
-            .map(|f| files.iter().find(|(g, _)| g == f).map_or(1.0, |x| x.1))
-            .sum::<f64>()
-            .min(1.0);
-        found.push(Sweep { share, frac, bytes });
     }
     group(found)
 }
