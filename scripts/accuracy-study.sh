@@ -23,9 +23,10 @@
 # STUDY_NP (default 4) sets the rank count (the built-in clusters DC, IO,
 # HY1 and HY2 have 2-, 4- and 8-rank forms, and uniform, every rank at
 # power 1, any count; the profile is then OUT_DIR/pNP.json). Every cell
-# also draws OUT_DIR/TAG-C.svg (--plot). STUDY_REUSE=1 measures the
-# profiles with `--reuse` (the model's reuse term, model/src/reuse.rs;
-# each cell's JSON then gives the paper's model beside, `reuse`).
+# also draws OUT_DIR/TAG-C.svg (--plot). The profiles carry the reuse
+# curve (`mheta bench`'s default: the model's reuse term,
+# model/src/reuse.rs; each cell's JSON then gives the paper's model
+# beside, `reuse`); STUDY_REUSE=0 measures them with `--no-reuse`.
 #
 # STUDY_CPU=real (the default; `paced` is the same) runs real compute with
 # no clock: `--cpu-emulation paced`, where each piece of work runs for
@@ -120,7 +121,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 labs_made=()
 trap 'for l in "${labs_made[@]}"; do "$mheta" hosts down "$l" >/dev/null || true; done' EXIT
 reuse=()
-[[ ${STUDY_REUSE:-0} == 1 ]] && reuse=(--reuse)
+[[ ${STUDY_REUSE:-1} == 0 ]] && reuse=(--no-reuse)
 profile_for() {
     local c=$1 rc=0
     "$mheta" hosts status "$c" >/dev/null 2>&1 || rc=$?

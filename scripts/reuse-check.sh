@@ -16,12 +16,13 @@
 #   the measured k (its CPU time a row after the move over before, the
 #   apps' cpu_per_row_chosen_s / cpu_per_row_from_s), and k from the
 #   curve at the measured periods three ways: the model's (eq. R1: the
-#   ratio of the probe's costs a byte), each working set's curve over
+#   ratio of the probe's costs a byte at the host's bytes, both ranks'
+#   arrays), each working set's curve over
 #   its own sweep right after a sweep (the time alone), and the probe's
 #   difference a byte added to the rank's recorded cost a byte;
 # - the measured period of the split, `mheta predict` of it from the
 #   run's own trace with PROFILE and with PROFILE less its reuse_by.
-# PROFILE defaults to a fresh `mheta bench --np 2 --quick --reuse`. Default 2
+# PROFILE defaults to a fresh `mheta bench --np 2 --quick`. Default 2
 # rounds. Needs python3; run it alone.
 set -euo pipefail
 rounds=${1:-2}
@@ -37,7 +38,7 @@ trap 'rm -rf "$tmp"' EXIT
 profile=${2:-}
 if [[ -z $profile ]]; then
     profile=$tmp/profile.json
-    "$bin/mheta" bench --np 2 --quick --no-disk --reuse -o "$profile" >/dev/null
+    "$bin/mheta" bench --np 2 --quick --no-disk -o "$profile" >/dev/null
 fi
 [[ -f $profile ]] || { echo "reuse-check: PROFILE $profile: no such file" >&2; exit 2; }
 shift $(( $# < 2 ? $# : 2 ))

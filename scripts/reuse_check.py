@@ -76,7 +76,9 @@ cells = []
 for i in range(2):
     w0, w1 = a["from_dist"][i] * row_bytes, a["chosen_dist"][i] * row_bytes
     k = a["cpu_per_row_chosen_s"][i] / a["cpu_per_row_from_s"][i]
-    model = curve(w1, t_new, True) / curve(w0, t_rec, True)
+    # The model's: the host's bytes (both ranks run on this machine).
+    n0, n1 = sum(a["from_dist"]) * row_bytes, sum(a["chosen_dist"]) * row_bytes
+    model = curve(n1, t_new, True) / curve(n0, t_rec, True)
     own = curve(w1, t_new, False) / curve(w0, t_rec, False)
     # The rank's recorded CPU a byte at its real speed (the emulation's
     # spin scales all of it).

@@ -97,8 +97,8 @@ pub struct AutoReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sensed_slowdown: Option<Vec<mheta_model::stoch::Stoch>>,
     /// The plan's model priced rows by the iteration's length and the
-    /// arrays' size (the reuse term: a profile from `mheta bench
-    /// --reuse`).
+    /// arrays' size (the reuse term: a profile with a reuse curve, `mheta bench`'s
+    /// default).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub reuse_term: bool,
     /// Iterations after which a re-recording was dropped: a rank's load

@@ -128,8 +128,8 @@ pub struct Args {
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
     /// Cluster profile from `mheta bench` (default: measure one now, with
-    /// `mheta bench --quick`). One measured with `--reuse` gives the
-    /// model its reuse term.
+    /// `mheta bench --quick`). Its reuse curve (unless measured with
+    /// `--no-reuse`) gives the model its reuse term.
     #[arg(long)]
     pub profile: Option<PathBuf>,
     /// Working directory for the profile and trace.

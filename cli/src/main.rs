@@ -93,7 +93,7 @@ enum Cmd {
     /// Block, so a point off 1 has its compute off by as much (on a cache
     /// shared with other guests, a rank's rows cost more after long waits,
     /// and more when its arrays grow past what stays cached). With a
-    /// profile from `mheta bench --reuse` the model prices that (the reuse
+    /// profile that has a reuse curve (`mheta bench`'s default) the model prices that (the reuse
     /// term), and the summary gives the paper's model on the same runs.
     ///
     /// Example: mheta experiment --app jacobi --cluster IO --np 4 --plot io.svg

@@ -173,7 +173,7 @@ fn json(a: &PredictArgs, m: &Model, f: &Found) -> serde_json::Value {
         "total_s": p.per_iteration_s * a.iters as f64,
         "ranks": p.ranks,
         "iterations_median_s": f.each.as_ref().map(|e| e.0),
-        // The reuse term (a profile from `mheta bench --reuse`) and the
+        // The reuse term (a profile with a reuse curve) and the
         // paper's model without it, rows as recorded.
         "reuse_term": m.has_reuse(),
         "without_reuse_per_iteration_s": m.has_reuse().then(|| {

@@ -22,8 +22,8 @@
 //! Per node: CPU power from a reference kernel (weights w = t_slowest /
 //! t, the slowest rank has 1, as in Figueira and Berman), the memory an
 //! application may use, disk per-call overheads and per-byte costs
-//! (one rank per host), the costs of a move's copies, and with
-//! `--reuse` what a byte costs by the time since its last sweep (one
+//! (one rank per host), the costs of a move's copies, and (unless
+//! `--no-reuse`) what a byte costs by the time since its last sweep (one
 //! rank per machine, `mheta_microbench::reuse`).
 
 use mheta_microbench::{net, node, reuse};
@@ -451,7 +451,7 @@ fn node_cost(
             touch = node::touch_cost(reps);
             // The caches' sharing is the kernel's: its first rank measures
             // it for all (about 6 s quick, 15 s otherwise).
-            if t == 0 && args.reuse {
+            if t == 0 && !args.no_reuse {
                 let (rounds, samples) = if args.quick { (3, 3) } else { (7, 3) };
                 reuse_by =
                     reuse::reuse_costs(&reuse::WORKING_SETS, &reuse::WAITS_S, rounds, samples);

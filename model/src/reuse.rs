@@ -32,9 +32,12 @@
 //! bytes that their arrays hold (from the app's `stage_access`; without
 //! it, one sweep of all the bytes an iteration: `φ = a = β = 1`). `φ_0`
 //! is the share of stages that sweep no declared array, which cost as
-//! recorded. `w_i` is the bytes of the rank's arrays (its rows times
-//! their bytes a row, a per-work array's by the work of its rows) and
-//! `T_rec` the recorded distribution's iteration as the model replays it
+//! recorded. `w_i` is the bytes of arrays of every in-core rank of rank
+//! i's host (each rank's rows times their bytes a row, a per-work
+//! array's by the work of its rows): a cache the host's cores share
+//! holds them all, and each rank's sweeps evict the others' rows as
+//! their own (the probe's rank sweeps alone). `T_rec` is the recorded
+//! distribution's iteration as the model replays it
 //! (so `k_i = 1` there); `k_i = 1` for a rank out of core under either
 //! distribution
 //! (its sweeps work on pieces it has just read). The ratio of the probe's costs is
@@ -192,7 +195,7 @@ pub(crate) struct Sweep {
 pub(crate) struct Reuse {
     /// Per rank, its node's curve (None: not measured there, k = 1).
     curves: Vec<Option<ReuseCurve>>,
-    /// Per rank, its bytes of arrays as recorded, `w_i(rec)`.
+    /// Per rank, its host's bytes of arrays as recorded, `w_i(rec)`.
     rec_ws: Vec<f64>,
     /// Per rank, the groups of stages that sweep its arrays (eq. R3);
     /// the rest of its computation sweeps none and costs as recorded.
@@ -274,7 +277,7 @@ impl Reuse {
     }
 
     /// Every rank's `k_i` under a distribution whose replay at `k = 1`
-    /// lasted `t0`, with `ws` each rank's bytes and `busy_compute(i)`
+    /// lasted `t0`, with `ws` each rank's working set `w_i` and `busy_compute(i)`
     /// rank i's time busy there (its finish less its waits) and its
     /// computation: the period settled by eq. R2, then eq. R1 at it.
     /// None when every k is 1.

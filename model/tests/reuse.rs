@@ -56,57 +56,73 @@ fn decl() -> AppDecl {
     a
 }
 
-fn curved() -> ClusterProfile {
+/// The curve on both ranks' nodes, each on the host `hosts` names.
+fn curved_on(hosts: [&str; 2]) -> ClusterProfile {
     let mut prof = profile(2);
+    prof.hosts = hosts.map(String::from).to_vec();
     for r in 0..2 {
         let n = mheta_profile::NodeCost {
             reuse_by: points(),
-            ..mheta_profile::NodeCost::bare(r, "")
+            ..mheta_profile::NodeCost::bare(r, hosts[r as usize])
         };
         prof.nodes.push(n);
     }
     prof
 }
 
+/// Both ranks on one host.
+fn curved() -> ClusterProfile {
+    curved_on(["", ""])
+}
+
 #[test]
 fn rows_recorded_in_a_long_iteration_cost_less_in_a_shorter_one() {
-    let m = Model::new(&traces(), decl(), &curved()).unwrap();
-    assert!(m.has_reuse());
-    let flat = m.clone().without_reuse();
-    assert!(!flat.has_reuse());
-    // At the recorded distribution the period is the recorded one's: the
-    // rows cost as recorded (up to the replay's own period against the
-    // measured one).
-    let block = Dist(vec![64, 64]);
-    let (a, b) = (m.predict(&block).unwrap(), flat.predict(&block).unwrap());
-    let r = a.per_iteration_s / b.per_iteration_s;
-    assert!((r - 1.0).abs() < 0.02, "{r}");
-    // Balanced for the recorded rows: about 16 ms at k = 1, and rows
-    // cheaper in the shorter iteration.
-    let split = Dist(vec![102, 26]);
-    let (p, q) = (m.predict(&split).unwrap(), flat.predict(&split).unwrap());
-    assert!(
-        p.per_iteration_s < 0.85 * q.per_iteration_s,
-        "{} vs {}",
-        p.per_iteration_s,
-        q.per_iteration_s
-    );
-    // Each rank's compute scaled by r(w', T) / r(w, T_rec) at the period
-    // the prediction settled on (eq. R1), T_rec the recorded
-    // distribution's iteration without the term; without `stage_access`
-    // a rank sweeps all its bytes once an iteration.
-    let t_rec = b.per_iteration_s;
-    for (i, &rows) in split.0.iter().enumerate() {
-        let k = by_hand((rows * ROW_BYTES) as f64, p.per_iteration_s)
-            / by_hand((64 * ROW_BYTES) as f64, t_rec);
-        let got = p.ranks[i].compute_s / q.ranks[i].compute_s;
-        assert!((got / k - 1.0).abs() < 0.03, "rank {i}: {got} vs {k}");
-    }
-    // The evaluator a search uses gives the same prediction.
-    let e = m.evaluator();
-    for _ in 0..2 {
-        let x = e.predict(&split).unwrap().per_iteration_s;
-        assert!((x / p.per_iteration_s - 1.0).abs() < 1e-9, "{x}");
+    // On one host and on two: a rank's working set is its host's bytes.
+    for (hosts, apart) in [(["", ""], false), (["a", "b"], true)] {
+        let prof = curved_on(hosts);
+        let m = Model::new(&traces(), decl(), &prof).unwrap();
+        assert!(m.has_reuse());
+        let flat = m.clone().without_reuse();
+        assert!(!flat.has_reuse());
+        // At the recorded distribution the period is the recorded one's: the
+        // rows cost as recorded (up to the replay's own period against the
+        // measured one).
+        let block = Dist(vec![64, 64]);
+        let (a, b) = (m.predict(&block).unwrap(), flat.predict(&block).unwrap());
+        let r = a.per_iteration_s / b.per_iteration_s;
+        assert!((r - 1.0).abs() < 0.02, "{r}");
+        // Balanced for the recorded rows: about 16 ms at k = 1, and rows
+        // cheaper in the shorter iteration.
+        let split = Dist(vec![102, 26]);
+        let (p, q) = (m.predict(&split).unwrap(), flat.predict(&split).unwrap());
+        assert!(
+            p.per_iteration_s < 0.85 * q.per_iteration_s,
+            "{} vs {}",
+            p.per_iteration_s,
+            q.per_iteration_s
+        );
+        // Each rank's compute scaled by r(w', T) / r(w, T_rec) at the period
+        // the prediction settled on (eq. R1), T_rec the recorded
+        // distribution's iteration without the term, w its host's bytes (on
+        // one host both ranks', always 128 rows); without `stage_access` a
+        // rank sweeps all its bytes once an iteration.
+        let t_rec = b.per_iteration_s;
+        for (i, &rows) in split.0.iter().enumerate() {
+            let (now, then) = if apart { (rows, 64) } else { (128, 128) };
+            let k = by_hand((now * ROW_BYTES) as f64, p.per_iteration_s)
+                / by_hand((then * ROW_BYTES) as f64, t_rec);
+            let got = p.ranks[i].compute_s / q.ranks[i].compute_s;
+            assert!(
+                (got / k - 1.0).abs() < 0.03,
+                "rank {i} (apart: {apart}): {got} vs {k}"
+            );
+        }
+        // The evaluator a search uses gives the same prediction.
+        let e = m.evaluator();
+        for _ in 0..2 {
+            let x = e.predict(&split).unwrap().per_iteration_s;
+            assert!((x / p.per_iteration_s - 1.0).abs() < 1e-9, "{x}");
+        }
     }
 }
 
@@ -165,13 +181,14 @@ fn each_stage_finds_its_arrays_as_old_as_the_last_stage_that_swept_them() {
     let t_rec = flat.predict(&block).unwrap().per_iteration_s;
     let split = Dist(vec![102, 26]);
     let (p, q) = (m.predict(&split).unwrap(), flat.predict(&split).unwrap());
-    let (t, rec) = (p.per_iteration_s, (64 * ROW_BYTES) as f64);
-    for (i, &rows) in split.0.iter().enumerate() {
+    // Both ranks on one host: each sweeps the host's 128 rows.
+    let (t, rec) = (p.per_iteration_s, (128 * ROW_BYTES) as f64);
+    for i in 0..2 {
         let prog = &m.programs[i];
         let b = &prog.stage_begin_s;
         let it = prog.measured_s;
         let ages = [b[0] + it - b[3], b[1] - b[0], b[2] - b[1], b[3] - b[2]].map(|x| x / it);
-        let ws = (rows * ROW_BYTES) as f64;
+        let ws = rec;
         let k: f64 = (ages.iter())
             .map(|f| 0.25 * by_hand(ws, f * t) / by_hand(rec, f * t_rec))
             .sum();

@@ -46,8 +46,8 @@ pub struct RunPlan {
     /// Rank 0's time from having the summaries to the plan (model, GBS,
     /// the move's price); 0 elsewhere.
     pub model_s: f64,
-    /// The model had the reuse term (a profile from `mheta bench
-    /// --reuse`, `mheta_model::reuse`); rank 0's.
+    /// The model had the reuse term (a profile with a reuse curve,
+    /// `mheta_model::reuse`); rank 0's.
     pub reuse_term: bool,
 }
 

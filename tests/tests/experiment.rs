@@ -296,7 +296,7 @@ fn a_row_cost_curve_is_measured_written_and_used() {
     );
 }
 
-/// A profile with a reuse curve (`mheta bench --reuse`'s `reuse_by`,
+/// A profile with a reuse curve (`mheta bench`'s `reuse_by`,
 /// written here for a jacobi run of 2 ranks recorded for real) turns the
 /// model's reuse term on: `mheta predict` says so, and gives the paper's
 /// figure, rows as recorded, beside; a malformed curve is refused by name.

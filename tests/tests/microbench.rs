@@ -153,12 +153,13 @@ fn quick_sessions_at_2_and_4_ranks() {
     let dir = scratch("bench");
     for np in [2usize, 4] {
         let out = dir.join(format!("p{np}.json"));
-        // The 4-rank session measures the reuse curve too.
-        let reuse = (np == 4).then_some("--reuse");
+        // The 4-rank session measures the reuse curve too (the default);
+        // the 2-rank one is told not to.
+        let no_reuse = (np == 2).then_some("--no-reuse");
         let text = ok(mheta()
             .args(["bench", "--np", &np.to_string(), "--quick", "-o"])
             .arg(&out)
-            .args(reuse));
+            .args(no_reuse));
         // OSU-style tables and the matrices are on stdout.
         assert!(text.contains("# Size            Latency (us)"), "{text}");
         assert!(text.contains("# Size        Bandwidth (MB/s)"), "{text}");
@@ -171,13 +172,13 @@ fn quick_sessions_at_2_and_4_ranks() {
         assert!(text.contains("# Modes: "), "{text}");
         let p = ClusterProfile::load(&out).unwrap();
         check_profile(&p, np);
-        // What a byte costs by the time since its last sweep, with
-        // `--reuse`: measured once for the machine (its first rank) and
+        // What a byte costs by the time since its last sweep, unless
+        // `--no-reuse`: measured once for the machine (its first rank) and
         // given to every rank, five times a working set, each a sweep's
         // own time and more, the first the reference of its ratios;
         // printed as a table.
         let first = &p.nodes[0].reuse_by;
-        if reuse.is_none() {
+        if no_reuse.is_some() {
             assert!(p.nodes.iter().all(|n| n.reuse_by.is_empty()));
             assert!(!text.contains("# A byte's cost"), "{text}");
             continue;
@@ -270,7 +271,16 @@ fn json_output_is_the_profile() {
     let dir = scratch("bench-json");
     let out = dir.join("p.json");
     let text = ok(mheta()
-        .args(["bench", "--np", "2", "--quick", "--json", "--no-disk", "-o"])
+        .args([
+            "bench",
+            "--np",
+            "2",
+            "--quick",
+            "--json",
+            "--no-disk",
+            "--no-reuse",
+            "-o",
+        ])
         .arg(&out));
     let from_stdout = ClusterProfile::parse(&text, std::path::Path::new("stdout")).unwrap();
     let from_file = ClusterProfile::load(&out).unwrap();

@@ -40,16 +40,16 @@ pub struct Measure {
     /// Do not measure disks.
     #[arg(long)]
     pub no_disk: bool,
-    /// Also measure what a byte costs by the time since its last sweep
+    /// Do not measure what a byte costs by the time since its last sweep
     /// (`reuse_by`, about 6 s a machine with `--quick`, 15 s without).
-    /// A model given such a profile prices a rank's rows by the length
-    /// of its iterations and the size of its arrays (the reuse term,
-    /// `model/src/reuse.rs`): on a machine whose caches others share,
-    /// rows recorded in long iterations cost less in short ones. It helps
-    /// stencil codes there and over-corrects others (docs/design/
-    /// fidelity.md), so it is not measured by default.
+    /// A model given that curve prices a rank's rows by the length of its
+    /// iterations and the age and size of the arrays each stage sweeps
+    /// (the reuse term, `model/src/reuse.rs`): on a machine whose caches
+    /// others share, rows recorded in long iterations cost less in short
+    /// ones (docs/design/fidelity.md). Without it the model prices a row
+    /// as recorded, as the MHETA paper does.
     #[arg(long)]
-    pub reuse: bool,
+    pub no_reuse: bool,
     /// Largest message of the sweep and of the OSU loops, as OSU's `-m`
     /// (bytes, or with K, M, G: `128M`; 64K to 1G). Default 4M, OSU's.
     /// A redistribution moves tens of megabytes of rows that are not in
@@ -69,7 +69,7 @@ impl Measure {
             (self.osu_compat, "--osu-compat"),
             (self.osu_only, "--osu-only"),
             (self.no_disk, "--no-disk"),
-            (self.reuse, "--reuse"),
+            (self.no_reuse, "--no-reuse"),
         ]
         .into_iter()
         .filter(|(on, _)| *on)
@@ -106,7 +106,7 @@ mod tests {
             "x",
             "--quick",
             "--no-disk",
-            "--reuse",
+            "--no-reuse",
             "--max-size",
             "8M",
             "-o",
@@ -115,7 +115,7 @@ mod tests {
         let a = Cli::try_parse_from(words).unwrap().m;
         let again = std::iter::once("x".into()).chain(a.to_args());
         let b = Cli::try_parse_from(again).unwrap().m;
-        assert!(b.quick && b.no_disk && b.reuse && !b.json && !b.osu_only);
+        assert!(b.quick && b.no_disk && b.no_reuse && !b.json && !b.osu_only);
         assert_eq!(b.max_size, Some(8 << 20));
         assert_eq!(b.output.as_deref(), Some(std::path::Path::new("p.json")));
         assert!(Cli::try_parse_from(["x", "--osu-only", "-o", "p.json"]).is_err());

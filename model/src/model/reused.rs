@@ -1,5 +1,6 @@
 //! The model's side of the reuse term ([`crate::reuse`]): its curves
-//! from the profile, each rank's bytes of arrays, and the second replay at
+//! from the profile, each rank's working set (its host's bytes of
+//! arrays), and the second replay at
 //! the factors the first one's period gives.
 
 use super::{Model, ModelError, Prediction, Program, Step, replay};
@@ -72,16 +73,21 @@ impl Model {
         }
     }
 
-    /// Each rank's bytes of arrays under `d` ([`crate::reuse`]'s `w_i`):
-    /// its rows times the bytes a row of every array (a coarse level's
-    /// halved once a level), a per-work array's by the work of its rows;
-    /// NaN for a rank with an array out of core, whose sweeps work on
-    /// pieces just read, whatever the iteration's length (no reuse term
-    /// for it: [`crate::reuse::Reuse::k`]).
+    /// Each rank's working set under `d` ([`crate::reuse`]'s `w_i`): the
+    /// bytes of arrays of every in-core rank of its host, its own and its
+    /// host-mates' (a cache the host's cores share holds them all, and a
+    /// rank's sweep evicts the others' rows as its own; the probe's rank
+    /// sweeps alone). A rank's bytes are its rows times the bytes a row
+    /// of every array (a coarse level's halved once a level), a per-work
+    /// array's by the work of its rows. NaN for a rank with an array out
+    /// of core, whose sweeps work on pieces just read, whatever the
+    /// iteration's length (no reuse term for it:
+    /// [`crate::reuse::Reuse::k`]); its pieces are not counted on its
+    /// host.
     fn working_sets(&self, d: &Dist) -> Vec<f64> {
         let off = d.offsets();
         let all = self.bytes_a_row(|_| true);
-        (0..self.ranks())
+        let own: Vec<f64> = (0..self.ranks())
             .map(|i| {
                 let in_core = match &self.io {
                     Some(io) if !io.unbudgeted(i) => (io.plan(i, off[i], d.0[i]))
@@ -94,7 +100,8 @@ impl Model {
                     f64::NAN
                 }
             })
-            .collect()
+            .collect();
+        on_host(&own, &self.net.host)
     }
 
     /// The bytes a row and a unit of work of the arrays `pick` takes (a
@@ -180,6 +187,21 @@ impl Model {
             }
         }
     }
+}
+
+/// Each rank's `own` bytes summed over the finite ones of its host
+/// (`host`: each rank's host index); NaN stays NaN.
+fn on_host(own: &[f64], host: &[usize]) -> Vec<f64> {
+    let hosts = host.iter().copied().max().map_or(0, |h| h + 1);
+    let mut sum = vec![0.0; hosts];
+    for (&w, &h) in own.iter().zip(host) {
+        if w.is_finite() {
+            sum[h] += w;
+        }
+    }
+    (own.iter().zip(host))
+        .map(|(&w, &h)| if w.is_finite() { sum[h] } else { w })
+        .collect()
 }
 
 /// Eq. R3: the stages of `p` that sweep declared arrays, as at most
@@ -282,4 +304,19 @@ fn group(mut sweeps: Vec<Sweep>) -> Vec<Sweep> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::on_host;
+
+    /// A rank's working set is its host's in-core bytes; a rank out of
+    /// core keeps no term and adds nothing to its host-mates'.
+    #[test]
+    fn a_rank_sweeps_its_hosts_bytes() {
+        let got = on_host(&[1.0, 2.0, f64::NAN, 4.0, 8.0], &[0, 0, 0, 1, 2]);
+        assert_eq!(&got[..2], &[3.0, 3.0]);
+        assert!(got[2].is_nan());
+        assert_eq!(&got[3..], &[4.0, 8.0]);
+    }
 }
