@@ -404,6 +404,7 @@ fn measure_nodes(
             if nodes[r].reuse_by.is_empty() {
                 nodes[r].reuse_by = nodes[lay.kernel_first[r]].reuse_by.clone();
             }
+            nodes[r].machine = Some(lay.kernel_first[r] as u32);
         }
     } else {
         to_root(world, &mine);
@@ -501,6 +502,8 @@ fn node_cost(
         shift_by,
         touch_per_byte: touch,
         reuse_by,
+        // Rank 0 fills it in for every rank (`Layout::kernel_first`).
+        machine: None,
     })
 }
 

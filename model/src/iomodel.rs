@@ -748,6 +748,7 @@ mod tests {
                 shift_per_byte: None,
                 touch_per_byte: None,
                 reuse_by: Vec::new(),
+                machine: None,
                 shift_by: Vec::new(),
             });
         }

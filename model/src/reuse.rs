@@ -33,8 +33,9 @@
 //! it, one sweep of all the bytes an iteration: `φ = a = β = 1`). `φ_0`
 //! is the share of stages that sweep no declared array, which cost as
 //! recorded. `w_i` is the bytes of arrays of every in-core rank of rank
-//! i's host (each rank's rows times their bytes a row, a per-work
-//! array's by the work of its rows): a cache the host's cores share
+//! i's machine (one kernel: the profile's `machine`, else the host
+//! name; each rank's rows times their bytes a row, a per-work array's
+//! by the work of its rows): a cache the machine's cores share
 //! holds them all, and each rank's sweeps evict the others' rows as
 //! their own (the probe's rank sweeps alone). `T_rec` is the recorded
 //! distribution's iteration as the model replays it
@@ -195,7 +196,7 @@ pub(crate) struct Sweep {
 pub(crate) struct Reuse {
     /// Per rank, its node's curve (None: not measured there, k = 1).
     curves: Vec<Option<ReuseCurve>>,
-    /// Per rank, its host's bytes of arrays as recorded, `w_i(rec)`.
+    /// Per rank, its machine's bytes of arrays as recorded, `w_i(rec)`.
     rec_ws: Vec<f64>,
     /// Per rank, the groups of stages that sweep its arrays (eq. R3);
     /// the rest of its computation sweeps none and costs as recorded.
@@ -205,6 +206,9 @@ pub(crate) struct Reuse {
     rec_t: f64,
     /// Per rank and sweep, `r(w_i(rec), age as recorded)`.
     rec_r: Vec<Vec<f64>>,
+    /// Per rank, its machine (an index): the ranks whose arrays share its
+    /// last-level cache.
+    pub machine: Vec<usize>,
 }
 
 impl Reuse {
@@ -215,6 +219,7 @@ impl Reuse {
         rec_ws: Vec<f64>,
         sweeps: Vec<Vec<Sweep>>,
         rec_t: f64,
+        machine: Vec<usize>,
     ) -> Reuse {
         let mut r = Reuse {
             curves,
@@ -222,6 +227,7 @@ impl Reuse {
             sweeps,
             rec_t,
             rec_r: Vec::new(),
+            machine,
         };
         r.at_record();
         r
@@ -418,6 +424,7 @@ mod tests {
             vec![w16, w16],
             vec![once(), once()],
             0.022,
+            vec![0, 1],
         );
         // At the recorded period nothing changes.
         let (busy, compute) = ([0.021, 0.02], [0.01, 0.01]);
@@ -465,7 +472,13 @@ mod tests {
                 bytes: 0.25,
             },
         ];
-        let r = Reuse::new(vec![Some(c.clone())], vec![w16], vec![sweeps], 0.044);
+        let r = Reuse::new(
+            vec![Some(c.clone())],
+            vec![w16],
+            vec![sweeps],
+            0.044,
+            vec![0],
+        );
         assert_eq!(r.k(0, w16, 0.044), 1.0);
         let t = 0.014;
         let by_hand =

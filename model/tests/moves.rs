@@ -53,6 +53,7 @@ fn model_edited(
             shift_per_byte: measured.then(|| SampleStats::from_samples(&[SHIFT])),
             touch_per_byte: measured.then(|| SampleStats::from_samples(&[TOUCH])),
             reuse_by: Vec::new(),
+            machine: None,
             shift_by: Vec::new(),
         });
     }

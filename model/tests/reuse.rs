@@ -56,13 +56,15 @@ fn decl() -> AppDecl {
     a
 }
 
-/// The curve on both ranks' nodes, each on the host `hosts` names.
-fn curved_on(hosts: [&str; 2]) -> ClusterProfile {
+/// The curve on both ranks' nodes, each on the host `hosts` names and
+/// the machine `machines` names (None: not recorded).
+fn curved_on(hosts: [&str; 2], machines: Option<[u32; 2]>) -> ClusterProfile {
     let mut prof = profile(2);
     prof.hosts = hosts.map(String::from).to_vec();
     for r in 0..2 {
         let n = mheta_profile::NodeCost {
             reuse_by: points(),
+            machine: machines.map(|m| m[r as usize]),
             ..mheta_profile::NodeCost::bare(r, hosts[r as usize])
         };
         prof.nodes.push(n);
@@ -72,14 +74,21 @@ fn curved_on(hosts: [&str; 2]) -> ClusterProfile {
 
 /// Both ranks on one host.
 fn curved() -> ClusterProfile {
-    curved_on(["", ""])
+    curved_on(["", ""], None)
 }
 
 #[test]
 fn rows_recorded_in_a_long_iteration_cost_less_in_a_shorter_one() {
-    // On one host and on two: a rank's working set is its host's bytes.
-    for (hosts, apart) in [(["", ""], false), (["a", "b"], true)] {
-        let prof = curved_on(hosts);
+    // A rank's working set is its machine's bytes: on one host, on two
+    // hosts of one machine (emulated hosts), and on two machines; a
+    // profile that records no machine takes the host.
+    for (hosts, machines, apart) in [
+        (["", ""], None, false),
+        (["a", "b"], None, true),
+        (["a", "b"], Some([0, 0]), false),
+        (["a", "a"], Some([0, 1]), true),
+    ] {
+        let prof = curved_on(hosts, machines);
         let m = Model::new(&traces(), decl(), &prof).unwrap();
         assert!(m.has_reuse());
         let flat = m.clone().without_reuse();

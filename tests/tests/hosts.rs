@@ -326,6 +326,14 @@ fn jacobi_auto_runs_and_verifies_across_net4() {
         eprintln!("hosts: net4 session {attempt} outside the bounds, measured again: {misses:?}");
     };
     assert_eq!(p["links"].as_array().unwrap().len(), 16, "the spec's links");
+    // The four emulated hosts are one machine (one kernel): rank 0's,
+    // whose reuse curve every rank carries.
+    let nodes = p["nodes"].as_array().unwrap();
+    assert!(nodes.iter().all(|n| n["machine"] == 0), "{nodes:?}");
+    assert!(
+        (nodes.iter()).all(|n| n["reuse_by"] == nodes[0]["reuse_by"] && n["reuse_by"].is_array()),
+        "{nodes:?}"
+    );
     let trace = dir.join("trace");
     let out = ok_within(
         mheta()

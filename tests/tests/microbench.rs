@@ -172,6 +172,12 @@ fn quick_sessions_at_2_and_4_ranks() {
         assert!(text.contains("# Modes: "), "{text}");
         let p = ClusterProfile::load(&out).unwrap();
         check_profile(&p, np);
+        // Every rank runs on this one machine, whose first rank is 0.
+        assert!(
+            p.nodes.iter().all(|n| n.machine == Some(0)),
+            "{:?}",
+            p.nodes.iter().map(|n| n.machine).collect::<Vec<_>>()
+        );
         // What a byte costs by the time since its last sweep, unless
         // `--no-reuse`: measured once for the machine (its first rank) and
         // given to every rank, five times a working set, each a sweep's

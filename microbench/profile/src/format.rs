@@ -282,6 +282,14 @@ pub struct NodeCost {
     /// then prices a row as recorded, whatever the time between sweeps).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reuse_by: Vec<ReusePoint>,
+    /// The first rank of the machine this rank runs on: one kernel's
+    /// cores, caches and memory, whatever host names its ranks give (the
+    /// emulated hosts of one machine are one). The ranks of one machine
+    /// share its last-level cache, so the reuse term takes their arrays
+    /// together. `None`: not recorded (a profile from before it was; the
+    /// model then takes the ranks of one host name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<u32>,
 }
 
 impl NodeCost {
@@ -300,6 +308,7 @@ impl NodeCost {
             shift_by: Vec::new(),
             touch_per_byte: None,
             reuse_by: Vec::new(),
+            machine: None,
         }
     }
 }

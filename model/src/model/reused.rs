@@ -1,5 +1,5 @@
 //! The model's side of the reuse term ([`crate::reuse`]): its curves
-//! from the profile, each rank's working set (its host's bytes of
+//! from the profile, each rank's working set (its machine's bytes of
 //! arrays), and the second replay at
 //! the factors the first one's period gives.
 
@@ -46,8 +46,9 @@ impl Model {
         let sweeps = (self.programs.iter().enumerate())
             .map(|(i, p)| sweeps(p, access, &self.file_shares(i)))
             .collect();
-        let ws = self.working_sets(&Dist(self.app.dist.clone()));
-        Some(Reuse::new(curves, ws, sweeps, t))
+        let machine = self.machines(prof);
+        let ws = self.working_sets(&Dist(self.app.dist.clone()), &machine);
+        Some(Reuse::new(curves, ws, sweeps, t, machine))
     }
 
     /// The iteration of the recorded distribution replayed without the
@@ -73,18 +74,35 @@ impl Model {
         }
     }
 
+    /// Each rank's machine, an index: the profile's `machine` where every
+    /// rank has one (the ranks of one kernel, whatever host names they
+    /// give), else its host.
+    fn machines(&self, prof: &ClusterProfile) -> Vec<usize> {
+        let p = self.ranks();
+        let mut of = vec![None; p];
+        for n in &prof.nodes {
+            if let (Some(x), Some(m)) = (of.get_mut(n.rank as usize), n.machine) {
+                *x = Some(m as usize);
+            }
+        }
+        match of.iter().copied().collect::<Option<Vec<usize>>>() {
+            Some(m) if m.iter().all(|&x| x < p) => m,
+            _ => self.net.host.clone(),
+        }
+    }
+
     /// Each rank's working set under `d` ([`crate::reuse`]'s `w_i`): the
-    /// bytes of arrays of every in-core rank of its host, its own and its
-    /// host-mates' (a cache the host's cores share holds them all, and a
-    /// rank's sweep evicts the others' rows as its own; the probe's rank
-    /// sweeps alone). A rank's bytes are its rows times the bytes a row
+    /// bytes of arrays of every in-core rank of its machine (`machine`:
+    /// each rank's index), its own and its machine-mates' (a cache the
+    /// machine's cores share holds them all, and a rank's sweep evicts
+    /// the others' rows as its own; the probe's rank sweeps alone). A rank's bytes are its rows times the bytes a row
     /// of every array (a coarse level's halved once a level), a per-work
     /// array's by the work of its rows. NaN for a rank with an array out
     /// of core, whose sweeps work on pieces just read, whatever the
     /// iteration's length (no reuse term for it:
     /// [`crate::reuse::Reuse::k`]); its pieces are not counted on its
     /// host.
-    fn working_sets(&self, d: &Dist) -> Vec<f64> {
+    fn working_sets(&self, d: &Dist, machine: &[usize]) -> Vec<f64> {
         let off = d.offsets();
         let all = self.bytes_a_row(|_| true);
         let own: Vec<f64> = (0..self.ranks())
@@ -101,7 +119,7 @@ impl Model {
                 }
             })
             .collect();
-        on_host(&own, &self.net.host)
+        on_machine(&own, machine)
     }
 
     /// The bytes a row and a unit of work of the arrays `pick` takes (a
@@ -160,7 +178,11 @@ impl Model {
         let r = self.reuse.as_ref()?;
         let x = &p0.ranks;
         let busy_compute = |i: usize| (x[i].total_s - x[i].wait_s, x[i].compute_s - x[i].io_s);
-        r.factors(&self.working_sets(d), busy_compute, p0.per_iteration_s)
+        r.factors(
+            &self.working_sets(d, &r.machine),
+            busy_compute,
+            p0.per_iteration_s,
+        )
     }
 
     /// `run(None)`, the replay at `k = 1`, and with a reuse term
@@ -189,17 +211,17 @@ impl Model {
     }
 }
 
-/// Each rank's `own` bytes summed over the finite ones of its host
-/// (`host`: each rank's host index); NaN stays NaN.
-fn on_host(own: &[f64], host: &[usize]) -> Vec<f64> {
-    let hosts = host.iter().copied().max().map_or(0, |h| h + 1);
-    let mut sum = vec![0.0; hosts];
-    for (&w, &h) in own.iter().zip(host) {
+/// Each rank's `own` bytes summed over the finite ones of its machine
+/// (`machine`: each rank's index); NaN stays NaN.
+fn on_machine(own: &[f64], machine: &[usize]) -> Vec<f64> {
+    let n = machine.iter().copied().max().map_or(0, |h| h + 1);
+    let mut sum = vec![0.0; n];
+    for (&w, &h) in own.iter().zip(machine) {
         if w.is_finite() {
             sum[h] += w;
         }
     }
-    (own.iter().zip(host))
+    (own.iter().zip(machine))
         .map(|(&w, &h)| if w.is_finite() { sum[h] } else { w })
         .collect()
 }
@@ -308,13 +330,13 @@ fn group(mut sweeps: Vec<Sweep>) -> Vec<Sweep> {
 
 #[cfg(test)]
 mod tests {
-    use super::on_host;
+    use super::on_machine;
 
-    /// A rank's working set is its host's in-core bytes; a rank out of
-    /// core keeps no term and adds nothing to its host-mates'.
+    /// A rank's working set is its machine's in-core bytes; a rank out
+    /// of core keeps no term and adds nothing to its machine-mates'.
     #[test]
-    fn a_rank_sweeps_its_hosts_bytes() {
-        let got = on_host(&[1.0, 2.0, f64::NAN, 4.0, 8.0], &[0, 0, 0, 1, 2]);
+    fn a_rank_sweeps_its_machines_bytes() {
+        let got = on_machine(&[1.0, 2.0, f64::NAN, 4.0, 8.0], &[0, 0, 0, 1, 2]);
         assert_eq!(&got[..2], &[3.0, 3.0]);
         assert!(got[2].is_nan());
         assert_eq!(&got[3..], &[4.0, 8.0]);
