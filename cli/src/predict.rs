@@ -247,7 +247,7 @@ fn text(a: &PredictArgs, m: &Model, f: &Found) {
         && let Ok(q) = m.clone().without_reuse().predict(&f.dist)
     {
         println!(
-            "reuse term: on (the profile's reuse_by: a row's cost by the iteration's length and its rank's arrays' size); rows as recorded: per iteration {:.6} s",
+            "reuse term: on (the profile's reuse_by: a row's cost by the iteration's length and the size of its machine's arrays); rows as recorded: per iteration {:.6} s",
             q.per_iteration_s
         );
     }
