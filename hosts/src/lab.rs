@@ -322,7 +322,7 @@ fn build(lab: &Lab, relay: &[OsString], st: &mut State) -> Result<(), LabError> 
 /// empty: a 56 KB message after an idle gap crossed a "1 Gbit/s" link in
 /// 26-35 µs (NPB CG's all-gathers on netdc2, 2026-12-02), where the
 /// wire takes 448 µs. Frames of one segment are paced as a NIC sends
-/// them (248 µs there: the bucket's 32 KB, then the rate).
+/// them (244 µs there: the bucket's 32 KB, then the rate).
 fn build_host(lab: &Lab, i: usize, relay: &[OsString], st: &mut State) -> Result<(), LabError> {
     let h = &lab.hosts[i];
     let ns = lab.netns(i);
