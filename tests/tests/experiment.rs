@@ -327,11 +327,18 @@ fn a_reuse_curve_in_the_profile_turns_the_term_on_and_says_so() {
             })
         })
         .collect();
+    let mut bare = v.clone();
     for n in v["nodes"].as_array_mut().unwrap() {
         n["reuse_by"] = curve.clone().into();
     }
     let curved = dir.join("curved.json");
     std::fs::write(&curved, serde_json::to_string(&v).unwrap()).unwrap();
+    // The same profile without a curve (`mheta bench --no-reuse`).
+    for n in bare["nodes"].as_array_mut().unwrap() {
+        n.as_object_mut().unwrap().remove("reuse_by");
+    }
+    let plain = dir.join("plain.json");
+    std::fs::write(&plain, serde_json::to_string(&bare).unwrap()).unwrap();
     let predict = |p: &std::path::Path, json: bool| {
         ok(mheta()
             .args(["predict", "--profile"])
@@ -342,7 +349,7 @@ fn a_reuse_curve_in_the_profile_turns_the_term_on_and_says_so() {
             .args(json.then_some("--json")))
     };
     let with = last_json(&predict(&curved, true));
-    let without = last_json(&predict(&profile, true));
+    let without = last_json(&predict(&plain, true));
     assert_eq!(with["reuse_term"], true, "{with}");
     assert_eq!(without["reuse_term"], false, "{without}");
     // The paper's figure beside is the plain profile's prediction.

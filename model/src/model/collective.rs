@@ -45,6 +45,15 @@ pub enum Shape {
     /// at once. A rank leaves when the last block reaches it; blocks
     /// that leave or enter one host share its link ([`Links`]).
     Linear,
+    /// A blocking all-gather (Open MPI's tuned algorithms: two ranks
+    /// exchange their blocks, more pass them along a ring or by
+    /// doubling): every rank leaves at the last arrival plus one cost, as
+    /// [`Shape::Together`], and that cost follows the blocks: P - 1
+    /// times the change, from the recorded blocks to the replayed ones,
+    /// of the largest block's transfer to the next rank (a ring's step),
+    /// so a block that grows past the eager limit pays the rendezvous
+    /// (the pair's fitted transfer has the jump).
+    Gather,
 }
 
 impl Shape {
@@ -53,7 +62,8 @@ impl Shape {
     /// non-blocking all-reduce below 64 KiB, recursive doubling for a
     /// blocking one of that size, libnbc's linear schedule for a
     /// non-blocking all-gather (a persistent collective as its
-    /// non-blocking form); every other collective leaves together.
+    /// non-blocking form), [`Shape::Gather`] for a blocking one; every
+    /// other collective leaves together.
     pub fn of(op: Option<Op>, bytes: u64) -> Shape {
         match op {
             Some(Op::Iallreduce | Op::Allreduce_init) if bytes < 65536 => Shape::Binomial,
@@ -61,6 +71,7 @@ impl Shape {
             Some(Op::Iallgather | Op::Iallgatherv | Op::Allgather_init | Op::Allgatherv_init) => {
                 Shape::Linear
             }
+            Some(Op::Allgather | Op::Allgatherv) => Shape::Gather,
             _ => Shape::Together,
         }
     }
@@ -209,7 +220,7 @@ impl Tape {
                 drop(recursive_doubling(&zero, &mut r));
                 rounds_by_kind(p, &mut r.tape);
             }
-            Shape::Linear | Shape::Together => return None,
+            Shape::Linear | Shape::Together | Shape::Gather => return None,
         }
         Some(Tape {
             shape,
@@ -275,7 +286,7 @@ pub(crate) fn exits_taped(tape: &Tape, arrive: &[f64]) -> Vec<f64> {
     let out = match tape.shape {
         Shape::Binomial => binomial(arrive, &mut play),
         Shape::RecursiveDoubling => recursive_doubling_taped(arrive, &mut play),
-        Shape::Linear | Shape::Together => unreachable!("never recorded"),
+        Shape::Linear | Shape::Together | Shape::Gather => unreachable!("never recorded"),
     };
     debug_assert_eq!(play.at, tape.costs.len());
     out
@@ -292,7 +303,7 @@ pub(crate) fn exits(
     links: Option<&Links<'_>>,
 ) -> Option<Vec<f64>> {
     match shape {
-        Shape::Together => None,
+        Shape::Together | Shape::Gather => None,
         Shape::Binomial => Some(binomial(arrive, &mut { c })),
         Shape::RecursiveDoubling => Some(recursive_doubling(arrive, &mut { c })),
         Shape::Linear => Some(super::allgather::linear(arrive, c, links)),
@@ -489,6 +500,11 @@ impl Blocks {
         }
     }
 
+    /// Each rank's block as recorded.
+    pub(crate) fn recorded(&self) -> &[f64] {
+        &self.recorded
+    }
+
     /// Each rank's block under `d`, into `out`.
     pub(crate) fn fill(&self, d: &crate::dist::Dist, out: &mut Vec<f64>) {
         out.clear();
@@ -501,14 +517,15 @@ impl Blocks {
 
 /// Each rank's exit from a collective of `shape` in a replay of `m`
 /// ([`super::replay`]'s `exits`), with each rank's all-gather block in
-/// `block` (empty: `bytes` for every rank).
+/// `block` (empty: `bytes` for every rank) and, for a [`Shape::Gather`],
+/// as recorded in `recorded`.
 pub(super) fn priced_exits(
     m: &Model,
     shape: Shape,
     arrive: &[f64],
     bytes: f64,
     entry: f64,
-    block: &[f64],
+    (block, recorded): (&[f64], &[f64]),
 ) -> Vec<f64> {
     let (net, p) = (&m.net, arrive.len());
     let tape = |c: &Costs<'_>| {
@@ -550,8 +567,23 @@ pub(super) fn priced_exits(
         return exits_taped(&t, arrive);
     }
     let links = (shape == Shape::Linear).then_some(&links);
-    exits(shape, arrive, &costs, links)
-        .unwrap_or_else(|| vec![entry + net.reduce(bytes); arrive.len()])
+    exits(shape, arrive, &costs, links).unwrap_or_else(|| {
+        let follows = if shape == Shape::Gather && block.len() == p && recorded.len() == p {
+            // A ring's step: the largest block's transfer to the next rank.
+            let step = |b: &[f64]| {
+                (0..p)
+                    .map(|s| {
+                        let pr = net.pair(s, (s + 1) % p);
+                        pr.transfer(b[s]) * m.net_factor(pr.k)
+                    })
+                    .fold(0.0f64, f64::max)
+            };
+            (p.saturating_sub(1)) as f64 * (step(block) - step(recorded))
+        } else {
+            0.0
+        };
+        vec![entry + net.reduce(bytes) + follows; p]
+    })
 }
 
 #[cfg(test)]
@@ -560,6 +592,35 @@ pub(super) mod tests {
 
     /// No cost, for the pairs' overheads a test leaves out.
     pub(crate) const ZERO: &dyn Fn(usize, usize) -> f64 = &|_, _| 0.0;
+
+    /// A blocking all-gather's ranks leave together, after a cost that
+    /// follows its blocks: P - 1 ring steps of the change in the largest
+    /// block's transfer from the recorded blocks; blocks as recorded
+    /// change nothing, and a collective of another shape ignores them.
+    #[test]
+    fn a_blocking_all_gather_pays_the_change_of_its_largest_block() {
+        use crate::synthetic::{app, jacobi_trace, profile};
+        let p = 4u32;
+        let traces: Vec<_> = (0..p).map(|r| jacobi_trace(r, p, 1_000_000, 64)).collect();
+        let m = Model::new(&traces, app(vec![64; 4]), &profile(p)).expect("model");
+        let (arrive, entry) = ([0.0, 1e-3, 2e-3, 5e-4], 2e-3);
+        let rec = [512.0; 4];
+        let grown = [896.0, 384.0, 384.0, 384.0];
+        let at = |shape, b: &[f64]| priced_exits(&m, shape, &arrive, 512.0, entry, (b, &rec));
+        let (same, more) = (at(Shape::Gather, &rec), at(Shape::Gather, &grown));
+        assert_eq!(same, at(Shape::Together, &rec));
+        assert_eq!(at(Shape::Together, &grown), same);
+        let pr = m.net.pair(0, 1);
+        let want = 3.0 * (pr.transfer(896.0) - pr.transfer(512.0));
+        assert!(want > 0.0);
+        for (a, b) in same.iter().zip(&more) {
+            assert!(
+                (b - a - want).abs() < 1e-12 * want.max(1e-9),
+                "{a} {b} {want}"
+            );
+            assert_eq!(*b, more[0]);
+        }
+    }
 
     /// 1 µs per message and no overheads, except the pairs with rank
     /// `far`, which take 1 ms.

@@ -572,12 +572,12 @@ impl<'a> Evaluator<'a> {
                         c.blocks[blocks as usize].fill(d, &mut block.0);
                         block.1 = blocks;
                     }
-                    let b = if blocks == NONE {
-                        &[][..]
+                    let (b, rec) = if blocks == NONE {
+                        (&[][..], &[][..])
                     } else {
-                        &block.0[..]
+                        (&block.0[..], c.blocks[blocks as usize].recorded())
                     };
-                    let exits = collective::priced_exits(m, shape, arrive, bytes, entry, b);
+                    let exits = collective::priced_exits(m, shape, arrive, bytes, entry, (b, rec));
                     let costs = &m.collective_s;
                     let extra = costs
                         .get(nth_collective % costs.len().max(1))

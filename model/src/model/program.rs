@@ -162,9 +162,10 @@ impl Program {
     /// different times (an all-reduce, `collective.rs`)? Then the next
     /// iteration does not start together even after one ([`Model::laps`](super::Model::laps)).
     pub(super) fn leaves_collectives_apart(&self) -> bool {
-        self.steps
-            .iter()
-            .any(|s| matches!(s, Step::Reduce { shape, .. } if *shape != Shape::Together))
+        self.steps.iter().any(|s| {
+            matches!(s, Step::Reduce { shape, .. }
+                    if !matches!(shape, Shape::Together | Shape::Gather))
+        })
     }
 
     /// How long the rank waits for something that happens `ahead` seconds

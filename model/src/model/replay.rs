@@ -581,16 +581,17 @@ impl<'a> Replay<'a> {
     fn exits(&self, shape: Shape, arrive: &[f64], bytes: f64, entry: f64) -> Vec<f64> {
         // Every rank's message: the collective's bytes, or for an
         // all-gather its own block.
-        let block = match shape {
-            Shape::Linear => self.blocks(),
-            _ => Vec::new(),
+        let (recorded, block) = match shape {
+            Shape::Linear | Shape::Gather => self.blocks(),
+            _ => (Vec::new(), Vec::new()),
         };
-        collective::priced_exits(self.m, shape, arrive, bytes, entry, &block)
+        collective::priced_exits(self.m, shape, arrive, bytes, entry, (&block, &recorded))
     }
 
-    /// Each rank's block in the all-gather every rank's program is at,
-    /// under the distribution replayed ([`collective::Blocks`]).
-    fn blocks(&self) -> Vec<f64> {
+    /// Each rank's block in the all-gather every rank's program is at, as
+    /// recorded and under the distribution replayed
+    /// ([`collective::Blocks`]).
+    fn blocks(&self) -> (Vec<f64>, Vec<f64>) {
         let recorded: Vec<f64> = (0..self.p)
             .map(|j| match self.steps[j].get(self.at(j)) {
                 Some(Step::Reduce { bytes, .. }) => *bytes,
@@ -598,8 +599,9 @@ impl<'a> Replay<'a> {
             })
             .collect();
         let mut out = Vec::new();
-        collective::Blocks::new(self.m, recorded).fill(self.d, &mut out);
-        out
+        let b = collective::Blocks::new(self.m, recorded);
+        b.fill(self.d, &mut out);
+        (b.recorded().to_vec(), out)
     }
 
     /// What a collective cost in the recorded iteration beyond its

@@ -136,7 +136,7 @@ pub(super) fn compile(m: &Model, d: &Dist, events: &[LogEvent]) -> Option<Compil
             Step::Reduce { bytes, shape, .. } => {
                 // Every rank is at this collective: its block is the
                 // bytes of its own step here.
-                let blocks = if *shape == Shape::Linear {
+                let blocks = if matches!(shape, Shape::Linear | Shape::Gather) {
                     let recorded = (0..p).map(|j| {
                         let steps = &m.programs[j].steps;
                         match steps.get(pc[j] % steps.len().max(1)) {

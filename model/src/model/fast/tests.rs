@@ -8,10 +8,17 @@ use crate::synthetic::{
 use mheta_trace::{Op as TraceOp, What};
 
 /// A CG-like iteration: jacobi's, then two all-gathers of a vector
-/// (`MPI_Iallgatherv`, libnbc's linear one): one of 8 B a row (rows
-/// `rows` a rank when recorded, so its blocks follow the rows), and one
-/// whose blocks do not (8 B times the rank + 1).
-fn gather_trace(rank: u32, p: u32, compute_ns: u64, rows: u64) -> mheta_trace::RankTrace {
+/// (`op`: `MPI_Iallgatherv`, libnbc's linear one, or a blocking
+/// `MPI_Allgatherv`): one of 8 B a row (rows `rows` a rank when
+/// recorded, so its blocks follow the rows), and one whose blocks do not
+/// (8 B times the rank + 1).
+fn gather_trace(
+    rank: u32,
+    p: u32,
+    compute_ns: u64,
+    rows: u64,
+    op: TraceOp,
+) -> mheta_trace::RankTrace {
     let mut t = jacobi_trace(rank, p, compute_ns, 8 * 1026);
     let events = &mut t.iterations[0].events;
     let mut at = events.last().map_or(0, |e| e.t1_ns);
@@ -21,7 +28,7 @@ fn gather_trace(rank: u32, p: u32, compute_ns: u64, rows: u64) -> mheta_trace::R
             bytes,
             comm_size: p,
         };
-        events.push(ev(at, at + 300, Some(TraceOp::Iallgatherv), what));
+        events.push(ev(at, at + 300, Some(op), what));
         at += 300;
     }
     t.iterations[0].duration_ns = at + 1000;
@@ -106,16 +113,23 @@ fn models(p: u32) -> Vec<(&'static str, Model)> {
         }
         Model::new(&traces, app(vec![rows; p as usize]), &prof).expect("model")
     };
-    let gather = |prof: mheta_profile::ClusterProfile| {
+    let gather = |prof: mheta_profile::ClusterProfile, op: TraceOp| {
         let traces: Vec<_> = (0..p)
-            .map(|r| gather_trace(r, p, 1_000_000 + (r as u64 % 4) * 300_000, rows))
+            .map(|r| gather_trace(r, p, 1_000_000 + (r as u64 % 4) * 300_000, rows, op))
             .collect();
         Model::new(&traces, app(vec![rows; p as usize]), &prof).expect("model")
     };
     vec![
         ("jacobi", jacobi.clone()),
-        ("all-gather", gather(profile(p))),
-        ("all-gather by host", gather(profile_by_host(p, 2))),
+        ("all-gather", gather(profile(p), TraceOp::Iallgatherv)),
+        (
+            "all-gather by host",
+            gather(profile_by_host(p, 2), TraceOp::Iallgatherv),
+        ),
+        (
+            "blocking all-gather",
+            gather(profile(p), TraceOp::Allgatherv),
+        ),
         ("curve", jacobi.with_row_curves(curves).expect("curves")),
         ("io", {
             let (traces, decl) = hetero_cluster(7, p, rows);
