@@ -14,7 +14,9 @@
 # stochastic: whole, about 18 minutes together); without it the full
 # studies run (a few hours).
 # RESULTS_ONLY="NAME ..." reruns only those studies into the same OUT,
-# keeping the others' results. When a study fails, its error is kept in OUT/NAME/stderr.txt, the
+# keeping the others' results; `scripts/results_seed.py OUT` first fills
+# an empty OUT from the published page, so that some studies can be
+# rerun without the others (each kept section keeps its date and machine). When a study fails, its error is kept in OUT/NAME/stderr.txt, the
 # others still run, OUT/RESULTS.md shows the failure, docs/RESULTS.md is
 # left as it was, and the exit status is 1.
 set -euo pipefail

@@ -53,6 +53,16 @@ def studies(out):
                    host=f[7] if len(f) == 8 else "")
 
 
+def script_order():
+    """The studies' names in the order scripts/results.sh runs them: the
+    page keeps that order whichever were rerun last."""
+    text = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "results.sh")).read()
+    order = []
+    for m in re.finditer(r'^\s*study ([\w-]+) "|^for s in ([\w -]+); do', text, re.M):
+        order += [m.group(1)] if m.group(1) else m.group(2).split()
+    return order
+
+
 def svgs(out, name):
     found = []
     for root, _, files in os.walk(os.path.join(out, name)):
@@ -187,6 +197,10 @@ def links_headline(lines):
 def headline(out, s):
     if s["rc"] != 0:
         return "failed"
+    # A study kept from the published page (scripts/results_seed.py).
+    seeded = os.path.join(out, s["name"], "headline.txt")
+    if os.path.exists(seeded):
+        return open(seeded).read().strip()
     if s["name"].startswith("accuracy"):
         return accuracy_headline(out, s["name"]) or "no cells"
     table = os.path.join(out, s["name"], "table.txt")
@@ -217,7 +231,8 @@ def main():
     if len(sys.argv) != 3:
         sys.exit("usage: scripts/results_md.py OUT COMMAND")
     out, cmd = sys.argv[1], sys.argv[2]
-    all_studies = list(studies(out))
+    rank = {n: k for k, n in enumerate(script_order())}
+    all_studies = sorted(studies(out), key=lambda s: rank.get(s["name"], len(rank)))
     here = page(out, cmd, all_studies, lambda f: f)
     docs = page(out, cmd, all_studies, lambda f: "results/" + f.replace("/", "-"))
     block = readme_block(out, cmd, all_studies)
