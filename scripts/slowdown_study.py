@@ -66,12 +66,12 @@ CONFIGS = [
 ]
 if QUICK:
     CONFIGS = [CONFIGS[0], CONFIGS[5], CONFIGS[9]]
-# (app, n, iters, ranks): about 3 s dedicated each (1.5 s quick), so that
+# (app, n, ranks) and the seconds a dedicated run lasts (its iterations
+# are sized to it on this machine, `sized`): 3 s (1.5 s quick), so that
 # with the load on half the time a run lasts 4-8 s, four or more on/off
 # periods.
-APPS = [("sor", 768, 2000, 1), ("jacobi", 1024, 900, 2)]
-if QUICK:
-    APPS = [("sor", 768, 1000, 1), ("jacobi", 1024, 450, 2)]
+APPS = [("sor", 768, 1), ("jacobi", 1024, 2)]
+SECONDS = 1.5 if QUICK else 3.0
 DWELL = 0.5   # seconds on, seconds off
 GUARD = 0.06  # seconds around a switch left out
 GOAL_MEAN, GOAL_MAX = 3.0, 6.0
@@ -88,6 +88,14 @@ def app_cmd(app, n, iters, np_):
     if np_ == 1:
         return ["taskset", "-c", "0"] + args
     return ["mpirun", "-np", str(np_), "--bind-to", "core"] + args
+
+
+def sized(app, n, np_):
+    """The iterations that last SECONDS dedicated here: the median
+    iteration of a 60-iteration run (the first 10 left out), measured
+    now, since a kernel's speed is the machine's and the build's."""
+    it = run_app(app, n, 60, np_)["iter_times_s"][10:]
+    return max(100, int(SECONDS / statistics.median(it)))
 
 
 def run_app(app, n, iters, np_):
@@ -239,6 +247,7 @@ def main():
     subprocess.run([MHETA, "bench", "--np", "2", "--quick", "--no-disk", "-o", prof],
                    env=ENV, check=True, capture_output=True)
     traces = {}
+    APPS[:] = [(app, n, sized(app, n, np_), np_) for app, n, np_ in APPS]
     for app, n, iters, np_ in APPS:
         if np_ == 2:
             tr = os.path.join(W, f"trace-{app}-{n}")
@@ -295,7 +304,7 @@ def main():
         half_s = 100.0 * (ci_s[1] - ci_s[0]) / 2 / S
         half_a = 100.0 * (ci_a[1] - ci_a[0]) / 2 / A
         rows.append({
-            "app": app, "n": n, "np": np_,
+            "app": app, "n": n, "np": np_, "iters": iters,
             "generators": [spec(g) for g in CONFIGS[i]],
             "runs": rs,
             "measured": S, "measured_ci": ci_s,
