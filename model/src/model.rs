@@ -43,6 +43,7 @@ mod net;
 mod program;
 mod replay;
 mod reused;
+mod turns;
 
 pub use collective::Shape;
 pub use fast::Evaluator;
@@ -205,6 +206,9 @@ pub struct Model {
     /// The reuse term ([`crate::reuse`]; None: rows cost as recorded
     /// whatever the iteration's length).
     reuse: Option<crate::reuse::Reuse>,
+    /// Per rank, its turns on a core it shares while it holds the core
+    /// in its waits ([`turns`]; empty: none does).
+    turns: Vec<Option<turns::Turn>>,
 }
 
 impl Model {
@@ -280,6 +284,7 @@ impl Model {
             tapes: Default::default(),
             row_curves: Vec::new(),
             reuse: None,
+            turns: Vec::new(),
         };
         model.last_arrival_s = last_arrivals(&model.programs);
         model.overlapping = !model.programs.iter().all(Program::ends_at_a_collective)
@@ -297,25 +302,54 @@ impl Model {
     /// overheads run `sd_i` times slower and every transfer `sd_{i->j}`
     /// times (Figueira and Berman eqs. 1 and 3), at the slowdowns' means;
     /// [`risk::predict_stochastic`](crate::risk::predict_stochastic)
-    /// carries their spread.
+    /// carries their spread. A rank whose node gives the scheduler's turn
+    /// ([`crate::slowdown::Slowdowns::turn_s`]) and whose waits poll
+    /// (its program never slept, [`Program::wake_s`]) is replayed turn by
+    /// turn instead ([`turns`]): at its dedicated speed in its turns, its
+    /// transfers slowed by the links only.
     pub fn with_load(mut self, load: crate::slowdown::Slowdowns) -> Model {
         let p = self.ranks();
         assert_eq!(load.cpu.len(), p, "one CPU slowdown per rank");
-        if load.is_dedicated() {
+        self.turns = (0..p)
+            .map(|i| {
+                let q = load.turn_s.get(i).copied().flatten()?;
+                (self.programs[i].wake_s <= 0.0)
+                    .then(|| turns::Turn::of(q, load.cpu[i].mean))
+                    .flatten()
+            })
+            .collect();
+        if self.turns.iter().all(Option::is_none) {
+            self.turns.clear();
+        }
+        let priced = if self.turns.is_empty() {
+            load.clone()
+        } else {
+            let one = crate::stoch::Stoch::point(1.0);
+            let cpu = (load.cpu.iter().zip(&self.turns))
+                .map(|(c, t)| if t.is_some() { one } else { *c })
+                .collect();
+            load.with_cpu(cpu)
+        };
+        if priced.is_dedicated() {
             self.cpu_slow.clear();
             self.net_slow.clear();
         } else {
-            self.cpu_slow = load.cpu.iter().map(|s| s.mean).collect();
+            self.cpu_slow = priced.cpu.iter().map(|s| s.mean).collect();
             // The load lists pairs as `src * P + dst`; the replay reads
             // them by `Net::k`.
-            self.net_slow = (0..load.net.len())
-                .map(|k| load.net[self.net.row_major(k)].mean)
+            self.net_slow = (0..priced.net.len())
+                .map(|k| priced.net[self.net.row_major(k)].mean)
                 .collect();
         }
         self.load = Some(load);
         self.tapes.clear();
         self.rebase_reuse();
         self
+    }
+
+    /// Rank `i`'s turns on its shared core, if it is replayed by them.
+    fn turn(&self, i: usize) -> Option<turns::Turn> {
+        self.turns.get(i).copied().flatten()
     }
 
     /// The same model with each rank's row-cost curve (rank order): a
@@ -662,8 +696,18 @@ impl Model {
     /// (the apps' `iter_median_s`), so the prediction is the longest
     /// rank's second lap, from the end of its first to the end of its
     /// second. Collectives' costs are measured on the last lap too
-    /// ([`Model::calibrate_collectives`]).
+    /// ([`Model::calibrate_collectives`]). With a rank replayed by its
+    /// turns, as many as span [`turns::SPAN`] of its rounds
+    /// ([`turns::laps`]), and the prediction is the mean of all but the
+    /// first.
     fn laps(&self) -> usize {
+        let round = (self.turns.iter().flatten())
+            .map(turns::Turn::round)
+            .reduce(f64::max);
+        if let Some(round) = round {
+            let iter_s = (self.programs.iter()).fold(0.0f64, |a, p| a.max(p.measured_s));
+            return turns::laps(round, iter_s);
+        }
         if self.overlapping { 2 } else { 1 }
     }
 

@@ -35,25 +35,42 @@ use std::time::Instant;
 /// over wall time (1 but for interrupts); so does one without
 /// schedstat. It spins at most `2·probe_s`.
 pub fn cpu_probe(probe_s: f64) -> f64 {
+    cpu_probe_turns(probe_s).0
+}
+
+/// [`cpu_probe`], and the CPU the probe got a turn: its CPU between its
+/// first and its last return over the turns between them, the scheduler's
+/// turn on this core (`NodeLoad::turn_s`, what the model replays a
+/// time-shared rank by); None where it was never switched out twice.
+pub fn cpu_probe_turns(probe_s: f64) -> (f64, Option<f64>) {
     let sched = mheta_base::os::SchedstatReader::open();
     let slices = || sched.as_ref().and_then(|r| r.read()).map(|s| s.timeslices);
     let w0 = Instant::now();
     let c0 = thread_cpu_s();
     let plain = |w: f64, c: f64| (c / w.max(1e-9)).clamp(MIN_AVAIL, 1.0);
     let Some(mut seen) = slices() else {
-        return spin_plain(w0, c0, probe_s);
+        return (spin_plain(w0, c0, probe_s), None);
     };
-    // (wall, cpu) at the first return, and at the latest one.
+    // (wall, cpu) at the first return, and at the latest one, and the
+    // returns between them.
     let mut first: Option<(f64, f64)> = None;
     let mut last: Option<(f64, f64)> = None;
+    let mut turns = 0u64;
     let mut checked = 0.0;
     loop {
         let wall = w0.elapsed().as_secs_f64();
         let end = first.map_or(probe_s, |(w, _)| w + probe_s);
         if wall >= end {
             return match (first, last) {
-                (Some(f), Some(l)) if l.0 - f.0 >= probe_s / 2.0 => plain(l.0 - f.0, l.1 - f.1),
-                _ => plain(wall, thread_cpu_s() - c0),
+                (Some(f), Some(l)) if l.0 - f.0 >= probe_s / 2.0 => (
+                    plain(l.0 - f.0, l.1 - f.1),
+                    Some((l.1 - f.1) / turns as f64),
+                ),
+                (Some(f), Some(l)) => (
+                    plain(wall, thread_cpu_s() - c0),
+                    Some((l.1 - f.1) / turns as f64),
+                ),
+                _ => (plain(wall, thread_cpu_s() - c0), None),
             };
         }
         // Read the count every 50 us: a turn of the round is milliseconds.
@@ -62,12 +79,14 @@ pub fn cpu_probe(probe_s: f64) -> f64 {
             if let Some(n) = slices()
                 && n != seen
             {
+                let back = n.saturating_sub(seen);
                 seen = n;
                 let at = (w0.elapsed().as_secs_f64(), thread_cpu_s() - c0);
                 if first.is_none() {
                     first = Some(at);
                 } else {
                     last = Some(at);
+                    turns += back;
                 }
             }
         }

@@ -57,6 +57,11 @@ pub struct CoreSense {
     pub core: usize,
     /// `[t, availability]`, t in seconds from the start.
     pub samples: Vec<[f64; 2]>,
+    /// The scheduler's turn on this core: the median CPU a probe got a
+    /// turn, over the probes that shared the core (absent where none
+    /// did, or with `--method passive`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_s: Option<f64>,
     #[serde(flatten)]
     pub summary: Summary,
 }
@@ -193,6 +198,7 @@ mod tests {
                 core: 0,
                 samples: s.iter().map(|&(t, v)| [t, v]).collect(),
                 summary: summarize(&s, 0.1),
+                turn_s: Some(4e-3),
             }],
             pairs: Vec::new(),
             warnings: Vec::new(),

@@ -16,7 +16,7 @@ pub mod summary;
 pub mod to_load;
 
 pub use bandwidth::{BwClient, BwPeer};
-pub use cpu::{Method, cpu_probe, parse_stat, passive_avail, runnable_on};
+pub use cpu::{Method, cpu_probe, cpu_probe_turns, parse_stat, passive_avail, runnable_on};
 pub use file::{CoreSense, Overhead, PairSense, SenseError, SenseFile, Settings, read_sense_file};
 pub use sampler::sense;
 pub use summary::{Summary, classify, current_mode, mixture_from_series, summarize};

@@ -4,7 +4,7 @@
 //! sensors' own overhead.
 
 use super::bandwidth::{BwClient, BwPeer};
-use super::cpu::{Method, cpu_probe, passive_avail};
+use super::cpu::{Method, cpu_probe_turns, passive_avail};
 use super::file::{CoreSense, Overhead, PairSense, SenseFile, Settings};
 use super::summary::summarize;
 use super::{FORMAT, VERSION};
@@ -28,6 +28,9 @@ fn round_sig(x: f64, digits: i32) -> f64 {
 #[derive(Default)]
 struct CoreRun {
     cpu: Vec<(f64, f64)>,
+    /// The CPU each probe got a turn, where it was switched out
+    /// ([`super::cpu::cpu_probe_turns`]), with its availability.
+    turns: Vec<(f64, f64)>,
     bw: Vec<(f64, f64)>,
     cpu_sample_s: Vec<f64>,
     bw_s: Vec<f64>,
@@ -112,6 +115,7 @@ pub fn sense(s: &Settings, stop: &AtomicBool) -> io::Result<SenseFile> {
                 .map(|&(t, v)| [round_sig(t, 7), round_sig(v, 6)])
                 .collect(),
             summary: summarize(&r.cpu, s.interval_s),
+            turn_s: turn_of(&r.turns),
         });
         // No pair from the peer's own core (client and server would
         // share it).
@@ -212,7 +216,11 @@ fn sense_core(
         let t = tick.duration_since(clock.t0).as_secs_f64();
         let a = Instant::now();
         let v = match s.method {
-            Method::Probe => cpu_probe(s.probe_s),
+            Method::Probe => {
+                let (v, turn) = cpu_probe_turns(s.probe_s);
+                r.turns.extend(turn.map(|q| (v, q)));
+                v
+            }
             Method::Passive => match passive_avail(core) {
                 Ok(v) => v,
                 Err(e) => {
@@ -294,3 +302,20 @@ fn overhead(s: &Settings, runs: &[CoreRun], sensed: f64) -> Overhead {
         bw_probe_duty: mean(&all_bw_s) / s.interval_s,
     }
 }
+
+/// A core's turn: the median CPU a turn over the probes that shared the
+/// core (availability below [`SHARED`]); None where none did.
+fn turn_of(turns: &[(f64, f64)]) -> Option<f64> {
+    let mut q: Vec<f64> = (turns.iter())
+        .filter(|(v, q)| *v < SHARED && q.is_finite() && *q > 0.0)
+        .map(|t| t.1)
+        .collect();
+    if q.is_empty() {
+        return None;
+    }
+    q.sort_by(f64::total_cmp);
+    Some(round_sig(q[q.len() / 2], 4))
+}
+
+/// A probe that got less of its core than this shared it.
+const SHARED: f64 = 0.9;

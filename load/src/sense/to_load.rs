@@ -1,8 +1,8 @@
 //! A sense file turned into the model's load description
 //! ([`LoadSpec`], what `mheta predict --load` reads): the job's ranks on
 //! the sensed cores (`--ranks CORE:RANKS;...`), one node per mapped core
-//! with its availability mixture, its current mode and its bandwidth
-//! slowdown.
+//! with its availability mixture, its current mode, the scheduler's turn
+//! there and its bandwidth slowdown.
 
 use super::file::SenseFile;
 use mheta_model::slowdown::{LoadSpec, NodeLoad};
@@ -80,6 +80,7 @@ pub fn load_spec(file: &SenseFile, map: &[(usize, Vec<usize>)]) -> LoadSpec {
                     .filter(|m| !m.modes.is_empty()),
                 current_mode: c.and_then(|c| c.summary.current_mode),
                 bw_slowdown: p.map(|p| p.slowdown),
+                turn_s: c.and_then(|c| c.turn_s),
                 ..NodeLoad::default()
             }
         })

@@ -235,8 +235,9 @@ impl Model {
     /// answers, two to three times faster after the first (the replay
     /// compiled: `model/fast.rs`).
     pub fn evaluator(&self) -> Evaluator<'_> {
-        let interpret_only =
-            (self.programs.iter()).any(|p| p.steps.iter().any(|s| matches!(s, Step::Peek(_))));
+        // A rank replayed by its turns is interpreted ([`super::turns`]).
+        let interpret_only = !self.turns.is_empty()
+            || (self.programs.iter()).any(|p| p.steps.iter().any(|s| matches!(s, Step::Peek(_))));
         Evaluator {
             m: self,
             compiled: RefCell::new(None),
@@ -599,7 +600,7 @@ impl<'a> Evaluator<'a> {
         clock.clear();
         clock.extend(lanes.iter().map(|l| l.clock));
         let out = lanes.iter().map(|l| l.out).collect();
-        Ok(Some(replay::last_lap(out, clock, first_lap)))
+        Ok(Some(replay::last_lap(out, clock, first_lap, c.laps)))
     }
 }
 

@@ -120,6 +120,9 @@ pub(super) struct Replay<'a> {
     sent: u32,
     /// With it, what the replay did is written there ([`Replay::logged`]).
     log: Option<Log>,
+    /// Per rank replayed by its turns, where it is in them
+    /// ([`super::turns`]; empty: none is).
+    turns: Vec<Option<super::turns::Cursor>>,
 }
 
 impl<'a> Replay<'a> {
@@ -161,6 +164,12 @@ impl<'a> Replay<'a> {
             iteration: None,
             sent: 0,
             log: None,
+            turns: (0..p)
+                .map(|i| {
+                    m.turn(i)
+                        .map(|t| super::turns::Cursor::new(t, 0x5eed ^ i as u64))
+                })
+                .collect(),
         })
     }
 
@@ -302,8 +311,35 @@ impl<'a> Replay<'a> {
         if scaled {
             self.stage_acc[i] += t;
         }
-        self.clock[i] += t;
-        self.out[i].compute_s += t;
+        let took = self.spend(i, t);
+        self.out[i].compute_s += took;
+    }
+
+    /// `t` seconds of rank `i`'s own CPU from its clock: `t` later, or
+    /// across its turns where it is replayed by them ([`super::turns`]);
+    /// the wall time they took.
+    fn spend(&mut self, i: usize, t: f64) -> f64 {
+        match self.turns.get_mut(i).and_then(Option::as_mut) {
+            None => {
+                self.clock[i] += t;
+                t
+            }
+            Some(turn) => {
+                let from = self.clock[i];
+                self.clock[i] = turn.busy(from, t);
+                self.clock[i] - from
+            }
+        }
+    }
+
+    /// Rank `i`, replayed by its turns, goes on only in its next turn:
+    /// what it waited for is taken then ([`super::turns`]).
+    fn in_turn(&mut self, i: usize) {
+        if let Some(turn) = self.turns.get_mut(i).and_then(Option::as_mut) {
+            let at = turn.ready(self.clock[i]);
+            self.out[i].wait_s += at - self.clock[i];
+            self.clock[i] = at;
+        }
     }
 
     /// The end of stage `k`: its I/O under the plan, MHETA eq. 1
@@ -347,9 +383,9 @@ impl<'a> Replay<'a> {
             let pr = net.pair(i, j);
             let b = m.msg_bytes(self.d, i, to.bytes);
             let o = pr.o_send() * m.cpu_factor(i);
-            let arrive = self.clock[i] + o + pr.transfer(b) * m.net_factor(pr.k);
-            self.clock[i] += o;
-            self.out[i].overhead_s += o;
+            let took = self.spend(i, o);
+            let arrive = self.clock[i] + pr.transfer(b) * m.net_factor(pr.k);
+            self.out[i].overhead_s += took;
             let waits = match mode {
                 SendMode::Buffered => false,
                 SendMode::Synchronous => true,
@@ -433,6 +469,7 @@ impl<'a> Replay<'a> {
         let wait = m.programs[i].waited(arrive - self.clock[i]);
         self.clock[i] += wait;
         self.out[i].wait_s += wait;
+        self.in_turn(i);
         if ack != NO_ACK
             && let Some(t) = self.sends.done[j].get_mut(ack as usize)
         {
@@ -441,8 +478,8 @@ impl<'a> Replay<'a> {
         }
         if pay {
             let o = net.pair(j, i).o_recv() * m.cpu_factor(i);
-            self.clock[i] += o;
-            self.out[i].overhead_s += o;
+            let took = self.spend(i, o);
+            self.out[i].overhead_s += took;
         }
     }
 
@@ -468,6 +505,7 @@ impl<'a> Replay<'a> {
         let wait = wait + self.handshake(i, wait, handshake);
         self.clock[i] += wait;
         self.out[i].wait_s += wait;
+        self.in_turn(i);
         true
     }
 
@@ -508,6 +546,7 @@ impl<'a> Replay<'a> {
             let wait = (arrive - self.clock[i]).max(0.0);
             self.clock[i] += wait;
             self.out[i].wait_s += wait;
+            self.in_turn(i);
         }
         true
     }
@@ -517,8 +556,8 @@ impl<'a> Replay<'a> {
     fn matched_recv(&mut self, i: usize) {
         if self.active(i) {
             let o = self.m.net.mean[1];
-            self.clock[i] += o;
-            self.out[i].overhead_s += o;
+            let took = self.spend(i, o);
+            self.out[i].overhead_s += took;
         }
     }
 
@@ -565,6 +604,7 @@ impl<'a> Replay<'a> {
             self.out[j].wait_s += entry - arrive[j];
             self.out[j].overhead_s += done - entry;
             self.clock[j] = done;
+            self.in_turn(j);
             if j != i {
                 self.pc[j] += 1;
             }
@@ -707,27 +747,31 @@ impl<'a> Replay<'a> {
             std::mem::take(&mut self.sends),
         );
         INFLIGHT.with(|m| *m.borrow_mut() = maps);
-        last_lap(self.out, &self.clock, &self.first_lap)
+        last_lap(self.out, &self.clock, &self.first_lap, self.laps)
     }
 }
 
-/// The prediction from each rank's times `out` and clock at the end:
-/// over its last lap where `first_lap` kept the end of its first; the
-/// iteration is the last rank to finish.
+/// The prediction from each rank's times `out` and clock at the end of
+/// `laps` iterations: over the laps after its first where `first_lap`
+/// kept the end of its first (their mean, where there are more than one:
+/// [`super::turns`]); the iteration is the last rank to finish.
 pub(super) fn last_lap(
     mut out: Vec<RankTime>,
     clock: &[f64],
     first_lap: &[Option<(f64, RankTime)>],
+    laps: usize,
 ) -> Prediction {
+    // x / 1 is x: two laps price their second as they are.
+    let n = laps.saturating_sub(1).max(1) as f64;
     for ((o, &clock), first) in out.iter_mut().zip(clock).zip(first_lap) {
         o.total_s = clock;
         if let Some((t, f)) = first {
             *o = RankTime {
-                total_s: clock - t,
-                compute_s: o.compute_s - f.compute_s,
-                io_s: o.io_s - f.io_s,
-                overhead_s: o.overhead_s - f.overhead_s,
-                wait_s: o.wait_s - f.wait_s,
+                total_s: (clock - t) / n,
+                compute_s: (o.compute_s - f.compute_s) / n,
+                io_s: (o.io_s - f.io_s) / n,
+                overhead_s: (o.overhead_s - f.overhead_s) / n,
+                wait_s: (o.wait_s - f.wait_s) / n,
             };
         }
     }

@@ -67,6 +67,15 @@ pub struct NodeLoad {
     /// applied to every message to or from its ranks (default 1).
     #[serde(default)]
     pub bw_slowdown: Option<Stoch>,
+    /// Seconds of CPU the scheduler gives each runnable task on this
+    /// node's cores before it moves on: a turn of its round (`mheta
+    /// sense` measures it; about a tick). With it, a rank whose MPI waits
+    /// poll is replayed turn by turn: it runs in its turns only and takes
+    /// what it waits for at its next one (`model/turns.rs`). Without it,
+    /// every rank's work is stretched by its share, which is right only
+    /// where an iteration spans many turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_s: Option<f64>,
 }
 
 /// The load a prediction runs under (`mheta predict --load FILE`).
@@ -105,6 +114,9 @@ pub struct Slowdowns {
     pub cpu_bounds: Vec<(f64, f64)>,
     /// Per rank, its node's link slowdown (eq. 3; 1 without one).
     pub bw: Vec<Stoch>,
+    /// Per rank, the scheduler's turn on its node's cores, where the load
+    /// gives one ([`NodeLoad::turn_s`]).
+    pub turn_s: Vec<Option<f64>>,
 }
 
 impl Slowdowns {
@@ -116,6 +128,7 @@ impl Slowdowns {
             how: vec!["dedicated".into(); p],
             cpu_bounds: vec![(1.0, 1.0); p],
             bw: vec![Stoch::point(1.0); p],
+            turn_s: vec![None; p],
         }
     }
 
@@ -195,11 +208,19 @@ impl LoadSpec {
         let mut s = Slowdowns::dedicated(p);
         let mut seen = vec![false; p];
         for (n, node) in self.nodes.iter().enumerate() {
-            let (cpu, how, bounds) = self.node_cpu(node, run_s).map_err(|msg| LoadError::Node {
+            let bad = |msg: String| LoadError::Node {
                 path: path.into(),
                 node: n,
                 msg,
-            })?;
+            };
+            if let Some(q) = node.turn_s
+                && !(q > 0.0 && q < 10.0)
+            {
+                return Err(bad(format!(
+                    "turn_s {q}: a turn of the scheduler is a positive number of seconds (milliseconds, about a tick)"
+                )));
+            }
+            let (cpu, how, bounds) = self.node_cpu(node, run_s).map_err(bad)?;
             for &r in &node.ranks {
                 if r >= p {
                     return Err(LoadError::Range {
@@ -215,6 +236,7 @@ impl LoadSpec {
                     });
                 }
                 s.cpu[r] = cpu;
+                s.turn_s[r] = node.turn_s;
                 s.cpu_bounds[r] = bounds;
                 s.node_of[r] = p + n;
                 s.how[r] = how.clone();
