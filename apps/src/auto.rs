@@ -125,7 +125,7 @@ pub(crate) fn plan_and_move<K: Kernel, F: Fn(&Ctx) -> Result<K>>(
     profile: &Path,
     (it, iters): (u64, u64),
     recorded: std::ops::Range<u64>,
-    sensed: Option<Vec<mheta_model::stoch::Stoch>>,
+    sensed: Option<mheta_runtime::SensedLoad>,
 ) -> Result<AutoReport> {
     if sensed.is_none() {
         declare_dist(ctx, decl)?;
@@ -141,7 +141,7 @@ pub(crate) fn plan_and_move<K: Kernel, F: Fn(&Ctx) -> Result<K>>(
         profile,
         remaining,
         Some(&mover.rebuild),
-        sensed.as_deref(),
+        sensed.as_ref(),
     )?;
     let plan_s = t0.elapsed().as_secs_f64();
     let mut redistribute_s = 0.0;
@@ -159,7 +159,7 @@ pub(crate) fn plan_and_move<K: Kernel, F: Fn(&Ctx) -> Result<K>>(
     r.measured_move_s = measured_move_s;
     r.plan_s = plan_s;
     r.redistribute_s = redistribute_s;
-    r.sensed_slowdown = sensed;
+    r.sensed_slowdown = sensed.map(|s| s.cpu);
     ctx.dist = plan.dist;
     Ok(r)
 }

@@ -193,6 +193,9 @@ struct Log {
     /// delay (schedstat), or without schedstat the stage share; and the
     /// last schedstat reading.
     avail: Vec<Option<f64>>,
+    /// Per iteration with schedstat, the main thread's CPU time and the
+    /// times it was given the core (its turns: `sensor::turn_over`).
+    slices: Vec<Option<(f64, u64)>>,
     last_sched: Option<mheta_base::os::Schedstat>,
     /// The main thread's schedstat file, kept open.
     sched_file: Option<mheta_base::os::SchedstatReader>,
@@ -219,6 +222,9 @@ struct AutoState {
     /// was made since the last change of load.
     calib: Vec<f64>,
     calibrated: bool,
+    /// Per rank, the turn the last change of load sensed
+    /// (`sensor::LoadChange::turn_s`), which a calibration keeps.
+    turn_s: Vec<f64>,
     trace_iters: std::ops::Range<u64>,
     /// A re-recording under way began at this iteration.
     rerecord_from: Option<u64>,
@@ -389,6 +395,11 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
                 Some(_) => sensor::availability(log.last_sched.as_ref(), now.as_ref()),
                 None => sensor::stage_share(stage_cpu, stage),
             });
+            log.slices.push(
+                (log.last_sched.as_ref().zip(now.as_ref()))
+                    .map(|(a, b)| b.since(a))
+                    .map(|d| (d.cpu_s, d.timeslices)),
+            );
             log.last_sched = now;
             log.sensor_s += t.elapsed().as_secs_f64();
         }
@@ -460,9 +471,14 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
             None => {
                 auto.calib.clear();
                 auto.calibrated = false;
+                auto.turn_s.clear();
             }
-            Some((c, _)) if c.what == "calibrated" => auto.calib = c.calibration.clone(),
+            Some((c, _)) if c.what == "calibrated" => {
+                auto.calib = c.calibration.clone();
+                c.turn_s = auto.turn_s.clone();
+            }
             Some((c, _)) => {
+                auto.turn_s = c.turn_s.clone();
                 // A calibration stands in for the recording that cannot be
                 // made while a rank is time-shared: back on dedicated
                 // nodes the trace is priced as it is (and a drift records
@@ -497,7 +513,7 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
             profile,
             (it, self.job.ck.todo),
             auto.trace_iters.clone(),
-            pending.as_ref().map(|(c, sd)| c.slowdowns(sd)),
+            pending.as_ref().map(|(c, sd)| c.sensed(sd)),
         )?;
         r.load_change = pending.map(|(c, _)| c);
         if r.moved {
@@ -565,7 +581,7 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
         };
         if w.replan_at.is_none()
             && let Some(l) = self.auto.load.as_mut()
-            && let Some(s) = l.check(self.job.world, it, &self.log.avail)
+            && let Some(s) = l.check(self.job.world, it, &self.log.avail, &self.log.slices)
         {
             self.auto.load_moving = s.moving;
             if let Some(c) = s.change

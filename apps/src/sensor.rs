@@ -74,6 +74,16 @@ pub fn availability(
     (runnable > 1e-6 && d.cpu_s > 0.0).then(|| d.cpu_s / runnable)
 }
 
+/// The CPU a rank got a turn over iterations `range`, from each one's CPU
+/// time and the times it was given the core (schedstat's timeslices):
+/// their sums' ratio, where it was given the core at least twice.
+pub fn turn_over(slices: &[Option<(f64, u64)>], range: Range<u64>) -> Option<f64> {
+    let (cpu, n) = range
+        .filter_map(|i| slices.get(i as usize).copied().flatten())
+        .fold((0.0, 0u64), |(c, n), (dc, dn)| (c + dc, n + dn));
+    (n >= 2 && cpu > 0.0).then(|| cpu / n as f64)
+}
+
 /// The median of the defined shares of iterations `range`.
 pub fn median_share(shares: &[Option<f64>], range: Range<u64>) -> Option<f64> {
     let mut v: Vec<f64> = range
@@ -106,6 +116,12 @@ pub struct LoadChange {
     /// plan on the sensed load missed ([`LoadChange::calibrated`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub calibration: Vec<f64>,
+    /// Per rank, the CPU it got a turn of the scheduler's round over the
+    /// check's iterations ([`turn_over`]; NaN where it was not switched
+    /// out twice): the plan replays a time-shared rank whose waits poll
+    /// turn by turn (`mheta_model::slowdown::NodeLoad::turn_s`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub turn_s: Vec<f64>,
 }
 
 impl LoadChange {
@@ -122,6 +138,21 @@ impl LoadChange {
                 Stoch::new(m * c, if m == 1.0 { 0.0 } else { s * c })
             })
             .collect()
+    }
+
+    /// The load to plan on ([`LoadChange::slowdowns`]), with each
+    /// time-shared rank's turn.
+    pub fn sensed(&self, sd: &[f64]) -> mheta_runtime::SensedLoad {
+        let shared = |i: usize| self.to.get(i).is_some_and(|&x| far(x, 1.0) && x > 1.0);
+        mheta_runtime::SensedLoad {
+            cpu: self.slowdowns(sd),
+            turn_s: (0..self.to.len())
+                .map(|i| {
+                    let q = self.turn_s.get(i).copied()?;
+                    (shared(i) && q.is_finite() && q > 0.0).then_some(q)
+                })
+                .collect(),
+        }
     }
 
     /// A plan on the sensed load, after iteration `it`, missed: each
@@ -148,6 +179,8 @@ impl LoadChange {
             to: (0..p).map(a).collect(),
             ci: Vec::new(),
             calibration: new,
+            // The driver gives it the last change's turns.
+            turn_s: Vec::new(),
         }
     }
 }
@@ -266,6 +299,7 @@ impl LoadWatch {
         world: &SimpleCommunicator,
         it: u64,
         shares: &[Option<f64>],
+        slices: &[Option<(f64, u64)>],
     ) -> Option<Sensed> {
         let n = CI_ITERS as u64;
         if !(it + 1).is_multiple_of(WINDOW as u64) || it + 1 < self.from + n {
@@ -295,7 +329,14 @@ impl LoadWatch {
         let mut all = vec![0.0f64; 5 * p];
         world.all_gather_into(&mine[..], &mut all[..]);
         let s = self.judge(it, &all);
-        Some(self.strike(s))
+        let mut s = self.strike(s);
+        // Every rank has the same verdict: each gives its turn.
+        if let Some((c, _)) = s.change.as_mut() {
+            let mine = turn_over(slices, it + 1 - n..it + 1).unwrap_or(f64::NAN);
+            c.turn_s = vec![0.0; p];
+            world.all_gather_into(&mine, &mut c.turn_s[..]);
+        }
+        Some(s)
     }
 
     /// A change counts at its second check in a row; at its first it is
@@ -394,6 +435,7 @@ impl LoadWatch {
             to,
             ci: all.chunks_exact(5).map(|c| [c[0], c[1], c[2]]).collect(),
             calibration: Vec::new(),
+            turn_s: Vec::new(),
         };
         Sensed {
             change: Some((change, sd)),
@@ -421,6 +463,33 @@ fn core_mates(all: &[u64]) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_turn_is_the_cpu_a_time_given_the_core() {
+        let s = [Some((4e-3, 1)), Some((4e-3, 1)), None, Some((8e-3, 2))];
+        assert_eq!(turn_over(&s, 0..4), Some(4e-3));
+        // Given the core once (or never): no turn to tell.
+        assert_eq!(turn_over(&s, 0..1), None);
+        assert_eq!(turn_over(&[Some((1e-3, 0))], 0..1), None);
+    }
+
+    #[test]
+    fn only_a_time_shared_rank_is_planned_by_its_turns() {
+        let c = LoadChange {
+            after: 10,
+            at_unix_s: 0.0,
+            what: "arrived".into(),
+            ranks: vec![1],
+            from: vec![1.0, 1.0, 1.0],
+            to: vec![1.0, 2.0, 2.0],
+            ci: Vec::new(),
+            calibration: Vec::new(),
+            turn_s: vec![3e-3, 3e-3, f64::NAN],
+        };
+        let s = c.sensed(&[0.0, 0.1, 0.1]);
+        assert_eq!(s.turn_s, vec![None, Some(3e-3), None]);
+        assert_eq!(s.cpu[1].mean, 2.0);
+    }
 
     #[test]
     fn shares() {

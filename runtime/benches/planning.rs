@@ -182,7 +182,7 @@ fn row(name: &str, traces: &[RankTrace], decl: &AppDecl, prof: &ClusterProfile) 
         current: &current,
         profile: prof,
         rebuild_s_per_row: None,
-        cpu_slowdown: None,
+        sensed: None,
     };
     let mut moved = false;
     let mut copies: Vec<Vec<RankSummary>> = (0..3).map(|_| sums.clone()).collect();

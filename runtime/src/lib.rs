@@ -23,7 +23,7 @@ mod redistribute;
 mod rowbuf;
 
 pub use onnode::{on_node_copy_wanted, on_node_peers, on_node_peers_known, set_on_node_copy};
-pub use plan::{Inputs, Planned, RunPlan, plan_at_root, plan_in_run};
+pub use plan::{Inputs, Planned, RunPlan, SensedLoad, plan_at_root, plan_in_run};
 pub use redistribute::{
     MovePlan, RowBlock, move_yield_wanted, redistribute, redistribute_in_place, set_move_yield,
 };

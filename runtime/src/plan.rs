@@ -58,10 +58,8 @@ pub struct RunPlan {
 /// distribution to run on. Collective over `world`. `rebuild_s_per_row`:
 /// what each rank took per row to build its arrays, for pricing a move
 /// through disk ([`Model::rebuild_s_per_row`]); None when not measured.
-/// `cpu_slowdown`: per rank, the CPU slowdown sensed since the trace was
-/// recorded (Figueira and Berman eq. 1: its computation and message overheads run
-/// that many times slower; mean ± sd over the sensing window); None: the
-/// nodes are as they were when recorded.
+/// `sensed`: what the load watch sensed since the trace was recorded
+/// ([`SensedLoad`]); None: the nodes are as they were when recorded.
 ///
 /// `app.dist` is the distribution the traces in `dir` were recorded on;
 /// `current` the one in force, which the plan moves from. They differ
@@ -76,7 +74,7 @@ pub fn plan_in_run(
     profile: &Path,
     remaining: u64,
     rebuild_s_per_row: Option<&[f64]>,
-    cpu_slowdown: Option<&[mheta_model::stoch::Stoch]>,
+    sensed: Option<&SensedLoad>,
 ) -> Result<RunPlan, RuntimeError> {
     let (mut summaries, gathered) = gather_summaries(world, dir)?;
     let p = world.size() as usize;
@@ -106,7 +104,7 @@ pub fn plan_in_run(
                     current,
                     profile: &prof,
                     rebuild_s_per_row,
-                    cpu_slowdown,
+                    sensed,
                 };
                 plan_at_root(std::mem::take(&mut summaries), &inputs)
             });
@@ -158,7 +156,21 @@ pub struct Inputs<'a> {
     pub current: &'a Dist,
     pub profile: &'a ClusterProfile,
     pub rebuild_s_per_row: Option<&'a [f64]>,
-    pub cpu_slowdown: Option<&'a [mheta_model::stoch::Stoch]>,
+    pub sensed: Option<&'a SensedLoad>,
+}
+
+/// The load the ranks sensed in the run, the same on every rank.
+#[derive(Clone, Debug, Default)]
+pub struct SensedLoad {
+    /// Per rank, its CPU slowdown since the trace was recorded (Figueira
+    /// and Berman eq. 1: its computation and message overheads run that
+    /// many times slower; mean ± sd over the sensing window).
+    pub cpu: Vec<mheta_model::stoch::Stoch>,
+    /// Per rank, the CPU it got a turn of the scheduler's round where it
+    /// shared its core: the model replays a rank whose waits poll turn
+    /// by turn there (`mheta_model::slowdown::NodeLoad::turn_s`). Empty
+    /// or None: smoothly, at its share.
+    pub turn_s: Vec<Option<f64>>,
 }
 
 /// Rank 0's plan.
@@ -192,10 +204,14 @@ pub fn plan_at_root(
     let mut m =
         Model::from_summaries(summaries, x.app.clone(), x.profile).map_err(|e| e.to_string())?;
     m.rebuild_s_per_row = x.rebuild_s_per_row.map(<[f64]>::to_vec);
-    if let Some(sd) = x.cpu_slowdown {
+    if let Some(sensed) = x.sensed {
+        let sd = &sensed.cpu;
         let mut load = mheta_model::slowdown::Slowdowns::dedicated(p);
         load.cpu = sd.to_vec();
         load.cpu_bounds = sd.iter().map(|s| s.range2()).collect();
+        if sensed.turn_s.len() == p {
+            load.turn_s = sensed.turn_s.clone();
+        }
         for h in &mut load.how {
             *h = "sensed in the run".into();
         }
