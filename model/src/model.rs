@@ -706,7 +706,8 @@ impl Model {
             .reduce(f64::max);
         if let Some(round) = round {
             let iter_s = (self.programs.iter()).fold(0.0f64, |a, p| a.max(p.measured_s));
-            return turns::laps(round, iter_s);
+            let steps = self.programs.iter().map(|p| p.steps.len()).sum();
+            return turns::laps(round, iter_s, steps);
         }
         if self.overlapping { 2 } else { 1 }
     }

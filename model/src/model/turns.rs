@@ -24,7 +24,8 @@
 //! computation and overheads advance through its windows only
 //! ([`Turn::busy`]), and what it waits for is taken at its next window
 //! ([`Turn::ready`]). The replay runs as many iterations back to back as
-//! span [`SPAN`] rounds and prices their mean ([`laps`]).
+//! span [`SPAN`] rounds (fewer in a large job) and prices their mean
+//! ([`laps`]).
 
 /// How many of the longest mean round (`on + off`) the replayed
 /// iterations span: the mean over them is then within about `1/SPAN` of
@@ -168,14 +169,19 @@ fn unit(x: u64) -> f64 {
 
 /// How many iterations to replay back to back for turns of at most
 /// `round` seconds a round on average, when an iteration takes about
-/// `iter_s`: enough to span [`SPAN`] rounds, at least 2 and at most
-/// [`MAX_LAPS`].
-pub(super) fn laps(round: f64, iter_s: f64) -> usize {
+/// `iter_s` and its ranks' programs hold `steps` steps: enough to span
+/// [`SPAN`] rounds, at least 2, at most [`MAX_LAPS`] and at most
+/// [`MAX_STEPS`] steps in all (a large job replays fewer rounds).
+pub(super) fn laps(round: f64, iter_s: f64, steps: usize) -> usize {
+    let most = (MAX_STEPS / steps.max(1)).clamp(2, MAX_LAPS);
     if iter_s.is_nan() || iter_s <= 0.0 {
-        return MAX_LAPS;
+        return most;
     }
-    ((SPAN * round / iter_s).ceil() as usize + 1).clamp(2, MAX_LAPS)
+    ((SPAN * round / iter_s).ceil() as usize + 1).clamp(2, most)
 }
+
+/// At most this many steps in one replay by turns.
+const MAX_STEPS: usize = 400_000;
 
 #[cfg(test)]
 mod tests {
@@ -228,8 +234,11 @@ mod tests {
 
     #[test]
     fn laps_span_the_rounds() {
-        assert_eq!(laps(8e-3, 1e-3), 401);
-        assert_eq!(laps(8e-3, 1.0), 2);
-        assert_eq!(laps(8e-3, 1e-9), MAX_LAPS);
+        assert_eq!(laps(8e-3, 1e-3, 20), 401);
+        assert_eq!(laps(8e-3, 1.0, 20), 2);
+        assert_eq!(laps(8e-3, 1e-9, 20), MAX_LAPS);
+        // A large job: no more than MAX_STEPS steps.
+        assert_eq!(laps(8e-3, 1e-3, 10_000), 40);
+        assert_eq!(laps(8e-3, 1e-3, 1_000_000), 2);
     }
 }
