@@ -18,12 +18,13 @@
 //! (docs/design/load.md, "A time-shared rank's turns").
 //!
 //! The replay keeps both regimes by giving such a rank its turns: it
-//! runs at its dedicated speed in windows of `on` seconds (a turn of the
-//! scheduler's round, [`crate::slowdown::NodeLoad::turn_s`]) every
-//! `on + off`, `off = on · (sd − 1)` so that its share is `1/sd`. Its
-//! computation and overheads advance through its windows only
-//! ([`Turn::busy`]), and what it waits for is taken at its next window
-//! ([`Turn::ready`]). The replay runs as many iterations back to back as
+//! runs at its dedicated speed in windows of `on` seconds on average (a
+//! turn of the scheduler's round, [`crate::slowdown::NodeLoad::turn_s`]),
+//! each followed by `off = on · (sd − 1)` away on average, so that its
+//! share is `1/sd` ([`Turn`]; each round's lengths vary, [`SPREAD`]).
+//! Its computation and overheads advance through its windows only
+//! ([`Cursor::busy`]), and what it waits for is taken at its next window
+//! ([`Cursor::ready`]). The replay runs as many iterations back to back as
 //! span [`SPAN`] rounds (fewer in a large job) and prices their mean
 //! ([`laps`]).
 
