@@ -239,7 +239,10 @@ fn text(a: &PredictArgs, m: &Model, f: &Found) {
             tot.mean,
             2.0 * tot.sd
         );
-        for line in load_desc::describe(s) {
+        for line in load_desc::describe(s)
+            .into_iter()
+            .chain(load_desc::turn_lines(&m))
+        {
             println!("  {line}");
         }
     }

@@ -112,7 +112,10 @@ fn quantile(a: &SearchArgs, m: &Model, q: f64) -> Result<()> {
         println!("the plans are the same distribution: {}", r.note);
     }
     if let Some(s) = &m.load {
-        for line in load_desc::describe(s) {
+        for line in load_desc::describe(s)
+            .into_iter()
+            .chain(load_desc::turn_lines(&m))
+        {
             println!("  {line}");
         }
     }

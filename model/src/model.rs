@@ -352,6 +352,12 @@ impl Model {
         self.turns.get(i).copied().flatten()
     }
 
+    /// Rank `i`'s mean turn and time away, seconds, where the load's turn
+    /// and its polling waits have it replayed turn by turn ([`turns`]).
+    pub fn turn_of(&self, i: usize) -> Option<(f64, f64)> {
+        self.turn(i).map(|t| (t.on, t.off))
+    }
+
     /// The same model with each rank's row-cost curve (rank order): a
     /// rank's finest-level computation under `d` scales by
     /// `W'/W · c(W')/c(W)` instead of `W'/W` (beyond MHETA section 4.2.1;
