@@ -241,7 +241,7 @@ fn text(a: &PredictArgs, m: &Model, f: &Found) {
         );
         for line in load_desc::describe(s)
             .into_iter()
-            .chain(load_desc::turn_lines(&m))
+            .chain(load_desc::turn_lines(m))
         {
             println!("  {line}");
         }

@@ -114,7 +114,7 @@ fn quantile(a: &SearchArgs, m: &Model, q: f64) -> Result<()> {
     if let Some(s) = &m.load {
         for line in load_desc::describe(s)
             .into_iter()
-            .chain(load_desc::turn_lines(&m))
+            .chain(load_desc::turn_lines(m))
         {
             println!("  {line}");
         }
