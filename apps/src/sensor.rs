@@ -118,8 +118,8 @@ pub struct LoadChange {
     pub calibration: Vec<f64>,
     /// Per rank, the CPU it got a turn of the scheduler's round over the
     /// check's iterations ([`turn_over`]; NaN where it was not switched
-    /// out twice): the plan replays a time-shared rank whose waits poll
-    /// turn by turn (`mheta_model::slowdown::NodeLoad::turn_s`).
+    /// out twice): the plan replays a time-shared rank turn by turn
+    /// (`mheta_model::slowdown::NodeLoad::turn_s`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub turn_s: Vec<f64>,
 }

@@ -76,13 +76,13 @@ pub fn describe(s: &Slowdowns) -> Vec<String> {
 }
 
 /// One line per rank the model replays turn by turn (a time-shared rank
-/// whose waits poll, on a node whose load gives the scheduler's turn).
+/// on a node whose load gives the scheduler's turn).
 pub fn turn_lines(m: &Model) -> Vec<String> {
     (0..m.ranks())
         .filter_map(|r| {
             let (on, off) = m.turn_of(r)?;
             Some(format!(
-                "rank {r}: replayed turn by turn, {:.2} ms on its core then {:.2} ms away on average (its waits poll)",
+                "rank {r}: replayed turn by turn, {:.2} ms on its core then {:.2} ms away on average",
                 on * 1e3,
                 off * 1e3
             ))

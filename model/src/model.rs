@@ -302,20 +302,17 @@ impl Model {
     /// overheads run `sd_i` times slower and every transfer `sd_{i->j}`
     /// times (Figueira and Berman eqs. 1 and 3), at the slowdowns' means;
     /// [`risk::predict_stochastic`](crate::risk::predict_stochastic)
-    /// carries their spread. A rank whose node gives the scheduler's turn
-    /// ([`crate::slowdown::Slowdowns::turn_s`]) and whose waits poll
-    /// (its program never slept, [`Program::wake_s`]) is replayed turn by
-    /// turn instead ([`turns`]): at its dedicated speed in its turns, its
-    /// transfers slowed by the links only.
+    /// carries their spread. A time-shared rank whose node gives the
+    /// scheduler's turn ([`crate::slowdown::Slowdowns::turn_s`]) is
+    /// replayed turn by turn instead ([`turns`]): at its dedicated speed
+    /// in its turns, its transfers slowed by the links only.
     pub fn with_load(mut self, load: crate::slowdown::Slowdowns) -> Model {
         let p = self.ranks();
         assert_eq!(load.cpu.len(), p, "one CPU slowdown per rank");
         self.turns = (0..p)
             .map(|i| {
                 let q = load.turn_s.get(i).copied().flatten()?;
-                (self.programs[i].wake_s <= 0.0)
-                    .then(|| turns::Turn::of(q, load.cpu[i].mean))
-                    .flatten()
+                turns::Turn::of(q, load.cpu[i].mean)
             })
             .collect();
         if self.turns.iter().all(Option::is_none) {
@@ -353,7 +350,7 @@ impl Model {
     }
 
     /// Rank `i`'s mean turn and time away, seconds, where the load's turn
-    /// and its polling waits have it replayed turn by turn ([`turns`]).
+    /// has it replayed turn by turn ([`turns`]).
     pub fn turn_of(&self, i: usize) -> Option<(f64, f64)> {
         self.turn(i).map(|t| (t.on, t.off))
     }

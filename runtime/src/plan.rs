@@ -167,9 +167,9 @@ pub struct SensedLoad {
     /// many times slower; mean ± sd over the sensing window).
     pub cpu: Vec<mheta_model::stoch::Stoch>,
     /// Per rank, the CPU it got a turn of the scheduler's round where it
-    /// shared its core: the model replays a rank whose waits poll turn
-    /// by turn there (`mheta_model::slowdown::NodeLoad::turn_s`). Empty
-    /// or None: smoothly, at its share.
+    /// shared its core: the model replays such a rank turn by turn
+    /// (`mheta_model::slowdown::NodeLoad::turn_s`). Empty or None:
+    /// smoothly, at its share.
     pub turn_s: Vec<Option<f64>>,
 }
 

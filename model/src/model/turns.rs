@@ -1,12 +1,15 @@
-//! A time-shared rank that holds its core while it waits, replayed turn
-//! by turn (beyond MHETA and Figueira and Berman).
+//! A time-shared rank replayed turn by turn (beyond MHETA and Figueira
+//! and Berman).
 //!
 //! Figueira and Berman price a rank that shares its core by a smooth
 //! share: its work takes `sd` times as long (eq. 1), which the replay
 //! applies to each piece of it. That holds when an iteration spans many
-//! of the scheduler's turns. A rank whose MPI waits poll (Open MPI's
-//! default: a blocking call spins) holds its turn while it waits, and
-//! the core is taken from it in whole turns whatever it is doing. Where
+//! of the scheduler's turns. The core, though, is taken from the rank in
+//! whole turns whatever it is doing. A rank whose MPI waits poll (Open
+//! MPI's default: a blocking call spins) holds its turn while it waits;
+//! one whose waits sleep gives the core up, and when its message comes
+//! it wakes but runs only when the competitor's turn ends (Linux's EEVDF
+//! lets the running task finish its slice). Where
 //! an iteration is shorter than a turn, the ranks it exchanges with run
 //! only while it holds the core: each of its turns carries as many
 //! iterations as fit at their dedicated pace, and while it is away the

@@ -69,8 +69,8 @@ pub struct NodeLoad {
     pub bw_slowdown: Option<Stoch>,
     /// Seconds of CPU the scheduler gives each runnable task on this
     /// node's cores before it moves on: a turn of its round (`mheta
-    /// sense` measures it; about a tick). With it, a rank whose MPI waits
-    /// poll is replayed turn by turn: it runs in its turns only and takes
+    /// sense` measures it; about a tick). With it, a time-shared rank is
+    /// replayed turn by turn: it runs in its turns only and takes
     /// what it waits for at its next one (`model/turns.rs`). Without it,
     /// every rank's work is stretched by its share, which is right only
     /// where an iteration spans many turns.
