@@ -315,31 +315,14 @@ impl<'a> Replay<'a> {
         self.out[i].compute_s += took;
     }
 
-    /// `t` seconds of rank `i`'s own CPU from its clock: `t` later, or
-    /// across its turns where it is replayed by them ([`super::turns`]);
-    /// the wall time they took.
+    /// [`super::turns::spend`] of rank `i`: the wall time `t` of its CPU took.
     fn spend(&mut self, i: usize, t: f64) -> f64 {
-        match self.turns.get_mut(i).and_then(Option::as_mut) {
-            None => {
-                self.clock[i] += t;
-                t
-            }
-            Some(turn) => {
-                let from = self.clock[i];
-                self.clock[i] = turn.busy(from, t);
-                self.clock[i] - from
-            }
-        }
+        super::turns::spend(self.turns.get_mut(i), &mut self.clock[i], t)
     }
 
-    /// Rank `i`, replayed by its turns, goes on only in its next turn:
-    /// what it waited for is taken then ([`super::turns`]).
+    /// [`super::turns::in_turn`] of rank `i`, the wait counted as one.
     fn in_turn(&mut self, i: usize) {
-        if let Some(turn) = self.turns.get_mut(i).and_then(Option::as_mut) {
-            let at = turn.ready(self.clock[i]);
-            self.out[i].wait_s += at - self.clock[i];
-            self.clock[i] = at;
-        }
+        self.out[i].wait_s += super::turns::in_turn(self.turns.get_mut(i), &mut self.clock[i]);
     }
 
     /// The end of stage `k`: its I/O under the plan, MHETA eq. 1

@@ -162,6 +162,34 @@ impl Cursor {
     }
 }
 
+/// `t` seconds of a rank's own CPU from its clock: `t` later, or across
+/// its turns where it is replayed by them; the wall time they took.
+pub(super) fn spend(turn: Option<&mut Option<Cursor>>, clock: &mut f64, t: f64) -> f64 {
+    match turn.and_then(Option::as_mut) {
+        None => {
+            *clock += t;
+            t
+        }
+        Some(turn) => {
+            let from = *clock;
+            *clock = turn.busy(from, t);
+            *clock - from
+        }
+    }
+}
+
+/// A rank replayed by its turns goes on only in its next turn: what it
+/// waited for is taken then. The time that adds to its clock.
+pub(super) fn in_turn(turn: Option<&mut Option<Cursor>>, clock: &mut f64) -> f64 {
+    let Some(turn) = turn.and_then(Option::as_mut) else {
+        return 0.0;
+    };
+    let at = turn.ready(*clock);
+    let waited = at - *clock;
+    *clock = at;
+    waited
+}
+
 /// A number in [0, 1) from `x` (splitmix64's finalizer).
 fn unit(x: u64) -> f64 {
     let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
