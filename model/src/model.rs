@@ -206,8 +206,8 @@ pub struct Model {
     /// The reuse term ([`crate::reuse`]; None: rows cost as recorded
     /// whatever the iteration's length).
     reuse: Option<crate::reuse::Reuse>,
-    /// Per rank, its turns on a core it shares while it holds the core
-    /// in its waits ([`turns`]; empty: none does).
+    /// Per rank, its turns on a core it shares, where the load gives the
+    /// scheduler's turn ([`turns`]; empty: no rank is replayed by them).
     turns: Vec<Option<turns::Turn>>,
 }
 
