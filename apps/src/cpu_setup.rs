@@ -85,6 +85,9 @@ pub fn start_cpu_emulation(
     };
     comm::set_sleep(sleep);
     emu.report.wait = if sleep { "sleep" } else { "poll" }.into();
+    if sleep {
+        emu.fifo_waits();
+    }
     if let Some(note) = note {
         if rank == 0 {
             eprintln!("warning: {note}");

@@ -32,7 +32,13 @@
 //!   and extra) also runs under `SCHED_IDLE` and the rest of the rank
 //!   under the normal policy (the report's `work_policy`, see
 //!   [`Emulation::work`]), so that an MPI call never waits for the core
-//!   while the rank beside it computes.
+//!   while the rank beside it computes. Where ranks wait by sleeping
+//!   (`--wait sleep`), the rest runs under `SCHED_FIFO` instead where the
+//!   kernel allows it (the report's `wait_policy`,
+//!   [`Emulation::fifo_waits`]): EEVDF gives a thread that turns to
+//!   `SCHED_IDLE` with time owed the core before a normal thread whose
+//!   time is spent, for as long as was owed, and a rank's MPI test then
+//!   waited 0.5-0.8 ms for its neighbour's work.
 //!   `--cpu-emulation clock` times pieces by their size, not their CPU
 //!   time: a piece of u units ([`Emulation::work`]'s measure, declared by
 //!   the kernel: points, nonzeros) lasts u × ns / (base × power), waited
@@ -115,6 +121,10 @@ pub struct EmulationReport {
     /// normal policy ([`Emulation::work`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub work_policy: Option<String>,
+    /// "fifo": the rank's MPI calls and waits run under `SCHED_FIFO`
+    /// (crowded node, sleeping waits; [`Emulation::fifo_waits`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait_policy: Option<String>,
     /// The `cpu` cgroup the machine's ranks of this job share, so that
     /// `SCHED_IDLE` work yields to every neighbour's MPI call (see
     /// [`Machine::job`]).
@@ -185,6 +195,8 @@ pub struct Emulation {
     mem_limit: Option<u64>,
     /// Run work under `SCHED_IDLE` (more ranks than cores).
     idle_work: bool,
+    /// Run the rest under `SCHED_FIFO` ([`Emulation::fifo_waits`]).
+    fifo_rest: bool,
 }
 
 /// Pin this process to one of the CPUs it may run on: local rank `local`
@@ -209,6 +221,35 @@ fn idle_policy(on: bool) -> bool {
     };
     // SAFETY: pid 0 is the calling thread; `param` is read only.
     unsafe { libc::sched_setscheduler(0, policy, &param) == 0 }
+}
+
+/// Put the calling thread under `SCHED_FIFO` at the lowest real-time
+/// priority, its children (threads too) back under the normal policy
+/// (`SCHED_RESET_ON_FORK`). The error when the kernel refuses.
+fn fifo_policy() -> std::io::Result<()> {
+    let param = libc::sched_param { sched_priority: 1 };
+    // SAFETY: pid 0 is the calling thread; `param` is read only.
+    let rc = unsafe {
+        libc::sched_setscheduler(0, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, &param)
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Give the job's group real-time time: the most of 0.9, 0.5, 0.2 and
+/// 0.05 s a second (per core) that its parent leaves.
+fn rt_budget(g: &cgroup::Group) -> Result<(), String> {
+    let mut last = String::new();
+    for us in ["900000", "500000", "200000", "50000"] {
+        match g.set("cpu.rt_runtime_us", us) {
+            Ok(()) => return Ok(()),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
 }
 
 fn vm_rss() -> u64 {
@@ -269,6 +310,7 @@ impl Emulation {
             _blkio: None,
             mem_limit: None,
             idle_work: false,
+            fifo_rest: false,
         };
         rep.base_share = base;
         let methods = e.start_cpu(r, node_powers, base, &mut rep);
@@ -418,6 +460,49 @@ impl Emulation {
             rep.notes.push(
                 "cpu: cannot switch between SCHED_IDLE and the normal policy; work runs under the normal policy".into(),
             );
+        }
+    }
+
+    /// On a crowded machine whose ranks wait by sleeping: run everything
+    /// but the work ([`Emulation::work`]) under `SCHED_FIFO`, so that a
+    /// rank that wakes for an MPI test or at the end of a timed piece
+    /// takes its core at once from a neighbour's work.
+    ///
+    /// `SCHED_IDLE` alone does not give that under EEVDF: a thread that
+    /// turns to `SCHED_IDLE` keeps the time it was owed (scaled to its
+    /// new weight, so for as long in real time), and a normal thread
+    /// whose time is spent is not eligible before it. 4 ranks of grid64's
+    /// group c on 2 cores (clock, jacobi --n 1536, 256 rows a rank) lost
+    /// 0.5-0.8 ms in one MPI test in about 40% of the iterations, as
+    /// run-queue delay ([`crate::driver`]'s `sched`), so iterations took
+    /// 16.7 or 17.4 ms and a run's median either (docs/design/scale.md,
+    /// "A fitted configuration's two modes").
+    ///
+    /// Not with polling waits (a rank spinning in MPI would starve its
+    /// neighbour's work), nor under a CFS quota (real-time threads are
+    /// outside it). In the job's shared group the group is given
+    /// real-time time first (`cpu.rt_runtime_us`, the most of 0.9, 0.5,
+    /// 0.2 or 0.05 s a second that the parent leaves). Where the kernel
+    /// refuses (no privilege, no real-time time left), the report says
+    /// so and the normal policy stays.
+    pub fn fifo_waits(&mut self) {
+        if !self.idle_work || self.report.cpu_period_us > 0 {
+            return;
+        }
+        let budget = match (&self.cpu, &self.report.shared_group) {
+            // The rank's own group: a quota.
+            (Some(_), None) => return,
+            (Some(g), Some(_)) => rt_budget(g),
+            (None, _) => Ok(()),
+        };
+        match budget.and_then(|()| fifo_policy().map_err(|e| format!("SCHED_FIFO: {e}"))) {
+            Ok(()) => {
+                self.fifo_rest = true;
+                self.report.wait_policy = Some("fifo".into());
+            }
+            Err(why) => self.report.notes.push(format!(
+                "cpu: MPI calls and waits stay under the normal policy ({why}); a neighbour's work may hold a waking rank back for up to a millisecond"
+            )),
         }
     }
 

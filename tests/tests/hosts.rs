@@ -462,7 +462,7 @@ fn a_checkpoint_from_net4_resumes_on_other_hosts_with_the_exact_answer() {
 }
 
 #[test]
-fn crowded_ranks_across_hosts_share_one_cpu_group_and_leave_none() {
+fn crowded_ranks_across_hosts_share_one_cpu_group_wait_under_fifo_and_leave_none() {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     if !is_root() || cores >= 4 || !std::path::Path::new("/sys/fs/cgroup/cpu/cgroup.procs").exists()
     {
@@ -490,6 +490,27 @@ fn crowded_ranks_across_hosts_share_one_cpu_group_and_leave_none() {
     let group = r["emulation"]["shared_group"].as_str().unwrap_or_default();
     assert!(group.starts_with("mheta-job-"), "{r}");
     assert_eq!(r["emulation"]["work_policy"], "idle", "{r}");
+    // Sleeping waits (the default here): the rest of each rank under
+    // SCHED_FIFO, in the group's real-time time, with no fallback noted.
+    assert_eq!(r["emulation"]["wait"], "sleep", "{r}");
+    assert_eq!(r["emulation"]["wait_policy"], "fifo", "{r}");
+    for k in r["ranks"].as_array().unwrap() {
+        let notes = k["notes"].to_string();
+        assert!(!notes.contains("normal policy"), "{notes}");
+    }
+    // Polling waits stay under the normal policy.
+    let out = ok_within(
+        mheta()
+            .args(["hosts", "mpirun", "net4", "-np", "4"])
+            .arg(bin("jacobi"))
+            .args(["--n", "256", "--iters", "5", "--cluster", "net4", "--wait", "poll"])
+            .args(["--cpu-emulation", "clock", "--cpu-ns-per-unit", "20"]),
+        Duration::from_secs(120),
+    );
+    let r = last_json(&out);
+    assert_eq!(r["verified"], true, "{r}");
+    assert_eq!(r["emulation"]["wait"], "poll", "{r}");
+    assert!(r["emulation"].get("wait_policy").is_none(), "{r}");
     let left: Vec<String> = std::fs::read_dir("/sys/fs/cgroup/cpu")
         .unwrap()
         .flatten()

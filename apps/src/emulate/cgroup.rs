@@ -19,6 +19,14 @@ impl Drop for Group {
     }
 }
 
+impl Group {
+    /// Write `value` into the group's `file` (a setting of its controller).
+    pub(super) fn set(&self, file: &str, value: &str) -> Result<(), String> {
+        std::fs::write(self.dir.join(file), value)
+            .map_err(|e| format!("{}: {e}", self.dir.join(file).display()))
+    }
+}
+
 /// The mount point of a v1 controller plus this process's path in it.
 fn own_cgroup(controller: &str) -> Option<PathBuf> {
     let mount = Path::new("/sys/fs/cgroup").join(controller);

@@ -4,7 +4,7 @@
 //! by later pieces, [`repay`]); and what each call site's work cost,
 //! reported.
 
-use super::{Emulation, idle_policy};
+use super::{Emulation, fifo_policy, idle_policy};
 use mheta_base::os::thread_cpu_s as thread_cpu;
 use mheta_runtime::cpu::spin_extra;
 use serde::Serialize;
@@ -214,9 +214,10 @@ impl Emulation {
     /// CPU time (paced) or by its units (clock).
     ///
     /// On a node with more ranks than cores the work runs under
-    /// `SCHED_IDLE`, so a rank of the same core that needs the CPU for
-    /// anything else (an MPI call, a test between sleeps) takes it at
-    /// once. Without that, ranks sharing a core held each other off for
+    /// `SCHED_IDLE`, and the rest under the normal policy or `SCHED_FIFO`
+    /// ([`Emulation::fifo_waits`]), so a rank of the same core that needs
+    /// the CPU for anything else (an MPI call, a test between sleeps)
+    /// takes it at once. Without that, ranks sharing a core held each other off for
     /// a scheduler slice (docs/design/apps.md), time no cluster with a CPU
     /// per rank would lose and the model does not predict. Work is CPU time
     /// either way, and the pacing and extra work count CPU time.
@@ -225,7 +226,11 @@ impl Emulation {
         let at = Location::caller();
         let idle = |on: bool| {
             if self.idle_work {
-                idle_policy(on);
+                // Back from the work: FIFO where the rank waits under it
+                // (`fifo_waits`; it was allowed once, so it is again).
+                if on || !self.fifo_rest || fifo_policy().is_err() {
+                    idle_policy(on);
+                }
                 if on {
                     // A thread that woke under the normal policy keeps the
                     // slice it was given then, SCHED_IDLE or not, and a
@@ -253,9 +258,9 @@ impl Emulation {
                 ),
                 None => c * self.cpu_pace,
             };
-            // The paced rest is waited out under the normal policy, so
-            // the rank takes its core back on time from a neighbour that
-            // computes.
+            // The paced rest is waited out under the normal policy (or
+            // FIFO), so the rank takes its core back on time from a
+            // neighbour that computes.
             idle(false);
             wait_until(w0 + std::time::Duration::from_secs_f64(lasts));
             return r;
