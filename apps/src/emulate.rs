@@ -239,11 +239,15 @@ fn fifo_policy() -> std::io::Result<()> {
     }
 }
 
-/// Give the job's group real-time time: the most of 0.9, 0.5, 0.2 and
-/// 0.05 s a second (per core) that its parent leaves.
+/// Give the job's group real-time time in 10 ms periods: the most of 9,
+/// 5, 2 and 0.5 ms a period (per core) that its parent leaves. The short
+/// period bounds what a rank's spin under `SCHED_FIFO` (a blocking MPI
+/// call yields only to real-time threads) can keep from its neighbour's
+/// work: the rest of each 10 ms.
 fn rt_budget(g: &cgroup::Group) -> Result<(), String> {
+    g.set("cpu.rt_period_us", "10000")?;
     let mut last = String::new();
-    for us in ["900000", "500000", "200000", "50000"] {
+    for us in ["9000", "5000", "2000", "500"] {
         match g.set("cpu.rt_runtime_us", us) {
             Ok(()) => return Ok(()),
             Err(e) => last = e,
@@ -478,22 +482,30 @@ impl Emulation {
     /// 16.7 or 17.4 ms and a run's median either (docs/design/scale.md,
     /// "A fitted configuration's two modes").
     ///
-    /// Not with polling waits (a rank spinning in MPI would starve its
-    /// neighbour's work), nor under a CFS quota (real-time threads are
-    /// outside it). In the job's shared group the group is given
-    /// real-time time first (`cpu.rt_runtime_us`, the most of 0.9, 0.5,
-    /// 0.2 or 0.05 s a second that the parent leaves). Where the kernel
-    /// refuses (no privilege, no real-time time left), the report says
-    /// so and the normal policy stays.
+    /// Only the waits would not do: a rank that leaves `SCHED_FIFO` for
+    /// the normal policy meets the same lag, and its iterations all took
+    /// the slow mode (17.2 ms where `SCHED_FIFO` throughout gave 16.65).
+    ///
+    /// Only in the job's shared group ([`Machine::job`], ranks on
+    /// emulated hosts), which is given real-time time in 10 ms periods
+    /// first ([`rt_budget`]): a blocking MPI call spins with
+    /// `sched_yield`, which under `SCHED_FIFO` hands the core to no
+    /// normal or idle thread, so a rank spinning there keeps its
+    /// neighbour's work off the core for the rest of the period's
+    /// real-time time, at most 9 ms of each 10 (the machine's own
+    /// real-time time comes in periods of a second). Not with polling
+    /// waits (every wait spins), nor under a CFS quota (real-time threads
+    /// are outside it). Where the kernel refuses (no privilege, no
+    /// real-time time left), the report's notes say so and the normal
+    /// policy stays.
     pub fn fifo_waits(&mut self) {
         if !self.idle_work || self.report.cpu_period_us > 0 {
             return;
         }
         let budget = match (&self.cpu, &self.report.shared_group) {
-            // The rank's own group: a quota.
-            (Some(_), None) => return,
             (Some(g), Some(_)) => rt_budget(g),
-            (None, _) => Ok(()),
+            // The rank's own group (a quota), or none.
+            _ => return,
         };
         match budget.and_then(|()| fifo_policy().map_err(|e| format!("SCHED_FIFO: {e}"))) {
             Ok(()) => {
