@@ -503,7 +503,8 @@ fn crowded_ranks_across_hosts_share_one_cpu_group_wait_under_fifo_and_leave_none
         mheta()
             .args(["hosts", "mpirun", "net4", "-np", "4"])
             .arg(bin("jacobi"))
-            .args(["--n", "256", "--iters", "5", "--cluster", "net4", "--wait", "poll"])
+            .args(["--n", "256", "--iters", "5", "--cluster", "net4"])
+            .args(["--wait", "poll"])
             .args(["--cpu-emulation", "clock", "--cpu-ns-per-unit", "20"]),
         Duration::from_secs(120),
     );
