@@ -32,10 +32,10 @@
 //!   and extra) also runs under `SCHED_IDLE` and the rest of the rank
 //!   under the normal policy (the report's `work_policy`, see
 //!   [`Emulation::work`]), so that an MPI call never waits for the core
-//!   while the rank beside it computes. Where ranks wait by sleeping
-//!   (`--wait sleep`), the rest runs under `SCHED_FIFO` instead where the
-//!   kernel allows it (the report's `wait_policy`,
-//!   [`Emulation::fifo_waits`]): EEVDF gives a thread that turns to
+//!   while the rank beside it computes. Ranks of the job's shared group
+//!   (emulated hosts) that wait by sleeping (`--wait sleep`) run the rest
+//!   under `SCHED_FIFO` instead where the kernel allows it (the report's
+//!   `wait_policy`, [`Emulation::fifo_waits`]): EEVDF gives a thread that turns to
 //!   `SCHED_IDLE` with time owed the core before a normal thread whose
 //!   time is spent, for as long as was owed, and a rank's MPI test then
 //!   waited 0.5-0.8 ms for its neighbour's work.
