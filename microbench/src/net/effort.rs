@@ -42,7 +42,19 @@ impl Effort {
     pub fn new(quick: bool) -> Effort {
         if quick {
             Effort {
-                sizes: vec![1, 8, 64, 512, 4096, 8192, 65536, 1 << 20, 4 << 20],
+                sizes: vec![
+                    1,
+                    8,
+                    64,
+                    512,
+                    4096,
+                    8192,
+                    16384,
+                    32768,
+                    65536,
+                    1 << 20,
+                    4 << 20,
+                ],
                 reps_small: 200,
                 reps_medium: 50,
                 reps_large: 10,

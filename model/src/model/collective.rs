@@ -568,7 +568,10 @@ pub(super) fn priced_exits(
     }
     let links = (shape == Shape::Linear).then_some(&links);
     exits(shape, arrive, &costs, links).unwrap_or_else(|| {
-        let follows = if shape == Shape::Gather && block.len() == p && recorded.len() == p {
+        let follows = if shape == Shape::Gather && p == 2 && block.len() == 2 && recorded.len() == 2
+        {
+            two_rank_exchange(m, block) - two_rank_exchange(m, recorded)
+        } else if shape == Shape::Gather && block.len() == p && recorded.len() == p {
             // A ring's step: the largest block's transfer to the next rank.
             let step = |b: &[f64]| {
                 (0..p)
@@ -584,6 +587,38 @@ pub(super) fn priced_exits(
         };
         vec![entry + net.reduce(bytes) + follows; p]
     })
+}
+
+/// Open MPI's blocking all-gather on two ranks (`ompi_coll_base_
+/// allgather(v)_intra_two_procs`: each rank posts its receive, sends its
+/// block with a blocking standard send and waits): the time until both
+/// blocks have arrived, the ranks starting together. A block past its
+/// pair's eager limit goes by rendezvous, and its data leaves only once
+/// the receiver's acknowledgement is back; that acknowledgement follows
+/// the receiver's own block on the one connection between them, so it
+/// waits out that block's transfer when the block went eagerly (the wire
+/// latency both ways at least). Measured across netdc2's two hosts
+/// (docs/design/model.md, "Two-rank all-gathers"): the exchange takes
+/// the rendezvous block's transfer after the reverse block's, where the
+/// ping-pong figures alone price the larger of the two.
+pub(crate) fn two_rank_exchange(m: &Model, block: &[f64]) -> f64 {
+    let net = &m.net;
+    let way = |s: usize, d: usize| {
+        let (pr, back) = (net.pair(s, d), net.pair(d, s));
+        let (f, b) = (m.net_factor(pr.k), m.net_factor(back.k));
+        let data = pr.transfer(block[s]) * f;
+        if block[s] <= pr.eager() as f64 {
+            return data;
+        }
+        let handshake = pr.transfer(0.0) * f + back.transfer(0.0) * b;
+        let ahead = if block[d] <= back.eager() as f64 {
+            back.transfer(block[d]) * b
+        } else {
+            0.0
+        };
+        handshake.max(ahead) + data
+    };
+    way(0, 1).max(way(1, 0))
 }
 
 #[cfg(test)]
@@ -620,6 +655,46 @@ pub(super) mod tests {
             );
             assert_eq!(*b, more[0]);
         }
+    }
+
+    /// Two ranks: an all-gather's blocks that stay eager cost the larger
+    /// transfer; a block past the eager limit waits, before its own
+    /// transfer, for the reverse block (its acknowledgement follows it),
+    /// or for the handshake when the reverse block is itself rendezvous.
+    /// Blocks as recorded change nothing.
+    #[test]
+    fn a_two_rank_all_gathers_rendezvous_block_waits_for_the_reverse_block() {
+        use crate::synthetic::{app, jacobi_trace, profile};
+        let mut prof = profile(2);
+        for c in &mut prof.pairs {
+            c.eager_limit_bytes = Some(65_536);
+        }
+        let traces: Vec<_> = (0..2).map(|r| jacobi_trace(r, 2, 1_000_000, 64)).collect();
+        let m = Model::new(&traces, app(vec![64; 2]), &prof).expect("model");
+        let (arrive, entry) = ([0.0, 1e-3], 1e-3);
+        let rec = [56_000.0, 56_000.0];
+        let at = |b: &[f64]| priced_exits(&m, Shape::Gather, &arrive, 8.0, entry, (b, &rec))[0];
+        let t = |b: f64| m.net.pair(0, 1).transfer(b);
+        let base = at(&rec);
+        // Both eager: the larger block's transfer.
+        let eager = at(&[60_000.0, 40_000.0]) - base;
+        assert!(
+            (eager - (t(60_000.0) - t(56_000.0))).abs() < 1e-12,
+            "{eager}"
+        );
+        // Rank 0's block by rendezvous: rank 1's block, then rank 0's.
+        let rndv = at(&[70_000.0, 40_000.0]) - base;
+        let want = t(40_000.0) + t(70_000.0) - t(56_000.0);
+        assert!((rndv - want).abs() < 1e-12, "{rndv} {want}");
+        assert!(rndv > t(70_000.0) - t(56_000.0) + 0.5 * t(40_000.0));
+        // Both by rendezvous: the handshake, then the larger transfer.
+        let both = at(&[70_000.0, 80_000.0]) - base;
+        let want = 2.0 * t(0.0) + t(80_000.0) - t(56_000.0);
+        assert!((both - want).abs() < 1e-12, "{both} {want}");
+        assert_eq!(
+            base,
+            priced_exits(&m, Shape::Together, &arrive, 8.0, entry, (&rec, &rec))[0]
+        );
     }
 
     /// 1 µs per message and no overheads, except the pairs with rank
