@@ -52,7 +52,8 @@ pub enum Shape {
     /// times the change, from the recorded blocks to the replayed ones,
     /// of the largest block's transfer to the next rank (a ring's step),
     /// so a block that grows past the eager limit pays the rendezvous
-    /// (the pair's fitted transfer has the jump).
+    /// (the pair's fitted transfer has the jump); on two ranks the
+    /// change of their exchange ([`two_rank_exchange`]).
     Gather,
 }
 
