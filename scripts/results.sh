@@ -85,12 +85,20 @@ study accuracy-real-hy1 "MHETA accuracy, 2 ranks, real compute, HY1, 5 runs per 
     "real: real compute, no clock (paced: rank 0 at CPU power 0.5 sleeps out the rest); rank 1's disk paced at io_factor 0.5 and its memory held to 8 MB by a memory cgroup" -- \
     STUDY_CPU=real STUDY_NP=2 STUDY_CLUSTERS=HY1 STUDY_APPS="jacobi cg sor lanczos mg" \
     scripts/accuracy-study.sh "$out/accuracy-real-hy1/work" 5
-# Real compute across two emulated hosts, one rank each (DC's powers):
-# about 10 minutes with the profile measured across them.
-study accuracy-real-hosts "MHETA accuracy, real compute, one rank on each of two emulated hosts, 5 runs per point" \
-    "real: real compute, no clock (paced: h1 at CPU power 0.5 sleeps out the rest); hosts: network namespaces, 1 Gbit/s shaped links" -- \
-    STUDY_CPU=real STUDY_NP=2 STUDY_CLUSTERS=netdc2 STUDY_APPS="jacobi cg sor lanczos mg" \
+# Real compute across two emulated hosts, one rank each (DC's powers and
+# equal ones), with each rank's row-cost curve measured in 5 rounds (the
+# table gives the paper's one cost a row beside it): about 25 minutes
+# with the profiles measured across them.
+study accuracy-real-hosts "MHETA accuracy, real compute, one rank on each of two emulated hosts, row-cost curve, 5 runs per point" \
+    "real: real compute, no clock (paced: netdc2's h1 at CPU power 0.5 sleeps out the rest); hosts: network namespaces, 1 Gbit/s shaped links" -- \
+    STUDY_ROW_CURVE=5 STUDY_CPU=real STUDY_NP=2 STUDY_CLUSTERS="netdc2 netuniform2" STUDY_APPS="jacobi cg sor lanczos mg" \
     scripts/accuracy-study.sh "$out/accuracy-real-hosts/work" 5
+# HY1 across two emulated hosts (h0 at CPU power 0.5; h1 with a fast disk
+# and 8 MB, so out of core at most points): about 40 minutes.
+study accuracy-real-hosts-hy1 "MHETA accuracy, real compute, HY1 on two emulated hosts, 5 runs per point" \
+    "real: real compute, no clock (paced: h0 at CPU power 0.5 sleeps out the rest); h1's disk paced at io_factor 0.5 and its memory held to 8 MB by a memory cgroup; hosts: network namespaces, 1 Gbit/s shaped links" -- \
+    STUDY_CPU=real STUDY_NP=2 STUDY_CLUSTERS=nethy1-2 STUDY_APPS="jacobi cg sor lanczos mg" \
+    scripts/accuracy-study.sh "$out/accuracy-real-hosts-hy1/work" 5
 # Across hosts: jacobi and cg on net4 and jacobi on netcpu4 in the quick
 # form, both apps on both in the full one.
 host_skip=""

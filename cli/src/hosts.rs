@@ -25,7 +25,7 @@ enum HostsCmd {
     /// ends, a relay per host with added latency. Idempotent.
     Up {
         /// Cluster spec with [[host]] tables (a file or a built-in name:
-        /// net2, net4, netcpu4, netdc2).
+        /// net2, net4, netcpu4, netdc2, netuniform2, nethy1-2).
         spec: String,
         /// Also start Slurm: munged, slurmctld, and one slurmd per host
         /// (in its namespace), in the background under mheta's

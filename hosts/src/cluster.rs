@@ -72,7 +72,7 @@ pub enum ClusterError {
     #[error("--cluster {name}: defined for 2, 4 and 8 ranks, but the job has {ranks}")]
     Size { name: String, ranks: usize },
     #[error(
-        "--cluster {name}: its size comes from the job (--np); here a spec with its own ranks is needed (a file, or a built-in with hosts: net2, net4, netcpu4, netdc2)"
+        "--cluster {name}: its size comes from the job (--np); here a spec with its own ranks is needed (a file, or a built-in with hosts: net2, net4, netcpu4, netdc2, netuniform2, nethy1-2)"
     )]
     NeedsSize { name: String },
     #[error("{path}: {detail}")]
@@ -105,6 +105,8 @@ const BUILTINS: &[(&str, &str)] = &[
     ("net4", include_str!("../../clusters/net4.toml")),
     ("netcpu4", include_str!("../../clusters/netcpu4.toml")),
     ("netdc2", include_str!("../../clusters/netdc2.toml")),
+    ("netuniform2", include_str!("../../clusters/netuniform2.toml")),
+    ("nethy1-2", include_str!("../../clusters/nethy1-2.toml")),
 ];
 
 /// The paper's table 1 names and the job sizes they are defined for.
