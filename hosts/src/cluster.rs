@@ -105,7 +105,10 @@ const BUILTINS: &[(&str, &str)] = &[
     ("net4", include_str!("../../clusters/net4.toml")),
     ("netcpu4", include_str!("../../clusters/netcpu4.toml")),
     ("netdc2", include_str!("../../clusters/netdc2.toml")),
-    ("netuniform2", include_str!("../../clusters/netuniform2.toml")),
+    (
+        "netuniform2",
+        include_str!("../../clusters/netuniform2.toml"),
+    ),
     ("nethy1-2", include_str!("../../clusters/nethy1-2.toml")),
 ];
 
