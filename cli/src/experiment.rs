@@ -468,7 +468,7 @@ impl Study<'_> {
             // Each round starts one distribution later, so that none
             // (Block above all, every ratio's reference) always runs in
             // the same place of a round.
-            let mut runs = vec![Vec::new(); n];
+            let mut runs = vec![curve::Run::default(); n];
             for j in (0..n).map(|j| (j + round) % n) {
                 let d = all_d[j];
                 self.bar.set_message(format!(
@@ -476,7 +476,7 @@ impl Study<'_> {
                     round + 1
                 ));
                 let r = self.real_run(d)?;
-                runs[j] = curve::rank_compute(&r).with_context(|| format!("the run on {d}"))?;
+                runs[j] = curve::run_of(&r).with_context(|| format!("the run on {d}"))?;
                 self.bar.inc(1);
             }
             all.push(runs);

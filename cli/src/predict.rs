@@ -176,6 +176,9 @@ fn json(a: &PredictArgs, m: &Model, f: &Found) -> serde_json::Value {
         // The reuse term (a profile with a reuse curve) and the
         // paper's model without it, rows as recorded.
         "reuse_term": m.has_reuse(),
+        // Per rank, how much of the probe's change its rows follow
+        // (eq. R4; 1 unless a row-cost curve's knots measured it).
+        "reuse_sensitivity": m.reuse_sensitivity(),
         "without_reuse_per_iteration_s": m.has_reuse().then(|| {
             m.clone().without_reuse().predict(&f.dist).ok().map(|p| p.per_iteration_s)
         }).flatten(),

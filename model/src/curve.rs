@@ -49,6 +49,11 @@ pub struct Knot {
     pub ci95: [f64; 2],
     /// Rounds that gave a ratio.
     pub rounds: usize,
+    /// The median iteration, seconds, of the runs that measured it (the
+    /// period at which its rows were last touched, for the reuse term:
+    /// [`RowCurve::period`]). Absent in files written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub period_s: Option<f64>,
 }
 
 impl Knot {
@@ -136,7 +141,16 @@ impl CurveFile {
                         why: format!("ranks must be 0..{} once each", self.np),
                     });
                 }
-                RowCurve::new(i, r.knots.iter().map(|k| (k.rows, k.resolved())).collect())
+                let c = RowCurve::new(i, r.knots.iter().map(|k| (k.rows, k.resolved())).collect())?;
+                let periods: Option<Vec<(u64, f64)>> = r
+                    .knots
+                    .iter()
+                    .map(|k| k.period_s.map(|t| (k.rows, t)))
+                    .collect();
+                Ok(match periods {
+                    Some(t) => c.with_periods(t),
+                    None => c,
+                })
             })
             .collect()
     }
@@ -162,6 +176,9 @@ pub struct RowCurve {
     /// (rows, cost a row relative to the reference), rows increasing,
     /// `rows · cost` non-decreasing.
     knots: Vec<(f64, f64)>,
+    /// (rows, the iteration of the runs that measured the knot), rows
+    /// increasing, where every knot has one.
+    periods: Option<Vec<(f64, f64)>>,
 }
 
 impl RowCurve {
@@ -196,7 +213,54 @@ impl RowCurve {
             };
             out.push((r, c));
         }
-        Ok(RowCurve { knots: out })
+        Ok(RowCurve {
+            knots: out,
+            periods: None,
+        })
+    }
+
+    /// The same curve with the iteration, seconds, of the runs behind
+    /// each knot (rows, period). Periods that are not finite and positive
+    /// leave the curve without any.
+    pub fn with_periods(mut self, mut periods: Vec<(u64, f64)>) -> RowCurve {
+        periods.sort_by_key(|p| p.0);
+        periods.dedup_by_key(|p| p.0);
+        self.periods = (!periods.is_empty()
+            && periods.iter().all(|p| p.1.is_finite() && p.1 > 0.0))
+        .then(|| periods.into_iter().map(|(r, t)| (r as f64, t)).collect());
+        self
+    }
+
+    /// Each knot as (rows, cost a row, the iteration of its runs), where
+    /// the curve has periods.
+    pub fn knots_with_periods(&self) -> Option<Vec<(f64, f64, f64)>> {
+        let p = self.periods.as_deref()?;
+        (p.len() == self.knots.len() && p.iter().zip(&self.knots).all(|(a, b)| a.0 == b.0)).then(
+            || {
+                (self.knots.iter().zip(p))
+                    .map(|(&(r, c), &(_, t))| (r, c, t))
+                    .collect()
+            },
+        )
+    }
+
+    /// The iteration at which the curve's cost a row at `rows` was
+    /// measured: linear in rows between knots, the nearest knot's beyond
+    /// them; None for a curve without periods. Its rows were last touched
+    /// that long before (a stage's age as a share of it), so a model
+    /// that reads the cost a row off the curve prices the reuse term from
+    /// that period, not the recorded run's ([`crate::reuse`]).
+    pub fn period(&self, rows: f64) -> Option<f64> {
+        let k = self.periods.as_deref()?;
+        let i = k.partition_point(|&(r, _)| r < rows);
+        if i == 0 {
+            return Some(k[0].1);
+        }
+        if i == k.len() {
+            return Some(k[i - 1].1);
+        }
+        let ((r0, t0), (r1, t1)) = (k[i - 1], k[i]);
+        Some(t0 + (t1 - t0) * (rows - r0) / (r1 - r0))
     }
 
     /// The relative cost a row at `rows` (> 0).
@@ -286,12 +350,14 @@ mod tests {
                             per_row_rel: 1.0,
                             ci95: [1.0, 1.0],
                             rounds: 5,
+                            period_s: Some(0.2),
                         },
                         Knot {
                             rows: 1536,
                             per_row_rel: 1.05,
                             ci95: [1.0, 1.1],
                             rounds: 5,
+                            period_s: Some(0.1),
                         },
                     ],
                 })
@@ -313,6 +379,17 @@ mod tests {
         let mut g = file(2);
         g.ranks[1].knots[1].ci95 = [1.02, 1.1];
         assert!((g.curves().unwrap()[1].factor(1536.0, 1024.0) - 1.05).abs() < 1e-12);
+        // Each knot's period, linear between them and flat beyond.
+        assert_eq!(c[0].period(1024.0), Some(0.2));
+        assert!((c[0].period(1280.0).unwrap() - 0.15).abs() < 1e-12);
+        assert_eq!(c[0].period(4000.0), Some(0.1));
+        // A file without periods (or one knot without) gives none.
+        let mut g = file(2);
+        g.ranks[0].knots[1].period_s = None;
+        let text = serde_json::to_string(&g).unwrap();
+        assert_eq!(text.matches("period_s").count(), 3);
+        assert_eq!(g.curves().unwrap()[0].period(1024.0), None);
+        assert_eq!(g.curves().unwrap()[1].period(1024.0), Some(0.2));
         let e = f.curves_for("jacobi", 2048, 4).unwrap_err().to_string();
         assert!(e.contains("jacobi with 2048 rows on 2 ranks"), "{e}");
         // A rank missing.

@@ -369,6 +369,21 @@ impl Model {
         self.row_curves = curves;
         if let Some(r) = &mut self.reuse {
             r.relative();
+            // Eq. R4: each rank's knots, measured at other periods, say how
+            // much of the probe's change its rows follow.
+            for (i, c) in self.row_curves.iter().enumerate() {
+                let rec = self.app.dist[i] as f64;
+                let (Some(knots), Some(t_rec)) = (c.knots_with_periods(), c.period(rec)) else {
+                    continue;
+                };
+                let c_rec = c.per_row(rec);
+                let pts: Vec<(f64, f64)> = (knots.iter())
+                    .filter(|k| k.0 != rec)
+                    .map(|&(_, cost, t)| (cost / c_rec, t))
+                    .collect();
+                let ws = r.recorded_ws(i);
+                r.fit_sensitivity(i, ws, t_rec, &pts);
+            }
         }
         Ok(self)
     }

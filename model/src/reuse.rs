@@ -51,7 +51,13 @@
 //! with the term costs two replays an evaluation. With a row-cost curve
 //! ([`crate::curve`], measured for the app) the size is the curve's, and
 //! the term keeps each working set's curve over its own sweep right
-//! after a sweep ([`ReuseCurve::relative`]). A model without curves, of
+//! after a sweep ([`ReuseCurve::relative`]); where the curve's knots
+//! kept the iteration of the runs that measured them, a rank's rows are
+//! priced from the period of the knots the curve reads rather than the
+//! recorded run's ([`Reuse::k_from`]), and the change scaled by how much
+//! of the probe's change the rank's own knots followed (eq. R4,
+//! [`Reuse::fit_sensitivity`]): a loop bound by its own arithmetic
+//! follows none of it. A model without curves, of
 //! an app that declares no arrays, or of a run whose computation was
 //! timed by the clock (`AppDecl::cpu_clock`) has no reuse term.
 
@@ -209,6 +215,9 @@ pub(crate) struct Reuse {
     /// Per rank, its machine (an index): the ranks whose arrays share its
     /// last-level cache.
     pub machine: Vec<usize>,
+    /// Per rank, how much of the probe's change its rows follow (eq. R4,
+    /// [`Reuse::fit_sensitivity`]); 1 unless its row-cost curve says.
+    kappa: Vec<f64>,
 }
 
 impl Reuse {
@@ -227,10 +236,21 @@ impl Reuse {
             sweeps,
             rec_t,
             rec_r: Vec::new(),
+            kappa: vec![1.0; machine.len()],
             machine,
         };
         r.at_record();
         r
+    }
+
+    /// Rank `i`'s working set as recorded, `w_i(rec)` (NaN out of core).
+    pub fn recorded_ws(&self, i: usize) -> f64 {
+        self.rec_ws[i]
+    }
+
+    /// Rank `i`'s `κ_i` ([`Reuse::fit_sensitivity`]).
+    pub fn sensitivity(&self, i: usize) -> f64 {
+        self.kappa[i]
     }
 
     /// The ages as recorded from another replay of the recorded
@@ -264,22 +284,84 @@ impl Reuse {
         self.at_record();
     }
 
+    /// `k_from(i, ws, t, None)`.
+    #[cfg(test)]
+    pub fn k(&self, i: usize, ws: f64, t: f64) -> f64 {
+        self.k_from(i, ws, t, None)
+    }
+
     /// Rank `i`'s `k_i` with `ws` bytes in an iteration of `t` (eqs. R1
     /// and R3): its sweeps' costs at their ages over their costs as
     /// recorded, weighted by their shares of its computation; 1 for a
     /// rank without a curve, or out of core (`ws` NaN) under either
-    /// distribution.
-    pub fn k(&self, i: usize, ws: f64, t: f64) -> f64 {
-        match &self.curves[i] {
-            Some(c) if !ws.is_nan() && !self.rec_ws[i].is_nan() => {
-                let mut k = 1.0;
+    /// distribution. With `t_ref`, from that period instead of the
+    /// recorded one: rank i's cost as the row-cost curve read it was
+    /// measured in runs of that iteration
+    /// ([`crate::curve::RowCurve::period`]), so its sweeps' costs are
+    /// taken over theirs at the same working set and ages `a_s t_ref`
+    /// (eq. R1 with `T_rec` the knot's period), and the change scaled by
+    /// its `κ_i` (eq. R4, [`Reuse::fit_sensitivity`]).
+    pub fn k_from(&self, i: usize, ws: f64, t: f64, t_ref: Option<f64>) -> f64 {
+        let Some(c) = &self.curves[i] else {
+            return 1.0;
+        };
+        if ws.is_nan() {
+            return 1.0;
+        }
+        let mut k = 1.0;
+        match t_ref {
+            Some(tr) => {
+                for s in &self.sweeps[i] {
+                    let at = c.sizes(ws * s.bytes);
+                    k += s.share * (c.at(at, s.frac * t) / c.at(at, s.frac * tr) - 1.0);
+                }
+                k = 1.0 + self.kappa[i] * (k - 1.0);
+            }
+            None if !self.rec_ws[i].is_nan() => {
                 for (s, r0) in self.sweeps[i].iter().zip(&self.rec_r[i]) {
                     k += s.share * (c.at(c.sizes(ws * s.bytes), s.frac * t) / r0 - 1.0);
                 }
-                k
             }
-            _ => 1.0,
+            None => {}
         }
+        k
+    }
+
+    /// Rank `i`'s sensitivity `κ_i` from its row-cost curve's knots,
+    /// each `(c_j, T_j)`: its cost a row there over its cost a row at the
+    /// recorded rows, and the iteration of the runs that measured it;
+    /// `t_rec` the knot's at the recorded rows and `ws` its working set
+    /// as recorded. The knots ran at other periods than the recorded
+    /// run, so each is a measurement of how much its rows follow the
+    /// probe's change: with `ρ_j = k(T_j)` the term's factor from `t_rec`
+    /// ([`Reuse::k_from`] at `κ = 1`),
+    ///
+    /// `κ_i = Σ_j (c_j − 1)(ρ_j − 1) / Σ_j (ρ_j − 1)²`, within 0..=2  (eq. R4)
+    ///
+    /// over the knots whose `ρ_j` differs from 1 by 2% or more (none: κ
+    /// stays 1, the probe's). A kernel whose loop is bound by its own
+    /// arithmetic (a dot product's chain of dependent adds) streams its
+    /// rows as fast from memory as from the cache, and its knots read 1
+    /// whatever the period: `κ` 0. The term then scales by
+    /// `1 + κ_i (k − 1)` wherever it is priced from a knot's period.
+    /// Returns `κ_i`.
+    pub fn fit_sensitivity(&mut self, i: usize, ws: f64, t_rec: f64, knots: &[(f64, f64)]) -> f64 {
+        if self.curves[i].is_none() || !ws.is_finite() || !(t_rec > 0.0) {
+            return self.kappa[i];
+        }
+        self.kappa[i] = 1.0;
+        let (mut num, mut den) = (0.0, 0.0);
+        for &(c, t) in knots {
+            let rho = self.k_from(i, ws, t, Some(t_rec));
+            if (rho - 1.0).abs() >= 0.02 && c.is_finite() && t.is_finite() {
+                num += (c - 1.0) * (rho - 1.0);
+                den += (rho - 1.0) * (rho - 1.0);
+            }
+        }
+        if den > 0.0 {
+            self.kappa[i] = (num / den).clamp(0.0, 2.0);
+        }
+        self.kappa[i]
     }
 
     /// Every rank's `k_i` under a distribution whose replay at `k = 1`
@@ -291,11 +373,15 @@ impl Reuse {
     /// Eq. R2: `T = (t0 − max_i busy_i) + max_i (busy_i + compute_i (k_i(T) − 1))`,
     /// the busiest rank after its rows' new cost, plus what the replay
     /// at `k = 1` spent beyond its busiest rank (messages in flight).
+    ///
+    /// `t_ref`: per rank, the period its cost as priced was measured at
+    /// ([`Reuse::k_from`]); empty for the recorded run's.
     pub fn factors(
         &self,
         ws: &[f64],
         busy_compute: impl Fn(usize) -> (f64, f64),
         t0: f64,
+        t_ref: &[Option<f64>],
     ) -> Option<Vec<f64>> {
         let top = (0..ws.len()).map(|i| busy_compute(i).0).fold(0.0, f64::max);
         let rest = (t0 - top).max(0.0);
@@ -304,7 +390,7 @@ impl Reuse {
             let mut next = 0.0f64;
             for (i, k) in k.iter_mut().enumerate() {
                 let (busy, compute) = busy_compute(i);
-                *k = self.k(i, ws[i], t);
+                *k = self.k_from(i, ws[i], t, t_ref.get(i).copied().flatten());
                 next = next.max(busy + compute * (*k - 1.0));
             }
             rest + next
@@ -429,14 +515,14 @@ mod tests {
         // At the recorded period nothing changes.
         let (busy, compute) = ([0.021, 0.02], [0.01, 0.01]);
         assert_eq!(
-            r.factors(&[w16, w16], |i| (busy[i], compute[i]), 0.022),
+            r.factors(&[w16, w16], |i| (busy[i], compute[i]), 0.022, &[]),
             None
         );
         // A period of 12 ms at k = 1, 11 ms of it rank 0's busy time and
         // 10 ms its compute; rank 1 has no curve.
         let (busy, compute) = ([0.011, 0.008], [0.01, 0.007]);
         let k = r
-            .factors(&[w16, w16], |i| (busy[i], compute[i]), 0.012)
+            .factors(&[w16, w16], |i| (busy[i], compute[i]), 0.012, &[])
             .unwrap();
         assert_eq!(k[1], 1.0);
         // Rank 0 now done before rank 1: the period is rank 1's.
@@ -449,8 +535,105 @@ mod tests {
         // working set's cost (1.5 a byte after 22 ms) over the recorded
         // one's (1.2 x 2.0).
         let (busy, compute) = ([0.021, 0.021], [0.01, 0.01]);
-        let k = (r.factors(&[w16 / 4.0, w16], |i| (busy[i], compute[i]), 0.022)).unwrap();
+        let k = (r.factors(&[w16 / 4.0, w16], |i| (busy[i], compute[i]), 0.022, &[])).unwrap();
         assert!((k[0] - 1.5 / 2.4).abs() < 1e-12, "{k:?}");
+    }
+
+    #[test]
+    fn from_a_knots_period_the_term_prices_only_the_change_from_it() {
+        let c = curve();
+        let w16 = (16u64 << 20) as f64;
+        let one = vec![Sweep {
+            share: 1.0,
+            frac: 1.0,
+            bytes: 1.0,
+        }];
+        let r = Reuse::new(
+            vec![Some(c.clone()), Some(c.clone())],
+            vec![w16, w16],
+            vec![one.clone(), one],
+            0.5,
+            vec![0, 1],
+        );
+        // Recorded at a long period, priced at 10 ms: the term alone.
+        let from_rec = r.k(0, w16, 0.010);
+        assert!(from_rec < 1.0, "{from_rec}");
+        // The rank's cost was measured (a row-cost curve's knot) at 10
+        // ms: nothing left for the term to change.
+        assert_eq!(r.k_from(0, w16, 0.010, Some(0.010)), 1.0);
+        // Measured at 10 ms, priced at 22 ms: the curve's rise between.
+        let k = r.k_from(0, w16, 0.022, Some(0.010));
+        assert!(
+            (k - c.rel(w16, 0.022) / c.rel(w16, 0.010)).abs() < 1e-12,
+            "{k}"
+        );
+        assert!(k > 1.0);
+        // Out of core under the distribution: 1, whatever the reference.
+        assert_eq!(r.k_from(0, f64::NAN, 0.022, Some(0.010)), 1.0);
+        // Per rank in `factors`: rank 0 measured at the period it gets.
+        let (busy, compute) = ([0.0099, 0.005], [0.009, 0.004]);
+        let k = (r.factors(
+            &[w16, w16],
+            |i| (busy[i], compute[i]),
+            0.010,
+            &[Some(0.010), None],
+        ))
+        .unwrap();
+        assert_eq!(k[0], 1.0);
+        assert!(k[1] < 1.0, "{k:?}");
+    }
+
+    #[test]
+    fn a_ranks_knots_at_other_periods_fit_how_much_of_the_probe_it_follows() {
+        let c = curve();
+        let w16 = (16u64 << 20) as f64;
+        let one = vec![Sweep {
+            share: 1.0,
+            frac: 1.0,
+            bytes: 1.0,
+        }];
+        let mut r = Reuse::new(
+            vec![Some(c.clone()), None],
+            vec![w16, w16],
+            vec![one.clone(), one],
+            0.5,
+            vec![0, 1],
+        );
+        // The probe's change from a knot at 50 ms to ones at 10 and 5 ms.
+        let rho = |t: f64| c.rel(w16, t) / c.rel(w16, 0.05);
+        let (a, b) = (rho(0.010), rho(0.005));
+        assert!(a < 0.98 && b < 0.98, "{a} {b}");
+        // Knots that follow the probe: 1. Half of it: 0.5.
+        let follow = [(a, 0.010), (b, 0.005), (1.0, 0.05)];
+        assert!((r.fit_sensitivity(0, w16, 0.05, &follow) - 1.0).abs() < 1e-12);
+        let half = [
+            (1.0 + (a - 1.0) / 2.0, 0.010),
+            (1.0 + (b - 1.0) / 2.0, 0.005),
+        ];
+        assert!((r.fit_sensitivity(0, w16, 0.05, &half) - 0.5).abs() < 1e-12);
+        // The priced change is scaled by it.
+        let k = r.k_from(0, w16, 0.010, Some(0.05));
+        assert!((k - (1.0 + (a - 1.0) / 2.0)).abs() < 1e-12, "{k}");
+        // Knots that read 1 at every period: a loop bound by its own
+        // arithmetic; nothing of the probe's change.
+        let flat = [(1.0, 0.010), (1.0, 0.005)];
+        assert_eq!(r.fit_sensitivity(0, w16, 0.05, &flat), 0.0);
+        assert_eq!(r.k_from(0, w16, 0.010, Some(0.05)), 1.0);
+        // Knots at the recorded period say nothing: the probe's, 1.
+        assert_eq!(r.fit_sensitivity(0, w16, 0.05, &[(0.7, 0.05)]), 1.0);
+        // Never below 0 nor above 2; a rank without a curve keeps 1.
+        assert_eq!(
+            r.fit_sensitivity(0, w16, 0.05, &[(1.0 + 5.0 * (a - 1.0), 0.010)]),
+            2.0
+        );
+        assert_eq!(
+            r.fit_sensitivity(0, w16, 0.05, &[(1.0 - (a - 1.0), 0.010)]),
+            0.0
+        );
+        assert_eq!(r.fit_sensitivity(1, w16, 0.05, &flat), 1.0);
+        // The recorded run's own term (no knot period) is not scaled.
+        assert_eq!(r.k(0, w16, 0.5), 1.0);
+        assert!(r.k(0, w16, 0.010) < 1.0);
     }
 
     #[test]

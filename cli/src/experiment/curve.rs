@@ -12,7 +12,10 @@
 //! rows) over its compute a row in the same round's Block run: both ran
 //! within seconds of each other, so the host's slower and faster spells,
 //! which move whole runs by 8-28% here, mostly cancel. A knot is the
-//! median over the rounds, with its bootstrap 95% interval.
+//! median over the rounds, with its bootstrap 95% interval, and the
+//! median over them of the runs' iteration (`iter_median_s`), the period
+//! at which the knot's rows were touched: the model's reuse term prices a
+//! point from the period of the knot it reads ([`mheta_model::curve::RowCurve::period`]).
 
 use super::noise::median_ci;
 use anyhow::{Context, Result, bail};
@@ -53,8 +56,28 @@ pub(super) fn dists(blk: &Dist) -> Vec<Dist> {
     out
 }
 
+/// One calibration run as the knots use it: per rank its rows and
+/// compute seconds, and the run's median iteration, seconds.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Run {
+    pub ranks: Vec<(u64, f64)>,
+    pub period_s: f64,
+}
+
+/// A run's JSON result as [`Run`].
+pub(super) fn run_of(run: &serde_json::Value) -> Result<Run> {
+    let period_s = run["iter_median_s"]
+        .as_f64()
+        .filter(|t| t.is_finite() && *t > 0.0)
+        .context("run result has no positive iter_median_s")?;
+    Ok(Run {
+        ranks: rank_compute(run)?,
+        period_s,
+    })
+}
+
 /// Per rank, its rows and compute seconds in a run's JSON result.
-pub(super) fn rank_compute(run: &serde_json::Value) -> Result<Vec<(u64, f64)>> {
+fn rank_compute(run: &serde_json::Value) -> Result<Vec<(u64, f64)>> {
     let ranks = run["ranks"]
         .as_array()
         .filter(|v| !v.is_empty())
@@ -76,13 +99,10 @@ pub(super) fn rank_compute(run: &serde_json::Value) -> Result<Vec<(u64, f64)>> {
 
 /// The knots of every rank from the rounds: `rounds[k][0]` is round k's
 /// Block run, `rounds[k][j]` its run of `dists[j - 1]`, each as
-/// [`rank_compute`] reads it. A rank's knot at Block's rows is 1; a run
-/// where a rank's compute is not positive gives no ratio.
-pub(super) fn knots(
-    blk: &Dist,
-    dists: &[Dist],
-    rounds: &[Vec<Vec<(u64, f64)>>],
-) -> Result<Vec<RankKnots>> {
+/// [`run_of`] reads it. A rank's knot at Block's rows is 1; a run
+/// where a rank's compute is not positive gives no ratio. A knot's
+/// period is the median iteration of the runs behind it.
+pub(super) fn knots(blk: &Dist, dists: &[Dist], rounds: &[Vec<Run>]) -> Result<Vec<RankKnots>> {
     let p = blk.0.len();
     if let Some(r) = rounds.iter().find(|r| r.len() != dists.len() + 1) {
         bail!(
@@ -99,6 +119,7 @@ pub(super) fn knots(
             per_row_rel: 1.0,
             ci95: [1.0, 1.0],
             rounds: rounds.len(),
+            period_s: median(&mut rounds.iter().map(|r| r[0].period_s).collect::<Vec<_>>()),
         }];
         // The distinct row counts this rank had, in order.
         let mut at: Vec<u64> = dists.iter().map(|d| d.0[i]).collect();
@@ -106,9 +127,9 @@ pub(super) fn knots(
         at.dedup();
         at.retain(|&r| r != ref_rows);
         for rows in at {
-            let mut ratios = Vec::new();
+            let (mut ratios, mut periods) = (Vec::new(), Vec::new());
             for round in rounds {
-                let (br, bs) = round[0][i];
+                let (br, bs) = round[0].ranks[i];
                 if bs <= 0.0 || br == 0 {
                     continue;
                 }
@@ -116,9 +137,10 @@ pub(super) fn knots(
                     if d.0[i] != rows {
                         continue;
                     }
-                    let (r, s) = round[j + 1][i];
+                    let (r, s) = round[j + 1].ranks[i];
                     if s > 0.0 && r > 0 {
                         ratios.push((s / r as f64) / (bs / br as f64));
+                        periods.push(round[j + 1].period_s);
                     }
                 }
             }
@@ -130,6 +152,7 @@ pub(super) fn knots(
                 per_row_rel: m,
                 ci95: median_ci(&ratios, rows ^ ((i as u64) << 32)),
                 rounds: ratios.len(),
+                period_s: median(&mut periods),
             });
         }
         knots.sort_by_key(|k| k.rows);
@@ -170,11 +193,12 @@ mod tests {
         let dists = vec![Dist(vec![50, 150]), Dist(vec![150, 50])];
         // Round 1 runs at full speed, round 2 twice as slow: the ratios
         // within each round are alike, so the knots do not see it.
+        let run = |ranks: Vec<(u64, f64)>, period_s: f64| Run { ranks, period_s };
         let round = |speed: f64| {
             vec![
-                vec![(100, 1.0 * speed), (100, 2.0 * speed)],
-                vec![(50, 0.45 * speed), (150, 3.3 * speed)],
-                vec![(150, 1.65 * speed), (50, 0.9 * speed)],
+                run(vec![(100, 1.0 * speed), (100, 2.0 * speed)], 2.0 * speed),
+                run(vec![(50, 0.45 * speed), (150, 3.3 * speed)], 3.3 * speed),
+                run(vec![(150, 1.65 * speed), (50, 0.9 * speed)], 1.65 * speed),
             ]
         };
         let k = knots(&blk, &dists, &[round(1.0), round(2.0)]).unwrap();
@@ -190,6 +214,11 @@ mod tests {
             "{r1:?}"
         );
         assert_eq!(k[1].knots[1].rounds, 2);
+        // Each knot's period: the median of its runs' iterations (here
+        // 1x and 2x, so 1.5x), Block's at Block's rows.
+        let t0: Vec<f64> = k[0].knots.iter().map(|k| k.period_s.unwrap()).collect();
+        assert_eq!(t0, vec![3.3 * 1.5, 2.0 * 1.5, 1.65 * 1.5]);
+        assert_eq!(k[1].knots[0].period_s, Some(1.65 * 1.5));
         // A round with a run missing is an error.
         let mut bad = round(1.0);
         bad.pop();

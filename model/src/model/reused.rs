@@ -22,6 +22,14 @@ impl Model {
         self.reuse.is_some()
     }
 
+    /// Each rank's `κ_i`, how much of the reuse probe's change its rows
+    /// follow (eq. R4, fitted from its row-cost curve's knots where they
+    /// kept their periods; 1 otherwise); None without a reuse term.
+    pub fn reuse_sensitivity(&self) -> Option<Vec<f64>> {
+        let r = self.reuse.as_ref()?;
+        Some((0..self.ranks()).map(|i| r.sensitivity(i)).collect())
+    }
+
     /// The reuse term of this model's trace on `prof`'s nodes: None for a
     /// run timed by the clock, an app that declares no arrays, or a
     /// profile without `reuse_by`. Its ages as recorded come from a replay
@@ -100,7 +108,7 @@ impl Model {
     /// array's by the work of its rows. NaN for a rank with an array out
     /// of core, whose sweeps work on pieces just read, whatever the
     /// iteration's length (no reuse term for it:
-    /// [`crate::reuse::Reuse::k`]); its pieces are not counted on its
+    /// [`crate::reuse::Reuse::k_from`]); its pieces are not counted on its
     /// host.
     fn working_sets(&self, d: &Dist, machine: &[usize]) -> Vec<f64> {
         let off = d.offsets();
@@ -178,10 +186,17 @@ impl Model {
         let r = self.reuse.as_ref()?;
         let x = &p0.ranks;
         let busy_compute = |i: usize| (x[i].total_s - x[i].wait_s, x[i].compute_s - x[i].io_s);
+        // With row-cost curves that kept their runs' periods, each rank's
+        // cost a row is the curve's at its rows under `d`, measured at
+        // that knot's period: the term prices the change from it.
+        let t_ref: Vec<Option<f64>> = (self.row_curves.iter().enumerate())
+            .map(|(i, c)| c.period(d.0[i] as f64))
+            .collect();
         r.factors(
             &self.working_sets(d, &r.machine),
             busy_compute,
             p0.per_iteration_s,
+            &t_ref,
         )
     }
 
