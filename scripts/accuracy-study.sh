@@ -48,7 +48,9 @@
 # rank's cost a row at other row counts in K interleaved rounds and
 # predicts with that curve (`mheta experiment --row-curve K`); a last
 # table gives, per cell, the curve's figures beside the paper's one cost
-# a row on the same models and runs.
+# a row on the same models and runs. STUDY_ROW_CURVE_SKIP ("APP-CLUSTER
+# ...") runs those cells without the curve (one whose calibration takes
+# too long, as cg's out of core does).
 # STUDY_CPU=clock runs every cell with `--cpu-emulation clock` instead:
 # each app and size is calibrated, before its first cell, by one uniform
 # in-core run
@@ -161,7 +163,6 @@ learn=()
 [[ $cpu == real && ${STUDY_LEARN_EACH_ROUND:-1} == 1 ]] && learn=(--learn-each-round)
 [[ ${STUDY_ROW_CURVE:-0} =~ ^[0-9]+$ ]] ||
     { echo "accuracy-study: STUDY_ROW_CURVE=$STUDY_ROW_CURVE: a number of rounds is needed" >&2; exit 2; }
-learn+=(--row-curve "${STUDY_ROW_CURVE:-0}")
 for g in STUDY_GOAL_MEAN STUDY_GOAL_MAX STUDY_GOAL_GAP STUDY_GOAL_BUSY; do
     [[ -z ${!g:-} || ${!g} =~ ^[0-9]+([.][0-9]+)?$ ]] ||
         { echo "accuracy-study: $g=${!g}: a number (percent) is needed" >&2; exit 2; }
@@ -202,10 +203,12 @@ cell() {
     shift
     profile_for "$c"
     cpu_flags_for "$app" "$@"
+    local curve=${STUDY_ROW_CURVE:-0}
+    [[ " ${STUDY_ROW_CURVE_SKIP:-} " != *" $tag-$c "* ]] || curve=0
     local s=$SECONDS rc=0
     rm -rf "$out/w-$tag-$c"
     "$mheta" experiment --app "$app" --cluster "$c" --np "$np" --iters "$it" --repeat "$repeat" \
-        --profile "$profile" --dir "$out/w-$tag-$c" --plot "$out/$tag-$c.svg" --json --run-seconds "$run_seconds" "${learn[@]}" "${flags[@]}" "${pre[@]}" \
+        --profile "$profile" --dir "$out/w-$tag-$c" --plot "$out/$tag-$c.svg" --json --run-seconds "$run_seconds" "${learn[@]}" --row-curve "$curve" "${flags[@]}" "${pre[@]}" \
         -- "$@" "${cpu_flags[@]}" \
         >"$out/$tag-$c.json" 2>"$out/$tag-$c.err" || rc=$?
     echo "accuracy-study: $tag $c: exit $rc, $((SECONDS - s)) s" >&2

@@ -95,9 +95,9 @@ study accuracy-real-hosts "MHETA accuracy, real compute, one rank on each of two
     scripts/accuracy-study.sh "$out/accuracy-real-hosts/work" 5
 # HY1 across two emulated hosts (h0 at CPU power 0.5; h1 with a fast disk
 # and 8 MB, so out of core at most points): about 40 minutes.
-study accuracy-real-hosts-hy1 "MHETA accuracy, real compute, HY1 on two emulated hosts, 5 runs per point" \
+study accuracy-real-hosts-hy1 "MHETA accuracy, real compute, HY1 on two emulated hosts, row-cost curve (not for cg), 5 runs per point" \
     "real: real compute, no clock (paced: h0 at CPU power 0.5 sleeps out the rest); h1's disk paced at io_factor 0.5 and its memory held to 8 MB by a memory cgroup; hosts: network namespaces, 1 Gbit/s shaped links" -- \
-    STUDY_CPU=real STUDY_NP=2 STUDY_CLUSTERS=nethy1-2 STUDY_APPS="jacobi cg sor lanczos mg" \
+    STUDY_ROW_CURVE=5 STUDY_ROW_CURVE_SKIP=cg-nethy1-2 STUDY_CPU=real STUDY_NP=2 STUDY_CLUSTERS=nethy1-2 STUDY_APPS="jacobi cg sor lanczos mg" \
     scripts/accuracy-study.sh "$out/accuracy-real-hosts-hy1/work" 5
 # Across hosts: jacobi and cg on net4 and jacobi on netcpu4 in the quick
 # form, both apps on both in the full one.

@@ -346,7 +346,7 @@ impl Reuse {
     /// `1 + κ_i (k − 1)` wherever it is priced from a knot's period.
     /// Returns `κ_i`.
     pub fn fit_sensitivity(&mut self, i: usize, ws: f64, t_rec: f64, knots: &[(f64, f64)]) -> f64 {
-        if self.curves[i].is_none() || !ws.is_finite() || !(t_rec > 0.0) {
+        if self.curves[i].is_none() || !ws.is_finite() || !t_rec.is_finite() || t_rec <= 0.0 {
             return self.kappa[i];
         }
         self.kappa[i] = 1.0;

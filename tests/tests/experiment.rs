@@ -248,6 +248,9 @@ fn a_row_cost_curve_is_measured_written_and_used() {
                 "{k}"
             );
             assert_eq!(k["rounds"], 2, "{k}");
+            // The iteration of the runs behind it, for the reuse term.
+            let t = k["period_s"].as_f64().unwrap();
+            assert!(t > 0.0 && t < 10.0, "{k}");
         }
     }
     let s = &r["row_curve"];
