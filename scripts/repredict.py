@@ -66,7 +66,9 @@ def main():
                       else [])
         # A cluster with hosts has its own profile (pNP-CLUSTER.json).
         np_ = len(report["rows"][0]["dist"]) if report["rows"] else 4
-        own = os.path.join(out, f"p{np_}-{tag.rsplit('-', 1)[1]}.json")
+        # (the report names its cluster; a name may hold '-', as nethy1-2)
+        cluster = report.get("cluster") or tag.split("-", 1)[1]
+        own = os.path.join(out, f"p{np_}-{cluster}.json")
         profile = own if os.path.isfile(own) else os.path.join(out, f"p{np_}.json")
         diffs, pairs = [], []
         for row in report["rows"]:

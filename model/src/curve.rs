@@ -142,10 +142,8 @@ impl CurveFile {
                     });
                 }
                 let c = RowCurve::new(i, r.knots.iter().map(|k| (k.rows, k.resolved())).collect())?;
-                let periods: Option<Vec<(u64, f64)>> = r
-                    .knots
-                    .iter()
-                    .map(|k| k.period_s.map(|t| (k.rows, t)))
+                let periods: Option<Vec<(u64, f64, f64)>> = (r.knots.iter())
+                    .map(|k| k.period_s.map(|t| (k.rows, t, k.per_row_rel)))
                     .collect();
                 Ok(match periods {
                     Some(t) => c.with_periods(t),
@@ -176,9 +174,10 @@ pub struct RowCurve {
     /// (rows, cost a row relative to the reference), rows increasing,
     /// `rows · cost` non-decreasing.
     knots: Vec<(f64, f64)>,
-    /// (rows, the iteration of the runs that measured the knot), rows
-    /// increasing, where every knot has one.
-    periods: Option<Vec<(f64, f64)>>,
+    /// (rows, the iteration of the runs that measured the knot, its
+    /// measured cost a row whether resolved or not), rows increasing,
+    /// where every knot has a period.
+    periods: Option<Vec<(f64, f64, f64)>>,
 }
 
 impl RowCurve {
@@ -219,29 +218,33 @@ impl RowCurve {
         })
     }
 
-    /// The same curve with the iteration, seconds, of the runs behind
-    /// each knot (rows, period). Periods that are not finite and positive
-    /// leave the curve without any.
-    pub fn with_periods(mut self, mut periods: Vec<(u64, f64)>) -> RowCurve {
+    /// The same curve with, for each knot, the iteration, seconds, of
+    /// the runs behind it and its measured cost a row (rows, period,
+    /// cost: the rounds' median, resolved or not). Periods or costs that
+    /// are not finite and positive leave the curve without any.
+    pub fn with_periods(mut self, mut periods: Vec<(u64, f64, f64)>) -> RowCurve {
         periods.sort_by_key(|p| p.0);
         periods.dedup_by_key(|p| p.0);
-        self.periods = (!periods.is_empty()
-            && periods.iter().all(|p| p.1.is_finite() && p.1 > 0.0))
-        .then(|| periods.into_iter().map(|(r, t)| (r as f64, t)).collect());
+        let ok = |x: f64| x.is_finite() && x > 0.0;
+        self.periods =
+            (!periods.is_empty() && periods.iter().all(|p| ok(p.1) && ok(p.2))).then(|| {
+                periods
+                    .into_iter()
+                    .map(|(r, t, c)| (r as f64, t, c))
+                    .collect()
+            });
         self
     }
 
-    /// Each knot as (rows, cost a row, the iteration of its runs), where
-    /// the curve has periods.
+    /// Each knot as (rows, its measured cost a row, the iteration of its
+    /// runs), where the curve has periods. The cost is the rounds' median
+    /// even where its interval holds 1: eq. R4 fits over the knots
+    /// together, one knot's noise one point among several
+    /// ([`crate::reuse::Reuse::fit_sensitivity`]).
     pub fn knots_with_periods(&self) -> Option<Vec<(f64, f64, f64)>> {
         let p = self.periods.as_deref()?;
-        (p.len() == self.knots.len() && p.iter().zip(&self.knots).all(|(a, b)| a.0 == b.0)).then(
-            || {
-                (self.knots.iter().zip(p))
-                    .map(|(&(r, c), &(_, t))| (r, c, t))
-                    .collect()
-            },
-        )
+        (p.len() == self.knots.len() && p.iter().zip(&self.knots).all(|(a, b)| a.0 == b.0))
+            .then(|| p.iter().map(|&(r, t, c)| (r, c, t)).collect())
     }
 
     /// The iteration at which the curve's cost a row at `rows` was
@@ -252,14 +255,14 @@ impl RowCurve {
     /// that period, not the recorded run's ([`crate::reuse`]).
     pub fn period(&self, rows: f64) -> Option<f64> {
         let k = self.periods.as_deref()?;
-        let i = k.partition_point(|&(r, _)| r < rows);
+        let i = k.partition_point(|&(r, _, _)| r < rows);
         if i == 0 {
             return Some(k[0].1);
         }
         if i == k.len() {
             return Some(k[i - 1].1);
         }
-        let ((r0, t0), (r1, t1)) = (k[i - 1], k[i]);
+        let ((r0, t0, _), (r1, t1, _)) = (k[i - 1], k[i]);
         Some(t0 + (t1 - t0) * (rows - r0) / (r1 - r0))
     }
 
@@ -383,6 +386,11 @@ mod tests {
         assert_eq!(c[0].period(1024.0), Some(0.2));
         assert!((c[0].period(1280.0).unwrap() - 0.15).abs() < 1e-12);
         assert_eq!(c[0].period(4000.0), Some(0.1));
+        // Eq. R4 reads each knot's median, resolved or not.
+        assert_eq!(
+            c[0].knots_with_periods().unwrap(),
+            vec![(1024.0, 1.0, 0.2), (1536.0, 1.05, 0.1)]
+        );
         // A file without periods (or one knot without) gives none.
         let mut g = file(2);
         g.ranks[0].knots[1].period_s = None;
