@@ -539,9 +539,9 @@ mod tests {
         assert!((k[0] - 1.5 / 2.4).abs() < 1e-12, "{k:?}");
     }
 
-    #[test]
-    fn from_a_knots_period_the_term_prices_only_the_change_from_it() {
-        let c = curve();
+    /// Two ranks of 16 MiB with one sweep an iteration, recorded at an
+    /// iteration of 0.5 s; rank 1 with the curve or not.
+    fn two_ranks(c: &ReuseCurve, rank1: bool) -> (Reuse, f64) {
         let w16 = (16u64 << 20) as f64;
         let one = vec![Sweep {
             share: 1.0,
@@ -549,12 +549,19 @@ mod tests {
             bytes: 1.0,
         }];
         let r = Reuse::new(
-            vec![Some(c.clone()), Some(c.clone())],
+            vec![Some(c.clone()), rank1.then(|| c.clone())],
             vec![w16, w16],
             vec![one.clone(), one],
             0.5,
             vec![0, 1],
         );
+        (r, w16)
+    }
+
+    #[test]
+    fn from_a_knots_period_the_term_prices_only_the_change_from_it() {
+        let c = curve();
+        let (r, w16) = two_ranks(&c, true);
         // Recorded at a long period, priced at 10 ms: the term alone.
         let from_rec = r.k(0, w16, 0.010);
         assert!(from_rec < 1.0, "{from_rec}");
@@ -586,19 +593,7 @@ mod tests {
     #[test]
     fn a_ranks_knots_at_other_periods_fit_how_much_of_the_probe_it_follows() {
         let c = curve();
-        let w16 = (16u64 << 20) as f64;
-        let one = vec![Sweep {
-            share: 1.0,
-            frac: 1.0,
-            bytes: 1.0,
-        }];
-        let mut r = Reuse::new(
-            vec![Some(c.clone()), None],
-            vec![w16, w16],
-            vec![one.clone(), one],
-            0.5,
-            vec![0, 1],
-        );
+        let (mut r, w16) = two_ranks(&c, false);
         // The probe's change from a knot at 50 ms to ones at 10 and 5 ms.
         let rho = |t: f64| c.rel(w16, t) / c.rel(w16, 0.05);
         let (a, b) = (rho(0.010), rho(0.005));
