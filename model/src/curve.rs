@@ -51,7 +51,7 @@ pub struct Knot {
     pub rounds: usize,
     /// The median iteration, seconds, of the runs that measured it (the
     /// period at which its rows were last touched, for the reuse term:
-    /// [`RowCurve::period`]). Absent in files written before it was kept.
+    /// [`RowCurve::knot_periods`]). Absent in files written before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub period_s: Option<f64>,
 }
@@ -249,10 +249,10 @@ impl RowCurve {
 
     /// The iteration at which the curve's cost a row at `rows` was
     /// measured: linear in rows between knots, the nearest knot's beyond
-    /// them; None for a curve without periods. Its rows were last touched
-    /// that long before (a stage's age as a share of it), so a model
-    /// that reads the cost a row off the curve prices the reuse term from
-    /// that period, not the recorded run's ([`crate::reuse`]).
+    /// them; None for a curve without periods. At the recorded rows (a
+    /// knot: the curve's reference) it is the period eq. R4 fits from
+    /// ([`crate::Model::with_row_curves`]); elsewhere the term reads each
+    /// knot's own ([`RowCurve::knot_periods`]).
     pub fn period(&self, rows: f64) -> Option<f64> {
         let k = self.periods.as_deref()?;
         let i = k.partition_point(|&(r, _, _)| r < rows);
@@ -264,6 +264,33 @@ impl RowCurve {
         }
         let ((r0, t0, _), (r1, t1, _)) = (k[i - 1], k[i]);
         Some(t0 + (t1 - t0) * (rows - r0) / (r1 - r0))
+    }
+
+    /// The knots the cost a row at `rows` reads, each as (its share of
+    /// the rank's time there, the iteration of its runs): the nearest
+    /// knot alone beyond the ends, else the two around `rows`, shared as
+    /// [`RowCurve::per_row`] interpolates the time; None for a curve
+    /// without periods. Each knot's cost was measured at its own period,
+    /// and two neighbours can differ by several times (one side of a
+    /// rank's out-of-core crossing and the other), so the reuse term
+    /// takes each from its own period rather than from one between them
+    /// (eq. R5, [`crate::reuse::Reuse::factors`]).
+    pub fn knot_periods(&self, rows: f64) -> Option<[(f64, f64); 2]> {
+        let p = self.periods.as_deref()?;
+        if p.len() != self.knots.len() || p.iter().zip(&self.knots).any(|(a, b)| a.0 != b.0) {
+            return None;
+        }
+        let k = &self.knots;
+        let i = k.partition_point(|&(r, _)| r < rows);
+        if i == 0 || i == k.len() {
+            let t = p[if i == 0 { 0 } else { k.len() - 1 }].1;
+            return Some([(1.0, t), (0.0, t)]);
+        }
+        let a = (rows - k[i - 1].0) / (k[i].0 - k[i - 1].0);
+        let x0 = (1.0 - a) * k[i - 1].0 * k[i - 1].1;
+        let x1 = a * k[i].0 * k[i].1;
+        let w1 = x1 / (x0 + x1);
+        Some([(1.0 - w1, p[i - 1].1), (w1, p[i].1)])
     }
 
     /// The relative cost a row at `rows` (> 0).
@@ -386,6 +413,16 @@ mod tests {
         assert_eq!(c[0].period(1024.0), Some(0.2));
         assert!((c[0].period(1280.0).unwrap() - 0.15).abs() < 1e-12);
         assert_eq!(c[0].period(4000.0), Some(0.1));
+        // Eq. R5 reads the knots around the rows, each with its share of
+        // the time (1024 · 1 and 1536 · 1 halved at 1280 rows: 2 to 3).
+        assert_eq!(c[0].knot_periods(1024.0), Some([(1.0, 0.2), (0.0, 0.2)]));
+        assert_eq!(c[0].knot_periods(4000.0), Some([(1.0, 0.1), (0.0, 0.1)]));
+        let [(w0, t0), (w1, t1)] = c[0].knot_periods(1280.0).unwrap();
+        assert!(
+            (w0 - 0.4).abs() < 1e-12 && (w1 - 0.6).abs() < 1e-12,
+            "{w0} {w1}"
+        );
+        assert_eq!((t0, t1), (0.2, 0.1));
         // Eq. R4 reads each knot's median, resolved or not.
         assert_eq!(
             c[0].knots_with_periods().unwrap(),
@@ -397,6 +434,7 @@ mod tests {
         let text = serde_json::to_string(&g).unwrap();
         assert_eq!(text.matches("period_s").count(), 3);
         assert_eq!(g.curves().unwrap()[0].period(1024.0), None);
+        assert_eq!(g.curves().unwrap()[0].knot_periods(1024.0), None);
         assert_eq!(g.curves().unwrap()[1].period(1024.0), Some(0.2));
         let e = f.curves_for("jacobi", 2048, 4).unwrap_err().to_string();
         assert!(e.contains("jacobi with 2048 rows on 2 ranks"), "{e}");

@@ -53,8 +53,9 @@
 //! the term keeps each working set's curve over its own sweep right
 //! after a sweep ([`ReuseCurve::relative`]); where the curve's knots
 //! kept the iteration of the runs that measured them, a rank's rows are
-//! priced from the period of the knots the curve reads rather than the
-//! recorded run's ([`Reuse::k_from`]), and the change scaled by how much
+//! priced from the periods of the knots the curve reads rather than the
+//! recorded run's, each knot's share of the cost from its own (eq. R5,
+//! [`Reuse::factors`], [`Reuse::k_from`]), and the change scaled by how much
 //! of the probe's change the rank's own knots followed (eq. R4,
 //! [`Reuse::fit_sensitivity`]): a loop bound by its own arithmetic
 //! follows none of it. A model without curves, of
@@ -296,8 +297,8 @@ impl Reuse {
     /// rank without a curve, or out of core (`ws` NaN) under either
     /// distribution. With `t_ref`, from that period instead of the
     /// recorded one: rank i's cost as the row-cost curve read it was
-    /// measured in runs of that iteration
-    /// ([`crate::curve::RowCurve::period`]), so its sweeps' costs are
+    /// measured in runs of that iteration (a knot's period,
+    /// [`crate::curve::RowCurve::knot_periods`]), so its sweeps' costs are
     /// taken over theirs at the same working set and ages `a_s t_ref`
     /// (eq. R1 with `T_rec` the knot's period), and the change scaled by
     /// its `κ_i` (eq. R4, [`Reuse::fit_sensitivity`]).
@@ -374,14 +375,21 @@ impl Reuse {
     /// the busiest rank after its rows' new cost, plus what the replay
     /// at `k = 1` spent beyond its busiest rank (messages in flight).
     ///
-    /// `t_ref`: per rank, the period its cost as priced was measured at
-    /// ([`Reuse::k_from`]); empty for the recorded run's.
+    /// `t_ref`: per rank, the knots its cost as priced was read from,
+    /// each as (its share of the cost, the period it was measured at;
+    /// [`crate::curve::RowCurve::knot_periods`]); empty for the recorded
+    /// run's. Each knot's cost goes from its own period to `T`:
+    ///
+    /// `k_i = Σ_j w_j (1 + κ_i (k_i(T; T_j) − 1))`  (eq. R5)
+    ///
+    /// with `k_i(T; T_j)` eq. R1 from the knot's period `T_j`
+    /// ([`Reuse::k_from`]) and `w_j` its share.
     pub fn factors(
         &self,
         ws: &[f64],
         busy_compute: impl Fn(usize) -> (f64, f64),
         t0: f64,
-        t_ref: &[Option<f64>],
+        t_ref: &[Option<[(f64, f64); 2]>],
     ) -> Option<Vec<f64>> {
         let top = (0..ws.len()).map(|i| busy_compute(i).0).fold(0.0, f64::max);
         let rest = (t0 - top).max(0.0);
@@ -390,7 +398,14 @@ impl Reuse {
             let mut next = 0.0f64;
             for (i, k) in k.iter_mut().enumerate() {
                 let (busy, compute) = busy_compute(i);
-                *k = self.k_from(i, ws[i], t, t_ref.get(i).copied().flatten());
+                *k = match t_ref.get(i).copied().flatten() {
+                    None => self.k_from(i, ws[i], t, None),
+                    // Eq. R5: each knot from its own period.
+                    Some(knots) => (knots.iter())
+                        .filter(|(w, _)| *w > 0.0)
+                        .map(|&(w, tj)| w * self.k_from(i, ws[i], t, Some(tj)))
+                        .sum(),
+                };
                 next = next.max(busy + compute * (*k - 1.0));
             }
             rest + next
@@ -583,11 +598,27 @@ mod tests {
             &[w16, w16],
             |i| (busy[i], compute[i]),
             0.010,
-            &[Some(0.010), None],
+            &[Some([(1.0, 0.010), (0.0, 0.010)]), None],
         ))
         .unwrap();
         assert_eq!(k[0], 1.0);
         assert!(k[1] < 1.0, "{k:?}");
+        // Eq. R5: a cost read from two knots, a quarter of it measured at
+        // 10 ms and the rest at 50 ms, priced at 22 ms: each part from
+        // its own period, not the whole from one period between them.
+        let (busy, compute) = ([0.0219, 0.005], [0.02, 0.004]);
+        let k = (r.factors(
+            &[w16, w16],
+            |i| (busy[i], compute[i]),
+            0.022,
+            &[Some([(0.25, 0.010), (0.75, 0.050)]), None],
+        ))
+        .unwrap();
+        let each = 0.25 * r.k_from(0, w16, 0.022, Some(0.010))
+            + 0.75 * r.k_from(0, w16, 0.022, Some(0.050));
+        assert!((k[0] - each).abs() < 1e-12, "{k:?} {each}");
+        let between = r.k_from(0, w16, 0.022, Some(0.25 * 0.010 + 0.75 * 0.050));
+        assert!((k[0] - between).abs() > 1e-3, "{k:?} {between}");
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //! median over the rounds, with its bootstrap 95% interval, and the
 //! median over them of the runs' iteration (`iter_median_s`), the period
 //! at which the knot's rows were touched: the model's reuse term prices a
-//! point from the period of the knot it reads ([`mheta_model::curve::RowCurve::period`]).
+//! point from the periods of the knots it reads ([`mheta_model::curve::RowCurve::knot_periods`]).
 
 use super::noise::median_ci;
 use anyhow::{Context, Result, bail};

@@ -187,10 +187,11 @@ impl Model {
         let x = &p0.ranks;
         let busy_compute = |i: usize| (x[i].total_s - x[i].wait_s, x[i].compute_s - x[i].io_s);
         // With row-cost curves that kept their runs' periods, each rank's
-        // cost a row is the curve's at its rows under `d`, measured at
-        // that knot's period: the term prices the change from it.
-        let t_ref: Vec<Option<f64>> = (self.row_curves.iter().enumerate())
-            .map(|(i, c)| c.period(d.0[i] as f64))
+        // cost a row is the curve's at its rows under `d`, read from one
+        // or two knots each measured at its own period: the term prices
+        // the change from each (eq. R5).
+        let t_ref: Vec<Option<[(f64, f64); 2]>> = (self.row_curves.iter().enumerate())
+            .map(|(i, c)| c.knot_periods(d.0[i] as f64))
             .collect();
         r.factors(
             &self.working_sets(d, &r.machine),
