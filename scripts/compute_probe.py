@@ -6,6 +6,7 @@ conditions the MHETA model assumes are the same.
 Usage: scripts/compute_probe.py [ROUNDS] [OUT.json]   (default 5 rounds)
        scripts/compute_probe.py recorded [ROUNDS]
        scripts/compute_probe.py window PROFILE.json [ROUNDS]
+       scripts/compute_probe.py paired [ROUNDS]
 
 Every configuration runs once a round, the rounds interleaved, so that a
 slow spell of the host falls on all of them alike. Each run is a 2-rank
@@ -40,6 +41,18 @@ from iteration 3) what the rest of the run does? Each round runs jacobi
 (`mheta show --trace`) over the same run's median stage time over all its
 iterations (the report's `stage_s`): the median over the rounds, its
 bootstrap 95% CI, and every round's ratio.
+
+`paired [ROUNDS]` (default 9): is the window an accuracy study records
+slower or faster than the plain runs it is judged against? One rank on
+each of netdc2's two emulated hosts (`mheta hosts up netdc2`), `paced`,
+the study's sor cell: per round a plain run (`sor --n 2560 --iters 59
+--dist 1280,1280`) and, right after it, an instrumented run as `mheta
+experiment --run-seconds 1.5` makes it (`--iters 121` under `mheta run
+--seconds 1.2`), both with `MHETA_DEBUG_TIMES=1` (each iteration's
+time). Prints per round the plain run's median iteration, the recorded
+iterations' median in the instrumented run (the trace's iteration
+indices) and their ratio, then the median ratio with its bootstrap 95%
+CI. The hosts are taken down after.
 
 `window PROFILE.json`: how far a model learned on `uniform` (both ranks
 at power 1) strays from an even split, by how long its trace was
@@ -143,6 +156,47 @@ def recorded(rounds):
               f"(95% CI {lo:.3f}-{hi:.3f}); rounds {' '.join(f'{x:.3f}' for x in v)}")
 
 
+def paired(rounds):
+    """The recorded window's median iteration over a plain run's, paired."""
+    sor = os.path.join(BIN, "sor")
+    args = ["--n", "2560", "--cluster", "netdc2", "--cpu-emulation", "paced"]
+    env = dict(ENV, MHETA_DEBUG_TIMES="1")
+    launch = [MHETA, "hosts", "mpirun", "netdc2", "-np", "2"]
+
+    def report(cmd):
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        reps = [json.loads(x) for x in out.stdout.splitlines() if x.startswith("{")]
+        if out.returncode != 0 or not reps or "iter_times_s" not in reps[-1]:
+            sys.exit(f"compute-probe: {' '.join(cmd)} failed:\n{out.stderr}")
+        return reps[-1]["iter_times_s"]
+
+    subprocess.run([MHETA, "hosts", "up", "netdc2"], capture_output=True, env=ENV, check=True)
+    tmp = tempfile.mkdtemp(prefix="compute-probe-")
+    ratios = []
+    try:
+        for rnd in range(rounds):
+            plain = statistics.median(report(launch + [sor, *args, "--iters", "59",
+                                                       "--dist", "1280,1280"]))
+            tr = os.path.join(tmp, "trace")
+            shutil.rmtree(tr, ignore_errors=True)
+            times = report([MHETA, "run", "--trace-dir", tr, "--seconds", "1.2", "--", *launch,
+                            sor, *args, "--iters", "121"])
+            trace = json.loads(subprocess.run([MHETA, "show", "--trace", tr, "--json"],
+                                              capture_output=True, text=True, env=ENV,
+                                              check=True).stdout)
+            idx = [it["index"] for it in trace["ranks"][0]["iterations"]]
+            rec = statistics.median(times[k] for k in idx if k < len(times))
+            ratios.append(rec / plain)
+            print(f"round {rnd + 1}: plain {plain * 1e3:.2f} ms, recorded {len(idx)} iterations "
+                  f"{rec * 1e3:.2f} ms, ratio {rec / plain:.3f}", flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        subprocess.run([MHETA, "hosts", "down", "netdc2"], capture_output=True, env=ENV)
+    lo, hi = ci95(ratios)
+    print(f"recorded / plain: median {statistics.median(ratios):.3f} (95% CI {lo:.3f}-{hi:.3f}), "
+          f"min {min(ratios):.3f}, max {max(ratios):.3f}, {len(ratios)} rounds")
+
+
 def window(profile, rounds):
     """Rows the search moves on a uniform cluster, by trace length."""
     moved = {"short": [], "long": []}
@@ -181,6 +235,11 @@ def main():
             sys.exit(f"compute-probe: {sys.argv[2]}: no such profile")
         window(sys.argv[2], rounds)
         return
+    if len(sys.argv) > 1 and sys.argv[1] == "paired":
+        rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 9
+        if rounds < 3:
+            sys.exit("compute-probe: ROUNDS must be at least 3")
+        return paired(rounds)
     if len(sys.argv) > 1 and sys.argv[1] == "recorded":
         rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 9
         if rounds < 3:
