@@ -207,6 +207,8 @@ struct Layout {
     /// Per rank, the first rank of its kernel (which measures what the
     /// kernel's ranks share).
     kernel_first: Vec<usize>,
+    /// The online CPUs of this rank's machine.
+    cores: usize,
 }
 
 /// Every rank's host and kernel, and whether any kernel is
@@ -250,6 +252,7 @@ fn layout(world: &SimpleCommunicator) -> Layout {
         turn,
         turns,
         kernel_first,
+        cores,
     }
 }
 
@@ -504,6 +507,7 @@ fn node_cost(
         reuse_by,
         // Rank 0 fills it in for every rank (`Layout::kernel_first`).
         machine: None,
+        machine_cpus: Some(lay.cores as u32),
     })
 }
 

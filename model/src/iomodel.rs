@@ -749,6 +749,7 @@ mod tests {
                 touch_per_byte: None,
                 reuse_by: Vec::new(),
                 machine: None,
+                machine_cpus: None,
                 shift_by: Vec::new(),
             });
         }

@@ -27,6 +27,11 @@
 //! - a piece of [`DIRECT_COPY_MIN_BYTES`] or more between two ranks of
 //!   one host is the runtime's cross-process copy, priced at the copy
 //!   rate rather than the pair's MPI figures;
+//! - a host with more ranks than its machine has CPUs gives each rank a
+//!   quota of its share (the apps' `base_share`), and a rank's copies,
+//!   shifts and backing there, measured with a core each, take its
+//!   host's ranks over those CPUs times as long (`Net::crowding`, from
+//!   `NodeCost::machine_cpus`);
 //! - an array that is out of core on the sender (under the old
 //!   distribution) is read from its file, and on the receiver (under the
 //!   new one) written to its file, priced by the I/O model's per-rank,

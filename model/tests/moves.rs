@@ -54,6 +54,7 @@ fn model_edited(
             touch_per_byte: measured.then(|| SampleStats::from_samples(&[TOUCH])),
             reuse_by: Vec::new(),
             machine: None,
+            machine_cpus: None,
             shift_by: Vec::new(),
         });
     }
@@ -291,6 +292,37 @@ fn a_small_piece_between_ranks_of_one_host_is_no_faster_than_its_cold_rate() {
     // piece for the on-node copy, so the runtime does not probe).
     let c = cold_model(["a", "b"]).move_cost(&Dist(vec![100, 100]), &Dist(vec![150, 50]));
     close(c.total_s, by * TOUCH + L + by * G);
+}
+
+#[test]
+fn a_host_with_more_ranks_than_cpus_copies_shifts_and_backs_at_its_share() {
+    // The block-gains-rows move of the test above, both ranks on one
+    // host. Its machine recorded one CPU: the apps give each of the two
+    // ranks half a core, and the shift, the backing and the piece (a copy
+    // by MPI on the host) take twice as long as measured with a core
+    // each. Two CPUs, or none recorded: as measured.
+    let crowded = |cpus: Option<u32>| {
+        model_edited(&["a", "a"], true, ROW, |p| {
+            for n in &mut p.nodes {
+                n.machine_cpus = cpus;
+            }
+        })
+    };
+    let (from, to) = (Dist(vec![100, 100]), Dist(vec![50, 150]));
+    let alone = crowded(None).move_cost(&from, &to);
+    assert_eq!(crowded(Some(2)).move_cost(&from, &to), alone);
+    let halved = crowded(Some(1)).move_cost(&from, &to);
+    close(halved.total_s, 2.0 * alone.total_s);
+    // One rank a host: each keeps its core, whatever the machine has.
+    let apart = |cpus: Option<u32>| {
+        model_edited(&["a", "b"], true, ROW, |p| {
+            for n in &mut p.nodes {
+                n.machine_cpus = cpus;
+            }
+        })
+        .move_cost(&from, &to)
+    };
+    assert_eq!(apart(Some(1)), apart(None));
 }
 
 #[test]

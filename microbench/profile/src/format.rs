@@ -290,6 +290,13 @@ pub struct NodeCost {
     /// model then takes the ranks of one host name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<u32>,
+    /// The online CPUs of that machine when it was measured. With more
+    /// ranks on a machine than it has CPUs the ranks take turns (the
+    /// apps give each a quota of its share, `base_share`), and a move's
+    /// copies, shifts and first touches, measured here with a core each,
+    /// run at that share (`mheta_model::redist`). `None`: not recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_cpus: Option<u32>,
 }
 
 impl NodeCost {
@@ -309,6 +316,7 @@ impl NodeCost {
             touch_per_byte: None,
             reuse_by: Vec::new(),
             machine: None,
+            machine_cpus: None,
         }
     }
 }

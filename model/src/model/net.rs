@@ -58,6 +58,13 @@ pub(crate) struct Net {
     /// pairs of `1 / PairCost::direct_copy_bps`, `copy_per_byte` where
     /// none was measured.
     pub(crate) direct_per_byte: Vec<f64>,
+    /// Per rank, how many times longer its CPU work takes in the job than
+    /// it took when measured with a core to itself: its host's ranks over
+    /// its machine's online CPUs, at least 1 (`NodeCost::machine_cpus`; 1
+    /// where not recorded). The apps give each rank of a host with more
+    /// ranks than CPUs a quota of that share (`base_share`)
+    /// ([`Net::find_crowding`]).
+    pub(crate) crowding: Vec<f64>,
     /// Each host's ranks (first, end) where a pair's costs depend only on
     /// whether its ranks share a host: a profile by kind that lists no
     /// pair, hosts of consecutive ranks, one link rate out and one in a
@@ -193,6 +200,7 @@ impl Net {
             touch_per_byte: vec![0.0; p],
             cold_per_byte: vec![0.0; p],
             direct_per_byte: Vec::new(),
+            crowding: vec![1.0; p],
             kind_spans: None,
         };
         if prof.hosts.len() == p {
@@ -261,7 +269,32 @@ impl Net {
             .map(|(s, c)| s.unwrap_or(*c))
             .collect();
         net.find_on_host_rates(prof);
+        net.find_crowding(prof);
         net
+    }
+
+    /// [`Net::crowding`]: per host, its ranks over the online CPUs of
+    /// its machine (the most any of its ranks recorded), the share the
+    /// apps' CPU emulation gives each of its ranks (`base_share`,
+    /// `apps/src/emulate.rs`). Emulated hosts of one machine keep a core
+    /// each while the others wait, as a move's ranks mostly do across
+    /// links, so they are not counted together.
+    fn find_crowding(&mut self, prof: &ClusterProfile) {
+        let p = self.crowding.len();
+        // Per host: its ranks and the most CPUs any of them recorded.
+        let mut of: std::collections::HashMap<usize, (usize, Option<u32>)> = Default::default();
+        for &h in &self.host {
+            of.entry(h).or_insert((0, None)).0 += 1;
+        }
+        for n in prof.nodes.iter().filter(|n| (n.rank as usize) < p) {
+            let e = of.entry(self.host[n.rank as usize]).or_insert((0, None));
+            e.1 = e.1.max(n.machine_cpus.filter(|&c| c > 0));
+        }
+        for (x, h) in self.crowding.iter_mut().zip(&self.host) {
+            if let Some(&(n, Some(c))) = of.get(h) {
+                *x = (n as f64 / c as f64).max(1.0);
+            }
+        }
     }
 
     /// Seconds per byte of rank `i` shifting rows by `distance` bytes:
@@ -647,6 +680,7 @@ mod tests {
                 touch_per_byte: None,
                 reuse_by: Vec::new(),
                 machine: None,
+                machine_cpus: None,
                 shift_by: Vec::new(),
             };
             if r != 1 {

@@ -69,6 +69,10 @@ impl Model {
         let mut link_s = vec![0.0f64; p];
         let mut bytes = 0u64;
         let mut synced = false;
+        // A crowded machine's ranks copy at their share of its CPUs
+        // (`Net::crowding`): a piece between two ranks of one host, at
+        // the slower end's.
+        let crowd = |i: usize, j: usize| self.net.crowding[i].max(self.net.crowding[j]);
         for (k, decl) in self.app.arrays.iter().enumerate() {
             let lv = decl.level.unwrap_or(0) as usize;
             let (f, t) = &on_level[lv];
@@ -99,7 +103,7 @@ impl Model {
                         // end's measured rate for it (`Net::direct_per_byte`),
                         // both ends busy to its end.
                         let c = self.net.direct_per_byte[i].max(self.net.direct_per_byte[j]);
-                        (by * c, 0.0)
+                        (by * c * crowd(i, j), 0.0)
                     } else {
                         let pair = self.net.pair(i, j);
                         // A move's rows are out of the cache: between
@@ -107,12 +111,16 @@ impl Model {
                         // no faster than the measured cold rate
                         // (`Net::cold_per_byte`); across a link the
                         // link's time is the larger.
-                        let cold = if same_host {
-                            by * self.net.cold_per_byte[i].max(self.net.cold_per_byte[j])
+                        // On one host both ends copy, at their share of
+                        // a crowded machine's CPUs.
+                        let (cold, s) = if same_host {
+                            let f = crowd(i, j);
+                            let c = by * self.net.cold_per_byte[i].max(self.net.cold_per_byte[j]);
+                            (c * f, pair.transfer(by) * f)
                         } else {
-                            0.0
+                            (0.0, pair.transfer(by))
                         };
-                        let s = pair.transfer(by).max(cold);
+                        let s = s.max(cold);
                         // The bytes the sender is done with before the
                         // receiver has them: all of an eager message (a
                         // measured limit), else what the transport holds,
@@ -200,7 +208,10 @@ impl Model {
         } else {
             self.array_bytes(k, new.0, new.1) / new_n.max(1) as f64
         };
-        let touch = |rows: u64| rows as f64 * per_row * self.net.touch_per_byte[i];
+        // Backing and shifting are the rank's CPU work, at its share of a
+        // crowded machine (`Net::crowding`).
+        let crowd = self.net.crowding[i];
+        let touch = |rows: u64| rows as f64 * per_row * self.net.touch_per_byte[i] * crowd;
         let grown = need.saturating_sub(old_n);
         let in_turn = match kept {
             Some(_) => !in_place,
@@ -219,7 +230,7 @@ impl Model {
                 // They lie at `a - old.0` in the old block (its first
                 // move: at the buffer's front).
                 let distance = (a - old.0).abs_diff(place + (a - new.0)) as f64 * per_row;
-                let copy = self.array_bytes(k, a, e) * self.net.shift_at(i, distance);
+                let copy = self.array_bytes(k, a, e) * self.net.shift_at(i, distance) * crowd;
                 (copy + touch(fresh), fresh)
             }
             _ => (0.0, 0),
