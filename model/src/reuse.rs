@@ -592,28 +592,26 @@ mod tests {
         assert!(k > 1.0);
         // Out of core under the distribution: 1, whatever the reference.
         assert_eq!(r.k_from(0, f64::NAN, 0.022, Some(0.010)), 1.0);
-        // Per rank in `factors`: rank 0 measured at the period it gets.
-        let (busy, compute) = ([0.0099, 0.005], [0.009, 0.004]);
-        let k = (r.factors(
-            &[w16, w16],
-            |i| (busy[i], compute[i]),
-            0.010,
-            &[Some([(1.0, 0.010), (0.0, 0.010)]), None],
-        ))
-        .unwrap();
+        // Per rank in `factors` (rank 0 read from `knots`; rank 1 as
+        // recorded), rank 0 busy `busy` of `compute` in an iteration of t.
+        let factors = |busy: f64, compute: f64, t: f64, knots: [(f64, f64); 2]| {
+            let (busy, compute) = ([busy, 0.005], [compute, 0.004]);
+            (r.factors(
+                &[w16, w16],
+                |i| (busy[i], compute[i]),
+                t,
+                &[Some(knots), None],
+            ))
+            .unwrap()
+        };
+        // Rank 0 measured at the period it gets.
+        let k = factors(0.0099, 0.009, 0.010, [(1.0, 0.010), (0.0, 0.010)]);
         assert_eq!(k[0], 1.0);
         assert!(k[1] < 1.0, "{k:?}");
         // Eq. R5: a cost read from two knots, a quarter of it measured at
         // 10 ms and the rest at 50 ms, priced at 22 ms: each part from
         // its own period, not the whole from one period between them.
-        let (busy, compute) = ([0.0219, 0.005], [0.02, 0.004]);
-        let k = (r.factors(
-            &[w16, w16],
-            |i| (busy[i], compute[i]),
-            0.022,
-            &[Some([(0.25, 0.010), (0.75, 0.050)]), None],
-        ))
-        .unwrap();
+        let k = factors(0.0219, 0.02, 0.022, [(0.25, 0.010), (0.75, 0.050)]);
         let each = 0.25 * r.k_from(0, w16, 0.022, Some(0.010))
             + 0.75 * r.k_from(0, w16, 0.022, Some(0.050));
         assert!((k[0] - each).abs() < 1e-12, "{k:?} {each}");
