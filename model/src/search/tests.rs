@@ -88,3 +88,40 @@ fn gbs_on_threads_finds_what_it_finds_on_one() {
         assert!(many.evaluations > one.evaluations);
     }
 }
+
+#[test]
+fn the_receivers_bound_leaves_refine_as_it_was_with_fewer_evaluations() {
+    // Every move the bound leaves out would have failed, so the refined
+    // distribution and its time are those of trying every move.
+    let mut models: Vec<Model> = (0..12)
+        .map(|seed| {
+            let (traces, decl) = crate::synthetic::hetero_cluster(100 + seed, 8, 64);
+            Model::new(&traces, decl, &profile(8)).unwrap()
+        })
+        .collect();
+    models.push(model(&[1_000_000, 2_000_000, 1_500_000, 3_000_000]));
+    let (traces, decl) = crate::synthetic::hetero_cluster(3, 64, 64);
+    models.push(Model::new(&traces, decl, &profile(64)).unwrap());
+    let (mut saved, mut tried) = (0, 0);
+    for (k, m) in models.iter().enumerate() {
+        assert!(!m.has_reuse());
+        let ev = m.evaluator();
+        for start in [Dist::block(m.ranks(), m.rows()), balanced_dist(m)] {
+            let all = refine_with(&ev, start.clone(), 1, false).unwrap();
+            let bounded = refine_with(&ev, start, 1, true).unwrap();
+            assert_eq!(bounded.0, all.0, "model {k}");
+            assert_eq!(
+                bounded.2.map(f64::to_bits),
+                all.2.map(f64::to_bits),
+                "model {k}"
+            );
+            assert!(bounded.1 <= all.1, "model {k}: {} > {}", bounded.1, all.1);
+            saved += all.1 - bounded.1;
+            tried += all.1;
+        }
+    }
+    assert!(
+        saved * 4 > tried,
+        "the bound saved {saved} of {tried} evaluations"
+    );
+}
