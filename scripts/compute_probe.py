@@ -6,7 +6,7 @@ conditions the MHETA model assumes are the same.
 Usage: scripts/compute_probe.py [ROUNDS] [OUT.json]   (default 5 rounds)
        scripts/compute_probe.py recorded [ROUNDS]
        scripts/compute_probe.py window PROFILE.json [ROUNDS]
-       scripts/compute_probe.py paired [ROUNDS]
+       scripts/compute_probe.py paired [ROUNDS] [CLUSTER]
 
 Every configuration runs once a round, the rounds interleaved, so that a
 slow spell of the host falls on all of them alike. Each run is a 2-rank
@@ -42,17 +42,18 @@ from iteration 3) what the rest of the run does? Each round runs jacobi
 iterations (the report's `stage_s`): the median over the rounds, its
 bootstrap 95% CI, and every round's ratio.
 
-`paired [ROUNDS]` (default 9): is the window an accuracy study records
-slower or faster than the plain runs it is judged against? One rank on
-each of netdc2's two emulated hosts (`mheta hosts up netdc2`), `paced`,
-the study's sor cell: per round a plain run (`sor --n 2560 --iters 59
---dist 1280,1280`) and, right after it, an instrumented run as `mheta
-experiment --run-seconds 1.5` makes it (`--iters 121` under `mheta run
---seconds 1.2`), both with `MHETA_DEBUG_TIMES=1` (each iteration's
-time). Prints per round the plain run's median iteration, the recorded
-iterations' median in the instrumented run (the trace's iteration
-indices) and their ratio, then the median ratio with its bootstrap 95%
-CI. The hosts are taken down after.
+`paired [ROUNDS] [CLUSTER]` (default 9 rounds, netdc2): is the window an
+accuracy study records slower or faster than the plain runs it is judged
+against? One rank on each of CLUSTER's two emulated hosts (`mheta hosts
+up CLUSTER`; netdc2 or netuniform2), `paced`, the study's sor cell: per
+round a plain run (`sor --n 2560 --iters 59 --dist 1280,1280`) and,
+right after it, an instrumented run as `mheta experiment --run-seconds
+1.5` makes it (`--iters 121` under `mheta run --seconds 1.2`), both with
+`MHETA_DEBUG_TIMES=1` (each iteration's time). Prints per round the
+plain run's median iteration, the recorded iterations' median in the
+instrumented run (the trace's iteration indices) and their ratio, then
+the median ratio with its bootstrap 95% CI. The hosts are taken down
+after.
 
 `window PROFILE.json`: how far a model learned on `uniform` (both ranks
 at power 1) strays from an even split, by how long its trace was
@@ -156,12 +157,12 @@ def recorded(rounds):
               f"(95% CI {lo:.3f}-{hi:.3f}); rounds {' '.join(f'{x:.3f}' for x in v)}")
 
 
-def paired(rounds):
+def paired(rounds, cluster):
     """The recorded window's median iteration over a plain run's, paired."""
     sor = os.path.join(BIN, "sor")
-    args = ["--n", "2560", "--cluster", "netdc2", "--cpu-emulation", "paced"]
+    args = ["--n", "2560", "--cluster", cluster, "--cpu-emulation", "paced"]
     env = dict(ENV, MHETA_DEBUG_TIMES="1")
-    launch = [MHETA, "hosts", "mpirun", "netdc2", "-np", "2"]
+    launch = [MHETA, "hosts", "mpirun", cluster, "-np", "2"]
 
     def report(cmd):
         out = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -170,7 +171,7 @@ def paired(rounds):
             sys.exit(f"compute-probe: {' '.join(cmd)} failed:\n{out.stderr}")
         return reps[-1]["iter_times_s"]
 
-    subprocess.run([MHETA, "hosts", "up", "netdc2"], capture_output=True, env=ENV, check=True)
+    subprocess.run([MHETA, "hosts", "up", cluster], capture_output=True, env=ENV, check=True)
     tmp = tempfile.mkdtemp(prefix="compute-probe-")
     ratios = []
     try:
@@ -191,7 +192,7 @@ def paired(rounds):
                   f"{rec * 1e3:.2f} ms, ratio {rec / plain:.3f}", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-        subprocess.run([MHETA, "hosts", "down", "netdc2"], capture_output=True, env=ENV)
+        subprocess.run([MHETA, "hosts", "down", cluster], capture_output=True, env=ENV)
     lo, hi = ci95(ratios)
     print(f"recorded / plain: median {statistics.median(ratios):.3f} (95% CI {lo:.3f}-{hi:.3f}), "
           f"min {min(ratios):.3f}, max {max(ratios):.3f}, {len(ratios)} rounds")
@@ -239,7 +240,10 @@ def main():
         rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 9
         if rounds < 3:
             sys.exit("compute-probe: ROUNDS must be at least 3")
-        return paired(rounds)
+        cluster = sys.argv[3] if len(sys.argv) > 3 else "netdc2"
+        if cluster not in ("netdc2", "netuniform2"):
+            sys.exit(f"compute-probe: paired: {cluster}: netdc2 or netuniform2")
+        return paired(rounds, cluster)
     if len(sys.argv) > 1 and sys.argv[1] == "recorded":
         rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 9
         if rounds < 3:

@@ -242,9 +242,15 @@ impl RowCurve {
     /// together, one knot's noise one point among several
     /// ([`crate::reuse::Reuse::fit_sensitivity`]).
     pub fn knots_with_periods(&self) -> Option<Vec<(f64, f64, f64)>> {
+        let p = self.aligned_periods()?;
+        Some(p.iter().map(|&(r, t, c)| (r, c, t)).collect())
+    }
+
+    /// The periods, where there is one for each knot at the knot's rows.
+    fn aligned_periods(&self) -> Option<&[(f64, f64, f64)]> {
         let p = self.periods.as_deref()?;
         (p.len() == self.knots.len() && p.iter().zip(&self.knots).all(|(a, b)| a.0 == b.0))
-            .then(|| p.iter().map(|&(r, t, c)| (r, c, t)).collect())
+            .then_some(p)
     }
 
     /// The iteration at which the curve's cost a row at `rows` was
@@ -276,10 +282,7 @@ impl RowCurve {
     /// takes each from its own period rather than from one between them
     /// (eq. R5, [`crate::reuse::Reuse::factors`]).
     pub fn knot_periods(&self, rows: f64) -> Option<[(f64, f64); 2]> {
-        let p = self.periods.as_deref()?;
-        if p.len() != self.knots.len() || p.iter().zip(&self.knots).any(|(a, b)| a.0 != b.0) {
-            return None;
-        }
+        let p = self.aligned_periods()?;
         let k = &self.knots;
         let i = k.partition_point(|&(r, _)| r < rows);
         if i == 0 || i == k.len() {

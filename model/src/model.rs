@@ -416,6 +416,16 @@ impl Model {
             .collect()
     }
 
+    /// Whether a rank's replayed work under any distribution is its cost
+    /// line at its rows ([`Model::rank_cost`]), as GBS's refine bounds a
+    /// move by it: not with the reuse term (a rank's rows cost less as
+    /// the iteration shortens), rows of unequal work (the work follows
+    /// which rows a rank holds) or coarse grid levels (their rows follow
+    /// the distribution's offsets, not rows in proportion).
+    pub fn work_is_cost_line(&self) -> bool {
+        !self.has_reuse() && self.work_prefix.is_none() && self.levels <= 1
+    }
+
     /// Rank `i`'s own time for `rows` rows, messages aside: its scaled
     /// computation scaled by `rows / recorded rows` on every level (and
     /// on the finest by its row-cost curve, [`Model::with_row_curves`]), its

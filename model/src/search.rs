@@ -255,7 +255,7 @@ pub fn gbs_on(m: &Model, threads: usize) -> Result<Found, ModelError> {
         halve = hi - lo > 0.5 * width;
     }
     let s = shed(&ev, rows_hi);
-    let (d, e, predicted) = refine_with(&ev, Dist(s), threads.max(1), !m.has_reuse())?;
+    let (d, e, predicted) = refine_with(&ev, Dist(s), threads.max(1), m.work_is_cost_line())?;
     match predicted {
         // The refinement's last evaluation is of `d`.
         Some(predicted_s) => Ok(Found {
@@ -336,14 +336,13 @@ fn shed(ev: &Evaluator, mut s: Vec<u64>) -> Vec<u64> {
 /// round finds ([`Evaluator::critical`]). Returns the result and the
 /// evaluations.
 pub fn refine(m: &Model, d: Dist) -> Result<(Dist, u64), ModelError> {
-    refine_with(&m.evaluator(), d, plan_threads(), !m.has_reuse()).map(|(d, e, _)| (d, e))
+    refine_with(&m.evaluator(), d, plan_threads(), m.work_is_cost_line()).map(|(d, e, _)| (d, e))
 }
 
 /// [`refine`] with the evaluator given; also the predicted time of the
 /// result (None where `d` cannot be evaluated: a rank too small).
 /// `bounded`: leave out the moves whose receiver alone would end the
-/// iteration no sooner (below; true only where the model has no reuse
-/// term).
+/// iteration no sooner (below; only where [`Model::work_is_cost_line`]).
 fn refine_with(
     ev: &Evaluator,
     mut d: Dist,
@@ -381,9 +380,9 @@ fn refine_with(
     // iteration is the last rank's finish, and no rank finishes before its
     // busy time ends): a move that fails this bound is not evaluated, and
     // a round where no rank passes it is not run. The result is the one
-    // evaluating every move gives. With the reuse term a rank's rows get
-    // cheaper as its period shortens, so the bound does not hold and every
-    // move is evaluated (the callers pass `bounded` false).
+    // evaluating every move gives. Where a rank's replayed work is not its
+    // cost line (the reuse term, rows of unequal work, coarse levels) the
+    // bound does not hold and every move is evaluated (`bounded` false).
     loop {
         let busy = |i: usize| cur.ranks[i].total_s - cur.ranks[i].wait_s;
         let bar = if bounded {

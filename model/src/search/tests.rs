@@ -104,7 +104,7 @@ fn the_receivers_bound_leaves_refine_as_it_was_with_fewer_evaluations() {
     models.push(Model::new(&traces, decl, &profile(64)).unwrap());
     let (mut saved, mut tried) = (0, 0);
     for (k, m) in models.iter().enumerate() {
-        assert!(!m.has_reuse());
+        assert!(m.work_is_cost_line());
         let ev = m.evaluator();
         for start in [Dist::block(m.ranks(), m.rows()), balanced_dist(m)] {
             let all = refine_with(&ev, start.clone(), 1, false).unwrap();
