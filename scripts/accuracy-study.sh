@@ -341,6 +341,21 @@ if curved:
         print(f"| {a} | {c} | {d['mean_diff_pct']:.2f} / {d['max_diff_pct']:.2f} / {d['mean_busy_diff_pct']:.2f} | "
               f"{k['mean_diff_linear_pct']:.2f} / {k['max_diff_linear_pct']:.2f} / {k['mean_busy_diff_linear_pct']:.2f} | "
               f"{ic} | {better} / {worse} |")
+split_w = [(a, c, d["window"]) for a, c, d in done if d.get("window")]
+if split_w:
+    print()
+    print("where the Blk point's diff comes from, round by round (medians over the rounds, signed: "
+          "above 0 the first is slower; bootstrap 95% CI): model = each round's model against the "
+          "window of iterations it learned from (the model's own error), window = that window "
+          "against the round's Blk run (the host's drift between the two, which no prediction sees)")
+    print()
+    print("| app | cluster | model vs its window % | window vs Blk run % | rounds |")
+    print("|---|---|---|---|---|")
+    for a, c, w in split_w:
+        m, mc = w["model_vs_window_pct"], w["model_vs_window_ci95_pct"]
+        x, xc = w["window_vs_blk_run_pct"], w["window_vs_blk_run_ci95_pct"]
+        print(f"| {a} | {c} | {m:+.1f} [{mc[0]:+.1f}, {mc[1]:+.1f}] | "
+              f"{x:+.1f} [{xc[0]:+.1f}, {xc[1]:+.1f}] | {len(w['rounds'])} |")
 print()
 for ooc, what in [(True, "out-of-core points"), (False, "in-core points")]:
     d = [x[3] for x in split if x[2] == ooc]

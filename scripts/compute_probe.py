@@ -6,7 +6,7 @@ conditions the MHETA model assumes are the same.
 Usage: scripts/compute_probe.py [ROUNDS] [OUT.json]   (default 5 rounds)
        scripts/compute_probe.py recorded [ROUNDS]
        scripts/compute_probe.py window PROFILE.json [ROUNDS]
-       scripts/compute_probe.py paired [ROUNDS] [CLUSTER]
+       scripts/compute_probe.py paired [ROUNDS] [CLUSTER] [PROFILE.json]
 
 Every configuration runs once a round, the rounds interleaved, so that a
 slow spell of the host falls on all of them alike. Each run is a 2-rank
@@ -52,8 +52,11 @@ right after it, an instrumented run as `mheta experiment --run-seconds
 `MHETA_DEBUG_TIMES=1` (each iteration's time). Prints per round the
 plain run's median iteration, the recorded iterations' median in the
 instrumented run (the trace's iteration indices) and their ratio, then
-the median ratio with its bootstrap 95% CI. The hosts are taken down
-after.
+the median ratio with its bootstrap 95% CI. With PROFILE.json (a
+`mheta bench --cluster CLUSTER` profile), each round also prices Block
+from its own trace (`mheta predict`): the model against the window it
+learned from (the model's own error) beside the window against the plain
+run (the host's drift between the two). The hosts are taken down after.
 
 `window PROFILE.json`: how far a model learned on `uniform` (both ranks
 at power 1) strays from an even split, by how long its trace was
@@ -157,8 +160,9 @@ def recorded(rounds):
               f"(95% CI {lo:.3f}-{hi:.3f}); rounds {' '.join(f'{x:.3f}' for x in v)}")
 
 
-def paired(rounds, cluster):
-    """The recorded window's median iteration over a plain run's, paired."""
+def paired(rounds, cluster, profile=None):
+    """The recorded window's median iteration over a plain run's, paired;
+    with a profile, the model's Block over the window too."""
     sor = os.path.join(BIN, "sor")
     args = ["--n", "2560", "--cluster", cluster, "--cpu-emulation", "paced"]
     env = dict(ENV, MHETA_DEBUG_TIMES="1")
@@ -173,7 +177,7 @@ def paired(rounds, cluster):
 
     subprocess.run([MHETA, "hosts", "up", cluster], capture_output=True, env=ENV, check=True)
     tmp = tempfile.mkdtemp(prefix="compute-probe-")
-    ratios = []
+    ratios, selfs = [], []
     try:
         for rnd in range(rounds):
             plain = statistics.median(report(launch + [sor, *args, "--iters", "59",
@@ -188,14 +192,28 @@ def paired(rounds, cluster):
             idx = [it["index"] for it in trace["ranks"][0]["iterations"]]
             rec = statistics.median(times[k] for k in idx if k < len(times))
             ratios.append(rec / plain)
-            print(f"round {rnd + 1}: plain {plain * 1e3:.2f} ms, recorded {len(idx)} iterations "
-                  f"{rec * 1e3:.2f} ms, ratio {rec / plain:.3f}", flush=True)
+            line = (f"round {rnd + 1}: plain {plain * 1e3:.2f} ms, recorded {len(idx)} iterations "
+                    f"{rec * 1e3:.2f} ms, ratio {rec / plain:.3f}")
+            if profile:
+                out = subprocess.run([MHETA, "predict", "--profile", profile, "--trace", tr,
+                                      "--dist", "1280,1280", "--json"],
+                                     capture_output=True, text=True, env=ENV)
+                if out.returncode != 0:
+                    sys.exit(f"compute-probe: mheta predict failed:\n{out.stderr}")
+                model = json.loads(out.stdout)["per_iteration_s"]
+                selfs.append(model / rec)
+                line += f", model {model * 1e3:.2f} ms, model / recorded {model / rec:.3f}"
+            print(line, flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         subprocess.run([MHETA, "hosts", "down", cluster], capture_output=True, env=ENV)
     lo, hi = ci95(ratios)
     print(f"recorded / plain: median {statistics.median(ratios):.3f} (95% CI {lo:.3f}-{hi:.3f}), "
           f"min {min(ratios):.3f}, max {max(ratios):.3f}, {len(ratios)} rounds")
+    if selfs:
+        lo, hi = ci95(selfs)
+        print(f"model / recorded: median {statistics.median(selfs):.3f} (95% CI {lo:.3f}-{hi:.3f}), "
+              f"min {min(selfs):.3f}, max {max(selfs):.3f}")
 
 
 def window(profile, rounds):
@@ -243,7 +261,10 @@ def main():
         cluster = sys.argv[3] if len(sys.argv) > 3 else "netdc2"
         if cluster not in ("netdc2", "netuniform2"):
             sys.exit(f"compute-probe: paired: {cluster}: netdc2 or netuniform2")
-        return paired(rounds, cluster)
+        profile = sys.argv[4] if len(sys.argv) > 4 else None
+        if profile and not os.path.isfile(profile):
+            sys.exit(f"compute-probe: paired: {profile}: no such profile")
+        return paired(rounds, cluster, profile)
     if len(sys.argv) > 1 and sys.argv[1] == "recorded":
         rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 9
         if rounds < 3:

@@ -8,7 +8,8 @@
 //! run and reads its JSON result, [`noise`] keeps each run's record and
 //! flags the runs the host disturbed, [`report`] turns the runs into the
 //! report and prints it, [`cpu`] chooses the CPU emulation, [`curve`]
-//! measures the ranks' row-cost curves (`--row-curve`) and [`plot`]
+//! measures the ranks' row-cost curves (`--row-curve`), [`window`] splits
+//! a diff into the model's own error and the host's drift, and [`plot`]
 //! draws it.
 
 mod cpu;
@@ -17,6 +18,7 @@ mod job;
 mod noise;
 mod plot;
 mod report;
+mod window;
 
 pub use plot::plot;
 pub use report::{Report, Row, print};
@@ -261,7 +263,7 @@ pub fn run(a: &Args) -> Result<Report> {
         s.calibrate()?;
     }
     s.size_runs()?;
-    let (block_run, m0) = s.instrumented(&prof)?;
+    let (block_run, m0, window0) = s.instrumented(&prof)?;
     let reuse = m0.has_reuse();
     let linear_m = m0.clone().without_reuse();
     let curve = match a.row_curve {
@@ -282,7 +284,14 @@ pub fn run(a: &Args) -> Result<Report> {
             .collect()
     });
     let curves = curve.as_ref().map(|c| &c.0);
-    let measured = s.measure(&dists, &prof, &mut predicted, linear.as_mut(), curves)?;
+    let measured = s.measure(
+        &dists,
+        &prof,
+        &mut predicted,
+        linear.as_mut(),
+        curves,
+        window0,
+    )?;
     let noise = match a.repeat {
         1 => s.noise_run(&dists[0].1, measured.runs[0][0].iter_median_s)?,
         _ => (
@@ -297,9 +306,11 @@ pub fn run(a: &Args) -> Result<Report> {
         runq_pct: (a.np <= cores).then_some(a.flag_runq_pct),
         cpu_pct: a.flag_cpu_pct,
     };
+    let windows = measured.windows.clone();
     let rows = rows(&dists, predicted, linear, measured, t);
     let blk = search::corners(&m).blk;
     let ran = Ran {
+        windows,
         iters: s.iters,
         thresholds: t,
         cpu_emulation: choice.why,
@@ -385,9 +396,13 @@ impl Study<'_> {
         }
     }
 
-    /// One instrumented run on Block under `mheta run`; its result and
-    /// the model of its trace.
-    fn instrumented(&self, prof: &ClusterProfile) -> Result<(serde_json::Value, Model)> {
+    /// One instrumented run on Block under `mheta run`; its result, the
+    /// model of its trace, and the recorded window's median iteration
+    /// ([`window::window_s`]).
+    fn instrumented(
+        &self,
+        prof: &ClusterProfile,
+    ) -> Result<(serde_json::Value, Model, Option<f64>)> {
         let a = self.a;
         self.bar.set_message("instrumented run on Block");
         let trace = a.dir.join("trace");
@@ -422,7 +437,7 @@ impl Study<'_> {
         let traces = mheta_trace::read_dir(&trace)?;
         let app = mheta_trace::read_app(&trace)?;
         let m = Model::new(&traces, app, prof)?;
-        Ok((block_run, m))
+        Ok((block_run, m, window::window_s(&traces)))
     }
 
     /// One real run on `d`, its answer checked; its result.
@@ -521,6 +536,7 @@ impl Study<'_> {
         predicted: &mut [Vec<(f64, f64)>],
         mut linear: Option<&mut Vec<Vec<(f64, f64)>>>,
         curves: Option<&Vec<RowCurve>>,
+        first_window: Option<f64>,
     ) -> Result<Measured> {
         let a = self.a;
         self.bar.set_length((dists.len() * a.repeat) as u64);
@@ -528,10 +544,12 @@ impl Study<'_> {
         let mut m = Measured {
             runs: vec![Vec::new(); n],
             ooc: vec![false; n],
+            windows: vec![first_window],
         };
         for round in 0..a.repeat {
             if round > 0 && a.learn_each_round {
-                let (_, model) = self.instrumented(prof)?;
+                let (_, model, w) = self.instrumented(prof)?;
+                m.windows.push(w);
                 if let Some(l) = linear.as_deref_mut() {
                     let paper = model.clone().without_reuse();
                     for (p, (_, d)) in l.iter_mut().zip(dists) {

@@ -126,6 +126,20 @@ fn a_small_study_reports_real_runs() {
     assert!(inst > 0.0, "{r}");
     let drift = r["drift_pct"].as_f64().unwrap();
     assert!((drift - 100.0 * (blk / inst - 1.0)).abs() < 1e-9, "{r}");
+    // One model (no --learn-each-round): one round in the window split,
+    // its model the Blk point's prediction and its run the first Blk run;
+    // the window is a recorded iteration's time, near the Blk runs'.
+    let w = &r["window"];
+    let rounds = w["rounds"].as_array().expect("a window split");
+    assert_eq!(rounds.len(), 1, "{w}");
+    let w0 = &rounds[0];
+    assert_eq!(w0["model_blk_s"], rows[0]["predicted_rounds_s"][0], "{w}");
+    assert_eq!(w0["blk_run_s"], rows[0]["runs_s"][0], "{w}");
+    let ws = w0["window_s"].as_f64().unwrap();
+    assert!(ws > 0.2 * blk && ws < 5.0 * blk, "{w}");
+    let mw = w["model_vs_window_pct"].as_f64().unwrap();
+    let pm = w0["model_blk_s"].as_f64().unwrap();
+    assert!((mw - 100.0 * (pm / ws - 1.0)).abs() < 1e-9, "{w}");
     // The noise is the median of the points' spreads (two runs each).
     let mut spreads: Vec<f64> = rows
         .iter()
@@ -205,6 +219,43 @@ fn long_runs_and_a_model_per_round() {
     }
     let mean = one_model.iter().sum::<f64>() / one_model.len() as f64;
     assert!((r["mean_diff_one_model_pct"].as_f64().unwrap() - mean).abs() < 1e-9);
+    // A window a model: each round's model with its own window and the
+    // round's Blk run, in round order; the last window is the trace left
+    // in the directory.
+    let w = &r["window"];
+    let blk = &r["rows"][0];
+    let rounds = w["rounds"].as_array().expect("a window split");
+    assert_eq!(rounds.len(), 3, "{w}");
+    for (k, x) in rounds.iter().enumerate() {
+        assert_eq!(x["model_blk_s"], blk["predicted_rounds_s"][k], "{w}");
+        assert_eq!(x["blk_run_s"], blk["runs_s"][k], "{w}");
+    }
+    let mut last: Vec<f64> = traces[0]
+        .iterations
+        .iter()
+        .filter_map(|it| {
+            // The iterations every rank recorded (each rank ends its
+            // recording on its own clock).
+            traces.iter().try_fold(0.0f64, |m, t| {
+                let o = t.iterations.iter().find(|o| o.index == it.index)?;
+                Some(m.max(o.duration_ns as f64 * 1e-9))
+            })
+        })
+        .collect();
+    last.sort_by(f64::total_cmp);
+    let n = last.len();
+    let med = if n % 2 == 1 {
+        last[n / 2]
+    } else {
+        0.5 * (last[n / 2 - 1] + last[n / 2])
+    };
+    assert!(
+        (rounds[2]["window_s"].as_f64().unwrap() - med).abs() < 1e-12,
+        "{w}"
+    );
+    let ci: Vec<f64> = serde_json::from_value(w["window_vs_blk_run_ci95_pct"].clone()).unwrap();
+    let x = w["window_vs_blk_run_pct"].as_f64().unwrap();
+    assert!(ci[0] <= x + 1e-9 && x <= ci[1] + 1e-9, "{w}");
 }
 
 /// `--row-curve` measures every rank's cost a row at other row counts in

@@ -4,6 +4,7 @@
 
 use super::Args;
 use super::noise::{self, RunRecord, Thresholds};
+use super::window::{self, WindowSplit};
 use anyhow::{Context, Result};
 use mheta_base::median;
 use mheta_model::{Dist, search};
@@ -145,6 +146,11 @@ pub struct Report {
     /// percent: how far the machine drifted between the run the model
     /// learned from and the real runs, on the same distribution.
     pub drift_pct: Option<f64>,
+    /// The Blk point's diff split round by round: each model against the
+    /// window it learned from, and that window against the round's Blk
+    /// run ([`super::window`]). None without a Blk point or a window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window: Option<WindowSplit>,
     /// The host's noise floor: the median over the points of
     /// `spread_pct` (with `--repeat` > 1; with one run per point, the
     /// spread of the first point's run and one more): the run-to-run
@@ -171,6 +177,8 @@ pub struct Report {
 /// force, the CPU emulation with why it was chosen, and with
 /// `--row-curve` the curve's file and rounds.
 pub(super) struct Ran {
+    /// Each model's recorded window ([`Measured::windows`]).
+    pub(super) windows: Vec<Option<f64>>,
     pub(super) iters: u64,
     pub(super) thresholds: Thresholds,
     pub(super) cpu_emulation: String,
@@ -189,6 +197,9 @@ pub fn diff_pct(p: f64, a: f64) -> f64 {
 pub(super) struct Measured {
     pub(super) runs: Vec<Vec<RunRecord>>,
     pub(super) ooc: Vec<bool>,
+    /// Each model's recorded window, s (its median iteration), in the
+    /// order the models were learned.
+    pub(super) windows: Vec<Option<f64>>,
 }
 
 /// Each point's row: its runs flagged by `t`, predicted against the
@@ -292,10 +303,17 @@ pub(super) fn summarise(
     let instrumented_s = block_run["iter_median_s"]
         .as_f64()
         .context("the instrumented run's result has no iter_median_s")?;
-    let drift_pct = rows
-        .iter()
-        .find(|r| r.dist == blk.0)
-        .map(|r| 100.0 * (r.actual_s / instrumented_s - 1.0));
+    let blk_row = rows.iter().find(|r| r.dist == blk.0);
+    let drift_pct = blk_row.map(|r| 100.0 * (r.actual_s / instrumented_s - 1.0));
+    let window = blk_row.and_then(|r| {
+        let models: Vec<(f64, Option<f64>)> = r
+            .predicted_rounds_s
+            .iter()
+            .zip(ran.windows.iter().chain(std::iter::repeat(&None)))
+            .map(|(&p, &w)| (p, w))
+            .collect();
+        window::split(&models, &r.runs_s)
+    });
     let noise_pct = noise.or_else(|| {
         let mut s: Vec<f64> = rows.iter().map(|r| r.spread_pct).collect();
         (a.repeat > 1).then(|| median(&mut s)).flatten()
@@ -349,6 +367,7 @@ pub(super) fn summarise(
         gbs_evaluations: g.evaluations,
         instrumented_s,
         drift_pct,
+        window,
         noise_pct,
         noise_from,
         cpu_emulation: ran.cpu_emulation,
@@ -509,6 +528,18 @@ fn summary(r: &Report) {
         println!(
             "drift: the Blk runs took {:+.2}% against the instrumented run on Blk ({:.6} s), a change of the machine that no prediction sees",
             d, r.instrumented_s
+        );
+    }
+    if let Some(w) = &r.window {
+        println!(
+            "window: on Blk, each model against the window it learned from {:+.2}% (95% CI {:+.2} to {:+.2}), that window against its round's Blk run {:+.2}% ({:+.2} to {:+.2}); medians of {} round(s): the first is the model's own error, the second the host's drift",
+            w.model_vs_window_pct,
+            w.model_vs_window_ci95_pct[0],
+            w.model_vs_window_ci95_pct[1],
+            w.window_vs_blk_run_pct,
+            w.window_vs_blk_run_ci95_pct[0],
+            w.window_vs_blk_run_ci95_pct[1],
+            w.rounds.len()
         );
     }
     if let Some(n) = r.noise_pct {
