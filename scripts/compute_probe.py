@@ -7,6 +7,7 @@ Usage: scripts/compute_probe.py [ROUNDS] [OUT.json]   (default 5 rounds)
        scripts/compute_probe.py recorded [ROUNDS]
        scripts/compute_probe.py window PROFILE.json [ROUNDS]
        scripts/compute_probe.py paired [ROUNDS] [CLUSTER] [PROFILE.json]
+       scripts/compute_probe.py self STUDY_WORK_DIR
 
 Every configuration runs once a round, the rounds interleaved, so that a
 slow spell of the host falls on all of them alike. Each run is a 2-rank
@@ -57,6 +58,16 @@ the median ratio with its bootstrap 95% CI. With PROFILE.json (a
 from its own trace (`mheta predict`): the model against the window it
 learned from (the model's own error) beside the window against the plain
 run (the host's drift between the two). The hosts are taken down after.
+
+`self STUDY_WORK_DIR`: does each model reproduce the very iterations it
+learned from? For every cell an accuracy study left in STUDY_WORK_DIR
+(`scripts/accuracy-study.sh`'s work directory: APP-CLUSTER.json, its
+profile p2-CLUSTER.json and the last instrumented run's trace in
+w-APP-CLUSTER/trace), the model's prediction of the recorded (Blk)
+distribution (`mheta predict`) against the trace's window (per recorded
+iteration the slowest rank's duration, median over the iterations every
+rank recorded), and per rank the median time an iteration spent in
+stages and in MPI calls. No run is started.
 
 `window PROFILE.json`: how far a model learned on `uniform` (both ranks
 at power 1) strays from an even split, by how long its trace was
@@ -216,6 +227,54 @@ def paired(rounds, cluster, profile=None):
               f"min {min(selfs):.3f}, max {max(selfs):.3f}")
 
 
+def self_check(work):
+    """Each cell's model against the window it learned from."""
+    cells = sorted(f[:-5] for f in os.listdir(work)
+                   if f.endswith(".json") and not f.startswith("p") and "-" in f)
+    if not cells:
+        sys.exit(f"compute-probe: self: {work}: no APP-CLUSTER.json cells")
+    print("| cell | model (ms) | window (ms) | model / window | per rank: stages / MPI (ms) |")
+    print("|---|---|---|---|---|")
+    for cell in cells:
+        app, cluster = cell.split("-", 1)
+        tr = os.path.join(work, f"w-{cell}", "trace")
+        prof = os.path.join(work, f"p2-{cluster}.json")
+        if not (os.path.isdir(tr) and os.path.isfile(prof)):
+            continue
+        rows = json.load(open(os.path.join(work, f"{cell}.json")))["rows"]
+        blk = next((r for r in rows if r["label"].startswith("Blk")), rows[0])
+        dist = ",".join(map(str, blk["dist"]))
+        out = subprocess.run([MHETA, "predict", "--profile", prof, "--trace", tr, "--dist", dist,
+                              "--json"], capture_output=True, text=True, env=ENV)
+        if out.returncode != 0:
+            sys.exit(f"compute-probe: mheta predict ({cell}) failed:\n{out.stderr}")
+        model = json.loads(out.stdout)["per_iteration_s"]
+        trace = json.loads(subprocess.run([MHETA, "show", "--trace", tr, "--json"],
+                                          capture_output=True, text=True, env=ENV,
+                                          check=True).stdout)
+        by = [{it["index"]: it for it in rk["iterations"]} for rk in trace["ranks"]]
+        common = [i for i in by[0] if all(i in b for b in by)]
+        win = statistics.median(max(b[i]["duration_ns"] for b in by) * 1e-9 for i in common)
+        parts = []
+        for rk in trace["ranks"]:
+            stages, mpi = [], []
+            for it in rk["iterations"]:
+                c = m = 0
+                begin = None
+                for e in it["events"]:
+                    if e["what"] == "StageBegin":
+                        begin = e["t0_ns"]
+                    elif e["what"] == "StageEnd" and begin is not None:
+                        c += e["t0_ns"] - begin
+                    if e["op"]:
+                        m += e["t1_ns"] - e["t0_ns"]
+                stages.append(c * 1e-6)
+                mpi.append(m * 1e-6)
+            parts.append(f"{statistics.median(stages):.2f} / {statistics.median(mpi):.2f}")
+        print(f"| {app} {cluster} | {model * 1e3:.3f} | {win * 1e3:.3f} | {model / win:.3f} | "
+              + ", ".join(parts) + " |")
+
+
 def window(profile, rounds):
     """Rows the search moves on a uniform cluster, by trace length."""
     moved = {"short": [], "long": []}
@@ -248,6 +307,10 @@ def window(profile, rounds):
 
 
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "self":
+        if len(sys.argv) < 3 or not os.path.isdir(sys.argv[2]):
+            sys.exit("compute-probe: self STUDY_WORK_DIR (an accuracy study's work directory)")
+        return self_check(sys.argv[2])
     if len(sys.argv) > 2 and sys.argv[1] == "window":
         rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 5
         if not os.path.isfile(sys.argv[2]):
