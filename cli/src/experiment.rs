@@ -18,7 +18,7 @@ mod job;
 mod noise;
 mod plot;
 mod report;
-mod window;
+pub(crate) mod window;
 
 pub use plot::plot;
 pub use report::{Report, Row, print};

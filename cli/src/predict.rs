@@ -98,6 +98,9 @@ struct Found {
     /// Each recorded iteration replayed under `dist`: their median and
     /// the times (None with fewer than 3 recorded).
     each: Option<(f64, Vec<f64>)>,
+    /// The trace's recorded window: its median iteration, s
+    /// ([`crate::experiment::window::window_s`]).
+    window_s: Option<f64>,
     src: Dist,
     cost: mheta_model::redist::MoveCost,
     from_s: f64,
@@ -110,6 +113,7 @@ pub fn main(a: PredictArgs) -> Result<i32> {
     let d = Dist::parse(&a.dist, m.ranks(), m.rows())?;
     let sp = mheta_model::risk::predict_stochastic(&m, &d)?;
     let each = m.predict_iterations(&d)?;
+    let window_s = crate::experiment::window::window_s(&mheta_trace::read_dir(&a.model.trace)?);
     let src = match &a.from {
         Some(f) => Dist::parse(f, m.ranks(), m.rows())?,
         None => Dist(m.app.dist.clone()),
@@ -124,6 +128,7 @@ pub fn main(a: PredictArgs) -> Result<i32> {
         sp,
         range,
         each,
+        window_s,
         src,
         cost,
         from_s,
@@ -183,6 +188,10 @@ fn json(a: &PredictArgs, m: &Model, f: &Found) -> serde_json::Value {
             m.clone().without_reuse().predict(&f.dist).ok().map(|p| p.per_iteration_s)
         }).flatten(),
         "iterations_s": f.each.as_ref().map(|e| &e.1),
+        // The recorded iterations' median (per iteration the slowest
+        // rank's): what the model at the recorded distribution is judged
+        // against.
+        "recorded_window_s": f.window_s,
         "load": m.load.as_ref().filter(|_| a.model.load.is_some()),
         "per_iteration": load_desc::json(f.sp.per_iteration),
         // The ±2σ band clipped to what the load can produce.
@@ -229,6 +238,19 @@ fn text(a: &PredictArgs, m: &Model, f: &Found) {
             v.len(),
             (med / p.per_iteration_s - 1.0) * 100.0
         );
+    }
+    if let Some(w) = f.window_s {
+        let recorded = Dist(m.app.dist.clone());
+        if f.dist == recorded {
+            println!(
+                "the recorded iterations took {w:.6} s (median, the slowest rank each iteration): the model at the distribution they ran is {:+.1}% off the window it learned from",
+                (p.per_iteration_s / w - 1.0) * 100.0
+            );
+        } else {
+            println!(
+                "the recorded iterations took {w:.6} s (median, the slowest rank each iteration) on {recorded}"
+            );
+        }
     }
     if let (Some(l), Some(s)) = (&a.model.load, &m.load) {
         let (it, tot) = (f.sp.per_iteration, f.sp.total(iters));

@@ -20,7 +20,7 @@ use serde::Serialize;
 /// rank's duration (as the kernels time an iteration: the max over the
 /// ranks), then the median over the iterations. None without a recorded
 /// iteration common to every rank.
-pub(super) fn window_s(traces: &[RankTrace]) -> Option<f64> {
+pub(crate) fn window_s(traces: &[RankTrace]) -> Option<f64> {
     let first = traces.first()?;
     let mut v: Vec<f64> = first
         .iterations
