@@ -326,3 +326,28 @@ pub fn fortran_ring_ops(rank: u32) -> Vec<mheta_trace::Op> {
     ]
     .concat()
 }
+
+/// A trace directory's recorded window, computed here apart from mheta's
+/// own code: per iteration every rank recorded, the slowest rank's
+/// duration (s); the median of those.
+pub fn recorded_window_s(trace: &Path) -> f64 {
+    let traces = mheta_trace::read_dir(trace).expect("the trace");
+    let mut w: Vec<f64> = traces[0]
+        .iterations
+        .iter()
+        .filter_map(|it| {
+            traces.iter().try_fold(0.0f64, |m, t| {
+                let o = t.iterations.iter().find(|o| o.index == it.index)?;
+                Some(m.max(o.duration_ns as f64 * 1e-9))
+            })
+        })
+        .collect();
+    assert!(!w.is_empty(), "no iteration every rank recorded");
+    w.sort_by(f64::total_cmp);
+    let k = w.len();
+    if k % 2 == 1 {
+        w[k / 2]
+    } else {
+        0.5 * (w[k / 2 - 1] + w[k / 2])
+    }
+}

@@ -168,27 +168,8 @@ fn two_ranks_two_speeds_balance_the_recorded_per_row_costs() {
     let each = p["iterations_median_s"].as_f64().unwrap_or(per);
     assert!((each - pc).abs() <= 1e-9 * pc, "cli {each} vs in-run {pc}");
     assert!((p["total_s"].as_f64().unwrap() - 10.0 * per).abs() <= 1e-12);
-    // The window the model learned from: per iteration every rank
-    // recorded, the slowest rank's duration; their median.
-    let traces = mheta_trace::read_dir(&trace).unwrap();
-    let mut w: Vec<f64> = traces[0]
-        .iterations
-        .iter()
-        .filter_map(|it| {
-            traces.iter().try_fold(0.0f64, |m, t| {
-                let o = t.iterations.iter().find(|o| o.index == it.index)?;
-                Some(m.max(o.duration_ns as f64 * 1e-9))
-            })
-        })
-        .collect();
-    w.sort_by(f64::total_cmp);
-    let k = w.len();
-    assert!(k > 0);
-    let med = if k % 2 == 1 {
-        w[k / 2]
-    } else {
-        0.5 * (w[k / 2 - 1] + w[k / 2])
-    };
+    // The window the model learned from.
+    let med = mheta_tests::recorded_window_s(&trace);
     let rw = p["recorded_window_s"].as_f64().unwrap();
     assert!((rw - med).abs() <= 1e-12 * med, "{rw} vs {med}");
     let s = last_json(&ok(mheta()

@@ -230,25 +230,7 @@ fn long_runs_and_a_model_per_round() {
         assert_eq!(x["model_blk_s"], blk["predicted_rounds_s"][k], "{w}");
         assert_eq!(x["blk_run_s"], blk["runs_s"][k], "{w}");
     }
-    let mut last: Vec<f64> = traces[0]
-        .iterations
-        .iter()
-        .filter_map(|it| {
-            // The iterations every rank recorded (each rank ends its
-            // recording on its own clock).
-            traces.iter().try_fold(0.0f64, |m, t| {
-                let o = t.iterations.iter().find(|o| o.index == it.index)?;
-                Some(m.max(o.duration_ns as f64 * 1e-9))
-            })
-        })
-        .collect();
-    last.sort_by(f64::total_cmp);
-    let n = last.len();
-    let med = if n % 2 == 1 {
-        last[n / 2]
-    } else {
-        0.5 * (last[n / 2 - 1] + last[n / 2])
-    };
+    let med = mheta_tests::recorded_window_s(&dir.join("w").join("trace"));
     assert!(
         (rounds[2]["window_s"].as_f64().unwrap() - med).abs() < 1e-12,
         "{w}"
