@@ -18,7 +18,7 @@ mod job;
 mod noise;
 mod plot;
 mod report;
-pub(crate) mod window;
+mod window;
 
 pub use plot::plot;
 pub use report::{Report, Row, print};
@@ -398,7 +398,7 @@ impl Study<'_> {
 
     /// One instrumented run on Block under `mheta run`; its result, the
     /// model of its trace, and the recorded window's median iteration
-    /// ([`window::window_s`]).
+    /// ([`mheta_trace::recorded_window_s`]).
     fn instrumented(
         &self,
         prof: &ClusterProfile,
@@ -437,7 +437,7 @@ impl Study<'_> {
         let traces = mheta_trace::read_dir(&trace)?;
         let app = mheta_trace::read_app(&trace)?;
         let m = Model::new(&traces, app, prof)?;
-        Ok((block_run, m, window::window_s(&traces)))
+        Ok((block_run, m, mheta_trace::recorded_window_s(&traces)))
     }
 
     /// One real run on `d`, its answer checked; its result.

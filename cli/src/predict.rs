@@ -99,7 +99,7 @@ struct Found {
     /// the times (None with fewer than 3 recorded).
     each: Option<(f64, Vec<f64>)>,
     /// The trace's recorded window: its median iteration, s
-    /// ([`crate::experiment::window::window_s`]).
+    /// ([`mheta_trace::recorded_window_s`]).
     window_s: Option<f64>,
     src: Dist,
     cost: mheta_model::redist::MoveCost,
@@ -113,7 +113,7 @@ pub fn main(a: PredictArgs) -> Result<i32> {
     let d = Dist::parse(&a.dist, m.ranks(), m.rows())?;
     let sp = mheta_model::risk::predict_stochastic(&m, &d)?;
     let each = m.predict_iterations(&d)?;
-    let window_s = crate::experiment::window::window_s(&mheta_trace::read_dir(&a.model.trace)?);
+    let window_s = mheta_trace::recorded_window_s(&mheta_trace::read_dir(&a.model.trace)?);
     let src = match &a.from {
         Some(f) => Dist::parse(f, m.ranks(), m.rows())?,
         None => Dist(m.app.dist.clone()),

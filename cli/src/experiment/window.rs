@@ -13,27 +13,7 @@
 
 use super::noise;
 use mheta_base::median;
-use mheta_trace::RankTrace;
 use serde::Serialize;
-
-/// The window's median iteration, s: per recorded iteration the slowest
-/// rank's duration (as the kernels time an iteration: the max over the
-/// ranks), then the median over the iterations. None without a recorded
-/// iteration common to every rank.
-pub(crate) fn window_s(traces: &[RankTrace]) -> Option<f64> {
-    let first = traces.first()?;
-    let mut v: Vec<f64> = first
-        .iterations
-        .iter()
-        .filter_map(|it| {
-            traces.iter().try_fold(0.0f64, |m, t| {
-                let same = t.iterations.iter().find(|o| o.index == it.index)?;
-                Some(m.max(same.duration_ns as f64 * 1e-9))
-            })
-        })
-        .collect();
-    median(&mut v)
-}
 
 /// One round: its model's Block prediction, the window that model was
 /// learned from, and the round's real run on Block.

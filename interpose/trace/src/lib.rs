@@ -331,6 +331,25 @@ pub enum TraceError {
     Invalid { path: PathBuf, detail: String },
 }
 
+/// What the recorded iterations took, s: per iteration every rank
+/// recorded, the slowest rank's duration (as the kernels time an
+/// iteration), then the median over those iterations. None without an
+/// iteration common to every rank.
+pub fn recorded_window_s(traces: &[RankTrace]) -> Option<f64> {
+    let first = traces.first()?;
+    let mut v: Vec<f64> = first
+        .iterations
+        .iter()
+        .filter_map(|it| {
+            traces.iter().try_fold(0.0f64, |m, t| {
+                let same = t.iterations.iter().find(|o| o.index == it.index)?;
+                Some(m.max(same.duration_ns as f64 * 1e-9))
+            })
+        })
+        .collect();
+    mheta_base::median(&mut v)
+}
+
 /// File name of rank `rank`'s trace inside a trace directory.
 pub fn rank_file(dir: &Path, rank: u32) -> PathBuf {
     dir.join(format!("rank-{rank:05}.mtrace"))
