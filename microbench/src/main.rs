@@ -347,6 +347,9 @@ fn measure_pairs(
                 // Both ways' first large message, before either way's sweep.
                 let first =
                     [(a, b), (b, a)].map(|(s, d)| net::first_bulk_held(world, s as i32, d as i32));
+                // Both at once, as a halo exchange: one figure for both ways.
+                let exchange =
+                    net::exchange_after_gap(world, a as i32, b as i32, plan.exchange_reps);
                 for (k, (s, d)) in [(a, b), (b, a)].into_iter().enumerate() {
                     let c = net::measure_pair(world, plan, s as i32, d as i32);
                     // Ranks of one host: the runtime's copy of a move's
@@ -357,6 +360,7 @@ fn measure_pairs(
                     if let Some(mut c) = c {
                         c.send_buffer_first_bytes = first[k];
                         c.direct_copy_bps = direct;
+                        c.exchange = exchange.clone();
                         if me == 0 {
                             pairs.push(c);
                         } else {

@@ -12,6 +12,7 @@ mod cold;
 mod direct;
 mod eager;
 mod effort;
+mod exchange;
 mod first;
 mod pair;
 mod small;
@@ -21,6 +22,7 @@ pub use cold::{Cold, cold_one_way, cold_one_way_within, last_level_cache_bytes};
 pub use direct::{DIRECT_BYTES, direct_copy};
 pub use eager::eager_limit;
 pub use effort::{Effort, LARGE, WINDOW};
+pub use exchange::{EXCHANGE_BYTES, EXCHANGE_GAPS_S, exchange_after_gap};
 pub use first::first_bulk_held;
 pub use pair::measure_pair;
 

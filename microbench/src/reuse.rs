@@ -81,7 +81,13 @@ fn median_ci(v: &[f64], seed: u64) -> [f64; 2] {
 /// turns with the round: an untimed sweep, the wait, then the timed
 /// sweep's thread CPU time a byte, the median of `samples`. The ratio to
 /// the same round's sweep after no wait is taken within the round, so a
-/// change of the machine's speed between rounds cancels.
+/// change of the machine's speed between rounds cancels. A point's time
+/// since the last sweep is the working set's median untimed sweep (all
+/// its rounds and waits: a byte is touched, on average, half a sweep
+/// before the sweep ends and half a sweep after the next one starts)
+/// plus the median of its own measured waits, so the points of a set go
+/// by increasing reuse as their waits do, whatever one sweep's wall time
+/// did on a shared host.
 pub fn reuse_costs(
     sets: &[usize],
     waits_s: &[f64],
@@ -93,6 +99,10 @@ pub fn reuse_costs(
         Some(&0.0),
         "the first wait is the reference"
     );
+    assert!(
+        waits_s.windows(2).all(|w| w[0] < w[1]),
+        "the waits go up: {waits_s:?}"
+    );
     let mut out = Vec::new();
     for (k, &ws) in sets.iter().enumerate() {
         let len = (ws / 2 / 8 / COLS).max(3) * COLS;
@@ -100,24 +110,27 @@ pub fn reuse_costs(
         let mut b = vec![0.5f64; len];
         sweep(&a, &mut b);
         let mut cost = vec![Vec::with_capacity(rounds); waits_s.len()];
-        let mut reuse = vec![Vec::with_capacity(rounds); waits_s.len()];
+        let mut waited = vec![Vec::with_capacity(rounds); waits_s.len()];
+        let mut swept = Vec::with_capacity(rounds * waits_s.len());
         for round in 0..rounds.max(1) {
             // The waits' order turns with the round.
             for j in 0..waits_s.len() {
                 let g = (j + round) % waits_s.len();
-                let (mut c, mut t) = (vec![0.0; samples.max(1)], vec![0.0; samples.max(1)]);
+                let (mut c, mut w) = (vec![0.0; samples.max(1)], vec![0.0; samples.max(1)]);
                 for s in 0..samples.max(1) {
                     let t0 = Instant::now();
                     sweep(&a, &mut b);
-                    wait_until(Instant::now() + Duration::from_secs_f64(waits_s[g]));
+                    let t1 = Instant::now();
+                    wait_until(t1 + Duration::from_secs_f64(waits_s[g]));
                     let start = Instant::now();
                     let c0 = thread_cpu_s();
                     sweep(&b, &mut a);
                     c[s] = (thread_cpu_s() - c0) / (2 * len * 8) as f64;
-                    t[s] = (start - t0).as_secs_f64();
+                    w[s] = (start - t1).as_secs_f64();
+                    swept.push((t1 - t0).as_secs_f64());
                 }
                 cost[g].push(median(&c));
-                reuse[g].push(median(&t));
+                waited[g].push(median(&w));
             }
         }
         for g in 0..waits_s.len() {
@@ -131,18 +144,13 @@ pub fn reuse_costs(
             };
             out.push(ReusePoint {
                 ws_bytes: (2 * len * 8) as u64,
-                reuse_s: median(&reuse[g]),
+                reuse_s: median(&swept) + median(&waited[g]),
                 per_byte: SampleStats::from_samples(&cost[g]),
                 rel: median(&rel),
                 rel_ci95: ci,
             });
         }
     }
-    // Within a working set the points go by increasing reuse; a wait's
-    // median could fall below the previous one's only if a wait were
-    // shorter than the one before it.
-    out.sort_by(|x, y| (x.ws_bytes.cmp(&y.ws_bytes)).then(x.reuse_s.total_cmp(&y.reuse_s)));
-    out.dedup_by(|x, y| x.ws_bytes == y.ws_bytes && x.reuse_s <= y.reuse_s);
     out
 }
 

@@ -38,6 +38,7 @@
 mod allgather;
 mod calibrate;
 mod collective;
+mod exchange;
 mod fast;
 mod net;
 mod program;
@@ -189,6 +190,10 @@ pub struct Model {
     /// collective over all ranks, after which only its own computation
     /// follows.
     overlapping: bool,
+    /// Per rank, per step, whether it is a send that goes both ways at
+    /// once with one from its receiver ([`exchange::both_ways`]); empty
+    /// where the profile measured no exchanges.
+    pub(crate) both_ways: Vec<Vec<bool>>,
     /// Per rank, the mean CPU slowdown its computation and message
     /// overheads run under (Figueira and Berman eqs. 1-2; empty: dedicated).
     cpu_slow: Vec<f64>,
@@ -278,6 +283,7 @@ impl Model {
             handshake_s: Vec::new(),
             last_arrival_s: Vec::new(),
             overlapping: false,
+            both_ways: Vec::new(),
             cpu_slow: Vec::new(),
             net_slow: Vec::new(),
             load: None,
@@ -289,6 +295,11 @@ impl Model {
         model.last_arrival_s = last_arrivals(&model.programs);
         model.overlapping = !model.programs.iter().all(Program::ends_at_a_collective)
             || model.programs.iter().any(Program::leaves_collectives_apart);
+        if model.net.has_exchanges() {
+            let steps: Vec<&[program::Step]> =
+                model.programs.iter().map(|p| &p.steps[..]).collect();
+            model.both_ways = exchange::both_ways(&steps);
+        }
         model.calibrate_collectives();
         model.reuse = model.reuse_of(prof);
         Ok(model)
@@ -296,6 +307,13 @@ impl Model {
 
     pub fn ranks(&self) -> usize {
         self.programs.len()
+    }
+
+    /// Whether rank `i`'s step `k` is a send that goes both ways at once
+    /// ([`Model::both_ways`]).
+    #[inline]
+    pub(crate) fn both_ways(&self, i: usize, k: usize) -> bool {
+        (self.both_ways.get(i)).is_some_and(|v| v.get(k).copied().unwrap_or(false))
     }
 
     /// The same model under a load: every rank's computation and message

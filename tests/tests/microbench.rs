@@ -50,6 +50,21 @@ fn check_profile(p: &ClusterProfile, np: usize) {
             (1e8..=mheta_profile::MAX_BANDWIDTH_BPS).contains(&direct),
             "{who}: direct {direct}"
         );
+        // Both ranks of the pair exchanged at once, back to back and
+        // after two gaps, at three sizes, the same figures both ways; a
+        // larger message takes longer, back to back.
+        assert_eq!(c.exchange.len(), 9, "{who}: {:?}", c.exchange);
+        let back = p.pair(c.dst, c.src);
+        assert_eq!(c.exchange, back.exchange, "{who}");
+        assert!(c.exchange.iter().all(|x| x.one_way.p50 > 0.0), "{who}");
+        assert!(
+            c.exchange[0].gap_s == 0.0 && c.exchange[8].gap_s >= 0.01,
+            "{who}"
+        );
+        assert!(
+            c.exchange[2].one_way.p50 > c.exchange[0].one_way.p50,
+            "{who}"
+        );
         // Every fitted per-byte cost is positive.
         assert!(!c.segments.is_empty(), "{who}");
         for g in &c.segments {

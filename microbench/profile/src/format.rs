@@ -116,6 +116,29 @@ pub struct PairCost {
     /// the ranks' `NodeCost::copy_per_byte`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direct_copy_bps: Option<f64>,
+    /// Both ranks sending each other a message at once, as a halo
+    /// exchange does, back to back and after each has spent a while
+    /// sweeping memory with no MPI call, as an iterative code's ranks do
+    /// between exchanges (`mheta_microbench::net::exchange_after_gap`):
+    /// the model prices a send that is one side of such an exchange from
+    /// it ([`ExchangePoint`]). By increasing gap, each by increasing size;
+    /// the same for both ways of a pair. Empty: not measured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exchange: Vec<ExchangePoint>,
+}
+
+/// One figure of [`PairCost::exchange`].
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ExchangePoint {
+    /// Seconds each rank swept memory (twice its last-level cache) with
+    /// no MPI call before the exchange; 0: exchanges back to back.
+    pub gap_s: f64,
+    /// Bytes each way.
+    pub bytes: u64,
+    /// Seconds from posting both requests to completing both, the mean
+    /// of the two ranks' figures of one exchange (so that one rank's late
+    /// start does not count), over the repeats.
+    pub one_way: SampleStats,
 }
 
 impl PairCost {
@@ -157,6 +180,7 @@ impl PairCost {
             send_buffer_bytes: None,
             send_buffer_first_bytes: None,
             direct_copy_bps: None,
+            exchange: Vec::new(),
         }
     }
 

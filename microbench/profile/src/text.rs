@@ -22,6 +22,7 @@ impl ClusterProfile {
         let _ = writeln!(out, "# method: {}", self.method);
         let _ = writeln!(out, "# schedule: {}", self.schedule);
         self.pair_table(&mut out);
+        self.exchange_table(&mut out);
         self.modes(&mut out);
         self.matrix(&mut out, "Latency, 8 B one-way (us)", &|c| {
             c.one_way_small.p50 * 1e6
@@ -38,6 +39,45 @@ impl ClusterProfile {
         self.node_table(&mut out);
         reuse_table(&self.nodes, &mut out);
         out
+    }
+
+    /// Per pair (one line for both ways) that measured its exchanges
+    /// (`PairCost::exchange`): each gap and size's median, beside the
+    /// pair's one-way fit at that size.
+    fn exchange_table(&self, out: &mut String) {
+        let pairs: Vec<&PairCost> = (self.pairs.iter())
+            .filter(|c| c.src < c.dst && !c.exchange.is_empty())
+            .collect();
+        let Some(first) = pairs.first() else {
+            return;
+        };
+        let _ = writeln!(
+            out,
+            "# Exchange, both ranks sending at once, after each swept memory for the gap with no MPI call (us from posting to completing, median; in brackets the one-way fit at that size)"
+        );
+        let heads: Vec<String> = (first.exchange.iter())
+            .map(|x| format!("{:.0}ms {}B", x.gap_s * 1e3, x.bytes))
+            .collect();
+        let _ = writeln!(
+            out,
+            "{:>5} {:>5} {}",
+            "src",
+            "dst",
+            heads.iter().map(|h| format!("{h:>18}")).collect::<String>()
+        );
+        for c in pairs {
+            let cells: String = (c.exchange.iter())
+                .map(|x| {
+                    let v = format!(
+                        "{:.1} ({:.1})",
+                        x.one_way.p50 * 1e6,
+                        c.one_way_s(x.bytes as f64) * 1e6
+                    );
+                    format!("{v:>18}")
+                })
+                .collect();
+            let _ = writeln!(out, "{:>5} {:>5} {}", c.src, c.dst, cells);
+        }
     }
 
     /// Per pair: LogP's o_s, o_r, L, the 8-byte round trip, their

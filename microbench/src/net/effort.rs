@@ -36,6 +36,8 @@ pub struct Effort {
     pub small_s: f64,
     /// Seconds after which the eager-limit probe gives up ([`super::eager_limit`]).
     pub eager_s: f64,
+    /// Exchanges per gap and size ([`super::exchange_after_gap`]).
+    pub exchange_reps: usize,
 }
 
 impl Effort {
@@ -69,6 +71,7 @@ impl Effort {
                 cold_s: 0.5,
                 small_s: 1.0,
                 eager_s: 3.0,
+                exchange_reps: 7,
             }
         } else {
             Effort {
@@ -87,6 +90,7 @@ impl Effort {
                 cold_s: 3.0,
                 small_s: 4.0,
                 eager_s: 6.0,
+                exchange_reps: 15,
             }
         }
     }

@@ -295,6 +295,7 @@ fn summarise(
         send_buffer_bytes: (cold.one_way_s > 0.0).then_some(cold.send_buffer_bytes),
         send_buffer_first_bytes: None,
         direct_copy_bps: None,
+        exchange: Vec::new(),
         o_send,
         o_recv,
         one_way_small: small,

@@ -130,6 +130,9 @@ struct Msg {
     waits: bool,
     /// A standard send: whether it waits follows its size.
     standard: bool,
+    /// It goes both ways at once with one from its receiver
+    /// ([`super::net::Pair::exchange_transfer`]).
+    both_ways: bool,
 }
 
 /// A receive: the send it takes (NONE: none was sent), its overhead and
@@ -181,6 +184,8 @@ impl Compiled {
 #[derive(Clone, Copy, Debug)]
 struct Lane {
     clock: f64,
+    /// The clock when the rank's last MPI call ended.
+    quiet: f64,
     /// The scaled computation of the stage so far (for its I/O).
     stage: f64,
     out: RankTime,
@@ -189,6 +194,7 @@ struct Lane {
 impl Lane {
     const START: Lane = Lane {
         clock: 0.0,
+        quiet: 0.0,
         stage: 0.0,
         out: RankTime::ZERO,
     };
@@ -479,7 +485,8 @@ impl<'a> Evaluator<'a> {
                             if mg.standard && (b > pr.eager() as f64) != mg.waits {
                                 return Ok(None);
                             }
-                            pr.transfer(b) * m.net_factor(pr.k)
+                            let gap = lanes[i].clock - lanes[i].quiet;
+                            pr.exchange_transfer(b, gap, mg.both_ways) * m.net_factor(pr.k)
                         } else {
                             mg.wire
                         };
@@ -592,8 +599,15 @@ impl<'a> Evaluator<'a> {
                         l.out.wait_s += entry - arrive[j];
                         l.out.overhead_s += done - entry;
                         l.clock = done;
+                        l.quiet = done;
                     }
                 }
+            }
+            if matches!(
+                op,
+                Op::Send { .. } | Op::Recv { .. } | Op::WaitSends { .. } | Op::MatchedRecv { .. }
+            ) {
+                lanes[i].quiet = lanes[i].clock;
             }
             track.end(x, i);
         }

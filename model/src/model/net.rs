@@ -22,6 +22,10 @@ pub(crate) struct Net {
     listed: Option<Vec<(usize, u32)>>,
     /// The pairs' piecewise one-way fits, one run of segments per pair.
     segs: Vec<mheta_profile::Segment>,
+    /// The pairs' measured exchanges (`PairCost::exchange`), one run per
+    /// pair: (gap, bytes, seconds over the pair's one-way fit at that
+    /// size).
+    exch: Vec<(f64, f64, f64)>,
     /// Mean costs, for reductions.
     pub(crate) mean: [f64; 4],
     /// Each rank's host (an index; one host when the profile does not
@@ -81,6 +85,7 @@ pub(crate) struct Pair<'a> {
     pub(crate) k: usize,
     w: &'a Wire,
     segs: &'a [mheta_profile::Segment],
+    exch: &'a [(f64, f64, f64)],
 }
 
 impl Pair<'_> {
@@ -104,6 +109,63 @@ impl Pair<'_> {
             s.base_s + s.per_byte_s * (bytes - s.from_bytes as f64).max(0.0)
         };
         (one_way - w.o_send - w.o_recv).max(0.0)
+    }
+
+    /// Time on the wire of a send posted `gap` seconds after its
+    /// sender's last MPI call ([`Pair::transfer`] where the pair measured
+    /// no exchanges, `PairCost::exchange`): the transfer, what the
+    /// pair's exchanges after that gap took over its exchanges back to
+    /// back (the path out of the caches after a stage), and, for a send
+    /// that goes `both_ways` at once with one from its receiver, what its
+    /// exchanges back to back took over its one-way fit. Linear between
+    /// the sizes and the gaps measured, flat past either end.
+    pub(crate) fn exchange_transfer(&self, bytes: f64, gap: f64, both_ways: bool) -> f64 {
+        let t = self.transfer(bytes);
+        if self.w.exch.1 == 0 {
+            return t;
+        }
+        let at_gap = self.excess(bytes, gap);
+        let extra = if both_ways {
+            at_gap
+        } else {
+            at_gap - self.excess(bytes, 0.0)
+        };
+        (t + extra).max(0.0)
+    }
+
+    /// What the pair's exchanges of `bytes` after `gap` took over its
+    /// one-way fit (interpolated as [`Pair::exchange_transfer`] says).
+    fn excess(&self, bytes: f64, gap: f64) -> f64 {
+        let (first, n) = (self.w.exch.0 as usize, self.w.exch.1 as usize);
+        let pts = &self.exch[first..first + n];
+        // The excess at one gap's run of sizes.
+        let at_size = |run: &[(f64, f64, f64)]| -> f64 {
+            match run.iter().position(|&(_, b, _)| b >= bytes) {
+                None => run[run.len() - 1].2,
+                Some(0) => run[0].2,
+                Some(i) => {
+                    let ((_, b0, e0), (_, b1, e1)) = (run[i - 1], run[i]);
+                    e0 + (e1 - e0) * (bytes - b0) / (b1 - b0)
+                }
+            }
+        };
+        // Runs of equal gap, in increasing gap.
+        let mut lo: Option<(f64, f64)> = None;
+        let mut start = 0;
+        while start < n {
+            let g = pts[start].0;
+            let end = start + pts[start..].iter().take_while(|x| x.0 == g).count();
+            let e = at_size(&pts[start..end]);
+            if g >= gap {
+                return match lo {
+                    Some((g0, e0)) if g > g0 => e0 + (e - e0) * (gap - g0) / (g - g0),
+                    _ => e,
+                };
+            }
+            lo = Some((g, e));
+            start = end;
+        }
+        lo.map_or(0.0, |(_, e)| e)
     }
 
     pub(crate) fn o_send(&self) -> f64 {
@@ -162,6 +224,8 @@ struct Wire {
     /// The pair's segments in [`Net::segs`]: first, count (0: the linear
     /// fit).
     seg: (u32, u32),
+    /// The pair's exchanges in [`Net::exch`]: first, count (0: none).
+    exch: (u32, u32),
 }
 
 impl Wire {
@@ -174,10 +238,16 @@ impl Wire {
         eager: u64::MAX,
         send_buffer: 0,
         seg: (0, 0),
+        exch: (0, 0),
     };
 }
 
 impl Net {
+    /// Whether any pair's exchanges were measured (`PairCost::exchange`).
+    pub(crate) fn has_exchanges(&self) -> bool {
+        !self.exch.is_empty()
+    }
+
     pub(super) fn from_profile(prof: &ClusterProfile) -> Net {
         let p = prof.np as usize;
         let classed = prof.unlisted.is_some();
@@ -190,6 +260,7 @@ impl Net {
             },
             listed: classed.then(Vec::new),
             segs: Vec::new(),
+            exch: Vec::new(),
             mean: [0.0; 4],
             host: vec![0; p],
             link_out: vec![None; p],
@@ -210,7 +281,9 @@ impl Net {
                 net.host[r] = *names.entry(h.as_str()).or_insert(next);
             }
         }
-        let wire = |c: &mheta_profile::PairCost, segs: &mut Vec<mheta_profile::Segment>| {
+        let wire = |c: &mheta_profile::PairCost,
+                    segs: &mut Vec<mheta_profile::Segment>,
+                    exch: &mut Vec<(f64, f64, f64)>| {
             let w = Wire {
                 measured: true,
                 o_send: c.o_send_s,
@@ -223,15 +296,20 @@ impl Net {
                     .or(c.send_buffer_bytes)
                     .unwrap_or(0),
                 seg: (segs.len() as u32, c.segments.len() as u32),
+                exch: (exch.len() as u32, c.exchange.len() as u32),
             };
             segs.extend(c.segments.iter().cloned());
+            exch.extend((c.exchange.iter()).map(|x| {
+                let b = x.bytes as f64;
+                (x.gap_s, b, x.one_way.p50 - c.one_way_s(b))
+            }));
             w
         };
         if classed {
             for same in [true, false] {
                 let w = prof
                     .unlisted_pair(same)
-                    .map_or(Wire::NONE, |c| wire(c, &mut net.segs));
+                    .map_or(Wire::NONE, |c| wire(c, &mut net.segs, &mut net.exch));
                 net.wires.push(w);
             }
         }
@@ -242,7 +320,7 @@ impl Net {
             .collect();
         order.sort_unstable();
         for (k, i) in order {
-            let w = wire(&prof.pairs[i], &mut net.segs);
+            let w = wire(&prof.pairs[i], &mut net.segs, &mut net.exch);
             match &mut net.listed {
                 Some(l) => {
                     l.push((k, net.wires.len() as u32));
@@ -374,6 +452,7 @@ impl Net {
             k,
             w: self.wire_of(src, dst, k),
             segs: &self.segs,
+            exch: &self.exch,
         }
     }
 
@@ -594,112 +673,4 @@ impl Net {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A profile of ranks on `hosts` whose pair (s, d) costs `g(s, d)` a
-    /// byte.
-    fn priced(hosts: &[&str], g: impl Fn(u32, u32) -> f64) -> ClusterProfile {
-        let p = hosts.len() as u32;
-        let names = hosts.iter().map(|h| h.to_string()).collect();
-        let mut prof = ClusterProfile::new(p, names, "test");
-        for s in 0..p {
-            for d in (0..p).filter(|&d| d != s) {
-                prof.pairs.push(mheta_profile::PairCost::logp(
-                    s,
-                    d,
-                    5e-6,
-                    g(s, d),
-                    1e-6,
-                    2e-6,
-                ));
-            }
-        }
-        prof
-    }
-
-    #[test]
-    fn a_moves_on_host_rates_come_from_the_pairs_of_the_ranks_host_alone() {
-        // Ranks 0, 1 and 2 on host a, 3 alone on b. Each pair's cold and
-        // direct rates differ; a rank takes the median over its host's
-        // pairs either way, and rank 3 has none (cold unpriced, direct
-        // its copy figure).
-        let mut prof = priced(&["a", "a", "a", "b"], |_, _| 1e-9);
-        for c in &mut prof.pairs {
-            let k = f64::from(1 + c.src + c.dst);
-            c.bandwidth_cold_bps = 1e9 * k;
-            c.direct_copy_bps = Some(2e9 * k);
-        }
-        let net = Net::from_profile(&prof);
-        // Rank 0's pairs on a: with 1 (k = 2) and 2 (k = 3), both ways:
-        // the median of 1/2, 1/2, 1/3, 1/3 ns.
-        let want0 = (0.5e-9 + 1e-9 / 3.0) / 2.0;
-        assert!((net.cold_per_byte[0] - want0).abs() < 1e-24);
-        assert!((net.direct_per_byte[0] - want0 / 2.0).abs() < 1e-24);
-        // Rank 1's: with 0 (k = 2) and 2 (k = 4).
-        assert!((net.cold_per_byte[1] - (0.5e-9 + 0.25e-9) / 2.0).abs() < 1e-24);
-        assert_eq!(net.cold_per_byte[3], 0.0);
-        assert_eq!(net.direct_per_byte[3], net.copy_per_byte[3]);
-    }
-
-    #[test]
-    fn a_copy_costs_what_the_rank_measured_else_its_hosts_fastest_pair() {
-        // Ranks 0 and 1 share host a (shared memory, 0.1 ns a byte); 2 is
-        // alone on b; links cost 8 ns a byte, 40 into b.
-        let g = |s: u32, d: u32| match (s, d) {
-            (0, 1) | (1, 0) => 0.1e-9,
-            (_, 2) => 40e-9,
-            _ => 8e-9,
-        };
-        let net = Net::from_profile(&priced(&["a", "a", "b"], g));
-        let c = &net.copy_per_byte;
-        assert_eq!(c.len(), 3);
-        assert!(
-            (c[0] - 0.1e-9).abs() < 1e-15 && (c[1] - 0.1e-9).abs() < 1e-15,
-            "{c:?}"
-        );
-        // Alone on b: the fastest pair of any host.
-        assert!((c[2] - 0.1e-9).abs() < 1e-15, "{c:?}");
-        // One rank per host and no copy measured: unpriced, never a
-        // link's rate (8 ns a byte here, 100 times a memory's).
-        let links = |_: u32, d: u32| if d == 2 { 40e-9 } else { 8e-9 };
-        let mut prof = priced(&["a", "b", "c"], links);
-        let net = Net::from_profile(&prof);
-        assert_eq!(net.copy_per_byte, vec![0.0; 3]);
-        // Each rank's own measured copy, where the node measured it.
-        for r in 0..3u32 {
-            let mut n = mheta_profile::NodeCost {
-                rank: r,
-                host: String::new(),
-                cpu_weight: 1.0,
-                cpu_kernel: mheta_profile::SampleStats::from_samples(&[1.0]),
-                mem_available_bytes: 1 << 30,
-                disk: None,
-                copy_per_byte: None,
-                shift_per_byte: None,
-                touch_per_byte: None,
-                reuse_by: Vec::new(),
-                machine: None,
-                machine_cpus: None,
-                shift_by: Vec::new(),
-            };
-            if r != 1 {
-                let s = [0.1e-9, 0.12e-9, 0.11e-9].map(|x| x * (1 + r) as f64);
-                n.copy_per_byte = Some(mheta_profile::SampleStats::from_samples(&s));
-            }
-            if r == 2 {
-                n.shift_per_byte = Some(mheta_profile::SampleStats::from_samples(&[0.2e-9]));
-            }
-            prof.nodes.push(n);
-        }
-        let net = Net::from_profile(&prof);
-        let c = &net.copy_per_byte;
-        assert!((c[0] - 0.11e-9).abs() < 1e-18, "{c:?}");
-        assert_eq!(c[1], 0.0, "{c:?}");
-        assert!((c[2] - 0.33e-9).abs() < 1e-18, "{c:?}");
-        // A shift alone at its own figure where measured, else the copy's.
-        assert_eq!(net.shift_per_byte[0], c[0]);
-        assert_eq!(net.shift_per_byte[1], 0.0);
-        assert_eq!(net.shift_per_byte[2], 0.2e-9);
-    }
-}
+mod tests;

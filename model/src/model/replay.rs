@@ -102,6 +102,8 @@ pub(super) struct Replay<'a> {
     /// stage's T_Φ, for the prefetch overlap of eq. 2).
     stage_acc: Vec<f64>,
     clock: Vec<f64>,
+    /// Per rank, its clock when its last MPI call ended (a send's gap).
+    quiet: Vec<f64>,
     out: Vec<RankTime>,
     pc: Vec<usize>,
     /// Messages in flight, per receiver.
@@ -154,6 +156,7 @@ impl<'a> Replay<'a> {
             recorded_io,
             stage_acc: vec![0.0; p],
             clock: vec![0.0; p],
+            quiet: vec![0.0; p],
             out: vec![RankTime::ZERO; p],
             pc: vec![0; p],
             inflight,
@@ -244,8 +247,12 @@ impl<'a> Replay<'a> {
                 self.first_lap[i] = Some((self.clock[i], self.out[i]));
                 self.send_base[i] = self.sends.done[i].len();
             }
+            let k = self.at(i);
             if !self.step(i) {
                 break;
+            }
+            if !matches!(self.steps[i][k], Step::Compute { .. } | Step::StageEnd(_)) {
+                self.quiet[i] = self.clock[i];
             }
             if let Some(l) = &mut self.log {
                 l.events.push(LogEvent::Step(i as u32));
@@ -273,7 +280,7 @@ impl<'a> Replay<'a> {
                 self.compute(i, *s, *scaled, *level)
             }
             Step::StageEnd(k) => self.stage_end(i, *k as usize),
-            Step::Send(to, mode) => self.send(i, to, *mode),
+            Step::Send(to, mode) => self.send(i, to, *mode, m.both_ways(i, k)),
             Step::Recv(from) => return self.receive_all(i, std::slice::from_ref(from), true),
             Step::WaitRecvs(froms) => return self.receive_all(i, froms, true),
             Step::WaitSends(ns) => return self.wait_sends(i, ns),
@@ -349,8 +356,10 @@ impl<'a> Replay<'a> {
     /// distribution: MHETA eq. 3, arrival = T_τ(i) + O_send + T_{i→j}(q),
     /// with the transfer slowed by sd_{i→j} (Figueira and Berman eq. 3). Its number
     /// among i's sends is the count so far; it completes at once unless
-    /// the receiver must take it ([`SendMode`]).
-    fn send(&mut self, i: usize, to: &Peer, mode: SendMode) {
+    /// the receiver must take it ([`SendMode`]). Its transfer follows i's
+    /// time away from MPI and whether it goes `both_ways` at once
+    /// ([`super::net::Pair::exchange_transfer`]).
+    fn send(&mut self, i: usize, to: &Peer, mode: SendMode, both_ways: bool) {
         let m = self.m;
         let net = &m.net;
         let n = self.sends.done[i].len() as u32;
@@ -366,8 +375,9 @@ impl<'a> Replay<'a> {
             let pr = net.pair(i, j);
             let b = m.msg_bytes(self.d, i, to.bytes);
             let o = pr.o_send() * m.cpu_factor(i);
+            let wire = pr.exchange_transfer(b, self.clock[i] - self.quiet[i], both_ways);
             let took = self.spend(i, o);
-            let arrive = self.clock[i] + pr.transfer(b) * m.net_factor(pr.k);
+            let arrive = self.clock[i] + wire * m.net_factor(pr.k);
             self.out[i].overhead_s += took;
             let waits = match mode {
                 SendMode::Buffered => false,
@@ -588,6 +598,7 @@ impl<'a> Replay<'a> {
             self.out[j].overhead_s += done - entry;
             self.clock[j] = done;
             self.in_turn(j);
+            self.quiet[j] = self.clock[j];
             if j != i {
                 self.pc[j] += 1;
             }

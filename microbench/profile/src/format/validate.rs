@@ -69,6 +69,20 @@ pub(super) fn validate_pair(c: &PairCost) -> Result<(), String> {
             ));
         }
     }
+    let mut last: Option<(f64, u64)> = None;
+    for x in &c.exchange {
+        let at = format!("exchange at gap {} s, {} B", x.gap_s, x.bytes);
+        plausible_time(x.gap_s).map_err(|e| format!("{at}: gap_s {e}"))?;
+        plausible_time(x.one_way.p50).map_err(|e| format!("{at}: one_way.p50 {e}"))?;
+        if let Some((g, b)) = last
+            && (x.gap_s < g || (x.gap_s == g && x.bytes <= b))
+        {
+            return Err(format!(
+                "{at}: does not follow gap {g} s, {b} B (gaps increasing, each by increasing bytes)"
+            ));
+        }
+        last = Some((x.gap_s, x.bytes));
+    }
     for w in c.segments.windows(2) {
         if w[1].from_bytes < w[0].to_bytes.min(w[0].from_bytes.max(1)) {
             return Err("segments out of order".into());

@@ -93,10 +93,11 @@ pub(super) fn compile(m: &Model, d: &Dist, events: &[LogEvent]) -> Option<Compil
                             SendMode::Synchronous => true,
                             SendMode::Standard => b > pr.eager() as f64,
                         };
+                        let both_ways = m.both_ways(i, pc[i] % len);
                         c.msgs.push(Msg {
                             j: j as u32,
                             o: pr.o_send() * m.cpu_factor(i),
-                            wire: if fixed {
+                            wire: if fixed && !m.net.has_exchanges() {
                                 pr.transfer(b) * m.net_factor(pr.k)
                             } else {
                                 f64::NAN
@@ -104,6 +105,7 @@ pub(super) fn compile(m: &Model, d: &Dist, events: &[LogEvent]) -> Option<Compil
                             bytes: to.bytes,
                             waits,
                             standard: *mode == SendMode::Standard,
+                            both_ways,
                         });
                         (c.msgs.len() - 1) as u32
                     }

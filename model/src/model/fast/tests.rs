@@ -113,6 +113,21 @@ fn models(p: u32) -> Vec<(&'static str, Model)> {
         }
         Model::new(&traces, app(vec![rows; p as usize]), &prof).expect("model")
     };
+    let exchanges = Model::new(
+        &(0..p)
+            .map(|r| {
+                stage_first(jacobi_trace(
+                    r,
+                    p,
+                    1_000_000 + (r as u64 * 7919 % 13) * 150_000,
+                    8 * 1026,
+                ))
+            })
+            .collect::<Vec<_>>(),
+        app(vec![rows; p as usize]),
+        &with_exchanges(profile(p)),
+    )
+    .expect("model");
     let gather = |prof: mheta_profile::ClusterProfile, op: TraceOp| {
         let traces: Vec<_> = (0..p)
             .map(|r| gather_trace(r, p, 1_000_000 + (r as u64 % 4) * 300_000, rows, op))
@@ -139,7 +154,85 @@ fn models(p: u32) -> Vec<(&'static str, Model)> {
         ("wavefront", tiled(wavefront_trace)),
         ("scaled", scaled),
         ("rendezvous", eager),
+        ("exchanges", exchanges),
     ]
+}
+
+/// `prof` with every pair's exchanges measured: 5 us over its one-way
+/// fit back to back, 40 us after 1 ms away from MPI and 90 us after 4 ms
+/// at 1 KB, twice that at 64 KB.
+fn with_exchanges(mut prof: mheta_profile::ClusterProfile) -> mheta_profile::ClusterProfile {
+    for c in &mut prof.pairs {
+        let mut pts = Vec::new();
+        for (gap_s, over) in [(0.0, 5e-6), (1e-3, 40e-6), (4e-3, 90e-6)] {
+            for (bytes, k) in [(1024u64, 1.0), (65536, 2.0)] {
+                pts.push(mheta_profile::ExchangePoint {
+                    gap_s,
+                    bytes,
+                    one_way: mheta_profile::SampleStats::point(
+                        c.one_way_s(bytes as f64) + k * over,
+                    ),
+                });
+            }
+        }
+        c.exchange = pts;
+    }
+    prof
+}
+
+/// Jacobi's iteration with its stage first and its halo exchanges after
+/// it, before the all-reduce.
+fn stage_first(mut t: mheta_trace::RankTrace) -> mheta_trace::RankTrace {
+    let it = &mut t.iterations[0];
+    let (mut stage, mut rest): (Vec<_>, Vec<_>) =
+        (it.events.drain(..)).partition(|e| matches!(e.what, What::StageBegin | What::StageEnd));
+    let (halos, reduce): (Vec<_>, Vec<_>) = rest
+        .drain(..)
+        .partition(|e| matches!(e.what, What::Sendrecv { .. }));
+    let mut at = 1000;
+    let c = stage[1].t1_ns - stage[0].t0_ns;
+    stage[0].t0_ns = at;
+    stage[0].t1_ns = at;
+    at += c;
+    stage[1].t0_ns = at;
+    stage[1].t1_ns = at;
+    let mut events = stage;
+    for mut e in halos.into_iter().chain(reduce) {
+        let d = e.t1_ns - e.t0_ns;
+        (e.t0_ns, e.t1_ns) = (at, at + d);
+        at += d;
+        events.push(e);
+    }
+    it.events = events;
+    it.duration_ns = at + 1000;
+    t
+}
+
+#[test]
+fn a_halo_exchange_after_a_stage_costs_what_its_pair_measured() {
+    // Jacobi's halos (8 KB) go after each rank's 1 ms stage: the first
+    // side of each rank's exchanges costs the plain transfer and about
+    // 44 us more (1 ms away from MPI), the second about 6 us.
+    let p = 4u32;
+    let traces: Vec<_> = (0..p)
+        .map(|r| stage_first(jacobi_trace(r, p, 1_000_000, 8 * 1026)))
+        .collect();
+    let plain = Model::new(&traces, app(vec![16; 4]), &profile(p)).expect("model");
+    let exch = Model::new(&traces, app(vec![16; 4]), &with_exchanges(profile(p))).expect("model");
+    let d = Dist::block(4, 64);
+    let (a, b) = (
+        plain.predict(&d).expect("plain").per_iteration_s,
+        exch.predict(&d).expect("exchanges").per_iteration_s,
+    );
+    assert!(b > a + 30e-6 && b < a + 110e-6, "{a} against {b}");
+    // Rank 3 with 52 rows computes 3.25 ms: its send's excess grows
+    // toward the 4 ms point's.
+    let d2 = Dist(vec![4, 4, 4, 52]);
+    let (a2, b2) = (
+        plain.predict(&d2).expect("plain").per_iteration_s,
+        exch.predict(&d2).expect("exchanges").per_iteration_s,
+    );
+    assert!(b2 - a2 > b - a + 15e-6, "{} against {}", b2 - a2, b - a);
 }
 
 #[test]
