@@ -432,6 +432,8 @@ impl<'a> Evaluator<'a> {
         let staged = m.io.is_some();
         let (mail, done, met_waiting) = (&mut mail[..], &mut done[..], &mut met_waiting[..]);
         let send_waits = &c.send_waits[..];
+        // A send's gap is read only where the pairs measured exchanges.
+        let gaps = m.net.has_exchanges();
         let mut nth_collective = 0usize;
         block.1 = NONE;
         for (x, op) in c.ops.iter().enumerate() {
@@ -485,8 +487,13 @@ impl<'a> Evaluator<'a> {
                             if mg.standard && (b > pr.eager() as f64) != mg.waits {
                                 return Ok(None);
                             }
-                            let gap = lanes[i].clock - lanes[i].quiet;
-                            pr.exchange_transfer(b, gap, mg.both_ways) * m.net_factor(pr.k)
+                            let t = if gaps {
+                                let gap = lanes[i].clock - lanes[i].quiet;
+                                pr.exchange_transfer(b, gap, mg.both_ways)
+                            } else {
+                                pr.transfer(b)
+                            };
+                            t * m.net_factor(pr.k)
                         } else {
                             mg.wire
                         };
@@ -603,10 +610,15 @@ impl<'a> Evaluator<'a> {
                     }
                 }
             }
-            if matches!(
-                op,
-                Op::Send { .. } | Op::Recv { .. } | Op::WaitSends { .. } | Op::MatchedRecv { .. }
-            ) {
+            if gaps
+                && matches!(
+                    op,
+                    Op::Send { .. }
+                        | Op::Recv { .. }
+                        | Op::WaitSends { .. }
+                        | Op::MatchedRecv { .. }
+                )
+            {
                 lanes[i].quiet = lanes[i].clock;
             }
             track.end(x, i);
