@@ -51,8 +51,7 @@ fn check_profile(p: &ClusterProfile, np: usize) {
             "{who}: direct {direct}"
         );
         // Both ranks of the pair exchanged at once, back to back and
-        // after two gaps, at three sizes, the same figures both ways; a
-        // larger message takes longer, back to back.
+        // after two gaps, at three sizes, the same figures both ways.
         assert_eq!(c.exchange.len(), 9, "{who}: {:?}", c.exchange);
         let back = p.pair(c.dst, c.src);
         assert_eq!(c.exchange, back.exchange, "{who}");
@@ -61,9 +60,14 @@ fn check_profile(p: &ClusterProfile, np: usize) {
             c.exchange[0].gap_s == 0.0 && c.exchange[8].gap_s >= 0.01,
             "{who}"
         );
+        // Where every rank has a core, a larger message takes longer back
+        // to back; with 4 ranks on 2 cores a pair's ranks may be
+        // time-shared and the scheduler's turns outweigh the size (seen
+        // on MPICH, whose ranks poll without yielding).
         assert!(
-            c.exchange[2].one_way.p50 > c.exchange[0].one_way.p50,
-            "{who}"
+            np > cores() || c.exchange[2].one_way.p50 > c.exchange[0].one_way.p50,
+            "{who}: {:?}",
+            c.exchange
         );
         // Every fitted per-byte cost is positive.
         assert!(!c.segments.is_empty(), "{who}");
