@@ -65,8 +65,10 @@
 //!   reaches the disk; then the MPI
 //!   library's `pread`/`pwrite` (and asynchronous reads) on our files wait
 //!   until `bytes × io_factor / R` has passed since they began
-//!   ([`crate::mpiio::pace`]), so the extra time falls inside the MPI-IO
-//!   calls (a prefetch's inside `MPI_Wait`), in proportion to the bytes.
+//!   ([`crate::mpiio::pace`]; to the microsecond, [`wait_until`]), so the
+//!   extra time falls inside the MPI-IO calls (a prefetch's inside
+//!   `MPI_Wait`), in proportion to the bytes. A call the real device
+//!   serves slower than that takes the device's time.
 //!   The two other methods are options because they are not exact here:
 //!   - `throttle`: a `blkio` throttle of `R / io_factor` per rank (the
 //!     kernel's limit). blk-throttle always allows a group `R × 100 ms`
@@ -98,6 +100,27 @@ use work::Site;
 
 pub use mheta_runtime::cpu::spin_extra;
 pub use work::{Clock, SiteReport, WorkStats};
+
+/// How long before a paced deadline a wait stops sleeping and spins: a
+/// sleep of a few ms on this VM overshoots by 130-200 µs (p10-p90; the
+/// vCPU's wake-up and the timer slack), so the last stretch is spun.
+const WAIT_SPIN: std::time::Duration = std::time::Duration::from_micros(250);
+
+/// Sleep until `t`, then spin until it is exactly `t`, as every paced
+/// wait does (a piece of CPU work, a disk transfer): a plain sleep would
+/// add its overshoot to every paced call, a fixed cost a call the real
+/// device serves without sleeping does not have. Spin, not yield: a yield
+/// hands the core to a neighbour that computes, which can keep it for a
+/// scheduler tick.
+pub(crate) fn wait_until(t: std::time::Instant) {
+    let now = std::time::Instant::now();
+    if t > now + WAIT_SPIN {
+        std::thread::sleep(t - now - WAIT_SPIN);
+    }
+    while std::time::Instant::now() < t {
+        std::hint::spin_loop();
+    }
+}
 
 /// Throttled disk rate of a rank at `io_factor` 1, MB/s.
 pub const DEFAULT_DISK_MB_S: f64 = 100.0;

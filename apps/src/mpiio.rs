@@ -547,7 +547,7 @@ fn set_direct(fds: &[i32]) -> bool {
 /// and POSIX AIO (`aio_read`, `aio_error`) through the dynamic linker, so
 /// the definitions below, exported from the app's executable (see
 /// `apps/build.rs`), come first. Each forwards to libc's function
-/// (`dlsym(RTLD_NEXT)`); for a registered descriptor it then sleeps until
+/// (`dlsym(RTLD_NEXT)`); for a registered descriptor it then waits until
 /// the paced duration has passed since the call began, so the time falls
 /// inside the MPI-IO call. The rank's disk is one resource: transfers are
 /// served one after another (a write issued while a prefetch is in flight
@@ -584,13 +584,6 @@ pub mod pace {
             .ok()
             .and_then(|i| PACE.get(i))
             .map_or(0.0, |p| f64::from_bits(p.load(Ordering::Relaxed)))
-    }
-
-    fn wait_until(t: Instant) {
-        let now = Instant::now();
-        if t > now {
-            std::thread::sleep(t - now);
-        }
     }
 
     /// Give the disk a transfer of `bytes` that arrived at `start`: it
@@ -633,7 +626,7 @@ pub mod pace {
                 // SAFETY: forwarded with the caller's arguments.
                 let r = unsafe { f($($arg),*) };
                 if pace > 0.0 {
-                    wait_until(deadline(start, r, pace));
+                    crate::emulate::wait_until(deadline(start, r, pace));
                 }
                 r
             }

@@ -119,20 +119,6 @@ fn repay(debt: &mut f64, t: f64, wall: f64) -> f64 {
     t - pay
 }
 
-/// Sleep until `t`, then spin until it is exactly `t` (sleeps overshoot).
-/// Spin, not yield: a yield hands the core to a neighbour that computes,
-/// which can keep it for a scheduler tick.
-fn wait_until(t: std::time::Instant) {
-    const SPIN: std::time::Duration = std::time::Duration::from_micros(150);
-    let now = std::time::Instant::now();
-    if t > now + SPIN {
-        std::thread::sleep(t - now - SPIN);
-    }
-    while std::time::Instant::now() < t {
-        std::hint::spin_loop();
-    }
-}
-
 impl Emulation {
     /// Count a piece of real work at `at` of `units` that took `cpu`
     /// seconds of CPU time and, paced, `wall` seconds so far; by the
@@ -262,7 +248,7 @@ impl Emulation {
             // FIFO), so the rank takes its core back on time from a
             // neighbour that computes.
             idle(false);
-            wait_until(w0 + std::time::Duration::from_secs_f64(lasts));
+            super::wait_until(w0 + std::time::Duration::from_secs_f64(lasts));
             return r;
         }
         idle(true);
