@@ -639,23 +639,27 @@ impl Model {
         d: &Dist,
     ) -> Result<Vec<Option<std::sync::Arc<crate::iomodel::PlanSummary>>>, ModelError> {
         let mut plans = Vec::new();
-        self.plans_into(d, &mut plans)?;
+        self.plans_into(d, &mut plans, false)?;
         Ok(plans)
     }
 
     /// [`Model::plans`] into `plans`, keeping its allocation (empty
-    /// without out-of-core arrays).
+    /// without out-of-core arrays); with `budgeted_only`, None for each
+    /// rank without a memory budget, which holds every array in core
+    /// whatever its rows, so that its stages do no I/O.
     fn plans_into(
         &self,
         d: &Dist,
         plans: &mut Vec<Option<std::sync::Arc<crate::iomodel::PlanSummary>>>,
+        budgeted_only: bool,
     ) -> Result<(), ModelError> {
         plans.clear();
         let Some(io) = &self.io else {
             return Ok(());
         };
-        io.plans_into(&d.offsets(), &d.0, plans);
-        match plans.iter().position(Option::is_none) {
+        io.plans_into(&d.offsets(), &d.0, plans, budgeted_only);
+        let infeasible = |(i, p): &(usize, &Option<_>)| p.is_none() && !io.unbudgeted(*i);
+        match plans.iter().enumerate().position(|x| infeasible(&x)) {
             Some(rank) => Err(ModelError::TooSmall {
                 rank,
                 rows: d.0[rank],

@@ -402,7 +402,8 @@ impl<'a> Evaluator<'a> {
         if let Some(k) = k {
             m.apply_reuse(&mut s.factor, k);
         }
-        m.plans_into(d, &mut s.plans)?;
+        // A rank without a memory budget does no I/O: no plan looked up.
+        m.plans_into(d, &mut s.plans, true)?;
         reset(&mut s.lanes, p, Lane::START);
         if c.laps > 1 || s.first_lap.len() != p {
             reset(&mut s.first_lap, p, None);
