@@ -67,7 +67,9 @@
 //!   until `bytes × io_factor / R` has passed since they began
 //!   ([`crate::mpiio::pace`]; to the microsecond, [`wait_until`]), so the
 //!   extra time falls inside the MPI-IO calls (a prefetch's inside
-//!   `MPI_Wait`), in proportion to the bytes. A call the real device
+//!   `MPI_Wait`), in proportion to the bytes; a transfer of 1 ms or
+//!   more reaches the real device in pieces spread over its paced time,
+//!   as a slower disk would be busy through it. A call the real device
 //!   serves slower than that takes the device's time.
 //!   The two other methods are options because they are not exact here:
 //!   - `throttle`: a `blkio` throttle of `R / io_factor` per rank (the
@@ -104,7 +106,7 @@ pub use work::{Clock, SiteReport, WorkStats};
 /// How long before a paced deadline a wait stops sleeping and spins: a
 /// sleep of a few ms on this VM overshoots by 130-200 µs (p10-p90; the
 /// vCPU's wake-up and the timer slack), so the last stretch is spun.
-const WAIT_SPIN: std::time::Duration = std::time::Duration::from_micros(250);
+const WAIT_SPIN: std::time::Duration = std::time::Duration::from_micros(150);
 
 /// Sleep until `t`, then spin until it is exactly `t`, as every paced
 /// wait does (a piece of CPU work, a disk transfer): a plain sleep would

@@ -549,7 +549,9 @@ fn set_direct(fds: &[i32]) -> bool {
 /// `apps/build.rs`), come first. Each forwards to libc's function
 /// (`dlsym(RTLD_NEXT)`); for a registered descriptor it then waits until
 /// the paced duration has passed since the call began, so the time falls
-/// inside the MPI-IO call. The rank's disk is one resource: transfers are
+/// inside the MPI-IO call. A `pread` or `pwrite` that lasts 1 ms or more
+/// paced goes to the real device in pieces spread over that time
+/// (`spread`), so that the device is busy through it. The rank's disk is one resource: transfers are
 /// served one after another (a write issued while a prefetch is in flight
 /// starts when the prefetch ends). An asynchronous read (a prefetch)
 /// reports "in progress" from `aio_error` until its paced completion time,
@@ -587,13 +589,74 @@ pub mod pace {
     }
 
     /// Give the disk a transfer of `bytes` that arrived at `start`: it
-    /// begins when the disk is free and ends `bytes × pace` later.
-    fn deadline(start: Instant, bytes: isize, pace: f64) -> Instant {
+    /// begins when the disk is free and ends `bytes × pace` later. Both.
+    fn claim(start: Instant, bytes: isize, pace: f64) -> (Instant, Instant) {
         let mut free = FREE_AT.lock().unwrap_or_else(|e| e.into_inner());
         let begin = free.map_or(start, |f| f.max(start));
         let end = begin + Duration::from_secs_f64(bytes.max(0) as f64 * pace);
         *free = Some(end);
-        end
+        (begin, end)
+    }
+
+    /// When a transfer that arrived at `start` ends ([`claim`]).
+    fn deadline(start: Instant, bytes: isize, pace: f64) -> Instant {
+        claim(start, bytes, pace).1
+    }
+
+    /// How long, paced, each piece of a spread transfer lasts.
+    const PIECE_S: f64 = 0.5e-3;
+
+    /// A paced transfer of `n` bytes, served by the real device in pieces
+    /// of about [`PIECE_S`] each, one at the start of its share of the
+    /// paced duration: a slower disk is busy for the whole of a transfer,
+    /// and a device left idle for the rest of it serves the next call
+    /// slower (a 12 KiB direct read here: 86 us back to back, 148 us after
+    /// 10 ms idle; docs/design/fidelity.md, "The paced disk's calls").
+    /// `one(done, len)` moves `len` bytes at `done` from the start (the
+    /// pieces' lengths are multiples of 4 KiB, as direct I/O needs); the
+    /// bytes moved, or the first piece's error.
+    fn spread(n: size_t, pace: f64, mut one: impl FnMut(usize, usize) -> ssize_t) -> ssize_t {
+        let start = Instant::now();
+        let whole = n as f64 * pace;
+        if whole < 2.0 * PIECE_S {
+            let r = one(0, n);
+            crate::emulate::wait_until(deadline(start, r, pace));
+            return r;
+        }
+        let (begin, end) = claim(start, n as isize, pace);
+        let step = (n / (whole / PIECE_S).ceil() as usize)
+            .div_ceil(4096)
+            .max(1)
+            * 4096;
+        let mut done = 0;
+        while done < n {
+            // Each piece at its own time after `begin`: a late one does
+            // not delay the next.
+            let at = begin + Duration::from_secs_f64(done as f64 * pace);
+            let now = Instant::now();
+            if at > now {
+                std::thread::sleep(at - now);
+            }
+            let len = step.min(n - done);
+            let r = one(done, len);
+            if r < 0 && done == 0 {
+                *FREE_AT.lock().unwrap_or_else(|e| e.into_inner()) = Some(begin);
+                return r;
+            }
+            done += r.max(0) as usize;
+            if r < len as ssize_t {
+                break;
+            }
+        }
+        let end = if done < n {
+            let short = begin + Duration::from_secs_f64(done as f64 * pace);
+            *FREE_AT.lock().unwrap_or_else(|e| e.into_inner()) = Some(short);
+            short
+        } else {
+            end
+        };
+        crate::emulate::wait_until(end);
+        done as ssize_t
     }
 
     /// libc's definition of `name`, looked up once.
@@ -638,11 +701,46 @@ pub mod pace {
     }
 
     paced_io! {
-        pread(fd: c_int, buf: *mut c_void, n: size_t, off: off_t) via fd;
-        pwrite(fd: c_int, buf: *const c_void, n: size_t, off: off_t) via fd;
         preadv(fd: c_int, iov: *const libc::iovec, cnt: c_int, off: off_t) via fd;
         pwritev(fd: c_int, iov: *const libc::iovec, cnt: c_int, off: off_t) via fd;
     }
+
+    /// Paced and spread ([`spread`]) wrappers of libc's `pread` and
+    /// `pwrite`, the calls Open MPI's I/O makes for a contiguous buffer.
+    macro_rules! spread_io {
+        ($($name:ident($buf:ty);)*) => {$(
+            #[unsafe(no_mangle)]
+            /// Paced wrapper of libc's function of the same name (module docs).
+            ///
+            /// # Safety
+            /// The caller's contract is libc's.
+            pub unsafe extern "C" fn $name(fd: c_int, buf: $buf, n: size_t, off: off_t) -> ssize_t {
+                static REAL: AtomicUsize = AtomicUsize::new(0);
+                let f = real(cstr(concat!(stringify!($name), "\0")), &REAL);
+                // SAFETY: f is libc's function of this exact signature.
+                let f: unsafe extern "C" fn(c_int, $buf, size_t, off_t) -> ssize_t =
+                    unsafe { std::mem::transmute(f) };
+                let pace = pace_of(fd);
+                if pace <= 0.0 {
+                    // SAFETY: forwarded with the caller's arguments.
+                    return unsafe { f(fd, buf, n, off) };
+                }
+                spread(n, pace, |done, len| {
+                    // SAFETY: `done + len <= n`: a part of the caller's
+                    // buffer and of the file range it named.
+                    unsafe { f(fd, (buf as *mut u8).add(done) as $buf, len, off + done as off_t) }
+                })
+            }
+        )*};
+    }
+
+    spread_io! {
+        pread(*mut c_void);
+        pwrite(*const c_void);
+    }
+
+    #[cfg(test)]
+    mod tests;
 
     #[unsafe(no_mangle)]
     /// Paced wrapper of libc's `aio_read` (module docs).
