@@ -73,7 +73,9 @@ pub struct Args {
     pub iters: u64,
     /// Make every run last at least this many seconds: a short run on
     /// Block (4 iterations, not counted) times an iteration, then the
-    /// real runs take max(--iters, SECONDS / that) iterations, and the
+    /// real runs take max(--iters, SECONDS / that) iterations (a point
+    /// the model prices faster, as many more as make it last SECONDS;
+    /// sor and cg keep Block's count), and the
     /// instrumented run twice that and records until its recorded
     /// iterations span 0.8 x SECONDS (`mheta run --seconds`).
     /// On a host whose cores change speed over hundreds of milliseconds
@@ -442,10 +444,15 @@ impl Study<'_> {
 
     /// One real run on `d`, its answer checked; its result.
     fn real_run(&mut self, d: &Dist) -> Result<serde_json::Value> {
+        self.real_run_of(d, self.iters)
+    }
+
+    /// [`Self::real_run`] of `iters` iterations.
+    fn real_run_of(&mut self, d: &Dist, iters: u64) -> Result<serde_json::Value> {
         let a = self.a;
         let mut c = mpirun(a.np, self.lab.as_ref())?;
         c.arg(&self.bin)
-            .args(app_args(a, self.iters, &self.cpu))
+            .args(app_args(a, iters, &self.cpu))
             .arg("--dist")
             .arg(d.to_string());
         let what = format!("the run on {d}");
@@ -541,6 +548,20 @@ impl Study<'_> {
         let a = self.a;
         self.bar.set_length((dists.len() * a.repeat) as u64);
         let n = dists.len();
+        // With --run-seconds, a point the first model prices faster than
+        // Block runs more iterations, so that it too lasts the seconds
+        // (an in-core point of a cluster with a disk runs 10-15 times
+        // faster than Block). sor's answers are held to its first run and
+        // cg runs its class's count: both keep one count.
+        let sized = a.run_seconds > 0.0 && a.app != "sor" && a.app != "cg";
+        let iters: Vec<u64> = (predicted.iter())
+            .map(|p| match p.first() {
+                Some(&(t, _)) if sized && t.is_finite() => {
+                    runs_iterations(self.iters, a.run_seconds, t)
+                }
+                _ => self.iters,
+            })
+            .collect();
         let mut m = Measured {
             runs: vec![Vec::new(); n],
             ooc: vec![false; n],
@@ -567,7 +588,7 @@ impl Study<'_> {
             for (i, (_, d)) in dists.iter().enumerate() {
                 self.bar
                     .set_message(format!("round {}/{}: run {d}", round + 1, a.repeat));
-                let r = self.real_run(d)?;
+                let r = self.real_run_of(d, iters[i])?;
                 let rec = RunRecord::from_json(&r).with_context(|| format!("the run on {d}"))?;
                 m.runs[i].push(rec);
                 m.ooc[i] |= out_of_core(&r);
