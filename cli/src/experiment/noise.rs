@@ -54,6 +54,8 @@ pub struct RunRecord {
     pub busiest_stage_s: f64,
     /// The main loop's wall time, s.
     pub elapsed_s: f64,
+    /// Its iterations (None where the result does not say).
+    pub iters: Option<u64>,
     pub ranks: Vec<RankRun>,
     /// Some rule below flagged the run.
     pub flagged: bool,
@@ -98,6 +100,7 @@ impl RunRecord {
             elapsed_s: r["elapsed_s"]
                 .as_f64()
                 .context("run result has no elapsed_s")?,
+            iters: r["iters"].as_u64(),
             ranks,
             flagged: false,
             flags: Vec::new(),
