@@ -551,8 +551,8 @@ fn set_direct(fds: &[i32]) -> bool {
 /// the paced duration has passed since the call began, so the time falls
 /// inside the MPI-IO call. A `pread` or `pwrite` that lasts 1 ms or more
 /// paced goes to the real device in pieces spread over that time
-/// (`spread`), so that the device is busy through it. The rank's disk is one resource: transfers are
-/// served one after another (a write issued while a prefetch is in flight
+/// (`spread`), so that the device is busy through it. The rank's disk is
+/// one resource: transfers are served one after another (a write issued while a prefetch is in flight
 /// starts when the prefetch ends). An asynchronous read (a prefetch)
 /// reports "in progress" from `aio_error` until its paced completion time,
 /// so what is not hidden by computation is spent inside `MPI_Wait`, as
@@ -588,14 +588,19 @@ pub mod pace {
             .map_or(0.0, |p| f64::from_bits(p.load(Ordering::Relaxed)))
     }
 
-    /// Give the disk a transfer of `bytes` that arrived at `start`: it
-    /// begins when the disk is free and ends `bytes × pace` later. Both.
+    /// Give the disk a transfer of `bytes` that arrived at `start`: its
+    /// (begin, end), from when the disk is free, `bytes × pace` long.
     fn claim(start: Instant, bytes: isize, pace: f64) -> (Instant, Instant) {
         let mut free = FREE_AT.lock().unwrap_or_else(|e| e.into_inner());
         let begin = free.map_or(start, |f| f.max(start));
         let end = begin + Duration::from_secs_f64(bytes.max(0) as f64 * pace);
         *free = Some(end);
         (begin, end)
+    }
+
+    /// The disk is free from `t` (a claimed transfer ended early).
+    fn free_at(t: Instant) {
+        *FREE_AT.lock().unwrap_or_else(|e| e.into_inner()) = Some(t);
     }
 
     /// When a transfer that arrived at `start` ends ([`claim`]).
@@ -608,13 +613,14 @@ pub mod pace {
 
     /// A paced transfer of `n` bytes, served by the real device in pieces
     /// of about [`PIECE_S`] each, one at the start of its share of the
-    /// paced duration: a slower disk is busy for the whole of a transfer,
-    /// and a device left idle for the rest of it serves the next call
-    /// slower (a 12 KiB direct read here: 86 us back to back, 148 us after
-    /// 10 ms idle; docs/design/fidelity.md, "The paced disk's calls").
-    /// `one(done, len)` moves `len` bytes at `done` from the start (the
-    /// pieces' lengths are multiples of 4 KiB, as direct I/O needs); the
-    /// bytes moved, or the first piece's error.
+    /// paced duration (a late piece does not delay the next): a slower
+    /// disk is busy for the whole of a transfer, and a device left idle
+    /// for the rest of it serves the next call slower (a 12 KiB direct
+    /// read here: 86 us back to back, 148 us after 10 ms idle;
+    /// docs/design/fidelity.md, "The paced disk's calls"). `one(done,
+    /// len)` moves `len` bytes at `done` from the start (the pieces'
+    /// lengths are multiples of 4 KiB, as direct I/O needs); the bytes
+    /// moved, or the first piece's error.
     fn spread(n: size_t, pace: f64, mut one: impl FnMut(usize, usize) -> ssize_t) -> ssize_t {
         let start = Instant::now();
         let whole = n as f64 * pace;
@@ -630,8 +636,6 @@ pub mod pace {
             * 4096;
         let mut done = 0;
         while done < n {
-            // Each piece at its own time after `begin`: a late one does
-            // not delay the next.
             let at = begin + Duration::from_secs_f64(done as f64 * pace);
             let now = Instant::now();
             if at > now {
@@ -640,7 +644,7 @@ pub mod pace {
             let len = step.min(n - done);
             let r = one(done, len);
             if r < 0 && done == 0 {
-                *FREE_AT.lock().unwrap_or_else(|e| e.into_inner()) = Some(begin);
+                free_at(begin);
                 return r;
             }
             done += r.max(0) as usize;
@@ -648,9 +652,10 @@ pub mod pace {
                 break;
             }
         }
+        // A short transfer frees the disk when its bytes are done.
         let end = if done < n {
             let short = begin + Duration::from_secs_f64(done as f64 * pace);
-            *FREE_AT.lock().unwrap_or_else(|e| e.into_inner()) = Some(short);
+            free_at(short);
             short
         } else {
             end

@@ -80,7 +80,7 @@ fn eq2_lockstep_arrays_share_one_window_per_piece() {
 /// no rank's disk: the declaration says stages 0 and 2 read and write
 /// it.
 fn two_arrays(stage_access: bool) -> IoModel {
-    use mheta_profile::{DiskCost, NodeCost, SampleStats as Samples};
+    use mheta_profile::{DiskCost, NodeCost};
     use mheta_trace::StageAccess;
     let mut app = AppDecl::new("t", 100, vec![50, 50]);
     app.arrays = vec![
@@ -117,11 +117,6 @@ fn two_arrays(stage_access: bool) -> IoModel {
     let mut prof = ClusterProfile::new(2, vec![String::new(); 2], "test");
     for rank in 0..2 {
         prof.nodes.push(NodeCost {
-            rank,
-            host: String::new(),
-            cpu_weight: 1.0,
-            cpu_kernel: Samples::from_samples(&[1.0]),
-            mem_available_bytes: 1 << 30,
             // The real disk: ten times faster than rank 0's recorded
             // reads, writes half as fast as reads.
             disk: Some(DiskCost {
@@ -134,13 +129,7 @@ fn two_arrays(stage_access: bool) -> IoModel {
                 read: vec![],
                 write: vec![],
             }),
-            copy_per_byte: None,
-            shift_per_byte: None,
-            touch_per_byte: None,
-            reuse_by: Vec::new(),
-            machine: None,
-            machine_cpus: None,
-            shift_by: Vec::new(),
+            ..NodeCost::bare(rank, "")
         });
     }
     IoModel::new(&app, &files, &obs, &prof).unwrap()
