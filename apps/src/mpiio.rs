@@ -652,7 +652,6 @@ pub mod pace {
                 break;
             }
         }
-        // A short transfer frees the disk when its bytes are done.
         let end = if done < n {
             let short = begin + Duration::from_secs_f64(done as f64 * pace);
             free_at(short);
