@@ -98,7 +98,11 @@
 # an array out of core in a real run: the row's "out_of_core") and
 # in-core, each with the diff of the busiest rank's time in stages alone
 # (the rows' busy_diff_pct; the rest of a diff is communication and
-# waiting). scripts/repredict.py OUT_DIR re-predicts the stored points
+# waiting) and the median spread of their runs and of their models'
+# predictions (predicted_spread_pct: the models learned each round from
+# its own instrumented run disagree there by the host's drift between
+# windows, which a rank's computation shows and a paced disk does not).
+# scripts/repredict.py OUT_DIR re-predicts the stored points
 # with another binary.
 # The JSON of every cell stays in OUT_DIR (default: a fresh temporary
 # directory).
@@ -287,7 +291,7 @@ for a in apps:
                      f"{d['predicted_best_gap_pct']:.1f} ({pct(d.get('noise_pct'), 0)})")
         for r in d["rows"]:
             split.append((a, c, r.get("out_of_core", r["actual_s"] >= 0.25), r["diff_pct"],
-                          r.get("busy_diff_pct")))
+                          r.get("busy_diff_pct"), r.get("spread_pct"), r.get("predicted_spread_pct")))
     name = "jacobi --prefetch" if a == "jacobi-pf" else a
     print(f"| {name} | " + " | ".join(cells) + " |")
 print()
@@ -366,4 +370,9 @@ for ooc, what in [(True, "out-of-core points"), (False, "in-core points")]:
         if b:
             print(f"  their busiest rank's time in stages alone (busy %): mean diff {st.mean(b):.1f}%, "
                   f"median {st.median(b):.2f}%, within 2%: {sum(x <= 2 for x in b)}")
+        sp = [(x[5], x[6]) for x in split if x[2] == ooc and x[5] is not None and x[6] is not None]
+        if sp:
+            print(f"  spread, median over them: the runs' {st.median(x[0] for x in sp):.1f}%, "
+                  f"the models' predictions' {st.median(x[1] for x in sp):.1f}% "
+                  f"(max {max(x[1] for x in sp):.1f}%)")
 PY

@@ -40,6 +40,12 @@ pub struct Row {
     pub diff_ci95_pct: [f64; 2],
     /// (max − min) / median of `runs_s`, percent.
     pub spread_pct: f64,
+    /// (max − min) / median of `predicted_rounds_s`, percent (null with
+    /// one model): how far the models learned from different instrumented
+    /// runs disagree here, the noise in the prediction's input that the
+    /// runs' spread does not show (a point bound by a rank's computation,
+    /// which each model reads from its window's few iterations).
+    pub predicted_spread_pct: Option<f64>,
     /// The median over the runs and ranks of a rank's CPU time per unit
     /// of work over its median on the Blk point's runs
     /// ([`noise::cpu_per_unit_against`]; null without the figures or a
@@ -240,6 +246,11 @@ pub(super) fn rows(
         let actual_busy_s = median(&mut busy).unwrap_or(f64::NAN);
         let actual_unflagged_s = noise::unflagged_median(&runs);
         let diff_ci95_pct = noise::diff_ci(&[(&predicted_rounds_s, &runs_s)], i as u64);
+        let predicted_spread_pct = (predicted_rounds_s.len() > 1).then(|| {
+            let lo = predicted_rounds_s.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = predicted_rounds_s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            100.0 * (hi - lo) / predicted_s
+        });
         rows.push(Row {
             label: label.clone(),
             dist: d.0.clone(),
@@ -248,6 +259,7 @@ pub(super) fn rows(
             actual_s,
             diff_pct: diff_pct(predicted_s, actual_s),
             spread_pct: 100.0 * (sorted[sorted.len() - 1] - sorted[0]) / actual_s,
+            predicted_spread_pct,
             predicted_busy_s,
             actual_busy_s,
             busy_diff_pct: diff_pct(predicted_busy_s, actual_busy_s),
@@ -427,10 +439,11 @@ pub fn print(r: &Report) {
 }
 
 /// One line per point: predicted, actual, diff and its 95% interval,
-/// spread, flagged runs, busy diff, CPU per unit against Blk, core.
+/// spread of the runs and of the models' predictions, flagged runs, busy
+/// diff, CPU per unit against Blk, core.
 fn table(r: &Report) {
     println!(
-        "{:>3}  {:<10} {:<28} {:>14} {:>14} {:>8} {:>15} {:>9} {:>7} {:>8} {:>8}  core",
+        "{:>3}  {:<10} {:<28} {:>14} {:>14} {:>8} {:>15} {:>9} {:>9} {:>7} {:>8} {:>8}  core",
         "#",
         "point",
         "distribution",
@@ -439,13 +452,14 @@ fn table(r: &Report) {
         "diff %",
         "95% CI diff %",
         "spread %",
+        "models %",
         "flagged",
         "busy %",
         "CPU/unit"
     );
     for (i, row) in r.rows.iter().enumerate() {
         println!(
-            "{:>3}  {:<10} {:<28} {:>14.6} {:>14.6} {:>8.2} {:>15} {:>9} {:>7} {:>8.2} {:>8}  {}",
+            "{:>3}  {:<10} {:<28} {:>14.6} {:>14.6} {:>8.2} {:>15} {:>9} {:>9} {:>7} {:>8.2} {:>8}  {}",
             i,
             row.label,
             Dist(row.dist.clone()).to_string(),
@@ -458,6 +472,8 @@ fn table(r: &Report) {
             } else {
                 "-".to_string()
             },
+            row.predicted_spread_pct
+                .map_or("-".to_string(), |x| format!("{x:.2}")),
             format!("{}/{}", row.flagged_runs, row.runs.len()),
             row.busy_diff_pct,
             row.cpu_per_unit_vs_blk
@@ -605,5 +621,47 @@ fn flagged(r: &Report) {
             "  ... and {} more (--json: rows[].runs[].flags)",
             r.flagged_runs - SHOWN
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Measured, rows};
+    use crate::experiment::noise::{RunRecord, Thresholds};
+    use mheta_model::Dist;
+    use serde_json::json;
+
+    /// A 2-rank run's record with this median iteration.
+    fn run(iter_s: f64) -> RunRecord {
+        let rank = json!({ "rows": 4, "stage_s": iter_s / 2.0 });
+        RunRecord::from_json(&json!({
+            "iter_median_s": iter_s, "elapsed_s": 1.0, "ranks": [rank, rank]
+        }))
+        .unwrap()
+    }
+
+    fn one_point(models: &[f64], runs: &[f64]) -> super::Row {
+        let m = Measured {
+            runs: vec![runs.iter().map(|&s| run(s)).collect()],
+            ooc: vec![false],
+            windows: vec![None; models.len()],
+        };
+        let t = Thresholds {
+            runq_pct: None,
+            cpu_pct: 15.0,
+        };
+        let predicted = vec![models.iter().map(|&p| (p, p / 2.0)).collect()];
+        let d = vec![("p".to_string(), Dist(vec![4, 4]))];
+        rows(&d, predicted, None, m, t).remove(0)
+    }
+
+    #[test]
+    fn a_points_models_spread_is_their_range_over_their_median() {
+        let r = one_point(&[0.040, 0.050, 0.030, 0.045, 0.035], &[0.04, 0.04, 0.041]);
+        assert_eq!(r.predicted_s, 0.040);
+        let s = r.predicted_spread_pct.expect("five models");
+        assert!((s - 50.0).abs() < 1e-9, "{s}");
+        assert!((r.spread_pct - 2.5).abs() < 1e-9, "{}", r.spread_pct);
+        assert_eq!(one_point(&[0.04], &[0.04, 0.05]).predicted_spread_pct, None);
     }
 }
