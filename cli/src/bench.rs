@@ -5,6 +5,7 @@ use super::hosts;
 use super::launch::{exe_dir, is_open_mpi_launcher, is_root, status_code};
 use anyhow::{Context, Result, bail};
 use mheta_profile::ClusterProfile;
+use mheta_profile::cli::OsuTest;
 use std::path::Path;
 use std::process::Command;
 
@@ -23,6 +24,7 @@ pub struct BenchArgs {
 /// `mheta bench`: check the arguments, run the microbenchmarks, and add
 /// the spec's links to the profile when the ranks ran across hosts.
 pub fn main(a: BenchArgs) -> Result<i32> {
+    a.measure.check().map_err(anyhow::Error::msg)?;
     let lab = a.cluster.as_deref().map(hosts::lab_of).transpose()?;
     let np = ranks(a.np, lab.as_ref())?;
     let output = a.measure.output.as_deref();
@@ -44,19 +46,36 @@ pub fn main(a: BenchArgs) -> Result<i32> {
     }
     let _lease = lab.as_ref().map(hosts::Lease::take).transpose()?;
     let launcher = std::env::var_os("MHETA_MPIRUN").unwrap_or_else(|| "mpirun".into());
-    let mut cmd = match &lab {
-        Some(l) => hosts::mpirun_across(l, &[])?,
-        None => local_mpirun(&launcher, np),
+    // OSU's two tests are two programs, each in fresh processes: so are
+    // they here (`--osu-test`).
+    let runs: Vec<mheta_profile::cli::Measure> = match a.measure.osu_test {
+        None if a.measure.osu_only => [OsuTest::Latency, OsuTest::Bandwidth]
+            .into_iter()
+            .map(|t| mheta_profile::cli::Measure {
+                osu_test: Some(t),
+                ..a.measure.clone()
+            })
+            .collect(),
+        _ => vec![a.measure.clone()],
     };
-    cmd.arg(&exe);
-    cmd.args(a.measure.to_args());
-    let st = cmd
-        .status()
-        .with_context(|| format!("cannot start {}", launcher.to_string_lossy()))?;
-    if let (true, Some(l), Some(out)) = (st.success(), &lab, output) {
+    for m in runs {
+        let mut cmd = match &lab {
+            Some(l) => hosts::mpirun_across(l, &[])?,
+            None => local_mpirun(&launcher, np),
+        };
+        cmd.arg(&exe);
+        cmd.args(m.to_args());
+        let st = cmd
+            .status()
+            .with_context(|| format!("cannot start {}", launcher.to_string_lossy()))?;
+        if !st.success() {
+            return Ok(status_code(st));
+        }
+    }
+    if let (Some(l), Some(out)) = (&lab, output) {
         record_links(l, out)?;
     }
-    Ok(status_code(st))
+    Ok(0)
 }
 
 /// The ranks to measure: `--np`, or the spec's, which must agree.

@@ -26,11 +26,11 @@
 //! `--no-reuse`) what a byte costs by the time since its last sweep (one
 //! rank per machine, `mheta_microbench::reuse`).
 
-use mheta_microbench::{net, node, reuse};
+use mheta_microbench::{net, node, osu, reuse};
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
-use mheta_profile::cli::Measure as Args;
+use mheta_profile::cli::{Measure as Args, OsuTest};
 use mheta_profile::{ClusterProfile, NodeCost, OsuCompat, PairCost, SampleStats, ShiftPoint};
 use mpi::collective::{CommunicatorCollectives, Root};
 use mpi::point_to_point::{Destination, Source};
@@ -137,6 +137,7 @@ fn gather_strings(world: &SimpleCommunicator, name: &str) -> Vec<String> {
 /// Everything rank 0 needs to check before measuring, decided there and
 /// shared so that every rank stops alike.
 fn preflight(world: &SimpleCommunicator, args: &Args) -> Result<PathBuf> {
+    args.check().map_err(anyhow::Error::msg)?;
     let p = world.size();
     if p < 2 {
         bail!("needs at least 2 ranks to measure pairs (got {p}); run with --np 2 or more");
@@ -175,8 +176,8 @@ fn preflight(world: &SimpleCommunicator, args: &Args) -> Result<PathBuf> {
 
 /// OSU's own loops and buffers, pair 0 -> 1, up to `max` bytes
 /// (mheta_microbench::osu::run); meaningful on rank 0.
-fn osu_compat(world: &SimpleCommunicator, max: usize) -> OsuCompat {
-    let r = mheta_microbench::osu::run(world, 0, 1, max);
+fn osu_compat(world: &SimpleCommunicator, max: usize, tests: osu::Tests) -> OsuCompat {
+    let r = osu::run(world, 0, 1, max, tests);
     OsuCompat {
         src: 0,
         dst: 1,
@@ -278,7 +279,14 @@ fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>
         let max = args
             .max_size
             .map_or(mheta_microbench::osu::MAX_SIZE, |m| m as usize);
-        let o = osu_compat(world, max);
+        let tests = match args.osu_test {
+            None => osu::Tests::BOTH,
+            Some(t) => osu::Tests {
+                latency: t == OsuTest::Latency,
+                bandwidth: t == OsuTest::Bandwidth,
+            },
+        };
+        let o = osu_compat(world, max, tests);
         if world.rank() == 0 {
             print_osu(&o);
         }
@@ -304,7 +312,7 @@ fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>
         let max = args
             .max_size
             .map_or(mheta_microbench::osu::MAX_SIZE, |m| m as usize);
-        Some(osu_compat(world, max))
+        Some(osu_compat(world, max, osu::Tests::BOTH))
     } else {
         None
     };
@@ -579,18 +587,25 @@ fn print_tables(p: &ClusterProfile) {
 
 /// OSU's own tables (`--osu-compat`, `--osu-only`), in OSU's format.
 fn print_osu(o: &OsuCompat) {
-    println!(
-        "# OSU MPI Latency Test (mheta --osu-compat: osu_latency's loop and buffers, pair {} -> {})",
-        o.src, o.dst
-    );
-    println!("{:<10}{:>20}", "# Size", "Latency (us)");
-    for (s, l) in &o.latency_us {
-        println!("{s:<10}{l:>20.2}");
+    // A test not run (`--osu-test`) prints nothing.
+    if !o.latency_us.is_empty() {
+        println!(
+            "# OSU MPI Latency Test (mheta --osu-compat: osu_latency's loop and buffers, pair {} -> {})",
+            o.src, o.dst
+        );
+        println!("{:<10}{:>20}", "# Size", "Latency (us)");
+        for (s, l) in &o.latency_us {
+            println!("{s:<10}{l:>20.2}");
+        }
     }
-    println!("# OSU MPI Bandwidth Test (mheta --osu-compat: osu_bw's loop and buffers, window 64)");
-    println!("{:<10}{:>20}", "# Size", "Bandwidth (MB/s)");
-    for (s, b) in &o.bandwidth_mbps {
-        println!("{s:<10}{b:>20.2}");
+    if !o.bandwidth_mbps.is_empty() {
+        println!(
+            "# OSU MPI Bandwidth Test (mheta --osu-compat: osu_bw's loop and buffers, window 64)"
+        );
+        println!("{:<10}{:>20}", "# Size", "Bandwidth (MB/s)");
+        for (s, b) in &o.bandwidth_mbps {
+            println!("{s:<10}{b:>20.2}");
+        }
     }
     let cut = |name: &str, iters: &[(u64, u64)], nominal: &dyn Fn(u64) -> u64| {
         let v: Vec<String> = iters

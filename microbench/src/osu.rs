@@ -397,24 +397,40 @@ pub fn bandwidth_within(
         .map_or((0.0, 0), |r| (window_mbps(comm.rank(), a, size, r), r.1))
 }
 
-/// Both OSU tests between ranks `a` and `b` of `comm`, in OSU's order
+/// OSU's `tests` between ranks `a` and `b` of `comm`, in OSU's order
 /// (every latency size, then every bandwidth size), each size within
 /// [`BUDGET_S`] (OSU's counts where they fit); every rank calls it. The
 /// tables, and the timed iterations of each size, are meaningful on `a`.
-pub fn run(comm: &SimpleCommunicator, a: i32, b: i32, max: usize) -> OsuRun {
+pub fn run(comm: &SimpleCommunicator, a: i32, b: i32, max: usize, tests: Tests) -> OsuRun {
     let mut bufs = Buffers::new(max);
     let mut out = OsuRun::default();
-    for s in sizes(max) {
+    for s in sizes(max).into_iter().filter(|_| tests.latency) {
         let (us, n) = latency_within(comm, a, b, &mut bufs, s, BUDGET_S);
         out.latency_us.push((s as u64, us));
         out.latency_iters.push((s as u64, n as u64));
     }
-    for s in sizes(max) {
+    for s in sizes(max).into_iter().filter(|_| tests.bandwidth) {
         let (mbps, n) = bandwidth_within(comm, a, b, &mut bufs, s, BUDGET_S);
         out.bandwidth_mbps.push((s as u64, mbps));
         out.bandwidth_iters.push((s as u64, n as u64));
     }
     out
+}
+
+/// Which of OSU's tests [`run`] runs. OSU runs each in a program of its
+/// own: bandwidth loops run after the latency loops in one process read
+/// faster than osu_bw on Open MPI (docs/design/microbench.md).
+#[derive(Clone, Copy, Debug)]
+pub struct Tests {
+    pub latency: bool,
+    pub bandwidth: bool,
+}
+
+impl Tests {
+    pub const BOTH: Tests = Tests {
+        latency: true,
+        bandwidth: true,
+    };
 }
 
 /// What [`run`] measured: latency (µs) and bandwidth (MB/s) per size, and

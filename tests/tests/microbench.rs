@@ -288,6 +288,25 @@ fn osu_compat_prints_osu_tables_for_every_size() {
         "{only}"
     );
     assert!(!only.contains("# Nodes"), "{only}");
+    // One test alone (OSU's two are two programs; `--osu-only` above ran
+    // them in two launches).
+    let lat_only = ok(mheta().args([
+        "bench",
+        "--np",
+        "2",
+        "--osu-only",
+        "--osu-test",
+        "latency",
+        "--max-size",
+        "64K",
+    ]));
+    assert!(lat_only.contains("# OSU MPI Latency Test"), "{lat_only}");
+    assert!(!lat_only.contains("# OSU MPI Bandwidth Test"), "{lat_only}");
+    fails(
+        mheta()
+            .args(["bench", "--np", "2", "--osu-test", "latency", "-o"])
+            .arg(&out),
+    );
     fails(
         mheta()
             .args(["bench", "--np", "2", "--osu-only", "-o"])

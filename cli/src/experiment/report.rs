@@ -247,8 +247,14 @@ pub(super) fn rows(
         let actual_unflagged_s = noise::unflagged_median(&runs);
         let diff_ci95_pct = noise::diff_ci(&[(&predicted_rounds_s, &runs_s)], i as u64);
         let predicted_spread_pct = (predicted_rounds_s.len() > 1).then(|| {
-            let lo = predicted_rounds_s.iter().copied().fold(f64::INFINITY, f64::min);
-            let hi = predicted_rounds_s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let lo = predicted_rounds_s
+                .iter()
+                .copied()
+                .fold(f64::INFINITY, f64::min);
+            let hi = predicted_rounds_s
+                .iter()
+                .copied()
+                .fold(f64::NEG_INFINITY, f64::max);
             100.0 * (hi - lo) / predicted_s
         });
         rows.push(Row {

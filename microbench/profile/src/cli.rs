@@ -34,6 +34,16 @@ pub struct Measure {
     /// them in OSU's format and write no profile.
     #[arg(long, conflicts_with_all = ["json", "osu_compat", "output"])]
     pub osu_only: bool,
+    /// With `--osu-only`, run only this one of OSU's tests. OSU's
+    /// osu_latency and osu_bw are two programs, each measured in a fresh
+    /// process; run after the latency loops in the same one, the
+    /// bandwidth loops read 2-17% faster than osu_bw at 64 KiB-4 MiB on
+    /// Open MPI (docs/design/microbench.md). `mheta bench --osu-only`
+    /// therefore launches the two tests one after the other, each alone;
+    /// `mheta-microbench --osu-only` without this runs both in its one
+    /// process.
+    #[arg(long, value_enum, value_name = "TEST")]
+    pub osu_test: Option<OsuTest>,
     /// Directory whose disk is measured (default: $TMPDIR or /tmp).
     #[arg(long, value_name = "DIR")]
     pub disk_dir: Option<PathBuf>,
@@ -59,7 +69,36 @@ pub struct Measure {
     pub max_size: Option<u64>,
 }
 
+/// One of OSU's point-to-point tests (`--osu-test`).
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OsuTest {
+    /// osu_latency's loops.
+    Latency,
+    /// osu_bw's loops.
+    Bandwidth,
+}
+
+impl OsuTest {
+    /// Its word on the command line.
+    pub fn word(self) -> &'static str {
+        match self {
+            OsuTest::Latency => "latency",
+            OsuTest::Bandwidth => "bandwidth",
+        }
+    }
+}
+
 impl Measure {
+    /// What clap does not check: `--osu-test` only with `--osu-only`.
+    pub fn check(&self) -> Result<(), String> {
+        match self.osu_test {
+            Some(t) if !self.osu_only => {
+                Err(format!("--osu-test {}: only with --osu-only", t.word()))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// The same options as command-line words, for the microbench that
     /// `mheta bench` launches.
     pub fn to_args(&self) -> Vec<OsString> {
@@ -83,6 +122,9 @@ impl Measure {
         }
         if let Some(out) = &self.output {
             v.extend(["-o".into(), out.into()]);
+        }
+        if let Some(t) = self.osu_test {
+            v.extend(["--osu-test".into(), t.word().into()]);
         }
         v
     }
@@ -119,6 +161,18 @@ mod tests {
         assert_eq!(b.max_size, Some(8 << 20));
         assert_eq!(b.output.as_deref(), Some(std::path::Path::new("p.json")));
         assert!(Cli::try_parse_from(["x", "--osu-only", "-o", "p.json"]).is_err());
+        let a = Cli::try_parse_from(["x", "--osu-only", "--osu-test", "bandwidth"])
+            .unwrap()
+            .m;
+        let again = std::iter::once("x".into()).chain(a.to_args());
+        let b = Cli::try_parse_from(again).unwrap().m;
+        assert!(b.osu_only && b.osu_test == Some(super::OsuTest::Bandwidth));
+        assert!(b.check().is_ok());
+        // Only with --osu-only.
+        let c = Cli::try_parse_from(["x", "-o", "p.json", "--osu-test", "latency"])
+            .unwrap()
+            .m;
+        assert!(c.check().unwrap_err().contains("--osu-test latency"));
         assert!(Cli::try_parse_from(["x", "--quick"]).is_err());
     }
 }
