@@ -26,7 +26,8 @@ pub struct Measure {
     #[arg(long)]
     pub json: bool,
     /// Also run OSU's osu_latency and osu_bw loops (pair 0 -> 1) and print
-    /// them in OSU's format.
+    /// them in OSU's format, in the same processes after the rest; for
+    /// figures to set beside OSU's own, `--osu-only` runs each test alone.
     #[arg(long)]
     pub osu_compat: bool,
     /// Run only OSU's osu_latency and osu_bw loops (pair 0 -> 1), in a
