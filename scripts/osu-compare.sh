@@ -7,8 +7,9 @@
 # c/mpi/pt2pt/standard after ./configure CC=mpicc && make). Each round runs,
 # in one run, a bracket:
 #   OSU (osu_latency, osu_bw)            -> a
-#   mheta bench --np 2 --osu-only        -> OSU's loops and buffers, in a
-#                                           process of their own as OSU's
+#   mheta bench --np 2 --osu-only        -> OSU's loops and buffers, each
+#                                           test in processes of its own,
+#                                           as OSU's two programs
 #   OSU again                            -> b
 #   mheta bench --np 2 --quick --no-disk -> mheta's own ping-pong and streams
 # mheta's figures are divided by the mean of a and b (the bracket cancels a
