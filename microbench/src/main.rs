@@ -176,8 +176,8 @@ fn preflight(world: &SimpleCommunicator, args: &Args) -> Result<PathBuf> {
 
 /// OSU's own loops and buffers, pair 0 -> 1, up to `max` bytes
 /// (mheta_microbench::osu::run); meaningful on rank 0.
-fn osu_compat(world: &SimpleCommunicator, max: usize, tests: osu::Tests) -> OsuCompat {
-    let r = osu::run(world, 0, 1, max, tests);
+fn osu_compat(world: &SimpleCommunicator, max: usize, only: Option<OsuTest>) -> OsuCompat {
+    let r = osu::run(world, 0, 1, max, only);
     OsuCompat {
         src: 0,
         dst: 1,
@@ -279,14 +279,7 @@ fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>
         let max = args
             .max_size
             .map_or(mheta_microbench::osu::MAX_SIZE, |m| m as usize);
-        let tests = match args.osu_test {
-            None => osu::Tests::BOTH,
-            Some(t) => osu::Tests {
-                latency: t == OsuTest::Latency,
-                bandwidth: t == OsuTest::Bandwidth,
-            },
-        };
-        let o = osu_compat(world, max, tests);
+        let o = osu_compat(world, max, args.osu_test);
         if world.rank() == 0 {
             print_osu(&o);
         }
@@ -312,7 +305,7 @@ fn run(world: &SimpleCommunicator, args: &Args) -> Result<Option<ClusterProfile>
         let max = args
             .max_size
             .map_or(mheta_microbench::osu::MAX_SIZE, |m| m as usize);
-        Some(osu_compat(world, max, osu::Tests::BOTH))
+        Some(osu_compat(world, max, None))
     } else {
         None
     };

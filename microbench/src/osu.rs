@@ -26,6 +26,7 @@
 //! shared memory) and fewer across a slow link, where OSU's own counts
 //! take minutes a size; the windows stay 64.
 
+use mheta_profile::cli::OsuTest;
 use mpi::collective::CommunicatorCollectives;
 use mpi::point_to_point::{Destination, Source};
 use mpi::topology::{Communicator, Process, SimpleCommunicator};
@@ -397,40 +398,33 @@ pub fn bandwidth_within(
         .map_or((0.0, 0), |r| (window_mbps(comm.rank(), a, size, r), r.1))
 }
 
-/// OSU's `tests` between ranks `a` and `b` of `comm`, in OSU's order
-/// (every latency size, then every bandwidth size), each size within
+/// OSU's tests between ranks `a` and `b` of `comm` (`only`: that one;
+/// OSU runs each in a program of its own, and bandwidth loops run after
+/// the latency loops in one process read faster than osu_bw on Open MPI:
+/// docs/design/microbench.md), in OSU's order (every latency size, then
+/// every bandwidth size), each size within
 /// [`BUDGET_S`] (OSU's counts where they fit); every rank calls it. The
 /// tables, and the timed iterations of each size, are meaningful on `a`.
-pub fn run(comm: &SimpleCommunicator, a: i32, b: i32, max: usize, tests: Tests) -> OsuRun {
+pub fn run(comm: &SimpleCommunicator, a: i32, b: i32, max: usize, only: Option<OsuTest>) -> OsuRun {
     let mut bufs = Buffers::new(max);
     let mut out = OsuRun::default();
-    for s in sizes(max).into_iter().filter(|_| tests.latency) {
+    for s in sizes(max)
+        .into_iter()
+        .filter(|_| only != Some(OsuTest::Bandwidth))
+    {
         let (us, n) = latency_within(comm, a, b, &mut bufs, s, BUDGET_S);
         out.latency_us.push((s as u64, us));
         out.latency_iters.push((s as u64, n as u64));
     }
-    for s in sizes(max).into_iter().filter(|_| tests.bandwidth) {
+    for s in sizes(max)
+        .into_iter()
+        .filter(|_| only != Some(OsuTest::Latency))
+    {
         let (mbps, n) = bandwidth_within(comm, a, b, &mut bufs, s, BUDGET_S);
         out.bandwidth_mbps.push((s as u64, mbps));
         out.bandwidth_iters.push((s as u64, n as u64));
     }
     out
-}
-
-/// Which of OSU's tests [`run`] runs. OSU runs each in a program of its
-/// own: bandwidth loops run after the latency loops in one process read
-/// faster than osu_bw on Open MPI (docs/design/microbench.md).
-#[derive(Clone, Copy, Debug)]
-pub struct Tests {
-    pub latency: bool,
-    pub bandwidth: bool,
-}
-
-impl Tests {
-    pub const BOTH: Tests = Tests {
-        latency: true,
-        bandwidth: true,
-    };
 }
 
 /// What [`run`] measured: latency (µs) and bandwidth (MB/s) per size, and

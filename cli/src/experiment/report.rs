@@ -241,22 +241,12 @@ pub(super) fn rows(
             median(&mut models.iter().map(|p| p.1).collect::<Vec<_>>()).unwrap_or(f64::NAN);
         let runs_s: Vec<f64> = runs.iter().map(|r| r.iter_median_s).collect();
         let mut busy: Vec<f64> = runs.iter().map(|r| r.busiest_stage_s).collect();
-        let mut sorted = runs_s.clone();
-        let actual_s = median(&mut sorted).unwrap_or(f64::NAN);
+        let actual_s = median(&mut runs_s.clone()).unwrap_or(f64::NAN);
         let actual_busy_s = median(&mut busy).unwrap_or(f64::NAN);
         let actual_unflagged_s = noise::unflagged_median(&runs);
         let diff_ci95_pct = noise::diff_ci(&[(&predicted_rounds_s, &runs_s)], i as u64);
-        let predicted_spread_pct = (predicted_rounds_s.len() > 1).then(|| {
-            let lo = predicted_rounds_s
-                .iter()
-                .copied()
-                .fold(f64::INFINITY, f64::min);
-            let hi = predicted_rounds_s
-                .iter()
-                .copied()
-                .fold(f64::NEG_INFINITY, f64::max);
-            100.0 * (hi - lo) / predicted_s
-        });
+        let predicted_spread_pct =
+            (predicted_rounds_s.len() > 1).then(|| range_pct(&predicted_rounds_s, predicted_s));
         rows.push(Row {
             label: label.clone(),
             dist: d.0.clone(),
@@ -264,7 +254,7 @@ pub(super) fn rows(
             predicted_rounds_s,
             actual_s,
             diff_pct: diff_pct(predicted_s, actual_s),
-            spread_pct: 100.0 * (sorted[sorted.len() - 1] - sorted[0]) / actual_s,
+            spread_pct: range_pct(&runs_s, actual_s),
             predicted_spread_pct,
             predicted_busy_s,
             actual_busy_s,
@@ -283,6 +273,14 @@ pub(super) fn rows(
         });
     }
     rows
+}
+
+/// (max − min) of `v` over `of`, percent.
+fn range_pct(v: &[f64], of: f64) -> f64 {
+    let (lo, hi) = (v.iter()).fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
+        (lo.min(x), hi.max(x))
+    });
+    100.0 * (hi - lo) / of
 }
 
 /// The mean and max of the points' diffs without flagged runs, over the
