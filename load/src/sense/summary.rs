@@ -50,10 +50,17 @@ pub fn classify(values: &[f64], modes: &[mheta_profile::Mode]) -> Vec<usize> {
         .collect()
 }
 
+/// The fewest samples inside a mode's visits (no neighbour of another
+/// mode) that give its value; with fewer, all its samples do.
+const MIN_INSIDE: usize = 5;
+
 /// The mixture of a time series `(t, value)` (t in seconds, increasing)
 /// sampled every `interval_s`, for the modes `modes` (of the same
 /// values): each sample stands for the time to the next one (the last for
-/// `interval_s`); a mode's share is its fraction of that time, its dwell
+/// `interval_s`); a mode's value is the mean ± sd of its samples inside
+/// its visits (a sample beside one of another mode may straddle the
+/// switch and read between them), or of all its samples when fewer than
+/// [`MIN_INSIDE`] or a quarter of them are inside; its share is its fraction of that time, its dwell
 /// the mean time of a run of consecutive samples in it. Runs cut by the
 /// start or end of the series are left out of the dwell when the mode has
 /// a complete run (they are shorter than the visit); a mode seen only in
@@ -90,15 +97,30 @@ pub fn mixture_from_series(
         runs.push((cls[i], t, i == 0 || j == series.len()));
         i = j;
     }
+    // A sample next to one of another mode may straddle the switch and
+    // read between the two; a mode's value comes from its samples inside
+    // its visits where it has enough of them.
+    let inside = |i: usize| {
+        (i == 0 || cls[i - 1] == cls[i]) && (i + 1 == series.len() || cls[i + 1] == cls[i])
+    };
     let mut out = Vec::with_capacity(k);
     for m in 0..k {
-        let xs: Vec<f64> = (0..series.len())
-            .filter(|&i| cls[i] == m)
-            .map(|i| vals[i])
-            .collect();
-        if xs.is_empty() {
+        let of = |keep: &dyn Fn(usize) -> bool| -> Vec<f64> {
+            (0..series.len())
+                .filter(|&i| cls[i] == m && keep(i))
+                .map(|i| vals[i])
+                .collect()
+        };
+        let all_xs = of(&|_| true);
+        if all_xs.is_empty() {
             continue;
         }
+        let inner = of(&inside);
+        let xs = if inner.len() >= MIN_INSIDE.max(all_xs.len() / 4) {
+            inner
+        } else {
+            all_xs
+        };
         let n = xs.len() as f64;
         let mean = xs.iter().sum::<f64>() / n;
         let sd = (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt();
@@ -197,6 +219,28 @@ pub(crate) mod tests {
         assert!(m[0].value.sd > 0.0 && m[0].value.sd < 0.02);
         // The series ends in the loaded level.
         assert_eq!(sm.current_mode, Some(0));
+    }
+
+    #[test]
+    fn samples_straddling_a_switch_do_not_move_a_modes_value() {
+        // 1.0 and 0.5 for 0.2 s each, sampled every 0.05 s; the first
+        // sample of every visit straddles the switch and reads 0.8 on the
+        // way up and 0.7 on the way down.
+        let mut s = levels(&[(1.0, 0.2), (0.5, 0.2)], 60, 0.05);
+        for (i, x) in s.iter_mut().enumerate() {
+            match i % 8 {
+                0 if i > 0 => x.1 = 0.8,
+                4 => x.1 = 0.7,
+                _ => {}
+            }
+        }
+        let m = summarize(&s, 0.05).mixture.modes;
+        assert_eq!(m.len(), 2, "{m:?}");
+        assert!((m[0].value.mean - 0.5).abs() < 0.01, "{m:?}");
+        assert!((m[1].value.mean - 1.0).abs() < 0.01, "{m:?}");
+        // With the straddling samples the upper mode would read 0.9.
+        let all: Vec<f64> = s.iter().map(|x| x.1).filter(|&v| v > 0.6).collect();
+        assert!(all.iter().sum::<f64>() / (all.len() as f64) < 0.97);
     }
 
     #[test]
