@@ -23,7 +23,9 @@ Measured per run (the kernels' MHETA_DEBUG_TIMES report, the load's timeline):
 - each generator's behaviour over the run (`as_competitor` of the timeline:
   its compute and communication fractions net of its own run-queue delay,
   and its run-queue delay);
-- the noise floor: S and F between the odd and the even off-windows.
+- the noise floor: S and F between the odd and the even off-windows;
+- where F comes from: sor beside one hog on the other core (the
+  neighbouring vCPU busy) and on its own core (time-shared), F of each.
 
 Predicted per run, from what the generators did in that run (the model's
 load description from the timeline's `as_competitor`), by the sharing rule
@@ -75,6 +77,7 @@ SECONDS = 1.5 if QUICK else 3.0
 DWELL = 0.5   # seconds on, seconds off
 GUARD = 0.06  # seconds around a switch left out
 GOAL_MEAN, GOAL_MAX = 3.0, 6.0
+SPLIT_REPS = 2 if QUICK else 4
 
 
 def spec(g):
@@ -148,12 +151,12 @@ class Load:
     """`mheta load` running beside the job, stopped with SIGTERM; with
     `switching`, all its processes on for DWELL s, off for DWELL s."""
 
-    def __init__(self, gens, timeline, duration=None, switching=False):
+    def __init__(self, gens, timeline, duration=None, switching=False, cores="0"):
         ready = timeline + ".ready"
-        cmd = [MHETA, "load", "--quiet", "--cores", "0", "--peer-core", "1",
+        cmd = [MHETA, "load", "--quiet", "--cores", cores, "--peer-core", "1",
                "--timeline", timeline, "--ready-file", ready]
         for g in gens:
-            cmd += ["--proc", spec(g)]
+            cmd += ["--proc", g if isinstance(g, str) else spec(g)]
         if duration:
             cmd += ["--duration", str(duration)]
         if switching:
@@ -229,6 +232,28 @@ def calibrate(g, i):
     return t["as_competitor"], t["peer_as_competitor"]
 
 
+def work_rate_split():
+    """Where F comes from: sor alone beside one hog switched on and off,
+    the hog on the other core (the neighbouring vCPU busy: the host's
+    sharing of the physical core, its caches and memory) and on sor's own
+    core (time-shared: the caches refilled after each of the hog's
+    turns). F of each, median of SPLIT_REPS interleaved runs, with the
+    odd/even off-window noise of F."""
+    app, n, iters, np_ = next(a for a in APPS if a[3] == 1)
+    out = {"neighbour": [], "own": []}
+    for rep in range(SPLIT_REPS):
+        for where, core in (("neighbour", "1"), ("own", "0"))[::1 if rep % 2 == 0 else -1]:
+            tl = os.path.join(W, f"split-{where}-{rep}.json")
+            ld = Load(["hog"], tl, switching=True, cores=core)
+            r = run_app(app, n, iters, np_)
+            ld.stop()
+            out[where].append(measure(r, json.load(open(tl))))
+    return {k: {"F": statistics.median(m["F"] for m in v), "F_ci": boot_ci([m["F"] for m in v]),
+                "S": statistics.median(m["S"] for m in v),
+                "noise_F_pct": 100.0 * statistics.median(m["noise_F"] or 0.0 for m in v), "runs": len(v)}
+            for k, v in out.items()}
+
+
 def err_pct(pred, meas):
     return 100.0 * (pred / meas - 1.0)
 
@@ -282,6 +307,7 @@ def main():
                                 "active_s": p["active_s"], "cpu_s": p["cpu_s"]}
                                for p in timeline["procs"]]
             runs[(a, i)].append(m)
+    split = work_rate_split()
     rows = []
     for a, i in cells:
         app, n, iters, np_ = APPS[a]
@@ -339,6 +365,7 @@ def main():
         "cpu_per_work_range": [min(r["cpu_per_work"] for r in rows), max(r["cpu_per_work"] for r in rows)],
         "noise_floor_pct": statistics.median(floors),
         "noise_floor_max_pct": max(floors),
+        "work_rate_split": split,
         "verdicts": {v: sum(r["verdict"] == v for r in rows) for v in ("met", "within noise", "missed")},
         "verdicts_contention": {v: sum(r["verdict_contention"] == v for r in rows)
                                 for v in ("met", "within noise", "missed")},
@@ -356,6 +383,11 @@ def main():
     v, vc = res["verdicts"], res["verdicts_contention"]
     print(f"F: the loaded rank's CPU time per unit of work, load on over off (median {res['cpu_per_work_median']:.3f}, "
           f"range {res['cpu_per_work_range'][0]:.3f}-{res['cpu_per_work_range'][1]:.3f}); S/F: the slowdown at a fixed work rate")
+    sn, so = split["neighbour"], split["own"]
+    print(f"F's sources (sor beside one hog on and off, median of {sn['runs']} interleaved runs): the hog on the other "
+          f"core x{sn['F']:.3f} [{sn['F_ci'][0]:.3f},{sn['F_ci'][1]:.3f}] (S {sn['S']:.3f}), on sor's own core "
+          f"x{so['F']:.3f} [{so['F_ci'][0]:.3f},{so['F_ci'][1]:.3f}] (S {so['S']:.3f}); F's noise floor "
+          f"{sn['noise_F_pct']:.1f}% and {so['noise_F_pct']:.1f}%")
     print(f"predicted from what the generators did (sharing rule) against S: mean {res['mean_err_pct']:.1f}%, "
           f"max {res['max_err_pct']:.1f}% ({v['met']} met, {v['within noise']} within noise, {v['missed']} missed); "
           f"against S/F: mean {res['contention']['mean_err_pct']:.1f}%, max {res['contention']['max_err_pct']:.1f}% "
