@@ -11,7 +11,7 @@
 # --quick runs the small form of every study but the real-compute
 # accuracy study (the same cells in both), the scaling study (fewer
 # cells, fewer rounds) and the shared-node studies (slowdown, parallel,
-# stochastic: whole, about 18 minutes together); without it the full
+# stochastic: whole, about 25 minutes together); without it the full
 # studies run (a few hours).
 # RESULTS_ONLY="NAME ..." reruns only those studies into the same OUT,
 # keeping the others' results; `scripts/results_seed.py OUT` first fills
@@ -166,7 +166,7 @@ study hog "--auto under a hog landing on a rank's core (jacobi, sor)" "see the t
     STUDY_ROUNDS=5 scripts/hog-study.sh "$out/hog/work"
 study sensor "The CPU sensors against the kernel's schedstat" "see the table's emulation line" -- \
     STUDY_QUICK=$sq scripts/sensor-check.sh "$out/sensor/work"
-# Whole also under --quick (about 7 minutes): coverage is claimed over
+# Whole also under --quick (about 13 minutes): coverage is claimed over
 # at least 50 runs.
 study stochastic "stochastic study" "see the table's emulation line" -- \
     STUDY_QUICK=0 scripts/stochastic-study.sh "$out/stochastic/work"
