@@ -26,7 +26,7 @@ availability. Driven by scripts/stochastic-study.sh.
 Two bursty cases: the hog's dwells of 1 s on and off (a run of 0.5-2 s
 spans one to three correlation times of the load, so its slowdown is
 nearly either mode's and the band must span what the load allows), and
-of 0.2 s (runs of 2.5-5 s span 25-45 of them, where the window's average
+of 0.2 s (runs of 2.5-6.5 s span 25-55 of them, where the window's average
 narrows the band). A single-mode case (one hog all the time) is
 predicted and measured the same way.
 """
@@ -47,8 +47,8 @@ os.makedirs(OUT, exist_ok=True)
 W = os.path.join(OUT, "work")
 os.makedirs(W, exist_ok=True)
 SIZES = [(512, 1000), (768, 800), (1024, 700)]
-# About 2, 2.8 and 3.7 s dedicated: 25-45 of the fast load's correlation times
-# (0.1 s) once slowed.
+# About 2 to 4.6 s dedicated here: 25-55 of the fast load's correlation
+# times (0.1 s) once slowed.
 FAST_SIZES = [(1024, 1200), (1024, 1700), (1024, 2200)]
 
 
