@@ -296,7 +296,8 @@ def show(res):
             b = cases.get(name)
             if b is None:
                 continue
-            width = b.get(wkey, width_of_allowed(b)[0 if wkey == "width_of_allowed" else 1])
+            # A JSON written before the fast case has no widths: derive them.
+            width = b[wkey] if wkey in b else width_of_allowed(b)[0 if wkey == "width_of_allowed" else 1]
             xs = [c["run_over_tau"] for c in b["cells"] if c.get("run_over_tau")]
             span = f", runs {min(xs):.0f}-{max(xs):.0f} τ" if xs else ""
             parts.append(f"{name} coverage >= 90% over >= 50 runs: {ok(b[cov] >= 90 and b['runs'] >= 50)} "

@@ -60,8 +60,8 @@ const MIN_INSIDE: usize = 5;
 /// `interval_s`); a mode's value is the mean ± sd of its samples inside
 /// its visits (a sample beside one of another mode may straddle the
 /// switch and read between them), or of all its samples when fewer than
-/// [`MIN_INSIDE`] or a quarter of them are inside; its share is its fraction of that time, its dwell
-/// the mean time of a run of consecutive samples in it. Runs cut by the
+/// [`MIN_INSIDE`] or a quarter of them are inside; its share is its
+/// fraction of that time, its dwell the mean time of a run of consecutive samples in it. Runs cut by the
 /// start or end of the series are left out of the dwell when the mode has
 /// a complete run (they are shorter than the visit); a mode seen only in
 /// cut runs gets their mean, a lower bound. Returns the mixture and each
@@ -97,29 +97,25 @@ pub fn mixture_from_series(
         runs.push((cls[i], t, i == 0 || j == series.len()));
         i = j;
     }
-    // A sample next to one of another mode may straddle the switch and
-    // read between the two; a mode's value comes from its samples inside
-    // its visits where it has enough of them.
+    // Whether sample i is inside a visit (no neighbour of another mode).
     let inside = |i: usize| {
         (i == 0 || cls[i - 1] == cls[i]) && (i + 1 == series.len() || cls[i + 1] == cls[i])
     };
     let mut out = Vec::with_capacity(k);
     for m in 0..k {
-        let of = |keep: &dyn Fn(usize) -> bool| -> Vec<f64> {
-            (0..series.len())
-                .filter(|&i| cls[i] == m && keep(i))
-                .map(|i| vals[i])
-                .collect()
-        };
-        let all_xs = of(&|_| true);
-        if all_xs.is_empty() {
+        let mine: Vec<usize> = (0..series.len()).filter(|&i| cls[i] == m).collect();
+        if mine.is_empty() {
             continue;
         }
-        let inner = of(&inside);
-        let xs = if inner.len() >= MIN_INSIDE.max(all_xs.len() / 4) {
+        let inner: Vec<f64> = mine
+            .iter()
+            .filter(|&&i| inside(i))
+            .map(|&i| vals[i])
+            .collect();
+        let xs = if inner.len() >= MIN_INSIDE.max(mine.len() / 4) {
             inner
         } else {
-            all_xs
+            mine.iter().map(|&i| vals[i]).collect()
         };
         let n = xs.len() as f64;
         let mean = xs.iter().sum::<f64>() / n;
