@@ -95,10 +95,28 @@ fn to_root<T: serde::Serialize>(world: &SimpleCommunicator, v: &T) {
     root.send_with_tag(&bytes[..], TAG);
 }
 
+/// A serialised value from rank `r`, on rank 0. Rank 0 waits for it as
+/// [`quiet_barrier`] does, testing and sleeping: while two other ranks
+/// measure their pair, a rank 0 polling in `MPI_Recv` would hold a core
+/// that, where a kernel runs more ranks than it has cores (emulated
+/// hosts), the pair's link needs (its shaping, the bridge, TCP's
+/// receive path), and the pairs without rank 0 would read slower than
+/// the others.
 fn from_rank<T: serde::de::DeserializeOwned>(world: &SimpleCommunicator, r: i32) -> Result<T> {
     let p = world.process_at_rank(r);
     let mut len = 0u64;
-    p.receive_into_with_tag(&mut len, TAG);
+    mpi::request::scope(|scope| {
+        let mut req = p.immediate_receive_into_with_tag(scope, &mut len, TAG);
+        loop {
+            match req.test() {
+                Ok(_) => break,
+                Err(r) => {
+                    req = r;
+                    std::thread::sleep(Duration::from_micros(50));
+                }
+            }
+        }
+    });
     let mut bytes = vec![0u8; len as usize];
     p.receive_into_with_tag(&mut bytes[..], TAG);
     serde_json::from_slice(&bytes).context("result from a rank does not decode")
