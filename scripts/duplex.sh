@@ -28,14 +28,8 @@ spec=$1 mib=${2:-32} jobs=${3:-4} reps=${4:-3}
 for x in "$mib" "$jobs" "$reps"; do
   [[ $x =~ ^[1-9][0-9]*$ ]] || { echo "duplex: '$x' is not a positive integer" >&2; exit 2; }
 done
-[[ -x $bin/mheta ]] || { echo "duplex: $bin/mheta: not an executable (cargo build --release)" >&2; exit 2; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-tmp=$(mktemp -d)
-was_up=1
-"$bin/mheta" hosts status "$spec" >/dev/null 2>&1 || was_up=0
-trap '[[ $was_up == 1 ]] || "$bin/mheta" hosts down "$spec" >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
-"${MPICC:-mpicc}" -O2 -o "$tmp/duplex" "$here/scripts/duplex.c"
-[[ $was_up == 1 ]] || "$bin/mheta" hosts up "$spec" >&2
+source "$here/scripts/probe-lab.sh"
+probe_lab duplex "$spec" duplex
 for ((j = 0; j < jobs; j++)); do
   for mode in chain pairs one; do
     "$bin/mheta" hosts mpirun "$spec" -- "$tmp/duplex" "$mode" "$mib" "$reps" 2>/dev/null | sed "s/^/$j /"

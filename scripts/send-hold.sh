@@ -29,14 +29,8 @@ for x in "$kib" "$reps"; do
   [[ $x =~ ^[1-9][0-9]*$ ]] || { echo "send-hold: '$x' is not a positive integer" >&2; exit 2; }
 done
 [[ $shift_ms =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "send-hold: SHIFT_MS '$shift_ms' is not a number" >&2; exit 2; }
-[[ -x $bin/mheta ]] || { echo "send-hold: $bin/mheta: not an executable (cargo build --release)" >&2; exit 2; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-tmp=$(mktemp -d)
-was_up=1
-"$bin/mheta" hosts status "$spec" >/dev/null 2>&1 || was_up=0
-trap '[[ $was_up == 1 ]] || "$bin/mheta" hosts down "$spec" >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
-"${MPICC:-mpicc}" -O2 -o "$tmp/send-hold" "$here/scripts/send-hold.c"
-[[ $was_up == 1 ]] || "$bin/mheta" hosts up "$spec" >&2
+source "$here/scripts/probe-lab.sh"
+probe_lab send-hold "$spec" send-hold
 for ((r = 0; r < reps; r++)); do
   for mode in ping ramp chain; do
     "$bin/mheta" hosts mpirun "$spec" -- "$tmp/send-hold" "$mode" "$kib" "$shift_ms" 1 | sed "s/^$mode 0 /$mode $r /"

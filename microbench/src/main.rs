@@ -71,19 +71,25 @@ fn rounds(p: usize) -> Vec<Vec<(usize, usize)>> {
     out
 }
 
-/// A barrier whose waiting ranks sleep, so they leave the cores to the
-/// ranks being measured.
-fn quiet_barrier(world: &SimpleCommunicator) {
-    let mut req = world.immediate_barrier();
+/// Wait for `req` by testing it and sleeping 50 µs between tests, so
+/// that a waiting rank leaves the cores to the ranks being measured.
+fn wait_quietly<'a, D: ?Sized, S: mpi::request::Scope<'a>>(
+    mut req: mpi::request::Request<'a, D, S>,
+) {
     loop {
         match req.test() {
-            Ok(_) => break,
+            Ok(_) => return,
             Err(r) => {
                 req = r;
                 std::thread::sleep(Duration::from_micros(50));
             }
         }
     }
+}
+
+/// A barrier whose waiting ranks sleep ([`wait_quietly`]).
+fn quiet_barrier(world: &SimpleCommunicator) {
+    wait_quietly(world.immediate_barrier());
 }
 
 /// Send a serialised value to rank 0 (rank 0 itself just keeps it).
@@ -95,8 +101,8 @@ fn to_root<T: serde::Serialize>(world: &SimpleCommunicator, v: &T) {
     root.send_with_tag(&bytes[..], TAG);
 }
 
-/// A serialised value from rank `r`, on rank 0. Rank 0 waits for it as
-/// [`quiet_barrier`] does, testing and sleeping: while two other ranks
+/// A serialised value from rank `r`, on rank 0. Rank 0 waits for it
+/// quietly ([`wait_quietly`]): while two other ranks
 /// measure their pair, a rank 0 polling in `MPI_Recv` would hold a core
 /// that, where a kernel runs more ranks than it has cores (emulated
 /// hosts), the pair's link needs (its shaping, the bridge, TCP's
@@ -106,16 +112,7 @@ fn from_rank<T: serde::de::DeserializeOwned>(world: &SimpleCommunicator, r: i32)
     let p = world.process_at_rank(r);
     let mut len = 0u64;
     mpi::request::scope(|scope| {
-        let mut req = p.immediate_receive_into_with_tag(scope, &mut len, TAG);
-        loop {
-            match req.test() {
-                Ok(_) => break,
-                Err(r) => {
-                    req = r;
-                    std::thread::sleep(Duration::from_micros(50));
-                }
-            }
-        }
+        wait_quietly(p.immediate_receive_into_with_tag(scope, &mut len, TAG));
     });
     let mut bytes = vec![0u8; len as usize];
     p.receive_into_with_tag(&mut bytes[..], TAG);
