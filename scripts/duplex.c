@@ -58,12 +58,12 @@ int main(int argc, char **argv) {
         MPI_Abort(MPI_COMM_WORLD, 3);
     memset(out, 1, bytes);
     memset(in, 0, bytes);
+    int streams = size / 2;
+    int sends = chain ? rank >= 1 && rank <= streams : one ? rank == 1 : rank % 2 == 1;
+    int recvs = chain ? rank < streams : one ? rank == 0 : rank % 2 == 0 && rank + 1 < size;
     for (int rep = 0; rep < reps; rep++) {
         MPI_Request req[2];
         int n = 0;
-        int streams = size / 2;
-        int sends = chain ? rank >= 1 && rank <= streams : one ? rank == 1 : rank % 2 == 1;
-        int recvs = chain ? rank < streams : one ? rank == 0 : rank % 2 == 0 && rank + 1 < size;
         MPI_Barrier(MPI_COMM_WORLD);
         double t = MPI_Wtime();
         if (recvs)

@@ -13,8 +13,8 @@
 #   scripts/duplex.sh SPEC [MIB] [JOBS] [REPS]
 #
 # SPEC: a lab spec with one rank a host and at least 3 hosts whose links
-# are alike (brought up if down, and down again after). MIB the message (default 32), JOBS
-# (default 4), REPS (default 3). Prints each pattern's median time and
+# are alike (brought up if down, and down again after). MIB the message
+# (default 32), JOBS (default 4), REPS (default 3). Prints each pattern's median time and
 # per-stream rate over all its repeats, then the pairs' time over one
 # stream's (what streams at once cost) and the chain's over the pairs'
 # (what sending and receiving at once costs), each with a bootstrap 95%

@@ -24,12 +24,12 @@ configuration what its profile gave the model (the ranks' copy, shift
 and first-touch rates, the pairs' held bytes). On emulated hosts with 3
 ranks or more and no added latency it also measures whether the lab's
 hosts send and receive at once at their links' rate
-(`scripts/duplex.sh`, 32 MiB streams:
-disjoint pairs against one stream alone, and a chain of ranks against
-the pairs); the model prices links as full duplex, so where the chain's
-ratio has its interval above 1 + the goal, a move whose middle ranks send and
-receive at once (toward rank 0, every rank keeping rows) that misses is
-marked "missed; the lab is not full duplex here". OUT/move-cost.json
+(`scripts/duplex.sh`, 32 MiB streams: disjoint pairs against one
+stream alone, and a chain of ranks against the pairs); the model prices
+links as full duplex, so where the chain's ratio has its interval above
+1 + the goal, a move whose middle ranks send and receive at once
+(toward rank 0, every rank keeping rows) that misses is marked "missed;
+the lab is not full duplex here". OUT/move-cost.json
 keeps every run, those figures and the stamp.
 
 STUDY_QUICK=1: one round, 2 ranks only. STUDY_LINKS="node,100mbit" keeps
