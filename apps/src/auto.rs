@@ -47,6 +47,10 @@ pub struct AutoReport {
     pub move_bytes: u64,
     /// Measured: the slowest rank's time in the move (None: no move).
     pub measured_move_s: Option<f64>,
+    /// The job's median iteration (the slowest rank's, each iteration)
+    /// before the plan, and on `chosen_dist` after it (after the move;
+    /// None where the run neither moved nor chose the distribution it
+    /// was on).
     pub measured_from_s: Option<f64>,
     pub measured_chosen_s: Option<f64>,
     /// Each rank's CPU time per row inside its stages (median over the
@@ -115,6 +119,7 @@ pub struct AutoReport {
 /// (`sensed` None) `decl.dist` becomes the distribution in force, the
 /// rows the trace saw; a plan on sensed slowdowns prices the trace on
 /// disk, recorded on `decl.dist`, from the distribution in force.
+/// `given` (`--auto-to`): the distribution to move to instead of GBS's.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn plan_and_move<K: Kernel, F: Fn(&Ctx) -> Result<K>>(
     world: &SimpleCommunicator,
@@ -126,6 +131,7 @@ pub(crate) fn plan_and_move<K: Kernel, F: Fn(&Ctx) -> Result<K>>(
     (it, iters): (u64, u64),
     recorded: std::ops::Range<u64>,
     sensed: Option<mheta_runtime::SensedLoad>,
+    given: Option<&Dist>,
 ) -> Result<AutoReport> {
     if sensed.is_none() {
         declare_dist(ctx, decl)?;
@@ -142,6 +148,7 @@ pub(crate) fn plan_and_move<K: Kernel, F: Fn(&Ctx) -> Result<K>>(
         remaining,
         Some(&mover.rebuild),
         sensed.as_ref(),
+        given,
     )?;
     let plan_s = t0.elapsed().as_secs_f64();
     let mut redistribute_s = 0.0;

@@ -307,7 +307,7 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
             .ck
             .auto
             .as_ref()
-            .filter(|_| s.job.c.replan_threshold > 0.0)
+            .filter(|_| s.job.c.replan_threshold > 0.0 && s.job.ck.auto_to.is_none())
             .map(|_| adapt::Watch::new(s.job.c.replan_threshold / 100.0));
         let load = watch
             .as_ref()
@@ -514,6 +514,7 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
             (it, self.job.ck.todo),
             auto.trace_iters.clone(),
             pending.as_ref().map(|(c, sd)| c.sensed(sd)),
+            self.job.ck.auto_to.as_ref(),
         )?;
         r.load_change = pending.map(|(c, _)| c);
         if r.moved {

@@ -91,6 +91,14 @@ pub struct Common {
     /// the instrumented ones).
     #[arg(long, value_name = "ITER")]
     pub auto_at: Option<u64>,
+    /// With --auto: move to this GEN_BLOCK distribution instead of the
+    /// one GBS finds, whether or not it pays, and do not re-plan. The
+    /// report gives the model's prediction for it, from the iterations
+    /// this run recorded, beside the iterations this run then measures on
+    /// it (`auto.predicted_chosen_s`, `auto.measured_chosen_s`): the
+    /// model against one run, free of the host's drift between runs.
+    #[arg(long, value_name = "DIST", requires = "auto")]
+    pub auto_to: Option<String>,
     /// Move every distributed array to this GEN_BLOCK distribution after
     /// iteration --move-at, without the model (for trying a distribution
     /// mid-run, and for testing moves). Not with --auto.
@@ -183,6 +191,8 @@ pub(crate) struct Checked {
     pub(crate) iters: u64,
     pub(crate) mem_limit: Vec<Option<u64>>,
     pub(crate) auto: Option<(u64, PathBuf)>,
+    /// `--auto-to`: the distribution `--auto` moves to instead of GBS's.
+    pub(crate) auto_to: Option<Dist>,
     pub(crate) move_to: Option<(u64, Dist)>,
     /// `--resume`: the checkpoint and its manifest.
     pub(crate) resume: Option<(PathBuf, checkpoint::Manifest)>,
@@ -268,6 +278,9 @@ pub(crate) fn check(
         iters,
         mem_limit,
         auto: check_auto(c, np, start, todo)?,
+        auto_to: (c.auto_to.as_deref())
+            .map(|t| Dist::parse(t, np, rows).context("--auto-to"))
+            .transpose()?,
         move_to,
         resume,
         start,

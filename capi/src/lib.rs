@@ -404,6 +404,7 @@ fn plan(st: &mut State, remaining: u64) -> Result<(mheta_runtime::RunPlan, CStri
         remaining,
         None,
         None,
+        None,
     )
     .map_err(|e| e.to_string())?;
     let mut j = serde_json::json!({

@@ -183,6 +183,7 @@ fn row(name: &str, traces: &[RankTrace], decl: &AppDecl, prof: &ClusterProfile) 
         profile: prof,
         rebuild_s_per_row: None,
         sensed: None,
+        given: None,
     };
     let mut moved = false;
     let mut copies: Vec<Vec<RankSummary>> = (0..3).map(|_| sums.clone()).collect();

@@ -60,6 +60,9 @@ pub struct RunPlan {
 /// through disk ([`Model::rebuild_s_per_row`]); None when not measured.
 /// `sensed`: what the load watch sensed since the trace was recorded
 /// ([`SensedLoad`]); None: the nodes are as they were when recorded.
+/// `given`: the distribution to move to instead of GBS's (`--auto-to`),
+/// moved to whether or not it pays (the decision's reason says what the
+/// model made of it).
 ///
 /// `app.dist` is the distribution the traces in `dir` were recorded on;
 /// `current` the one in force, which the plan moves from. They differ
@@ -75,6 +78,7 @@ pub fn plan_in_run(
     remaining: u64,
     rebuild_s_per_row: Option<&[f64]>,
     sensed: Option<&SensedLoad>,
+    given: Option<&Dist>,
 ) -> Result<RunPlan, RuntimeError> {
     let (mut summaries, gathered) = gather_summaries(world, dir)?;
     let p = world.size() as usize;
@@ -105,6 +109,7 @@ pub fn plan_in_run(
                     profile: &prof,
                     rebuild_s_per_row,
                     sensed,
+                    given,
                 };
                 plan_at_root(std::mem::take(&mut summaries), &inputs)
             });
@@ -119,7 +124,11 @@ pub fn plan_in_run(
                 reuse_term,
             }) => {
                 plan.reuse_term = reuse_term;
-                let d = redist::decide(cur, f.predicted_s, c.total_s, remaining);
+                let mut d = redist::decide(cur, f.predicted_s, c.total_s, remaining);
+                if given.is_some() {
+                    d.moved = f.dist != current.0;
+                    d.reason = format!("given (--auto-to); the model's verdict: {}", d.reason);
+                }
                 msg.push(1);
                 let to = if d.moved { &f.dist } else { &current.0 };
                 for &s in to {
@@ -157,6 +166,8 @@ pub struct Inputs<'a> {
     pub profile: &'a ClusterProfile,
     pub rebuild_s_per_row: Option<&'a [f64]>,
     pub sensed: Option<&'a SensedLoad>,
+    /// A distribution to plan for instead of searching (`--auto-to`).
+    pub given: Option<&'a Dist>,
 }
 
 /// The load the ranks sensed in the run, the same on every rank.
@@ -219,7 +230,16 @@ pub fn plan_at_root(
     }
     let now = x.current.clone();
     let cur = m.predict(&now).map_err(|e| e.to_string())?;
-    let mut f = search::gbs(&m).map_err(|e| e.to_string())?;
+    let mut f = match x.given {
+        Some(g) => search::Found {
+            strategy: "given".into(),
+            dist: g.0.clone(),
+            predicted_s: m.predict(g).map_err(|e| e.to_string())?.per_iteration_s,
+            evaluations: 1,
+            bisection_steps: 0,
+        },
+        None => search::gbs(&m).map_err(|e| e.to_string())?,
+    };
     let to = Dist(f.dist.clone());
     let c = m.move_cost(&now, &to);
     let chosen = m.predict(&to).map_err(|e| e.to_string())?;

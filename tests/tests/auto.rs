@@ -265,6 +265,77 @@ fn four_ranks_het4_redistributes_and_verifies() {
     assert!(gs > 0.0 && ms > 0.0 && gs + ms <= ps, "{gs} + {ms} vs {ps}");
 }
 
+#[test]
+fn auto_to_moves_to_the_given_distribution_and_prices_it_beside_the_run() {
+    let dir = scratch("autoto");
+    let profile = quick_profile(&dir, 2);
+    let trace = dir.join("trace");
+    let run = |to: &str| {
+        let _ = std::fs::remove_dir_all(&trace);
+        last_json(&ok(mheta()
+            .args(["run", "--trace-dir"])
+            .arg(&trace)
+            .arg("--")
+            .args(launch(2))
+            .arg(bin("jacobi"))
+            .args(["--n", "256", "--iters", "40", "--auto", "--auto-at", "10"])
+            .args(["--auto-to", to, "--profile"])
+            .arg(&profile)))
+    };
+    let plain = jacobi(2, &["--n", "256", "--iters", "40"]);
+    let c0 = plain["checksum"].as_f64().unwrap();
+    // Uniform ranks: GBS would keep Block, and the move to 64,192 does
+    // not pay; it is made all the same.
+    for (to, moves) in [("64,192", true), ("128,128", false)] {
+        let r = run(to);
+        let a = &r["auto"];
+        let want: Vec<u64> = to.split(',').map(|x| x.parse().unwrap()).collect();
+        assert_eq!(r["verified"], true, "{r}");
+        assert_eq!(r["dist"], serde_json::json!(want), "{r}");
+        assert_eq!(a["chosen_dist"], serde_json::json!(want), "{a}");
+        assert_eq!(a["moved"], moves, "{a}");
+        assert!(
+            a["reason"]
+                .as_str()
+                .unwrap()
+                .starts_with("given (--auto-to)"),
+            "{a}"
+        );
+        assert!(a["replans"].as_array().unwrap().is_empty(), "{a}");
+        let (p, m) = (
+            a["predicted_chosen_s"].as_f64().unwrap(),
+            a["measured_chosen_s"].as_f64().unwrap(),
+        );
+        assert!(p.is_finite() && p > 0.0 && m > 0.0, "{a}");
+        // The answer does not depend on where the rows went.
+        let c = r["checksum"].as_f64().unwrap();
+        assert!((c - c0).abs() <= 1e-12 * c0, "{c} vs {c0}");
+    }
+    // A distribution of the wrong rows is refused before the run starts,
+    // naming the option.
+    let out = mheta()
+        .args(["run", "--trace-dir"])
+        .arg(&trace)
+        .arg("--")
+        .args(launch(2))
+        .arg(bin("jacobi"))
+        .args([
+            "--n",
+            "256",
+            "--iters",
+            "40",
+            "--auto",
+            "--auto-to",
+            "100,100",
+        ])
+        .arg("--profile")
+        .arg(&profile)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("--auto-to"), "{err}");
+}
+
 /// Kills the competing processes when the test ends, even on a panic.
 struct Hogs(Vec<std::process::Child>);
 

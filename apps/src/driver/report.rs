@@ -115,7 +115,9 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
         if let Some(mut a) = self.auto.report.take() {
             a.measured_from_s = self.med(&inst, &job_times, 1, a.redistributed_after + 1);
             a.noise_from_pct = self.window_noise(&inst, &job_times, 1, a.redistributed_after + 1);
-            if a.moved {
+            // The iterations run on the plan's choice: after its move, or
+            // after the plan where it chose the distribution in force.
+            if a.moved || a.chosen_dist == a.from_dist {
                 // Up to the next re-plan, if any.
                 let end = a
                     .replans
