@@ -9,7 +9,8 @@
 //! flags the runs the host disturbed, [`report`] turns the runs into the
 //! report and prints it, [`cpu`] chooses the CPU emulation, [`curve`]
 //! measures the ranks' row-cost curves (`--row-curve`), [`window`] splits
-//! a diff into the model's own error and the host's drift, and [`plot`]
+//! a diff into the model's own error and the host's drift, [`speed`]
+//! prices each run at its own CPU time per unit of work, and [`plot`]
 //! draws it.
 
 mod cpu;
@@ -18,6 +19,7 @@ mod job;
 mod noise;
 mod plot;
 mod report;
+mod speed;
 mod window;
 
 pub use plot::plot;
@@ -265,7 +267,7 @@ pub fn run(a: &Args) -> Result<Report> {
         s.calibrate()?;
     }
     s.size_runs()?;
-    let (block_run, m0, window0) = s.instrumented(&prof)?;
+    let (block_run, m0, window0, per_row0) = s.instrumented(&prof)?;
     let reuse = m0.has_reuse();
     let linear_m = m0.clone().without_reuse();
     let curve = match a.row_curve {
@@ -286,13 +288,14 @@ pub fn run(a: &Args) -> Result<Report> {
             .collect()
     });
     let curves = curve.as_ref().map(|c| &c.0);
+    let first = (linear_m, per_row0);
     let measured = s.measure(
         &dists,
         &prof,
         &mut predicted,
         linear.as_mut(),
         curves,
-        window0,
+        (window0, first),
     )?;
     let noise = match a.repeat {
         1 => s.noise_run(&dists[0].1, measured.runs[0][0].iter_median_s)?,
@@ -321,6 +324,11 @@ pub fn run(a: &Args) -> Result<Report> {
     };
     summarise(a, rows, &block_run, &blk, g, noise, ran)
 }
+
+/// An instrumented run: its JSON result, the model, its recorded
+/// window's median iteration, and each rank's CPU time a row in that
+/// window ([`speed::window_per_row`]).
+type Instrumented = (serde_json::Value, Model, Option<f64>, Vec<Option<f64>>);
 
 impl Study<'_> {
     /// The cluster profile: `--profile`, or `mheta bench --quick` now.
@@ -401,10 +409,7 @@ impl Study<'_> {
     /// One instrumented run on Block under `mheta run`; its result, the
     /// model of its trace, and the recorded window's median iteration
     /// ([`mheta_trace::recorded_window_s`]).
-    fn instrumented(
-        &self,
-        prof: &ClusterProfile,
-    ) -> Result<(serde_json::Value, Model, Option<f64>)> {
+    fn instrumented(&self, prof: &ClusterProfile) -> Result<Instrumented> {
         let a = self.a;
         self.bar.set_message("instrumented run on Block");
         let trace = a.dir.join("trace");
@@ -415,7 +420,10 @@ impl Study<'_> {
                 launch.env(k, v);
             }
         }
+        // Each iteration's stage CPU time in the result, for the window's
+        // ([`speed`]); it adds one schedstat read an iteration (~10 us).
         launch
+            .env("MHETA_DEBUG_TIMES", "1")
             .arg("run")
             .arg("--trace-dir")
             .arg(&trace)
@@ -439,7 +447,9 @@ impl Study<'_> {
         let traces = mheta_trace::read_dir(&trace)?;
         let app = mheta_trace::read_app(&trace)?;
         let m = Model::new(&traces, app, prof)?;
-        Ok((block_run, m, mheta_trace::recorded_window_s(&traces)))
+        let window_s = mheta_trace::recorded_window_s(&traces);
+        let per_row = speed::window_per_row(&block_run, &traces);
+        Ok((block_run, m, window_s, per_row))
     }
 
     /// One real run on `d`, its answer checked; its result.
@@ -543,7 +553,7 @@ impl Study<'_> {
         predicted: &mut [Vec<(f64, f64)>],
         mut linear: Option<&mut Vec<Vec<(f64, f64)>>>,
         curves: Option<&Vec<RowCurve>>,
-        first_window: Option<f64>,
+        (first_window, first): (Option<f64>, (Model, Vec<Option<f64>>)),
     ) -> Result<Measured> {
         let a = self.a;
         self.bar.set_length((dists.len() * a.repeat) as u64);
@@ -566,11 +576,16 @@ impl Study<'_> {
             runs: vec![Vec::new(); n],
             ooc: vec![false; n],
             windows: vec![first_window],
+            at_run_cpu: vec![Vec::new(); n],
         };
+        // The paper's model of the round and its window's CPU time a row,
+        // for [`speed::at_run_cpu`].
+        let (mut paper, mut window_cpu) = first;
         for round in 0..a.repeat {
             if round > 0 && a.learn_each_round {
-                let (_, model, w) = self.instrumented(prof)?;
+                let (_, model, w, per_row) = self.instrumented(prof)?;
                 m.windows.push(w);
+                (paper, window_cpu) = (model.clone().without_reuse(), per_row);
                 if let Some(l) = linear.as_deref_mut() {
                     let paper = model.clone().without_reuse();
                     for (p, (_, d)) in l.iter_mut().zip(dists) {
@@ -590,6 +605,7 @@ impl Study<'_> {
                     .set_message(format!("round {}/{}: run {d}", round + 1, a.repeat));
                 let r = self.real_run_of(d, iters[i])?;
                 let rec = RunRecord::from_json(&r).with_context(|| format!("the run on {d}"))?;
+                m.at_run_cpu[i].push(speed::at_run_cpu(&paper, &window_cpu, &rec, d));
                 m.runs[i].push(rec);
                 m.ooc[i] |= out_of_core(&r);
                 self.bar.inc(1);

@@ -238,6 +238,31 @@ fn long_runs_and_a_model_per_round() {
     let ci: Vec<f64> = serde_json::from_value(w["window_vs_blk_run_ci95_pct"].clone()).unwrap();
     let x = w["window_vs_blk_run_pct"].as_f64().unwrap();
     assert!(ci[0] <= x + 1e-9 && x <= ci[1] + 1e-9, "{w}");
+    // Every run priced at its own CPU time a row, and the point's diff
+    // there: the median of those predictions over the runs' iterations.
+    let mut at_cpu = vec![];
+    for row in r["rows"].as_array().unwrap() {
+        let p: Vec<f64> = serde_json::from_value(row["predicted_at_run_cpu_s"].clone()).unwrap();
+        let a: Vec<f64> = serde_json::from_value(row["runs_s"].clone()).unwrap();
+        assert_eq!(p.len(), 3, "{row}");
+        assert!(p.iter().all(|&x| x.is_finite() && x > 0.0), "{row}");
+        let mut q: Vec<f64> = p.iter().zip(&a).map(|(p, a)| p / a).collect();
+        q.sort_by(f64::total_cmp);
+        let d = 100.0 * (q[1] - 1.0).abs() / q[1].min(1.0);
+        let got = row["diff_at_run_cpu_pct"].as_f64().unwrap();
+        assert!((got - d).abs() < 1e-9, "{got} vs {d}: {row}");
+        at_cpu.push(d);
+        for k in row["runs"].as_array().unwrap() {
+            for rank in k["ranks"].as_array().unwrap() {
+                assert!(rank["stage_cpu_median_s"].as_f64().unwrap() > 0.0, "{k}");
+            }
+        }
+    }
+    let mean = at_cpu.iter().sum::<f64>() / at_cpu.len() as f64;
+    assert!(
+        (r["mean_diff_at_run_cpu_pct"].as_f64().unwrap() - mean).abs() < 1e-9,
+        "{r}"
+    );
 }
 
 /// `--row-curve` measures every rank's cost a row at other row counts in

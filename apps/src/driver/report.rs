@@ -204,6 +204,8 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
             "out_of_core": st.out_of_core,
             "icla_bytes": st.icla_bytes,
             "stage_s": med(&log.stage_s),
+            // The CPU time the stages took (median, the same iterations).
+            "stage_cpu_median_s": med(&log.stage_cpu_s),
             // The in-run CPU sensors (median over the run, per iteration
             // with MHETA_DEBUG_TIMES): this rank's CPU share in its stages,
             "cpu_share": sensor::median_share(&log.shares, 0..iters),

@@ -43,6 +43,9 @@ pub struct RankRun {
     pub runq_wait_s: Option<f64>,
     /// CPU time per unit of work, ns (null when the rank did no work).
     pub cpu_ns_per_unit: Option<f64>,
+    /// The median over the iterations of the CPU time its stages took, s
+    /// (null where the report has none).
+    pub stage_cpu_median_s: Option<f64>,
 }
 
 /// One real run of a point, and whether the host disturbed it.
@@ -91,6 +94,7 @@ impl RunRecord {
                     cpu_s: k["sched"]["cpu_s"].as_f64(),
                     runq_wait_s: k["sched"]["runq_wait_s"].as_f64(),
                     cpu_ns_per_unit: k["cpu_ns_per_unit"].as_f64(),
+                    stage_cpu_median_s: k["stage_cpu_median_s"].as_f64(),
                 })
             })
             .collect::<Result<Vec<_>>>()?;

@@ -74,6 +74,16 @@ pub struct Row {
     pub diff_linear_pct: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub busy_diff_linear_pct: Option<f64>,
+    /// Each run's iteration as the paper's model of its round prices it
+    /// with every rank's computation at that run's own CPU time a row
+    /// ([`super::speed`]), in the order of `runs` (null where it could
+    /// not be priced).
+    pub predicted_at_run_cpu_s: Vec<Option<f64>>,
+    /// The diff (as `diff_pct`) of the median over the runs of that
+    /// prediction over the run's median iteration, against 1: what is
+    /// left of the diff with the host's drift in the cost of a row taken
+    /// out (null without a priced run).
+    pub diff_at_run_cpu_pct: Option<f64>,
 }
 
 /// With `--row-curve`: the curve used and the paper's one cost a row on
@@ -128,6 +138,10 @@ pub struct Report {
     /// with an unflagged run; null when there is none).
     pub mean_diff_unflagged_pct: Option<f64>,
     pub max_diff_unflagged_pct: Option<f64>,
+    /// Mean and max over the points of `diff_at_run_cpu_pct` (null when
+    /// no point has one).
+    pub mean_diff_at_run_cpu_pct: Option<f64>,
+    pub max_diff_at_run_cpu_pct: Option<f64>,
     /// Flagged runs, and all real runs of the points.
     pub flagged_runs: usize,
     pub total_runs: usize,
@@ -206,6 +220,9 @@ pub(super) struct Measured {
     /// Each model's recorded window, s (its median iteration), in the
     /// order the models were learned.
     pub(super) windows: Vec<Option<f64>>,
+    /// Per point, each run's prediction at its own CPU time per unit
+    /// ([`super::speed::at_run_cpu`]), in the order of `runs`.
+    pub(super) at_run_cpu: Vec<Vec<Option<f64>>>,
 }
 
 /// Each point's row: its runs flagged by `t`, predicted against the
@@ -221,11 +238,12 @@ pub(super) fn rows(
 ) -> Vec<Row> {
     let mut rows = Vec::new();
     let mut linear = linear.map(Vec::into_iter);
-    for (i, ((((label, d), models), mut runs), out_of_core)) in dists
+    for (i, (((((label, d), models), mut runs), out_of_core), at_cpu)) in dists
         .iter()
         .zip(predicted)
         .zip(m.runs)
         .zip(m.ooc)
+        .zip(m.at_run_cpu)
         .enumerate()
     {
         let lin = linear.as_mut().and_then(Iterator::next).map(|l| {
@@ -267,12 +285,23 @@ pub(super) fn rows(
             diff_linear_pct: lin.map(|l| diff_pct(l.0, actual_s)),
             busy_diff_linear_pct: lin.map(|l| diff_pct(l.1, actual_busy_s)),
             cpu_per_unit_vs_blk: None,
+            diff_at_run_cpu_pct: at_run_cpu_diff(&at_cpu, &runs_s),
+            predicted_at_run_cpu_s: at_cpu,
             runs_s,
             runs,
             out_of_core,
         });
     }
     rows
+}
+
+/// The diff of the median of each run's prediction at its own CPU speed
+/// over its median iteration, against 1 (None without a priced run).
+fn at_run_cpu_diff(predicted: &[Option<f64>], runs_s: &[f64]) -> Option<f64> {
+    let mut r: Vec<f64> = (predicted.iter().zip(runs_s))
+        .filter_map(|(p, &a)| p.filter(|p| p.is_finite() && a > 0.0).map(|p| p / a))
+        .collect();
+    median(&mut r).map(|x| diff_pct(x, 1.0))
 }
 
 /// (max − min) of `v` over `of`, percent.
@@ -355,6 +384,14 @@ pub(super) fn summarise(
         })
         .collect();
     let (mean_diff_unflagged_pct, max_diff_unflagged_pct) = unflagged_diffs(&rows);
+    let at_cpu: Vec<f64> = rows.iter().filter_map(|r| r.diff_at_run_cpu_pct).collect();
+    let (mean_diff_at_run_cpu_pct, max_diff_at_run_cpu_pct) = match at_cpu.len() {
+        0 => (None, None),
+        n => (
+            Some(at_cpu.iter().sum::<f64>() / n as f64),
+            Some(at_cpu.iter().copied().fold(0.0, f64::max)),
+        ),
+    };
     Ok(Report {
         app: a.app.clone(),
         cluster: a.cluster.clone(),
@@ -371,6 +408,8 @@ pub(super) fn summarise(
         mean_diff_ci95_pct,
         mean_diff_unflagged_pct,
         max_diff_unflagged_pct,
+        mean_diff_at_run_cpu_pct,
+        max_diff_at_run_cpu_pct,
         flagged_runs: rows.iter().map(|r| r.flagged_runs).sum(),
         total_runs: rows.iter().map(|r| r.runs.len()).sum(),
         flag_runq_pct: ran.thresholds.runq_pct,
@@ -528,6 +567,11 @@ fn summary(r: &Report) {
             cpu.iter().copied().fold(f64::NEG_INFINITY, f64::max)
         );
     }
+    if let (Some(mean), Some(max)) = (r.mean_diff_at_run_cpu_pct, r.max_diff_at_run_cpu_pct) {
+        println!(
+            "at each run's CPU speed: avg diff {mean:.2}%, max {max:.2}% (the paper's model of each round with every rank's computation at the run's own CPU time a row, the median over its iterations, over the recorded window's: the host's drift in a row's cost taken out, and with it any error in a row's cost at other row counts)"
+        );
+    }
     if let Some(c) = &r.row_curve {
         println!(
             "row-cost curve: {} ({} interleaved rounds); the paper's one cost a row on the same models and runs: avg diff {:.2}%, max {:.2}%, busy {:.2}%",
@@ -649,6 +693,7 @@ mod tests {
             runs: vec![runs.iter().map(|&s| run(s)).collect()],
             ooc: vec![false],
             windows: vec![None; models.len()],
+            at_run_cpu: vec![vec![None; runs.len()]],
         };
         let t = Thresholds {
             runq_pct: None,
