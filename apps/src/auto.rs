@@ -48,9 +48,9 @@ pub struct AutoReport {
     /// Measured: the slowest rank's time in the move (None: no move).
     pub measured_move_s: Option<f64>,
     /// The job's median iteration (the slowest rank's, each iteration)
-    /// before the plan, and on `chosen_dist` after it (after the move;
-    /// None where the run neither moved nor chose the distribution it
-    /// was on).
+    /// before the plan, and on `chosen_dist` after it (after the move,
+    /// or with `--auto-to` after a plan for the distribution in force;
+    /// None otherwise).
     pub measured_from_s: Option<f64>,
     pub measured_chosen_s: Option<f64>,
     /// Each rank's CPU time per row inside its stages (median over the

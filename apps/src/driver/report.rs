@@ -116,8 +116,10 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
             a.measured_from_s = self.med(&inst, &job_times, 1, a.redistributed_after + 1);
             a.noise_from_pct = self.window_noise(&inst, &job_times, 1, a.redistributed_after + 1);
             // The iterations run on the plan's choice: after its move, or
-            // after the plan where it chose the distribution in force.
-            if a.moved || a.chosen_dist == a.from_dist {
+            // with --auto-to after a plan for the distribution in force.
+            // (Collective below: the test is the same on every rank; only
+            // rank 0 knows GBS's own choice.)
+            if a.moved || self.job.ck.auto_to.is_some() {
                 // Up to the next re-plan, if any.
                 let end = a
                     .replans
