@@ -270,18 +270,22 @@ fn auto_to_moves_to_the_given_distribution_and_prices_it_beside_the_run() {
     let dir = scratch("autoto");
     let profile = quick_profile(&dir, 2);
     let trace = dir.join("trace");
-    let run = |to: &str| {
+    // jacobi on 256 rows under the interposer, planning after iteration
+    // 10 for `to`.
+    let job = |to: &str| {
         let _ = std::fs::remove_dir_all(&trace);
-        last_json(&ok(mheta()
-            .args(["run", "--trace-dir"])
+        let mut c = mheta();
+        c.args(["run", "--trace-dir"])
             .arg(&trace)
             .arg("--")
             .args(launch(2))
             .arg(bin("jacobi"))
             .args(["--n", "256", "--iters", "40", "--auto", "--auto-at", "10"])
             .args(["--auto-to", to, "--profile"])
-            .arg(&profile)))
+            .arg(&profile);
+        c
     };
+    let run = |to: &str| last_json(&ok(&mut job(to)));
     let plain = jacobi(2, &["--n", "256", "--iters", "40"]);
     let c0 = plain["checksum"].as_f64().unwrap();
     // Uniform ranks: GBS would keep Block, and the move to 64,192 does
@@ -313,25 +317,7 @@ fn auto_to_moves_to_the_given_distribution_and_prices_it_beside_the_run() {
     }
     // A distribution of the wrong rows is refused before the run starts,
     // naming the option.
-    let out = mheta()
-        .args(["run", "--trace-dir"])
-        .arg(&trace)
-        .arg("--")
-        .args(launch(2))
-        .arg(bin("jacobi"))
-        .args([
-            "--n",
-            "256",
-            "--iters",
-            "40",
-            "--auto",
-            "--auto-to",
-            "100,100",
-        ])
-        .arg("--profile")
-        .arg(&profile)
-        .output()
-        .unwrap();
+    let out = job("100,100").output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("--auto-to"), "{err}");
 }
