@@ -10,7 +10,7 @@
 //! report and prints it, [`cpu`] chooses the CPU emulation, [`curve`]
 //! measures the ranks' row-cost curves (`--row-curve`), [`window`] splits
 //! a diff into the model's own error and the host's drift, [`speed`]
-//! prices each run at its own CPU time per unit of work, and [`plot`]
+//! prices each run at its own CPU time a row, and [`plot`]
 //! draws it.
 
 mod cpu;
@@ -406,9 +406,9 @@ impl Study<'_> {
         }
     }
 
-    /// One instrumented run on Block under `mheta run`; its result, the
-    /// model of its trace, and the recorded window's median iteration
-    /// ([`mheta_trace::recorded_window_s`]).
+    /// One instrumented run on Block under `mheta run` ([`Instrumented`]:
+    /// the recorded window's median iteration is
+    /// [`mheta_trace::recorded_window_s`]).
     fn instrumented(&self, prof: &ClusterProfile) -> Result<Instrumented> {
         let a = self.a;
         self.bar.set_message("instrumented run on Block");
@@ -587,7 +587,6 @@ impl Study<'_> {
                 m.windows.push(w);
                 (paper, window_cpu) = (model.clone().without_reuse(), per_row);
                 if let Some(l) = linear.as_deref_mut() {
-                    let paper = model.clone().without_reuse();
                     for (p, (_, d)) in l.iter_mut().zip(dists) {
                         p.push(predict(&paper, d));
                     }

@@ -220,7 +220,7 @@ pub(super) struct Measured {
     /// Each model's recorded window, s (its median iteration), in the
     /// order the models were learned.
     pub(super) windows: Vec<Option<f64>>,
-    /// Per point, each run's prediction at its own CPU time per unit
+    /// Per point, each run's prediction at its own CPU time a row
     /// ([`super::speed::at_run_cpu`]), in the order of `runs`.
     pub(super) at_run_cpu: Vec<Vec<Option<f64>>>,
 }
