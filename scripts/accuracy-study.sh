@@ -350,6 +350,23 @@ if curved:
         print(f"| {a} | {c} | {d['mean_diff_pct']:.2f} / {d['max_diff_pct']:.2f} / {d['mean_busy_diff_pct']:.2f} | "
               f"{k['mean_diff_linear_pct']:.2f} / {k['max_diff_linear_pct']:.2f} / {k['mean_busy_diff_linear_pct']:.2f} | "
               f"{ic} | {better} / {worse} |")
+one_it = [(a, c, d) for a, c, d in done if d.get("mean_diff_one_iteration_pct") is not None]
+if one_it:
+    print()
+    print("the prediction (each recorded iteration replayed, their median, as --auto reports) "
+          "against MHETA's one iteration (the median iteration's replay alone, what the search "
+          "prices), on the same models and runs: mean / max diff %; points = the points whose "
+          "diff the replay of each iteration made smaller / larger")
+    print()
+    print("| app | cluster | each iteration: mean / max | one iteration: mean / max | points better / worse |")
+    print("|---|---|---|---|---|")
+    for a, c, d in one_it:
+        rows = d["rows"]
+        better = sum(r["diff_pct"] < r["diff_one_iteration_pct"] - 1e-9 for r in rows)
+        worse = sum(r["diff_pct"] > r["diff_one_iteration_pct"] + 1e-9 for r in rows)
+        print(f"| {a} | {c} | {d['mean_diff_pct']:.2f} / {d['max_diff_pct']:.2f} | "
+              f"{d['mean_diff_one_iteration_pct']:.2f} / {d['max_diff_one_iteration_pct']:.2f} | "
+              f"{better} / {worse} |")
 split_w = [(a, c, d["window"]) for a, c, d in done if d.get("window")]
 if split_w:
     print()
@@ -370,7 +387,7 @@ if at_cpu:
     print()
     print("the same runs with the host's drift in a row's cost taken out (a diagnostic, "
           "not a prediction: it uses each run's own measurement): the paper's model of each round "
-          "with every rank's computation at the run's CPU time a row in its stages (median over "
+          "(each recorded iteration replayed) with every rank's computation at the run's CPU time a row in its stages (median over "
           "its iterations) over the recorded window's; it also absorbs any error in a row's cost "
           "at other row counts. What is left is the model's communication, waiting and emulation")
     print()

@@ -19,6 +19,11 @@ A cell whose study measured a row-cost curve (`w-<app>-<cluster>/row-curve.json`
 `mheta experiment --row-curve`) is predicted with it (`--row-curve`); with
 REPREDICT_ROW_CURVE=0, without it.
 
+The prediction is the experiment's: each recorded iteration replayed,
+their median (`iterations_median_s`; the median iteration's replay where
+the trace holds fewer than 3); with REPREDICT_ONE_ITERATION=1, the
+median iteration's replay alone (`per_iteration_s`).
+
 Prints one line per cell (mean and max diff, and the stored ones), the sum
 of the cells' means, and the points split into out of core (some rank kept
 an array out of core: the row's `out_of_core`; in a report older than that
@@ -39,6 +44,7 @@ def main():
         return 2
     out = sys.argv[1]
     mheta = sys.argv[2] if len(sys.argv) == 3 else "target/release/mheta"
+    one_iteration = os.environ.get("REPREDICT_ONE_ITERATION", "0") != "0"
     profiles = glob.glob(os.path.join(out, "p*.json"))
     if not profiles:
         print(f"repredict: {out}: no profile p*.json (is it a study directory?)", file=sys.stderr)
@@ -80,7 +86,8 @@ def main():
                 text=True,
             )
             try:
-                p = json.loads(run.stdout)["per_iteration_s"]
+                j = json.loads(run.stdout)
+                p = (None if one_iteration else j.get("iterations_median_s")) or j["per_iteration_s"]
             except (ValueError, KeyError):
                 print(f"repredict: {tag} {dist}: {run.stderr.strip()[:300]}", file=sys.stderr)
                 failed += 1

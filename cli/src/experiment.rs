@@ -36,7 +36,7 @@ use mheta_model::curve::{CurveFile, RowCurve};
 use mheta_model::{Dist, Model, search};
 use mheta_profile::ClusterProfile;
 use noise::{RunRecord, Thresholds};
-use report::{Measured, Ran, rows, summarise};
+use report::{Measured, Priced, Ran, rows, summarise};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::Command;
@@ -279,9 +279,8 @@ pub fn run(a: &Args) -> Result<Report> {
         None => m0,
     };
     let (dists, g) = points(&m, a.points)?;
-    let mut predicted: Vec<Vec<(f64, f64)>> =
-        dists.iter().map(|(_, d)| vec![predict(&m, d)]).collect();
-    let mut linear: Option<Vec<Vec<(f64, f64)>>> = (curve.is_some() || reuse).then(|| {
+    let mut predicted: Vec<Vec<Priced>> = dists.iter().map(|(_, d)| vec![predict(&m, d)]).collect();
+    let mut linear: Option<Vec<Vec<Priced>>> = (curve.is_some() || reuse).then(|| {
         dists
             .iter()
             .map(|(_, d)| vec![predict(&linear_m, d)])
@@ -550,8 +549,8 @@ impl Study<'_> {
         &mut self,
         dists: &[(String, Dist)],
         prof: &ClusterProfile,
-        predicted: &mut [Vec<(f64, f64)>],
-        mut linear: Option<&mut Vec<Vec<(f64, f64)>>>,
+        predicted: &mut [Vec<Priced>],
+        mut linear: Option<&mut Vec<Vec<Priced>>>,
         curves: Option<&Vec<RowCurve>>,
         (first_window, first): (Option<f64>, (Model, Vec<Option<f64>>)),
     ) -> Result<Measured> {
@@ -566,7 +565,7 @@ impl Study<'_> {
         let sized = a.run_seconds > 0.0 && a.app != "sor" && a.app != "cg";
         let iters: Vec<u64> = (predicted.iter())
             .map(|p| match p.first() {
-                Some(&(t, _)) if sized && t.is_finite() => {
+                Some(&Priced { iter_s: t, .. }) if sized && t.is_finite() => {
                     runs_iterations(self.iters, a.run_seconds, t)
                 }
                 _ => self.iters,
@@ -639,13 +638,27 @@ fn runs_iterations(iters: u64, seconds: f64, iter_s: f64) -> u64 {
     iters.max(((seconds / iter_s).ceil() as u64).min(1_000_000))
 }
 
-/// The model's iteration and its busiest rank's time in stages (∞ for a
-/// distribution it cannot price).
-fn predict(m: &Model, d: &Dist) -> (f64, f64) {
-    m.predict(d).map_or((f64::INFINITY, f64::INFINITY), |p| {
-        let busy = p.ranks.iter().map(|k| k.compute_s).fold(0.0, f64::max);
-        (p.per_iteration_s, busy)
-    })
+/// How `m` prices `d` (∞ for a distribution it cannot price): the
+/// iteration as `--auto` reports it, each recorded iteration replayed
+/// ([`Model::predict_iterations`], its median; the median iteration's
+/// replay where a rank recorded fewer than 3), the median iteration's
+/// replay alone (MHETA's one iteration) and its busiest rank's time in
+/// stages.
+fn predict(m: &Model, d: &Dist) -> Priced {
+    let Ok(p) = m.predict(d) else {
+        return Priced {
+            iter_s: f64::INFINITY,
+            one_s: f64::INFINITY,
+            busy_s: f64::INFINITY,
+        };
+    };
+    let busy_s = p.ranks.iter().map(|k| k.compute_s).fold(0.0, f64::max);
+    let each = m.predict_iterations(d).ok().flatten();
+    Priced {
+        iter_s: each.map_or(p.per_iteration_s, |(med, _)| med),
+        one_s: p.per_iteration_s,
+        busy_s,
+    }
 }
 
 /// The figure 8 spectrum of `k` distributions with its corners named,

@@ -263,6 +263,30 @@ fn long_runs_and_a_model_per_round() {
         (r["mean_diff_at_run_cpu_pct"].as_f64().unwrap() - mean).abs() < 1e-9,
         "{r}"
     );
+    // The last round's model is the trace left in the directory: its
+    // prediction of each point is `mheta predict`'s replay of each
+    // recorded iteration, and the one-iteration replay stays beside it.
+    for row in r["rows"].as_array().unwrap() {
+        let d: Vec<String> = (row["dist"].as_array().unwrap().iter())
+            .map(|x| x.to_string())
+            .collect();
+        let p = last_json(&ok(mheta()
+            .args(["predict", "--json", "--profile"])
+            .arg(&profile)
+            .arg("--trace")
+            .arg(dir.join("w").join("trace"))
+            .args(["--dist", &d.join(",")])));
+        let each = p["iterations_median_s"]
+            .as_f64()
+            .expect("3+ recorded iterations");
+        let got = row["predicted_rounds_s"][2].as_f64().unwrap();
+        assert!((got - each).abs() <= 1e-9 * each, "{got} vs {each}: {row}");
+        let one = row["predicted_one_iteration_s"].as_f64().unwrap();
+        assert!(one.is_finite() && one > 0.0, "{row}");
+        let a = row["actual_s"].as_f64().unwrap();
+        let want = 100.0 * (one - a).abs() / one.min(a);
+        assert!((row["diff_one_iteration_pct"].as_f64().unwrap() - want).abs() < 1e-9);
+    }
 }
 
 /// `--row-curve` measures every rank's cost a row at other row counts in

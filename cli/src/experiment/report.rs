@@ -84,6 +84,25 @@ pub struct Row {
     /// left of the diff with the host's drift in the cost of a row taken
     /// out (null without a priced run).
     pub diff_at_run_cpu_pct: Option<f64>,
+    /// The median over the models of the median iteration's replay
+    /// alone (MHETA's one iteration, what the search prices), and its
+    /// diff against the same runs; `predicted_s` replays each recorded
+    /// iteration instead ([`Priced`]).
+    pub predicted_one_iteration_s: f64,
+    pub diff_one_iteration_pct: f64,
+}
+
+/// How one model prices a point (`super::predict`).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Priced {
+    /// The iteration as `--auto` reports it: the median of each recorded
+    /// iteration replayed (`Model::predict_iterations`), or the median
+    /// iteration's replay where a rank recorded fewer than 3.
+    pub(super) iter_s: f64,
+    /// The median iteration's replay alone (`Model::predict`).
+    pub(super) one_s: f64,
+    /// The busiest rank's time in stages, in that replay.
+    pub(super) busy_s: f64,
 }
 
 /// With `--row-curve`: the curve used and the paper's one cost a row on
@@ -142,6 +161,9 @@ pub struct Report {
     /// no point has one).
     pub mean_diff_at_run_cpu_pct: Option<f64>,
     pub max_diff_at_run_cpu_pct: Option<f64>,
+    /// Mean and max over the points of `diff_one_iteration_pct`.
+    pub mean_diff_one_iteration_pct: f64,
+    pub max_diff_one_iteration_pct: f64,
     /// Flagged runs, and all real runs of the points.
     pub flagged_runs: usize,
     pub total_runs: usize,
@@ -231,8 +253,8 @@ pub(super) struct Measured {
 /// the curve.
 pub(super) fn rows(
     dists: &[(String, Dist)],
-    predicted: Vec<Vec<(f64, f64)>>,
-    linear: Option<Vec<Vec<(f64, f64)>>>,
+    predicted: Vec<Vec<Priced>>,
+    linear: Option<Vec<Vec<Priced>>>,
     m: Measured,
     t: Thresholds,
 ) -> Vec<Row> {
@@ -246,17 +268,15 @@ pub(super) fn rows(
         .zip(m.at_run_cpu)
         .enumerate()
     {
-        let lin = linear.as_mut().and_then(Iterator::next).map(|l| {
-            let med = |f: fn(&(f64, f64)) -> f64| {
-                median(&mut l.iter().map(f).collect::<Vec<_>>()).unwrap_or(f64::NAN)
-            };
-            (med(|p| p.0), med(|p| p.1))
-        });
+        let lin = linear
+            .as_mut()
+            .and_then(Iterator::next)
+            .map(|l| (med_of(&l, |p| p.iter_s), med_of(&l, |p| p.busy_s)));
         noise::flag(&mut runs, t);
-        let predicted_rounds_s: Vec<f64> = models.iter().map(|p| p.0).collect();
+        let predicted_rounds_s: Vec<f64> = models.iter().map(|p| p.iter_s).collect();
         let predicted_s = median(&mut predicted_rounds_s.clone()).unwrap_or(f64::NAN);
-        let predicted_busy_s =
-            median(&mut models.iter().map(|p| p.1).collect::<Vec<_>>()).unwrap_or(f64::NAN);
+        let predicted_busy_s = med_of(&models, |p| p.busy_s);
+        let predicted_one_iteration_s = med_of(&models, |p| p.one_s);
         let runs_s: Vec<f64> = runs.iter().map(|r| r.iter_median_s).collect();
         let mut busy: Vec<f64> = runs.iter().map(|r| r.busiest_stage_s).collect();
         let actual_s = median(&mut runs_s.clone()).unwrap_or(f64::NAN);
@@ -287,12 +307,19 @@ pub(super) fn rows(
             cpu_per_unit_vs_blk: None,
             diff_at_run_cpu_pct: at_run_cpu_diff(&at_cpu, &runs_s),
             predicted_at_run_cpu_s: at_cpu,
+            diff_one_iteration_pct: diff_pct(predicted_one_iteration_s, actual_s),
+            predicted_one_iteration_s,
             runs_s,
             runs,
             out_of_core,
         });
     }
     rows
+}
+
+/// The median of `f` over `models` (NaN for none).
+fn med_of(models: &[Priced], f: fn(&Priced) -> f64) -> f64 {
+    median(&mut models.iter().map(f).collect::<Vec<_>>()).unwrap_or(f64::NAN)
 }
 
 /// The diff of the median of each run's prediction at its own CPU speed
@@ -392,6 +419,7 @@ pub(super) fn summarise(
             Some(at_cpu.iter().copied().fold(0.0, f64::max)),
         ),
     };
+    let one: Vec<f64> = rows.iter().map(|r| r.diff_one_iteration_pct).collect();
     Ok(Report {
         app: a.app.clone(),
         cluster: a.cluster.clone(),
@@ -410,6 +438,8 @@ pub(super) fn summarise(
         max_diff_unflagged_pct,
         mean_diff_at_run_cpu_pct,
         max_diff_at_run_cpu_pct,
+        mean_diff_one_iteration_pct: one.iter().sum::<f64>() / one.len().max(1) as f64,
+        max_diff_one_iteration_pct: one.iter().copied().fold(0.0, f64::max),
         flagged_runs: rows.iter().map(|r| r.flagged_runs).sum(),
         total_runs: rows.iter().map(|r| r.runs.len()).sum(),
         flag_runq_pct: ran.thresholds.runq_pct,
@@ -567,9 +597,13 @@ fn summary(r: &Report) {
             cpu.iter().copied().fold(f64::NEG_INFINITY, f64::max)
         );
     }
+    println!(
+        "one iteration: the median iteration's replay alone (MHETA's one iteration, what the search prices) on the same models and runs: avg diff {:.2}%, max {:.2}%; the prediction replays each recorded iteration and takes the median, as --auto reports it",
+        r.mean_diff_one_iteration_pct, r.max_diff_one_iteration_pct
+    );
     if let (Some(mean), Some(max)) = (r.mean_diff_at_run_cpu_pct, r.max_diff_at_run_cpu_pct) {
         println!(
-            "at each run's CPU speed: avg diff {mean:.2}%, max {max:.2}% (the paper's model of each round with every rank's computation at the run's own CPU time a row, the median over its iterations, over the recorded window's: the host's drift in a row's cost taken out, and with it any error in a row's cost at other row counts)"
+            "at each run's CPU speed: avg diff {mean:.2}%, max {max:.2}% (the paper's model of each round, each recorded iteration replayed, with every rank's computation at the run's own CPU time a row, the median over its iterations, over the recorded window's: the host's drift in a row's cost taken out, and with it any error in a row's cost at other row counts)"
         );
     }
     if let Some(c) = &r.row_curve {
@@ -674,7 +708,7 @@ fn flagged(r: &Report) {
 
 #[cfg(test)]
 mod tests {
-    use super::{Measured, rows};
+    use super::{Measured, Priced, rows};
     use crate::experiment::noise::{RunRecord, Thresholds};
     use mheta_model::Dist;
     use serde_json::json;
@@ -699,7 +733,15 @@ mod tests {
             runq_pct: None,
             cpu_pct: 15.0,
         };
-        let predicted = vec![models.iter().map(|&p| (p, p / 2.0)).collect()];
+        let predicted = vec![
+            (models.iter())
+                .map(|&p| Priced {
+                    iter_s: p,
+                    one_s: 0.9 * p,
+                    busy_s: p / 2.0,
+                })
+                .collect(),
+        ];
         let d = vec![("p".to_string(), Dist(vec![4, 4]))];
         rows(&d, predicted, None, m, t).remove(0)
     }
@@ -712,5 +754,19 @@ mod tests {
         assert!((s - 50.0).abs() < 1e-9, "{s}");
         assert!((r.spread_pct - 2.5).abs() < 1e-9, "{}", r.spread_pct);
         assert_eq!(one_point(&[0.04], &[0.04, 0.05]).predicted_spread_pct, None);
+    }
+
+    #[test]
+    fn the_one_iteration_replay_is_priced_beside_the_prediction() {
+        let r = one_point(&[0.040, 0.050, 0.030], &[0.04, 0.04, 0.041]);
+        assert_eq!(r.predicted_s, 0.040);
+        assert!((r.predicted_one_iteration_s - 0.036).abs() < 1e-12);
+        let want = 100.0 * 0.004 / 0.036;
+        assert!(
+            (r.diff_one_iteration_pct - want).abs() < 1e-9,
+            "{}",
+            r.diff_one_iteration_pct
+        );
+        assert!((r.predicted_busy_s - 0.020).abs() < 1e-12);
     }
 }

@@ -15,7 +15,8 @@
 //! set to the run's CPU time per row over the window's
 //! ([`Model::with_load`], the replay's `cpu_slow`) prices the run's
 //! computation as the run measured it, and its communication and
-//! waiting as the model does.
+//! waiting as the model does. It replays each recorded iteration and
+//! takes the median, as the study's prediction does.
 //!
 //! This absorbs the cost of a row at other row counts too (the part a
 //! row-cost curve models), so it is a diagnostic beside the study's
@@ -78,7 +79,11 @@ pub fn at_run_cpu(paper: &Model, window: &[Option<f64>], run: &RunRecord, d: &Di
     load.cpu = f.iter().map(|&x| Stoch::point(x)).collect();
     load.cpu_bounds = f.iter().map(|&x| (x, x)).collect();
     let m = paper.clone().with_load(load);
-    m.predict(d).ok().map(|x| x.per_iteration_s)
+    match m.predict_iterations(d) {
+        Ok(Some((med, _))) => Some(med),
+        Ok(None) => m.predict(d).ok().map(|x| x.per_iteration_s),
+        Err(_) => None,
+    }
 }
 
 #[cfg(test)]
