@@ -125,6 +125,26 @@ pub struct PairCost {
     /// the same for both ways of a pair. Empty: not measured.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub exchange: Vec<ExchangePoint>,
+    /// The sender's time in a blocking eager send of each size, the
+    /// receiver waiting in its receive (LogGP's o(m);
+    /// `mheta_microbench::net` `send_by_size`): across hosts a send pays
+    /// its bytes' way through the sender's network stack on its own core,
+    /// so that o_s (`o_send_s`, at 8 bytes) does not carry to kilobytes.
+    /// By increasing size, none above the eager limit. Empty: not
+    /// measured; the model then takes `o_send_s` at every size.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub send_by_size: Vec<SendPoint>,
+}
+
+/// One figure of [`PairCost::send_by_size`].
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct SendPoint {
+    pub bytes: u64,
+    /// Seconds from the start of the send to its return, as `o_send_s`
+    /// is taken from `o_send`: what the model reads.
+    pub o_send_s: f64,
+    /// Their distribution, in rounds.
+    pub o_send: SampleStats,
 }
 
 /// One figure of [`PairCost::exchange`].
@@ -181,6 +201,7 @@ impl PairCost {
             send_buffer_first_bytes: None,
             direct_copy_bps: None,
             exchange: Vec::new(),
+            send_by_size: Vec::new(),
         }
     }
 
@@ -693,6 +714,9 @@ impl ClusterProfile {
             let delta = small - c.rtt_small_s / 2.0;
             for g in &mut c.segments {
                 g.base_s = (g.base_s + delta).max(0.0);
+            }
+            for x in &mut c.send_by_size {
+                x.o_send_s = pick(&x.o_send, x.o_send_s);
             }
             c.o_send_s = os;
             c.o_recv_s = or;

@@ -23,6 +23,7 @@ impl ClusterProfile {
         let _ = writeln!(out, "# schedule: {}", self.schedule);
         self.pair_table(&mut out);
         self.exchange_table(&mut out);
+        self.send_table(&mut out);
         self.modes(&mut out);
         self.matrix(&mut out, "Latency, 8 B one-way (us)", &|c| {
             c.one_way_small.p50 * 1e6
@@ -77,6 +78,35 @@ impl ClusterProfile {
                 })
                 .collect();
             let _ = writeln!(out, "{:>5} {:>5} {}", c.src, c.dst, cells);
+        }
+    }
+
+    /// Per pair that measured them (`PairCost::send_by_size`): the
+    /// sender's time in an eager send of each size, after o_s at 8 bytes.
+    fn send_table(&self, out: &mut String) {
+        let pairs: Vec<&PairCost> = (self.pairs.iter())
+            .filter(|c| !c.send_by_size.is_empty())
+            .collect();
+        if pairs.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            out,
+            "# Sender's time in a blocking eager send by size, the receiver waiting (us, {MEAN_TEXT}; LogGP's o(m); the model takes it linear between the sizes and flat past the largest)"
+        );
+        let _ = writeln!(out, "{:>5} {:>5} {:>10}  by size", "src", "dst", "o_s (8B)");
+        for c in pairs {
+            let cells: String = (c.send_by_size.iter())
+                .map(|x| format!("  {}B {:.2}", x.bytes, x.o_send_s * 1e6))
+                .collect();
+            let _ = writeln!(
+                out,
+                "{:>5} {:>5} {:>10.2} {}",
+                c.src,
+                c.dst,
+                c.o_send_s * 1e6,
+                cells
+            );
         }
     }
 

@@ -10,7 +10,7 @@ use super::stream::{bandwidth, ping_pong};
 use super::{TAG, debug_counts, timer_cost};
 use crate::budget::{self, StreamCounts};
 use mheta_base::median;
-use mheta_profile::{ModeChoice, PairCost, SampleStats, SizePoint, fit_segments};
+use mheta_profile::{ModeChoice, PairCost, SampleStats, SendPoint, SizePoint, fit_segments};
 use mpi::point_to_point::{Destination, Source};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use std::time::Instant;
@@ -85,7 +85,14 @@ pub fn measure_pair(world: &SimpleCommunicator, plan: &Effort, a: i32, b: i32) -
         );
     }
     let small = pair.gather_o_r(small, counts.n_over)?;
-    Some(summarise(a, b, &sweep, &small, cold, eager))
+    Some(summarise(
+        a,
+        b,
+        &sweep,
+        (&small, &counts.send_sizes),
+        cold,
+        eager,
+    ))
 }
 
 /// One size of the sweep: its bytes, the ping-pong's RTT/2 samples (on
@@ -98,7 +105,7 @@ pub(super) struct PairRun<'a> {
     pub(super) plan: &'a Effort,
     pub(super) a: i32,
     pub(super) b: i32,
-    /// Receive buffer (and o_s's send buffer).
+    /// Receive buffer.
     pub(super) buf: Vec<u8>,
     /// Send buffer.
     pub(super) sbuf: Vec<u8>,
@@ -239,17 +246,34 @@ impl PairRun<'_> {
 /// The pair's figures from its samples (on `a`): distributions of the
 /// small figures, the sweep's points and their piecewise-linear fit, the
 /// bandwidth at 1 MiB and out of the cache and the bytes a send leaves to
-/// the transport (`cold`, of [`mheta_profile::COLD_BYTES`]), and
+/// the transport (`cold`, of [`mheta_profile::COLD_BYTES`]), the
+/// sender's time in the eager sends of `sizes`, and
 /// L = one-way(8 B) − o_s − o_r.
 fn summarise(
     a: i32,
     b: i32,
     sweep: &[SweepPoint],
-    small: &SmallSamples,
+    (small, sizes): (&SmallSamples, &[usize]),
     cold: Cold,
     eager: Option<u64>,
 ) -> PairCost {
     let floor = timer_cost();
+    // The stored figures are ModeChoice's default (the share-weighted mean
+    // of the modes that count); ClusterProfile::with_mode picks another.
+    let dom = ModeChoice::default();
+    let send_by_size: Vec<SendPoint> = sizes
+        .iter()
+        .zip(&small.by_size)
+        .filter(|(_, rounds)| rounds.iter().any(|r| !r.is_empty()))
+        .map(|(&bytes, rounds)| {
+            let o_send = SampleStats::from_rounds(rounds, floor);
+            SendPoint {
+                bytes: bytes as u64,
+                o_send_s: o_send.value(dom),
+                o_send,
+            }
+        })
+        .collect();
     let o_send = SampleStats::from_rounds(&small.os, floor);
     let o_recv = SampleStats::from_rounds(&small.or, floor);
     let small = SampleStats::from_rounds(&small.pp, floor);
@@ -276,7 +300,6 @@ fn summarise(
         .unwrap_or(0.0);
     // The stored figures are ModeChoice's default (the share-weighted mean
     // of the modes that count); ClusterProfile::with_mode picks another.
-    let dom = ModeChoice::default();
     let (o_s, o_r, one) = (o_send.value(dom), o_recv.value(dom), small.value(dom));
     PairCost {
         src: a as u32,
@@ -296,6 +319,7 @@ fn summarise(
         send_buffer_first_bytes: None,
         direct_copy_bps: None,
         exchange: Vec::new(),
+        send_by_size,
         o_send,
         o_recv,
         one_way_small: small,

@@ -1,6 +1,7 @@
 //! The small figures of a pair, in interleaved rounds: the 8-byte
 //! ping-pong, the sender's overhead o_s and the receiver's overhead o_r
-//! (LogP's), each round taking some of each.
+//! (LogP's), and the sender's time in eager sends of larger sizes
+//! (LogGP's o(m), [`SEND_SIZES`]), each round taking some of each.
 
 use super::pair::PairRun;
 use super::{TAG, debug_counts, spin};
@@ -8,6 +9,29 @@ use crate::budget;
 use mpi::point_to_point::{Destination, Source};
 use mpi::topology::Communicator;
 use std::time::{Duration, Instant};
+
+/// Sizes at which the sender's time in an eager send is measured
+/// (`PairCost::send_by_size`), those up to the pair's eager limit, and
+/// the limit itself where it lies below the largest.
+pub const SEND_SIZES: [usize; 5] = [256, 1 << 10, 4 << 10, 16 << 10, 64 << 10];
+
+/// [`SEND_SIZES`] that are eager under `eager` (None: not measured, so
+/// none is known to be).
+fn send_sizes(eager: Option<u64>) -> Vec<usize> {
+    let Some(e) = eager else {
+        return Vec::new();
+    };
+    let mut sizes: Vec<usize> = SEND_SIZES
+        .iter()
+        .copied()
+        .filter(|&s| s as u64 <= e)
+        .collect();
+    let largest = SEND_SIZES[SEND_SIZES.len() - 1] as u64;
+    if e < largest && sizes.last().is_none_or(|&s| (s as u64) < e) && e > 8 {
+        sizes.push(e as usize);
+    }
+    sizes
+}
 
 /// Counts of the interleaved small figures, decided on `a`.
 pub(super) struct SmallCounts {
@@ -17,6 +41,9 @@ pub(super) struct SmallCounts {
     pub(super) pp_per_round: usize,
     /// o_s and o_r samples per round.
     pub(super) n_over: usize,
+    /// Sizes of the sends timed beside o_s ([`send_sizes`]), half as
+    /// many samples each per round, at least 10.
+    pub(super) send_sizes: Vec<usize>,
 }
 
 /// Samples of the small figures, one vector per round.
@@ -27,16 +54,20 @@ pub(super) struct SmallSamples {
     pub(super) os: Vec<Vec<f64>>,
     /// o_r (taken on `b`; on `a` after [`PairRun::gather_o_r`]).
     pub(super) or: Vec<Vec<f64>>,
+    /// Per size of [`SmallCounts::send_sizes`], the sender's time in its
+    /// eager sends, one vector per round (on `a`).
+    pub(super) by_size: Vec<Vec<Vec<f64>>>,
 }
 
 impl PairRun<'_> {
     /// The small figures' counts: `a` decides them (the delay before an
     /// o_r receive is four small round trips, at least 20 µs; the counts
     /// per round fit the small figures' budget, at least 20 each) and
-    /// sends them to `b`.
+    /// sends them to `b`, with the eager limit, which sets the sizes of
+    /// the sends timed beside o_s.
     pub(super) fn small_counts(&self, rtt8: f64, eager: Option<u64>) -> SmallCounts {
         let (plan, a, b) = (self.plan, self.a, self.b);
-        let mut small = [0.0f64; 3];
+        let mut small = [0.0f64; 4];
         if self.world.rank() == a {
             let delay = (4.0 * rtt8).max(20e-6);
             let (pp, over) = budget::small_counts(
@@ -47,7 +78,12 @@ impl PairRun<'_> {
                 plan.small_s,
                 20,
             );
-            small = [delay, pp as f64, over as f64];
+            small = [
+                delay,
+                pp as f64,
+                over as f64,
+                eager.map_or(-1.0, |e| e as f64),
+            ];
             if debug_counts() {
                 eprintln!(
                     "mheta-microbench: {a}->{b} small figures: {} rounds of {pp} ping-pongs, {over} o_s and o_r (RTT {rtt8:.6} s); eager limit {eager:?}",
@@ -64,21 +100,41 @@ impl PairRun<'_> {
             delay: Duration::from_secs_f64(small[0]),
             pp_per_round: small[1] as usize,
             n_over: small[2] as usize,
+            send_sizes: send_sizes((small[3] >= 0.0).then_some(small[3] as u64))
+                .into_iter()
+                .filter(|&s| s <= self.plan.largest())
+                .collect(),
         }
     }
 
     /// The small figures, in interleaved rounds: each round takes 8-byte
-    /// ping-pongs, then o_s, then o_r samples, so that a drift of the
-    /// machine shows as a difference between rounds (spread, modes) and
-    /// not as a difference between figures.
+    /// ping-pongs, then o_s, then o_r samples, then the sends of each
+    /// larger size, so that a drift of the machine shows as a difference
+    /// between rounds (spread, modes) and not as a difference between
+    /// figures.
     pub(super) fn small_rounds(&mut self, counts: &SmallCounts) -> SmallSamples {
         let (mut pp, mut os, mut or) = (Vec::new(), Vec::new(), Vec::new());
+        let mut by_size = vec![Vec::new(); counts.send_sizes.len()];
+        let n_size = (counts.n_over / 2).max(10);
         for _ in 0..self.plan.rounds {
             pp.push(self.ping_pong_round(counts.pp_per_round));
             os.push(self.o_send_round(counts.n_over));
             or.push(self.o_recv_round(counts.n_over, counts.delay));
+            for (k, &size) in counts.send_sizes.iter().enumerate() {
+                // One untimed send of the size first.
+                let mut round = self.send_round(size, n_size + 1);
+                if !round.is_empty() {
+                    round.remove(0);
+                }
+                by_size[k].push(round);
+            }
         }
-        SmallSamples { pp, os, or }
+        SmallSamples {
+            pp,
+            os,
+            or,
+            by_size,
+        }
     }
 
     /// One round of 8-byte ping-pongs: 10 untimed, then `n` RTT/2
@@ -109,6 +165,13 @@ impl PairRun<'_> {
     /// One round of `n` o_s samples (on `a`): an eager send returns once
     /// the data is buffered.
     fn o_send_round(&mut self, n: usize) -> Vec<f64> {
+        self.send_round(8, n)
+    }
+
+    /// One round of `n` samples of the sender's time in a blocking send
+    /// of `size` bytes (on `a`), `b` waiting in its receive; `b` answers
+    /// each with a byte, so that the sends do not queue.
+    fn send_round(&mut self, size: usize, n: usize) -> Vec<f64> {
         let (pa, pb) = (
             self.world.process_at_rank(self.a),
             self.world.process_at_rank(self.b),
@@ -118,11 +181,11 @@ impl PairRun<'_> {
         for _ in 0..n {
             if self.world.rank() == self.a {
                 let t = Instant::now();
-                pb.send_with_tag(&self.buf[..8], TAG);
+                pb.send_with_tag(&self.sbuf[..size], TAG);
                 round.push(t.elapsed().as_secs_f64());
                 pb.receive_into_with_tag(&mut ack, TAG);
             } else {
-                pa.receive_into_with_tag(&mut self.buf[..8], TAG);
+                pa.receive_into_with_tag(&mut self.buf[..size], TAG);
                 pa.send_with_tag(&ack, TAG);
             }
         }

@@ -122,6 +122,8 @@ impl Op {
 #[derive(Clone, Copy, Debug)]
 struct Msg {
     j: u32,
+    /// The sender's time (`Pair::send_costs`, times its CPU factor); NaN:
+    /// recomputed from `bytes` each time, with `wire`.
     o: f64,
     /// `transfer(b) · net factor`; NaN: recomputed from `bytes` each time
     /// (a message that scales with the sender's rows).
@@ -482,26 +484,27 @@ impl<'a> Evaluator<'a> {
                     let mut waits = false;
                     if msg != NONE {
                         let mg = &c.msgs[msg as usize];
-                        let wire = if mg.wire.is_nan() {
+                        let (o, wire) = if mg.wire.is_nan() {
                             let pr = m.net.pair(i, mg.j as usize);
                             let b = m.msg_bytes(d, i, mg.bytes);
                             if mg.standard && (b > pr.eager() as f64) != mg.waits {
                                 return Ok(None);
                             }
-                            let t = if gaps {
-                                let gap = lanes[i].clock - lanes[i].quiet;
-                                pr.exchange_transfer(b, gap, mg.both_ways)
+                            let gap = gaps.then(|| lanes[i].clock - lanes[i].quiet);
+                            let (o, t) = pr.send_costs(b, gap, mg.both_ways);
+                            let o = if mg.o.is_nan() {
+                                o * m.cpu_factor(i)
                             } else {
-                                pr.transfer(b)
+                                mg.o
                             };
-                            t * m.net_factor(pr.k)
+                            (o, t * m.net_factor(pr.k))
                         } else {
-                            mg.wire
+                            (mg.o, mg.wire)
                         };
-                        mail[g] = lanes[i].clock + mg.o + wire;
+                        mail[g] = lanes[i].clock + o + wire;
                         track.sent(g, x);
-                        lanes[i].clock += mg.o;
-                        lanes[i].out.overhead_s += mg.o;
+                        lanes[i].clock += o;
+                        lanes[i].out.overhead_s += o;
                         waits = mg.waits;
                     }
                     let t = lanes[i].clock;

@@ -26,6 +26,10 @@ pub(crate) struct Net {
     /// pair: (gap, bytes, seconds over the pair's one-way fit at that
     /// size).
     exch: Vec<(f64, f64, f64)>,
+    /// The pairs' sender's times by size (`PairCost::send_by_size`), one
+    /// run per pair: (bytes, seconds), each at least the ones before it
+    /// and the pair's o_s.
+    osz: Vec<(f64, f64)>,
     /// Mean costs, for reductions.
     pub(crate) mean: [f64; 4],
     /// Each rank's host (an index; one host when the profile does not
@@ -86,6 +90,7 @@ pub(crate) struct Pair<'a> {
     w: &'a Wire,
     segs: &'a [mheta_profile::Segment],
     exch: &'a [(f64, f64, f64)],
+    osz: &'a [(f64, f64)],
 }
 
 impl Pair<'_> {
@@ -168,8 +173,43 @@ impl Pair<'_> {
         lo.map_or(0.0, |(_, e)| e)
     }
 
+    /// The sender's time in a send of 8 bytes, LogP's o_s.
     pub(crate) fn o_send(&self) -> f64 {
         self.w.o_send
+    }
+
+    /// The sender's time in a send of `bytes` (LogGP's o(m)): linear
+    /// between o_s at 8 bytes and the sizes the pair measured
+    /// (`PairCost::send_by_size`), flat past the largest (the eager
+    /// limit); o_s where none were measured.
+    pub(crate) fn o_send_at(&self, bytes: f64) -> f64 {
+        let (first, n) = (self.w.osz.0 as usize, self.w.osz.1 as usize);
+        let (mut b0, mut o0) = (8.0, self.w.o_send);
+        if n == 0 || bytes <= b0 {
+            return o0;
+        }
+        for &(b1, o1) in &self.osz[first..first + n] {
+            if bytes <= b1 {
+                return o0 + (o1 - o0) * (bytes - b0) / (b1 - b0);
+            }
+            (b0, o0) = (b1, o1);
+        }
+        o0
+    }
+
+    /// A send of `bytes`: the sender's time ([`Pair::o_send_at`]) and the
+    /// time on the wire after it, [`Pair::exchange_transfer`] after
+    /// `gap` (None: [`Pair::transfer`]) less what o(m) takes over o_s,
+    /// so that the message arrives when the pair's measured one-way
+    /// time says, and the sender is busy for the part of it that is
+    /// its own (MHETA eq. 3 with LogGP's o(m)).
+    pub(crate) fn send_costs(&self, bytes: f64, gap: Option<f64>, both_ways: bool) -> (f64, f64) {
+        let o = self.o_send_at(bytes);
+        let t = match gap {
+            None => self.transfer(bytes),
+            Some(g) => self.exchange_transfer(bytes, g, both_ways),
+        };
+        (o, (t - (o - self.w.o_send)).max(0.0))
     }
 
     pub(crate) fn o_recv(&self) -> f64 {
@@ -226,6 +266,8 @@ struct Wire {
     seg: (u32, u32),
     /// The pair's exchanges in [`Net::exch`]: first, count (0: none).
     exch: (u32, u32),
+    /// The pair's sends by size in [`Net::osz`]: first, count (0: none).
+    osz: (u32, u32),
 }
 
 impl Wire {
@@ -239,6 +281,7 @@ impl Wire {
         send_buffer: 0,
         seg: (0, 0),
         exch: (0, 0),
+        osz: (0, 0),
     };
 }
 
@@ -261,6 +304,7 @@ impl Net {
             listed: classed.then(Vec::new),
             segs: Vec::new(),
             exch: Vec::new(),
+            osz: Vec::new(),
             mean: [0.0; 4],
             host: vec![0; p],
             link_out: vec![None; p],
@@ -283,7 +327,8 @@ impl Net {
         }
         let wire = |c: &mheta_profile::PairCost,
                     segs: &mut Vec<mheta_profile::Segment>,
-                    exch: &mut Vec<(f64, f64, f64)>| {
+                    exch: &mut Vec<(f64, f64, f64)>,
+                    osz: &mut Vec<(f64, f64)>| {
             let w = Wire {
                 measured: true,
                 o_send: c.o_send_s,
@@ -297,8 +342,14 @@ impl Net {
                     .unwrap_or(0),
                 seg: (segs.len() as u32, c.segments.len() as u32),
                 exch: (exch.len() as u32, c.exchange.len() as u32),
+                osz: (osz.len() as u32, c.send_by_size.len() as u32),
             };
             segs.extend(c.segments.iter().cloned());
+            let mut most = c.o_send_s;
+            osz.extend((c.send_by_size.iter()).map(|x| {
+                most = most.max(x.o_send_s);
+                (x.bytes as f64, most)
+            }));
             exch.extend((c.exchange.iter()).map(|x| {
                 let b = x.bytes as f64;
                 (x.gap_s, b, x.one_way.p50 - c.one_way_s(b))
@@ -307,9 +358,9 @@ impl Net {
         };
         if classed {
             for same in [true, false] {
-                let w = prof
-                    .unlisted_pair(same)
-                    .map_or(Wire::NONE, |c| wire(c, &mut net.segs, &mut net.exch));
+                let w = prof.unlisted_pair(same).map_or(Wire::NONE, |c| {
+                    wire(c, &mut net.segs, &mut net.exch, &mut net.osz)
+                });
                 net.wires.push(w);
             }
         }
@@ -320,7 +371,7 @@ impl Net {
             .collect();
         order.sort_unstable();
         for (k, i) in order {
-            let w = wire(&prof.pairs[i], &mut net.segs, &mut net.exch);
+            let w = wire(&prof.pairs[i], &mut net.segs, &mut net.exch, &mut net.osz);
             match &mut net.listed {
                 Some(l) => {
                     l.push((k, net.wires.len() as u32));
@@ -453,6 +504,7 @@ impl Net {
             w: self.wire_of(src, dst, k),
             segs: &self.segs,
             exch: &self.exch,
+            osz: &self.osz,
         }
     }
 

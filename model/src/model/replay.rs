@@ -354,7 +354,8 @@ impl<'a> Replay<'a> {
 
     /// A message of rank `i` to recorded peer `to`, rerouted under the
     /// distribution: MHETA eq. 3, arrival = T_τ(i) + O_send + T_{i→j}(q),
-    /// with the transfer slowed by sd_{i→j} (Figueira and Berman eq. 3). Its number
+    /// the sender's part of it by size (LogGP's o(m),
+    /// [`super::net::Pair::send_costs`]) and the transfer slowed by sd_{i→j} (Figueira and Berman eq. 3). Its number
     /// among i's sends is the count so far; it completes at once unless
     /// the receiver must take it ([`SendMode`]). Its transfer follows i's
     /// time away from MPI and whether it goes `both_ways` at once
@@ -374,9 +375,9 @@ impl<'a> Replay<'a> {
         if let Some(j) = j {
             let pr = net.pair(i, j);
             let b = m.msg_bytes(self.d, i, to.bytes);
-            let o = pr.o_send() * m.cpu_factor(i);
-            let wire = pr.exchange_transfer(b, self.clock[i] - self.quiet[i], both_ways);
-            let took = self.spend(i, o);
+            let gap = self.clock[i] - self.quiet[i];
+            let (o, wire) = pr.send_costs(b, Some(gap), both_ways);
+            let took = self.spend(i, o * m.cpu_factor(i));
             let arrive = self.clock[i] + wire * m.net_factor(pr.k);
             self.out[i].overhead_s += took;
             let waits = match mode {

@@ -83,6 +83,22 @@ pub(super) fn validate_pair(c: &PairCost) -> Result<(), String> {
         }
         last = Some((x.gap_s, x.bytes));
     }
+    let mut last = 0u64;
+    for x in &c.send_by_size {
+        let at = format!("send_by_size at {} B", x.bytes);
+        plausible_time(x.o_send_s).map_err(|e| format!("{at}: o_send_s {e}"))?;
+        if x.bytes <= last {
+            return Err(format!(
+                "{at}: does not follow {last} B (bytes increasing, above 0)"
+            ));
+        }
+        if let Some(e) = c.eager_limit_bytes
+            && x.bytes > e
+        {
+            return Err(format!("{at}: above the pair's eager limit ({e} B)"));
+        }
+        last = x.bytes;
+    }
     for w in c.segments.windows(2) {
         if w[1].from_bytes < w[0].to_bytes.min(w[0].from_bytes.max(1)) {
             return Err("segments out of order".into());

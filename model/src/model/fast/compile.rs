@@ -94,11 +94,13 @@ pub(super) fn compile(m: &Model, d: &Dist, events: &[LogEvent]) -> Option<Compil
                             SendMode::Standard => b > pr.eager() as f64,
                         };
                         let both_ways = m.both_ways(i, pc[i] % len);
+                        let (o, wire) = pr.send_costs(b, None, false);
+                        let fixed_wire = fixed && !m.net.has_exchanges();
                         c.msgs.push(Msg {
                             j: j as u32,
-                            o: pr.o_send() * m.cpu_factor(i),
-                            wire: if fixed && !m.net.has_exchanges() {
-                                pr.transfer(b) * m.net_factor(pr.k)
+                            o: if fixed { o * m.cpu_factor(i) } else { f64::NAN },
+                            wire: if fixed_wire {
+                                wire * m.net_factor(pr.k)
                             } else {
                                 f64::NAN
                             },

@@ -101,7 +101,7 @@ fn models(p: u32) -> Vec<(&'static str, Model)> {
         for c in &mut prof.pairs {
             c.eager_limit_bytes = Some(64_000);
         }
-        Model::new(&traces, decl, &prof).expect("model")
+        Model::new(&traces, decl, &with_sends(prof)).expect("model")
     };
     let eager = {
         let traces: Vec<_> = (0..p)
@@ -125,7 +125,7 @@ fn models(p: u32) -> Vec<(&'static str, Model)> {
             })
             .collect::<Vec<_>>(),
         app(vec![rows; p as usize]),
-        &with_exchanges(profile(p)),
+        &with_sends(with_exchanges(profile(p))),
     )
     .expect("model");
     let gather = |prof: mheta_profile::ClusterProfile, op: TraceOp| {
@@ -156,6 +156,22 @@ fn models(p: u32) -> Vec<(&'static str, Model)> {
         ("rendezvous", eager),
         ("exchanges", exchanges),
     ]
+}
+
+/// `prof` with every pair's sends measured by size (LogGP's o(m)):
+/// twice o_s at 1 KB, 20 us at 16 KB and 60 us at 64 000 B.
+fn with_sends(mut prof: mheta_profile::ClusterProfile) -> mheta_profile::ClusterProfile {
+    for c in &mut prof.pairs {
+        let o_s = c.o_send_s;
+        c.send_by_size = [(1024u64, 2.0 * o_s), (16384, 20e-6), (64_000, 60e-6)]
+            .map(|(bytes, o)| mheta_profile::SendPoint {
+                bytes,
+                o_send_s: o,
+                o_send: mheta_profile::SampleStats::point(o),
+            })
+            .to_vec();
+    }
+    prof
 }
 
 /// `prof` with every pair's exchanges measured: 5 us over its one-way

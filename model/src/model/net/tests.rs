@@ -64,6 +64,43 @@ fn an_exchange_is_priced_from_its_measured_points_by_size_and_gap() {
 }
 
 #[test]
+fn a_sends_overhead_follows_its_size_and_its_message_arrives_as_measured() {
+    // Pair 0 -> 1: o_s 1 us at 8 B, one-way 8 us + 1 ns a byte; its
+    // sends took 3 us at 1000 B, 2.5 (below 3: taken as 3) at 2000 and
+    // 50 us at 16008 B. Pair 1 -> 0 measured none.
+    let mut prof = priced(&["a", "b"], |_, _| 1e-9);
+    let pt = |bytes: u64, o: f64| mheta_profile::SendPoint {
+        bytes,
+        o_send_s: o,
+        o_send: mheta_profile::SampleStats::point(o),
+    };
+    prof.pairs[0].send_by_size = vec![pt(1000, 3e-6), pt(2000, 2.5e-6), pt(16008, 50e-6)];
+    let net = Net::from_profile(&prof);
+    let (pr, back) = (net.pair(0, 1), net.pair(1, 0));
+    let close = |x: f64, y: f64| (x - y).abs() < 1e-12;
+    // o_s at and below 8 B; linear from (8 B, 1 us) to (1000 B, 3 us);
+    // never below a smaller size's; linear up to the largest, flat past.
+    assert!(close(pr.o_send_at(0.0), 1e-6) && close(pr.o_send_at(8.0), 1e-6));
+    assert!(close(pr.o_send_at(504.0), 2e-6));
+    assert!(close(pr.o_send_at(1500.0), 3e-6));
+    assert!(close(pr.o_send_at(9004.0), 26.5e-6));
+    assert!(close(pr.o_send_at(1e6), 50e-6));
+    // The arrival (sender's time plus wire) is the one-way fit's less
+    // o_r at every size, until the sender's time outlasts it.
+    for b in [8.0, 504.0, 1500.0, 2500.0] {
+        let (o, wire) = pr.send_costs(b, None, false);
+        assert!(close(o + wire, 8e-6 + 1e-9 * b - 2e-6), "{b} B");
+    }
+    for b in [9004.0, 16008.0] {
+        let (o, wire) = pr.send_costs(b, None, false);
+        assert!(close(o, pr.o_send_at(b)) && wire == 0.0, "{b} B");
+    }
+    // A pair that measured no sizes: o_s and the transfer.
+    let (o, wire) = back.send_costs(9004.0, Some(0.0), true);
+    assert!(close(o, 1e-6) && close(wire, back.transfer(9004.0)));
+}
+
+#[test]
 fn a_moves_on_host_rates_come_from_the_pairs_of_the_ranks_host_alone() {
     // Ranks 0, 1 and 2 on host a, 3 alone on b. Each pair's cold and
     // direct rates differ; a rank takes the median over its host's
