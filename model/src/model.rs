@@ -6,7 +6,9 @@
 //! (scaled by W'/W inside stages) and its communication steps. The model
 //! replays all programs together, in time order, with the profile's costs:
 //! a message posted at sender time `t` arrives at `t + o_s + L + b*G`
-//! (MHETA eq. 3), the sender pays `o_s`, and the receiver waits until the
+//! (MHETA eq. 3), the sender pays its own time in a send of that size
+//! (`o_s` at 8 bytes, LogGP's o(m) where the profile measured sends by
+//! size; collectives' messages pay `o_s`), and the receiver waits until the
 //! arrival then pays `o_r` (eq. 5). A rank that slept between tests while
 //! it waited (the apps' `--wait sleep`) notices a message that came after
 //! its spin only at its next test, on average the mean residual of its
