@@ -24,6 +24,11 @@ their median (`iterations_median_s`; the median iteration's replay where
 the trace holds fewer than 3); with REPREDICT_ONE_ITERATION=1, the
 median iteration's replay alone (`per_iteration_s`).
 
+With REPREDICT_WITHOUT=FIELD[,FIELD...], every pair of the profile is
+stripped of those fields first (a copy, in a temporary directory): the
+model as it prices a profile that did not measure them, on the same runs
+(for example `send_by_size`, the sender's time by size).
+
 Prints one line per cell (mean and max diff, and the stored ones), the sum
 of the cells' means, and the points split into out of core (some rank kept
 an array out of core: the row's `out_of_core`; in a report older than that
@@ -36,6 +41,25 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
+
+
+def stripped(profile, fields, tmp):
+    """`profile`, or a copy in `tmp` whose pairs (listed and unlisted)
+    lack `fields`."""
+    if not fields:
+        return profile
+    copy = os.path.join(tmp, os.path.basename(profile))
+    if not os.path.isfile(copy):
+        prof = json.load(open(profile))
+        pairs = list(prof.get("pairs") or [])
+        unlisted = prof.get("unlisted") or {}
+        pairs += [c for c in unlisted.values() if isinstance(c, dict)]
+        for c in pairs:
+            for f in fields:
+                c.pop(f, None)
+        json.dump(prof, open(copy, "w"))
+    return copy
 
 
 def main():
@@ -45,6 +69,8 @@ def main():
     out = sys.argv[1]
     mheta = sys.argv[2] if len(sys.argv) == 3 else "target/release/mheta"
     one_iteration = os.environ.get("REPREDICT_ONE_ITERATION", "0") != "0"
+    without = [f for f in os.environ.get("REPREDICT_WITHOUT", "").split(",") if f]
+    tmp = tempfile.mkdtemp(prefix="repredict-")
     profiles = glob.glob(os.path.join(out, "p*.json"))
     if not profiles:
         print(f"repredict: {out}: no profile p*.json (is it a study directory?)", file=sys.stderr)
@@ -76,6 +102,7 @@ def main():
         cluster = report.get("cluster") or tag.split("-", 1)[1]
         own = os.path.join(out, f"p{np_}-{cluster}.json")
         profile = own if os.path.isfile(own) else os.path.join(out, f"p{np_}.json")
+        profile = stripped(profile, without, tmp)
         diffs, pairs = [], []
         for row in report["rows"]:
             dist = ",".join(str(r) for r in row["dist"])

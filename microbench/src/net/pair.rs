@@ -74,7 +74,7 @@ pub fn measure_pair(world: &SimpleCommunicator, plan: &Effort, a: i32, b: i32) -
         plan.min_reps - 1,
         2.0 * one_way(mheta_profile::COLD_BYTES),
     );
-    let counts = pair.small_counts(rtt8, eager);
+    let counts = pair.small_counts(rtt8, eager, &one_way);
     let t_small = Instant::now();
     let small = pair.small_rounds(&counts);
     if me == a && debug_counts() {

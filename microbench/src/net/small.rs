@@ -44,6 +44,26 @@ pub(super) struct SmallCounts {
     /// Sizes of the sends timed beside o_s ([`send_sizes`]), half as
     /// many samples each per round, at least 10.
     pub(super) send_sizes: Vec<usize>,
+    /// Per size, how long `a` stays away from MPI before each timed send
+    /// ([`send_pause`]; on `a`; zero on `b`).
+    pub(super) send_pauses: Vec<Duration>,
+}
+
+/// How long the sender stays away from MPI before each timed send of a
+/// size whose one-way time is `one_way_s`: four of those, at least
+/// 100 us and at most 10 ms. An iterative code sends its halo after a
+/// stage, when the link has drained: sends back to back would each find
+/// the last one's bytes still in the socket's buffer and the shaper's
+/// bucket empty, and pay the link's rate (on two emulated hosts at 1
+/// Gbit/s, 2026-12-05: 16 KiB sends back to back took 127-134 us, where
+/// jacobi's 16 400-byte sends after its stage took 47 us).
+fn send_pause(one_way_s: f64) -> Duration {
+    let s = if one_way_s.is_finite() {
+        4.0 * one_way_s
+    } else {
+        0.0
+    };
+    Duration::from_secs_f64(s.clamp(100e-6, 10e-3))
 }
 
 /// Samples of the small figures, one vector per round.
@@ -65,7 +85,12 @@ impl PairRun<'_> {
     /// per round fit the small figures' budget, at least 20 each) and
     /// sends them to `b`, with the eager limit, which sets the sizes of
     /// the sends timed beside o_s.
-    pub(super) fn small_counts(&self, rtt8: f64, eager: Option<u64>) -> SmallCounts {
+    pub(super) fn small_counts(
+        &self,
+        rtt8: f64,
+        eager: Option<u64>,
+        one_way: &dyn Fn(usize) -> f64,
+    ) -> SmallCounts {
         let (plan, a, b) = (self.plan, self.a, self.b);
         let mut small = [0.0f64; 4];
         if self.world.rank() == a {
@@ -96,14 +121,25 @@ impl PairRun<'_> {
                 .process_at_rank(a)
                 .receive_into_with_tag(&mut small[..], TAG);
         }
+        let send_sizes: Vec<usize> = send_sizes((small[3] >= 0.0).then_some(small[3] as u64))
+            .into_iter()
+            .filter(|&s| s <= self.plan.largest())
+            .collect();
+        let send_pauses = (send_sizes.iter())
+            .map(|&s| {
+                if self.world.rank() == a {
+                    send_pause(one_way(s))
+                } else {
+                    Duration::ZERO
+                }
+            })
+            .collect();
         SmallCounts {
             delay: Duration::from_secs_f64(small[0]),
             pp_per_round: small[1] as usize,
             n_over: small[2] as usize,
-            send_sizes: send_sizes((small[3] >= 0.0).then_some(small[3] as u64))
-                .into_iter()
-                .filter(|&s| s <= self.plan.largest())
-                .collect(),
+            send_sizes,
+            send_pauses,
         }
     }
 
@@ -122,7 +158,7 @@ impl PairRun<'_> {
             or.push(self.o_recv_round(counts.n_over, counts.delay));
             for (k, &size) in counts.send_sizes.iter().enumerate() {
                 // One untimed send of the size first.
-                let mut round = self.send_round(size, n_size + 1);
+                let mut round = self.send_round(size, n_size + 1, counts.send_pauses[k]);
                 if !round.is_empty() {
                     round.remove(0);
                 }
@@ -165,13 +201,14 @@ impl PairRun<'_> {
     /// One round of `n` o_s samples (on `a`): an eager send returns once
     /// the data is buffered.
     fn o_send_round(&mut self, n: usize) -> Vec<f64> {
-        self.send_round(8, n)
+        self.send_round(8, n, Duration::ZERO)
     }
 
     /// One round of `n` samples of the sender's time in a blocking send
     /// of `size` bytes (on `a`), `b` waiting in its receive; `b` answers
-    /// each with a byte, so that the sends do not queue.
-    fn send_round(&mut self, size: usize, n: usize) -> Vec<f64> {
+    /// each with a byte, so that the sends do not queue, and `a` spins
+    /// for `pause` before each ([`send_pause`]).
+    fn send_round(&mut self, size: usize, n: usize, pause: Duration) -> Vec<f64> {
         let (pa, pb) = (
             self.world.process_at_rank(self.a),
             self.world.process_at_rank(self.b),
@@ -180,6 +217,9 @@ impl PairRun<'_> {
         let mut round = Vec::with_capacity(n);
         for _ in 0..n {
             if self.world.rank() == self.a {
+                if !pause.is_zero() {
+                    spin(pause);
+                }
                 let t = Instant::now();
                 pb.send_with_tag(&self.sbuf[..size], TAG);
                 round.push(t.elapsed().as_secs_f64());
