@@ -479,14 +479,18 @@ fn show_prints_readable_tables_of_traces_and_profiles() {
     assert!(p.contains("o_s") && p.contains("RTT8±%"), "{p}");
     assert!(p.contains("# Modes:"), "{p}");
     assert!(p.contains("# Exchange, both ranks sending at once"), "{p}");
-    // Pair 0->1, its exchanges, node 0, and the header and rank 0's row
-    // of each of the three matrices.
+    assert!(
+        p.contains("# Sender's time in a blocking eager send by size"),
+        "{p}"
+    );
+    // Pair 0->1, its exchanges, its sends by size, node 0, and the header
+    // and rank 0's row of each of the three matrices.
     assert_eq!(
         p.lines()
             .filter(|l| l.trim_start().starts_with("0 "))
             .count(),
-        9,
-        "pair 0->1, its exchanges, node 0 and three matrices' header and first row:\n{p}"
+        10,
+        "pair 0->1, its exchanges and sends by size, node 0 and three matrices' header and first row:\n{p}"
     );
     // Exactly one of --trace and --profile.
     fails(mheta().arg("show"));
