@@ -298,8 +298,6 @@ fn summarise(
         .or(points.last())
         .map(|p| p.bandwidth_mbps * 1e6)
         .unwrap_or(0.0);
-    // The stored figures are ModeChoice's default (the share-weighted mean
-    // of the modes that count); ClusterProfile::with_mode picks another.
     let (o_s, o_r, one) = (o_send.value(dom), o_recv.value(dom), small.value(dom));
     PairCost {
         src: a as u32,
