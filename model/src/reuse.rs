@@ -32,17 +32,7 @@
 //! bytes that their arrays hold (from the app's `stage_access`; without
 //! it, one sweep of all the bytes an iteration: `φ = a = β = 1`). `φ_0`
 //! is the share of stages that sweep no declared array, which cost as
-//! recorded. The age `a_s T` under `d` is eq. R3's; the model prices
-//!
-//! `age_s = o_s T_rec g_i + (a_s − o_s) T`  (eq. R3', [`Reuse::k_at`])
-//!
-//! with `o_s` the part of the recorded age the rank spent in its own
-//! scaled computation, which grows with its computation under `d`
-//! (`g_i`, over as recorded), and the rest (its waits and messages)
-//! with the iteration: a rank that waited out most of Block's iteration
-//! for a slow disk and computes all of a short one finds its arrays as
-//! old as its own computation makes them, not as the iteration's
-//! fraction says. `w_i` is the bytes of arrays of every in-core rank of rank
+//! recorded. `w_i` is the bytes of arrays of every in-core rank of rank
 //! i's machine (one kernel: the profile's `machine`, else the host
 //! name; each rank's rows times their bytes a row, a per-work array's
 //! by the work of its rows): a cache the machine's cores share
@@ -735,10 +725,7 @@ mod tests {
         // than eq. R3's 15 ms, and cost as recorded.
         assert_eq!(r.k_at(0, w16, 0.015, 1.0), 1.0);
         let r3 = r.k(0, w16, 0.015);
-        assert!(
-            (r3 - c.rel(w16, 0.015) / rec).abs() < 1e-12 && r3 < 0.8,
-            "{r3}"
-        );
+        assert!((r3 - c.rel(w16, 0.015) / rec).abs() < 1e-12 && r3 < 0.8, "{r3}");
         // With its computation scaled as the iteration, eq. R3.
         assert_eq!(r.k_at(0, w16, 0.015, 0.015 / 0.05), r3);
         // Half the computation: half its part of the age (17 ms).

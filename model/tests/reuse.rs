@@ -122,8 +122,8 @@ fn rows_recorded_in_a_long_iteration_cost_less_in_a_shorter_one() {
             let (now, then) = if apart { (rows, 64) } else { (128, 128) };
             let rest = 1.0 - b.ranks[i].compute_s / t_rec;
             let age = p.ranks[i].compute_s + rest * p.per_iteration_s;
-            let k =
-                by_hand((now * ROW_BYTES) as f64, age) / by_hand((then * ROW_BYTES) as f64, t_rec);
+            let k = by_hand((now * ROW_BYTES) as f64, age)
+                / by_hand((then * ROW_BYTES) as f64, t_rec);
             let got = p.ranks[i].compute_s / q.ranks[i].compute_s;
             assert!(
                 (got / k - 1.0).abs() < 0.03,
