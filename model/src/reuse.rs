@@ -189,15 +189,12 @@ impl ReuseCurve {
 /// A group of a rank's stages that sweep declared arrays (eq. R3): their
 /// share of the rank's scaled computation, the time from the last sweep
 /// of their arrays before them (its beginning) to their own beginning as
-/// a fraction of the recorded iteration, how much of that time the rank
-/// spent in its own scaled computation (the same fraction; the rest it
-/// waited or communicated), and the share of the rank's bytes that their
-/// arrays hold.
+/// a fraction of the recorded iteration, and the share of the rank's
+/// bytes that their arrays hold.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Sweep {
     pub share: f64,
     pub frac: f64,
-    pub own: f64,
     pub bytes: f64,
 }
 
@@ -214,9 +211,6 @@ pub(crate) struct Reuse {
     /// The iteration replayed at the recorded distribution: the ages as
     /// recorded come from it, so every `k_i` is 1 there.
     rec_t: f64,
-    /// Per rank, its computation in that replay (eq. R3': the part of a
-    /// sweep's age that follows the rank's own computation).
-    rec_compute: Vec<f64>,
     /// Per rank and sweep, `r(w_i(rec), age as recorded)`.
     rec_r: Vec<Vec<f64>>,
     /// Per rank, its machine (an index): the ranks whose arrays share its
@@ -229,13 +223,12 @@ pub(crate) struct Reuse {
 
 impl Reuse {
     /// The term of ranks with these curves, bytes and sweeps, at an
-    /// iteration of `rec_t` (the replay of the recorded distribution),
-    /// where each rank computed `rec_compute`.
+    /// iteration of `rec_t` (the replay of the recorded distribution).
     pub fn new(
         curves: Vec<Option<ReuseCurve>>,
         rec_ws: Vec<f64>,
         sweeps: Vec<Vec<Sweep>>,
-        (rec_t, rec_compute): (f64, Vec<f64>),
+        rec_t: f64,
         machine: Vec<usize>,
     ) -> Reuse {
         let mut r = Reuse {
@@ -243,7 +236,6 @@ impl Reuse {
             rec_ws,
             sweeps,
             rec_t,
-            rec_compute,
             rec_r: Vec::new(),
             kappa: vec![1.0; machine.len()],
             machine,
@@ -263,10 +255,9 @@ impl Reuse {
     }
 
     /// The ages as recorded from another replay of the recorded
-    /// distribution (its iteration and each rank's computation).
-    pub fn rebase(&mut self, (rec_t, rec_compute): (f64, Vec<f64>)) {
+    /// distribution.
+    pub fn rebase(&mut self, rec_t: f64) {
         self.rec_t = rec_t;
-        self.rec_compute = rec_compute;
         self.at_record();
     }
 
@@ -327,35 +318,12 @@ impl Reuse {
                 }
                 k = 1.0 + self.kappa[i] * (k - 1.0);
             }
-            None => return self.k_at(i, ws, t, t / self.rec_t),
-        }
-        k
-    }
-
-    /// Rank `i`'s `k_i` from the recorded run (eqs. R1, R3 and R3') with
-    /// `ws` bytes in an iteration of `t`, where the rank's computation is
-    /// `g` times its recorded one. A sweep's age as recorded is the
-    /// rank's own computation since its arrays' last sweep and the rest
-    /// (its waits and messages); the first goes with the rank's
-    /// computation, the rest with the iteration:
-    ///
-    /// `age_s = o_s T_rec g + (a_s − o_s) t`  (eq. R3')
-    ///
-    /// (`o_s`: [`Sweep::own`]). A fast rank that waited for a slow one
-    /// between two sweeps sees the wait shrink with the iteration; a rank
-    /// that computed all the while ages its arrays by its own rows. With
-    /// `g = t / T_rec` this is eq. R3's `a_s t`.
-    pub fn k_at(&self, i: usize, ws: f64, t: f64, g: f64) -> f64 {
-        let Some(c) = &self.curves[i] else {
-            return 1.0;
-        };
-        if ws.is_nan() || self.rec_ws[i].is_nan() {
-            return 1.0;
-        }
-        let mut k = 1.0;
-        for (s, r0) in self.sweeps[i].iter().zip(&self.rec_r[i]) {
-            let age = s.own * self.rec_t * g + (s.frac - s.own) * t;
-            k += s.share * (c.at(c.sizes(ws * s.bytes), age) / r0 - 1.0);
+            None if !self.rec_ws[i].is_nan() => {
+                for (s, r0) in self.sweeps[i].iter().zip(&self.rec_r[i]) {
+                    k += s.share * (c.at(c.sizes(ws * s.bytes), s.frac * t) / r0 - 1.0);
+                }
+            }
+            None => {}
         }
         k
     }
@@ -431,13 +399,7 @@ impl Reuse {
             for (i, k) in k.iter_mut().enumerate() {
                 let (busy, compute) = busy_compute(i);
                 *k = match t_ref.get(i).copied().flatten() {
-                    // Eq. R3': its computation at the last step's k.
-                    None => match self.rec_compute.get(i).copied() {
-                        Some(c0) if c0 > 0.0 && compute > 0.0 => {
-                            self.k_at(i, ws[i], t, compute * *k / c0)
-                        }
-                        _ => self.k_from(i, ws[i], t, None),
-                    },
+                    None => self.k_from(i, ws[i], t, None),
                     // Eq. R5: each knot from its own period.
                     Some(knots) => (knots.iter())
                         .filter(|(w, _)| *w > 0.0)
@@ -555,7 +517,6 @@ mod tests {
             vec![Sweep {
                 share: 1.0,
                 frac: 1.0,
-                own: 0.0,
                 bytes: 1.0,
             }]
         };
@@ -563,7 +524,7 @@ mod tests {
             vec![Some(c.clone()), None],
             vec![w16, w16],
             vec![once(), once()],
-            (0.022, vec![0.01, 0.01]),
+            0.022,
             vec![0, 1],
         );
         // At the recorded period nothing changes.
@@ -600,14 +561,13 @@ mod tests {
         let one = vec![Sweep {
             share: 1.0,
             frac: 1.0,
-            own: 0.0,
             bytes: 1.0,
         }];
         let r = Reuse::new(
             vec![Some(c.clone()), rank1.then(|| c.clone())],
             vec![w16, w16],
             vec![one.clone(), one],
-            (0.5, vec![0.1, 0.1]),
+            0.5,
             vec![0, 1],
         );
         (r, w16)
@@ -701,47 +661,6 @@ mod tests {
     }
 
     #[test]
-    fn a_sweeps_age_follows_the_ranks_computation_and_its_wait_the_iteration() {
-        let w16 = (16u64 << 20) as f64;
-        let c = curve();
-        // Recorded at 50 ms: between two sweeps of its arrays the rank
-        // computed 10 ms and waited the rest (eq. R3').
-        let sweep = Sweep {
-            share: 1.0,
-            frac: 1.0,
-            own: 0.2,
-            bytes: 1.0,
-        };
-        let r = Reuse::new(
-            vec![Some(c.clone())],
-            vec![w16],
-            vec![vec![sweep]],
-            (0.05, vec![0.01]),
-            vec![0],
-        );
-        let rec = c.rel(w16, 0.05);
-        // An iteration of 15 ms where the rank computes as much: its
-        // arrays are its 10 ms and 0.8 of the 15 ms old (22 ms), older
-        // than eq. R3's 15 ms, and cost as recorded.
-        assert_eq!(r.k_at(0, w16, 0.015, 1.0), 1.0);
-        let r3 = r.k(0, w16, 0.015);
-        assert!((r3 - c.rel(w16, 0.015) / rec).abs() < 1e-12 && r3 < 0.8, "{r3}");
-        // With its computation scaled as the iteration, eq. R3.
-        assert_eq!(r.k_at(0, w16, 0.015, 0.015 / 0.05), r3);
-        // Half the computation: half its part of the age (17 ms).
-        let k = r.k_at(0, w16, 0.015, 0.5);
-        assert!((k - c.rel(w16, 0.017) / rec).abs() < 1e-12, "{k}");
-        assert!(r3 < k && k < 1.0, "{r3} {k}");
-        // In `factors`, its computation under the distribution (5 ms at
-        // k = 1, busy 11 ms of an iteration of 12 ms) over the recorded
-        // 10 ms, at the k it settles at.
-        let k = r.factors(&[w16], |_| (0.011, 0.005), 0.012, &[]).unwrap();
-        let t = 0.001 + 0.011 + 0.005 * (k[0] - 1.0);
-        let want = r.k_at(0, w16, t, 0.005 * k[0] / 0.01);
-        assert!((k[0] - want).abs() < 1e-3, "{k:?} {want}");
-    }
-
-    #[test]
     fn each_sweep_is_priced_at_its_own_age_and_bytes_by_its_share() {
         let (w4, w16) = ((4u64 << 20) as f64, (16u64 << 20) as f64);
         let c = curve();
@@ -752,13 +671,11 @@ mod tests {
             Sweep {
                 share: 0.5,
                 frac: 1.0,
-                own: 0.0,
                 bytes: 1.0,
             },
             Sweep {
                 share: 0.5,
                 frac: 0.25,
-                own: 0.0,
                 bytes: 0.25,
             },
         ];
@@ -766,7 +683,7 @@ mod tests {
             vec![Some(c.clone())],
             vec![w16],
             vec![sweeps],
-            (0.044, vec![0.02]),
+            0.044,
             vec![0],
         );
         assert_eq!(r.k(0, w16, 0.044), 1.0);

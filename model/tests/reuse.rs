@@ -110,19 +110,15 @@ fn rows_recorded_in_a_long_iteration_cost_less_in_a_shorter_one() {
             p.per_iteration_s,
             q.per_iteration_s
         );
-        // Each rank's compute scaled by r(w', age) / r(w, T_rec) at the
-        // period the prediction settled on (eq. R1), T_rec the recorded
+        // Each rank's compute scaled by r(w', T) / r(w, T_rec) at the period
+        // the prediction settled on (eq. R1), T_rec the recorded
         // distribution's iteration without the term, w its host's bytes (on
         // one host both ranks', always 128 rows); without `stage_access` a
-        // rank sweeps all its bytes once an iteration, and its arrays' age
-        // is its own computation now and the rest of the iteration at
-        // the settled period (eq. R3').
+        // rank sweeps all its bytes once an iteration.
         let t_rec = b.per_iteration_s;
         for (i, &rows) in split.0.iter().enumerate() {
             let (now, then) = if apart { (rows, 64) } else { (128, 128) };
-            let rest = 1.0 - b.ranks[i].compute_s / t_rec;
-            let age = p.ranks[i].compute_s + rest * p.per_iteration_s;
-            let k = by_hand((now * ROW_BYTES) as f64, age)
+            let k = by_hand((now * ROW_BYTES) as f64, p.per_iteration_s)
                 / by_hand((then * ROW_BYTES) as f64, t_rec);
             let got = p.ranks[i].compute_s / q.ranks[i].compute_s;
             assert!(
@@ -177,9 +173,7 @@ fn cut(mut t: RankTrace, n: u64) -> RankTrace {
 fn each_stage_finds_its_arrays_as_old_as_the_last_stage_that_swept_them() {
     // Four equal stages that sweep "u": the first finds it swept at the
     // last one's beginning in the previous iteration, the others at the
-    // stage before theirs (eq. R3), the others' ages all the rank's own
-    // computation, the first's that and the rest of the iteration
-    // (eq. R3').
+    // stage before theirs (eq. R3).
     let traces: Vec<RankTrace> = traces().into_iter().map(|t| cut(t, 4)).collect();
     let mut a = decl();
     a.arrays = vec![ArrayDecl::rows("u", ROW_BYTES, false, true)];
@@ -193,8 +187,7 @@ fn each_stage_finds_its_arrays_as_old_as_the_last_stage_that_swept_them() {
     let m = Model::new(&traces, a, &curved()).unwrap();
     let flat = m.clone().without_reuse();
     let block = Dist(vec![64, 64]);
-    let at_block = flat.predict(&block).unwrap();
-    let t_rec = at_block.per_iteration_s;
+    let t_rec = flat.predict(&block).unwrap().per_iteration_s;
     let split = Dist(vec![102, 26]);
     let (p, q) = (m.predict(&split).unwrap(), flat.predict(&split).unwrap());
     // Both ranks on one host: each sweeps the host's 128 rows.
@@ -204,20 +197,11 @@ fn each_stage_finds_its_arrays_as_old_as_the_last_stage_that_swept_them() {
         let b = &prog.stage_begin_s;
         let it = prog.measured_s;
         let ages = [b[0] + it - b[3], b[1] - b[0], b[2] - b[1], b[3] - b[2]].map(|x| x / it);
-        // The rank's computation in them: stages 0-2 back to back.
-        let own0 = (prog.scaled_s - (b[3] - b[0])) / it;
-        let owns = [own0, ages[1], ages[2], ages[3]];
-        let g = p.ranks[i].compute_s / at_block.ranks[i].compute_s;
         let ws = rec;
-        let k: f64 = (ages.iter().zip(owns))
-            .map(|(f, o)| {
-                let age = o * t_rec * g + (f - o) * t;
-                0.25 * by_hand(ws, age) / by_hand(rec, f * t_rec)
-            })
+        let k: f64 = (ages.iter())
+            .map(|f| 0.25 * by_hand(ws, f * t) / by_hand(rec, f * t_rec))
             .sum();
-        // One sweep of all of it an iteration (eq. R3' too).
-        let rest = 1.0 - at_block.ranks[i].compute_s / t_rec;
-        let once = by_hand(ws, p.ranks[i].compute_s + rest * t) / by_hand(rec, t_rec);
+        let once = by_hand(ws, t) / by_hand(rec, t_rec);
         let got = p.ranks[i].compute_s / q.ranks[i].compute_s;
         assert!(
             (got / k - 1.0).abs() < 0.02,

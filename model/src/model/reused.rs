@@ -49,25 +49,24 @@ impl Model {
         if curves.iter().all(Option::is_none) {
             return None;
         }
-        let rec = self.as_recorded()?;
+        let t = self.as_recorded()?;
         let access = self.app.stage_access.as_deref();
         let sweeps = (self.programs.iter().enumerate())
-            .map(|(i, p)| sweeps(p, access, &self.file_shares(i), rec.1[i] / rec.0))
+            .map(|(i, p)| sweeps(p, access, &self.file_shares(i)))
             .collect();
         let machine = self.machines(prof);
         let ws = self.working_sets(&Dist(self.app.dist.clone()), &machine);
-        Some(Reuse::new(curves, ws, sweeps, rec, machine))
+        Some(Reuse::new(curves, ws, sweeps, t, machine))
     }
 
     /// The iteration of the recorded distribution replayed without the
-    /// reuse term, from which its ages as recorded come, and each rank's
-    /// computation in it (its I/O left out).
-    fn as_recorded(&self) -> Option<(f64, Vec<f64>)> {
+    /// reuse term, from which its ages as recorded come.
+    fn as_recorded(&self) -> Option<f64> {
         let d = Dist(self.app.dist.clone());
-        let p = (replay::Replay::new(self, &d, None, self.laps()).ok()?.run()).ok()?;
-        let t = p.per_iteration_s;
-        let compute = (p.ranks.iter()).map(|r| r.compute_s - r.io_s).collect();
-        (t.is_finite() && t > 0.0).then_some((t, compute))
+        let t = (replay::Replay::new(self, &d, None, self.laps()).ok()?.run())
+            .ok()?
+            .per_iteration_s;
+        (t.is_finite() && t > 0.0).then_some(t)
     }
 
     /// The reuse term's ages as recorded again, after a change to what
@@ -77,8 +76,8 @@ impl Model {
         let Some(mut r) = self.reuse.take() else {
             return;
         };
-        if let Some(rec) = self.as_recorded() {
-            r.rebase(rec);
+        if let Some(t) = self.as_recorded() {
+            r.rebase(t);
             self.reuse = Some(r);
         }
     }
@@ -251,19 +250,15 @@ fn on_machine(own: &[f64], machine: &[usize]) -> Vec<f64> {
 /// arrays, as a fraction of the iteration (so a stencil's one stage is
 /// a whole iteration old, each of NPB CG's 25 matrix-vector products a
 /// 25th, and a multigrid smoother's second pass on a level a pass old).
-/// Of that age, the rank's own scaled computation is its `own` (eq. R3',
-/// [`crate::reuse::Reuse::k_at`]). A stage sweeps the share of the
-/// rank's bytes that its arrays hold (`files`: each file's share; all of
-/// them for a file no array names).
+/// A stage sweeps the share of the rank's bytes that its arrays hold
+/// (`files`: each file's share; all of them for a file no array names).
 /// A stage that sweeps no declared array costs as recorded. Without
 /// `stage_access` (or stage markers) the rank's computation is one sweep
-/// of all its bytes an iteration, `whole` of it its own computation (its
-/// share of the recorded distribution's replayed iteration).
+/// of all its bytes an iteration.
 pub(super) fn sweeps(
     p: &Program,
     access: Option<&[Vec<StageAccess>]>,
     files: &[(String, f64)],
-    whole: f64,
 ) -> Vec<Sweep> {
     let mut c = vec![0.0];
     for s in &p.steps {
@@ -285,40 +280,29 @@ pub(super) fn sweeps(
         return vec![Sweep {
             share: 1.0,
             frac: 1.0,
-            own: whole.clamp(0.0, 1.0),
             bytes: 1.0,
         }];
     };
     let t = p.measured_s.max(b[n - 1]);
-    // The rank's scaled computation before each stage's beginning.
-    let before: Vec<f64> = (c.iter())
-        .scan(0.0, |acc, &x| {
-            let at = *acc;
-            *acc += x;
-            Some(at)
-        })
-        .collect();
     // Two passes over the stages, the second an iteration later: when a
     // stage of the second is reached, `last` holds when each array's
     // last sweep before it began (its own, an iteration ago, if no
-    // other stage sweeps the array) and the computation until then.
-    let mut last: Vec<(&str, f64, f64)> = Vec::new();
+    // other stage sweeps the array).
+    let mut last: Vec<(&str, f64)> = Vec::new();
     let mut found = Vec::new();
     for (pass, s) in (0..2).flat_map(|pass| (0..n).map(move |s| (pass, s))) {
         let now = b[s] + pass as f64 * t;
-        let done = before[s] + pass as f64 * total;
         let share = c[s] / total;
         if pass == 1 && !access[s].is_empty() && share > 0.0 {
-            let (age, own) = (access[s].iter())
+            let age: f64 = (access[s].iter())
                 .map(|a| {
                     last.iter()
-                        .find(|(f, _, _)| *f == a.file)
-                        .map_or((t, total), |&(_, at, c)| (now - at, done - c))
+                        .find(|(f, _)| *f == a.file)
+                        .map_or(t, |&(_, at)| now - at)
                 })
-                .map(|(x, o)| (x.max(0.0), o.clamp(0.0, x.max(0.0))))
-                .fold((0.0, 0.0), |(a, o), (x, y)| (a + x, o + y));
+                .map(|x| x.max(0.0))
+                .sum();
             let frac = age / access[s].len() as f64 / t;
-            let own = (own / access[s].len() as f64 / t).min(frac);
             let mut named: Vec<&str> = access[s].iter().map(|a| a.file.as_str()).collect();
             named.sort_unstable();
             named.dedup();
@@ -326,17 +310,12 @@ pub(super) fn sweeps(
                 .map(|f| files.iter().find(|(g, _)| g == f).map_or(1.0, |x| x.1))
                 .sum::<f64>()
                 .min(1.0);
-            found.push(Sweep {
-                share,
-                frac,
-                own,
-                bytes,
-            });
+            found.push(Sweep { share, frac, bytes });
         }
         for a in &access[s] {
-            match last.iter_mut().find(|(f, _, _)| *f == a.file) {
-                Some(x) => (x.1, x.2) = (now, done),
-                None => last.push((&a.file, now, done)),
+            match last.iter_mut().find(|(f, _)| *f == a.file) {
+                Some(x) => x.1 = now,
+                None => last.push((&a.file, now)),
             }
         }
     }
@@ -359,7 +338,6 @@ fn group(mut sweeps: Vec<Sweep>) -> Vec<Sweep> {
             Sweep {
                 share,
                 frac: mean(|s| s.frac),
-                own: mean(|s| s.own),
                 bytes: mean(|s| s.bytes),
             }
         })
