@@ -3,12 +3,14 @@
 //! writing a file so that a reader never sees half of it ([`fs`]), and what
 //! mheta asks of the operating system ([`os`]): the host's name, the cores
 //! a process may use, pinning threads to a core, and the thread and process
-//! CPU clocks; and which MPI family the libraries loaded belong to
+//! CPU clocks; how a move waits for its messages, polling and then napping
+//! ([`nap`]); and which MPI family the libraries loaded belong to
 //! ([`mpi_abi`]). No MPI and no other mheta crate below it; everything above
 //! may use it.
 
 pub mod fs;
 pub mod mpi_abi;
+pub mod nap;
 pub mod os;
 pub mod stats;
 pub mod units;

@@ -473,34 +473,30 @@ pub fn set_move_yield(on: bool) {
     YIELDING.set(on)
 }
 
-/// How long [`wait_all`] polls before it starts to sleep, and each sleep.
-const SPIN: std::time::Duration = std::time::Duration::from_micros(200);
-const NAP: std::time::Duration = std::time::Duration::from_micros(50);
-
 /// Wait for all of a move's requests, doing `idle` (a piece of other work,
 /// false once there is none) between tests. MPI_Wait polls, so a rank
 /// waiting for a large piece holds a core the whole time; when the piece
 /// crosses a TCP link, that core is the one the kernel needs for the
-/// link's work (shaping, the bridge, TCP's receive path). So after
-/// [`SPIN`] of polling, each round of tests that completes nothing and
-/// finds no idle work sleeps [`NAP`] (unless [`set_move_yield`] or
-/// `MHETA_MOVE_YIELD=0` turned that off): napping moved pieces across an
-/// emulated link at least as fast as polling (`scripts/move-rate.sh`;
-/// docs/design/runtime.md), and a nap is small beside a piece's time.
+/// link's work (shaping, the bridge, TCP's receive path). So the tests
+/// nap once they have polled a while ([`mheta_base::nap`], unless
+/// [`set_move_yield`] or `MHETA_MOVE_YIELD=0` turned that off): napping
+/// moved pieces across an emulated link at least as fast as polling
+/// (`scripts/move-rate.sh`; docs/design/runtime.md), and a nap is small
+/// beside a piece's time.
 fn wait_all<'a, T: 'a, S: mpi::request::Scope<'a>>(
     reqs: Vec<mpi::request::Request<'a, [T], S>>,
     idle: &mut dyn FnMut() -> bool,
 ) {
-    let naps = move_yield_wanted();
-    let t = std::time::Instant::now();
     let mut left = reqs;
-    while !left.is_empty() {
+    let progress = || {
         let before = left.len();
-        left = left.into_iter().filter_map(|r| r.test().err()).collect();
-        if left.len() == before && !idle() && naps && t.elapsed() > SPIN {
-            std::thread::sleep(NAP);
-        }
-    }
+        left = std::mem::take(&mut left)
+            .into_iter()
+            .filter_map(|r| r.test().err())
+            .collect();
+        (left.is_empty(), left.len() < before)
+    };
+    mheta_base::nap::wait_napping(progress, idle, move_yield_wanted());
 }
 
 /// How much of a receive buffer a move backs between two tests of its

@@ -158,7 +158,7 @@ fn implausible_profiles_traces_and_counts_are_refused() {
         serde_json::from_str(&std::fs::read_to_string(&profile).unwrap()).unwrap();
     // Each edit makes one figure implausible; the error names the file,
     // the pair or node, the field and the bound.
-    let cases: [(&str, &str, serde_json::Value, &str); 10] = [
+    let cases: [(&str, &str, serde_json::Value, &str); 11] = [
         (
             "o_send_s",
             "/pairs/0/o_send_s",
@@ -187,6 +187,12 @@ fn implausible_profiles_traces_and_counts_are_refused() {
             "bandwidth_cold_bps",
             "/pairs/0/bandwidth_cold_bps",
             (-1.0).into(),
+            "bandwidth between 0 and",
+        ),
+        (
+            "bandwidth_move_bps",
+            "/pairs/1/bandwidth_move_bps",
+            5e12.into(),
             "bandwidth between 0 and",
         ),
         (

@@ -36,6 +36,11 @@ impl ClusterProfile {
             "Bandwidth of one 8 MiB message between buffers out of the cache (MB/s)",
             &|c| c.bandwidth_cold_bps / 1e6,
         );
+        self.matrix(
+            &mut out,
+            "Bandwidth of the same message, both ends waiting as a move waits, polling then napping (MB/s)",
+            &|c| c.bandwidth_move_bps / 1e6,
+        );
         out.push_str(&self.link_tables());
         self.node_table(&mut out);
         reuse_table(&self.nodes, &mut out);
@@ -115,11 +120,11 @@ impl ClusterProfile {
     fn pair_table(&self, out: &mut String) {
         let _ = writeln!(
             out,
-            "# Overheads and fit per pair (us, {MEAN_TEXT}; spread: interquartile range of the round medians, % of the median; eager B: the largest send that completes before its receive is posted; held MB: of one 8 MiB message to a posted receive, what the transport still held when the send completed, after the sweep; first MB: the same for the pair's first large message; direct GB/s: one 8 MiB piece of a move copied by both ends, ranks of one host; per-byte in ns/B by segment)"
+            "# Overheads and fit per pair (us, {MEAN_TEXT}; spread: interquartile range of the round medians, % of the median; 8M cold: one 8 MiB message between buffers out of the cache, polling; 8M move: the same, both ends waiting as a move waits (polling, then napping); eager B: the largest send that completes before its receive is posted; held MB: of one 8 MiB message to a posted receive, what the transport still held when the send completed, after the sweep; first MB: the same for the pair's first large message; direct GB/s: one 8 MiB piece of a move copied by both ends, ranks of one host; per-byte in ns/B by segment)"
         );
         let _ = writeln!(
             out,
-            "{:>5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>12} {:>14} {:>8} {:>8} {:>8} {:>10}  segments",
+            "{:>5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>12} {:>14} {:>14} {:>8} {:>8} {:>8} {:>10}  segments",
             "src",
             "dst",
             "o_s",
@@ -132,6 +137,7 @@ impl ClusterProfile {
             "RTT8±%",
             "MB/s (1 MiB)",
             "MB/s (8M cold)",
+            "MB/s (8M move)",
             "eager B",
             "held MB",
             "first MB",
@@ -159,11 +165,14 @@ impl ClusterProfile {
                     format!("[{}..{}] {:.4}", g.from_bytes, to, g.per_byte_s * 1e9)
                 })
                 .collect();
-            let cold = if c.bandwidth_cold_bps > 0.0 {
-                format!("{:.0}", c.bandwidth_cold_bps / 1e6)
-            } else {
-                "-".into()
+            let rate = |bps: f64| {
+                if bps > 0.0 {
+                    format!("{:.0}", bps / 1e6)
+                } else {
+                    "-".into()
+                }
             };
+            let (cold, moved) = (rate(c.bandwidth_cold_bps), rate(c.bandwidth_move_bps));
             let mb = |b: Option<u64>| b.map_or("-".into(), |b| format!("{:.2}", b as f64 / 1e6));
             let (held, first) = (mb(c.send_buffer_bytes), mb(c.send_buffer_first_bytes));
             let direct = c
@@ -171,7 +180,7 @@ impl ClusterProfile {
                 .map_or("-".into(), |d| format!("{:.2}", d / 1e9));
             let _ = writeln!(
                 out,
-                "{:>5} {:>5} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>7} {:>7.1} {:>7.1} {:>7.1} {:>12.0} {:>14} {:>8} {:>8} {:>8} {:>10}  {}",
+                "{:>5} {:>5} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>7} {:>7.1} {:>7.1} {:>7.1} {:>12.0} {:>14} {:>14} {:>8} {:>8} {:>8} {:>10}  {}",
                 src,
                 dst,
                 c.o_send_s * 1e6,
@@ -184,6 +193,7 @@ impl ClusterProfile {
                 c.one_way_small.spread_pct,
                 c.bandwidth_bps / 1e6,
                 cold,
+                moved,
                 c.eager_text(),
                 held,
                 first,

@@ -1,7 +1,9 @@
 //! The one-way time of a large message between buffers out of the cache
 //! ([`cold_one_way`]): what a redistribution's moves of rows see; and, from
 //! the same round trips, how much of it the transport still held when the
-//! sender's request completed ([`Cold::send_buffer_bytes`]).
+//! sender's request completed ([`Cold::send_buffer_bytes`]); and the same
+//! round trips waited for as a move waits, napping
+//! ([`Cold::move_one_way_s`]).
 
 use super::{TAG, agree, debug_counts, round_trip};
 use crate::budget::budgeted_count;
@@ -57,6 +59,25 @@ pub struct Cold {
     /// send returned after s left (t/2 - s) of its t/2 to go: that share
     /// of the bytes.
     pub send_buffer_bytes: u64,
+    /// One-way time of the same message when both ends wait for it as a
+    /// move does (non-blocking, polling and then napping:
+    /// [`mheta_base::nap`]), seconds (median of half round trips): where a
+    /// link's work needs the core a polling rank holds, less than
+    /// [`Cold::one_way_s`].
+    pub move_one_way_s: f64,
+}
+
+/// Wait for one request as a move waits ([`mheta_base::nap`]).
+fn nap_wait<'a, S: mpi::request::Scope<'a>>(r: mpi::request::Request<'a, [u8], S>) {
+    let mut r = Some(r);
+    let progress = || match r.take().map(|q| q.test()) {
+        Some(Err(back)) => {
+            r = Some(back);
+            (false, false)
+        }
+        _ => (true, true),
+    };
+    mheta_base::nap::wait_napping(progress, &mut || false, true);
 }
 
 /// One-way time of a `size`-byte message between buffers out of the
@@ -125,11 +146,29 @@ pub fn cold_one_way_within(
             pa.send_with_tag(&sp[k..k + size], TAG);
         }
     }
+    // The same round trips, waited for as a move waits.
+    let mut napped = Vec::with_capacity(timed);
+    for r in 1..=timed {
+        let k = (r % n) * size;
+        let t = Instant::now();
+        mpi::request::scope(|sc| {
+            let (send, recv) = (&sp[k..k + size], &mut rp[k..k + size]);
+            if me == a {
+                nap_wait(pb.immediate_send_with_tag(sc, send, TAG));
+                nap_wait(pb.immediate_receive_into_with_tag(sc, recv, TAG));
+            } else {
+                nap_wait(pa.immediate_receive_into_with_tag(sc, recv, TAG));
+                nap_wait(pa.immediate_send_with_tag(sc, send, TAG));
+            }
+        });
+        napped.push(t.elapsed().as_secs_f64() / 2.0);
+    }
     if me != a {
         return Cold::default();
     }
     Cold {
         one_way_s: median(&mut samples).unwrap_or(0.0),
         send_buffer_bytes: (median(&mut held).unwrap_or(0.0) * size as f64).round() as u64,
+        move_one_way_s: median(&mut napped).unwrap_or(0.0),
     }
 }

@@ -235,6 +235,15 @@ impl Pair<'_> {
     pub(crate) fn send_buffer(&self) -> f64 {
         self.w.send_buffer as f64
     }
+
+    /// A move's piece of `bytes` across this pair ([`Pair::transfer`]
+    /// with its part beyond a message's fixed cost at the rate the
+    /// pair's move-sized messages got when waited for as a move waits:
+    /// `PairCost::move_scale`).
+    pub(crate) fn move_transfer(&self, bytes: f64) -> f64 {
+        let fixed = self.transfer(0.0);
+        fixed + (self.transfer(bytes) - fixed) * self.w.move_scale as f64
+    }
 }
 
 /// A host's link as [`Net::link_out`] and [`Net::link_in`] hold it.
@@ -253,6 +262,9 @@ pub(crate) struct HostLink {
 #[derive(Clone, Copy, Debug)]
 struct Wire {
     measured: bool,
+    /// [`mheta_profile::PairCost::move_scale`] (beside `measured`, in
+    /// the padding an `f64` would leave).
+    move_scale: f32,
     o_send: f64,
     o_recv: f64,
     latency: f64,
@@ -273,6 +285,7 @@ struct Wire {
 impl Wire {
     const NONE: Wire = Wire {
         measured: false,
+        move_scale: 1.0,
         o_send: 0.0,
         o_recv: 0.0,
         latency: 0.0,
@@ -331,6 +344,7 @@ impl Net {
                     osz: &mut Vec<(f64, f64)>| {
             let w = Wire {
                 measured: true,
+                move_scale: c.move_scale() as f32,
                 o_send: c.o_send_s,
                 o_recv: c.o_recv_s,
                 latency: c.latency_s,

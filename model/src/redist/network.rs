@@ -25,7 +25,11 @@ impl Model {
     /// Every array in core, the arrays one after another. For each array,
     /// a rank sends the rows it loses to their new owners and receives its
     /// new rows, each piece at the pair's transfer time (eq. 3's
-    /// T_{i->j}); between two ranks of one host a piece of
+    /// T_{i->j}), across a link with its part beyond a message's fixed
+    /// cost at the rate the pair's 8 MiB messages got when both ends
+    /// waited as a move waits, napping (`Pair::move_transfer`; the
+    /// sweep's ranks poll, and where the link's work needs their cores
+    /// it carries less); between two ranks of one host a piece of
     /// [`DIRECT_COPY_MIN_BYTES`] or more is the runtime's copy by both
     /// ends, at the slower end's measured rate for it, and a smaller one
     /// is no faster than the pair's rate between buffers out of the
@@ -110,7 +114,8 @@ impl Model {
                         // ranks of one host, whose transfer is a copy,
                         // no faster than the measured cold rate
                         // (`Net::cold_per_byte`); across a link the
-                        // link's time is the larger.
+                        // link's time is the larger, at the rate a
+                        // move's napping waits get (`Pair::move_transfer`).
                         // On one host both ends copy, at their share of
                         // a crowded machine's CPUs.
                         let (cold, s) = if same_host {
@@ -118,7 +123,7 @@ impl Model {
                             let c = by * self.net.cold_per_byte[i].max(self.net.cold_per_byte[j]);
                             (c * f, pair.transfer(by) * f)
                         } else {
-                            (0.0, pair.transfer(by))
+                            (0.0, pair.move_transfer(by))
                         };
                         let s = s.max(cold);
                         // The bytes the sender is done with before the

@@ -29,6 +29,26 @@ fn streaming_bandwidth_is_read_at_the_largest_size_below() {
 }
 
 #[test]
+fn a_move_scales_the_part_of_a_piece_beyond_the_fixed_cost() {
+    // 500 us one way at 0 bytes, 17 ns a byte: 8 MiB takes 143.1 ms.
+    let mut c = PairCost::logp(0, 1, 480e-6, 17e-9, 10e-6, 10e-6);
+    assert_eq!(c.move_scale(), 1.0, "not measured");
+    let b = COLD_BYTES as f64;
+    let swept = c.one_way_s(b) - c.one_way_s(0.0);
+    // Napped, the 8 MiB message took the fixed cost and two thirds of the
+    // rest.
+    c.bandwidth_move_bps = b / (c.one_way_s(0.0) + swept * 2.0 / 3.0);
+    assert!(
+        (c.move_scale() - 2.0 / 3.0).abs() < 1e-9,
+        "{}",
+        c.move_scale()
+    );
+    // Faster than its own fixed cost is no measurement of a rate.
+    c.bandwidth_move_bps = b / (0.5 * c.one_way_s(0.0));
+    assert_eq!(c.move_scale(), 1.0);
+}
+
+#[test]
 fn round_trip() {
     let p = two();
     assert_eq!(

@@ -42,13 +42,15 @@ pub(super) fn validate_pair(c: &PairCost) -> Result<(), String> {
             c.bandwidth_bps
         ));
     }
-    if !(c.bandwidth_cold_bps.is_finite()
-        && (0.0..=MAX_BANDWIDTH_BPS).contains(&c.bandwidth_cold_bps))
-    {
-        return Err(format!(
-            "bandwidth_cold_bps = {} is not a bandwidth between 0 and {MAX_BANDWIDTH_BPS:.0e} B/s",
-            c.bandwidth_cold_bps
-        ));
+    for (name, v) in [
+        ("bandwidth_cold_bps", c.bandwidth_cold_bps),
+        ("bandwidth_move_bps", c.bandwidth_move_bps),
+    ] {
+        if !(v.is_finite() && (0.0..=MAX_BANDWIDTH_BPS).contains(&v)) {
+            return Err(format!(
+                "{name} = {v} is not a bandwidth between 0 and {MAX_BANDWIDTH_BPS:.0e} B/s"
+            ));
+        }
     }
     if let Some(d) = c.direct_copy_bps
         && !(d.is_finite() && d > 0.0 && d <= MAX_BANDWIDTH_BPS)
