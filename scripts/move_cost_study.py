@@ -100,9 +100,22 @@ def profile_memory(path):
     shift_by = [[d, 1e-9 / statistics.median(v)] for d, v in sorted(by.items())]
     return {"copy_gbps": rate("copy_per_byte"), "shift_gbps": rate("shift_per_byte"),
             "shift_by_gbps": shift_by, "cold_gbps": pair_rate("bandwidth_cold_bps"),
+            "move_gbps": move_rates(prof),
             "direct_gbps": pair_rate("direct_copy_bps"),
             "touch_gbps": rate("touch_per_byte"), "held_mb": held("send_buffer_bytes"),
             "first_held_mb": held("send_buffer_first_bytes")}
+
+
+def move_rates(prof):
+    """The pairs' median rate of each size of `PairCost::moves` (both
+    ends waiting as a move waits), as [[bytes, GB/s]]; [] where not
+    measured."""
+    by = {}
+    for c in prof.get("pairs", []):
+        for m in c.get("moves", []):
+            if m["one_way_s"] > 0:
+                by.setdefault(m["bytes"], []).append(m["bytes"] / m["one_way_s"] / 1e9)
+    return [[b, statistics.median(v)] for b, v in sorted(by.items())]
 
 
 def spec_text(name, np, rate, latency):
@@ -281,7 +294,8 @@ def report(res):
               f"{100 * r['noise']:8.1f}  {r['verdict']}")
     print("# what each configuration's profile gave the model: the ranks' median copy (every rank "
           "at once), shift (alone; by distance, 'bytes:GB/s', where measured) and first-touch rates, "
-          "GB/s; the pairs' median cold and on-node direct rates, GB/s; and their held MB after the "
+          "GB/s; the pairs' median cold, move (1 and 8 MiB, both ends waiting as a move waits: "
+          "'MiB:GB/s') and on-node direct rates, GB/s; and their held MB after the "
           "sweep and of their first large message (the model's)")
     fmt = lambda x: "-" if x is None else f"{x:.2f}"
     seen = set()
@@ -293,8 +307,10 @@ def report(res):
         span = lambda v: "-" if not v else f"{v[0]:.2f}-{v[1]:.2f}"
         by = " ".join(f"{d >> 10}K:{g:.1f}" for d, g in m.get("shift_by_gbps") or [])
         shift = f"{fmt(m['shift_gbps'])}" + (f" ({by})" if by else "")
+        moved = " ".join(f"{b >> 20}M:{g:.3f}" for b, g in m.get("move_gbps") or []) or "-"
         print(f"#   {r['config']:<24} copy {fmt(m['copy_gbps'])}  shift {shift}  "
               f"touch {fmt(m['touch_gbps'])}  cold {fmt(m.get('cold_gbps'))}  "
+              f"move {moved}  "
               f"direct {fmt(m.get('direct_gbps'))}  held {span(m['held_mb'])}  "
               f"first {span(m.get('first_held_mb'))}")
         dx = r.get("duplex")

@@ -190,10 +190,10 @@ fn implausible_profiles_traces_and_counts_are_refused() {
             "bandwidth between 0 and",
         ),
         (
-            "bandwidth_move_bps",
-            "/pairs/1/bandwidth_move_bps",
-            5e12.into(),
-            "bandwidth between 0 and",
+            "moves",
+            "/pairs/1/moves",
+            serde_json::json!([{"bytes": 1048576, "one_way_s": 0.01}, {"bytes": 1048576, "one_way_s": 0.02}]),
+            "is not above the size before it",
         ),
         (
             "send_buffer_bytes",
@@ -490,13 +490,13 @@ fn show_prints_readable_tables_of_traces_and_profiles() {
         "{p}"
     );
     // Pair 0->1, its exchanges, its sends by size, node 0, and the header
-    // and rank 0's row of each of the three matrices.
+    // and rank 0's row of each of the four matrices.
     assert_eq!(
         p.lines()
             .filter(|l| l.trim_start().starts_with("0 "))
             .count(),
-        10,
-        "pair 0->1, its exchanges and sends by size, node 0 and three matrices' header and first row:\n{p}"
+        12,
+        "pair 0->1, its exchanges and sends by size, node 0 and four matrices' header and first row:\n{p}"
     );
     // Exactly one of --trace and --profile.
     fails(mheta().arg("show"));

@@ -4,7 +4,9 @@
 //! ([`ProfileError`]), validation (its rules in `format/validate.rs`)
 //! and saving.
 
+mod moves;
 mod validate;
+pub use moves::{MOVE_BYTES, MovePoint, move_scale_at};
 
 use crate::samples::{ModeChoice, SampleStats};
 use serde::{Deserialize, Serialize};
@@ -64,13 +66,13 @@ pub struct PairCost {
     /// not measured (profiles from before it was).
     #[serde(default)]
     pub bandwidth_cold_bps: f64,
-    /// The same message's bandwidth when both ends wait for it as a move
-    /// does, polling and then napping (`mheta_base::nap`), bytes/s: what
-    /// a move's piece across a link gets where the link's work needs the
-    /// core a polling rank holds. 0: not measured (profiles from before
-    /// it was).
-    #[serde(default)]
-    pub bandwidth_move_bps: f64,
+    /// Messages of [`MOVE_BYTES`] between buffers out of the cache (the
+    /// cold round trips') with both ends waiting for them as a move
+    /// does, polling and then napping (`mheta_base::nap`): what a move's
+    /// piece across a link gets where the link's work needs the core a
+    /// polling rank holds. Empty: not measured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub moves: Vec<MovePoint>,
     #[serde(default)]
     pub o_send: SampleStats,
     #[serde(default)]
@@ -193,7 +195,7 @@ impl PairCost {
                 f64::INFINITY
             },
             bandwidth_cold_bps: 0.0,
-            bandwidth_move_bps: 0.0,
+            moves: Vec::new(),
             o_send: SampleStats::point(o_send_s),
             o_recv: SampleStats::point(o_recv_s),
             one_way_small: SampleStats::point(small),
@@ -257,24 +259,6 @@ impl PairCost {
     /// (MHETA eq. 3's T_{i->j}(q)).
     pub fn transfer_s(&self, bytes: f64) -> f64 {
         (self.one_way_s(bytes) - self.o_send_s - self.o_recv_s).max(0.0)
-    }
-
-    /// How a move's piece compares with the sweep's messages of its size:
-    /// the one-way time of a [`COLD_BYTES`] message waited for as a move
-    /// waits ([`PairCost::bandwidth_move_bps`]) less the fit's time at 0
-    /// bytes, over the fit's time at that size less the same. The sweep's
-    /// ranks poll; where the link's work needs their cores it carries
-    /// less than a move gets. 1 where not measured.
-    pub fn move_scale(&self) -> f64 {
-        let b = COLD_BYTES as f64;
-        let fixed = self.one_way_s(0.0);
-        let swept = self.one_way_s(b) - fixed;
-        let napped = b / self.bandwidth_move_bps - fixed;
-        if self.bandwidth_move_bps > 0.0 && swept > 0.0 && napped > 0.0 {
-            napped / swept
-        } else {
-            1.0
-        }
     }
 }
 

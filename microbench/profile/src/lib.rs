@@ -26,8 +26,8 @@ mod text;
 pub use fit::{fit_segments, line_fit};
 pub use format::{
     COLD_BYTES, ClusterProfile, DiskCost, ExchangePoint, FORMAT, MAX_BANDWIDTH_BPS, MAX_TIME_S,
-    NodeCost, OsuCompat, PairCost, ProfileError, ReusePoint, Segment, SendPoint, ShiftPoint,
-    SizePoint, SpecLink, UnlistedPairs, VERSION,
+    MOVE_BYTES, MovePoint, NodeCost, OsuCompat, PairCost, ProfileError, ReusePoint, Segment,
+    SendPoint, ShiftPoint, SizePoint, SpecLink, UnlistedPairs, VERSION, move_scale_at,
 };
 pub use modes::modes;
 pub use samples::{MEAN_MIN_SHARE, MEAN_TEXT, Mode, ModeChoice, SampleStats};

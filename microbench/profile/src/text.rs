@@ -39,7 +39,7 @@ impl ClusterProfile {
         self.matrix(
             &mut out,
             "Bandwidth of the same message, both ends waiting as a move waits, polling then napping (MB/s)",
-            &|c| c.bandwidth_move_bps / 1e6,
+            &|c| c.moves.last().map_or(0.0, |m| m.bytes as f64 / m.one_way_s / 1e6),
         );
         out.push_str(&self.link_tables());
         self.node_table(&mut out);
@@ -120,7 +120,7 @@ impl ClusterProfile {
     fn pair_table(&self, out: &mut String) {
         let _ = writeln!(
             out,
-            "# Overheads and fit per pair (us, {MEAN_TEXT}; spread: interquartile range of the round medians, % of the median; 8M cold: one 8 MiB message between buffers out of the cache, polling; 8M move: the same, both ends waiting as a move waits (polling, then napping); eager B: the largest send that completes before its receive is posted; held MB: of one 8 MiB message to a posted receive, what the transport still held when the send completed, after the sweep; first MB: the same for the pair's first large message; direct GB/s: one 8 MiB piece of a move copied by both ends, ranks of one host; per-byte in ns/B by segment)"
+            "# Overheads and fit per pair (us, {MEAN_TEXT}; spread: interquartile range of the round medians, % of the median; 8M cold: one 8 MiB message between buffers out of the cache, polling; move 1M/8M: 1 and 8 MiB messages out of the cache, both ends waiting as a move waits (polling, then napping); eager B: the largest send that completes before its receive is posted; held MB: of one 8 MiB message to a posted receive, what the transport still held when the send completed, after the sweep; first MB: the same for the pair's first large message; direct GB/s: one 8 MiB piece of a move copied by both ends, ranks of one host; per-byte in ns/B by segment)"
         );
         let _ = writeln!(
             out,
@@ -137,7 +137,7 @@ impl ClusterProfile {
             "RTT8±%",
             "MB/s (1 MiB)",
             "MB/s (8M cold)",
-            "MB/s (8M move)",
+            "move 1M/8M MB/s",
             "eager B",
             "held MB",
             "first MB",
@@ -172,7 +172,14 @@ impl ClusterProfile {
                     "-".into()
                 }
             };
-            let (cold, moved) = (rate(c.bandwidth_cold_bps), rate(c.bandwidth_move_bps));
+            let moved = (c.moves.iter())
+                .map(|m| rate(m.bytes as f64 / m.one_way_s))
+                .collect::<Vec<_>>()
+                .join("/");
+            let (cold, moved) = (
+                rate(c.bandwidth_cold_bps),
+                if moved.is_empty() { "-".into() } else { moved },
+            );
             let mb = |b: Option<u64>| b.map_or("-".into(), |b| format!("{:.2}", b as f64 / 1e6));
             let (held, first) = (mb(c.send_buffer_bytes), mb(c.send_buffer_first_bytes));
             let direct = c

@@ -2,8 +2,8 @@
 //! ([`cold_one_way`]): what a redistribution's moves of rows see; and, from
 //! the same round trips, how much of it the transport still held when the
 //! sender's request completed ([`Cold::send_buffer_bytes`]); and the same
-//! round trips waited for as a move waits, napping
-//! ([`Cold::move_one_way_s`]).
+//! round trips at a move's sizes waited for as a move waits, napping
+//! ([`Cold::moves`]).
 
 use super::{TAG, agree, debug_counts, round_trip};
 use crate::budget::budgeted_count;
@@ -46,7 +46,7 @@ pub fn ranks_on_this_host() -> usize {
 }
 
 /// What [`cold_one_way_within`] measures (on rank `a`; zeros on `b`).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Cold {
     /// One-way time of the message, seconds (median of half round trips).
     pub one_way_s: f64,
@@ -59,12 +59,13 @@ pub struct Cold {
     /// send returned after s left (t/2 - s) of its t/2 to go: that share
     /// of the bytes.
     pub send_buffer_bytes: u64,
-    /// One-way time of the same message when both ends wait for it as a
+    /// Messages of each of [`mheta_profile::MOVE_BYTES`] not above the
+    /// size, through the same pools, with both ends waiting for them as a
     /// move does (non-blocking, polling and then napping:
-    /// [`mheta_base::nap`]), seconds (median of half round trips): where a
-    /// link's work needs the core a polling rank holds, less than
-    /// [`Cold::one_way_s`].
-    pub move_one_way_s: f64,
+    /// [`mheta_base::nap`]): one-way times, the medians of half round
+    /// trips. Where a link's work needs the core a polling rank holds,
+    /// less than the polled round trips'.
+    pub moves: Vec<mheta_profile::MovePoint>,
 }
 
 /// Wait for one request as a move waits ([`mheta_base::nap`]).
@@ -146,22 +147,32 @@ pub fn cold_one_way_within(
             pa.send_with_tag(&sp[k..k + size], TAG);
         }
     }
-    // The same round trips, waited for as a move waits.
-    let mut napped = Vec::with_capacity(timed);
-    for r in 1..=timed {
+    // The same round trips at each move size, waited for as a move waits.
+    let sizes: Vec<usize> = (mheta_profile::MOVE_BYTES.iter())
+        .map(|&b| b as usize)
+        .filter(|&b| b <= size)
+        .collect();
+    // At least 3 round trips (a median, where the polled ones may be one
+    // on a slow link), 5 where they fit in a second.
+    let trips = budgeted_count(timed.max(5), 3, budget_s.max(1.0), trip_s);
+    let trips = agree(world, a, b, &[trips as u64])[0] as usize;
+    let mut napped = vec![Vec::with_capacity(trips); sizes.len()];
+    for r in 1..=trips {
         let k = (r % n) * size;
-        let t = Instant::now();
-        mpi::request::scope(|sc| {
-            let (send, recv) = (&sp[k..k + size], &mut rp[k..k + size]);
-            if me == a {
-                nap_wait(pb.immediate_send_with_tag(sc, send, TAG));
-                nap_wait(pb.immediate_receive_into_with_tag(sc, recv, TAG));
-            } else {
-                nap_wait(pa.immediate_receive_into_with_tag(sc, recv, TAG));
-                nap_wait(pa.immediate_send_with_tag(sc, send, TAG));
-            }
-        });
-        napped.push(t.elapsed().as_secs_f64() / 2.0);
+        for (&m, out) in sizes.iter().zip(&mut napped) {
+            let t = Instant::now();
+            mpi::request::scope(|sc| {
+                let (send, recv) = (&sp[k..k + m], &mut rp[k..k + m]);
+                if me == a {
+                    nap_wait(pb.immediate_send_with_tag(sc, send, TAG));
+                    nap_wait(pb.immediate_receive_into_with_tag(sc, recv, TAG));
+                } else {
+                    nap_wait(pa.immediate_receive_into_with_tag(sc, recv, TAG));
+                    nap_wait(pa.immediate_send_with_tag(sc, send, TAG));
+                }
+            });
+            out.push(t.elapsed().as_secs_f64() / 2.0);
+        }
     }
     if me != a {
         return Cold::default();
@@ -169,6 +180,13 @@ pub fn cold_one_way_within(
     Cold {
         one_way_s: median(&mut samples).unwrap_or(0.0),
         send_buffer_bytes: (median(&mut held).unwrap_or(0.0) * size as f64).round() as u64,
-        move_one_way_s: median(&mut napped).unwrap_or(0.0),
+        moves: (sizes.iter().zip(&mut napped))
+            .filter_map(|(&m, v)| {
+                Some(mheta_profile::MovePoint {
+                    bytes: m as u64,
+                    one_way_s: median(v).filter(|&t| t > 0.0)?,
+                })
+            })
+            .collect(),
     }
 }

@@ -313,11 +313,7 @@ fn summarise(
         } else {
             0.0
         },
-        bandwidth_move_bps: if cold.move_one_way_s > 0.0 {
-            mheta_profile::COLD_BYTES as f64 / cold.move_one_way_s
-        } else {
-            0.0
-        },
+        moves: cold.moves.clone(),
         send_buffer_bytes: (cold.one_way_s > 0.0).then_some(cold.send_buffer_bytes),
         send_buffer_first_bytes: None,
         direct_copy_bps: None,

@@ -3,7 +3,7 @@
 //! (MHETA eq. 3's T_{i->j}(q), [`Net::transfer`]), each host's link
 //! ([`HostLink`]) and each rank's in-memory copy cost.
 
-use mheta_profile::ClusterProfile;
+use mheta_profile::{ClusterProfile, MOVE_BYTES};
 
 /// Costs of point-to-point messages, from the profile, as flat arrays.
 #[derive(Clone, Debug)]
@@ -242,7 +242,9 @@ impl Pair<'_> {
     /// `PairCost::move_scale`).
     pub(crate) fn move_transfer(&self, bytes: f64) -> f64 {
         let fixed = self.transfer(0.0);
-        fixed + (self.transfer(bytes) - fixed) * self.w.move_scale as f64
+        let [a, b] = self.w.move_scale.map(f64::from);
+        let k = mheta_profile::move_scale_at(&[(MOVE_BYTES[0], a), (MOVE_BYTES[1], b)], bytes);
+        fixed + (self.transfer(bytes) - fixed) * k
     }
 }
 
@@ -262,9 +264,9 @@ pub(crate) struct HostLink {
 #[derive(Clone, Copy, Debug)]
 struct Wire {
     measured: bool,
-    /// [`mheta_profile::PairCost::move_scale`] (beside `measured`, in
-    /// the padding an `f64` would leave).
-    move_scale: f32,
+    /// [`mheta_profile::PairCost::move_scale`] at each of
+    /// [`mheta_profile::MOVE_BYTES`].
+    move_scale: [f32; 2],
     o_send: f64,
     o_recv: f64,
     latency: f64,
@@ -285,7 +287,7 @@ struct Wire {
 impl Wire {
     const NONE: Wire = Wire {
         measured: false,
-        move_scale: 1.0,
+        move_scale: [1.0; 2],
         o_send: 0.0,
         o_recv: 0.0,
         latency: 0.0,
@@ -344,7 +346,7 @@ impl Net {
                     osz: &mut Vec<(f64, f64)>| {
             let w = Wire {
                 measured: true,
-                move_scale: c.move_scale() as f32,
+                move_scale: MOVE_BYTES.map(|b| c.move_scale(b as f64) as f32),
                 o_send: c.o_send_s,
                 o_recv: c.o_recv_s,
                 latency: c.latency_s,

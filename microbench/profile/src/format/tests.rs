@@ -30,22 +30,29 @@ fn streaming_bandwidth_is_read_at_the_largest_size_below() {
 
 #[test]
 fn a_move_scales_the_part_of_a_piece_beyond_the_fixed_cost() {
-    // 500 us one way at 0 bytes, 17 ns a byte: 8 MiB takes 143.1 ms.
+    // 500 us one way at 0 bytes, 17 ns a byte.
     let mut c = PairCost::logp(0, 1, 480e-6, 17e-9, 10e-6, 10e-6);
-    assert_eq!(c.move_scale(), 1.0, "not measured");
-    let b = COLD_BYTES as f64;
-    let swept = c.one_way_s(b) - c.one_way_s(0.0);
-    // Napped, the 8 MiB message took the fixed cost and two thirds of the
-    // rest.
-    c.bandwidth_move_bps = b / (c.one_way_s(0.0) + swept * 2.0 / 3.0);
-    assert!(
-        (c.move_scale() - 2.0 / 3.0).abs() < 1e-9,
-        "{}",
-        c.move_scale()
-    );
+    assert_eq!(c.move_scale(4e6), 1.0, "not measured");
+    let fixed = c.one_way_s(0.0);
+    // Napped, 1 MiB took the fixed cost and all of the rest, 8 MiB the
+    // fixed cost and two thirds of the rest.
+    c.moves = [(MOVE_BYTES[0], 1.0), (MOVE_BYTES[1], 2.0 / 3.0)]
+        .into_iter()
+        .map(|(bytes, k)| MovePoint {
+            bytes,
+            one_way_s: fixed + k * (c.one_way_s(bytes as f64) - fixed),
+        })
+        .collect();
+    let near = |a: f64, b: f64| (a - b).abs() < 1e-6;
+    assert!(near(c.move_scale(1e3), 1.0));
+    assert!(near(c.move_scale((1 << 20) as f64), 1.0));
+    // Half way in log2 between 1 and 8 MiB.
+    let mid = (1u64 << 20) as f64 * 8f64.sqrt();
+    assert!(near(c.move_scale(mid), 5.0 / 6.0), "{}", c.move_scale(mid));
+    assert!(near(c.move_scale(64e6), 2.0 / 3.0));
     // Faster than its own fixed cost is no measurement of a rate.
-    c.bandwidth_move_bps = b / (0.5 * c.one_way_s(0.0));
-    assert_eq!(c.move_scale(), 1.0);
+    c.moves[1].one_way_s = 0.5 * fixed;
+    assert_eq!(c.move_scales(), vec![(MOVE_BYTES[0], c.move_scale(0.0))]);
 }
 
 #[test]

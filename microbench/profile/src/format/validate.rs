@@ -42,15 +42,25 @@ pub(super) fn validate_pair(c: &PairCost) -> Result<(), String> {
             c.bandwidth_bps
         ));
     }
-    for (name, v) in [
-        ("bandwidth_cold_bps", c.bandwidth_cold_bps),
-        ("bandwidth_move_bps", c.bandwidth_move_bps),
-    ] {
-        if !(v.is_finite() && (0.0..=MAX_BANDWIDTH_BPS).contains(&v)) {
+    if !(c.bandwidth_cold_bps.is_finite()
+        && (0.0..=MAX_BANDWIDTH_BPS).contains(&c.bandwidth_cold_bps))
+    {
+        return Err(format!(
+            "bandwidth_cold_bps = {} is not a bandwidth between 0 and {MAX_BANDWIDTH_BPS:.0e} B/s",
+            c.bandwidth_cold_bps
+        ));
+    }
+    let mut last = 0;
+    for m in &c.moves {
+        if m.bytes <= last {
             return Err(format!(
-                "{name} = {v} is not a bandwidth between 0 and {MAX_BANDWIDTH_BPS:.0e} B/s"
+                "moves: {} B is not above the size before it ({last} B)",
+                m.bytes
             ));
         }
+        last = m.bytes;
+        plausible_time(m.one_way_s)
+            .map_err(|e| format!("moves at {} B: one_way_s {e}", m.bytes))?;
     }
     if let Some(d) = c.direct_copy_bps
         && !(d.is_finite() && d > 0.0 && d <= MAX_BANDWIDTH_BPS)
