@@ -2,7 +2,7 @@
 //! after [`SPIN`] of polling that completes nothing it sleeps [`NAP`]
 //! between polls. The runtime's moves wait so (`mheta_runtime::
 //! redistribute`), and the microbench times a pair's move-sized messages
-//! the same way (`PairCost::bandwidth_move_bps`), so that the model
+//! the same way (`PairCost::moves`), so that the model
 //! prices a move at the rate a move gets: where a link's work needs the
 //! core a polling rank would hold (TCP's receive path, a relay that adds
 //! latency), a napping receiver gets more of the link.
