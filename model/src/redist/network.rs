@@ -26,8 +26,8 @@ impl Model {
     /// a rank sends the rows it loses to their new owners and receives its
     /// new rows, each piece at the pair's transfer time (eq. 3's
     /// T_{i->j}), across a link with its part beyond a message's fixed
-    /// cost at the rate the pair's 8 MiB messages got when both ends
-    /// waited as a move waits, napping (`Pair::move_transfer`; the
+    /// cost at the rate the pair's 1 and 8 MiB messages got when both
+    /// ends waited as a move waits, napping (`Pair::move_transfer`; the
     /// sweep's ranks poll, and where the link's work needs their cores
     /// it carries less); between two ranks of one host a piece of
     /// [`DIRECT_COPY_MIN_BYTES`] or more is the runtime's copy by both
