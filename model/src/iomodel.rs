@@ -80,7 +80,10 @@ pub struct PlanSummary {
 /// Plans by (rank, first row for sparse rows, rows); None: infeasible.
 /// Keyed by a fast non-cryptographic hash: a search looks plans up for
 /// every rank at every evaluation and bisection step.
-type PlanCache = FxHashMap<(usize, u64, u64), Option<Arc<PlanSummary>>>;
+/// Plans by what they follow: the rank's memory budget, the first row
+/// (sparse rows only, else 0) and the rows. Ranks of one budget share
+/// their plans, so a search over many ranks plans each row count once.
+type PlanCache = FxHashMap<(Option<u64>, u64, u64), Option<Arc<PlanSummary>>>;
 
 /// The I/O side of the model, built once per model.
 #[derive(Debug)]
@@ -376,8 +379,7 @@ impl IoModel {
     /// The out-of-core rule for `rank` holding rows `[first, first + rows)`
     /// (memoised). None: the budget cannot hold even one row.
     pub fn plan(&self, rank: usize, first: u64, rows: u64) -> Option<Arc<PlanSummary>> {
-        let sparse = self.work_prefix.is_some();
-        let key = (rank, if sparse { first } else { 0 }, rows);
+        let key = self.plan_key(rank, first, rows);
         if let Some(p) = self.cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
             return p;
         }
@@ -405,13 +407,12 @@ impl IoModel {
         out: &mut Vec<Option<Arc<PlanSummary>>>,
         budgeted_only: bool,
     ) {
-        let sparse = self.work_prefix.is_some();
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         out.extend((0..rows.len()).map(|i| {
             if budgeted_only && self.unbudgeted(i) {
                 return None;
             }
-            let key = (i, if sparse { first[i] } else { 0 }, rows[i]);
+            let key = self.plan_key(i, first[i], rows[i]);
             cache
                 .entry(key)
                 .or_insert_with(|| self.plan_uncached(i, first[i], rows[i]))
@@ -420,6 +421,18 @@ impl IoModel {
     }
 
     /// The out-of-core rule itself, not memoised.
+    /// [`PlanCache`]'s key of rank `rank`'s plan of `rows` rows from
+    /// `first`: everything [`IoModel::plan_uncached`] reads of the rank.
+    fn plan_key(&self, rank: usize, first: u64, rows: u64) -> (Option<u64>, u64, u64) {
+        let sparse = self.work_prefix.is_some();
+        (self.budget(rank), if sparse { first } else { 0 }, rows)
+    }
+
+    /// Rank `rank`'s memory budget in bytes (None: none).
+    fn budget(&self, rank: usize) -> Option<u64> {
+        self.mem.budget.get(rank).copied().flatten()
+    }
+
     fn plan_uncached(&self, rank: usize, first: u64, rows: u64) -> Option<Arc<PlanSummary>> {
         let r = rows as usize;
         let needs: Vec<Need> = self
@@ -445,8 +458,7 @@ impl IoModel {
             })
             .collect();
         let fixed = self.mem.fixed_bytes + self.mem.fixed_per_row * rows;
-        let budget = self.mem.budget.get(rank).copied().flatten();
-        ooc::plan(budget, fixed, &needs, self.mem.prefetch)
+        ooc::plan(self.budget(rank), fixed, &needs, self.mem.prefetch)
             .ok()
             .map(|p| {
                 Arc::new(PlanSummary {
@@ -467,7 +479,7 @@ impl IoModel {
     /// Whether `rank` has no memory budget: every plan of it keeps all
     /// arrays in core, and a stage's I/O under it is 0.
     pub fn unbudgeted(&self, rank: usize) -> bool {
-        self.mem.budget.get(rank).copied().flatten().is_none()
+        self.budget(rank).is_none()
     }
 
     /// Does the app prefetch its reads (eq. 2), so that a stage's recorded

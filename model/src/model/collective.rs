@@ -151,6 +151,10 @@ pub(crate) struct Tape {
     shape: Shape,
     p: usize,
     costs: Vec<f64>,
+    /// Recursive doubling: per power-of-two round, whether every rank
+    /// read the same three costs (then the tape holds the three alone:
+    /// [`uniform_rounds`]).
+    uniform: Vec<bool>,
 }
 
 struct Recorder<'a, 'b> {
@@ -215,11 +219,13 @@ impl Tape {
             tape: Vec::new(),
         };
         let zero = vec![0.0; p];
+        let mut uniform = Vec::new();
         match shape {
             Shape::Binomial => drop(binomial(&zero, &mut r)),
             Shape::RecursiveDoubling => {
                 drop(recursive_doubling(&zero, &mut r));
                 rounds_by_kind(p, &mut r.tape);
+                uniform = uniform_rounds(p, &mut r.tape);
             }
             Shape::Linear | Shape::Together | Shape::Gather => return None,
         }
@@ -227,6 +233,7 @@ impl Tape {
             shape,
             p,
             costs: r.tape,
+            uniform,
         })
     }
 }
@@ -286,7 +293,7 @@ pub(crate) fn exits_taped(tape: &Tape, arrive: &[f64]) -> Vec<f64> {
     };
     let out = match tape.shape {
         Shape::Binomial => binomial(arrive, &mut play),
-        Shape::RecursiveDoubling => recursive_doubling_taped(arrive, &mut play),
+        Shape::RecursiveDoubling => recursive_doubling_taped(arrive, &tape.uniform, &mut play),
         Shape::Linear | Shape::Together | Shape::Gather => unreachable!("never recorded"),
     };
     debug_assert_eq!(play.at, tape.costs.len());
@@ -405,12 +412,44 @@ fn rounds_by_kind(p: usize, tape: &mut [f64]) {
     }
 }
 
+/// Shortens a recursive doubling's tape laid out by [`rounds_by_kind`]:
+/// a power-of-two round whose ranks all read the same o_send, msg and
+/// o_recv (every pair of the round of one kind, as in a profile written
+/// by kind of pair) keeps those three alone. Returns, per round, whether
+/// it did. The replay then reads three numbers a round instead of three
+/// a rank, the same values in the same arithmetic.
+fn uniform_rounds(p: usize, tape: &mut Vec<f64>) -> Vec<bool> {
+    if p == 0 {
+        return Vec::new();
+    }
+    let adj = 1usize << (usize::BITS - 1 - p.leading_zeros());
+    let pre = 3 * (p - adj);
+    let rounds = adj.trailing_zeros() as usize;
+    let mut out = tape[..pre].to_vec();
+    let mut uniform = Vec::with_capacity(rounds);
+    for k in 0..rounds {
+        let round = &tape[pre + 3 * adj * k..pre + 3 * adj * (k + 1)];
+        let same = round
+            .chunks_exact(adj)
+            .all(|c| c.iter().all(|v| v.to_bits() == c[0].to_bits()));
+        if same {
+            out.extend(round.chunks_exact(adj).map(|c| c[0]));
+        } else {
+            out.extend_from_slice(round);
+        }
+        uniform.push(same);
+    }
+    out.extend_from_slice(&tape[pre + 3 * adj * rounds..]);
+    *tape = out;
+    uniform
+}
+
 /// [`recursive_doubling`] from its tape: the same reads in the same
 /// order and the same arithmetic, so the same exits bit for bit, with the
 /// power-of-two rounds run on the ranks renumbered (`n`, as the algorithm
 /// pairs them) in two buffers, one contiguous half-block against the
 /// other, which the compiler vectorizes.
-fn recursive_doubling_taped(arrive: &[f64], play: &mut Player<'_>) -> Vec<f64> {
+fn recursive_doubling_taped(arrive: &[f64], uniform: &[bool], play: &mut Player<'_>) -> Vec<f64> {
     let p = arrive.len();
     if p == 0 {
         return Vec::new();
@@ -423,7 +462,23 @@ fn recursive_doubling_taped(arrive: &[f64], play: &mut Player<'_>) -> Vec<f64> {
     let mut cur: Vec<f64> = (0..adj).map(|n| t[rank_of(n)]).collect();
     let mut next = vec![0.0; adj];
     let mut dist = 1;
+    let mut nth = 0;
     while dist < adj {
+        if uniform[nth] {
+            let (o, m, r) = (play.next(), play.next(), play.next());
+            for base in (0..adj).step_by(2 * dist) {
+                let (b_lo, b_hi) = cur[base..base + 2 * dist].split_at(dist);
+                let (n_lo, n_hi) = next[base..base + 2 * dist].split_at_mut(dist);
+                for k in 0..dist {
+                    n_lo[k] = (b_hi[k] + m).max((b_lo[k] + o) + r);
+                    n_hi[k] = (b_lo[k] + m).max((b_hi[k] + o) + r);
+                }
+            }
+            std::mem::swap(&mut cur, &mut next);
+            dist *= 2;
+            nth += 1;
+            continue;
+        }
         // Each n's o_send(n, peer), msg(peer, n) and o_recv(peer, n), as
         // `received` reads them ([`rounds_by_kind`]).
         let round = &play.tape[play.at..play.at + 3 * adj];
@@ -444,6 +499,7 @@ fn recursive_doubling_taped(arrive: &[f64], play: &mut Player<'_>) -> Vec<f64> {
         }
         std::mem::swap(&mut cur, &mut next);
         dist *= 2;
+        nth += 1;
     }
     for (n, &v) in cur.iter().enumerate() {
         t[rank_of(n)] = v;

@@ -175,6 +175,48 @@ fn a_tape_replays_what_the_pairs_give() {
 }
 
 #[test]
+fn a_tape_keeps_a_round_of_alike_pairs_once() {
+    // Costs by kind of pair, four ranks a host: recursive doubling's
+    // first two rounds stay within hosts and its later ones cross them,
+    // so each of those rounds reads one cost for every rank; with a slow
+    // rank 5, the rounds it takes part in do not.
+    for slow in [false, true] {
+        let host = |s: usize, d: usize| s / 4 == d / 4;
+        let extra = move |s: usize, d: usize| if slow && (s == 5 || d == 5) { 3.0 } else { 1.0 };
+        let msg = move |s: usize, d: usize| extra(s, d) * if host(s, d) { 1e-6 } else { 9e-6 };
+        let o_send = move |s: usize, d: usize| extra(s, d) * 2e-7;
+        let o_recv = |_: usize, _: usize| 3e-7;
+        let c = Costs {
+            msg: &msg,
+            o_send: &o_send,
+            o_recv: &o_recv,
+        };
+        for p in [8, 11, 16, 19] {
+            let tape = Tape::record(Shape::RecursiveDoubling, p, &c).expect("a pattern");
+            let adj = 1usize << (usize::BITS - 1 - p.leading_zeros());
+            let rounds = adj.trailing_zeros() as usize;
+            let kept = tape.uniform.iter().filter(|&&u| u).count();
+            // Slow or not, a round is kept once only when every rank
+            // read alike; the tape holds three numbers for such a round.
+            assert_eq!(tape.uniform.len(), rounds, "at {p}");
+            assert_eq!(kept == rounds, !slow && p == adj, "{slow} at {p}");
+            assert_eq!(
+                tape.costs.len(),
+                6 * (p - adj) + 3 * adj * (rounds - kept) + 3 * kept,
+                "{slow} at {p}"
+            );
+            for a in 0..3 {
+                let arrive: Vec<f64> = (0..p)
+                    .map(|j| 1e-6 * ((j * 5 + a * 3) % 7) as f64)
+                    .collect();
+                let live = exits(Shape::RecursiveDoubling, &arrive, &c, None).expect("a pattern");
+                assert_eq!(exits_taped(&tape, &arrive), live, "{slow} at {p}");
+            }
+        }
+    }
+}
+
+#[test]
 fn together_has_no_pattern() {
     let c = Costs {
         msg: ZERO,
