@@ -27,10 +27,16 @@ pub const DIRECT_BYTES: usize = mheta_profile::COLD_BYTES;
 /// Both call it. `a`'s rows are read from a pool of regions written
 /// before the timing and together past the last-level cache (as
 /// [`super::cold_one_way`]'s), so each piece reads rows the cache has
-/// lost, as a move's rows are; `b`'s land in backed memory, as a move's
-/// do once the runtime has backed them. A piece's time runs on `a` from
-/// a one-byte round trip that starts both ends to the other end's "my
-/// half landed"; the figure is the median of `reps` pieces.
+/// lost, as a move's rows are; `b`'s land in memory mapped afresh and
+/// backed (`MADV_POPULATE_WRITE`) just before, untimed, as a move's
+/// receiver grows its buffer and backs the new rows before an on-node
+/// copy (the runtime's `grow_for_move`); the last few such regions stay
+/// mapped, so each is backed with pages other than the ones just given
+/// back (as `node::touch_cost`). Into memory written long before, the
+/// same pieces ran at 10 GB/s on this project's VM, where a move's ran
+/// at 6-7. A piece's time runs on `a` from a one-byte round trip that
+/// starts both ends to the other end's "my half landed"; the figure is
+/// the median of `reps` pieces.
 pub fn direct_copy(world: &SimpleCommunicator, a: i32, b: i32, reps: usize) -> Option<f64> {
     let size = DIRECT_BYTES;
     let me = world.rank();
@@ -41,8 +47,12 @@ pub fn direct_copy(world: &SimpleCommunicator, a: i32, b: i32, reps: usize) -> O
         .div_ceil(size)
         .clamp(2, reps + 1);
     let n = agree(world, a, b, &[n as u64])[0] as usize;
-    let mut pool = vec![if me == a { 3u8 } else { 4u8 }; n * size];
-    // Each end's PID and pool address, to the other.
+    let pool = if me == a {
+        vec![3u8; n * size]
+    } else {
+        Vec::new()
+    };
+    // a's PID and pool address, to b; b's PID, to a.
     let mine = [std::process::id() as u64, pool.as_ptr() as u64];
     let peer = world.process_at_rank(if me == a { b } else { a });
     let mut theirs = [0u64; 2];
@@ -56,21 +66,31 @@ pub fn direct_copy(world: &SimpleCommunicator, a: i32, b: i32, reps: usize) -> O
     let mut ok = true;
     let mut samples = Vec::with_capacity(reps);
     let mut one = [0u8; 1];
+    let mut fresh = Fresh::default();
     for r in 1..=reps {
         let k = (r % n) * size;
+        // b's landing region, mapped and backed now; its address to a.
+        let mut to = [0u64];
+        if me == b {
+            to[0] = fresh.next(size).map_or(0, |p| p as u64);
+            peer.send_with_tag(&to[..], TAG);
+        } else {
+            peer.receive_into_with_tag(&mut to[..], TAG);
+        }
         // Both ends start together.
         round_trip(world, a, b, &[1u8], &mut one, 1);
         let t = Instant::now();
-        let copied = if me == a {
+        let copied = if to[0] == 0 {
+            Err(std::io::Error::other("no region to land in"))
+        } else if me == a {
             // The front half of a's rows into b's region.
-            mheta_base::os::write_to_process(pid, &pool[k..k + half], base + k as u64)
+            mheta_base::os::write_to_process(pid, &pool[k..k + half], to[0])
         } else {
             // The back half of a's rows into b's region.
-            mheta_base::os::read_from_process(
-                pid,
-                &mut pool[k + half..k + size],
-                base + (k + half) as u64,
-            )
+            // SAFETY: `to` is the start of b's own live mapping of `size`
+            // bytes (`Fresh::next`), which nothing else refers to.
+            let dst = unsafe { std::slice::from_raw_parts_mut(to[0] as *mut u8, size) };
+            mheta_base::os::read_from_process(pid, &mut dst[half..], base + (k + half) as u64)
         };
         let landed = [u8::from(copied.is_ok())];
         let mut other = [0u8; 1];
@@ -89,4 +109,42 @@ pub fn direct_copy(world: &SimpleCommunicator, a: i32, b: i32, reps: usize) -> O
     median(&mut samples)
         .filter(|&s| s > 0.0)
         .map(|s| size as f64 / s)
+}
+
+/// The regions [`direct_copy`]'s receiving end lands pieces in: each
+/// mapped afresh and backed, the last [`FRESH_RING`] kept mapped.
+#[derive(Default)]
+struct Fresh {
+    live: std::collections::VecDeque<(std::ptr::NonNull<u8>, usize)>,
+}
+
+/// Regions [`Fresh`] keeps mapped at once.
+const FRESH_RING: usize = 4;
+
+impl Fresh {
+    /// A new region of `bytes`, backed; None where it cannot be mapped.
+    fn next(&mut self, bytes: usize) -> Option<*mut u8> {
+        if self.live.len() == FRESH_RING
+            && let Some((p, len)) = self.live.pop_front()
+        {
+            // SAFETY: a mapping of `len` bytes made below, unmapped once.
+            unsafe { libc::munmap(p.as_ptr().cast(), len) };
+        }
+        let p = mheta_base::os::map_aligned(bytes, 2 << 20).ok()?;
+        // SAFETY: backing the mapping just made, inside its bounds. Where
+        // the kernel cannot populate (before 5.14), the copy's writes
+        // fault the pages in instead.
+        unsafe { libc::madvise(p.as_ptr().cast(), bytes, libc::MADV_POPULATE_WRITE) };
+        self.live.push_back((p, bytes));
+        Some(p.as_ptr())
+    }
+}
+
+impl Drop for Fresh {
+    fn drop(&mut self) {
+        for (p, len) in self.live.drain(..) {
+            // SAFETY: as in `next`: our mapping, unmapped once.
+            unsafe { libc::munmap(p.as_ptr().cast(), len) };
+        }
+    }
 }
