@@ -102,8 +102,8 @@ pub fn shift_costs(reps: usize, distances: &[usize]) -> Vec<Vec<f64>> {
 /// that each populates pages other than the ones just given back: a
 /// mapping unmapped and at once mapped again gets its own pages back,
 /// still in the cache, and backs them faster with each repeat (4.0 to
-/// 7.1 GB/s over five, on this project's VM) than a move's growth backs
-/// pages it never had (about 4). Returns seconds per byte of each;
+/// 7.1 GB/s over five on the development VM, 2026-12-05) than a move's
+/// growth backs pages it never had (about 4 there). Returns seconds per byte of each;
 /// empty where the kernel cannot populate (before Linux 5.14).
 pub fn touch_cost(reps: usize) -> Vec<f64> {
     let mut out = Vec::with_capacity(reps);
@@ -115,8 +115,10 @@ pub fn touch_cost(reps: usize) -> Vec<f64> {
         unsafe { libc::munmap(p.as_ptr().cast(), COPY_BYTES) };
     };
     for _ in 0..reps {
-        if live.len() == TOUCH_RING {
-            live.pop_front().map(unmap);
+        if live.len() == TOUCH_RING
+            && let Some(old) = live.pop_front()
+        {
+            unmap(old);
         }
         let Ok(p) = mheta_base::os::map_aligned(COPY_BYTES, 2 << 20) else {
             out.clear();

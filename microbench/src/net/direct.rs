@@ -32,11 +32,9 @@ pub const DIRECT_BYTES: usize = mheta_profile::COLD_BYTES;
 /// receiver grows its buffer and backs the new rows before an on-node
 /// copy (the runtime's `grow_for_move`); the last few such regions stay
 /// mapped, so each is backed with pages other than the ones just given
-/// back (as `node::touch_cost`). Into memory written long before, the
-/// same pieces ran at 10 GB/s on this project's VM, where a move's ran
-/// at 6-7. A piece's time runs on `a` from a one-byte round trip that
-/// starts both ends to the other end's "my half landed"; the figure is
-/// the median of `reps` pieces.
+/// back (as `node::touch_cost`). A piece's time runs on `a` from a
+/// one-byte round trip that starts both ends to the other end's "my half
+/// landed"; the figure is the median of `reps` pieces.
 pub fn direct_copy(world: &SimpleCommunicator, a: i32, b: i32, reps: usize) -> Option<f64> {
     let size = DIRECT_BYTES;
     let me = world.rank();
