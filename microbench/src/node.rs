@@ -96,53 +96,81 @@ pub fn shift_costs(reps: usize, distances: &[usize]) -> Vec<Vec<f64>> {
 
 /// Backing [`COPY_BYTES`] of memory freshly mapped, `reps` times, as the
 /// runtime's row buffers back the rows a move brings: a new anonymous
-/// mapping at a 2 MiB boundary, populated for writing
+/// mapping at a 2 MiB boundary ([`FreshRegions`]), populated for writing
 /// (`MADV_POPULATE_WRITE`: the page faults and the kernel's zeroing,
-/// without the write). The last [`TOUCH_RING`] mappings stay mapped, so
-/// that each populates pages other than the ones just given back: a
-/// mapping unmapped and at once mapped again gets its own pages back,
-/// still in the cache, and backs them faster with each repeat (4.0 to
-/// 7.1 GB/s over five on the development VM, 2026-12-05) than a move's
-/// growth backs pages it never had (about 4 there). Returns seconds per byte of each;
-/// empty where the kernel cannot populate (before Linux 5.14).
+/// without the write). Returns seconds per byte of each; empty where the
+/// kernel cannot populate (before Linux 5.14).
 pub fn touch_cost(reps: usize) -> Vec<f64> {
+    let mut regions = FreshRegions::default();
     let mut out = Vec::with_capacity(reps);
-    let mut live: std::collections::VecDeque<std::ptr::NonNull<u8>> =
-        std::collections::VecDeque::with_capacity(TOUCH_RING);
-    let unmap = |p: std::ptr::NonNull<u8>| {
-        // SAFETY: a mapping of COPY_BYTES made below, which nothing else
-        // refers to, unmapped once.
-        unsafe { libc::munmap(p.as_ptr().cast(), COPY_BYTES) };
-    };
     for _ in 0..reps {
-        if live.len() == TOUCH_RING
-            && let Some(old) = live.pop_front()
-        {
-            unmap(old);
-        }
-        let Ok(p) = mheta_base::os::map_aligned(COPY_BYTES, 2 << 20) else {
-            out.clear();
-            break;
+        let Some(p) = regions.map(COPY_BYTES) else {
+            return Vec::new();
         };
-        live.push_back(p);
         let t = Instant::now();
-        // SAFETY: populating the mapping just made, inside its bounds.
-        let rc = unsafe { libc::madvise(p.as_ptr().cast(), COPY_BYTES, libc::MADV_POPULATE_WRITE) };
-        let s = t.elapsed().as_secs_f64();
-        if rc != 0 {
-            out.clear();
-            break;
+        if !populate(p, COPY_BYTES) {
+            return Vec::new();
         }
-        out.push(s / COPY_BYTES as f64);
+        out.push(t.elapsed().as_secs_f64() / COPY_BYTES as f64);
     }
-    live.into_iter().for_each(unmap);
     out
 }
 
-/// Mappings [`touch_cost`] keeps at once (of [`COPY_BYTES`] each): more
-/// than the last-level cache holds, so a new one's pages are not the
-/// cache's.
-const TOUCH_RING: usize = 4;
+/// Fresh anonymous mappings at 2 MiB boundaries, the last [`FRESH_RING`]
+/// kept mapped (the rest unmapped; all when dropped), so that each new
+/// one is backed with pages other than the ones just given back: a
+/// mapping unmapped and at once mapped again gets its own pages back,
+/// still in the cache, and backs them faster with each repeat (4.0 to
+/// 7.1 GB/s over five on the development VM, 2026-12-05) than a move's
+/// growth backs pages it never had (about 4 there). [`touch_cost`]
+/// times their backing; the on-node copy's bench lands pieces in them
+/// (`net::direct_copy`).
+#[derive(Default)]
+pub(crate) struct FreshRegions {
+    live: std::collections::VecDeque<(std::ptr::NonNull<u8>, usize)>,
+}
+
+/// Mappings [`FreshRegions`] keeps at once: with [`COPY_BYTES`] each,
+/// more than the last-level cache holds.
+const FRESH_RING: usize = 4;
+
+impl FreshRegions {
+    /// A new mapping of `bytes`, not backed yet; None where it cannot be
+    /// made.
+    pub(crate) fn map(&mut self, bytes: usize) -> Option<std::ptr::NonNull<u8>> {
+        if self.live.len() == FRESH_RING
+            && let Some((p, len)) = self.live.pop_front()
+        {
+            unmap(p, len);
+        }
+        let p = mheta_base::os::map_aligned(bytes, 2 << 20).ok()?;
+        self.live.push_back((p, bytes));
+        Some(p)
+    }
+}
+
+impl Drop for FreshRegions {
+    fn drop(&mut self) {
+        for (p, len) in self.live.drain(..) {
+            unmap(p, len);
+        }
+    }
+}
+
+/// Unmaps a mapping of `len` bytes that [`FreshRegions::map`] made.
+fn unmap(p: std::ptr::NonNull<u8>, len: usize) {
+    // SAFETY: a mapping of `len` bytes made by `FreshRegions::map`, which
+    // nothing else refers to, unmapped once (it left the ring).
+    unsafe { libc::munmap(p.as_ptr().cast(), len) };
+}
+
+/// Backs the `bytes` of a mapping from [`FreshRegions::map`] for writing
+/// (`MADV_POPULATE_WRITE`); false where the kernel cannot.
+pub(crate) fn populate(p: std::ptr::NonNull<u8>, bytes: usize) -> bool {
+    // SAFETY: advice over a live mapping of ours, inside its bounds; its
+    // contents (zeros) stay as they are.
+    unsafe { libc::madvise(p.as_ptr().cast(), bytes, libc::MADV_POPULATE_WRITE) == 0 }
+}
 
 /// Memory available to one of `local_ranks` ranks on this node: the
 /// smaller of /proc/meminfo's MemAvailable and the cgroup's free limit,

@@ -30,9 +30,8 @@ pub const DIRECT_BYTES: usize = mheta_profile::COLD_BYTES;
 /// lost, as a move's rows are; `b`'s land in memory mapped afresh and
 /// backed (`MADV_POPULATE_WRITE`) just before, untimed, as a move's
 /// receiver grows its buffer and backs the new rows before an on-node
-/// copy (the runtime's `grow_for_move`); the last few such regions stay
-/// mapped, so each is backed with pages other than the ones just given
-/// back (as `node::touch_cost`). A piece's time runs on `a` from a
+/// copy (the runtime's `grow_for_move`), each with pages not just given
+/// back (`node::FreshRegions`). A piece's time runs on `a` from a
 /// one-byte round trip that starts both ends to the other end's "my half
 /// landed"; the figure is the median of `reps` pieces.
 pub fn direct_copy(world: &SimpleCommunicator, a: i32, b: i32, reps: usize) -> Option<f64> {
@@ -64,13 +63,18 @@ pub fn direct_copy(world: &SimpleCommunicator, a: i32, b: i32, reps: usize) -> O
     let mut ok = true;
     let mut samples = Vec::with_capacity(reps);
     let mut one = [0u8; 1];
-    let mut fresh = Fresh::default();
+    let mut fresh = crate::node::FreshRegions::default();
     for r in 1..=reps {
         let k = (r % n) * size;
         // b's landing region, mapped and backed now; its address to a.
         let mut to = [0u64];
         if me == b {
-            to[0] = fresh.next(size).map_or(0, |p| p as u64);
+            // Where the kernel cannot populate (before 5.14), the copy's
+            // writes fault the pages in instead.
+            to[0] = fresh.map(size).map_or(0, |p| {
+                crate::node::populate(p, size);
+                p.as_ptr() as u64
+            });
             peer.send_with_tag(&to[..], TAG);
         } else {
             peer.receive_into_with_tag(&mut to[..], TAG);
@@ -86,7 +90,7 @@ pub fn direct_copy(world: &SimpleCommunicator, a: i32, b: i32, reps: usize) -> O
         } else {
             // The back half of a's rows into b's region.
             // SAFETY: `to` is the start of b's own live mapping of `size`
-            // bytes (`Fresh::next`), which nothing else refers to.
+            // bytes (`FreshRegions::map`), which nothing else refers to.
             let dst = unsafe { std::slice::from_raw_parts_mut(to[0] as *mut u8, size) };
             mheta_base::os::read_from_process(pid, &mut dst[half..], base + (k + half) as u64)
         };
@@ -107,42 +111,4 @@ pub fn direct_copy(world: &SimpleCommunicator, a: i32, b: i32, reps: usize) -> O
     median(&mut samples)
         .filter(|&s| s > 0.0)
         .map(|s| size as f64 / s)
-}
-
-/// The regions [`direct_copy`]'s receiving end lands pieces in: each
-/// mapped afresh and backed, the last [`FRESH_RING`] kept mapped.
-#[derive(Default)]
-struct Fresh {
-    live: std::collections::VecDeque<(std::ptr::NonNull<u8>, usize)>,
-}
-
-/// Regions [`Fresh`] keeps mapped at once.
-const FRESH_RING: usize = 4;
-
-impl Fresh {
-    /// A new region of `bytes`, backed; None where it cannot be mapped.
-    fn next(&mut self, bytes: usize) -> Option<*mut u8> {
-        if self.live.len() == FRESH_RING
-            && let Some((p, len)) = self.live.pop_front()
-        {
-            // SAFETY: a mapping of `len` bytes made below, unmapped once.
-            unsafe { libc::munmap(p.as_ptr().cast(), len) };
-        }
-        let p = mheta_base::os::map_aligned(bytes, 2 << 20).ok()?;
-        // SAFETY: backing the mapping just made, inside its bounds. Where
-        // the kernel cannot populate (before 5.14), the copy's writes
-        // fault the pages in instead.
-        unsafe { libc::madvise(p.as_ptr().cast(), bytes, libc::MADV_POPULATE_WRITE) };
-        self.live.push_back((p, bytes));
-        Some(p.as_ptr())
-    }
-}
-
-impl Drop for Fresh {
-    fn drop(&mut self) {
-        for (p, len) in self.live.drain(..) {
-            // SAFETY: as in `next`: our mapping, unmapped once.
-            unsafe { libc::munmap(p.as_ptr().cast(), len) };
-        }
-    }
 }
