@@ -278,11 +278,19 @@ pub struct Decision {
 pub fn decide(current_s: f64, chosen_s: f64, cost_s: f64, remaining: u64) -> Decision {
     let per_iter = current_s - chosen_s;
     let gain_s = per_iter * remaining as f64;
-    let (moved, reason) = if per_iter < MIN_GAIN * current_s {
+    let (moved, reason) = if per_iter <= 0.0 {
         (
             false,
             format!(
-                "already balanced: the best distribution found is predicted {:.2}% faster per iteration, below the {:.0}% the model can resolve",
+                "no gain: the new distribution is predicted {:.2}% slower per iteration than the current one",
+                -100.0 * per_iter / current_s
+            ),
+        )
+    } else if per_iter < MIN_GAIN * current_s {
+        (
+            false,
+            format!(
+                "already balanced: the new distribution is predicted {:.2}% faster per iteration, below the {:.0}% the model can resolve",
                 100.0 * per_iter / current_s,
                 100.0 * MIN_GAIN
             ),
@@ -345,6 +353,10 @@ mod tests {
             !d.moved && d.reason.starts_with("already balanced"),
             "{d:?}"
         );
+        // 10% slower: no gain, said as slower, not as a negative speed-up.
+        let d = decide(1.0, 1.1, 0.0, 1_000_000);
+        assert!(!d.moved && d.reason.starts_with("no gain"), "{d:?}");
+        assert!(d.reason.contains("10.00% slower"), "{d:?}");
         // 30% faster, 10 iterations gain 3 s; a 5 s move does not pay.
         let d = decide(1.0, 0.7, 5.0, 10);
         assert!(!d.moved && d.reason.starts_with("too short"), "{d:?}");

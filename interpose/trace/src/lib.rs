@@ -292,15 +292,14 @@ impl AppDecl {
 /// Errors reading or writing traces. Each names the file at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    /// The OS error is in the message, so it is not also the source
+    /// (a chain printer such as anyhow's `{:#}` would print it twice).
+    #[error("{path}: {err}")]
+    Io { path: PathBuf, err: std::io::Error },
     /// A write failed; the message ([`mheta_base::write_atomic`]'s) names
     /// the file.
     #[error("{0}")]
-    Write(#[source] std::io::Error),
+    Write(std::io::Error),
     #[error("{path}: not an mheta trace (bad magic); was it written by libmheta_interpose?")]
     BadMagic { path: PathBuf },
     #[error(
@@ -464,9 +463,9 @@ pub fn write_rank(dir: &Path, trace: &RankTrace) -> Result<PathBuf, TraceError> 
 
 /// Read one rank trace file.
 pub fn read_rank(path: &Path) -> Result<RankTrace, TraceError> {
-    let bytes = std::fs::read(path).map_err(|source| TraceError::Io {
+    let bytes = std::fs::read(path).map_err(|err| TraceError::Io {
         path: path.into(),
-        source,
+        err,
     })?;
     decode(&bytes, path)
 }
@@ -520,9 +519,9 @@ pub fn read_app(dir: &Path) -> Result<AppDecl, TraceError> {
     if !dir.is_dir() {
         return Err(TraceError::NoDir { dir: dir.into() });
     }
-    let text = std::fs::read_to_string(&path).map_err(|source| TraceError::Io {
+    let text = std::fs::read_to_string(&path).map_err(|err| TraceError::Io {
         path: path.clone(),
-        source,
+        err,
     })?;
     let app: AppDecl = serde_json::from_str(&text).map_err(|e| TraceError::Corrupt {
         path: path.clone(),

@@ -510,11 +510,10 @@ pub const MAX_BANDWIDTH_BPS: f64 = 1e12;
 /// Errors loading or saving a profile; each names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    /// The OS error is in the message, so it is not also the source
+    /// (a chain printer such as anyhow's `{:#}` would print it twice).
+    #[error("{path}: {err}")]
+    Io { path: PathBuf, err: std::io::Error },
     #[error("{path}: not a valid cluster profile: {detail}")]
     Corrupt { path: PathBuf, detail: String },
     #[error(
@@ -529,11 +528,8 @@ pub enum ProfileError {
     Invalid { path: PathBuf, detail: String },
     /// Saving failed; the message ([`mheta_base::write_atomic`]'s) names
     /// the file.
-    #[error("{source}")]
-    Write {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("{err}")]
+    Write { path: PathBuf, err: std::io::Error },
 }
 
 impl ClusterProfile {
@@ -576,9 +572,9 @@ impl ClusterProfile {
 
     /// Read, version-check and validate a profile file.
     pub fn load(path: &Path) -> Result<Self, ProfileError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Io {
+        let text = std::fs::read_to_string(path).map_err(|err| ProfileError::Io {
             path: path.into(),
-            source,
+            err,
         })?;
         Self::parse(&text, path)
     }
@@ -762,10 +758,10 @@ impl ClusterProfile {
     /// Write to `path` through a temporary file and a rename
     /// ([`mheta_base::write_atomic`]).
     pub fn save(&self, path: &Path) -> Result<(), ProfileError> {
-        mheta_base::write_atomic(path, self.to_json().as_bytes()).map_err(|source| {
+        mheta_base::write_atomic(path, self.to_json().as_bytes()).map_err(|err| {
             ProfileError::Write {
                 path: path.into(),
-                source,
+                err,
             }
         })
     }
