@@ -1,5 +1,6 @@
-//! A file that is not there: the error names it and says why once, and
-//! `mheta` exits non-zero.
+//! An input `mheta` cannot use (a file that is not there, an address it
+//! cannot bind): the error names it and says why once, and `mheta` exits
+//! non-zero.
 #![allow(clippy::unwrap_used)]
 
 use std::process::Command;
@@ -32,4 +33,13 @@ fn a_file_that_cannot_be_read_is_named_and_its_reason_said_once() {
     assert!(err.contains(rank.to_str().unwrap()), "{err}");
     assert_eq!(err.matches("Is a directory").count(), 1, "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn an_address_that_cannot_be_bound_is_named_and_its_reason_said_once() {
+    // 192.0.2.1 (TEST-NET-1) is no interface of this machine: bind fails
+    // at once, without a name lookup.
+    let err = refused(&["load", "--echo-listen", "192.0.2.1:0", "--duration", "0.1"]);
+    assert!(err.contains("192.0.2.1:0"), "{err}");
+    assert_eq!(err.matches("cannot bind").count(), 1, "{err}");
 }

@@ -13,11 +13,19 @@ pub enum LoadError {
     #[error("{0}")]
     Config(String),
     /// An operating-system call failed (the message says what it did).
+    /// The OS error is the message, so it is not also the source (a
+    /// chain printer such as anyhow's `{:#}` would print it twice).
     #[error("{0}")]
-    Io(#[from] io::Error),
+    Io(io::Error),
     /// The load ran and stopped on this error; the timeline records it.
     #[error("{0}")]
     Run(String),
+}
+
+impl From<io::Error> for LoadError {
+    fn from(e: io::Error) -> LoadError {
+        LoadError::Io(e)
+    }
 }
 
 /// This crate's result.
