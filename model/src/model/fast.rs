@@ -39,11 +39,14 @@ enum Op {
         k: u32,
     },
     /// Send number `g` of the replay; `msg` into [`Compiled::msgs`] (NONE:
-    /// no message under this distribution).
+    /// no message under this distribution). `pre`: the computation of
+    /// fixed length just before it on its rank, its time already
+    /// multiplied by the rank's CPU factor (0: none), done first.
     Send {
         i: u32,
         g: u32,
         msg: u32,
+        pre: f64,
     },
     /// Receives `items` of [`Compiled::takes`], paying `o_recv` when
     /// `pay`.
@@ -396,6 +399,26 @@ impl<'a> Evaluator<'a> {
         k: Option<&[f64]>,
         track: &mut T,
     ) -> Result<Option<Prediction>, ModelError> {
+        // Whether a stage's I/O reads its compute, and whether a send's
+        // gap is read, are fixed for the model: one loop for each, so
+        // that no operation tests them.
+        match (self.m.io.is_some(), self.m.net.has_exchanges()) {
+            (false, false) => self.run_as::<T, false, false>(c, d, k, track),
+            (false, true) => self.run_as::<T, false, true>(c, d, k, track),
+            (true, false) => self.run_as::<T, true, false>(c, d, k, track),
+            (true, true) => self.run_as::<T, true, true>(c, d, k, track),
+        }
+    }
+
+    /// [`Evaluator::run_tracked`] where `STAGED` says whether the model
+    /// has I/O and `GAPS` whether its pairs measured exchanges.
+    fn run_as<T: Track, const STAGED: bool, const GAPS: bool>(
+        &self,
+        c: &Compiled,
+        d: &Dist,
+        k: Option<&[f64]>,
+        track: &mut T,
+    ) -> Result<Option<Prediction>, ModelError> {
         let m = self.m;
         let p = m.ranks();
         let mut guard = self.scratch.borrow_mut();
@@ -432,11 +455,11 @@ impl<'a> Evaluator<'a> {
         let (factor, plans) = (&factor[..], &plans[..]);
         let lanes = &mut lanes[..];
         // Only a stage's I/O reads its compute.
-        let staged = m.io.is_some();
+        let staged = STAGED;
         let (mail, done, met_waiting) = (&mut mail[..], &mut done[..], &mut met_waiting[..]);
         let send_waits = &c.send_waits[..];
         // A send's gap is read only where the pairs measured exchanges.
-        let gaps = m.net.has_exchanges();
+        let gaps = GAPS;
         let mut nth_collective = 0usize;
         block.1 = NONE;
         for (x, op) in c.ops.iter().enumerate() {
@@ -479,7 +502,11 @@ impl<'a> Evaluator<'a> {
                     }
                     lanes[i].stage = 0.0;
                 }
-                Op::Send { g, msg, .. } => {
+                Op::Send { g, msg, pre, .. } => {
+                    // x + 0 is x: a send without a computation before it
+                    // keeps its clock.
+                    lanes[i].clock += pre;
+                    lanes[i].out.compute_s += pre;
                     let g = g as usize;
                     let mut waits = false;
                     if msg != NONE {

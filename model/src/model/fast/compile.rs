@@ -35,6 +35,8 @@ pub(super) fn compile(m: &Model, d: &Dist, events: &[LogEvent]) -> Option<Compil
     // Per rank, whether its last op cleared its stage's compute (every
     // op but a computation, a stage's end and a lap's end does).
     let mut cleared = vec![true; p];
+    // Where each rank's last op is in `c.ops` (usize::MAX: none yet).
+    let mut last = vec![usize::MAX; p];
     let quiet = m
         .programs
         .iter()
@@ -54,6 +56,7 @@ pub(super) fn compile(m: &Model, d: &Dist, events: &[LogEvent]) -> Option<Compil
         }
         if pc[i] == len && base[i].is_none() {
             base[i] = Some(own[i].len());
+            last[i] = c.ops.len();
             c.ops.push(Op::LapEnd { i: i as u32 });
         }
         let step = &steps[pc[i] % len];
@@ -62,6 +65,7 @@ pub(super) fn compile(m: &Model, d: &Dist, events: &[LogEvent]) -> Option<Compil
             if !matches!(step, Step::Reduce { .. }) {
                 return None;
             }
+            last[i] = c.ops.len();
             c.ops.push(Op::Arrive { i: iu });
             cleared[i] = true;
             continue;
@@ -113,7 +117,12 @@ pub(super) fn compile(m: &Model, d: &Dist, events: &[LogEvent]) -> Option<Compil
                     }
                 };
                 c.send_waits.push(msg != NONE && c.msgs[msg as usize].waits);
-                Op::Send { i: iu, g, msg }
+                Op::Send {
+                    i: iu,
+                    g,
+                    msg,
+                    pre: 0.0,
+                }
             }
             Step::Recv(from) | Step::Probe(from) => {
                 let pay = matches!(step, Step::Recv(_));
@@ -195,6 +204,20 @@ pub(super) fn compile(m: &Model, d: &Dist, events: &[LogEvent]) -> Option<Compil
             op,
             Op::Compute { .. } | Op::StageEnd { .. } | Op::LapEnd { .. }
         );
+        // A send right after a computation of fixed length on its rank
+        // takes it in, in its place (one op fewer; the same additions in
+        // the same order).
+        if let Op::Send { i, g, msg, .. } = op
+            && let Some(&at) = last.get(iu as usize)
+            && let Some(Op::Compute {
+                s, scaled: false, ..
+            }) = c.ops.get(at)
+        {
+            let pre = m.cpu_factor(i as usize) * *s;
+            c.ops[at] = Op::Send { i, g, msg, pre };
+            continue;
+        }
+        last[i] = c.ops.len();
         c.ops.push(op);
     }
     schedule(&mut c, p);
