@@ -173,10 +173,15 @@ struct Compiled {
 impl Compiled {
     /// [`super::Program::waited`] of rank `i`, from its copy of the
     /// program's two figures.
+    /// `SLEEPS` false: no rank sleeps (every `wake_s` is 0), so a wait is
+    /// what is ahead, or 0.
     #[inline]
-    fn waited(&self, i: usize, ahead: f64) -> f64 {
-        let (wake_s, spin_s) = self.wake[i];
+    fn waited<const SLEEPS: bool>(&self, i: usize, ahead: f64) -> f64 {
         let wait = ahead.max(0.0);
+        if !SLEEPS {
+            return wait;
+        }
+        let (wake_s, spin_s) = self.wake[i];
         // Without a branch (whether a wait outlasts the spin follows the
         // clocks): adding 0 to a wait leaves it as it is.
         let sleeps = (wake_s > 0.0 && wait > spin_s) as u8 as f64;
@@ -402,17 +407,25 @@ impl<'a> Evaluator<'a> {
         // Whether a stage's I/O reads its compute, and whether a send's
         // gap is read, are fixed for the model: one loop for each, so
         // that no operation tests them.
-        match (self.m.io.is_some(), self.m.net.has_exchanges()) {
-            (false, false) => self.run_as::<T, false, false>(c, d, k, track),
-            (false, true) => self.run_as::<T, false, true>(c, d, k, track),
-            (true, false) => self.run_as::<T, true, false>(c, d, k, track),
-            (true, true) => self.run_as::<T, true, true>(c, d, k, track),
+        // So is whether any rank sleeps in its waits (most never do: MPI
+        // libraries poll), which every receive and wait would test.
+        let sleeps = c.wake.iter().any(|&(wake_s, _)| wake_s > 0.0);
+        match (self.m.io.is_some(), self.m.net.has_exchanges(), sleeps) {
+            (false, false, false) => self.run_as::<T, false, false, false>(c, d, k, track),
+            (false, false, true) => self.run_as::<T, false, false, true>(c, d, k, track),
+            (false, true, false) => self.run_as::<T, false, true, false>(c, d, k, track),
+            (false, true, true) => self.run_as::<T, false, true, true>(c, d, k, track),
+            (true, false, false) => self.run_as::<T, true, false, false>(c, d, k, track),
+            (true, false, true) => self.run_as::<T, true, false, true>(c, d, k, track),
+            (true, true, false) => self.run_as::<T, true, true, false>(c, d, k, track),
+            (true, true, true) => self.run_as::<T, true, true, true>(c, d, k, track),
         }
     }
 
     /// [`Evaluator::run_tracked`] where `STAGED` says whether the model
-    /// has I/O and `GAPS` whether its pairs measured exchanges.
-    fn run_as<T: Track, const STAGED: bool, const GAPS: bool>(
+    /// has I/O, `GAPS` whether its pairs measured exchanges and `SLEEPS`
+    /// whether a rank sleeps in its waits.
+    fn run_as<T: Track, const STAGED: bool, const GAPS: bool, const SLEEPS: bool>(
         &self,
         c: &Compiled,
         d: &Dist,
@@ -550,7 +563,7 @@ impl<'a> Evaluator<'a> {
                         if waiting {
                             track.waited_for_mail(x, t.g);
                         }
-                        let wait = c.waited(i, arrive - lanes[i].clock);
+                        let wait = c.waited::<SLEEPS>(i, arrive - lanes[i].clock);
                         lanes[i].clock += wait;
                         lanes[i].out.wait_s += wait;
                         if a != NONE {
@@ -576,7 +589,7 @@ impl<'a> Evaluator<'a> {
                     {
                         track.waited_for_done(x, g as usize);
                     }
-                    let wait = c.waited(i, last - lanes[i].clock);
+                    let wait = c.waited::<SLEEPS>(i, last - lanes[i].clock);
                     // Only a send that waits has its receive's word on it.
                     let handshake = ws
                         .iter()
