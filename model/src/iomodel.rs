@@ -489,8 +489,49 @@ impl IoModel {
     }
 
     /// I/O seconds of `rank` in stage `k` under a plan, with `compute_s` the
-    /// stage's predicted computation (for the prefetch overlap `T_A`).
+    /// stage's predicted computation (for the prefetch overlap `T_A`): its
+    /// sweeps that are not prefetched ([`IoModel::stage_io_swept`]) plus
+    /// those that are ([`IoModel::stage_io_prefetched`]).
     pub fn stage_io(&self, rank: usize, k: usize, plan: &PlanSummary, compute_s: f64) -> f64 {
+        self.stage_io_swept(rank, k, plan) + self.stage_io_prefetched(rank, k, plan, compute_s)
+    }
+
+    /// How many stages the app's arrays are touched in (a stage `k` at or
+    /// beyond it does no I/O).
+    pub fn stages(&self) -> usize {
+        self.touches.len()
+    }
+
+    /// The part of [`IoModel::stage_io`] that the stage's computation does
+    /// not change: each array on disk it touches without a prefetch,
+    /// MHETA eq. 1 (`t_psi`) summed in array order. A replay of many
+    /// distributions keeps it while the rank's plan stays.
+    pub fn stage_io_swept(&self, rank: usize, k: usize, plan: &PlanSummary) -> f64 {
+        self.stage_io_parts(rank, k, plan, None)
+    }
+
+    /// The part of [`IoModel::stage_io`] that follows the stage's
+    /// computation `compute_s`: the prefetched arrays in lockstep, MHETA
+    /// eq. 2 (`t_psi_prefetch_lockstep`; 0 when none).
+    pub fn stage_io_prefetched(
+        &self,
+        rank: usize,
+        k: usize,
+        plan: &PlanSummary,
+        compute_s: f64,
+    ) -> f64 {
+        self.stage_io_parts(rank, k, plan, Some(compute_s))
+    }
+
+    /// [`IoModel::stage_io_swept`] (`compute_s` None) or
+    /// [`IoModel::stage_io_prefetched`].
+    fn stage_io_parts(
+        &self,
+        rank: usize,
+        k: usize,
+        plan: &PlanSummary,
+        compute_s: Option<f64>,
+    ) -> f64 {
         let Some(t) = self.touches.get(k) else {
             return 0.0;
         };
@@ -514,19 +555,22 @@ impl IoModel {
         };
         let on_disk = |a: usize, touch: &Touch| plan.out_of_core[a] && (touch.read || touch.write);
         let prefetched = |touch: &Touch| self.mem.prefetch && touch.read;
-        let mut total = 0.0;
-        for (a, touch) in t.iter().enumerate() {
-            if on_disk(a, touch) && !prefetched(touch) {
-                let s = swept(a, touch);
-                total += t_psi(s.pieces, s.r, s.w, s.halo);
+        let Some(compute_s) = compute_s else {
+            let mut total = 0.0;
+            for (a, touch) in t.iter().enumerate() {
+                if on_disk(a, touch) && !prefetched(touch) {
+                    let s = swept(a, touch);
+                    total += t_psi(s.pieces, s.r, s.w, s.halo);
+                }
             }
-        }
+            return total;
+        };
         let lockstep = t
             .iter()
             .enumerate()
             .filter(|&(a, touch)| on_disk(a, touch) && prefetched(touch))
             .map(|(a, touch)| swept(a, touch));
-        total + t_psi_prefetch_lockstep(lockstep, compute_s)
+        t_psi_prefetch_lockstep(lockstep, compute_s)
     }
 }
 

@@ -227,6 +227,53 @@ struct Scratch {
     met_waiting: Vec<bool>,
     factor: Vec<f64>,
     plans: Vec<Option<std::sync::Arc<crate::iomodel::PlanSummary>>>,
+    /// Each rank's first row and rows that its plan in `plans` is for
+    /// (u64::MAX: none yet): a plan is looked up again only when they
+    /// change.
+    plan_at: Vec<(u64, u64)>,
+    /// Per rank and stage, the I/O of the sweeps its plan does not
+    /// prefetch ([`crate::iomodel::IoModel::stage_io_swept`]; NaN: not
+    /// yet), kept with the plan.
+    swept: Vec<f64>,
+}
+
+/// Each rank's plan under `d` into `s.plans` (None for a rank without a
+/// memory budget), as [`Model::plans_into`] gives them, looked up only for
+/// the ranks whose rows moved since the last evaluation; a rank whose
+/// budget cannot hold its rows is [`ModelError::TooSmall`].
+fn plans_kept(m: &Model, d: &Dist, s: &mut Scratch) -> Result<(), ModelError> {
+    let Some(io) = &m.io else {
+        s.plans.clear();
+        return Ok(());
+    };
+    let (p, stages) = (d.0.len(), io.stages());
+    if s.plans.len() != p || s.plan_at.len() != p || s.swept.len() != p * stages {
+        reset(&mut s.plans, p, None);
+        reset(&mut s.plan_at, p, (u64::MAX, u64::MAX));
+        reset(&mut s.swept, p * stages, f64::NAN);
+    }
+    let mut first = 0;
+    for (i, &rows) in d.0.iter().enumerate() {
+        let at = (first, rows);
+        first += rows;
+        if s.plan_at[i] == at {
+            continue;
+        }
+        s.plans[i] = if io.unbudgeted(i) {
+            None
+        } else {
+            io.plan(i, at.0, rows)
+        };
+        s.plan_at[i] = at;
+        s.swept[i * stages..(i + 1) * stages].fill(f64::NAN);
+    }
+    match (0..p).find(|&i| s.plans[i].is_none() && !io.unbudgeted(i)) {
+        Some(rank) => Err(ModelError::TooSmall {
+            rank,
+            rows: d.0[rank],
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Evaluates many distributions of one model, compiling its replay
@@ -441,7 +488,7 @@ impl<'a> Evaluator<'a> {
             m.apply_reuse(&mut s.factor, k);
         }
         // A rank without a memory budget does no I/O: no plan looked up.
-        m.plans_into(d, &mut s.plans, true)?;
+        plans_kept(m, d, s)?;
         reset(&mut s.lanes, p, Lane::START);
         if c.laps > 1 || s.first_lap.len() != p {
             reset(&mut s.first_lap, p, None);
@@ -464,8 +511,11 @@ impl<'a> Evaluator<'a> {
             met_waiting,
             factor,
             plans,
+            plan_at: _,
+            swept,
         } = s;
         let (factor, plans) = (&factor[..], &plans[..]);
+        let stages = m.io.as_ref().map_or(0, |io| io.stages());
         let lanes = &mut lanes[..];
         // Only a stage's I/O reads its compute.
         let staged = STAGED;
@@ -508,7 +558,19 @@ impl<'a> Evaluator<'a> {
                 }
                 Op::StageEnd { k, .. } => {
                     if let (Some(io), Some(Some(plan))) = (&m.io, plans.get(i)) {
-                        let t = io.stage_io(i, k as usize, plan, lanes[i].stage);
+                        let k = k as usize;
+                        // `IoModel::stage_io`, its part that the compute
+                        // does not change kept while the plan stays.
+                        let kept = if k < stages {
+                            let at = &mut swept[i * stages + k];
+                            if at.is_nan() {
+                                *at = io.stage_io_swept(i, k, plan);
+                            }
+                            *at
+                        } else {
+                            0.0
+                        };
+                        let t = kept + io.stage_io_prefetched(i, k, plan, lanes[i].stage);
                         lanes[i].clock += t;
                         lanes[i].out.compute_s += t;
                         lanes[i].out.io_s += t;
