@@ -309,9 +309,13 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
             .as_ref()
             .filter(|_| s.job.c.replan_threshold > 0.0 && s.job.ck.auto_to.is_none())
             .map(|_| adapt::Watch::new(s.job.c.replan_threshold / 100.0));
+        // Under the clock a piece's compute lasts its declared time
+        // whatever CPU share it gets: a CPU slowdown the sensor reads (on
+        // ranks that share cores with each other) does not slow it, so
+        // there is nothing for the load watch to answer.
         let load = watch
             .as_ref()
-            .filter(|_| s.job.c.replan_on == "sensed")
+            .filter(|_| s.job.c.replan_on == "sensed" && s.job.c.cpu_mode() != "clock")
             .map(|_| sensor::LoadWatch::new(s.job.world));
         if s.job.ck.auto.is_some() {
             // `--auto` plans on every iteration recorded before it.

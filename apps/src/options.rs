@@ -128,8 +128,11 @@ pub struct Common {
     /// it), plan at once on the sensed slowdowns (Figueira and Berman),
     /// pricing the dedicated trace, without recording; a drift of the
     /// busy times records again only while no rank is time-shared.
-    /// `record`: every drift records a few iterations again and plans on
-    /// them.
+    /// Under --cpu-emulation clock there is no load watch (a piece of
+    /// compute lasts its declared time whatever CPU it gets, so a sensed
+    /// slowdown would price a change the run does not have), and drifts
+    /// record again as with `record`. `record`: every drift records a few
+    /// iterations again and plans on them.
     #[arg(long, value_name = "HOW", default_value = "sensed", value_parser = ["record", "sensed"])]
     pub replan_on: String,
     /// With --move-to: move after this many iterations (as --auto-at).

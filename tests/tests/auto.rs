@@ -265,6 +265,52 @@ fn four_ranks_het4_redistributes_and_verifies() {
     assert!(gs > 0.0 && ms > 0.0 && gs + ms <= ps, "{gs} + {ms} vs {ps}");
 }
 
+/// Under `--cpu-emulation clock` a piece of compute lasts its declared
+/// time whatever CPU it gets, so the load watch of `--replan-on sensed`
+/// (the default) is off: on 4 ranks sharing 2 cores, which its sensor
+/// reads as CPU slowdowns, no rank reads schedstat (`cpu_avail` null),
+/// and no re-plan answers a sensed load.
+#[test]
+fn under_the_clock_no_load_watch_answers_ranks_sharing_cores() {
+    let dir = scratch("auto-clock");
+    let profile = quick_profile(&dir, 4);
+    let trace = dir.join("trace");
+    let out = ok(mheta()
+        .args(["run", "--trace-dir"])
+        .arg(&trace)
+        .arg("--")
+        .args(launch(4))
+        .arg(bin("jacobi"))
+        .args([
+            "--n",
+            "400",
+            "--iters",
+            "60",
+            "--cluster",
+            "het4",
+            "--cpu-emulation",
+            "clock",
+            "--cpu-ns-per-unit",
+            "20",
+            "--auto",
+            "--profile",
+        ])
+        .arg(&profile));
+    let r = last_json(&out);
+    assert_eq!(r["verified"], true, "{r}");
+    let ranks = r["ranks"].as_array().expect("ranks");
+    assert_eq!(ranks.len(), 4, "{r}");
+    for k in ranks {
+        assert!(k["cpu_avail"].is_null(), "a rank read schedstat: {k}");
+        assert_eq!(k["load_sensor_s"].as_f64(), Some(0.0), "{k}");
+    }
+    let replans = r["auto"]["replans"].as_array().cloned().unwrap_or_default();
+    assert!(
+        replans.iter().all(|p| p.get("load_change").is_none()),
+        "a re-plan answered a sensed load: {replans:?}"
+    );
+}
+
 #[test]
 fn auto_to_moves_to_the_given_distribution_and_prices_it_beside_the_run() {
     let dir = scratch("autoto");
