@@ -304,7 +304,7 @@ fn under_the_clock_no_load_watch_answers_ranks_sharing_cores() {
     let r = last_json(&out);
     assert_eq!(r["verified"], true, "{r}");
     let ranks = r["ranks"].as_array().expect("ranks");
-    assert_eq!(ranks.len(), np as usize, "{r}");
+    assert_eq!(ranks.len(), np, "{r}");
     for k in ranks {
         assert!(k["cpu_avail"].is_null(), "a rank read schedstat: {k}");
         assert_eq!(k["load_sensor_s"].as_f64(), Some(0.0), "{k}");
