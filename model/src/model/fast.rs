@@ -166,6 +166,8 @@ struct Compiled {
     holds: Vec<bool>,
     /// Each rank's sleep residual and spin ([`super::Program::waited`]).
     wake: Vec<(f64, f64)>,
+    /// Whether any rank sleeps in its waits (a `wake_s` above 0).
+    sleeps: bool,
     /// Iterations replayed ([`Model::laps`]).
     laps: usize,
 }
@@ -173,6 +175,7 @@ struct Compiled {
 impl Compiled {
     /// [`super::Program::waited`] of rank `i`, from its copy of the
     /// program's two figures.
+    ///
     /// `SLEEPS` false: no rank sleeps (every `wake_s` is 0), so a wait is
     /// what is ahead, or 0.
     #[inline]
@@ -456,8 +459,7 @@ impl<'a> Evaluator<'a> {
         // that no operation tests them.
         // So is whether any rank sleeps in its waits (most never do: MPI
         // libraries poll), which every receive and wait would test.
-        let sleeps = c.wake.iter().any(|&(wake_s, _)| wake_s > 0.0);
-        match (self.m.io.is_some(), self.m.net.has_exchanges(), sleeps) {
+        match (self.m.io.is_some(), self.m.net.has_exchanges(), c.sleeps) {
             (false, false, false) => self.run_as::<T, false, false, false>(c, d, k, track),
             (false, false, true) => self.run_as::<T, false, false, true>(c, d, k, track),
             (false, true, false) => self.run_as::<T, false, true, false>(c, d, k, track),

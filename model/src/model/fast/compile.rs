@@ -25,6 +25,7 @@ pub(super) fn compile(m: &Model, d: &Dist, events: &[LogEvent]) -> Option<Compil
         send_waits: Vec::new(),
         holds: d.0.iter().map(|&r| r > 0).collect(),
         wake: m.programs.iter().map(|pr| (pr.wake_s, pr.spin_s)).collect(),
+        sleeps: m.programs.iter().any(|pr| pr.wake_s > 0.0),
         laps: m.laps(),
     };
     let mut pc = vec![0usize; p];
