@@ -11,7 +11,9 @@ blocks and yields the core). Driven by scripts/risk-study.sh.
    `mheta sense --cores 0,1 --ranks 0:0;1:1` senses both cores (modes,
    shares, dwells).
    Before it, per wait mode (STUDY_WAIT=poll or sleep: that one only), a
-   dedicated trace of the run on Block.
+   dedicated trace of the run on Block, recorded again (up to 3 times) while
+   the host disturbed it (a rank waited for a core over 5% of the run, or
+   took 15% more CPU per unit than the other).
 3. Per wait mode: `mheta search --load SENSE --quantile Q --iters K --json`: the
    mean-optimal and the quantile-optimal plans; each plan and Block run N
    times, interleaved (A B C A B C ...): the measured mean and 95th
@@ -53,12 +55,38 @@ def p95(v):
 BLOCK = f"{N // 2},{N - N // 2}"
 
 
+# A recording is disturbed when some rank waited for a core more than
+# RUNQ of its main loop, or took more than PER_UNIT more CPU per unit of
+# work than the other rank (both run at power 1 here): the accuracy
+# study's thresholds. The plans are only as good as the trace.
+RUNQ, PER_UNIT, ATTEMPTS = 0.05, 0.15, 3
+
+
+def disturbance(report):
+    """Per rank (run-queue delay / the run, CPU ns a unit / the ranks' least)."""
+    rs = report["ranks"]
+    least = min(r["cpu_ns_per_unit"] for r in rs)
+    return [(r["sched"]["runq_wait_s"] / report["elapsed_s"] if r.get("sched") else 0.0,
+             r["cpu_ns_per_unit"] / least) for r in rs]
+
+
 def trace(wait):
-    """A dedicated trace of the run on Block, waiting as `wait`."""
-    tr = os.path.join(W, f"trace-{wait}")
-    subprocess.run([MHETA, "run", "--trace-dir", tr, "--"] + jacobi(BLOCK, wait, 12), env=ENV, check=True,
-                   capture_output=True)
-    return tr
+    """A dedicated trace of the run on Block, waiting as `wait`: recorded
+    again (up to ATTEMPTS times) while the host disturbed it, the least
+    disturbed kept; returns its directory and what each attempt saw."""
+    seen = []
+    for a in range(ATTEMPTS):
+        tr = os.path.join(W, f"trace-{wait}-{a}")
+        out = subprocess.run([MHETA, "run", "--trace-dir", tr, "--"] + jacobi(BLOCK, wait, 12), env=ENV,
+                             check=True, capture_output=True, text=True)
+        d = disturbance(json.loads(out.stdout))
+        worst = max(max(q / RUNQ, (u - 1.0) / PER_UNIT) for q, u in d)
+        seen.append({"dir": tr, "runq_share": [q for q, _ in d], "per_unit_vs_least": [u for _, u in d],
+                     "disturbed": worst > 1.0, "worst": worst})
+        if worst <= 1.0:
+            break
+    best = min(seen, key=lambda s: s["worst"])
+    return best["dir"], seen
 
 
 def one_mode(wait, tr, prof, sf):
@@ -96,7 +124,8 @@ def main():
     prof = os.path.join(W, "profile.json")
     subprocess.run([MHETA, "bench", "--np", "2", "--quick", "--no-disk", "-o", prof],
                    env=ENV, check=True, capture_output=True)
-    traces = {w: trace(w) for w in WAITS}
+    recorded = {w: trace(w) for w in WAITS}
+    traces = {w: r[0] for w, r in recorded.items()}
     ready = os.path.join(W, "load.ready")
     tl = os.path.join(W, "load.timeline.json")
     ld = subprocess.Popen([MHETA, "load", "--quiet", "--proc", "hog", "--cores", "0", "--levels", LEVELS,
@@ -121,11 +150,20 @@ def main():
                      f"`mheta load` hog pinned to core 0 switching on and off (random, exponential dwells of mean "
                      f"{DWELL} s, seed {SEED}); --cpu-emulation spin, uniform; --wait {' and '.join(WAITS)}.",
         "n": N, "iters": ITERS, "quantile": Q, "runs_per_plan": RUNS, "modes": modes,
+        "traces": {w: r[1] for w, r in recorded.items()},
         "wall_s": time.time() - t0,
     }
     json.dump(res, open(os.path.join(OUT, "risk.json"), "w"), indent=1)
     for m in modes:
         sp = m["search"]
+        tries = res["traces"][m["wait"]]
+        kept = min(tries, key=lambda t: t["worst"])
+        print(f"--wait {m['wait']}: trace on Block (12 iterations, before the load): "
+              f"{len(tries)} recording(s), the kept one's ranks waited for a core "
+              f"{', '.join(f'{100 * q:.1f}%' for q in kept['runq_share'])} of the run and took "
+              f"{', '.join(f'{u:.2f}' for u in kept['per_unit_vs_least'])}x the least CPU per unit"
+              + (f" (DISTURBED beyond {RUNQ:.0%} / {PER_UNIT:.0%}: the plans below rest on it)"
+                 if kept["disturbed"] else ""))
         print(f"--wait {m['wait']}: predicted per iteration: mean plan {sp['mean_plan']['dist']} mean "
               f"{sp['mean_plan']['per_iteration']['mean']*1e3:.3f} ms q95 {sp['mean_plan']['quantile_s']*1e3:.3f} ms; "
               f"quantile plan {sp['quantile_plan']['dist']} mean {sp['quantile_plan']['per_iteration']['mean']*1e3:.3f} ms "
