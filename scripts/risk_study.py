@@ -11,9 +11,9 @@ blocks and yields the core). Driven by scripts/risk-study.sh.
    `mheta sense --cores 0,1 --ranks 0:0;1:1` senses both cores (modes,
    shares, dwells).
    Before it, per wait mode (STUDY_WAIT=poll or sleep: that one only), a
-   dedicated trace of the run on Block, recorded again (up to 3 times) while
-   the host disturbed it (a rank waited for a core over 5% of the run, or
-   took 15% more CPU per unit than the other).
+   dedicated trace of the run on Block, recorded again (3 s later, up to
+   5 times) while the host disturbed it (a rank waited for a core over 5%
+   of the run, or took 15% more CPU per unit than the other).
 3. Per wait mode: `mheta search --load SENSE --quantile Q --iters K --json`: the
    mean-optimal and the quantile-optimal plans; each plan and Block run N
    times, interleaved (A B C A B C ...): the measured mean and 95th
@@ -21,7 +21,7 @@ blocks and yields the core). Driven by scripts/risk-study.sh.
 """
 import json, os, statistics, subprocess, sys, time
 
-from study import BIN, ENV, MHETA, QUICK, stamp
+from study import BIN, ENV, MHETA, PER_UNIT, QUICK, RUNQ, record_clean, stamp
 
 OUT = sys.argv[1]
 RUNS = int(os.environ.get("STUDY_RUNS", "6" if QUICK else "24"))
@@ -55,38 +55,10 @@ def p95(v):
 BLOCK = f"{N // 2},{N - N // 2}"
 
 
-# A recording is disturbed when some rank waited for a core more than
-# RUNQ of its main loop, or took more than PER_UNIT more CPU per unit of
-# work than the other rank (both run at power 1 here): the accuracy
-# study's thresholds. The plans are only as good as the trace.
-RUNQ, PER_UNIT, ATTEMPTS = 0.05, 0.15, 3
-
-
-def disturbance(report):
-    """Per rank (run-queue delay / the run, CPU ns a unit / the ranks' least)."""
-    rs = report["ranks"]
-    least = min(r["cpu_ns_per_unit"] for r in rs)
-    return [(r["sched"]["runq_wait_s"] / report["elapsed_s"] if r.get("sched") else 0.0,
-             r["cpu_ns_per_unit"] / least) for r in rs]
-
-
 def trace(wait):
-    """A dedicated trace of the run on Block, waiting as `wait`: recorded
-    again (up to ATTEMPTS times) while the host disturbed it, the least
-    disturbed kept; returns its directory and what each attempt saw."""
-    seen = []
-    for a in range(ATTEMPTS):
-        tr = os.path.join(W, f"trace-{wait}-{a}")
-        out = subprocess.run([MHETA, "run", "--trace-dir", tr, "--"] + jacobi(BLOCK, wait, 12), env=ENV,
-                             check=True, capture_output=True, text=True)
-        d = disturbance(json.loads(out.stdout))
-        worst = max(max(q / RUNQ, (u - 1.0) / PER_UNIT) for q, u in d)
-        seen.append({"dir": tr, "runq_share": [q for q, _ in d], "per_unit_vs_least": [u for _, u in d],
-                     "disturbed": worst > 1.0, "worst": worst})
-        if worst <= 1.0:
-            break
-    best = min(seen, key=lambda s: s["worst"])
-    return best["dir"], seen
+    """A dedicated trace of the run on Block, waiting as `wait`, recorded
+    again while the host disturbed it (study.record_clean)."""
+    return record_clean(os.path.join(W, f"trace-{wait}"), jacobi(BLOCK, wait, 12))
 
 
 def one_mode(wait, tr, prof, sf):

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""The model's price of rows on a rank that shares its core with a hog,
+against runs: a 2-rank jacobi, rank 0's core shared all through with one
+`mheta load` hog, at several splits of the rows, the ranks waiting by
+polling and by sleeping. Driven by scripts/hog-rows.sh.
+
+1. A cluster profile (`mheta bench --np 2 --quick --no-disk`) and, per
+   wait mode, a trace on Block before the hog starts (kept only when no
+   rank waited for a core over 5% of its run or took 15% more CPU per
+   unit than the other; else recorded again 3 s later, up to 5 times).
+2. The hog starts on core 0; `mheta sense` reads both cores (4 s).
+3. Per wait mode and split: `mheta predict --load SENSE` (the replay turn
+   by turn, model/src/model/turns.rs) and the split run STUDY_ROUNDS
+   times (default 5), splits interleaved; the median per iteration and
+   the model's difference from it.
+"""
+import json, os, statistics, subprocess, sys, time
+
+from study import BIN, ENV, MHETA, record_clean, stamp
+
+OUT = sys.argv[1]
+N, ITERS = 1024, 300
+ROUNDS = int(os.environ.get("STUDY_ROUNDS", "5"))
+SPLITS = ["400,624", "464,560", "512,512", "560,464"]
+WAITS = ["poll", "sleep"]
+W = os.path.join(OUT, "work")
+os.makedirs(W, exist_ok=True)
+
+
+def jacobi(dist, wait, iters=ITERS):
+    return ["mpirun", "-np", "2", "--bind-to", "core", os.path.join(BIN, "jacobi"), "--n", str(N),
+            "--iters", str(iters), "--dist", dist, "--cpu-emulation", "spin", "--wait", wait]
+
+
+def main():
+    t0 = time.time()
+    prof = os.path.join(W, "profile.json")
+    subprocess.run([MHETA, "bench", "--np", "2", "--quick", "--no-disk", "-o", prof], env=ENV, check=True,
+                   capture_output=True)
+    traces = {w: record_clean(os.path.join(W, f"trace-{w}"), jacobi("512,512", w, 12)) for w in WAITS}
+    ready = os.path.join(W, "load.ready")
+    ld = subprocess.Popen([MHETA, "load", "--quiet", "--proc", "hog", "--cores", "0", "--ready-file", ready])
+    while not os.path.exists(ready):
+        if ld.poll() is not None:
+            sys.exit("hog-rows: mheta load did not start")
+        time.sleep(0.01)
+    try:
+        sf = os.path.join(W, "sense.json")
+        subprocess.run([MHETA, "sense", "--cores", "0,1", "--duration", "4", "--interval", "0.1",
+                        "--ranks", "0:0;1:1", "-o", sf], env=ENV, check=True, capture_output=True)
+        pred, runs = {}, {(w, d): [] for w in WAITS for d in SPLITS}
+        for w in WAITS:
+            for d in SPLITS:
+                out = subprocess.run([MHETA, "predict", "--profile", prof, "--trace", traces[w][0], "--load", sf,
+                                      "--dist", d, "--iters", str(ITERS), "--json"], env=ENV, check=True,
+                                     capture_output=True, text=True)
+                pred[(w, d)] = json.loads(out.stdout)["per_iteration_s"]
+        for _ in range(ROUNDS):
+            for w in WAITS:
+                for d in SPLITS:
+                    out = subprocess.run(jacobi(d, w), env=ENV, check=True, capture_output=True, text=True)
+                    runs[(w, d)].append(json.loads(out.stdout)["elapsed_s"] / ITERS)
+    finally:
+        ld.terminate()
+        ld.wait(timeout=10)
+    rows = []
+    for w in WAITS:
+        for d in SPLITS:
+            v = runs[(w, d)]
+            med = statistics.median(v)
+            rows.append({"wait": w, "dist": d, "predicted_s": pred[(w, d)], "median_s": med,
+                         "min_s": min(v), "max_s": max(v), "runs_s": v,
+                         "diff_pct": 100.0 * (pred[(w, d)] / med - 1.0)})
+    res = {**stamp("scripts/hog-rows.sh " + OUT), "rows": rows, "rounds": ROUNDS,
+           "traces": {w: t[1] for w, t in traces.items()}, "wall_s": time.time() - t0,
+           "emulation": f"none: real contention. jacobi --n {N}, {ITERS} iterations, ranks bound to cores 0 "
+                        "and 1 (mpirun --bind-to core), a `mheta load` hog pinned to core 0 all through; "
+                        "--cpu-emulation spin, uniform"}
+    json.dump(res, open(os.path.join(OUT, "hog-rows.json"), "w"), indent=1)
+    print(f"per iteration, ms: the model (mheta predict --load, turn by turn) against the median of {ROUNDS} "
+          "interleaved runs (min-max)")
+    print(f"{'wait':<6} {'dist':<9} {'model':>7} {'median':>7} {'min-max':>13} {'diff %':>7}")
+    for r in rows:
+        print(f"{r['wait']:<6} {r['dist']:<9} {r['predicted_s']*1e3:7.3f} {r['median_s']*1e3:7.3f} "
+              f"{r['min_s']*1e3:6.3f}-{r['max_s']*1e3:6.3f} {r['diff_pct']:+7.1f}")
+    for w in WAITS:
+        sub = [r for r in rows if r["wait"] == w]
+        best_m = min(sub, key=lambda r: r["predicted_s"])
+        best_r = min(sub, key=lambda r: r["median_s"])
+        print(f"--wait {w}: the model's best split {best_m['dist']}, the runs' {best_r['dist']} "
+              f"(the model's best measured {100.0 * (best_m['median_s'] / best_r['median_s'] - 1.0):.1f}% slower); "
+              f"trace: {len(traces[w][1])} recording(s), the kept one "
+              f"{min(t['worst'] for t in traces[w][1]):.2f} of the disturbance thresholds"
+              + (" (DISTURBED: the model's column rests on it)" if min(t['worst'] for t in traces[w][1]) > 1.0
+                 else ""))
+    print(f"emulation: {res['emulation']}")
+    print(f"wrote {os.path.join(OUT, 'hog-rows.json')} in {res['wall_s']:.0f} s")
+
+
+main()
