@@ -11,8 +11,9 @@ polling and by sleeping. Driven by scripts/hog-rows.sh.
 2. The hog starts on core 0; `mheta sense` reads both cores (4 s).
 3. Per wait mode and split: `mheta predict --load SENSE` (the replay turn
    by turn, model/src/model/turns.rs) and the split run STUDY_ROUNDS
-   times (default 5), splits interleaved; the median per iteration and
-   the model's difference from it.
+   times (default 5), splits interleaved; the median per iteration, the
+   model's difference from it, and F: the time-shared rank's CPU a unit
+   of work over the other rank's (the replay takes it as 1).
 """
 import json, os, statistics, subprocess, sys, time
 
@@ -49,6 +50,7 @@ def main():
         subprocess.run([MHETA, "sense", "--cores", "0,1", "--duration", "4", "--interval", "0.1",
                         "--ranks", "0:0;1:1", "-o", sf], env=ENV, check=True, capture_output=True)
         pred, runs = {}, {(w, d): [] for w in WAITS for d in SPLITS}
+        f = {k: [] for k in runs}
         for w in WAITS:
             for d in SPLITS:
                 out = subprocess.run([MHETA, "predict", "--profile", prof, "--trace", traces[w][0], "--load", sf,
@@ -59,7 +61,11 @@ def main():
             for w in WAITS:
                 for d in SPLITS:
                     out = subprocess.run(jacobi(d, w), env=ENV, check=True, capture_output=True, text=True)
-                    runs[(w, d)].append(json.loads(out.stdout)["elapsed_s"] / ITERS)
+                    rep = json.loads(out.stdout)
+                    runs[(w, d)].append(rep["elapsed_s"] / ITERS)
+                    # F: the time-shared rank's CPU a unit of work over the
+                    # other's, which runs the same code alone on its core.
+                    f[(w, d)].append(rep["ranks"][0]["cpu_ns_per_unit"] / rep["ranks"][1]["cpu_ns_per_unit"])
     finally:
         ld.terminate()
         ld.wait(timeout=10)
@@ -70,7 +76,8 @@ def main():
             med = statistics.median(v)
             rows.append({"wait": w, "dist": d, "predicted_s": pred[(w, d)], "median_s": med,
                          "min_s": min(v), "max_s": max(v), "runs_s": v,
-                         "diff_pct": 100.0 * (pred[(w, d)] / med - 1.0)})
+                         "diff_pct": 100.0 * (pred[(w, d)] / med - 1.0), "f": statistics.median(f[(w, d)]),
+                         "f_runs": f[(w, d)]})
     res = {**stamp("scripts/hog-rows.sh " + OUT), "rows": rows, "rounds": ROUNDS,
            "traces": {w: t[1] for w, t in traces.items()}, "wall_s": time.time() - t0,
            "emulation": f"none: real contention. jacobi --n {N}, {ITERS} iterations, ranks bound to cores 0 "
@@ -78,11 +85,12 @@ def main():
                         "--cpu-emulation spin, uniform"}
     json.dump(res, open(os.path.join(OUT, "hog-rows.json"), "w"), indent=1)
     print(f"per iteration, ms: the model (mheta predict --load, turn by turn) against the median of {ROUNDS} "
-          "interleaved runs (min-max)")
-    print(f"{'wait':<6} {'dist':<9} {'model':>7} {'median':>7} {'min-max':>13} {'diff %':>7}")
+          "interleaved runs (min-max); F: rank 0's CPU a unit of work over rank 1's (median; 1: sharing the "
+          "core costs its work nothing)")
+    print(f"{'wait':<6} {'dist':<9} {'model':>7} {'median':>7} {'min-max':>13} {'diff %':>7} {'F':>6}")
     for r in rows:
         print(f"{r['wait']:<6} {r['dist']:<9} {r['predicted_s']*1e3:7.3f} {r['median_s']*1e3:7.3f} "
-              f"{r['min_s']*1e3:6.3f}-{r['max_s']*1e3:6.3f} {r['diff_pct']:+7.1f}")
+              f"{r['min_s']*1e3:6.3f}-{r['max_s']*1e3:6.3f} {r['diff_pct']:+7.1f} {r['f']:6.3f}")
     for w in WAITS:
         sub = [r for r in rows if r["wait"] == w]
         best_m = min(sub, key=lambda r: r["predicted_s"])
