@@ -13,8 +13,9 @@ the main loop:
   thread's schedstat at the loop's start and end (the report's `sched`);
 - in-run availability: the load watch's reading, the same quantity per
   iteration, its median (`cpu_avail`);
-- stage share: thread CPU time over wall time inside stages, its median
-  (`cpu_share`, the fallback without schedstat);
+- stage share: thread CPU time over wall time inside stages, summed over
+  the loop (`cpu_share`; the fallback without schedstat sums the last 5
+  iterations' stages);
 - `mheta sense`: its CPU probe on core 1 (20 ms spins every 250 ms) for
   3 s with the same load, right before the job (a new process's share).
 

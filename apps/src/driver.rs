@@ -190,7 +190,8 @@ struct Log {
     debug: bool,
     /// With the load watch, what it reads per iteration: the main
     /// thread's CPU availability, CPU time over CPU time plus run-queue
-    /// delay (schedstat), or without schedstat the stage share; and the
+    /// delay (schedstat), or without schedstat the stage share of the last
+    /// WINDOW iterations; and the
     /// last schedstat reading.
     avail: Vec<Option<f64>>,
     /// Per iteration with schedstat, the main thread's CPU time and the
@@ -397,7 +398,13 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
             let now = log.sched_file.as_ref().and_then(|f| f.read());
             log.avail.push(match now {
                 Some(_) => sensor::availability(log.last_sched.as_ref(), now.as_ref()),
-                None => sensor::stage_share(stage_cpu, stage),
+                // Without schedstat, the stage share of the last
+                // WINDOW iterations (`sensor::share_over`).
+                None => {
+                    let n = log.stage_s.len() as u64;
+                    let from = n.saturating_sub(crate::adapt::WINDOW as u64);
+                    sensor::share_over(&log.stage_cpu_s, &log.stage_s, from..n)
+                }
             });
             log.slices.push(
                 (log.last_sched.as_ref().zip(now.as_ref()))

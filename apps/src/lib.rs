@@ -128,7 +128,7 @@ pub static READ_NS: AtomicU64 = AtomicU64::new(0);
 pub static WRITE_NS: AtomicU64 = AtomicU64::new(0);
 pub(crate) static STAGE_NS: AtomicU64 = AtomicU64::new(0);
 /// This rank's thread CPU time in stages (the in-run CPU sensor,
-/// [`sensor::stage_share`]).
+/// [`sensor::share_over`]).
 pub(crate) static STAGE_CPU_NS: AtomicU64 = AtomicU64::new(0);
 
 /// What a kernel reports about its storage.

@@ -11,8 +11,9 @@
 //! iteration). Alone on its core a thread
 //! gets 1, beside k CPU-bound jobs 1/(k + 1), however long it sleeps or
 //! waits in MPI. Without schedstat, the *CPU share in its stages*
-//! ([`stage_share`]: thread CPU time over the stages' wall time, two
-//! `clock_gettime` calls per stage; the report's `cpu_share`), which
+//! ([`share_over`]: thread CPU time over the stages' wall time, two
+//! `clock_gettime` calls per stage, summed over the last [`WINDOW`]
+//! iterations; the report's `cpu_share` sums the whole run), which
 //! reads the same on a rank that computes or polls all the time. The host
 //! taking the vCPU away shows in neither (steal is 0 on such a guest, so
 //! the thread's CPU time runs on): the sensor sees contention inside the
@@ -82,6 +83,21 @@ pub fn turn_over(slices: &[Option<(f64, u64)>], range: Range<u64>) -> Option<f64
         .filter_map(|i| slices.get(i as usize).copied().flatten())
         .fold((0.0, 0u64), |(c, n), (dc, dn)| (c + dc, n + dn));
     (n >= 2 && cpu > 0.0).then(|| cpu / n as f64)
+}
+
+/// The CPU share of iterations `range` in their stages: their CPU time
+/// over their wall time, summed ([`stage_share`] of the sums). Where a
+/// stage is shorter than the scheduler's turns on a shared core, one
+/// stage's share is quantized by how many of the competitor's turns it
+/// happens to span (a stage that fits in the rank's own turn reads 1),
+/// and the median of such readings leans to whichever count is the more
+/// frequent; summed over several stages the turns' phases average out,
+/// and the share reads the rank's part of the core.
+pub fn share_over(cpu_s: &[f64], wall_s: &[f64], range: Range<u64>) -> Option<f64> {
+    let (cpu, wall) = range
+        .filter_map(|i| Some((*cpu_s.get(i as usize)?, *wall_s.get(i as usize)?)))
+        .fold((0.0, 0.0), |(c, w), (dc, dw)| (c + dc, w + dw));
+    stage_share(cpu, wall)
 }
 
 /// The median of the defined shares of iterations `range`.
@@ -508,6 +524,18 @@ mod tests {
         assert_eq!(median_share(&sh, 0..3), Some(0.95));
         assert_eq!(median_share(&sh, 3..6), Some(0.5));
         assert_eq!(median_share(&sh, 2..3), None);
+        // Stages of 10 ms of CPU beside one hog whose turns are 3.6 ms:
+        // four of five span two of its turns (share 0.58), one spans
+        // three (0.48); the rank got 50 of 89.6 ms (0.56), not the median's 0.58.
+        let cpu = [0.01; 5];
+        let wall = [0.0172, 0.0172, 0.0208, 0.0172, 0.0172];
+        let per_stage: Vec<_> = (0..5).map(|i| stage_share(cpu[i], wall[i])).collect();
+        assert!((median_share(&per_stage, 0..5).unwrap() - 0.0100 / 0.0172).abs() < 1e-12);
+        let all = share_over(&cpu, &wall, 0..5).unwrap();
+        assert!((all - 0.05 / 0.0896).abs() < 1e-12, "{all}");
+        // Out of range or no CPU: none.
+        assert_eq!(share_over(&cpu, &wall, 5..7), None);
+        assert_eq!(share_over(&[0.0], &[0.01], 0..1), None);
     }
 
     fn rank(lo: f64, m: f64, hi: f64, recent: f64) -> [f64; 5] {

@@ -209,8 +209,9 @@ impl<'w, 'i, K: Kernel, F: Fn(&Ctx) -> Result<K>> Runner<'w, 'i, K, F> {
             // The CPU time the stages took (median, the same iterations).
             "stage_cpu_median_s": med(&log.stage_cpu_s),
             // The in-run CPU sensors (median over the run, per iteration
-            // with MHETA_DEBUG_TIMES): this rank's CPU share in its stages,
-            "cpu_share": sensor::median_share(&log.shares, 0..iters),
+            // with MHETA_DEBUG_TIMES): this rank's CPU share in its stages
+            // (their CPU time over their wall time, summed over the run),
+            "cpu_share": sensor::share_over(&log.stage_cpu_s, &log.stage_s, 0..iters),
             // and the load watch's availability (schedstat, once per
             // iteration) with the time its readings took.
             "cpu_avail": sensor::median_share(&log.avail, 0..iters),
