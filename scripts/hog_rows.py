@@ -17,7 +17,7 @@ polling and by sleeping. Driven by scripts/hog-rows.sh.
 """
 import json, os, statistics, subprocess, sys, time
 
-from study import BIN, ENV, MHETA, record_clean, stamp
+from study import BIN, ENV, MHETA, record_clean, stamp, start_load
 
 OUT = sys.argv[1]
 N, ITERS = 1024, 300
@@ -40,11 +40,7 @@ def main():
                    capture_output=True)
     traces = {w: record_clean(os.path.join(W, f"trace-{w}"), jacobi("512,512", w, 12)) for w in WAITS}
     ready = os.path.join(W, "load.ready")
-    ld = subprocess.Popen([MHETA, "load", "--quiet", "--proc", "hog", "--cores", "0", "--ready-file", ready])
-    while not os.path.exists(ready):
-        if ld.poll() is not None:
-            sys.exit("hog-rows: mheta load did not start")
-        time.sleep(0.01)
+    ld = start_load(["--quiet", "--proc", "hog", "--cores", "0"], ready, "hog-rows")
     try:
         sf = os.path.join(W, "sense.json")
         subprocess.run([MHETA, "sense", "--cores", "0,1", "--duration", "4", "--interval", "0.1",

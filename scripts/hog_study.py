@@ -35,7 +35,7 @@ leaves within 5% of Block. STUDY_QUICK=1: 2 rounds. STUDY_AUTO_ARGS:
 more --auto arguments (e.g. `--replan-on record`)."""
 import json, os, statistics, subprocess, sys, time
 
-from study import BIN, ENV, MHETA, QUICK, stamp
+from study import BIN, ENV, MHETA, QUICK, stamp, start_load
 
 OUT = sys.argv[1]
 ROUNDS = int(os.environ.get("STUDY_ROUNDS", "2" if QUICK else "5"))
@@ -77,12 +77,8 @@ def loaded(name, levels, dwell, c):
     report and the unix times at which the hog came and went."""
     tl = os.path.join(W, name + ".timeline.json")
     ready = os.path.join(W, name + ".ready")
-    p = subprocess.Popen([MHETA, "load", "--quiet", "--proc", "hog", "--cores", "1", "--levels", levels,
-                          "--dwell", dwell, "--switch", "scripted", "--timeline", tl, "--ready-file", ready])
-    while not os.path.exists(ready):
-        if p.poll() is not None:
-            sys.exit("hog-study: mheta load did not start")
-        time.sleep(0.01)
+    p = start_load(["--quiet", "--proc", "hog", "--cores", "1", "--levels", levels, "--dwell", dwell,
+                    "--switch", "scripted", "--timeline", tl], ready, "hog-study")
     try:
         r = run(c)
         json.dump(r, open(os.path.join(W, name + ".report.json"), "w"))

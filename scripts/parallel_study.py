@@ -27,7 +27,7 @@ Per app (jacobi, sor):
 """
 import json, os, statistics, subprocess, sys, time
 
-from study import BIN, ENV, MHETA, QUICK, boot_ci, on_off_windows, stamp
+from study import BIN, ENV, MHETA, QUICK, boot_ci, on_off_windows, stamp, start_load
 
 OUT = sys.argv[1]
 REPS = 1 if QUICK else 3
@@ -59,13 +59,9 @@ def run(c, env=ENV):
 class Load:
     def __init__(self, name, extra=()):
         ready = os.path.join(W, name + ".ready")
-        self.p = subprocess.Popen([MHETA, "load", "--quiet", "--proc", "hog", "--cores", "0",
-                                   "--timeline", os.path.join(W, name + ".json"), "--ready-file", ready]
-                                  + list(extra))
-        while not os.path.exists(ready):
-            if self.p.poll() is not None:
-                sys.exit("parallel-study: mheta load did not start")
-            time.sleep(0.01)
+        self.p = start_load(["--quiet", "--proc", "hog", "--cores", "0",
+                             "--timeline", os.path.join(W, name + ".json")] + list(extra), ready,
+                            "parallel-study")
 
     def stop(self):
         self.p.terminate()

@@ -21,7 +21,7 @@ blocks and yields the core). Driven by scripts/risk-study.sh.
 """
 import json, os, statistics, subprocess, sys, time
 
-from study import BIN, ENV, MHETA, PER_UNIT, QUICK, RUNQ, record_clean, stamp
+from study import BIN, ENV, MHETA, PER_UNIT, QUICK, RUNQ, record_clean, stamp, start_load
 
 OUT = sys.argv[1]
 RUNS = int(os.environ.get("STUDY_RUNS", "6" if QUICK else "24"))
@@ -100,13 +100,8 @@ def main():
     traces = {w: r[0] for w, r in recorded.items()}
     ready = os.path.join(W, "load.ready")
     tl = os.path.join(W, "load.timeline.json")
-    ld = subprocess.Popen([MHETA, "load", "--quiet", "--proc", "hog", "--cores", "0", "--levels", LEVELS,
-                           "--dwell", DWELL, "--switch", "random", "--seed", str(SEED),
-                           "--timeline", tl, "--ready-file", ready])
-    while not os.path.exists(ready):
-        if ld.poll() is not None:
-            sys.exit("risk-study: mheta load did not start")
-        time.sleep(0.01)
+    ld = start_load(["--quiet", "--proc", "hog", "--cores", "0", "--levels", LEVELS, "--dwell", DWELL,
+                     "--switch", "random", "--seed", str(SEED), "--timeline", tl], ready, "risk-study")
     try:
         sf = os.path.join(W, "sense.json")
         subprocess.run([MHETA, "sense", "--cores", "0,1", "--duration", "8" if QUICK else "30",

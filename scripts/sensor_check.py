@@ -25,7 +25,7 @@ readings took over the loop (`load_sensor_s`) per iteration, and against
 the iteration. STUDY_QUICK=1: 2 repeats (default 3)."""
 import json, os, statistics, subprocess, sys, time
 
-from study import BIN, ENV, MHETA, QUICK, stamp
+from study import BIN, ENV, MHETA, QUICK, stamp, start_load as launch_load
 
 OUT = sys.argv[1]
 REPS = 2 if QUICK else 3
@@ -41,13 +41,8 @@ def start_load(name, args):
     if not args:
         return None
     ready = os.path.join(W, name + ".ready")
-    p = subprocess.Popen([MHETA, "load", "--quiet", "--cores", "1", "--ready-file", ready,
-                          "--timeline", os.path.join(W, name + ".timeline.json")] + args)
-    while not os.path.exists(ready):
-        if p.poll() is not None:
-            sys.exit("sensor-check: mheta load did not start")
-        time.sleep(0.01)
-    return p
+    return launch_load(["--quiet", "--cores", "1", "--timeline", os.path.join(W, name + ".timeline.json")] + args,
+                      ready, "sensor-check")
 
 
 def sense():

@@ -40,7 +40,7 @@ beforehand (its dedicated fractions).
 """
 import json, os, statistics, subprocess, sys, time
 
-from study import BIN, ENV, MHETA, QUICK, boot_ci, on_off_windows, stamp
+from study import BIN, ENV, MHETA, QUICK, boot_ci, on_off_windows, stamp, start_load
 
 OUT = sys.argv[1]
 REPS = int(os.environ.get("STUDY_REPS", "3" if QUICK else "5"))
@@ -153,20 +153,14 @@ class Load:
 
     def __init__(self, gens, timeline, duration=None, switching=False, cores="0"):
         ready = timeline + ".ready"
-        cmd = [MHETA, "load", "--quiet", "--cores", cores, "--peer-core", "1",
-               "--timeline", timeline, "--ready-file", ready]
+        cmd = ["--quiet", "--cores", cores, "--peer-core", "1", "--timeline", timeline]
         for g in gens:
             cmd += ["--proc", g if isinstance(g, str) else spec(g)]
         if duration:
             cmd += ["--duration", str(duration)]
         if switching:
             cmd += ["--levels", f"0,{len(gens)}", "--dwell", str(DWELL), "--switch", "scripted"]
-        self.p = subprocess.Popen(cmd)
-        t0 = time.time()
-        while not os.path.exists(ready):
-            if self.p.poll() is not None or time.time() - t0 > 10:
-                sys.exit(f"slowdown-study: mheta load did not start ({cmd})")
-            time.sleep(0.01)
+        self.p = start_load(cmd, ready, "slowdown-study")
         time.sleep(0.2)  # a few cycles before the job starts
 
     def stop(self):

@@ -32,7 +32,7 @@ predicted and measured the same way.
 """
 import json, os, statistics, subprocess, sys, time, math
 
-from study import BIN, ENV, MHETA, QUICK, stamp
+from study import BIN, ENV, MHETA, QUICK, stamp, start_load as launch_load
 
 OUT = sys.argv[1]
 RUNS = int(os.environ.get("STUDY_RUNS", "8" if QUICK else "30"))
@@ -73,14 +73,7 @@ def run_sor(n, iters, cpu=None):
 def start_load(args, name):
     ready = os.path.join(W, name + ".ready")
     tl = os.path.join(W, name + ".timeline.json")
-    p = subprocess.Popen([MHETA, "load", "--quiet", "--cores", "0", "--timeline", tl,
-                          "--ready-file", ready] + args)
-    t0 = time.time()
-    while not os.path.exists(ready):
-        if p.poll() is not None or time.time() - t0 > 10:
-            sys.exit("stochastic-study: mheta load did not start")
-        time.sleep(0.01)
-    return p, tl
+    return launch_load(["--quiet", "--cores", "0", "--timeline", tl] + args, ready, "stochastic-study"), tl
 
 
 def stop_load(p):

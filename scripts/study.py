@@ -4,6 +4,7 @@ that every result file carries."""
 import datetime
 import os
 import platform
+import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "target", "release")
@@ -95,3 +96,21 @@ def record_clean(directory, command, attempts=5, pause_s=3.0):
             break
         time.sleep(pause_s)
     return min(seen, key=lambda s: s["worst"])["dir"], seen
+
+
+def start_load(args, ready, who, timeout_s=10.0):
+    """`mheta load ARGS --ready-file READY`, returned once its generators
+    run (READY exists); exits naming WHO and the command when the load
+    ends first or is not ready within `timeout_s`."""
+    import subprocess
+    import time
+    cmd = [MHETA, "load"] + list(args) + ["--ready-file", ready]
+    p = subprocess.Popen(cmd)
+    t0 = time.time()
+    while not os.path.exists(ready):
+        if p.poll() is not None or time.time() - t0 > timeout_s:
+            if p.poll() is None:
+                p.terminate()
+            sys.exit(f"{who}: mheta load did not start: {' '.join(cmd)}")
+        time.sleep(0.01)
+    return p
