@@ -14,6 +14,12 @@ polling and by sleeping. Driven by scripts/hog-rows.sh.
    times (default 5), splits interleaved; the median per iteration, the
    model's difference from it, and F: the time-shared rank's CPU a unit
    of work over the other rank's (the replay takes it as 1).
+4. S: the host's speed in the runs against the trace's recording (rank
+   1's CPU a unit of work, alone on its core, in the run over the kept
+   recording's), and the model's difference with its prediction scaled
+   by S: what is left once the host's drift between the recording and
+   the runs is taken out (the accuracy study's "at each run's CPU
+   speed"; a diagnostic, from the runs' own measurement).
 """
 import json, os, statistics, subprocess, sys, time
 
@@ -47,6 +53,11 @@ def main():
                         "--ranks", "0:0;1:1", "-o", sf], env=ENV, check=True, capture_output=True)
         pred, runs = {}, {(w, d): [] for w in WAITS for d in SPLITS}
         f = {k: [] for k in runs}
+        # The host's speed at each run against the trace's recording: rank
+        # 1's CPU a unit of work (alone on its core) in the run over the
+        # same in the kept recording.
+        speed = {k: [] for k in runs}
+        traced = {w: next(a for a in t[1] if a["dir"] == t[0])["cpu_ns_per_unit"] for w, t in traces.items()}
         for w in WAITS:
             for d in SPLITS:
                 out = subprocess.run([MHETA, "predict", "--profile", prof, "--trace", traces[w][0], "--load", sf,
@@ -62,6 +73,7 @@ def main():
                     # F: the time-shared rank's CPU a unit of work over the
                     # other's, which runs the same code alone on its core.
                     f[(w, d)].append(rep["ranks"][0]["cpu_ns_per_unit"] / rep["ranks"][1]["cpu_ns_per_unit"])
+                    speed[(w, d)].append(rep["ranks"][1]["cpu_ns_per_unit"] / traced[w][1])
     finally:
         ld.terminate()
         ld.wait(timeout=10)
@@ -73,7 +85,9 @@ def main():
             rows.append({"wait": w, "dist": d, "predicted_s": pred[(w, d)], "median_s": med,
                          "min_s": min(v), "max_s": max(v), "runs_s": v,
                          "diff_pct": 100.0 * (pred[(w, d)] / med - 1.0), "f": statistics.median(f[(w, d)]),
-                         "f_runs": f[(w, d)]})
+                         "f_runs": f[(w, d)], "speed": statistics.median(speed[(w, d)]),
+                         "speed_runs": speed[(w, d)],
+                         "diff_at_speed_pct": 100.0 * (pred[(w, d)] * statistics.median(speed[(w, d)]) / med - 1.0)})
     res = {**stamp("scripts/hog-rows.sh " + OUT), "rows": rows, "rounds": ROUNDS,
            "traces": {w: t[1] for w, t in traces.items()}, "wall_s": time.time() - t0,
            "emulation": f"none: real contention. jacobi --n {N}, {ITERS} iterations, ranks bound to cores 0 "
@@ -82,21 +96,27 @@ def main():
     json.dump(res, open(os.path.join(OUT, "hog-rows.json"), "w"), indent=1)
     print(f"per iteration, ms: the model (mheta predict --load, turn by turn) against the median of {ROUNDS} "
           "interleaved runs (min-max); F: rank 0's CPU a unit of work over rank 1's (median; 1: sharing the "
-          "core costs its work nothing)")
-    print(f"{'wait':<6} {'dist':<9} {'model':>7} {'median':>7} {'min-max':>13} {'diff %':>7} {'F':>6}")
+          "core costs its work nothing); S: the host's speed, rank 1's CPU a unit of work (alone on its core) "
+          "in the runs over the trace's (median), and the model's diff with its prediction scaled by S (a "
+          "diagnostic: it uses the runs' own measurement)")
+    print(f"{'wait':<6} {'dist':<9} {'model':>7} {'median':>7} {'min-max':>13} {'diff %':>7} {'F':>6} {'S':>6} "
+          f"{'diff at S %':>11}")
     for r in rows:
         print(f"{r['wait']:<6} {r['dist']:<9} {r['predicted_s']*1e3:7.3f} {r['median_s']*1e3:7.3f} "
-              f"{r['min_s']*1e3:6.3f}-{r['max_s']*1e3:6.3f} {r['diff_pct']:+7.1f} {r['f']:6.3f}")
+              f"{r['min_s']*1e3:6.3f}-{r['max_s']*1e3:6.3f} {r['diff_pct']:+7.1f} {r['f']:6.3f} {r['speed']:6.3f} "
+              f"{r['diff_at_speed_pct']:+11.1f}")
+    kept = {w: next(a for a in t[1] if a["dir"] == t[0]) for w, t in traces.items()}
     for w in WAITS:
         sub = [r for r in rows if r["wait"] == w]
         best_m = min(sub, key=lambda r: r["predicted_s"])
         best_r = min(sub, key=lambda r: r["median_s"])
+        speeds = ", ".join(f"{t['speed_ns']:.2f}" for t in traces[w][1])
         print(f"--wait {w}: the model's best split {best_m['dist']}, the runs' {best_r['dist']} "
               f"(the model's best measured {100.0 * (best_m['median_s'] / best_r['median_s'] - 1.0):.1f}% slower); "
-              f"trace: {len(traces[w][1])} recording(s), the kept one "
-              f"{min(t['worst'] for t in traces[w][1]):.2f} of the disturbance thresholds"
-              + (" (DISTURBED: the model's column rests on it)" if min(t['worst'] for t in traces[w][1]) > 1.0
-                 else ""))
+              f"trace: {len(traces[w][1])} recording(s) (the ranks' mean CPU a unit: "
+              f"{speeds} ns), the kept one "
+              f"{kept[w]['worst']:.2f} of the disturbance thresholds"
+              + (" (DISTURBED: the model's column rests on it)" if kept[w]["disturbed"] else ""))
     print(f"emulation: {res['emulation']}")
     print(f"wrote {os.path.join(OUT, 'hog-rows.json')} in {res['wall_s']:.0f} s")
 

@@ -124,9 +124,11 @@ def main():
     for m in modes:
         sp = m["search"]
         tries = res["traces"][m["wait"]]
-        kept = min(tries, key=lambda t: t["worst"])
+        kept = next(t for t in tries if t["dir"] == traces[m["wait"]])
+        speeds = ", ".join(f"{t['speed_ns']:.2f}" for t in tries)
         print(f"--wait {m['wait']}: trace on Block (12 iterations, before the load): "
-              f"{len(tries)} recording(s), the kept one's ranks waited for a core "
+              f"{len(tries)} recording(s) (the ranks' mean CPU a unit: "
+              f"{speeds} ns), the kept one's ranks waited for a core "
               f"{', '.join(f'{100 * q:.1f}%' for q in kept['runq_share'])} of the run and took "
               f"{', '.join(f'{u:.2f}' for u in kept['per_unit_vs_least'])}x the least CPU per unit"
               + (f" (DISTURBED beyond {RUNQ:.0%} / {PER_UNIT:.0%}: the plans below rest on it)"

@@ -73,28 +73,45 @@ def disturbance(report):
              r["cpu_ns_per_unit"] / least) for r in rs]
 
 
-def record_clean(directory, command, attempts=5, pause_s=3.0):
-    """`mheta run --trace-dir` of a kernel's `command`, recorded again (in
-    DIRECTORY-1, -2, ...) `pause_s` later while the host disturbed it, at
-    most `attempts` times (this VM's vCPUs slow down by themselves for
-    seconds at a time: one took 1.6-1.8 times the other's CPU per unit for
-    four recordings running, with no run-queue delay); returns the least disturbed recording's directory and what each
-    attempt saw (`worst` > 1: past a threshold)."""
+def record_clean(directory, command, attempts=6, pause_s=3.0):
+    """`mheta run --trace-dir` of a kernel's `command` (in DIRECTORY-0,
+    -1, ...), `pause_s` apart, until two undisturbed recordings agree on
+    the host's speed, or three are undisturbed, or `attempts` were made.
+    Disturbed: some rank waited for a core over RUNQ of the run or took
+    over PER_UNIT more CPU a unit of work than the least of the ranks
+    (this VM's vCPUs slow down by themselves for seconds at a time: one
+    took 1.6-1.8 times the other's CPU a unit for four recordings
+    running, with no run-queue delay). The host's speed: the ranks' mean
+    CPU a unit of work; two recordings agree within PER_UNIT (both ranks
+    can slow alike: a recording made 1.6 times slower than the runs
+    around it read no rank apart from the other). Returns the kept
+    recording's directory (of the undisturbed ones the one of median
+    speed, else the least disturbed) and what each attempt saw (`worst`
+    > 1: past a threshold; `cpu_ns_per_unit`: each rank's CPU time a
+    unit of work; `speed_ns`: their mean)."""
     import json
     import subprocess
     import time
     seen = []
     for a in range(attempts):
+        if a:
+            time.sleep(pause_s)
         tr = f"{directory}-{a}"
         out = subprocess.run([MHETA, "run", "--trace-dir", tr, "--"] + command, env=ENV, check=True,
                              capture_output=True, text=True)
-        d = disturbance(json.loads(out.stdout))
+        rep = json.loads(out.stdout)
+        d = disturbance(rep)
         worst = max(max(q / RUNQ, (u - 1.0) / PER_UNIT) for q, u in d)
+        per_unit = [r["cpu_ns_per_unit"] for r in rep["ranks"]]
         seen.append({"dir": tr, "runq_share": [q for q, _ in d], "per_unit_vs_least": [u for _, u in d],
+                     "cpu_ns_per_unit": per_unit, "speed_ns": sum(per_unit) / len(per_unit),
                      "disturbed": worst > 1.0, "worst": worst})
-        if worst <= 1.0:
+        clean = sorted((s for s in seen if not s["disturbed"]), key=lambda s: s["speed_ns"])
+        if len(clean) >= 3 or (len(clean) == 2 and clean[1]["speed_ns"] <= clean[0]["speed_ns"] * (1 + PER_UNIT)):
             break
-        time.sleep(pause_s)
+    clean = sorted((s for s in seen if not s["disturbed"]), key=lambda s: s["speed_ns"])
+    if clean:
+        return clean[(len(clean) - 1) // 2]["dir"], seen
     return min(seen, key=lambda s: s["worst"])["dir"], seen
 
 
