@@ -20,6 +20,8 @@ polling and by sleeping. Driven by scripts/hog-rows.sh.
    by S: what is left once the host's drift between the recording and
    the runs is taken out (the accuracy study's "at each run's CPU
    speed"; a diagnostic, from the runs' own measurement).
+5. Rank 0's main thread per iteration from its schedstat over the loop:
+   CPU time, run-queue delay, and the rest (asleep), medians.
 """
 import json, os, statistics, subprocess, sys, time
 
@@ -57,6 +59,9 @@ def main():
         # 1's CPU a unit of work (alone on its core) in the run over the
         # same in the kept recording.
         speed = {k: [] for k in runs}
+        # Rank 0's main thread per iteration (schedstat over the loop): CPU,
+        # waiting for the core, and neither (asleep), ms.
+        sched = {k: [] for k in runs}
         traced = {w: next(a for a in t[1] if a["dir"] == t[0])["cpu_ns_per_unit"] for w, t in traces.items()}
         for w in WAITS:
             for d in SPLITS:
@@ -74,6 +79,10 @@ def main():
                     # other's, which runs the same code alone on its core.
                     f[(w, d)].append(rep["ranks"][0]["cpu_ns_per_unit"] / rep["ranks"][1]["cpu_ns_per_unit"])
                     speed[(w, d)].append(rep["ranks"][1]["cpu_ns_per_unit"] / traced[w][1])
+                    st, it_s = rep["ranks"][0]["sched"], rep["elapsed_s"] / ITERS
+                    if st:
+                        cpu, q = st["cpu_s"] / ITERS, st["runq_wait_s"] / ITERS
+                        sched[(w, d)].append((cpu * 1e3, q * 1e3, max(it_s - cpu - q, 0.0) * 1e3))
     finally:
         ld.terminate()
         ld.wait(timeout=10)
@@ -87,6 +96,7 @@ def main():
                          "diff_pct": 100.0 * (pred[(w, d)] / med - 1.0), "f": statistics.median(f[(w, d)]),
                          "f_runs": f[(w, d)], "speed": statistics.median(speed[(w, d)]),
                          "speed_runs": speed[(w, d)],
+                         "rank0_ms": [statistics.median(x) for x in zip(*sched[(w, d)])] if sched[(w, d)] else None,
                          "diff_at_speed_pct": 100.0 * (pred[(w, d)] * statistics.median(speed[(w, d)]) / med - 1.0)})
     res = {**stamp("scripts/hog-rows.sh " + OUT), "rows": rows, "rounds": ROUNDS,
            "traces": {w: t[1] for w, t in traces.items()}, "wall_s": time.time() - t0,
@@ -105,6 +115,12 @@ def main():
         print(f"{r['wait']:<6} {r['dist']:<9} {r['predicted_s']*1e3:7.3f} {r['median_s']*1e3:7.3f} "
               f"{r['min_s']*1e3:6.3f}-{r['max_s']*1e3:6.3f} {r['diff_pct']:+7.1f} {r['f']:6.3f} {r['speed']:6.3f} "
               f"{r['diff_at_speed_pct']:+11.1f}")
+    print("rank 0 (the time-shared rank) per iteration, ms, medians: CPU, waiting for the core (run queue), "
+          "neither (asleep), from its main thread's schedstat over the loop")
+    for r in rows:
+        if r["rank0_ms"]:
+            print(f"{r['wait']:<6} {r['dist']:<9} cpu {r['rank0_ms'][0]:6.3f}  run queue {r['rank0_ms'][1]:6.3f}  "
+                  f"asleep {r['rank0_ms'][2]:6.3f}")
     kept = {w: next(a for a in t[1] if a["dir"] == t[0]) for w, t in traces.items()}
     for w in WAITS:
         sub = [r for r in rows if r["wait"] == w]
