@@ -332,6 +332,16 @@ impl<'a> Replay<'a> {
         self.out[i].wait_s += super::turns::in_turn(self.turns.get_mut(i), &mut self.clock[i]);
     }
 
+    /// [`super::turns::after_wait`] of rank `i` after a wait from `from`
+    /// for something `ahead` seconds off, the time it adds counted as
+    /// waiting.
+    fn after_wait(&mut self, i: usize, from: f64, ahead: f64) {
+        let p = &self.m.programs[i];
+        let how = (p.wake_s > 0.0, p.spin_s);
+        self.out[i].wait_s +=
+            super::turns::after_wait(self.turns.get_mut(i), &mut self.clock[i], from, ahead, how);
+    }
+
     /// The end of stage `k`: its I/O under the plan, MHETA eq. 1
     /// (synchronous) or eq. 2 (prefetching, T_A = the stage's T_Φ so
     /// far); T_γ = T_Φ + Σ_m T_ψ(m).
@@ -459,11 +469,11 @@ impl<'a> Replay<'a> {
         if let Some(l) = &mut self.log {
             l.events.push(LogEvent::Took(id));
         }
-        let waiting = arrive > self.clock[i];
-        let wait = m.programs[i].waited(arrive - self.clock[i]);
+        let (waiting, from) = (arrive > self.clock[i], self.clock[i]);
+        let wait = m.programs[i].waited(arrive - from);
         self.clock[i] += wait;
         self.out[i].wait_s += wait;
-        self.in_turn(i);
+        self.after_wait(i, from, arrive - from);
         if ack != NO_ACK
             && let Some(t) = self.sends.done[j].get_mut(ack as usize)
         {
@@ -496,10 +506,11 @@ impl<'a> Replay<'a> {
                 .copied()
                 .unwrap_or(false)
         });
+        let (from, ahead) = (self.clock[i], last - self.clock[i]);
         let wait = wait + self.handshake(i, wait, handshake);
         self.clock[i] += wait;
         self.out[i].wait_s += wait;
-        self.in_turn(i);
+        self.after_wait(i, from, ahead);
         true
     }
 
@@ -598,7 +609,7 @@ impl<'a> Replay<'a> {
             self.out[j].wait_s += entry - arrive[j];
             self.out[j].overhead_s += done - entry;
             self.clock[j] = done;
-            self.in_turn(j);
+            self.after_wait(j, arrive[j], done - arrive[j]);
             self.quiet[j] = self.clock[j];
             if j != i {
                 self.pc[j] += 1;

@@ -6,10 +6,9 @@
 //! applies to each piece of it. That holds when an iteration spans many
 //! of the scheduler's turns. The core, though, is taken from the rank in
 //! whole turns whatever it is doing. A rank whose MPI waits poll (Open
-//! MPI's default: a blocking call spins) holds its turn while it waits;
-//! one whose waits sleep gives the core up, and when its message comes
-//! it wakes but runs only when the competitor's turn ends (Linux's EEVDF
-//! lets the running task finish its slice). Where
+//! MPI's default: a blocking call spins) holds its turn while it waits
+//! and uses it up; one whose waits sleep leaves the run queue, and its
+//! turns resume where they were when it wakes ([`after_wait`]). Where
 //! an iteration is shorter than a turn, the ranks it exchanges with run
 //! only while it holds the core: each of its turns carries as many
 //! iterations as fit at their dedicated pace, and while it is away the
@@ -119,6 +118,12 @@ impl Cursor {
         self.off = self.mean.off * f(unit(self.seed ^ 1), STEP.1);
     }
 
+    /// The rank slept `s` seconds from a time inside its window: its
+    /// rounds resume where they were, `s` later.
+    pub(crate) fn slept(&mut self, s: f64) {
+        self.start += s.max(0.0);
+    }
+
     fn next_round(&mut self) {
         self.start += self.on + self.off;
         self.k += 1;
@@ -190,6 +195,40 @@ pub(super) fn in_turn(turn: Option<&mut Option<Cursor>>, clock: &mut f64) -> f64
     waited
 }
 
+/// After a wait that took the rank's clock from `from` to `*clock`: a
+/// rank replayed by its turns whose waits sleep (`sleeps`) and that slept
+/// through this one (it outlasted the polling before the sleeps,
+/// `spin_s`) is off the run queue meanwhile, and its turns resume where
+/// they were ([`Cursor::slept`]): the scheduler gives it its share of
+/// the core over the time it is runnable, so a wait it sleeps costs the
+/// wait, where a polling rank's wait uses its turns up as computation
+/// does (beside one hog, rank 0's run-queue delay an iteration equals
+/// its CPU time in either mode: docs/design/load.md, "Rows on a
+/// time-shared rank"). Any other rank goes on in its next turn
+/// ([`in_turn`]). The time that adds to its clock.
+pub(super) fn after_wait(
+    turn: Option<&mut Option<Cursor>>,
+    clock: &mut f64,
+    from: f64,
+    ahead: f64,
+    (sleeps, spin_s): (bool, f64),
+) -> f64 {
+    match turn {
+        Some(Some(c)) if sleeps && ahead > spin_s => {
+            // It went to sleep inside its window (its last piece of CPU
+            // ended there) or, the wait begun as it was taken off the
+            // core, at its next one.
+            let at = c.ready(from);
+            c.slept(*clock - at);
+            let on = c.ready(*clock);
+            let waited = on - *clock;
+            *clock = on;
+            waited
+        }
+        turn => in_turn(turn, clock),
+    }
+}
+
 /// A number in [0, 1) from `x` (splitmix64's finalizer).
 fn unit(x: u64) -> f64 {
     let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -255,6 +294,46 @@ mod tests {
         assert_eq!(c.k, 1);
         assert_eq!(r, c.start);
         assert!((r - end).abs() < 1e-15);
+    }
+
+    #[test]
+    fn a_rank_that_slept_resumes_its_turn() {
+        let t = Turn::of(4e-3, 2.0).unwrap();
+        let first = Cursor::new(t, 7);
+        // 1 ms of CPU from 0 ends inside the first window.
+        let mut c = Some(first.clone());
+        let mut clock = c.as_mut().unwrap().busy(0.0, 1e-3);
+        let left = first.start + first.on - clock;
+        assert!(left > 0.0);
+        // It sleeps through a 20 ms wait: on at once, with the rest of
+        // its window ahead, every later round 20 ms later.
+        let from = clock;
+        clock += 20e-3;
+        let sleeping = (true, 30e-6);
+        assert_eq!(
+            after_wait(Some(&mut c), &mut clock, from, 20e-3, sleeping),
+            0.0
+        );
+        let cur = c.as_ref().unwrap();
+        assert!((cur.start + cur.on - clock - left).abs() < 1e-12);
+        assert_eq!(cur.k, first.k);
+        // Polling through the same wait, or a wait shorter than the spin
+        // before the sleeps: it goes on in its next turn, as `in_turn`.
+        for how in [(false, 30e-6), (true, 30e-3)] {
+            let mut c = Some(first.clone());
+            let mut clock = c.as_mut().unwrap().busy(0.0, 1e-3) + 20e-3;
+            let mut expect = c.as_ref().unwrap().clone();
+            let (on, before) = (expect.ready(clock), clock);
+            let added = after_wait(Some(&mut c), &mut clock, before - 20e-3, 20e-3, how);
+            assert_eq!((clock, added), (on, on - before));
+        }
+        // A rank without turns: nothing added.
+        let mut clock = 5.0;
+        assert_eq!(
+            after_wait(Some(&mut None), &mut clock, 4.0, 1.0, sleeping),
+            0.0
+        );
+        assert_eq!(clock, 5.0);
     }
 
     #[test]
