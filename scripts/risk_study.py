@@ -9,11 +9,15 @@ blocks and yields the core). Driven by scripts/risk-study.sh.
 1. A cluster profile (`mheta bench --np 2 --quick`).
 2. `mheta load` starts the bursty load on core 0 and runs all through;
    `mheta sense --cores 0,1 --ranks 0:0;1:1` senses both cores (modes,
-   shares, dwells).
+   shares, dwells) for 30 s (20 s quick: about ten on-and-off cycles of
+   the load; in 8 s one run read the hog on 70% of the time where its
+   dwells give it half).
    Before it, per wait mode (STUDY_WAIT=poll or sleep: that one only), a
-   dedicated trace of the run on Block, recorded again (3 s later, up to
-   5 times) while the host disturbed it (a rank waited for a core over 5%
-   of the run, or took 15% more CPU per unit than the other).
+   dedicated trace of the run on Block, recorded (3 s apart, up to 6
+   times) until two recordings that the host did not disturb (no rank
+   waited for a core over 5% of the run, or took 15% more CPU per unit
+   than the other) agree on its speed, or three are undisturbed
+   (study.record_clean).
 3. Per wait mode: `mheta search --load SENSE --quantile Q --iters K --json`: the
    mean-optimal and the quantile-optimal plans; each plan and Block run N
    times, interleaved (A B C A B C ...): the measured mean and 95th
@@ -104,7 +108,7 @@ def main():
                      "--switch", "random", "--seed", str(SEED), "--timeline", tl], ready, "risk-study")
     try:
         sf = os.path.join(W, "sense.json")
-        subprocess.run([MHETA, "sense", "--cores", "0,1", "--duration", "8" if QUICK else "30",
+        subprocess.run([MHETA, "sense", "--cores", "0,1", "--duration", "20" if QUICK else "30",
                         "--interval", "0.1", "--ranks", "0:0;1:1", "-o", sf], env=ENV, check=True,
                        capture_output=True)
         modes = [one_mode(w, traces[w], prof, sf) for w in WAITS]
