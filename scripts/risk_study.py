@@ -21,7 +21,15 @@ blocks and yields the core). Driven by scripts/risk-study.sh.
 3. Per wait mode: `mheta search --load SENSE --quantile Q --iters K --json`: the
    mean-optimal and the quantile-optimal plans; each plan and Block run N
    times, interleaved (A B C A B C ...): the measured mean and 95th
-   percentile (nearest rank) of the run times.
+   percentile (nearest rank) of the run times, and per rank its CPU time
+   per unit of work and its share of the time it was runnable.
+4. Per wait mode, priced again at the runs' speeds: this VM's two vCPUs
+   change speed by themselves (one can run 1.5x slower per unit of work
+   for minutes), so a trace's speeds need not be the runs'. Each rank's
+   sensed availability times its trace CPU a unit over its runs' gives
+   the search's plans and each run plan's predicted mean at the speeds
+   the runs met: a diagnostic (it reads the runs), which tells a plan
+   priced wrong by the model from one priced for another host.
 """
 import json, os, statistics, subprocess, sys, time
 
@@ -45,10 +53,16 @@ def jacobi(dist, wait, iters=ITERS):
 
 
 def run(dist, wait):
+    """One run's time and, per rank, its CPU time per unit of work (ns) and
+    its share of the time it was runnable that it ran (schedstat)."""
     out = subprocess.run(jacobi(dist, wait), env=ENV, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"risk-study: jacobi failed: {out.stderr[-2000:]}")
-    return json.loads(out.stdout)["elapsed_s"]
+    r = json.loads(out.stdout)
+    share = lambda s: s["cpu_s"] / max(s["cpu_s"] + s["runq_wait_s"], 1e-12)
+    return {"elapsed_s": r["elapsed_s"],
+            "ns_per_unit": [x["cpu_ns_per_unit"] for x in r["ranks"]],
+            "runnable_share": [share(x["sched"]) for x in r["ranks"]]}
 
 
 def p95(v):
@@ -65,7 +79,48 @@ def trace(wait):
     return record_clean(os.path.join(W, f"trace-{wait}"), jacobi(BLOCK, wait, 12))
 
 
-def one_mode(wait, tr, prof, sf):
+def at_speeds(sf, factor, wait):
+    """The sense file `sf` with each rank's CPU availability times its
+    factor (one rank a node, as sensed with --ranks 0:0;1:1): a rank that
+    ran slower per unit of work than in the trace prices as one with less
+    of its core."""
+    s = json.load(open(sf))
+    for node in s["load"]["node"]:
+        f = factor[node["ranks"][0]]
+        for m in node["cpu_avail"]["modes"]:
+            m["value"]["mean"] *= f
+            m["value"]["sd"] *= f
+    out = os.path.join(W, f"sense-at-run-speeds-{wait}.json")
+    json.dump(s, open(out, "w"))
+    return out
+
+
+def repriced(wait, tr, prof, sf, trace_ns, rows):
+    """The search and each run plan's prediction again, at the CPU per
+    unit of work the runs measured (a diagnostic, not a prediction: it
+    reads the runs' own speeds): whether the plans were priced right
+    for the host the runs met."""
+    runs_ns = [statistics.median(x["ns_per_unit"][i] for r in rows.values() for x in r["ranks"])
+               for i in range(2)]
+    factor = [t / r for t, r in zip(trace_ns, runs_ns)]
+    at = at_speeds(sf, factor, wait)
+    out = subprocess.run([MHETA, "search", "--profile", prof, "--trace", tr, "--load", at,
+                          "--quantile", str(Q), "--iters", str(ITERS), "--json"], env=ENV, check=True,
+                         capture_output=True, text=True)
+    plan = json.loads(out.stdout)
+    pred = {}
+    for k, r in rows.items():
+        o = subprocess.run([MHETA, "predict", "--profile", prof, "--trace", tr, "--load", at, "--dist",
+                            r["dist"], "--iters", str(ITERS), "--json"], env=ENV, check=True,
+                           capture_output=True, text=True)
+        pred[k] = json.loads(o.stdout)["per_iteration"]["mean"] * ITERS
+    return {"trace_ns_per_unit": trace_ns, "runs_ns_per_unit": runs_ns,
+            "moved": any(abs(r / t - 1.0) > PER_UNIT for t, r in zip(trace_ns, runs_ns)),
+            "mean_plan": plan["mean_plan"]["dist"], "quantile_plan": plan["quantile_plan"]["dist"],
+            "differ": plan["differ"], "predicted_mean_s": pred}
+
+
+def one_mode(wait, tr, trace_ns, prof, sf):
     """Plans and interleaved runs of one wait mode."""
     block = BLOCK
     out = subprocess.run([MHETA, "search", "--profile", prof, "--trace", tr, "--load", sf,
@@ -75,15 +130,21 @@ def one_mode(wait, tr, prof, sf):
     plans = {"mean-optimal": ",".join(map(str, plan["mean_plan"]["dist"])),
              "quantile-optimal": ",".join(map(str, plan["quantile_plan"]["dist"])),
              "block": block}
-    times = {k: [] for k in plans}
+    runs = {k: [] for k in plans}
     for _ in range(RUNS):
         for k, d in plans.items():
-            times[k].append(run(d, wait))
-    rows = {k: {"dist": plans[k], "mean_s": statistics.mean(v), "p95_s": p95(v),
-                "median_s": statistics.median(v), "runs": v} for k, v in times.items()}
+            runs[k].append(run(d, wait))
+    med = lambda rs, key: [statistics.median(r[key][i] for r in rs) for i in range(2)]
+    rows = {}
+    for k, rs in runs.items():
+        v = [r["elapsed_s"] for r in rs]
+        rows[k] = {"dist": plans[k], "mean_s": statistics.mean(v), "p95_s": p95(v),
+                   "median_s": statistics.median(v), "runs": v, "ranks": rs,
+                   "ns_per_unit": med(rs, "ns_per_unit"), "runnable_share": med(rs, "runnable_share")}
     mp, qp, bp = rows["mean-optimal"], rows["quantile-optimal"], rows["block"]
     return {
         "wait": wait, "search": plan, "plans": rows, "plans_differ": plan["differ"],
+        "at_run_speeds": repriced(wait, tr, prof, sf, trace_ns, rows),
         "p95_gain_pct": 100.0 * (1.0 - qp["p95_s"] / mp["p95_s"]),
         "mean_loss_pct": 100.0 * (qp["mean_s"] / mp["mean_s"] - 1.0),
         "mean_plan_vs_block_pct": 100.0 * (mp["mean_s"] / bp["mean_s"] - 1.0),
@@ -111,7 +172,8 @@ def main():
         subprocess.run([MHETA, "sense", "--cores", "0,1", "--duration", "20" if QUICK else "30",
                         "--interval", "0.1", "--ranks", "0:0;1:1", "-o", sf], env=ENV, check=True,
                        capture_output=True)
-        modes = [one_mode(w, traces[w], prof, sf) for w in WAITS]
+        kept = {w: next(t for t in r[1] if t["dir"] == r[0]) for w, r in recorded.items()}
+        modes = [one_mode(w, traces[w], kept[w]["cpu_ns_per_unit"], prof, sf) for w in WAITS]
     finally:
         ld.terminate()
         ld.wait(timeout=10)
@@ -141,9 +203,12 @@ def main():
               f"{sp['mean_plan']['per_iteration']['mean']*1e3:.3f} ms q95 {sp['mean_plan']['quantile_s']*1e3:.3f} ms; "
               f"quantile plan {sp['quantile_plan']['dist']} mean {sp['quantile_plan']['per_iteration']['mean']*1e3:.3f} ms "
               f"q95 {sp['quantile_plan']['quantile_s']*1e3:.3f} ms")
-        print(f"{'plan':<17} {'dist':<12} {'mean s':>8} {'median s':>9} {'p95 s':>8}   ({RUNS} runs each, interleaved)")
+        print(f"{'plan':<17} {'dist':<12} {'mean s':>8} {'median s':>9} {'p95 s':>8}  {'ns/unit r0,r1':>13}  "
+              f"{'ran/runnable r0,r1':>18}   ({RUNS} runs each, interleaved; per rank the median over the runs)")
         for k, r in m["plans"].items():
-            print(f"{k:<17} {r['dist']:<12} {r['mean_s']:8.3f} {r['median_s']:9.3f} {r['p95_s']:8.3f}")
+            pair = lambda v, f: ",".join(f.format(x) for x in v)
+            print(f"{k:<17} {r['dist']:<12} {r['mean_s']:8.3f} {r['median_s']:9.3f} {r['p95_s']:8.3f}  "
+                  f"{pair(r['ns_per_unit'], '{:.2f}'):>13}  {pair(r['runnable_share'], '{:.2f}'):>18}")
         if m["plans_differ"]:
             met = m["p95_gain_pct"] > 0 and m["mean_loss_pct"] <= 3.0
             verdict = "met" if met else "MISSED"
@@ -153,6 +218,17 @@ def main():
             verdict = (f"no such plan: the search found none that lowers the tail and returned the mean plan "
                        f"({sp.get('note', '')}); the same plan's two sets of runs differ by p95 "
                        f"{abs(m['p95_gain_pct']):.1f}%, mean {abs(m['mean_loss_pct']):.1f}%: the noise")
+        a = m["at_run_speeds"]
+        speeds = ", ".join(f"rank {i} {t:.2f} -> {r:.2f}" for i, (t, r) in
+                           enumerate(zip(a["trace_ns_per_unit"], a["runs_ns_per_unit"])))
+        print(f"the ranks' CPU a unit of work, trace -> runs (median, ns): {speeds}"
+              + (f" (beyond {PER_UNIT:.0%}: the host changed the ranks' speeds after the trace, and the plans above "
+                 f"are priced at the trace's)" if a["moved"] else ""))
+        pm = ", ".join(f"{k} {a['predicted_mean_s'][k]:.3f} s (measured {r['mean_s']:.3f})"
+                       for k, r in m["plans"].items())
+        print(f"priced again at the runs' speeds (a diagnostic: it reads the runs' own CPU a unit): the search's "
+              f"mean plan {a['mean_plan']}, quantile plan {a['quantile_plan']}"
+              f"{'' if a['differ'] else ' (the same: no plan lowers the tail)'}; predicted mean of the run plans: {pm}")
         print(f"goal (--wait {m['wait']}): the quantile plan's p95 below the mean plan's and its mean at most 3% "
               f"above: {verdict}; the mean plan's mean against Block's: "
               f"{change(m['mean_plan_vs_block_pct'])}")
