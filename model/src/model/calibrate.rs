@@ -152,6 +152,26 @@ mod tests {
     }
 
     #[test]
+    fn a_wait_sleeps_only_past_the_spin_of_a_sleeping_rank() {
+        // A rank that polls never sleeps; one that sleeps after 30 ms of
+        // polling sleeps through a longer wait only, and pays its wake-up.
+        let polling = tooks(Vec::new());
+        let sleeping = Program {
+            spin_s: 30e-3,
+            wake_s: 50e-6,
+            ..tooks(Vec::new())
+        };
+        assert!(!polling.sleeps_through(1.0));
+        assert_eq!(polling.waited(1.0), 1.0);
+        assert!(!sleeping.sleeps_through(20e-3));
+        assert_eq!(sleeping.waited(20e-3), 20e-3);
+        assert!(sleeping.sleeps_through(40e-3));
+        assert_eq!(sleeping.waited(40e-3), 40e-3 + 50e-6);
+        assert!(!sleeping.sleeps_through(-1.0));
+        assert_eq!(sleeping.waited(-1.0), 0.0);
+    }
+
+    #[test]
     fn a_handshake_latency_is_the_mean_and_needs_samples_beside_file_io() {
         // The mean, slow wake-up included (a median would give 40 us).
         let mut v = vec![40e-6; 9];

@@ -175,11 +175,18 @@ impl Program {
     /// its next test.
     pub(super) fn waited(&self, ahead: f64) -> f64 {
         let wait = ahead.max(0.0);
-        if self.wake_s > 0.0 && wait > self.spin_s {
+        if self.sleeps_through(ahead) {
             wait + self.wake_s
         } else {
             wait
         }
+    }
+
+    /// Whether a wait for something `ahead` seconds from now goes to
+    /// sleep: the rank sleeps between tests and the wait outlasts the
+    /// polling before its sleeps ([`Program::spin_s`]).
+    pub(super) fn sleeps_through(&self, ahead: f64) -> bool {
+        self.wake_s > 0.0 && ahead.max(0.0) > self.spin_s
     }
 }
 

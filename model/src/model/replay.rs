@@ -335,10 +335,9 @@ impl<'a> Replay<'a> {
     /// for something `ahead` seconds off, the time it adds counted as
     /// waiting.
     fn after_wait(&mut self, i: usize, from: f64, ahead: f64) {
-        let p = &self.m.programs[i];
-        let how = (p.wake_s > 0.0, p.spin_s);
+        let slept = self.m.programs[i].sleeps_through(ahead);
         self.out[i].wait_s +=
-            super::turns::after_wait(self.turns.get_mut(i), &mut self.clock[i], from, ahead, how);
+            super::turns::after_wait(self.turns.get_mut(i), &mut self.clock[i], from, slept);
     }
 
     /// The end of stage `k`: its I/O under the plan, MHETA eq. 1

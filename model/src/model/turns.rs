@@ -196,9 +196,9 @@ pub(super) fn in_turn(turn: Option<&mut Option<Cursor>>, clock: &mut f64) -> f64
 }
 
 /// After a wait that took the rank's clock from `from` to `*clock`: a
-/// rank replayed by its turns whose waits sleep (`sleeps`) and that slept
-/// through this one (it outlasted the polling before the sleeps,
-/// `spin_s`) is off the run queue meanwhile, and its turns resume where
+/// rank replayed by its turns that slept through this one (`slept`:
+/// its waits sleep and this one outlasted the polling before the sleeps,
+/// [`super::Program::sleeps_through`]) is off the run queue meanwhile, and its turns resume where
 /// they were ([`Cursor::slept`]): the scheduler gives it its share of
 /// the core over the time it is runnable, so a wait it sleeps costs the
 /// wait, where a polling rank's wait uses its turns up as computation
@@ -210,11 +210,10 @@ pub(super) fn after_wait(
     turn: Option<&mut Option<Cursor>>,
     clock: &mut f64,
     from: f64,
-    ahead: f64,
-    (sleeps, spin_s): (bool, f64),
+    slept: bool,
 ) -> f64 {
     match turn {
-        Some(Some(c)) if sleeps && ahead > spin_s => {
+        Some(Some(c)) if slept => {
             // It went to sleep inside its window (its last piece of CPU
             // ended there) or, the wait begun as it was taken off the
             // core, at its next one.
@@ -309,30 +308,22 @@ mod tests {
         // its window ahead, every later round 20 ms later.
         let from = clock;
         clock += 20e-3;
-        let sleeping = (true, 30e-6);
-        assert_eq!(
-            after_wait(Some(&mut c), &mut clock, from, 20e-3, sleeping),
-            0.0
-        );
+        assert_eq!(after_wait(Some(&mut c), &mut clock, from, true), 0.0);
         let cur = c.as_ref().unwrap();
         assert!((cur.start + cur.on - clock - left).abs() < 1e-12);
         assert_eq!(cur.k, first.k);
         // Polling through the same wait, or a wait shorter than the spin
-        // before the sleeps: it goes on in its next turn, as `in_turn`.
-        for how in [(false, 30e-6), (true, 30e-3)] {
-            let mut c = Some(first.clone());
-            let mut clock = c.as_mut().unwrap().busy(0.0, 1e-3) + 20e-3;
-            let mut expect = c.as_ref().unwrap().clone();
-            let (on, before) = (expect.ready(clock), clock);
-            let added = after_wait(Some(&mut c), &mut clock, before - 20e-3, 20e-3, how);
-            assert_eq!((clock, added), (on, on - before));
-        }
+        // before the sleeps (not slept through): it goes on in its next
+        // turn, as `in_turn`.
+        let mut c = Some(first.clone());
+        let mut clock = c.as_mut().unwrap().busy(0.0, 1e-3) + 20e-3;
+        let mut expect = c.as_ref().unwrap().clone();
+        let (on, before) = (expect.ready(clock), clock);
+        let added = after_wait(Some(&mut c), &mut clock, before - 20e-3, false);
+        assert_eq!((clock, added), (on, on - before));
         // A rank without turns: nothing added.
         let mut clock = 5.0;
-        assert_eq!(
-            after_wait(Some(&mut None), &mut clock, 4.0, 1.0, sleeping),
-            0.0
-        );
+        assert_eq!(after_wait(Some(&mut None), &mut clock, 4.0, true), 0.0);
         assert_eq!(clock, 5.0);
     }
 
