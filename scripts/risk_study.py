@@ -23,13 +23,11 @@ blocks and yields the core). Driven by scripts/risk-study.sh.
    times, interleaved (A B C A B C ...): the measured mean and 95th
    percentile (nearest rank) of the run times, and per rank its CPU time
    per unit of work and its share of the time it was runnable.
-4. Per wait mode, priced again at the runs' speeds: this VM's two vCPUs
-   change speed by themselves (one can run 1.5x slower per unit of work
-   for minutes), so a trace's speeds need not be the runs'. Each rank's
-   sensed availability times its trace CPU a unit over its runs' gives
-   the search's plans and each run plan's predicted mean at the speeds
-   the runs met: a diagnostic (it reads the runs), which tells a plan
-   priced wrong by the model from one priced for another host.
+4. Per wait mode, each rank's CPU a unit of work in the trace against
+   the runs': this VM's vCPUs change speed by themselves (one ran 1.5x
+   slower per unit of work than the other for minutes), so the speeds
+   the plans were priced at need not be the runs'; the study says when
+   they moved by more than PER_UNIT.
 """
 import json, os, statistics, subprocess, sys, time
 
@@ -79,45 +77,14 @@ def trace(wait):
     return record_clean(os.path.join(W, f"trace-{wait}"), jacobi(BLOCK, wait, 12))
 
 
-def at_speeds(sf, factor, wait):
-    """The sense file `sf` with each rank's CPU availability times its
-    factor (one rank a node, as sensed with --ranks 0:0;1:1): a rank that
-    ran slower per unit of work than in the trace prices as one with less
-    of its core."""
-    s = json.load(open(sf))
-    for node in s["load"]["node"]:
-        f = factor[node["ranks"][0]]
-        for m in node["cpu_avail"]["modes"]:
-            m["value"]["mean"] *= f
-            m["value"]["sd"] *= f
-    out = os.path.join(W, f"sense-at-run-speeds-{wait}.json")
-    json.dump(s, open(out, "w"))
-    return out
-
-
-def repriced(wait, tr, prof, sf, trace_ns, rows):
-    """The search and each run plan's prediction again, at the CPU per
-    unit of work the runs measured (a diagnostic, not a prediction: it
-    reads the runs' own speeds): whether the plans were priced right
-    for the host the runs met."""
+def speeds(trace_ns, rows):
+    """Each rank's CPU per unit of work in the trace and in the runs (the
+    median over every run of the mode), and whether some rank's moved by
+    more than PER_UNIT: the plans are priced at the trace's speeds."""
     runs_ns = [statistics.median(x["ns_per_unit"][i] for r in rows.values() for x in r["ranks"])
                for i in range(2)]
-    factor = [t / r for t, r in zip(trace_ns, runs_ns)]
-    at = at_speeds(sf, factor, wait)
-    out = subprocess.run([MHETA, "search", "--profile", prof, "--trace", tr, "--load", at,
-                          "--quantile", str(Q), "--iters", str(ITERS), "--json"], env=ENV, check=True,
-                         capture_output=True, text=True)
-    plan = json.loads(out.stdout)
-    pred = {}
-    for k, r in rows.items():
-        o = subprocess.run([MHETA, "predict", "--profile", prof, "--trace", tr, "--load", at, "--dist",
-                            r["dist"], "--iters", str(ITERS), "--json"], env=ENV, check=True,
-                           capture_output=True, text=True)
-        pred[k] = json.loads(o.stdout)["per_iteration"]["mean"] * ITERS
     return {"trace_ns_per_unit": trace_ns, "runs_ns_per_unit": runs_ns,
-            "moved": any(abs(r / t - 1.0) > PER_UNIT for t, r in zip(trace_ns, runs_ns)),
-            "mean_plan": plan["mean_plan"]["dist"], "quantile_plan": plan["quantile_plan"]["dist"],
-            "differ": plan["differ"], "predicted_mean_s": pred}
+            "moved": any(abs(r / t - 1.0) > PER_UNIT for t, r in zip(trace_ns, runs_ns))}
 
 
 def one_mode(wait, tr, trace_ns, prof, sf):
@@ -144,7 +111,7 @@ def one_mode(wait, tr, trace_ns, prof, sf):
     mp, qp, bp = rows["mean-optimal"], rows["quantile-optimal"], rows["block"]
     return {
         "wait": wait, "search": plan, "plans": rows, "plans_differ": plan["differ"],
-        "at_run_speeds": repriced(wait, tr, prof, sf, trace_ns, rows),
+        "speeds": speeds(trace_ns, rows),
         "p95_gain_pct": 100.0 * (1.0 - qp["p95_s"] / mp["p95_s"]),
         "mean_loss_pct": 100.0 * (qp["mean_s"] / mp["mean_s"] - 1.0),
         "mean_plan_vs_block_pct": 100.0 * (mp["mean_s"] / bp["mean_s"] - 1.0),
@@ -218,17 +185,12 @@ def main():
             verdict = (f"no such plan: the search found none that lowers the tail and returned the mean plan "
                        f"({sp.get('note', '')}); the same plan's two sets of runs differ by p95 "
                        f"{abs(m['p95_gain_pct']):.1f}%, mean {abs(m['mean_loss_pct']):.1f}%: the noise")
-        a = m["at_run_speeds"]
-        speeds = ", ".join(f"rank {i} {t:.2f} -> {r:.2f}" for i, (t, r) in
-                           enumerate(zip(a["trace_ns_per_unit"], a["runs_ns_per_unit"])))
-        print(f"the ranks' CPU a unit of work, trace -> runs (median, ns): {speeds}"
+        a = m["speeds"]
+        sp_line = ", ".join(f"rank {i} {t:.2f} -> {r:.2f}" for i, (t, r) in
+                            enumerate(zip(a["trace_ns_per_unit"], a["runs_ns_per_unit"])))
+        print(f"the ranks' CPU a unit of work, trace -> runs (median, ns): {sp_line}"
               + (f" (beyond {PER_UNIT:.0%}: the host changed the ranks' speeds after the trace, and the plans above "
                  f"are priced at the trace's)" if a["moved"] else ""))
-        pm = ", ".join(f"{k} {a['predicted_mean_s'][k]:.3f} s (measured {r['mean_s']:.3f})"
-                       for k, r in m["plans"].items())
-        print(f"priced again at the runs' speeds (a diagnostic: it reads the runs' own CPU a unit): the search's "
-              f"mean plan {a['mean_plan']}, quantile plan {a['quantile_plan']}"
-              f"{'' if a['differ'] else ' (the same: no plan lowers the tail)'}; predicted mean of the run plans: {pm}")
         print(f"goal (--wait {m['wait']}): the quantile plan's p95 below the mean plan's and its mean at most 3% "
               f"above: {verdict}; the mean plan's mean against Block's: "
               f"{change(m['mean_plan_vs_block_pct'])}")
