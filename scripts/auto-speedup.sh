@@ -6,7 +6,9 @@
 #
 # Each round runs jacobi (N = 3072, 150 iterations) on the cluster
 # AUTO_CLUSTER (default het2: 2 ranks, rank 1 at CPU power 0.5, emulated
-# by spin, one core per rank; a name under clusters/ or a spec's path)
+# by spin, one core per rank; a name under clusters/, a spec's path, or
+# uniform: AUTO_NP ranks, default 2, of equal power, where the ideal is
+# Block)
 # on Block, then on the speed-proportional split of the cluster's CPU
 # powers given by hand (`--dist`: the static ideal, what the best fixed
 # distribution gives in this run; 2048,1024 on het2), then with the
@@ -36,9 +38,24 @@ done
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 cluster=${AUTO_CLUSTER:-het2}
 spec=$cluster
-[[ -f $spec ]] || spec=$here/clusters/$cluster.toml
-[[ -f $spec ]] || { echo "auto-speedup: AUTO_CLUSTER=$cluster: no such cluster (clusters/NAME.toml or a path)" >&2; exit 2; }
 n=3072
+tmp=$(mktemp -d)
+lab_down=0
+cleanup() {
+    [[ $lab_down == 0 ]] || "$bin/mheta" hosts down "$spec" >/dev/null 2>&1 || true
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+if [[ $cluster == uniform ]]; then
+    # The apps' built-in, AUTO_NP ranks (default 2) of power 1, as a spec
+    # file: the static ideal is Block.
+    np=${AUTO_NP:-2}
+    [[ $np =~ ^[1-9][0-9]*$ ]] || { echo "auto-speedup: AUTO_NP must be a rank count, got '$np'" >&2; exit 2; }
+    spec=$tmp/uniform$np.toml
+    for ((r = 0; r < np; r++)); do printf '[[rank]]\ncpu_power = 1.0\n' >>"$spec"; done
+fi
+[[ -f $spec ]] || spec=$here/clusters/$cluster.toml
+[[ -f $spec ]] || { echo "auto-speedup: AUTO_CLUSTER=$cluster: no such cluster (uniform, clusters/NAME.toml or a path)" >&2; exit 2; }
 # np, whether the spec has hosts, the speed-proportional split.
 split_py='
 import sys, tomllib
@@ -53,13 +70,6 @@ for i in range(n - sum(split)):
     split[i % len(split)] += 1
 print(len(powers), int("host" in spec), ",".join(map(str, split)))'
 read -r np hosts ideal < <(python3 -c "$split_py" "$spec" "$n")
-tmp=$(mktemp -d)
-lab_down=0
-cleanup() {
-    [[ $lab_down == 0 ]] || "$bin/mheta" hosts down "$spec" >/dev/null 2>&1 || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
 if [[ $hosts == 1 ]]; then
     if ! "$bin/mheta" hosts status "$spec" >/dev/null 2>&1; then
         "$bin/mheta" hosts up "$spec" >&2

@@ -136,9 +136,14 @@ study gather "--auto's plan in the job against the ranks: the summaries' gather 
 study model-bench "The model's cost against P: one evaluation and a GBS search" \
     "none: the model alone, on synthetic traces and profiles" -- \
     scripts/model_bench.py "$out/model-bench/work"
+# --auto's goals are medians of 5 interleaved rounds, so --quick runs 5.
 study auto-speedup "--auto against Block and the static ideal (jacobi, het2)" \
     "spin: one core per rank, rank 1 at CPU power 0.5" -- \
-    scripts/auto-speedup.sh "$rounds"
+    scripts/auto-speedup.sh "$((rounds < 5 ? 5 : rounds))"
+# On a uniform cluster the ideal is Block: --auto must not lose to it.
+study auto-uniform "--auto against Block on a uniform cluster (jacobi, 2 ranks)" \
+    "none: 2 ranks of equal power, one core each, real compute" -- \
+    AUTO_CLUSTER=uniform scripts/auto-speedup.sh "$((rounds < 5 ? 5 : rounds))"
 # Four ranks on two cores: the CPU by the clock, so that time-sharing
 # does not decide the powers. 20 ns a unit at power 1, so that the real
 # work of two ranks sharing a core (3-4 ns of CPU a unit each here: 9-13

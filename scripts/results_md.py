@@ -144,6 +144,7 @@ LINES = {
     "auto-speedup": r"^# median ratio|^# auto against",
     "auto-het4": r"^# median ratio|^# auto against",
     "auto-net4": r"^# median ratio|^# auto against",
+    "auto-uniform": r"^# median ratio|^# auto against",
     "move-rate": r"^# moves of",
     "move-cost": r"^# absolute error",
     "model-bench": r"^growth, jacobi|^# planning at",
