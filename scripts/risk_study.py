@@ -207,6 +207,8 @@ def main():
             # cannot tell (within the noise).
             missed = tl >= 1.0 or ml > 1.03
             verdict = ("met" if met else "MISSED" if missed else "within the noise") + f"; {cis}"
+            if not met and m["speeds"]["moved"]:
+                verdict += "; the runs met other CPU speeds than the plans were priced at (above)"
         else:
             # One plan run twice as often: its two sets of runs differ by
             # the noise, not by a plan.
