@@ -153,6 +153,8 @@ def main():
                    env=ENV, check=True, capture_output=True)
     recorded = {w: trace(w) for w in WAITS}
     traces = {w: r[0] for w, r in recorded.items()}
+    # Each mode's kept recording, as record_clean saw it.
+    kept = {w: next(t for t in r[1] if t["dir"] == r[0]) for w, r in recorded.items()}
     ready = os.path.join(W, "load.ready")
     tl = os.path.join(W, "load.timeline.json")
     ld = start_load(["--quiet", "--proc", "hog", "--cores", "0", "--levels", LEVELS, "--dwell", DWELL,
@@ -162,7 +164,6 @@ def main():
         subprocess.run([MHETA, "sense", "--cores", "0,1", "--duration", "20" if QUICK else "30",
                         "--interval", "0.1", "--ranks", "0:0;1:1", "-o", sf], env=ENV, check=True,
                        capture_output=True)
-        kept = {w: next(t for t in r[1] if t["dir"] == r[0]) for w, r in recorded.items()}
         modes = [one_mode(w, traces[w], kept[w]["cpu_ns_per_unit"], prof, sf) for w in WAITS]
     finally:
         ld.terminate()
@@ -180,15 +181,15 @@ def main():
     for m in modes:
         sp = m["search"]
         tries = res["traces"][m["wait"]]
-        kept = next(t for t in tries if t["dir"] == traces[m["wait"]])
+        k = kept[m["wait"]]
         speeds = ", ".join(f"{t['speed_ns']:.2f}" for t in tries)
         print(f"--wait {m['wait']}: trace on Block (12 iterations, before the load): "
               f"{len(tries)} recording(s) (the ranks' mean CPU a unit: "
               f"{speeds} ns), the kept one's ranks waited for a core "
-              f"{', '.join(f'{100 * q:.1f}%' for q in kept['runq_share'])} of the run and took "
-              f"{', '.join(f'{u:.2f}' for u in kept['per_unit_vs_least'])}x the least CPU per unit"
+              f"{', '.join(f'{100 * q:.1f}%' for q in k['runq_share'])} of the run and took "
+              f"{', '.join(f'{u:.2f}' for u in k['per_unit_vs_least'])}x the least CPU per unit"
               + (f" (DISTURBED beyond {RUNQ:.0%} / {PER_UNIT:.0%}: the plans below rest on it)"
-                 if kept["disturbed"] else ""))
+                 if k["disturbed"] else ""))
         print(f"--wait {m['wait']}: predicted per iteration: mean plan {sp['mean_plan']['dist']} mean "
               f"{sp['mean_plan']['per_iteration']['mean']*1e3:.3f} ms q95 {sp['mean_plan']['quantile_s']*1e3:.3f} ms; "
               f"quantile plan {sp['quantile_plan']['dist']} mean {sp['quantile_plan']['per_iteration']['mean']*1e3:.3f} ms "

@@ -196,15 +196,15 @@ pub(super) fn in_turn(turn: Option<&mut Option<Cursor>>, clock: &mut f64) -> f64
 }
 
 /// After a wait that took the rank's clock from `from` to `*clock`: a
-/// rank replayed by its turns that slept through this one (`slept`:
-/// its waits sleep and this one outlasted the polling before the sleeps,
-/// [`super::Program::sleeps_through`]) is off the run queue meanwhile, and its turns resume where
-/// they were ([`Cursor::slept`]): the scheduler gives it its share of
-/// the core over the time it is runnable, so a wait it sleeps costs the
-/// wait, where a polling rank's wait uses its turns up as computation
-/// does (beside one hog, rank 0's run-queue delay an iteration equals
-/// its CPU time in either mode: docs/design/load.md, "Rows on a
-/// time-shared rank"). Any other rank goes on in its next turn
+/// rank replayed by its turns that slept through this one (`slept`: its
+/// waits sleep and this one outlasted the polling before the sleeps,
+/// [`super::Program::sleeps_through`]) is off the run queue meanwhile,
+/// and its turns resume where they were ([`Cursor::slept`]): the
+/// scheduler gives it its share of the core over the time it is
+/// runnable, so a wait it sleeps costs the wait, where a polling rank's
+/// wait uses its turns up as computation does (beside one hog, rank 0's
+/// run-queue delay an iteration equals its CPU time in either mode:
+/// docs/design/load.md, "Rows on a time-shared rank"). Any other rank goes on in its next turn
 /// ([`in_turn`]). The time that adds to its clock.
 pub(super) fn after_wait(
     turn: Option<&mut Option<Cursor>>,
